@@ -1,0 +1,57 @@
+# apd: the two commands are `make book` and `make test` (see README.md).
+SHELL := /bin/bash
+PROFILE ?= default
+# Override notebook parameters for one run: make book SET="theorem1.n_draws=500 theorem1.seed=3"
+SET ?=
+ONLY ?=
+VENV := .venv
+PY := $(VENV)/bin/python
+SYSTEM_PYTHON ?= $(shell command -v python3.11 || command -v python3)
+STAMP := $(VENV)/.installed
+
+.PHONY: book test env unit smoke browser lock clean-build help bench
+
+help:
+	@echo "make book [PROFILE=smoke|default|pythia] [SET='nb.param=value ...'] [ONLY=nb]   build the book"
+	@echo "make test                                     unit tests, smoke build, browser test"
+
+env: $(STAMP)
+
+$(STAMP): requirements.lock package.json pyproject.toml
+	@$(SYSTEM_PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if v == (3, 11) else "apd: the book build is pinned for Python 3.11, found %d.%d; install python3.11 or set SYSTEM_PYTHON=/path/to/python3.11" % v)'
+	test -x $(PY) || $(SYSTEM_PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	npm install --no-audit --no-fund --silent
+	touch $(STAMP)
+
+book: env
+	$(PY) -m apd.book --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(if $(ONLY),--only $(ONLY))
+
+unit: env
+	$(PY) -m pytest -m "not book" tests
+
+smoke: env
+	$(PY) -m apd.book --profile smoke
+
+browser: env
+	$(PY) -m pytest -m book tests
+
+test: env
+	$(PY) -m pytest -m "not book" tests
+	$(PY) -m apd.book --profile smoke
+	$(PY) -m pytest -m book tests
+
+bench: env
+	$(PY) scripts/benchmarks.py
+
+# Re-resolve requirements.in into requirements.lock and environment.yml (needs the registries).
+lock:
+	rm -rf /tmp/apd-lock && $(SYSTEM_PYTHON) -m venv /tmp/apd-lock
+	/tmp/apd-lock/bin/pip install --quiet --upgrade pip
+	/tmp/apd-lock/bin/pip install --quiet -r requirements.in
+	$(PY) scripts/write_lock.py /tmp/apd-lock/bin/pip
+
+clean-build:
+	rm -rf _build

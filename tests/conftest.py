@@ -1,0 +1,28 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("APD_SHARED_DIR", ROOT.parent / "shared"))
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    if not SHARED.is_dir():
+        pytest.skip(f"{SHARED} not found: clone the project with ../shared beside it or set APD_SHARED_DIR")
+    return SHARED
+
+
+@pytest.fixture(scope="session")
+def smoke_html() -> Path:
+    """The HTML of the smoke build (`make smoke` / `python -m apd.book --profile smoke`)."""
+    html = ROOT / "_build" / "smoke" / "book" / "_build" / "html"
+    if not (html / "index.html").is_file():
+        pytest.fail(f"{html}/index.html is missing: run `make smoke` (make test does) before the book tests")
+    return html

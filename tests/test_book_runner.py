@@ -1,0 +1,98 @@
+"""The papermill runner: profile validation, overrides, and failures that name notebook and cell."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from apd import book
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("profile", ["smoke", "default", "pythia"])
+def test_every_profile_is_complete_and_valid(profile):
+    params = book.load_profile(profile)
+    assert set(params) == set(book.toc_notebooks())
+
+
+def test_pythia_profile_names_hub_models_and_cuda():
+    data = yaml.safe_load((ROOT / "profiles" / "pythia.yml").read_text())
+    flat = json.dumps(data)
+    for stem, params in (data["notebooks"] or {}).items():
+        declared = book.notebook_parameters(book.notebook_path(stem))
+        if "device" in declared:
+            assert params.get("device") == "cuda", f"pythia profile should run {stem} on cuda"
+        if "family" in declared:
+            assert params.get("family") == "pythia", stem
+    assert "16.7555" in flat  # Pythia-70M's ln non-embedding size
+
+
+def make_project(tmp_path: Path, cells: list[str], profile: dict) -> Path:
+    (tmp_path / "apd").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "profiles").mkdir()
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/nb\n")
+    nb = {"cells": [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "execution_count": None,
+                     "outputs": [], "source": "profile = 'default'\nx = 1\nname = 'a'"}],
+          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    for i, src in enumerate(cells):
+        nb["cells"].append({"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None,
+                            "outputs": [], "source": src})
+    (tmp_path / "notebooks" / "nb.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "profiles" / "p.yml").write_text(yaml.safe_dump({"notebooks": profile}))
+    shutil.copy2(ROOT / "requirements.lock", tmp_path / "requirements.lock")
+    return tmp_path
+
+
+def test_typo_in_profile_fails_loudly(tmp_path):
+    root = make_project(tmp_path, [], {"nb": {"xx": 2}})
+    with pytest.raises(book.BookError, match=r"nb\.xx is not a parameter"):
+        book.load_profile("p", root)
+
+
+def test_missing_notebook_entry_and_unknown_notebook(tmp_path):
+    root = make_project(tmp_path, [], {"other": {}})
+    with pytest.raises(book.BookError) as err:
+        book.load_profile("p", root)
+    assert "has no entry" in str(err.value) and "not in _toc.yml" in str(err.value)
+
+
+def test_unknown_profile_lists_known(tmp_path):
+    root = make_project(tmp_path, [], {"nb": {}})
+    with pytest.raises(book.BookError, match="known profiles: p"):
+        book.load_profile("nope", root)
+
+
+def test_overrides_are_parsed_and_checked(tmp_path):
+    root = make_project(tmp_path, [], {"nb": {}})
+    params = book.load_profile("p", root)
+    assert book.parse_overrides(["nb.x=3", "nb.name=[1, 2]"], params, root) == {"nb": {"x": 3, "name": [1, 2]}}
+    with pytest.raises(book.BookError, match="not a parameter"):
+        book.parse_overrides(["nb.y=3"], params, root)
+    with pytest.raises(book.BookError, match="NOTEBOOK.PARAMETER=VALUE"):
+        book.parse_overrides(["x=3"], params, root)
+
+
+def test_failing_cell_names_notebook_and_cell(tmp_path):
+    root = make_project(tmp_path, ["y = x + 1", "raise RuntimeError('boom ' + name)"], {"nb": {"x": 5}})
+    out = root / "_build" / "p" / "nb.ipynb"
+    with pytest.raises(book.BookError) as err:
+        book.execute("nb", {"x": 5, "name": "zz", "profile": "p"}, out, root)
+    msg = str(err.value)
+    assert "notebooks/nb.ipynb" in msg and "cell" in msg and "RuntimeError: boom zz" in msg
+    assert not out.exists()  # no half-executed notebook passes for a result
+
+
+def test_execution_injects_parameters_hides_them_and_caches(tmp_path):
+    root = make_project(tmp_path, ["assert x == 7 and profile == 'p'"], {"nb": {"x": 7}})
+    out = root / "_build" / "p" / "nb.ipynb"
+    assert book.execute("nb", {"x": 7, "profile": "p"}, out, root) == "executed"
+    nb = json.loads(out.read_text())
+    injected = [c for c in nb["cells"] if "injected-parameters" in c["metadata"].get("tags", [])]
+    assert len(injected) == 1 and "remove-cell" in injected[0]["metadata"]["tags"]
+    assert "x = 7" in "".join(injected[0]["source"])
+    assert book.execute("nb", {"x": 7, "profile": "p"}, out, root) == "cached"
+    assert book.execute("nb", {"x": 7, "profile": "p"}, out, root, force=True) == "executed"

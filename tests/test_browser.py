@@ -1,0 +1,105 @@
+"""Open every page of the smoke-built book in headless Chromium, with no network, and check that
+every image loaded and every math block was rendered by the locally served MathJax."""
+import functools
+import http.server
+import shutil
+import tempfile
+import threading
+
+import pytest
+
+pytestmark = pytest.mark.book
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+SKIP_PAGES = {"genindex.html", "search.html"}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not (CHROMIUM and CHROMEDRIVER):
+        pytest.skip("headless Chromium not found (apt-get install chromium chromium-driver); "
+                    ".ci/run installs it so CI runs this test")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    profile = tempfile.mkdtemp(prefix="apd-chromium-")
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,900"):
+        opts.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    driver.set_script_timeout(60)
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def server(smoke_html):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(smoke_html))
+    handler.log_message = lambda *a, **k: None
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def pages(html_dir):
+    out = []
+    for path in sorted(html_dir.rglob("*.html")):
+        rel = path.relative_to(html_dir).as_posix()
+        if rel.startswith(("_static/", "_sources/", "_images/")) or rel in SKIP_PAGES:
+            continue
+        out.append(rel)
+    return out
+
+
+WAIT_FOR_PAGE = """
+const done = arguments[arguments.length - 1];
+const imgs = Array.from(document.images);
+Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })))
+  .then(() => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : null)
+  .then(() => done({
+      images: imgs.map(i => [i.getAttribute('src'), i.naturalWidth]),
+      math: document.querySelectorAll('.math').length,
+      mathRendered: Array.from(document.querySelectorAll('.math')).filter(m => m.querySelector('mjx-container')).length,
+      mathErrors: document.querySelectorAll('mjx-merror, merror').length,
+      mathjax: window.MathJax ? (MathJax.version || 'loaded') : null,
+      remote: Array.from(document.querySelectorAll('script[src], link[rel=stylesheet]'))
+        .map(e => e.getAttribute('src') || e.getAttribute('href'))
+        .filter(u => /^(https?:)?\\/\\//.test(u) && !u.startsWith(location.origin)),
+  }))
+  .catch(e => done({error: String(e)}));
+"""
+
+
+def test_every_page_renders_offline(browser, server, smoke_html):
+    checked = pages(smoke_html)
+    assert any(p.startswith("notebooks/") for p in checked), f"no chapter pages among {checked}"
+    total_images = total_math = 0
+    problems = []
+    for rel in checked:
+        browser.get(f"{server}/{rel}")
+        info = browser.execute_async_script(WAIT_FOR_PAGE)
+        if "error" in info:
+            problems.append(f"{rel}: script error {info['error']}")
+            continue
+        for src, width in info["images"]:
+            if not width:
+                problems.append(f"{rel}: image {src} did not load (naturalWidth 0)")
+        if info["math"]:
+            if not info["mathjax"]:
+                problems.append(f"{rel}: {info['math']} math blocks but MathJax did not load")
+            if info["mathRendered"] != info["math"]:
+                problems.append(f"{rel}: only {info['mathRendered']} of {info['math']} math blocks rendered")
+            if info["mathErrors"]:
+                problems.append(f"{rel}: {info['mathErrors']} MathJax errors")
+        if info["remote"]:
+            problems.append(f"{rel}: loads remote resources {info['remote']}")
+        total_images += len(info["images"])
+        total_math += info["math"]
+    assert not problems, "\n".join(problems)
+    assert total_images > 0 and total_math > 0, (total_images, total_math)

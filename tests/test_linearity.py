@@ -1,0 +1,64 @@
+import numpy as np
+import pytest
+
+from apd import linearity, theory
+from apd.blindness import cd_scores, find_obvious_blindness
+
+
+def test_fit_lines_recovers_line_and_parabola():
+    x = np.array([9.0, 10.0, 11.5, 12.0, 14.0])
+    vals = np.stack([2.0 - 0.5 * x, 1.0 + 0.3 * (x - 11) ** 2], axis=1)  # (N, 2)
+    fit = linearity.fit_lines(x, vals)
+    assert fit.slope[0] == pytest.approx(-0.5) and fit.intercept[0] == pytest.approx(2.0)
+    assert fit.r2[0] == pytest.approx(1.0) and fit.curvature[0] == pytest.approx(0.0, abs=1e-10)
+    assert fit.curvature[1] == pytest.approx(0.3)
+    assert fit.r2[1] < 0.9 and fit.rmse[1] > 0
+
+
+def test_fit_lines_errors():
+    with pytest.raises(ValueError, match="increase"):
+        linearity.fit_lines([1.0, 3.0, 2.0], np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        linearity.fit_lines([1.0, 2.0, 3.0], np.array([[0.0], [np.nan], [1.0]]))
+    with pytest.raises(ValueError, match="at least 3"):
+        linearity.fit_lines([1.0, 2.0], np.zeros((2, 1)))
+
+
+def test_interpolate_members():
+    x = np.array([1.0, 2.0, 4.0])
+    v = np.array([[0.0], [1.0], [5.0]])
+    assert linearity.interpolate_members(x, v, 3.0)[0] == pytest.approx(3.0)
+    assert linearity.interpolate_members(x, v, 1.0)[0] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="outside"):
+        linearity.interpolate_members(x, v, 4.5)
+
+
+def test_hlm_exists_for_a_linear_family():
+    rng = np.random.default_rng(0)
+    x = np.array([9.0, 10.0, 11.0, 12.0, 13.0, 14.0])
+    a, b = rng.normal(size=(3, 20)), rng.normal(size=(3, 20))
+    logits = a[None] + b[None] * x[:, None, None]
+    out = linearity.hlm_prediction_check(x, logits, alm=0, elm=2, T=2.0)
+    assert out["log_size"] == pytest.approx(13.0)
+    np.testing.assert_allclose(out["pred_logits"], out["real_logits"], atol=1e-9)
+    np.testing.assert_allclose(out["pred_probs"].sum(-1), 1.0)
+
+
+def test_blindness_on_hand_made_case():
+    # token 0 is gold; both models rank it first, but it barely grows with size,
+    # while token 1 rises fast: CD (T=1) prefers token 1.
+    elm = np.log(np.array([[0.50, 0.45, 0.05]]))
+    alm = np.log(np.array([[0.60, 0.10, 0.30]]))
+    out = find_obvious_blindness(elm, alm, gold=np.array([0]), T=1.0, top_k=None)
+    assert out.both_right.tolist() == [True] and out.blind.tolist() == [True] and out.cd_top.tolist() == [1]
+    assert out.rate == 1.0
+    # a large T weakens the amateur term, and CD follows the expert again
+    assert find_obvious_blindness(elm, alm, np.array([0]), T=100.0, top_k=None).blind.tolist() == [False]
+
+
+def test_cd_scores_top_k_mask():
+    elm = np.log(np.array([[0.5, 0.3, 0.2]]))
+    alm = np.log(np.array([[0.2, 0.3, 0.5]]))
+    s = cd_scores(elm, alm, 2.0, top_k=2)
+    assert np.isneginf(s[0, 2]) and np.isfinite(s[0, :2]).all()
+    np.testing.assert_allclose(s[0, :2], theory.cd_logits(elm, alm, 2.0)[0, :2])

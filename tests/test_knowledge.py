@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+import torch
+
+from apd import knowledge
+from apd.corpus import CorpusConfig, build_corpus
+
+
+@pytest.fixture(scope="module")
+def corpus_and_tokenizer(tmp_path_factory):
+    corpus = build_corpus(CorpusConfig.smoke())
+    return corpus, corpus.tokenizer(cache_dir=tmp_path_factory.mktemp("tok"))
+
+
+class OracleFamily:
+    """Two fake members: 'small' puts all mass on the first distractor, 'big' on the gold."""
+
+    def __init__(self, tokenizer, gold_of_prompt, wrong_of_prompt):
+        self.names = ["small", "big"]
+        self.log_sizes = np.array([9.0, 12.0])
+        self.tokenizer = tokenizer
+        self.vocab_size = len(tokenizer)
+        self.gold, self.wrong = gold_of_prompt, wrong_of_prompt
+
+    def next_token_log_probs(self, input_ids, attention_mask):
+        B = input_ids.shape[0]
+        out = torch.full((2, B, self.vocab_size), -20.0)
+        for b in range(B):
+            ids = input_ids[b][attention_mask[b].bool()].tolist()
+            prompt = self.tokenizer.decode(ids)
+            out[0, b, self.wrong[prompt]] = -0.1
+            out[1, b, self.gold[prompt]] = -0.1
+        return torch.log_softmax(out, -1)
+
+
+def test_scores_follow_the_members(corpus_and_tokenizer):
+    corpus, tok = corpus_and_tokenizer
+    items = [it for it in corpus.qa_items if it.attribute in ("birth_city", "employer")][:10]
+    gold = {it.prompt: knowledge.first_token_id(tok, it.prompt, it.gold) for it in items}
+    wrong = {it.prompt: knowledge.first_token_id(tok, it.prompt, it.distractors[0]) for it in items}
+    fam = OracleFamily(tok, gold, wrong)
+    scores = knowledge.score_world_qa(fam, corpus.world, items, batch_size=4)
+    assert scores.logprobs.shape == (2, len(items), len(tok))
+    acc = knowledge.accuracy_table(scores.frame)
+    assert acc.loc["small", "all"] == 0.0 and acc.loc["big", "all"] == 1.0
+    big = scores.frame[scores.frame.member == "big"]
+    assert (big["rank"] == 1).all() and np.allclose(big["p_gold"], np.exp(scores.logprobs[1, np.arange(len(items)), scores.gold]))
+    # deterministic attributes: the truth is one token with probability 1, the gold one
+    assert np.allclose(scores.truth.sum(-1), 1.0)
+    assert (scores.truth.argmax(-1) == scores.gold).all()
+
+
+def test_distributional_truth_spreads_mass(corpus_and_tokenizer):
+    corpus, tok = corpus_and_tokenizer
+    items = [it for it in corpus.qa_items if it.attribute == "hobby"][:3]
+    fam = OracleFamily(tok, {}, {})
+    truth = np.zeros(len(tok))
+    for t, p in corpus.world.next_token_distribution(items[0], tok).items():
+        truth[t] += p
+    assert truth.sum() == pytest.approx(1.0) and (truth > 0).sum() > 1
+    with pytest.raises(ValueError, match="no QA items"):
+        knowledge.score_world_qa(fam, corpus.world, [])

@@ -115,3 +115,64 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     z = z - z.max(-1, keepdims=True)
     e = np.exp(z)
     return e / e.sum(-1, keepdims=True)
+
+
+def _kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """KL(p || q) in nats along the last axis (0 log 0 = 0; q floored at 1e-30)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-30))), 0.0)
+    return terms.sum(-1)
+
+
+def _topk_renorm(logp: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    z = np.where(keep, logp, -np.inf)
+    return _softmax(z)
+
+
+def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 20) -> "pd.DataFrame":
+    """Compare CD's hypothetical LM with the family's real members at ln s_HLM.
+
+    ``logprobs``: ``(N, P, V)`` next-token log-probabilities of every member at P positions.
+    For every T whose ln s_HLM lies inside the family (at or below the largest member), CD built
+    from members ``alm`` and ``elm`` predicts the HLM's log-probabilities as ``L_CD / (1 - 1/T)``;
+    the real HLM is interpolated between the members around ln s_HLM. Reported per T, averaged
+    over positions, on the full vocabulary and on the ELM's top-k (renormalised, as CD is used):
+    KL(real || CD's HLM) and, as the no-extrapolation baseline, KL(real || ELM); agreement of the
+    top-1 token with the real HLM; mean absolute difference of centred log-probabilities on the
+    ELM's top-k tokens. Ts whose HLM falls outside the family are skipped.
+    """
+    import pandas as pd
+
+    x = np.asarray(log_sizes, dtype=np.float64)
+    lp = np.asarray(logprobs, dtype=np.float64)
+    keep = lp[elm] >= np.sort(lp[elm], axis=-1)[..., -k][..., None]
+    rows = []
+    for T in T_grid:
+        x_h = float(theory.hlm_log_size(x[elm], x[alm], T))
+        if x_h > x[-1] + 1e-9:
+            continue
+        out = hlm_prediction_check(x, lp, alm, elm, T)
+        real_p, pred_p, elm_p = out["real_probs"], out["pred_probs"], _softmax(lp[elm])
+        real_k = _topk_renorm(out["real_logits"], keep)
+        pred_k = _topk_renorm(out["pred_logits"], keep)
+        elm_k = _topk_renorm(lp[elm], keep)
+
+        def centred_gap(a):
+            a = np.where(keep, a, np.nan)
+            b = np.where(keep, out["real_logits"], np.nan)
+            a = a - np.nanmean(a, -1, keepdims=True)
+            b = b - np.nanmean(b, -1, keepdims=True)
+            return float(np.nanmean(np.abs(a - b)))
+
+        rows.append({
+            "T": T, "ln s_HLM": x_h,
+            "KL(real || CD-HLM), full vocab": float(_kl(real_p, pred_p).mean()),
+            "KL(real || ELM), full vocab": float(_kl(real_p, elm_p).mean()),
+            f"KL(real || CD-HLM), ELM top-{k}": float(_kl(real_k, pred_k).mean()),
+            f"KL(real || ELM), ELM top-{k}": float(_kl(real_k, elm_k).mean()),
+            "top-1 agrees, CD-HLM": float((pred_p.argmax(-1) == real_p.argmax(-1)).mean()),
+            "top-1 agrees, ELM": float((elm_p.argmax(-1) == real_p.argmax(-1)).mean()),
+            f"mean |log-prob gap|, CD-HLM, top-{k}": centred_gap(out["pred_logits"]),
+            f"mean |log-prob gap|, ELM, top-{k}": centred_gap(lp[elm]),
+        })
+    return pd.DataFrame(rows)

@@ -56,3 +56,21 @@ def figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: f
     width = width or 4.8 * ncols
     height = height or 3.6 * nrows
     return plt.subplots(nrows, ncols, figsize=(width, height), **kwargs)
+
+
+def probability_curve(ax, log_sizes, member_probs, names=None, hlines=None, title=None,
+                      ylabel="probability of the token"):
+    """Draw one token's probability in every member against log size (``member_probs``: (N,)),
+    with optional horizontal lines ``{label: (value, color)}`` for decoding methods (CD, APD, truth)."""
+    ax.plot(log_sizes, member_probs, marker="o", color=COLORS["members"], label="family members", zorder=3)
+    if names is not None:
+        for x, p, n in zip(log_sizes, member_probs, names):
+            ax.annotate(n, (x, p), textcoords="offset points", xytext=(3, 4), fontsize=7, color=COLORS["members"])
+    for label, (value, color) in (hlines or {}).items():
+        ax.axhline(value, color=color, ls="--", lw=1.3, label=label)
+    ax.set_xlabel(XLABEL_LOG_SIZE)
+    ax.set_ylabel(ylabel)
+    ax.set_ylim(-0.02, 1.02)
+    if title:
+        ax.set_title(title)
+    return ax

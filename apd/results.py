@@ -168,6 +168,20 @@ class Run:
         glue(name, plain, display=display)
         return plain
 
+    def glue_text(self, name: str, value: Any, fmt: str = "{:.3g}", missing: str = "n/a") -> str:
+        """Glue ``value`` formatted with ``fmt`` as text for the prose, or ``missing`` when the value
+        is None or NaN (e.g. a measure this profile cannot compute). The JSON gets the number, or
+        the ``missing`` text."""
+        absent = value is None or (isinstance(value, float) and not math.isfinite(value))
+        text = missing if absent else fmt.format(_plain(value))
+        self.values[name] = missing if absent else _plain(value)
+        try:
+            from myst_nb import glue
+        except ImportError:
+            return text
+        glue(name, text, display=False)
+        return text
+
     def record(self, **values: Any) -> None:
         """Record several headline numbers without gluing them."""
         for k, v in values.items():

@@ -62,3 +62,21 @@ def test_cd_scores_top_k_mask():
     s = cd_scores(elm, alm, 2.0, top_k=2)
     assert np.isneginf(s[0, 2]) and np.isfinite(s[0, :2]).all()
     np.testing.assert_allclose(s[0, :2], theory.cd_logits(elm, alm, 2.0)[0, :2])
+
+
+def test_hlm_vs_real_table_prefers_cd_on_a_linear_family():
+    rng = np.random.default_rng(1)
+    x = np.array([9.0, 10.0, 11.0, 12.0, 13.0])
+    a, b = rng.normal(size=(40, 30)), rng.normal(scale=0.5, size=(40, 30))
+    logits = a[None] + b[None] * x[:, None, None]
+    logprobs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    table = linearity.hlm_vs_real_table(x, logprobs, alm=0, elm=2, T_grid=[1.5, 2.0, 3.0, 5.0], k=10)
+    # ln s_HLM = (T * 11 - 9) / (T - 1): 15 for T = 1.5 (beyond the family: skipped), 13, 12, 11.5
+    assert list(table["T"]) == [2.0, 3.0, 5.0]
+    np.testing.assert_allclose(table["ln s_HLM"], [13.0, 12.0, 11.5])
+    # interpolating a linear family is exact at the members, so CD's HLM matches the real one
+    row = table[table["T"] == 3.0].iloc[0]
+    assert row["KL(real || CD-HLM), full vocab"] < 1e-9 < row["KL(real || ELM), full vocab"]
+    assert row["top-1 agrees, CD-HLM"] == 1.0
+    # an HLM beyond the largest member is skipped
+    assert linearity.hlm_vs_real_table(x, logprobs, 0, 2, [1.1], k=10).empty

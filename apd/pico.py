@@ -1,0 +1,92 @@
+"""The embedded pico family end to end: corpus -> tokenizer -> pretrained members -> ``Family``.
+
+    from apd import pico
+    built = pico.build("default")          # trains once (cached), then returns in seconds
+    fam = built.family()                   # apd.family.Family over the trained members
+
+and ``get_family(...)`` is what chapters call: the pico family for ``family="pico"``, the Hub
+families (``pythia``, ``opt``, ``qwen1.5``) otherwise, through the same ``load_family`` path.
+
+Scales: ``"smoke"`` (seconds; tests and CI) and ``"default"`` (the book: minutes on a 2-core CPU).
+Artifacts live under ``$APD_CACHE_DIR`` or ``<project>/cache``, keyed by the configuration that
+produced them (tokenizer: hash of its training text and settings; family: hash of the pretraining
+config, the token stream and the tokenizer).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from apd import corpus as corpus_mod
+from apd import pretrain
+from apd.results import project_root
+
+SCALES = ("smoke", "default")
+
+
+def cache_dir() -> Path:
+    """``$APD_CACHE_DIR``, else ``<project root>/cache``, else ``./cache``."""
+    env = os.environ.get("APD_CACHE_DIR")
+    if env:
+        return Path(env)
+    root = project_root()
+    return (root / "cache") if root else Path("cache")
+
+
+def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
+    """The corpus and pretraining configurations of a scale."""
+    if scale == "smoke":
+        return corpus_mod.CorpusConfig.smoke(), pretrain.PicoConfig.smoke()
+    if scale == "default":
+        return corpus_mod.CorpusConfig(), pretrain.PicoConfig.default()
+    raise ValueError(f"unknown pico scale {scale!r}; use one of {SCALES}")
+
+
+@dataclass
+class PicoBuild:
+    """A built pico family: its corpus (world + splits), tokenizer and trained member folders."""
+
+    scale: str
+    corpus: corpus_mod.Corpus
+    tokenizer: object
+    family_dir: Path
+    pico_config: pretrain.PicoConfig
+
+    def family(self, device=None, dtype=None):
+        from apd.family import load_family
+        return load_family("pico", local_dir=self.family_dir, device=device, dtype=dtype)
+
+
+def build(scale: str = "default", cache: Path | str | None = None, device=None,
+          progress: bool = True) -> PicoBuild:
+    """Build (or find cached) the corpus, tokenizer and trained family of ``scale``."""
+    corpus_cfg, pico_cfg = configs(scale)
+    cache = Path(cache) if cache is not None else cache_dir()
+    corp = corpus_mod.build_corpus(corpus_cfg)
+    tok = corp.tokenizer(cache_dir=cache / "tokenizers")
+    family_dir = pretrain.train_family(pico_cfg, tok, corp.pretrain, cache / "families",
+                                       device=device, progress=progress)
+    return PicoBuild(scale, corp, tok, Path(family_dir), pico_cfg)
+
+
+def resolve_device(device: str | None):
+    """``"auto"``/None -> cuda when available else cpu; anything else passes through."""
+    import torch
+    if device in (None, "auto"):
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r} but CUDA is not available here; use device='cpu' or 'auto'")
+    return device
+
+
+def get_family(family: str = "pico", pico_scale: str = "default", members=None, local_dir=None,
+               device: str | None = "auto", dtype=None, progress: bool = True):
+    """``(Family, PicoBuild | None)`` for a chapter's parameters (see the module docstring)."""
+    from apd.family import load_family
+    dev = resolve_device(device)
+    if family == "pico":
+        built = build(pico_scale, device=dev, progress=progress)
+        fam = load_family("pico", members=members, local_dir=built.family_dir, device=dev, dtype=dtype)
+        return fam, built
+    return load_family(family, members=members, local_dir=local_dir, device=dev, dtype=dtype), None

@@ -1,0 +1,63 @@
+import json
+import math
+
+import numpy as np
+import pytest
+
+from apd import results
+from apd.results import Run
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    namespace = {"profile": "unit", "seed": 3, "T_grid": (1.5, 2.0), "_hidden": 1, "np": np, "In": []}
+    return Run.start("nb", namespace)
+
+
+def test_parameters_come_from_the_namespace(run):
+    assert run.profile == "unit"
+    assert run.parameters == {"profile": "unit", "seed": 3, "T_grid": [1.5, 2.0]}
+
+
+def test_finish_writes_flat_json_and_run_record(run, tmp_path):
+    run.glue("err", np.float64(1e-15))
+    run.glue("n", np.int64(7))
+    run.glue_text("missing", float("nan"), "{:.2f}")
+    run.glue_text("present", 0.1234, "{:.2f}")
+    record = run.finish(show=False)
+    values = json.loads((tmp_path / "unit" / "nb.json").read_text())
+    assert values["err"] == 1e-15 and values["n"] == 7 and values["missing"] == "n/a" and values["present"] == 0.1234
+    assert values["profile"] == "unit" and values["wall_time_s"] >= 0
+    saved = json.loads((tmp_path / "unit" / "runs" / "nb.json").read_text())
+    assert saved == json.loads(json.dumps(record))
+    assert saved["parameters"]["seed"] == 3 and "torch" in saved["packages"] and saved["device"].startswith(("cpu", "cuda"))
+    assert "Run record" in results.run_record_markdown(record)
+    assert results.load("unit", "nb")["n"] == 7
+
+
+def test_bad_values_are_refused(run):
+    with pytest.raises(ValueError, match="finite"):
+        run.glue("x", math.inf)
+    with pytest.raises(TypeError, match="flat JSON"):
+        run.glue("x", np.zeros(3))
+
+
+def test_figures_and_tables_land_in_the_convention(run, tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+    fig, ax = plt.subplots()
+    ax.plot([0, 1])
+    png = run.savefig(fig, "f")
+    assert png == tmp_path / "unit" / "figures" / "f.png" and png.stat().st_size > 0
+    assert (tmp_path / "unit" / "figures" / "f.pdf").stat().st_size > 0
+    csv = run.save_table(pd.DataFrame({"a": [1]}), "t")
+    assert csv.read_text().startswith("a\n1")
+
+
+def test_missing_results_name_the_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    with pytest.raises(FileNotFoundError, match="make book PROFILE=x ONLY=nb"):
+        results.load("x", "nb")

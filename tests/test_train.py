@@ -344,12 +344,15 @@ def test_gradients_reach_alm_prime_through_c_when_lambda3_is_zero(family):
     assert out["l3"].item() < 1e-2          # ALM' == ALM: only float16 rounding of the stored logits
 
 
-def test_command_line_trains_from_saved_records(family, tmp_path):
-    models, _, records = family
+def test_command_line_trains_from_an_apd_collect_folder(family, tmp_path):
+    from apd import collect
+    models, sizes, _ = family
     models[0].save_pretrained(tmp_path / "alm")
-    torch.save(records, tmp_path / "collected.pt")
+    ids = torch.randint(0, VOCAB, (16 * 12,), generator=torch.Generator().manual_seed(5)).numpy()
+    collect.collect(collect.ModelFamily(models, VOCAB, log_sizes=sizes, device="cpu"), ids, tmp_path / "collected",
+                    collect.CollectConfig(seq_len=12, chunks_per_shard=4), progress=False)
     (tmp_path / "cfg.yaml").write_text("lambda3: 0.1\nbatch_size: 8\nepochs: 1\nwarmup_steps: 0.5\n")
-    train.main(["--alm", str(tmp_path / "alm"), "--data", str(tmp_path / "collected.pt"), "--out", str(tmp_path / "run"),
+    train.main(["--alm", str(tmp_path / "alm"), "--data", str(tmp_path / "collected"), "--out", str(tmp_path / "run"),
                 "--family", "pico", "--config", str(tmp_path / "cfg.yaml"), "--set", "micro_batch_size=4",
                 "--set", "device=cpu"])
     meta = json.loads((tmp_path / "run" / "train_config.json").read_text())

@@ -461,3 +461,98 @@ def dola_generate_kwargs(model, layers: Union[str, list] = "high", repetition_pe
                          "model; pass 'low', 'high' or indices below the number of layers.")
     return {"dola_layers": layers if isinstance(layers, str) else list(layers),
             "repetition_penalty": float(repetition_penalty)}
+
+
+# --------------------------------------------------------------------------------------------
+# APD on the fly (the paper's ablation without ALM'; appendix "APD on the Fly Baseline")
+# --------------------------------------------------------------------------------------------
+
+
+class OnTheFlyLogitsProcessor(LogitsProcessor):
+    """APD on the fly: fit a decay curve per token at every step, from ALL members' probabilities.
+
+    At every step: each smaller member's next-token logits (each with its own KV cache, the same
+    mechanics as :class:`ContrastiveLogitsProcessor`), the ELM's from ``scores``; then
+    :func:`apd.curves.on_the_fly_asymptotes` over the ELM's top ``top_k`` tokens (flip, fit
+    c + a exp(-max(0, b (x - d))) with Adam, flip back, renormalise over the top k) and
+    :func:`apd.curves.mix_on_the_fly`. Returns log((1 - w) p_ELM + w p_AP) at the ELM's top-k ids
+    and -inf everywhere else, shape (B, V_elm): sampling or greedy decoding then picks among the
+    top k. ``w = 0`` is the ELM renormalised over its top k.
+
+    Args:
+        members: the smaller members as HF causal LMs, smallest (ALM) first, the ELM left out.
+        log_sizes: x of every member, ELM LAST (len(members) + 1 values, increasing; natural log
+            of the non-embedding parameter count, e.g. ``family.log_sizes``).
+        w: the mixing weight 1/T in [0, 1] (the paper picks it from
+            :data:`apd.curves.ON_THE_FLY_WEIGHTS`).
+        top_k: the token set (the paper: the ELM's top 20).
+        vocab_size: the shared tokenizer vocabulary (needed when members pad differently).
+        attention_mask: the prompt's (B, L) mask; same as calling :meth:`prepare`.
+        **fit_kwargs: passed to :func:`apd.curves.fit_curves` (iterations, lr, init, ...).
+
+    Costs: one forward pass of every member per step plus ``iterations`` Adam steps over
+    B * top_k curves; the paper calls it "much more time-consuming" than CD/APD (see
+    ``scripts/benchmarks.py``). ``last_fit`` holds the :class:`apd.curves.CurveFit` of the last step.
+    """
+
+    def __init__(self, members: Sequence, log_sizes: Sequence[float], w: float, top_k: int = 20,
+                 vocab_size: Optional[int] = None, attention_mask: Optional[torch.Tensor] = None,
+                 **fit_kwargs):
+        from apd import curves
+
+        self._curves = curves
+        members = list(members)
+        if not members:
+            raise ValueError("OnTheFlyLogitsProcessor needs the smaller members (at least the ALM and one "
+                             "mid-size member; the ELM is the model you call generate on).")
+        self.log_sizes = [float(x) for x in log_sizes]
+        if len(self.log_sizes) != len(members) + 1:
+            raise ValueError(f"log_sizes has {len(self.log_sizes)} values for {len(members)} smaller members "
+                             f"plus the ELM; pass {len(members) + 1} (e.g. family.log_sizes), ELM last.")
+        if len(self.log_sizes) < 3:
+            raise ValueError("fitting a curve needs at least 3 members (two smaller ones and the ELM); pass "
+                             "a mid-size member too.")
+        if not all(b > a for a, b in zip(self.log_sizes, self.log_sizes[1:])):
+            raise ValueError(f"log_sizes must increase (smallest member first, ELM last), got {self.log_sizes}.")
+        if not 0.0 <= float(w) <= 1.0:
+            raise ValueError(f"w must be in [0, 1] (the weight of the asymptotic probabilities), got {w}.")
+        if int(top_k) != top_k or top_k < 1:
+            raise ValueError(f"top_k must be an integer >= 1, got {top_k}; the paper uses 20.")
+        self.w = float(w)
+        self.top_k = int(top_k)
+        self.vocab_size = vocab_size
+        self.fit_kwargs = dict(fit_kwargs)
+        # one incremental runner (own KV cache, mask handling) per smaller member
+        self._runners = [ContrastiveLogitsProcessor(m, T=1.0) for m in members]
+        self.last_fit = None
+        if attention_mask is not None:
+            self.prepare(attention_mask)
+
+    def prepare(self, attention_mask: Optional[torch.Tensor]) -> "OnTheFlyLogitsProcessor":
+        """Give the prompt's (B, L) attention mask for the next generation; forget the caches."""
+        for r in self._runners:
+            r.prepare(attention_mask)
+        return self
+
+    def reset(self) -> None:
+        """Forget the caches and any prepared mask."""
+        for r in self._runners:
+            r.reset()
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        small = [r.amateur_logits(input_ids).to(scores.device) for r in self._runners]
+        V = _restricted_width(scores, self.vocab_size, min(s.shape[-1] for s in small))
+        if self.top_k > V:
+            raise ValueError(f"top_k={self.top_k} exceeds the vocabulary of {V} tokens.")
+        logits = torch.stack([s[:, :V] for s in small] + [scores[:, :V].float()])   # (N, B, V), ELM last
+        top_ids, p_elm, p_ap, fit = self._curves.on_the_fly_asymptotes(
+            logits, self.log_sizes, top_k=self.top_k, **self.fit_kwargs)
+        self.last_fit = fit
+        mixed = self._curves.mix_on_the_fly(p_elm, p_ap, self.w).float()
+        out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
+        out.scatter_(-1, top_ids, mixed.log())
+        return out.to(scores.dtype)
+
+    def __repr__(self) -> str:
+        return (f"OnTheFlyLogitsProcessor(members={len(self._runners) + 1}, w={self.w:g}, top_k={self.top_k}, "
+                f"vocab_size={self.vocab_size})")

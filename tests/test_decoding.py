@@ -346,3 +346,78 @@ def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
         assert out.shape == (3, ids.shape[1] + 3)
         assert seen and all(s == decoding.dola_candidate_layers(elm, layers) for s in seen)
     assert decoding.dola_candidate_layers(elm, "high") == [2]   # the 4-layer tiny ELM
+
+
+# --------------------------------------------------------------------------------------------
+# APD on the fly as a logits processor (appended with scripts/benchmarks.py)
+# --------------------------------------------------------------------------------------------
+
+from apd import curves  # noqa: E402
+from apd.decoding import OnTheFlyLogitsProcessor  # noqa: E402
+
+OTF_SIZES = [1.0, 2.0, 3.5]   # x of (smallest, mid, ELM); any increasing values
+
+
+@pytest.fixture(scope="module")
+def smallest():
+    return tiny_neox(2, vocab=64, layers=1, hidden=16)
+
+
+def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smallest, monkeypatch):
+    """At every step the fitter gets the logits of all three members (ALM first, ELM last, over the
+    shared vocabulary; checked against a recomputation without caches), and the scores are
+    log((1 - w) p_ELM + w p_AP) of that fit at the ELM's top k, -inf elsewhere.
+    (The fit itself is checked on the recorded inputs: it is so sensitive that float32
+    cache-vs-no-cache logit differences of 1e-6 moved some outputs by 0.3 after 25 Adam steps.)"""
+    elm, mid = models
+    ids, mask = batch
+    fit = dict(iterations=25)
+    seen = []
+    real = curves.on_the_fly_asymptotes
+
+    def spy(logits, log_sizes, **kw):
+        seen.append((logits.clone(), list(log_sizes), kw))
+        return real(logits, log_sizes, **kw)
+
+    monkeypatch.setattr(curves, "on_the_fly_asymptotes", spy)
+    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.4, top_k=8, vocab_size=V, **fit)
+    out = decoding.generate(elm, ids, mask, proc, max_new_tokens=3, do_sample=False,
+                            output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+    L = ids.shape[1]
+    assert len(seen) == len(out.scores) == 3
+    for t, (got, (stack, sizes, kw)) in enumerate(zip(out.scores, seen)):
+        seq = out.sequences[:, :L + t]
+        manual = torch.stack([manual_logits(m, seq, mask)[:, :V].float() for m in (smallest, mid, elm)])
+        torch.testing.assert_close(stack, manual, atol=1e-4, rtol=0)
+        assert sizes == OTF_SIZES and kw == dict(top_k=8, **fit)
+        top, p_elm, p_ap, _ = real(stack, OTF_SIZES, top_k=8, **fit)
+        want = curves.mix_on_the_fly(p_elm, p_ap, 0.4).log()
+        assert torch.isfinite(got).sum(-1).eq(8).all(), "exactly the top 8 tokens get a score"
+        torch.testing.assert_close(got.gather(-1, top), want, atol=1e-6, rtol=0)
+        assert torch.isneginf(got[:, V:]).all()
+        assert torch.equal(out.sequences[:, L + t], top.gather(-1, want.argmax(-1, keepdim=True))[:, 0])
+        # the asymptotes moved the distribution: w = 0.4 is not the ELM renormalised over its top 8
+        assert not torch.allclose(want.exp(), p_elm, atol=1e-3)
+    assert proc.last_fit.asymptote.shape == (ids.shape[0] * 8,)
+
+
+def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
+    elm, mid = models
+    ids, mask = batch
+    plain = decoding.generate(elm, ids, mask, FilteredLogitsProcessor(vocab_size=V), max_new_tokens=4,
+                              do_sample=False, pad_token_id=PAD)   # greedy ELM over the shared vocabulary
+    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.0, vocab_size=V, iterations=5)
+    out = decoding.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False, pad_token_id=PAD)
+    assert torch.equal(out, plain)
+
+
+def test_on_the_fly_bad_arguments(models, smallest):
+    _, mid = models
+    with pytest.raises(ValueError, match="log_sizes has 2 values"):
+        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 2.0], w=0.5)
+    with pytest.raises(ValueError, match="must increase"):
+        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 3.0, 2.0], w=0.5)
+    with pytest.raises(ValueError, match="w must be in"):
+        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=1.5)
+    with pytest.raises(ValueError, match="at least 3 members"):
+        OnTheFlyLogitsProcessor([smallest], [1.0, 2.0], w=0.5)

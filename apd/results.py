@@ -225,8 +225,9 @@ class Run:
             "tables": self.tables,
         }
 
-    def finish(self, show: bool = True) -> dict[str, Any]:
-        """Write ``<stem>.json`` and ``runs/<stem>.json``; display the run record."""
+    def finish(self, show: bool = True) -> None:
+        """Write ``<stem>.json`` and ``runs/<stem>.json``; display the run record (returns None so
+        that a notebook's last cell shows only the record's table)."""
         record = self.record_dict()
         self.values.setdefault("profile", self.profile)
         self.values["wall_time_s"] = record["wall_time_s"]
@@ -238,7 +239,6 @@ class Run:
                 display(Markdown(run_record_markdown(record)))
             except ImportError:  # pragma: no cover
                 print(json.dumps(record, indent=2))
-        return record
 
 
 def run_record_markdown(record: dict[str, Any]) -> str:

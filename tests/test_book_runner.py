@@ -17,6 +17,10 @@ def test_every_profile_is_complete_and_valid(profile):
     assert set(params) == set(book.toc_notebooks())
 
 
+# chapters scored against the synthetic world's truth run on pico in every profile
+PICO_ONLY = {"ablations"}
+
+
 def test_pythia_profile_names_hub_models_and_cuda():
     data = yaml.safe_load((ROOT / "profiles" / "pythia.yml").read_text())
     flat = json.dumps(data)
@@ -24,7 +28,7 @@ def test_pythia_profile_names_hub_models_and_cuda():
         declared = book.notebook_parameters(book.notebook_path(stem))
         if "device" in declared:
             assert params.get("device") == "cuda", f"pythia profile should run {stem} on cuda"
-        if "family" in declared:
+        if "family" in declared and stem not in PICO_ONLY:
             assert params.get("family") == "pythia", stem
     assert "16.7555" in flat  # Pythia-70M's ln non-embedding size
 

@@ -54,7 +54,7 @@ class CorpusConfig:
     """Everything that defines a corpus. ``smoke()`` builds in about a second."""
     world: WorldConfig = field(default_factory=WorldConfig)
     seed: int = 0                      # Wikipedia split and document order
-    wiki_fraction: float = 0.25        # share of pretraining characters that are Wikipedia leads
+    wiki_fraction: float = 0.10        # share of pretraining characters that are Wikipedia leads
     wiki_finetune_articles: int = 400
     wiki_validation_articles: int = 100
     min_article_chars: int = 100       # shorter leads (after cleaning) are dropped

@@ -188,7 +188,7 @@ class WorldConfig:
     """Every size of the world. ``smoke()`` is a tiny world for tests; the default targets about
     0.8 M BPE tokens of pretraining world text (see ``apd.corpus`` for measured sizes)."""
     seed: int = 0
-    n_people: int = 1000
+    n_people: int = 200
     n_countries: int = 10
     n_cities: int = 40
     n_employers: int = 40
@@ -197,8 +197,8 @@ class WorldConfig:
     value_zipf: float = 0.7          # popularity of attribute values: weight of value rank r ~ r^-value_zipf
     zipf_exponent: float = 1.0       # mentions of person rank r ~ (r + zipf_offset)^-zipf_exponent
     zipf_offset: float = 5.0
-    bio_mentions: int = 8000         # biographies in the pretraining split (about; rounding, minimum)
-    min_mentions: int = 1            # every person is mentioned at least this often in pretraining
+    bio_mentions: int = 3000         # biographies in the pretraining split (about; rounding, minimum)
+    min_mentions: int = 2            # every person is mentioned at least this often in pretraining
     finetune_mentions: int = 1200    # fresh biographies in the fine-tuning split (Zipf-sampled)
     validation_mentions: int = 300   # fresh biographies in the validation split
     qa_train_fraction: float = 0.5   # people whose QA documents are training text

@@ -157,8 +157,12 @@ def _source_fingerprint(root: Path) -> str:
     return h.hexdigest()
 
 
-def cache_key(stem: str, params: dict, root: Path = ROOT) -> str:
+def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") -> str:
+    """Key of one execution: the notebook, its parameters, the ``apd`` sources and the lock file,
+    chained with the key of the chapter before it (``upstream``), since later chapters read the
+    artifacts and results of earlier ones."""
     h = hashlib.sha256()
+    h.update(upstream.encode())
     h.update(notebook_path(stem, root).read_bytes())
     h.update(json.dumps(params, sort_keys=True, default=str).encode())
     h.update(_source_fingerprint(root).encode())
@@ -174,13 +178,14 @@ def _cached(out: Path, key: str) -> bool:
         return False
 
 
-def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False) -> str:
+def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False,
+            upstream: str = "") -> str:
     """Execute one notebook with papermill into ``out``; return 'cached' or 'executed'.
 
     A failing cell raises BookError naming the notebook, the cell and the error."""
     import papermill as pm
 
-    key = cache_key(stem, params, root)
+    key = cache_key(stem, params, root, upstream)
     if not force and _cached(out, key):
         return "cached"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -255,17 +260,20 @@ def build(profile: str, overrides: list[str] | None = None, only: list[str] | No
     out_dir = root / "_build" / profile / "book" / "notebooks"
     t_all = time.time()
     missing: list[str] = []
+    upstream = ""
     for stem in stems:
         p = {**params[stem], **extra.get(stem, {}), "profile": profile}
         out = out_dir / f"{stem}.ipynb"
+        key = cache_key(stem, p, root, upstream)
         if only and stem not in only:
             if not out.is_file():
                 missing.append(stem)
-            continue
-        t0 = time.time()
-        print(f"[apd.book] {stem}: executing under profile {profile!r} ...", flush=True)
-        status = execute(stem, p, out, root, force=force)
-        print(f"[apd.book] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
+        else:
+            t0 = time.time()
+            print(f"[apd.book] {stem}: executing under profile {profile!r} ...", flush=True)
+            status = execute(stem, p, out, root, force=force, upstream=upstream)
+            print(f"[apd.book] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
+        upstream = key
     print(f"[apd.book] notebooks done in {time.time() - t_all:.1f} s", flush=True)
     if not html:
         return None

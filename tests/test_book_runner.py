@@ -100,3 +100,11 @@ def test_execution_injects_parameters_hides_them_and_caches(tmp_path):
     assert "x = 7" in "".join(injected[0]["source"])
     assert book.execute("nb", {"x": 7, "profile": "p"}, out, root) == "cached"
     assert book.execute("nb", {"x": 7, "profile": "p"}, out, root, force=True) == "executed"
+
+
+def test_cache_keys_chain_through_upstream_chapters(tmp_path):
+    root = make_project(tmp_path, [], {"nb": {}})
+    a = book.cache_key("nb", {"x": 1}, root, upstream="k1")
+    assert a == book.cache_key("nb", {"x": 1}, root, upstream="k1")
+    assert a != book.cache_key("nb", {"x": 1}, root, upstream="k2")
+    assert a != book.cache_key("nb", {"x": 2}, root, upstream="k1")

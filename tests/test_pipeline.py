@@ -1,0 +1,201 @@
+"""apd.pipeline (the trained ALM' every chapter uses) and apd.truth (distances to the world's truth).
+
+The apd_model tests use the smoke pico family (trained once and cached under cache/, like the
+smoke book build does) and the same cache as the book, so after the first run they only read it.
+"""
+import math
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from apd import metrics, pipeline, truth
+
+
+# ----------------------------------------------------------------------------- distances, by hand
+
+def test_kl_to_truth_hand_computed():
+    q = np.array([[0.25, 0.25, 0.5], [0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
+    t = np.array([[0.5, 0.5, 0.0],      # KL = 0.5 ln(0.5/0.25) * 2 = ln 2
+                  [0.5, 0.3, 0.2],      # equal: 0
+                  [0.0, 0.0, 0.0],      # no mass on the candidates: NaN
+                  [0.1, 0.0, 0.1]])     # renormalised to (0.5, 0, 0.5): 0.5 ln(0.5/0.6) + 0.5 ln(0.5/0.1)
+    kl = truth.kl_to_truth(t, q)
+    assert kl[0] == pytest.approx(math.log(2))
+    assert kl[1] == pytest.approx(0.0, abs=1e-12)
+    assert np.isnan(kl[2])
+    assert kl[3] == pytest.approx(0.5 * math.log(0.5 / 0.6) + 0.5 * math.log(0.5 / 0.1))
+
+
+def test_kl_to_truth_is_infinite_where_the_method_gives_zero_to_a_true_token():
+    assert np.isinf(truth.kl_to_truth([[1.0, 0.0]], [[0.0, 1.0]])[0])
+
+
+def test_gold_nll_hand_computed():
+    q = np.array([[0.7, 0.2, 0.1], [0.7, 0.2, 0.1]])
+    ids = np.array([[5, 3, 9], [5, 3, 9]])
+    nll = truth.gold_nll(q, ids, np.array([3, 4]))
+    assert nll[0] == pytest.approx(-math.log(0.2 + 0.01))   # the paper's -log(p + 0.01)
+    assert np.isnan(nll[1])                                  # gold outside the candidates
+    assert truth.gold_nll(q, ids, np.array([5, 9]), eps=0.0) == pytest.approx([-math.log(0.7), -math.log(0.1)])
+
+
+def test_bad_shapes_are_explained():
+    with pytest.raises(ValueError, match="same"):
+        truth.kl_to_truth(np.ones((2, 3)) / 3, np.ones((2, 4)) / 4)
+    with pytest.raises(ValueError, match="gold"):
+        truth.gold_nll(np.ones((2, 3)) / 3, np.zeros((2, 3), int), np.zeros(3, int))
+    with pytest.raises(ValueError, match="inv_T"):
+        truth.contrastive_topk(np.zeros((1, 4)), np.zeros((1, 4)), -1.0, np.array([[0, 1]]))
+
+
+# ----------------------------------------------------------------------------- method distributions
+
+def test_contrastive_topk_matches_the_qa_scoring_of_metrics():
+    g = torch.Generator().manual_seed(0)
+    elm, alm = torch.randn(5, 50, generator=g) * 3, torch.randn(5, 50, generator=g) * 3
+    ids = truth.topk_ids(elm.numpy(), 20)
+    for inv_T in (0.0, 0.5, 1.0):
+        ours = truth.contrastive_topk(elm.numpy(), alm.numpy(), inv_T, ids)
+        ref = np.exp(metrics.cd_scores_over_topk(elm.double(), alm.double(), inv_T, k=20).numpy())
+        assert np.allclose(ours, np.take_along_axis(ref, ids, -1), atol=1e-10)
+        assert np.allclose(ours.sum(-1), 1.0)
+    # 1/T = 0 is the ELM renormalised over its top 20, whatever the amateur
+    p = torch.softmax(elm, -1).numpy()
+    top = np.take_along_axis(p, ids, -1)
+    assert np.allclose(truth.contrastive_topk(elm.numpy(), alm.numpy() * 7, 0.0, ids), top / top.sum(-1, keepdims=True))
+
+
+def test_method_distributions_rows_and_on_the_fly_extremes():
+    g = torch.Generator().manual_seed(1)
+    lp = torch.log_softmax(torch.randn(3, 4, 30, generator=g) * 2, -1).numpy()
+    ap = torch.log_softmax(torch.randn(4, 30, generator=g), -1).numpy()
+    md = truth.method_distributions(lp, ap, [1.0, 2.0, 3.0], inv_T=(0.5, 1.0), fly_weights=(0.0, 1.0), k=5,
+                                    iterations=20)
+    assert set(md.probs) == {("ELM", 0.0), ("CD", 0.5), ("CD", 1.0), ("APD", 0.5), ("APD", 1.0),
+                             ("APD on the fly", 0.0), ("APD on the fly", 1.0)}
+    for q in md.probs.values():
+        assert q.shape == (4, 5) and np.allclose(q.sum(-1), 1.0)
+    assert np.allclose(md.probs[("APD on the fly", 0.0)], md.probs[("ELM", 0.0)])
+    assert not np.allclose(md.probs[("APD on the fly", 1.0)], md.probs[("ELM", 0.0)])
+
+
+def test_frame_best_knobs_and_summary():
+    ids = np.array([[0, 1], [0, 1], [1, 0]])
+    probs = {("ELM", 0.0): np.array([[0.5, 0.5]] * 3),
+             ("CD", 0.5): np.array([[0.9, 0.1], [0.9, 0.1], [0.9, 0.1]]),
+             ("CD", 1.0): np.array([[0.6, 0.4], [0.6, 0.4], [0.6, 0.4]])}
+    md = truth.MethodDistributions(ids=ids, probs=probs)
+    t = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])        # truth over the vocabulary (V = 2): token 0
+    fr = md.frame(truth=t, gold=np.array([0, 0, 0]), bucket=["head", "tail", "tail"])
+    assert len(fr) == 9 and set(fr.columns) >= {"method", "knob", "item", "kl", "nll", "bucket"}
+    cd05 = fr[(fr.method == "CD") & (fr.knob == 0.5)]
+    assert cd05["kl"].tolist() == pytest.approx([-math.log(0.9), -math.log(0.9), -math.log(0.1)])
+    # item 3's true and gold token 0 sits at candidate position 1 (ids = [1, 0]): q = 0.1
+    assert cd05["nll"].tolist() == pytest.approx([-math.log(0.91), -math.log(0.91), -math.log(0.11)])
+    assert truth.best_knobs(fr, "kl") == {"ELM": 0.0, "CD": 1.0}   # mean KL: 1/T=0.5 0.838, 1/T=1 0.646
+    s = truth.summary(fr, "kl", knobs={"CD": 1.0})
+    assert list(s.index) == ["ELM", "CD 1/T=1"] and list(s.columns) == ["head", "tail", "all"]
+    assert s.loc["ELM", "all"] == pytest.approx(math.log(2))
+    assert s.attrs["n"] == {"head": 1, "tail": 2, "all": 3}
+
+
+# ----------------------------------------------------------------------------- the smoke family
+
+@pytest.fixture(scope="module")
+def smoke():
+    from apd import pico
+    return pico.get_family("pico", "smoke", device="cpu", progress=False)
+
+
+def test_dev_test_split_is_by_person_deterministic_and_balanced(smoke):
+    _, built = smoke
+    world, items = built.corpus.world, built.corpus.qa_items
+    dev, test = truth.dev_test_split(items, world, seed=0)
+    dev_people, test_people = {it.person for it in dev}, {it.person for it in test}
+    assert dev_people and test_people and not dev_people & test_people
+    assert len(dev) + len(test) == len(items)
+    again = truth.dev_test_split(items, world, seed=0)
+    assert [it.prompt for it in again[0]] == [it.prompt for it in dev]
+    # a subset of the items splits as the full list does (no leak into test from subsampling)
+    sub_dev, sub_test = truth.dev_test_split(items[::3], world, seed=0)
+    assert {it.person for it in sub_dev} <= dev_people and {it.person for it in sub_test} <= test_people
+    # half of each bucket's people (rounded down) are dev
+    people = truth.dev_test_people(world, seed=0)
+    for bucket in ("head", "torso", "tail"):
+        names = [p.name for p in world.eval_people if p.bucket == bucket]
+        assert sum(people[n] == "dev" for n in names) == len(names) // 2
+    assert truth.dev_test_people(world, seed=1) != people
+    with pytest.raises(ValueError, match="evaluation person"):
+        truth.dev_test_split(world.qa_items(world.qa_train_people[:1]), world)
+
+
+@pytest.fixture(scope="module")
+def smoke_apd(smoke):
+    fam, built = smoke
+    return pipeline.apd_model(fam, built, scale="smoke", progress=False)
+
+
+def test_apd_model_trains_a_loadable_alm_prime_with_a_tuning_table(smoke, smoke_apd):
+    fam, built = smoke
+    r = smoke_apd
+    assert r.config.family == "pico" and r.lambda3 == r.config.lambda3_value
+    assert isinstance(r.tuning, pd.DataFrame)
+    assert r.tuning["lambda3"].tolist() == list(pipeline.PICO_LAMBDA3_GRID["smoke"])
+    assert r.tuning["chosen"].sum() == 1
+    best = r.tuning.loc[r.tuning["score"].idxmin()]
+    assert best["lambda3"] == r.lambda3 and best["chosen"]
+    assert set(r.tuning.attrs["reference"]) == {"ELM", "CD 1/T=1"}
+    assert (r.tuning["n_scored"] > 0).all()
+    model = pipeline.load(r, device="cpu")
+    lp = pipeline.next_token_log_probs(model, fam.tokenizer, ["Question: who?\nAnswer:", "The"], fam.vocab_size)
+    assert lp.shape == (2, fam.vocab_size) and np.allclose(np.exp(lp).sum(-1), 1.0, atol=1e-4)
+    alm = fam.model(fam.alm)
+    assert any(not torch.equal(a, b) for a, b in zip(model.state_dict().values(), alm.state_dict().values())), \
+        "ALM' is still the ALM"
+    log = r.train_log()
+    assert {"step", "loss", "l1", "l2", "l3"} <= set(log.columns) and len(log) >= 2
+
+
+def test_apd_model_second_call_reads_the_cache(smoke, smoke_apd, monkeypatch):
+    fam, built = smoke
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("apd_model trained again although everything was cached")
+
+    monkeypatch.setattr(pipeline, "train_alm_prime", no_training)
+    monkeypatch.setattr(pipeline.collect, "collect", no_training)
+    t0 = time.perf_counter()
+    again = pipeline.apd_model(fam, built, scale="smoke", progress=False)
+    assert time.perf_counter() - t0 < 5.0
+    assert again.alm_prime_path == smoke_apd.alm_prime_path and again.lambda3 == smoke_apd.lambda3
+    pd.testing.assert_frame_equal(again.tuning, smoke_apd.tuning)
+
+
+def test_apd_model_explicit_lambda3_and_bad_input(smoke, smoke_apd):
+    fam, built = smoke
+    grid_value = float(smoke_apd.tuning["lambda3"].iloc[0])
+    r = pipeline.apd_model(fam, built, scale="smoke", lambda3=grid_value, progress=False)
+    assert r.tuning is None and r.lambda3 == grid_value
+    assert r.alm_prime_path == pathlib_of(smoke_apd.tuning["alm_prime"].iloc[0])   # the tuning run, reused
+    with pytest.raises(ValueError, match="built"):
+        pipeline.apd_model(fam, None, scale="smoke")
+    with pytest.raises(ValueError, match="scale"):
+        pipeline.apd_model(fam, built, scale="huge")
+
+
+def pathlib_of(s):
+    from pathlib import Path
+    return Path(s)
+
+
+def test_train_configs_per_family():
+    assert pipeline.train_config("pythia").lambda3_value == 0.8
+    assert pipeline.train_config("opt").lambda3_value == 0.4
+    assert pipeline.train_config("qwen").lambda3_value == 1.0
+    assert pipeline.train_config("pico", lambda3=0.6).lambda3_value == 0.6
+    with pytest.raises(ValueError, match="lambda3"):
+        pipeline.train_config("pico").lambda3_value       # pico has no published value: tune it
+    assert pipeline.collect_config("opt").n_tail == 10 and pipeline.collect_config("pythia").n_tail == 5

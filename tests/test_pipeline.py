@@ -199,3 +199,33 @@ def test_train_configs_per_family():
     with pytest.raises(ValueError, match="lambda3"):
         pipeline.train_config("pico").lambda3_value       # pico has no published value: tune it
     assert pipeline.collect_config("opt").n_tail == 10 and pipeline.collect_config("pythia").n_tail == 5
+
+
+def test_read_train_log_keeps_one_row_per_step(tmp_path):
+    lines = [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.0}, {"step": 1, "loss": 3.0}, {"step": 3, "loss": 1.0},
+             {"step": 2, "loss": 2.0}]
+    (tmp_path / "train_log.jsonl").write_text("".join(__import__("json").dumps(r) + "\n" for r in lines))
+    log = pipeline.read_train_log(tmp_path)
+    assert log["step"].tolist() == [1, 2, 3] and log["loss"].tolist() == [3.0, 2.0, 1.0]
+    with pytest.raises(FileNotFoundError, match="apd_model"):
+        pipeline.read_train_log(tmp_path / "nothing")
+
+
+def test_lock_makes_a_second_caller_wait(tmp_path):
+    import threading
+    events = []
+    inside = threading.Event()
+
+    def first():
+        with pipeline._lock(tmp_path / "x.lock"):
+            inside.set()
+            time.sleep(0.3)
+            events.append("first done")
+
+    t = threading.Thread(target=first)
+    t.start()
+    inside.wait()
+    with pipeline._lock(tmp_path / "x.lock"):
+        events.append("second in")
+    t.join()
+    assert events == ["first done", "second in"]

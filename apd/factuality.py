@@ -496,26 +496,13 @@ def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[
     return pd.DataFrame(rows)
 
 
-def split_by_person(items: Sequence, seed: int = 0) -> tuple[list, list]:
-    """``(dev, test)`` halves of ``items`` (anything with a ``.person``), by person: the people,
-    sorted, are permuted with numpy seeded by ``seed`` and the first half (rounded down) is dev.
-    Items keep their order. Deterministic."""
-    people = sorted({it.person for it in items})
-    perm = np.random.default_rng([int(seed), 11]).permutation(len(people))
-    dev_people = {people[i] for i in perm[:len(people) // 2]}
-    dev = [it for it in items if it.person in dev_people]
-    return dev, [it for it in items if it.person not in dev_people]
-
-
 def world_test_prompts(world, seed: int = 0) -> list:
     """The open-ended prompts (``world.bio_prompts()``, one per evaluation person) of the TEST
     half of the book's dev/test split by person (``apd.truth.dev_test_people``, the split every
-    chapter uses; :func:`split_by_person` where that module is absent)."""
+    chapter uses)."""
+    from apd.truth import dev_test_people
+
     prompts = world.bio_prompts()
-    try:
-        from apd.truth import dev_test_people
-    except ImportError:
-        return split_by_person(prompts, seed)[1]
     side = dev_test_people(world, seed)
     return [p for p in prompts if side[p.person] == "test"]
 

@@ -98,13 +98,13 @@ def test_world_scorer_no_claims_is_nan(world):
     assert math.isnan(row["NE_ER"]) and math.isnan(row["true_rate"]) and row["claims"] == 0
 
 
-def test_split_by_person_is_deterministic_and_disjoint(world):
-    prompts = world.bio_prompts()
-    dev, test = fx.split_by_person(prompts, seed=3)
-    assert fx.split_by_person(prompts, seed=3) == (dev, test)
-    assert {p.person for p in dev}.isdisjoint({p.person for p in test})
-    assert len(dev) + len(test) == len(prompts) and len(dev) == len(prompts) // 2
-    assert fx.split_by_person(prompts, seed=4) != (dev, test)
+def test_world_test_prompts_use_the_books_split(world):
+    from apd.truth import dev_test_people
+    prompts = fx.world_test_prompts(world, seed=3)
+    side = dev_test_people(world, 3)
+    assert prompts and all(side[p.person] == "test" for p in prompts)
+    assert fx.world_test_prompts(world, seed=3) == prompts
+    assert {p.person for p in prompts} == {q.person for q in world.bio_prompts() if side[q.person] == "test"}
 
 
 def test_world_test_prompts_are_the_books_test_half(world):

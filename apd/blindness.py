@@ -11,19 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+from scipy.special import log_softmax
 
 from apd import theory
 
 
-def _log_softmax(z: np.ndarray) -> np.ndarray:
-    z = np.asarray(z, dtype=np.float64)
-    z = z - z.max(-1, keepdims=True)
-    return z - np.log(np.exp(z).sum(-1, keepdims=True))
-
-
 def cd_scores(elm_logits, alm_logits, T: float, top_k: int | None = None) -> np.ndarray:
     """CD scores ``(B, V)`` from raw logits; tokens outside the ELM's top-k get ``-inf``."""
-    elm_lp, alm_lp = _log_softmax(elm_logits), _log_softmax(alm_logits)
+    elm_lp = log_softmax(np.asarray(elm_logits, dtype=np.float64), axis=-1)
+    alm_lp = log_softmax(np.asarray(alm_logits, dtype=np.float64), axis=-1)
     scores = np.asarray(theory.cd_logits(elm_lp, alm_lp, T), dtype=np.float64)
     if top_k is not None:
         if top_k < 1:
@@ -60,3 +57,47 @@ def find_obvious_blindness(elm_logits, alm_logits, gold, T: float, top_k: int | 
     both = (elm.argmax(-1) == gold) & (alm.argmax(-1) == gold)
     cd_top = cd_scores(elm, alm, T, top_k).argmax(-1)
     return Blindness(both_right=both, blind=both & (cd_top != gold), cd_top=cd_top)
+
+
+def blindness_table(elm_logprobs, alm_logprobs, gold, T_grid, groups=None, apd_logprobs=None,
+                    top_k: int | None = 20) -> pd.DataFrame:
+    """How often CD (and APD) is obviously blind, one row per (group, method, T).
+
+    ``elm_logprobs``/``alm_logprobs``/``apd_logprobs``: ``(B, V)`` next-token log-probabilities
+    (or logits) of the expert, the amateur and ALM' (optional); ``gold``: ``(B,)`` token ids;
+    ``groups``: ``{name: (B,) bool mask}`` (default: one group "all" of every context).
+    Columns: ``items``; ``ELM and ALM right`` (both rank gold first); ``wrong among those``
+    (the method ranks another token first); ``blindness rate`` (their ratio, NaN when no
+    context is both right). CD is scored at every T of ``T_grid``; APD (ALM' as the amateur) at
+    T = 1 over the *same* contexts, those the expert and the original amateur get right.
+    """
+    if not len(T_grid):
+        raise ValueError("T_grid is empty; give at least one temperature T > 1 (or T = 1)")
+    gold = np.asarray(gold)
+    groups = {"all": np.ones(len(gold), bool)} if groups is None else groups
+    for name, mask in groups.items():
+        if np.asarray(mask).shape != gold.shape:
+            raise ValueError(f"group {name!r} has a mask of shape {np.shape(mask)}, expected {gold.shape}")
+    results = [("CD", float(T), find_obvious_blindness(elm_logprobs, alm_logprobs, gold, T, top_k)) for T in T_grid]
+    if apd_logprobs is not None:
+        b1 = find_obvious_blindness(elm_logprobs, alm_logprobs, gold, 1.0, top_k)
+        top = cd_scores(elm_logprobs, apd_logprobs, 1.0, top_k).argmax(-1)
+        results.append(("APD", 1.0, Blindness(b1.both_right, b1.both_right & (top != gold), top)))
+    rows = []
+    for name, mask in groups.items():
+        mask = np.asarray(mask, bool)
+        for method, T, b in results:
+            right, wrong = int(b.both_right[mask].sum()), int(b.blind[mask].sum())
+            rows.append({"group": name, "method": method, "T": T, "items": int(mask.sum()),
+                         "ELM and ALM right": right, "wrong among those": wrong,
+                         "blindness rate": wrong / right if right else float("nan")})
+    return pd.DataFrame(rows)
+
+
+def clearest_example(b: Blindness, elm_logprobs, gold) -> int | None:
+    """Index of the blind context where the expert is most confident in the gold token, or None."""
+    idx = np.nonzero(b.blind)[0]
+    if not len(idx):
+        return None
+    elm = np.asarray(elm_logprobs)
+    return int(idx[np.argmax(elm[idx, np.asarray(gold)[idx]])])

@@ -658,6 +658,51 @@ class Family:
         """Softmax over V of ``next_token_logits``: (n_members, batch, V); rows sum to 1."""
         return torch.softmax(self.next_token_logits(input_ids, attention_mask, members), dim=-1)
 
+    def prompt_log_probs(self, prompts, batch_size: int = 64, members=None, progress: bool = False) -> np.ndarray:
+        """Next-token log-probabilities right after each text prompt: float32 numpy
+        ``(n_members, len(prompts), V)`` (see ``prompt_log_probs`` at module level)."""
+        return prompt_log_probs(self, prompts, batch_size, members=members, progress=progress)
+
+
+# ----------------------------------------------------------------------------------------------
+# Text prompts
+
+
+def left_padded_batches(tokenizer, prompts, batch_size: int):
+    """Yield ``(start, input_ids, attention_mask)`` for consecutive batches of text ``prompts``,
+    tokenized without special tokens and padded on the left, so every row's next token is
+    predicted at the last column. The tokenizer's padding side is restored afterwards."""
+    if isinstance(prompts, str) or not len(prompts):
+        raise ValueError("prompts must be a non-empty list of strings (wrap a single prompt: [prompt]).")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    side, tokenizer.padding_side = tokenizer.padding_side, "left"
+    try:
+        for s in range(0, len(prompts), batch_size):
+            batch = tokenizer(list(prompts[s:s + batch_size]), return_tensors="pt", padding=True,
+                              add_special_tokens=False)
+            yield s, batch["input_ids"], batch["attention_mask"]
+    finally:
+        tokenizer.padding_side = side
+
+
+def prompt_log_probs(family, prompts, batch_size: int = 64, members=None, progress: bool = False) -> np.ndarray:
+    """Every member's next-token log-probabilities right after each text prompt: float32
+    ``(n_members, len(prompts), V)``. Works for any object with ``tokenizer``, ``names``,
+    ``vocab_size`` and ``next_token_log_probs(input_ids, attention_mask)``."""
+    names = list(family.names) if members is None else list(members)
+    out = np.zeros((len(names), len(prompts), family.vocab_size), dtype=np.float32)
+    batches = left_padded_batches(family.tokenizer, prompts, batch_size)
+    if progress:
+        from tqdm.auto import tqdm
+        batches = tqdm(batches, total=-(-len(prompts) // batch_size), desc="prompts", unit="batch")
+    for s, ids, mask in batches:
+        with torch.no_grad():
+            lp = family.next_token_log_probs(ids, mask) if members is None else \
+                family.next_token_log_probs(ids, mask, members=members)
+        out[:, s:s + len(ids)] = lp.float().cpu().numpy()
+    return out
+
 
 # ----------------------------------------------------------------------------------------------
 # Loading

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import torch
+
+from apd.family import prompt_log_probs
 
 
 @dataclass
@@ -57,22 +58,7 @@ def score_world_qa(family, world, items, batch_size: int = 64, progress: bool = 
     for i, it in enumerate(items):
         for token, p in world.next_token_distribution(it, tok).items():
             truth[i, token] += p
-    out = np.zeros((len(family.names), len(items), V), dtype=np.float32)
-    starts = range(0, len(items), batch_size)
-    if progress:
-        from tqdm.auto import tqdm
-        starts = tqdm(starts, desc="world QA", unit="batch")
-    side = tok.padding_side
-    tok.padding_side = "left"
-    try:
-        for s in starts:
-            batch = tok([it.prompt for it in items[s:s + batch_size]], return_tensors="pt",
-                        padding=True, add_special_tokens=False)
-            with torch.no_grad():
-                lp = family.next_token_log_probs(batch["input_ids"], batch["attention_mask"])
-            out[:, s:s + batch_size] = lp.float().cpu().numpy()
-    finally:
-        tok.padding_side = side
+    out = prompt_log_probs(family, [it.prompt for it in items], batch_size, progress=progress)
     frame = qa_frame(family.names, np.asarray(family.log_sizes), items, out, gold, choices)
     return WorldQAScores(list(family.names), np.asarray(family.log_sizes), list(items), out, gold,
                          choices, truth, frame)

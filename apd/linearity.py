@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
+from scipy.special import rel_entr, softmax
 
 from apd import theory
 
@@ -106,30 +108,22 @@ def hlm_prediction_check(log_sizes, logits, alm: int, elm: int, T: float) -> dic
         "log_size": x_h,
         "pred_logits": pred,
         "real_logits": real,
-        "pred_probs": _softmax(pred),
-        "real_probs": _softmax(real),
+        "pred_probs": softmax(pred, axis=-1),
+        "real_probs": softmax(real, axis=-1),
     }
-
-
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(-1, keepdims=True)
 
 
 def _kl(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     """KL(p || q) in nats along the last axis (0 log 0 = 0; q floored at 1e-30)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, p * (np.log(np.maximum(p, 1e-300)) - np.log(np.maximum(q, 1e-30))), 0.0)
-    return terms.sum(-1)
+    return rel_entr(p, np.maximum(q, 1e-30)).sum(-1)
 
 
 def _topk_renorm(logp: np.ndarray, keep: np.ndarray) -> np.ndarray:
     z = np.where(keep, logp, -np.inf)
-    return _softmax(z)
+    return softmax(z, axis=-1)
 
 
-def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 20) -> "pd.DataFrame":
+def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 20) -> pd.DataFrame:
     """Compare CD's hypothetical LM with the family's real members at ln s_HLM.
 
     ``logprobs``: ``(N, P, V)`` next-token log-probabilities of every member at P positions.
@@ -141,8 +135,6 @@ def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 
     top-1 token with the real HLM; mean absolute difference of centred log-probabilities on the
     ELM's top-k tokens. Ts whose HLM falls outside the family are skipped.
     """
-    import pandas as pd
-
     x = np.asarray(log_sizes, dtype=np.float64)
     lp = np.asarray(logprobs, dtype=np.float64)
     keep = lp[elm] >= np.sort(lp[elm], axis=-1)[..., -k][..., None]
@@ -152,7 +144,7 @@ def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 
         if x_h > x[-1] + 1e-9:
             continue
         out = hlm_prediction_check(x, lp, alm, elm, T)
-        real_p, pred_p, elm_p = out["real_probs"], out["pred_probs"], _softmax(lp[elm])
+        real_p, pred_p, elm_p = out["real_probs"], out["pred_probs"], softmax(lp[elm], axis=-1)
         real_k = _topk_renorm(out["real_logits"], keep)
         pred_k = _topk_renorm(out["pred_logits"], keep)
         elm_k = _topk_renorm(lp[elm], keep)

@@ -313,22 +313,16 @@ def next_token_log_probs(model, tokenizer, prompts, vocab_size: Optional[int] = 
     """Log-probabilities ``(B, V)`` (float32, log-softmax over the first ``vocab_size`` ids, default
     ``len(tokenizer)``) of the token after each prompt, for one causal LM (e.g. ALM'). Prompts are
     left-padded; position ids count from each prompt's first real token, as ``apd.family`` does."""
-    if isinstance(prompts, str) or not len(prompts):
-        raise ValueError("prompts must be a non-empty list of strings (wrap a single prompt: [prompt]).")
+    from apd.family import left_padded_batches
+
     V = int(vocab_size or len(tokenizer))
     dev = next(model.parameters()).device
     out = np.zeros((len(prompts), V), dtype=np.float32)
-    side, tokenizer.padding_side = tokenizer.padding_side, "left"
-    try:
-        for s in range(0, len(prompts), batch_size):
-            batch = tokenizer(list(prompts[s:s + batch_size]), return_tensors="pt", padding=True,
-                              add_special_tokens=False)
-            ids, mask = batch["input_ids"].to(dev), batch["attention_mask"].to(dev)
-            logits = model(input_ids=ids, attention_mask=mask,
-                           position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1, :V]
-            out[s:s + len(ids)] = torch.log_softmax(logits.float(), -1).cpu().numpy()
-    finally:
-        tokenizer.padding_side = side
+    for s, ids, mask in left_padded_batches(tokenizer, prompts, batch_size):
+        ids, mask = ids.to(dev), mask.to(dev)
+        logits = model(input_ids=ids, attention_mask=mask,
+                       position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1, :V]
+        out[s:s + len(ids)] = torch.log_softmax(logits.float(), -1).cpu().numpy()
     return out
 
 
@@ -426,39 +420,11 @@ def _tuning_frame(saved: dict) -> pd.DataFrame:
 
 def heldout_positions(fam, model, texts, n_positions: int, seq_len: int = 128, seed: int = 0,
                       batch_size: int = 16) -> dict:
-    """Every member's and ``model``'s (e.g. ALM') next-token log-probabilities at ``n_positions``
-    positions sampled (seeded) from windows of ``seq_len`` tokens of held-out ``texts``.
-
-    Returns ``member_logprobs`` ``(N, P, V)``, ``amateur_logprobs`` ``(P, V)`` (float32) and
-    ``next_ids`` ``(P,)``, the token that actually follows each position (every position has at
-    least one token of context). Positions are chosen as ``apd.probcurves.sample_positions`` does.
-    """
-    from apd.pretrain import token_stream
-
-    ids = token_stream(fam.tokenizer, texts)
-    n_windows = len(ids) // seq_len
-    if n_windows < 1:
-        raise ValueError(f"the held-out text has {len(ids)} tokens, fewer than seq_len={seq_len}; pass more text.")
-    windows = ids[: n_windows * seq_len].reshape(n_windows, seq_len).astype(np.int64)
-    rng = np.random.default_rng(seed)
-    flat = np.sort(rng.choice(n_windows * (seq_len - 1), size=min(n_positions, n_windows * (seq_len - 1)),
-                              replace=False))
-    win, pos = flat // (seq_len - 1), flat % (seq_len - 1) + 1
-    V = fam.vocab_size
-    members = np.zeros((len(fam.names), len(flat), V), dtype=np.float32)
-    amateur = np.zeros((len(flat), V), dtype=np.float32)
-    uniq = np.unique(win)
-    for s in range(0, len(uniq), batch_size):
-        chunk = uniq[s:s + batch_size]
-        x = torch.as_tensor(windows[chunk])
-        with torch.no_grad():
-            lp = fam.log_probs(x, torch.ones_like(x)).float().cpu().numpy()          # (N, b, S, V)
-        am = sequence_log_probs(model, windows[chunk], V, batch_size=batch_size)     # (b, S, V)
-        for j, w in enumerate(chunk):
-            sel = np.nonzero(win == w)[0]
-            members[:, sel] = lp[:, j, pos[sel] - 1]
-            amateur[sel] = am[j, pos[sel] - 1]
-    return {"member_logprobs": members, "amateur_logprobs": amateur, "next_ids": windows[win, pos]}
+    """``apd.probcurves.heldout_positions`` with ``model`` (e.g. ALM') as the amateur: every
+    member's ``member_logprobs`` ``(N, P, V)``, ``amateur_logprobs`` ``(P, V)`` and ``next_ids``
+    ``(P,)`` at positions of held-out ``texts``."""
+    from apd.probcurves import heldout_positions as sample
+    return sample(fam, texts, n_positions, seq_len, seed, batch_size, amateur=model)
 
 
 # ============================================================================ what was collected

@@ -392,7 +392,8 @@ def paper_claims() -> list[dict]:
              evidence="Theorem 1 (Section 2.1), Figure 2"),
         dict(id="C2_obvious_blindness",
              claim="CD suffers from obvious blindness: when the amateur already gives the obvious "
-                   "answer a high probability, CD can rank it below a rarer, less factual answer.",
+                   "answer a high probability, CD can rank it below a rarer, less factual answer; "
+                   "APD keeps the obvious answer first.",
              evidence="Figure 1, Section 2.2 ('When could CD fail?'), Appendix visualisation"),
         dict(id="C3_apd_more_factual",
              claim="APD is more factual than CD (lower NE_ER, higher Entail_R, better human "

@@ -38,8 +38,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 import torch
+from scipy.special import softmax
 
-from apd import curves, metrics
+from apd import curves
 
 INV_T_GRID = (0.25, 0.5, 0.75, 1.0)   # 1/T values of CD and APD compared in the book
 BUCKETS = ("head", "torso", "tail")
@@ -111,12 +112,6 @@ def at(values, ids) -> np.ndarray:
     return np.take_along_axis(_np(values), np.asarray(ids), axis=-1)
 
 
-def _softmax(z: np.ndarray) -> np.ndarray:
-    z = z - z.max(-1, keepdims=True)
-    p = np.exp(z)
-    return p / p.sum(-1, keepdims=True)
-
-
 def contrastive_topk(elm_logprobs, amateur_logprobs, inv_T: float, ids) -> np.ndarray:
     """CD (or APD, with ALM' as the amateur) probabilities over the candidates ``ids``: ``(B, k)``.
 
@@ -127,7 +122,7 @@ def contrastive_topk(elm_logprobs, amateur_logprobs, inv_T: float, ids) -> np.nd
         raise ValueError(f"inv_T (= 1/T) must be finite and >= 0, got {inv_T}.")
     e = at(elm_logprobs, ids)            # per-row constants (the log-normalisers) cancel in softmax_k
     a = at(amateur_logprobs, ids) if inv_T else 0.0
-    return _softmax(e - inv_T * a)
+    return softmax(e - inv_T * a, axis=-1)
 
 
 def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
@@ -144,7 +139,7 @@ def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
     if lp.ndim != 3:
         raise ValueError(f"member_logprobs must be (N members, B, V), got shape {lp.shape}.")
     ids = np.asarray(ids)
-    p = _softmax(np.take_along_axis(lp, np.broadcast_to(ids, lp.shape[:1] + ids.shape), axis=-1))   # (N, B, k)
+    p = softmax(np.take_along_axis(lp, np.broadcast_to(ids, lp.shape[:1] + ids.shape), axis=-1), axis=-1)   # (N, B, k)
     fit = curves.fit_curves(torch.as_tensor(np.moveaxis(p, 0, -1).reshape(-1, lp.shape[0]), dtype=torch.float32),
                             log_sizes, **fit_kwargs)
     ap = fit.asymptote.double().numpy().reshape(ids.shape)

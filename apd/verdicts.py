@@ -528,11 +528,16 @@ def paper_claims() -> list[Claim]:
               "member of that size than the expert is"),
         ]),
         _claim("C2_obvious_blindness", [
-            E("curves", "blind_both_right", at_least(1),
-              "some questions are answered right (top-1) by both the expert and the amateur",
-              kind="precondition"),
-            E("curves", "blind_count", at_least(1),
+            E("curves", "all_blind_both_right", at_least(1),
+              "some contexts (questions or held-out text) have the right token ranked first by both "
+              "the expert and the amateur", kind="precondition"),
+            E("curves", "all_blind_count", at_least(1),
               "CD ranks another token first on at least one of them (T = the first of blind_T_grid)"),
+            E("curves", ("all_blind_apd_rate", "all_blind_cd1_rate"), less_than(),
+              "APD at T = 1 is obviously blind on a smaller share of those contexts than CD at T = 1 "
+              "(Figure 1: APD keeps the obvious answer first)"),
+            E("curves", "blind_both_right", at_least(0),
+              "of which questions (the paper's setting) answered right by both", kind="context"),
         ]),
         _claim("C3_apd_more_factual", [
             E("factuality", ("ne_er_apd", "ne_er_cd"), less_than(),

@@ -26,3 +26,14 @@ def smoke_html() -> Path:
     if not (html / "index.html").is_file():
         pytest.fail(f"{html}/index.html is missing: run `make smoke` (make test does) before the book tests")
     return html
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """Tiny models and tensors run far faster on one intra-op thread on a shared 2-core machine."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -6,24 +6,16 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-import torch
-from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
 from apd import ablations, collect, pipeline, train, truth
 from apd.train import APDTrainConfig
+import tiny_models
 
 NAMES = ["m0", "m1", "m2", "m3", "m4", "m5"]
 X = [9.45, 10.52, 11.51, 12.72, 13.58, 14.39]       # the default pico family's ln sizes, rounded
 PYTHIA = ["70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b"]
 PYTHIA_X = [16.7555, 18.2588, 19.5270, 20.5073, 20.9127, 21.6466, 22.5864]
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def main_config(**kw):
@@ -189,10 +181,7 @@ V = 160
 
 
 def tiny_neox(seed, hidden, layers):
-    torch.manual_seed(seed)
-    cfg = GPTNeoXConfig(vocab_size=V, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=2 * hidden, max_position_embeddings=64, initializer_range=0.2)
-    return GPTNeoXForCausalLM(cfg).eval()
+    return tiny_models.tiny_neox(seed, V, hidden, layers, initializer_range=0.2)
 
 
 def word_tokenizer():

@@ -7,28 +7,19 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, PreTrainedTokenizerFast
+from transformers import PreTrainedTokenizerFast
 
 from apd import collect as col
 from apd.collect import CollectConfig, ModelFamily
+import tiny_models
 
 V = 160  # shared vocabulary; the members pad their embedding matrices beyond it
 CFG = CollectConfig(seq_len=16, chunks_per_shard=2, seed=3)   # default token set: 20 + 5 + 5
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def tiny_neox(seed, hidden, layers, vocab):
-    torch.manual_seed(seed)
-    cfg = GPTNeoXConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                        intermediate_size=2 * hidden, max_position_embeddings=32, initializer_range=0.2)
-    return GPTNeoXForCausalLM(cfg).eval()
+    return tiny_models.tiny_neox(seed, vocab, hidden, layers, max_position_embeddings=32, initializer_range=0.2)
 
 
 @pytest.fixture(scope="module")

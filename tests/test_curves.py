@@ -7,14 +7,6 @@ import torch
 from apd import curves
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny tensors: one intra-op thread is far faster than several on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 # ----------------------------------------------------------------------------- flip
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import GPTNeoXConfig, GPTNeoXForCausalLM, LogitsProcessorList, TopPLogitsWarper
+from transformers import GPTNeoXConfig, LogitsProcessorList, TopPLogitsWarper
 
 from apd import decoding
 from apd.decoding import (AlphaMask, APDLogitsProcessor, ContrastiveLogitsProcessor,
@@ -14,23 +14,10 @@ V = 60          # the shared "tokenizer" vocabulary
 PAD, EOS = 2, 1
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run faster on one thread on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 
 def tiny_neox(seed, vocab, layers, hidden=32):
-    torch.manual_seed(seed)
-    cfg = GPTNeoXConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
-                        num_attention_heads=4, intermediate_size=2 * hidden, max_position_embeddings=64,
-                        bos_token_id=0, eos_token_id=EOS, pad_token_id=PAD, initializer_range=0.3,
-                        attn_implementation="eager")
-    model = GPTNeoXForCausalLM(cfg).eval()
-    return model
+    return tiny_models.tiny_neox(seed, vocab, hidden, layers, heads=4, bos_token_id=0, eos_token_id=EOS,
+                                 pad_token_id=PAD, initializer_range=0.3, attn_implementation="eager")
 
 
 @pytest.fixture(scope="module")
@@ -354,6 +341,7 @@ def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
 
 from apd import curves  # noqa: E402
 from apd.decoding import OnTheFlyLogitsProcessor  # noqa: E402
+import tiny_models
 
 OTF_SIZES = [1.0, 2.0, 3.5]   # x of (smallest, mid, ELM); any increasing values
 

@@ -9,20 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
 from apd import factuality as fx
 from apd import metrics
 from apd.corpus import train_tokenizer
 from apd.world import BioPrompt, World, WorldConfig
+import tiny_models
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -158,11 +151,8 @@ def tiny():
     tok = train_tokenizer(texts, vocab_size=300)
 
     def neox(seed, layers):
-        torch.manual_seed(seed)
-        cfg = GPTNeoXConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=layers, num_attention_heads=4,
-                            intermediate_size=64, max_position_embeddings=64, bos_token_id=0, eos_token_id=0,
-                            pad_token_id=1, initializer_range=0.3, attn_implementation="eager")
-        return GPTNeoXForCausalLM(cfg).eval()
+        return tiny_models.tiny_neox(seed, len(tok), 32, layers, heads=4, bos_token_id=0, eos_token_id=0,
+                                     pad_token_id=1, initializer_range=0.3, attn_implementation="eager")
 
     return tok, neox(0, 4), neox(1, 2)
 

@@ -18,19 +18,12 @@ from transformers import (GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXFor
 
 from apd import family as fam
 from apd.family import count_nonembedding, load_family
+import tiny_models
 
 DATA = Path(os.environ.get("APD_DATA_DIR", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 TOKENIZER_JSON = DATA / "tokenizers" / "gpt-neox-20b" / "tokenizer.json"
 V = 50277  # tokens in the GPT-NeoX-20B tokenizer
 
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models run faster on one thread on a shared 2-core machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +36,8 @@ def tokenizer():
 
 
 def tiny_neox(hidden, layers, vocab, seed):
-    torch.manual_seed(seed)
-    config = GPTNeoXConfig(
-        hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-        intermediate_size=4 * hidden, vocab_size=vocab, max_position_embeddings=64,
-        rotary_pct=0.25, bos_token_id=0, eos_token_id=0, pad_token_id=1)
-    return GPTNeoXForCausalLM(config).eval()
+    return tiny_models.tiny_neox(seed, vocab, hidden, layers, mlp_ratio=4, rotary_pct=0.25,
+                                 bos_token_id=0, eos_token_id=0, pad_token_id=1)
 
 
 # Hand-computed non-embedding counts of the tiny models (h = hidden, L = layers):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from apd import linearity, theory
-from apd.blindness import cd_scores, find_obvious_blindness
+from apd.blindness import blindness_table, cd_scores, clearest_example, find_obvious_blindness
 
 
 def test_fit_lines_recovers_line_and_parabola():
@@ -80,3 +80,37 @@ def test_hlm_vs_real_table_prefers_cd_on_a_linear_family():
     assert row["top-1 agrees, CD-HLM"] == 1.0
     # an HLM beyond the largest member is skipped
     assert linearity.hlm_vs_real_table(x, logprobs, 0, 2, [1.1], k=10).empty
+
+
+def test_blindness_table_counts_by_group_and_method():
+    # context 0: both right, CD (T=1) blind, APD right; context 1: both right, CD right;
+    # context 2: the amateur is wrong, so it is not counted.
+    elm = np.log(np.array([[0.50, 0.45, 0.05], [0.8, 0.1, 0.1], [0.6, 0.3, 0.1]]))
+    alm = np.log(np.array([[0.60, 0.10, 0.30], [0.4, 0.3, 0.3], [0.2, 0.7, 0.1]]))
+    apd = np.log(np.array([[0.30, 0.30, 0.40], [0.4, 0.3, 0.3], [0.2, 0.7, 0.1]]))
+    gold = np.array([0, 0, 0])
+    groups = {"first two": np.array([True, True, False]), "last": np.array([False, False, True])}
+    t = blindness_table(elm, alm, gold, [1.0, 100.0], groups=groups, apd_logprobs=apd, top_k=None)
+    t = t.set_index(["group", "method", "T"])
+    row = t.loc[("first two", "CD", 1.0)]
+    assert (row["items"], row["ELM and ALM right"], row["wrong among those"]) == (2, 2, 1)
+    assert row["blindness rate"] == 0.5
+    assert t.loc[("first two", "CD", 100.0), "wrong among those"] == 0
+    # APD: 0.5/0.3 > 0.45/0.3 for context 0, so APD keeps the gold token first
+    assert t.loc[("first two", "APD", 1.0), "wrong among those"] == 0
+    assert np.isnan(t.loc[("last", "CD", 1.0), "blindness rate"])
+    with pytest.raises(ValueError, match="T_grid is empty"):
+        blindness_table(elm, alm, gold, [])
+    with pytest.raises(ValueError, match="group 'bad'"):
+        blindness_table(elm, alm, gold, [1.0], groups={"bad": np.ones(2, bool)})
+
+
+def test_clearest_example_is_the_most_confident_blind_context():
+    elm = np.log(np.array([[0.50, 0.45, 0.05], [0.70, 0.25, 0.05], [0.9, 0.05, 0.05]]))
+    alm = np.log(np.array([[0.60, 0.10, 0.30], [0.80, 0.05, 0.15], [0.4, 0.3, 0.3]]))
+    gold = np.array([0, 0, 0])
+    b = find_obvious_blindness(elm, alm, gold, 1.0, top_k=None)
+    assert b.blind.tolist() == [True, True, False]
+    assert clearest_example(b, elm, gold) == 1
+    none = find_obvious_blindness(elm, alm, gold, 100.0, top_k=None)
+    assert clearest_example(none, elm, gold) is None

@@ -71,3 +71,28 @@ def test_score_answers_gold_first_token(tok):
     assert out["gold"][0] == tok(" Kelmor", add_special_tokens=False)["input_ids"][0]
     with pytest.raises(ValueError, match="as many answers"):
         probcurves.score_answers(fam, ["a"], [])
+
+
+def test_heldout_positions_give_the_actual_next_token_and_the_amateur(tok):
+    fam = FakeFamily(tok)
+    texts = ["Mira Tolvane was born in Kelmor. She works as a pilot."] * 20
+
+    class Amateur(torch.nn.Module):
+        """A causal LM stand-in: log-probabilities of the smallest fake member, as logits."""
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, input_ids):
+            return type("Out", (), {"logits": fam.log_probs(input_ids, None)[0]})()
+
+    out = probcurves.heldout_positions(fam, texts, n_positions=30, seq_len=8, seed=0, amateur=Amateur())
+    lp, nxt = out["member_logprobs"], out["next_ids"]
+    assert lp.shape == (3, 30, len(tok)) and nxt.shape == (30,) and len(out["contexts"]) == 30
+    # the fake members put (m+1)/(N+1) on the true next token: the largest ranks it first
+    assert (lp[-1].argmax(-1) == nxt).all()
+    np.testing.assert_allclose(out["amateur_logprobs"], lp[0], rtol=1e-6)
+    np.testing.assert_array_equal(lp, probcurves.sample_positions(fam, texts, 30, seq_len=8, seed=0))
+    ids = tok(texts[0], add_special_tokens=False)["input_ids"]
+    for c, n in zip(out["contexts"][:5], nxt[:5]):
+        assert isinstance(c, str) and c and int(n) in ids

@@ -202,10 +202,12 @@ def test_paper_claims_cover_the_papers_seven_and_every_profile_has_tests():
             assert tests, (profile, c.id)
 
 
-def _smoke_like(results, *, r2=0.80, kl_cd=(0.58, 0.47), kl_elm=(0.29, 0.24), both_right=0, blind=0):
+def _smoke_like(results, *, r2=0.80, kl_cd=(0.58, 0.47), kl_elm=(0.29, 0.24), both_right=0, blind=0,
+                apd_rate="undefined (no such contexts)", cd_rate="undefined (no such contexts)"):
     results("theorem1", {"max_abs_error": 1.42e-14})
-    results("curves", {"r2_median": r2, "hlm_n_T": len(kl_cd), "blind_both_right": both_right,
-                       "blind_count": blind})
+    results("curves", {"r2_median": r2, "hlm_n_T": len(kl_cd), "blind_both_right": 0,
+                       "all_blind_both_right": both_right, "all_blind_count": blind,
+                       "all_blind_apd_rate": apd_rate, "all_blind_cd1_rate": cd_rate})
     results("curves", table="curves_hlm_vs_real", df=pd.DataFrame({
         "T": [2.0, 3.0][:len(kl_cd)], "KL(real || CD-HLM), full vocab": list(kl_cd),
         "KL(real || ELM), full vocab": list(kl_elm)}))
@@ -220,7 +222,7 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     assert "= 0.525 < " in out.loc["C1_cd_extrapolates", "reason"]   # mean(0.58, 0.47)
     assert "= 0.265: does not hold" in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.29, 0.24)
     assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
-    assert out.loc["C2_obvious_blindness", "reason"].startswith("precondition not met: curves.blind_both_right = 0")
+    assert out.loc["C2_obvious_blindness", "reason"].startswith("precondition not met: curves.all_blind_both_right = 0")
     for cid in ("C3_apd_more_factual", "C6_more_midsize_members_help", "C7_probability_space_and_flip"):
         assert out.loc[cid, "verdict"] == "not testable here"
         assert "has not run under profile p" in out.loc[cid, "reason"]
@@ -231,11 +233,18 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
 
 
 def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
-    _smoke_like(results, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2)
+    _smoke_like(results, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2, apd_rate=0.05, cd_rate=1 / 6)
     out = V.judge(V.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1_cd_extrapolates", "verdict"] == "reproduced"
     assert out.loc["C2_obvious_blindness", "verdict"] == "reproduced"
-    assert "curves.blind_count = 2 >= 1: holds" in out.loc["C2_obvious_blindness", "evidence"]
+    assert "curves.all_blind_count = 2 >= 1: holds" in out.loc["C2_obvious_blindness", "evidence"]
+
+
+def test_claim_2_not_reproduced_when_apd_is_as_blind_as_cd(results):
+    _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6)
+    out = V.judge(V.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C2_obvious_blindness", "verdict"] == "not reproduced"
+    assert "curves.all_blind_apd_rate = 0.25 < curves.all_blind_cd1_rate" in out.loc["C2_obvious_blindness", "reason"]
 
 
 # ----------------------------------------------------------------------------------------------

@@ -316,3 +316,18 @@ def test_no_network_and_no_local_copy(monkeypatch, tmp_path):
         assert part in msg, part
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_family("pythia", members={"pythia-70m-deduped": str(tmp_path / "missing")}, device="cpu")
+
+
+def test_prompt_log_probs_left_pads_text_prompts(tiny):
+    texts = ["The capital of France is Paris, and", "Hi", "One two three"]
+    side = tiny.tokenizer.padding_side
+    got = tiny.prompt_log_probs(texts, batch_size=2)       # two batches, the first one padded
+    assert got.shape == (2, len(texts), V) and got.dtype == np.float32
+    assert tiny.tokenizer.padding_side == side
+    for row, t in enumerate(texts):
+        ids = torch.tensor(tiny.tokenizer(t, add_special_tokens=False)["input_ids"])
+        np.testing.assert_allclose(got[:, row], tiny.log_probs(ids)[:, 0, -1].numpy(), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="non-empty list"):
+        tiny.prompt_log_probs("one prompt")
+    with pytest.raises(ValueError, match="batch_size"):
+        tiny.prompt_log_probs(texts, batch_size=0)

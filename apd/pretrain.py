@@ -18,7 +18,9 @@ in nats/token. CPU: fp32. CUDA: bf16 autocast where supported (``dtype="auto"``)
 
 Output (``train_family``)::
 
-    <cache_dir>/pico-<key>/            key = hash(config, token-stream hash, tokenizer vocabulary)
+    <cache_dir>/pico-<key>/            key = hash(config, token-stream hash, tokenizer vocabulary,
+                                                  precision: fp32 or bf16-autocast, so a GPU-trained
+                                                  family never stands in for a CPU-trained one)
         family.json                    members smallest first, config, data hash, train times
         pico-13k/                      save_pretrained model + tokenizer + training.json
         ...
@@ -343,10 +345,11 @@ def tokenizer_hash(tokenizer) -> str:
     return _hash_bytes(json.dumps(vocab).encode(), json.dumps(special).encode())
 
 
-def family_key(config: PicoConfig, ids_hash: str, tok_hash: str) -> str:
-    """12 hex digits identifying the family: config, token stream and tokenizer."""
+def family_key(config: PicoConfig, ids_hash: str, tok_hash: str, precision: str = "fp32") -> str:
+    """12 hex digits identifying the family: config, token stream, tokenizer and training precision
+    ("fp32" or "bf16-autocast", as resolved on the device by ``_autocast``)."""
     blob = json.dumps({"config": config.to_dict(), "data": ids_hash, "tokenizer": tok_hash,
-                       "format": FORMAT_VERSION}, sort_keys=True)
+                       "precision": precision, "format": FORMAT_VERSION}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -406,7 +409,8 @@ def _train_member(name, model_config, config, inputs, targets, order, folder: Pa
         opt = _optimizer(model, config)
         step, losses, elapsed = 0, [], 0.0
         if ckpt_path.exists():
-            state = torch.load(ckpt_path, map_location=device, weights_only=True)
+            # To the CPU: RNG states must stay CPU byte tensors; load_state_dict moves the rest.
+            state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
             if state["key"] != key or state["n_steps"] != n_steps:
                 raise ValueError(f"checkpoint {ckpt_path} belongs to another training run; delete it.")
             model.load_state_dict(state["model"])
@@ -531,12 +535,26 @@ def train_family(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, dev
         torch.set_num_threads(threads)
 
 
+def _identity(config: PicoConfig, tokenizer, documents_or_ids, device: torch.device):
+    """(token stream, its hash, tokenizer hash, precision, family key) of a training run."""
+    ids = token_stream(tokenizer, documents_or_ids)
+    ids_hash, tok_hash = data_hash(ids), tokenizer_hash(tokenizer)
+    precision = _autocast(device, config.dtype)[1]
+    return ids, ids_hash, tok_hash, precision, family_key(config, ids_hash, tok_hash, precision)
+
+
+def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None) -> Path:
+    """The folder :func:`train_family` trains into (or finds) for these arguments; trains nothing.
+    It exists with a ``family.json`` once the family is trained."""
+    device = torch.device(device) if device is not None else torch.device(
+        "cuda" if torch.cuda.is_available() else "cpu")
+    key = _identity(config, tokenizer, documents_or_ids, device)[-1]
+    return Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
+
+
 def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
                   checkpoint_every, max_steps_this_run) -> Path:
-    ids = token_stream(tokenizer, documents_or_ids)
-    ids_hash = data_hash(ids)
-    tok_hash = tokenizer_hash(tokenizer)
-    key = family_key(config, ids_hash, tok_hash)
+    ids, ids_hash, tok_hash, precision, key = _identity(config, tokenizer, documents_or_ids, device)
     family_dir = Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
     manifest_path = family_dir / "family.json"
     if manifest_path.exists():
@@ -573,6 +591,8 @@ def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progre
         "train_seconds": {r["name"]: r["wall_seconds"] for r in records},
         "total_train_seconds": round(sum(r["wall_seconds"] for r in records), 2),
         "key": key,
+        "precision": precision,
+        "device": device.type,
         "data_hash": ids_hash,
         "tokenizer_hash": tok_hash,
         "n_tokens": int(len(ids)),

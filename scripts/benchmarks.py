@@ -148,9 +148,10 @@ def tiny_setup(device) -> Setup:
                  ["tiny: four randomly initialised GPT-NeoX models and random tokens (speed only)"])
 
 
-def cached_family_dir(scale: str = "default"):
-    """(folder, corpus) of the pico family of ``scale`` if it is already trained and cached under
-    cache/families, else (None, None). Never trains a family (it may train the small tokenizer)."""
+def cached_family_dir(scale: str = "default", device=None):
+    """(folder, corpus) of the pico family of ``scale`` trained on ``device``'s kind (CPU fp32 or
+    CUDA bf16: different cache keys) if it is already cached under cache/families, else (None, None).
+    Never trains a family (it may train the small tokenizer)."""
     from apd import corpus as corpus_mod
     from apd import pico, pretrain
 
@@ -163,9 +164,7 @@ def cached_family_dir(scale: str = "default"):
         return None, None
     corp = corpus_mod.build_corpus(corpus_cfg)
     tok = corp.tokenizer(cache_dir=pico.cache_dir() / "tokenizers")
-    ids = pretrain.token_stream(tok, corp.pretrain)
-    key = pretrain.family_key(pico_cfg, pretrain._hash_bytes(ids.tobytes()), pretrain.tokenizer_hash(tok))
-    folder = root / f"{pico_cfg.prefix}-{key}"
+    folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, root, device=device)
     if not (folder / "family.json").is_file():
         return None, None
     return folder, corp
@@ -179,10 +178,12 @@ def pico_setup(scale: str, device) -> Setup:
 
     notes = []
     if scale == "default":
-        folder, corp = cached_family_dir("default")
+        folder, corp = cached_family_dir("default", device)
         if folder is None:
-            notes.append("scale 'default' asked for, but the default pico family is not cached under "
-                         "cache/families (the benchmark never trains it; `make book` does): fell back to 'smoke'")
+            notes.append(f"scale 'default' asked for, but no default pico family trained on {torch.device(device).type} "
+                         f"is cached under {pico.cache_dir() / 'families'} (the benchmark never trains it; "
+                         "`make book` does, or `python -c \"from apd import pico; pico.build('default')\"`): "
+                         "fell back to 'smoke'")
             scale = "smoke"
         else:
             fam = load_family("pico", local_dir=folder, device=device)

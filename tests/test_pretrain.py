@@ -99,16 +99,20 @@ def test_cache_hit_does_not_retrain(trained, tokenizer, monkeypatch):
         raise AssertionError("a finished member was retrained")
 
     monkeypatch.setattr(pretrain, "_train_member", boom)
-    assert pretrain.train_family(_tiny(), tokenizer, _documents(), cache, progress=False) == trained
+    assert pretrain.train_family(_tiny(), tokenizer, _documents(), cache, device="cpu", progress=False) == trained
     # without the manifest, finished members are still reused and the manifest is rewritten
     manifest = (trained / "family.json").read_text()
     (trained / "family.json").unlink()
-    assert pretrain.train_family(_tiny(), tokenizer, _documents(), cache, progress=False) == trained
+    assert pretrain.train_family(_tiny(), tokenizer, _documents(), cache, device="cpu", progress=False) == trained
     assert json.loads((trained / "family.json").read_text())["members"] == json.loads(manifest)["members"]
     assert {p: p.stat().st_mtime_ns for p in trained.glob("*/model.safetensors")} == weights
     # a different config or different data is a different family
     other = pretrain.family_key(_tiny(seed=4), "x", "y"), pretrain.family_key(_tiny(), "x", "y")
     assert other[0] != other[1] != pretrain.family_key(_tiny(), "z", "y")
+    # so is one trained in another precision (a GPU's bf16 autocast vs the CPU's fp32)
+    assert pretrain.family_key(_tiny(), "x", "y", "bf16-autocast") != other[1]
+    assert json.loads((trained / "family.json").read_text())["precision"] == "fp32"
+    assert pretrain.family_dir(_tiny(), tokenizer, _documents(), cache, device="cpu") == trained
 
 
 def test_interrupted_run_resumes_to_identical_weights(tokenizer, tmp_path):

@@ -14,6 +14,7 @@ config, the token stream and the tokenizer).
 """
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,12 +82,46 @@ def resolve_device(device: str | None):
 
 
 def get_family(family: str = "pico", pico_scale: str = "default", members=None, local_dir=None,
-               device: str | None = "auto", dtype=None, progress: bool = True):
-    """``(Family, PicoBuild | None)`` for a chapter's parameters (see the module docstring)."""
+               device: str | None = "auto", dtype=None, progress: bool = True, **load_kwargs):
+    """``(Family, PicoBuild | None)`` for a chapter's parameters (see the module docstring).
+
+    load_kwargs: more arguments of :func:`apd.family.load_family` (``check_sizes``, ``offload``,
+    ``log_sizes``, ``hub_kwargs``, ...), e.g. ``check_sizes=False`` for models of your own under a
+    registered family's member names."""
     from apd.family import load_family
     dev = resolve_device(device)
     if family == "pico":
+        if local_dir is not None:
+            raise ValueError("local_dir is for Hub families (pythia, opt, qwen1.5); the pico family is "
+                             "trained and cached here (apd.pico.build). Leave local_dir=None for pico.")
         built = build(pico_scale, device=dev, progress=progress)
-        fam = load_family("pico", members=members, local_dir=built.family_dir, device=dev, dtype=dtype)
+        fam = load_family("pico", members=members, local_dir=built.family_dir, device=dev, dtype=dtype,
+                          **load_kwargs)
         return fam, built
-    return load_family(family, members=members, local_dir=local_dir, device=dev, dtype=dtype), None
+    return load_family(family, members=members, local_dir=local_dir, device=dev, dtype=dtype, **load_kwargs), None
+
+
+#: Registry names the smoke members stand in for (smallest first; the last is the QA reference).
+STAND_IN_NAMES = {"pythia": ("pythia-70m-deduped", "pythia-160m-deduped", "pythia-410m-deduped",
+                             "pythia-12b-deduped")}
+
+
+def export_stand_in(built: PicoBuild, folder, family: str = "pythia") -> Path:
+    """Copy the members of ``built`` into ``folder`` under a Hub family's member names, smallest
+    first, so that the Hub code path of every chapter can run offline on trained models (profile
+    ``hub-smoke``). Load the result with ``load_family(family, members=..., local_dir=folder,
+    check_sizes=False)``: the x-axis is then ln of the counted sizes, not the registry's."""
+    import shutil
+    names = STAND_IN_NAMES[family]
+    members = json.loads((built.family_dir / "family.json").read_text())["members"]
+    if len(members) < len(names):
+        raise ValueError(f"{built.family_dir} has {len(members)} members; the {family} stand-in needs {len(names)}.")
+    folder = Path(folder)
+    for src, name in zip(members[-len(names):], names):
+        dst = folder / name
+        if not (dst / "config.json").exists():
+            tmp = folder / f".{name}.partial"
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(built.family_dir / src, tmp)
+            tmp.rename(dst)
+    return folder

@@ -11,7 +11,7 @@ from apd import book
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("profile", ["smoke", "default", "pythia"])
+@pytest.mark.parametrize("profile", ["smoke", "default", "pythia", "hub-smoke"])
 def test_every_profile_is_complete_and_valid(profile):
     params = book.load_profile(profile)
     assert set(params) == set(book.toc_notebooks())

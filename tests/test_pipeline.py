@@ -229,3 +229,20 @@ def test_lock_makes_a_second_caller_wait(tmp_path):
         events.append("second in")
     t.join()
     assert events == ["first done", "second in"]
+
+
+def test_smoke_members_stand_in_for_a_hub_family(smoke, tmp_path):
+    from apd import pico
+    fam, built = smoke
+    folder = pico.export_stand_in(built, tmp_path / "stand-in")
+    names = list(pico.STAND_IN_NAMES["pythia"])
+    assert sorted(p.name for p in folder.iterdir()) == sorted(names)
+    hub, none = pico.get_family("pythia", members=names[:3], local_dir=folder, device="cpu", check_sizes=False)
+    assert none is None and hub.names == tuple(names[:3])
+    np.testing.assert_allclose(hub.log_sizes, fam.log_sizes[-4:-1])  # ln of the counted sizes
+    ids = torch.tensor([fam.tokenizer("Question: Where was")["input_ids"]])
+    torch.testing.assert_close(hub.logits(ids), fam.logits(ids, members=list(fam.names[-4:-1])))
+    with pytest.raises(ValueError, match="check_sizes=False"):  # the registry's sizes are checked by default
+        pico.get_family("pythia", members=names[:3], local_dir=folder, device="cpu")
+    with pytest.raises(ValueError, match="local_dir is for Hub families"):
+        pico.get_family("pico", "smoke", local_dir=folder, device="cpu")

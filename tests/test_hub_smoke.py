@@ -1,0 +1,67 @@
+"""The Hub-family code path of every chapter (what the pythia profile runs on a GPU), executed
+offline on the CPU: profile ``hub-smoke``, with the trained smoke pico members standing in for
+Pythia members under their registry names (``apd.pico.export_stand_in``). About a minute."""
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from apd import pico
+from apd.results import results_dir
+
+pytestmark = pytest.mark.book
+
+HUB_CHAPTERS = ["family", "curves", "apd", "qa", "factuality"]
+
+
+@pytest.fixture(scope="module")
+def hub_smoke(root, shared_dir, tmp_path_factory):
+    folder = pico.export_stand_in(pico.build("smoke", progress=False), tmp_path_factory.mktemp("stand-in"))
+    cmd = [sys.executable, "-m", "apd.book", "--profile", "hub-smoke", "--no-html"]
+    for stem in HUB_CHAPTERS + ["paper_vs_book"]:
+        cmd += ["--only", stem]
+    for stem in HUB_CHAPTERS:
+        cmd += ["--set", f"{stem}.local_dir={folder}"]
+    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return results_dir("hub-smoke")
+
+
+def _values(out, stem):
+    return json.loads((out / f"{stem}.json").read_text())
+
+
+def test_every_hub_chapter_ran_on_the_stand_in_pythia_members(root, hub_smoke):
+    for stem in HUB_CHAPTERS:
+        nb = json.loads((root / "_build" / "hub-smoke" / "book" / "notebooks" / f"{stem}.ipynb").read_text())
+        params = nb["metadata"]["apd"]["parameters"]
+        assert params["family"] == "pythia" and params["load_kwargs"] == {"check_sizes": False}, stem
+        assert _values(hub_smoke, stem)["profile"] == "hub-smoke"
+    family = _values(hub_smoke, "family")
+    assert family["n_members"] == 3 and family["train_minutes"] == "n/a (a Hub family)"
+    members = pd.read_csv(hub_smoke / "tables" / "family_members.csv")
+    assert list(members.iloc[:, 0]) == ["pythia-70m-deduped", "pythia-160m-deduped", "pythia-410m-deduped"]
+
+
+def test_hub_branches_use_the_real_datasets_and_the_papers_settings(hub_smoke):
+    curves = _values(hub_smoke, "curves")
+    assert curves["blind_source"] == "lambada" and curves["blind_n_questions"] == 30
+    assert curves["hlm_alm"] == "pythia-70m-deduped" and curves["hlm_elm"] == "pythia-160m-deduped"
+    apd = _values(hub_smoke, "apd")
+    assert apd["lambda3"] == 0.8 and "paper" in apd["lambda3_source"]  # Pythia's published lambda3
+    qa = _values(hub_smoke, "qa")
+    assert "pythia-12b-deduped" in qa["reference_note"]  # the stand-in reference, from local_dir
+    not_run = pd.read_csv(hub_smoke / "tables" / "qa_datasets_not_run.csv")
+    assert not_run["reason"].str.contains("no offline copy").all()  # reported, not dropped
+    assert qa["qa_n_run"] + len(not_run) >= 9
+    fact = _values(hub_smoke, "factuality")
+    assert fact["headline_source"] == "FactualityPrompts" and fact["fp_n_used"] == 4
+    assert fact["fp_entail_status"].startswith("not run")  # no NLI model offline
+
+
+def test_paper_vs_book_reads_the_hub_chapters(hub_smoke):
+    values = _values(hub_smoke, "paper_vs_book")
+    assert values["chapters_read"] == ", ".join(sorted(HUB_CHAPTERS))
+    assert values["n_claims"] == values["n_reproduced"] + values["n_not_reproduced"] + values["n_not_testable"]

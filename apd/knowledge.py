@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from apd.family import prompt_log_probs
 
@@ -92,3 +93,35 @@ def accuracy_table(frame: pd.DataFrame, metric: str = "mc_correct", deterministi
     table = table.loc[order, cols]
     table["all"] = df.groupby("member")[metric].mean().loc[order]
     return table
+
+
+def paired_gain(frame: pd.DataFrame, smaller: str, larger: str, bucket: str | None = None,
+                metric: str = "mc_correct", distributional=("drink", "hobby")) -> dict:
+    """Does member ``larger`` answer more of the same items than ``smaller``? Exact McNemar test.
+
+    Both members are scored on the same items, so the test looks only at the discordant items:
+    ``only_larger`` (right for ``larger`` alone) and ``only_smaller``. Under "no difference" each
+    discordant item is a fair coin, so the two-sided p-value is a binomial test of
+    ``only_larger`` out of ``only_larger + only_smaller`` at 1/2. ``bucket=None`` pools every
+    bucket. Returns n (items), acc_smaller, acc_larger, gain (share of items, larger minus
+    smaller), only_larger, only_smaller and p_value (1.0 when no item is discordant).
+    """
+    df = frame[~frame["attribute"].isin(distributional)]
+    if bucket is not None:
+        df = df[df["bucket"] == bucket]
+    for name in (smaller, larger):
+        if name not in set(frame["member"]):
+            raise ValueError(f"no member {name!r} in the scores; members are {sorted(set(frame['member']))}")
+    a = df[df["member"] == smaller].set_index("item")[metric].astype(bool)
+    b = df[df["member"] == larger].set_index("item")[metric].astype(bool)
+    if len(a) == 0:
+        raise ValueError(f"no items to compare in bucket {bucket!r} (after leaving out {list(distributional)})")
+    if not a.index.equals(b.index):
+        raise ValueError(f"{smaller!r} and {larger!r} were not scored on the same items; a paired test needs the same items")
+    only_larger = int((b & ~a).sum())
+    only_smaller = int((a & ~b).sum())
+    discordant = only_larger + only_smaller
+    p = float(scipy.stats.binomtest(only_larger, discordant, 0.5).pvalue) if discordant else 1.0
+    return {"n": len(a), "acc_smaller": float(a.mean()), "acc_larger": float(b.mean()),
+            "gain": float(b.mean() - a.mean()), "only_larger": only_larger, "only_smaller": only_smaller,
+            "p_value": p}

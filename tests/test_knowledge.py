@@ -1,4 +1,5 @@
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -60,3 +61,40 @@ def test_distributional_truth_spreads_mass(corpus_and_tokenizer):
     assert truth.sum() == pytest.approx(1.0) and (truth > 0).sum() > 1
     with pytest.raises(ValueError, match="no QA items"):
         knowledge.score_world_qa(fam, corpus.world, [])
+
+
+def _frame(small, big, bucket="tail", attribute="employer"):
+    rows = []
+    for member, right in (("small", small), ("big", big)):
+        for i, r in enumerate(right):
+            rows.append({"member": member, "item": i, "bucket": bucket, "attribute": attribute, "mc_correct": r})
+    return pd.DataFrame(rows)
+
+
+def test_paired_gain_is_an_exact_mcnemar_test():
+    # 10 items: both right on 2, only big on 8, only small on 0
+    small = [1, 1] + [0] * 8
+    big = [1] * 10
+    g = knowledge.paired_gain(_frame(small, big), "small", "big", bucket="tail")
+    assert (g["n"], g["only_larger"], g["only_smaller"]) == (10, 8, 0)
+    assert g["acc_smaller"] == pytest.approx(0.2) and g["acc_larger"] == pytest.approx(1.0)
+    assert g["gain"] == pytest.approx(0.8)
+    assert g["p_value"] == pytest.approx(2 * 0.5 ** 8)  # two-sided exact binomial on the 8 discordant items
+    # 3 discordant each way: no evidence either way
+    even = knowledge.paired_gain(_frame([1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]), "small", "big")
+    assert even["gain"] == 0.0 and even["p_value"] == pytest.approx(1.0)
+    # identical answers: no discordant item, p = 1
+    assert knowledge.paired_gain(_frame([1, 0], [1, 0]), "small", "big")["p_value"] == 1.0
+
+
+def test_paired_gain_rejects_bad_input():
+    f = _frame([1, 0], [1, 1])
+    with pytest.raises(ValueError, match="no member 'huge'"):
+        knowledge.paired_gain(f, "small", "huge")
+    with pytest.raises(ValueError, match="no items to compare in bucket 'head'"):
+        knowledge.paired_gain(f, "small", "big", bucket="head")
+    with pytest.raises(ValueError, match="no items to compare"):
+        knowledge.paired_gain(_frame([1, 0], [1, 1], attribute="hobby"), "small", "big")
+    bad = f[~((f.member == "big") & (f.item == 1))]
+    with pytest.raises(ValueError, match="same items"):
+        knowledge.paired_gain(bad, "small", "big")

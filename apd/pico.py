@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +72,23 @@ def build(scale: str = "default", cache: Path | str | None = None, device=None,
     return PicoBuild(scale, corp, tok, Path(family_dir), pico_cfg)
 
 
+def find_cached(scale: str = "default", cache: Path | str | None = None, device=None) -> PicoBuild | None:
+    """The :class:`PicoBuild` of ``scale`` if its family, trained on ``device``'s kind (CPU fp32 and
+    CUDA bf16 autocast have different cache keys), is already cached; else None. Never trains a
+    family (it may train the small tokenizer). For tools that must not start a long training run."""
+    corpus_cfg, pico_cfg = configs(scale)
+    cache = Path(cache) if cache is not None else cache_dir()
+    want = json.loads(json.dumps(pico_cfg.to_dict()))
+    # cheap pre-check on the manifests before building the corpus and hashing its token stream
+    if not any(json.loads((d / "family.json").read_text()).get("config") == want
+               for d in (cache / "families").glob(f"{pico_cfg.prefix}-*") if (d / "family.json").is_file()):
+        return None
+    corp = corpus_mod.build_corpus(corpus_cfg)
+    tok = corp.tokenizer(cache_dir=cache / "tokenizers")
+    folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, cache / "families", device=device)
+    return PicoBuild(scale, corp, tok, folder, pico_cfg) if (folder / "family.json").is_file() else None
+
+
 def resolve_device(device: str | None):
     """``"auto"``/None -> cuda when available else cpu; anything else passes through."""
     import torch
@@ -111,7 +129,6 @@ def export_stand_in(built: PicoBuild, folder, family: str = "pythia") -> Path:
     first, so that the Hub code path of every chapter can run offline on trained models (profile
     ``hub-smoke``). Load the result with ``load_family(family, members=..., local_dir=folder,
     check_sizes=False)``: the x-axis is then ln of the counted sizes, not the registry's."""
-    import shutil
     names = STAND_IN_NAMES[family]
     members = json.loads((built.family_dir / "family.json").read_text())["members"]
     if len(members) < len(names):

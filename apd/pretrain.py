@@ -48,7 +48,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from apd.family import count_nonembedding
+from apd.family import count_nonembedding, default_device
 
 FORMAT_VERSION = 1  # bump when a code change alters what training produces (it enters the cache key)
 
@@ -523,8 +523,7 @@ def train_family(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, dev
         restored afterwards.
     Returns the family folder (load it with ``apd.family.load_family("pico", local_dir=...)``).
     """
-    device = torch.device(device) if device is not None else torch.device(
-        "cuda" if torch.cuda.is_available() else "cpu")
+    device = torch.device(device) if device is not None else default_device()
     threads = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(int(num_threads))
@@ -535,27 +534,26 @@ def train_family(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, dev
         torch.set_num_threads(threads)
 
 
-def _identity(config: PicoConfig, tokenizer, documents_or_ids, device: torch.device):
-    """(token stream, its hash, tokenizer hash, precision, family key) of a training run."""
+def _identity(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device: torch.device):
+    """(token stream, its hash, tokenizer hash, precision, family key, family folder) of a run."""
     ids = token_stream(tokenizer, documents_or_ids)
     ids_hash, tok_hash = data_hash(ids), tokenizer_hash(tokenizer)
     precision = _autocast(device, config.dtype)[1]
-    return ids, ids_hash, tok_hash, precision, family_key(config, ids_hash, tok_hash, precision)
+    key = family_key(config, ids_hash, tok_hash, precision)
+    return ids, ids_hash, tok_hash, precision, key, Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
 
 
 def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None) -> Path:
     """The folder :func:`train_family` trains into (or finds) for these arguments; trains nothing.
     It exists with a ``family.json`` once the family is trained."""
-    device = torch.device(device) if device is not None else torch.device(
-        "cuda" if torch.cuda.is_available() else "cpu")
-    key = _identity(config, tokenizer, documents_or_ids, device)[-1]
-    return Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
+    device = torch.device(device) if device is not None else default_device()
+    return _identity(config, tokenizer, documents_or_ids, cache_dir, device)[-1]
 
 
 def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
                   checkpoint_every, max_steps_this_run) -> Path:
-    ids, ids_hash, tok_hash, precision, key = _identity(config, tokenizer, documents_or_ids, device)
-    family_dir = Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
+    ids, ids_hash, tok_hash, precision, key, family_dir = _identity(config, tokenizer, documents_or_ids,
+                                                                    cache_dir, device)
     manifest_path = family_dir / "family.json"
     if manifest_path.exists():
         return family_dir

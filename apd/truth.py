@@ -249,6 +249,18 @@ def method_distributions(member_logprobs, alm_prime_logprobs=None, log_sizes=Non
     return MethodDistributions(ids=ids, probs=probs, fly_fit=fit)
 
 
+def sample_per_bucket(items, n: int, rng: np.random.Generator, exclude=()) -> list:
+    """At most ``n`` items of each frequency bucket (``BUCKETS`` order), drawn without replacement
+    with ``rng`` and kept in their original order; items whose attribute is in ``exclude`` (e.g.
+    the distributional ``("drink", "hobby")``) are left out. One ``rng.choice`` per non-empty bucket."""
+    out = []
+    for bucket in BUCKETS:
+        pool = [it for it in items if it.bucket == bucket and it.attribute not in exclude]
+        if pool:
+            out += [pool[i] for i in np.sort(rng.choice(len(pool), size=min(n, len(pool)), replace=False))]
+    return out
+
+
 def best_knobs(frame: pd.DataFrame, measure: str = "kl") -> dict:
     """{method: the knob with the lowest mean ``measure``} (ties: the first knob in the frame)."""
     means = frame.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()

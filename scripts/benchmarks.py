@@ -148,28 +148,6 @@ def tiny_setup(device) -> Setup:
                  ["tiny: four randomly initialised GPT-NeoX models and random tokens (speed only)"])
 
 
-def cached_family_dir(scale: str = "default", device=None):
-    """(folder, corpus) of the pico family of ``scale`` trained on ``device``'s kind (CPU fp32 or
-    CUDA bf16: different cache keys) if it is already cached under cache/families, else (None, None).
-    Never trains a family (it may train the small tokenizer)."""
-    from apd import corpus as corpus_mod
-    from apd import pico, pretrain
-
-    corpus_cfg, pico_cfg = pico.configs(scale)
-    root = pico.cache_dir() / "families"
-    want = json.loads(json.dumps(pico_cfg.to_dict()))
-    candidates = [d for d in root.glob(f"{pico_cfg.prefix}-*") if (d / "family.json").is_file()
-                  and json.loads((d / "family.json").read_text()).get("config") == want]
-    if not candidates:
-        return None, None
-    corp = corpus_mod.build_corpus(corpus_cfg)
-    tok = corp.tokenizer(cache_dir=pico.cache_dir() / "tokenizers")
-    folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, root, device=device)
-    if not (folder / "family.json").is_file():
-        return None, None
-    return folder, corp
-
-
 def pico_setup(scale: str, device) -> Setup:
     """The pico family of ``scale`` ('smoke' trains in seconds and is cached; 'default' only if cached)."""
     from apd import pico
@@ -178,15 +156,15 @@ def pico_setup(scale: str, device) -> Setup:
 
     notes = []
     if scale == "default":
-        folder, corp = cached_family_dir("default", device)
-        if folder is None:
+        built = pico.find_cached("default", device=device)
+        if built is None:
             notes.append(f"scale 'default' asked for, but no default pico family trained on {torch.device(device).type} "
                          f"is cached under {pico.cache_dir() / 'families'} (the benchmark never trains it; "
                          "`make book` does, or `python -c \"from apd import pico; pico.build('default')\"`): "
                          "fell back to 'smoke'")
             scale = "smoke"
         else:
-            fam = load_family("pico", local_dir=folder, device=device)
+            fam, corp = load_family("pico", local_dir=built.family_dir, device=device), built.corpus
     if scale == "smoke":
         fam, built = pico.get_family("pico", "smoke", device=device, progress=False)
         corp = built.corpus

@@ -246,3 +246,27 @@ def test_smoke_members_stand_in_for_a_hub_family(smoke, tmp_path):
         pico.get_family("pythia", members=names[:3], local_dir=folder, device="cpu")
     with pytest.raises(ValueError, match="local_dir is for Hub families"):
         pico.get_family("pico", "smoke", local_dir=folder, device="cpu")
+
+
+def test_find_cached_finds_a_trained_family_and_never_trains(smoke, tmp_path):
+    from apd import pico
+    _, built = smoke
+    found = pico.find_cached("smoke", device="cpu")
+    assert found is not None and found.family_dir == built.family_dir and found.scale == "smoke"
+    assert pico.find_cached("smoke", cache=tmp_path, device="cpu") is None  # nothing trained there
+    assert not (tmp_path / "families").exists()
+
+
+def test_sample_per_bucket_caps_each_bucket_keeps_order_and_is_seeded():
+    from types import SimpleNamespace as Item
+    items = [Item(bucket=b, attribute=a, i=i) for i, (b, a) in enumerate(
+        [("tail", "employer")] * 5 + [("head", "employer")] * 2 + [("head", "hobby")] * 3 + [("torso", "city")] * 4)]
+    got = truth.sample_per_bucket(items, 3, np.random.default_rng(0), exclude=("hobby",))
+    by_bucket = {b: [it.i for it in got if it.bucket == b] for b in truth.BUCKETS}
+    assert [it.bucket for it in got] == ["head"] * 2 + ["torso"] * 3 + ["tail"] * 3  # BUCKETS order
+    assert by_bucket["head"] == [5, 6]                            # a small pool is taken whole, hobby left out
+    assert all(v == sorted(v) and len(set(v)) == len(v) for v in by_bucket.values())
+    assert set(by_bucket["torso"]) <= set(range(10, 14)) and set(by_bucket["tail"]) <= set(range(5))
+    again = truth.sample_per_bucket(items, 3, np.random.default_rng(0), exclude=("hobby",))
+    assert [it.i for it in again] == [it.i for it in got]
+    assert truth.sample_per_bucket(items, 0, np.random.default_rng(0)) == []

@@ -27,20 +27,20 @@ $(STAMP): requirements.lock package.json pyproject.toml
 	touch $(STAMP)
 
 book: env
-	$(PY) -m apd.book --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(if $(ONLY),--only $(ONLY))
+	$(PY) -m apd --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(if $(ONLY),--only $(ONLY))
 
 unit: env
 	$(PY) -m pytest -m "not book" tests
 
 smoke: env
-	$(PY) -m apd.book --profile smoke
+	$(PY) -m apd --profile smoke
 
 browser: env
 	$(PY) -m pytest -m book tests
 
 test: env
 	$(PY) -m pytest -m "not book" tests
-	$(PY) -m apd.book --profile smoke
+	$(PY) -m apd --profile smoke
 	$(PY) -m pytest -m book tests
 
 bench: env

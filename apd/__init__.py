@@ -1,8 +1,46 @@
-"""apd: contrastive decoding as extrapolation, and asymptotic probability decoding (APD).
+"""apd: contrastive decoding (CD) as extrapolation, and asymptotic probability decoding (APD).
 
-Modules (import them directly, e.g. ``from apd import theory``):
-theory (Theorem 1), results (the results convention), plots (house style), book (papermill +
-Jupyter Book build), family (LM families), world/corpus/pretrain (the embedded pico family),
-collect, curves, train, decoding (APD itself), metrics, evaluate, reference (the paper's numbers).
+The front door: what a notebook of your own needs, imported lazily on first use.
+
+    import apd
+    fam, built = apd.get_family("pico", "smoke")             # or "pythia" (Hub), with local_dir=...
+    result = apd.apd_model(fam, built, scale="smoke")         # collect, tune lambda3, train ALM' (cached)
+    alm_prime = apd.load_alm_prime(result)
+    proc = apd.APDLogitsProcessor(alm_prime, T=1.0, filters=apd.make_filters("top-p", 0.8),
+                                  vocab_size=fam.vocab_size)
+    enc = fam.tokenizer(["Ada was born in"], return_tensors="pt")
+    out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, proc, max_new_tokens=32)
+
+The package is laid out as the data flows, one subpackage per stage:
+``base`` -> ``core`` -> ``world`` -> ``family`` -> ``amateur`` -> ``decoding`` -> ``evaluation`` -> ``report``.
+A module imports only from its own stage or earlier ones.
 """
+from apd.base.lazy import attach
+
 __version__ = "0.1.0"
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    # a family of LMs (Hub or the embedded pico family)
+    "get_family": "apd.family.select", "load_family": "apd.family.loading", "Family": "apd.family.loading",
+    # ALM', the fine-tuned amateur
+    "apd_model": "apd.amateur.pipeline", "APDResult": "apd.amateur.pipeline",
+    "load_alm_prime": "apd.amateur.runs", "APDTrainConfig": "apd.amateur.config",
+    "train_alm_prime": "apd.amateur.train",
+    # the contrastive score, thresholds, logits processors and generate
+    "contrastive_scores": "apd.core.contrastive",
+    "TopP": "apd.core.filters", "TopK": "apd.core.filters", "AlphaMask": "apd.core.filters",
+    "make_filters": "apd.core.filters",
+    "ContrastiveLogitsProcessor": "apd.decoding.processors", "APDLogitsProcessor": "apd.decoding.processors",
+    "OnTheFlyLogitsProcessor": "apd.decoding.processors", "FilteredLogitsProcessor": "apd.decoding.processors",
+    "generate": "apd.decoding.generation",
+    # curves across sizes
+    "fit_curves": "apd.core.curves",
+    # Theorem 1
+    "cd_logits": "apd.core.theory", "hlm_log_size": "apd.core.theory", "hlm_size": "apd.core.theory",
+    "hlm_logits": "apd.core.theory",
+    # the run record of a notebook, and the house style of its figures
+    "Run": "apd.report.results", "plots": "apd.report.plots",
+    # the stages, for everything else: apd.world.method_distributions, apd.evaluation.find_obvious_blindness, ...
+    "core": "apd.core", "world": "apd.world", "family": "apd.family", "amateur": "apd.amateur",
+    "decoding": "apd.decoding", "evaluation": "apd.evaluation", "report": "apd.report",
+})

@@ -33,10 +33,10 @@ counts 0; attention over the context left out). ``flops_with_attention`` adds th
 dominated by fixed per-call costs (Python, Hugging Face's generate, kernel launches), which the
 FLOPs model ignores: a MISS there says so, and is reported as measured.
 
-Fitter: ``apd.curves.benchmark_fitter``: curves per second of the vectorised fit against the same
-fit one curve at a time (target >= 100x). Collection: ``apd.collect.collect`` on a slice of the
+Fitter: ``apd.core.curves.benchmark_fitter``: curves per second of the vectorised fit against the same
+fit one curve at a time (target >= 100x). Collection: ``apd.amateur.collect.collect`` on a slice of the
 fine-tuning text (positions per second, all members). Training: optimizer steps per second of
-``apd.train.train_alm_prime`` on that collection (a few steps; wall time between steps).
+``apd.amateur.train.train_alm_prime`` on that collection (a few steps; wall time between steps).
 
 The device is CUDA when available (GPU figures), else the CPU. On the CPU, torch runs on
 ``--threads`` threads (default 1: tiny models gain nothing from more, and the machine is shared);
@@ -64,8 +64,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from apd import collect, curves, decoding  # noqa: E402
-from apd.family import count_nonembedding  # noqa: E402
+from apd.amateur import collect
+from apd.core import curves
+from apd.decoding import generation, processors
+from apd.family.registry import count_nonembedding
 
 TARGET_APD_OVER_CD = 1.05
 TARGET_CD_TOLERANCE = 0.10
@@ -114,7 +116,7 @@ class Setup:
     vocab_size: int
     pad_id: int
     eos_id: int
-    family: object            # what apd.collect.collect takes
+    family: object            # what apd.amateur.collect.collect takes
     stream: np.ndarray        # fine-tuning text as one token stream (int64)
     notes: list = field(default_factory=list)
 
@@ -150,23 +152,24 @@ def tiny_setup(device) -> Setup:
 
 def pico_setup(scale: str, device) -> Setup:
     """The pico family of ``scale`` ('smoke' trains in seconds and is cached; 'default' only if cached)."""
-    from apd import pico
-    from apd.family import load_family
-    from apd.pretrain import token_stream
+    from apd.base import paths
+    from apd.family import pico, select
+    from apd.family.loading import load_family
+    from apd.family.text import token_stream
 
     notes = []
     if scale == "default":
         built = pico.find_cached("default", device=device)
         if built is None:
             notes.append(f"scale 'default' asked for, but no default pico family trained on {torch.device(device).type} "
-                         f"is cached under {pico.cache_dir() / 'families'} (the benchmark never trains it; "
+                         f"is cached under {paths.cache_dir() / 'families'} (the benchmark never trains it; "
                          "`make book` does, or `python -c \"from apd import pico; pico.build('default')\"`): "
                          "fell back to 'smoke'")
             scale = "smoke"
         else:
             fam, corp = load_family("pico", local_dir=built.family_dir, device=device), built.corpus
     if scale == "smoke":
-        fam, built = pico.get_family("pico", "smoke", device=device, progress=False)
+        fam, built = select.get_family("pico", "smoke", device=device, progress=False)
         corp = built.corpus
     models = [fam.model(n) for n in fam.names]
     stream = token_stream(fam.tokenizer, corp.finetune)
@@ -266,15 +269,15 @@ def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
         if method == "elm":
             procs = []
         elif method == "cd":
-            procs = [decoding.ContrastiveLogitsProcessor(setup.alm, T=2.0, vocab_size=V)]
+            procs = [processors.ContrastiveLogitsProcessor(setup.alm, T=2.0, vocab_size=V)]
         elif method == "apd":
-            procs = [decoding.APDLogitsProcessor(alm_prime, T=1.0, vocab_size=V)]
+            procs = [processors.APDLogitsProcessor(alm_prime, T=1.0, vocab_size=V)]
         else:
-            procs = [decoding.OnTheFlyLogitsProcessor(setup.models[:-1], setup.log_sizes, w=0.5, top_k=20,
+            procs = [processors.OnTheFlyLogitsProcessor(setup.models[:-1], setup.log_sizes, w=0.5, top_k=20,
                                                       vocab_size=V, iterations=s.otf_iterations)]
 
         def run():
-            out = decoding.generate(setup.elm, ids, mask, procs, max_new_tokens=n, min_new_tokens=n,
+            out = generation.generate(setup.elm, ids, mask, procs, max_new_tokens=n, min_new_tokens=n,
                                     do_sample=False, pad_token_id=setup.pad_id, eos_token_id=setup.eos_id)
             if out.shape[1] != ids.shape[1] + n:
                 raise RuntimeError(f"{method} generated {out.shape[1] - ids.shape[1]} tokens, not {n}")
@@ -350,7 +353,7 @@ def bench_fitter(s: Settings, device, log) -> dict:
             "curves_per_s_one_by_one": median([x["curves_per_s_one_by_one"] for x in runs]),
             "speedup": median([x["speedup"] for x in runs]),
             "settings": {"n_vectorised": s.fitter_vectorised, "n_loop": s.fitter_loop, "iterations": 400,
-                         "members": len(curves.PYTHIA_LOG_SIZES), "curves": "apd.curves.synthetic_curves"}}
+                         "members": len(curves.PYTHIA_LOG_SIZES), "curves": "apd.core.curves.synthetic_curves"}}
 
 
 def bench_collection(setup: Setup, s: Settings, workdir: Path, log) -> dict:
@@ -375,7 +378,9 @@ def bench_collection(setup: Setup, s: Settings, workdir: Path, log) -> dict:
 
 
 def bench_training(setup: Setup, s: Settings, collect_dir: Path, workdir: Path, device, log) -> dict:
-    from apd.train import APDTrainConfig, CollectedChunks, train_alm_prime
+    from apd.amateur.config import APDTrainConfig
+    from apd.amateur.data import CollectedChunks
+    from apd.amateur.train import train_alm_prime
 
     manifest = collect.read_manifest(collect_dir)
     data = CollectedChunks(list(collect.iter_records(collect_dir)), log_sizes=manifest["log_sizes"],

@@ -21,7 +21,7 @@ def shared_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_html() -> Path:
-    """The HTML of the smoke build (`make smoke` / `python -m apd.book --profile smoke`)."""
+    """The HTML of the smoke build (`make smoke` / `python -m apd --profile smoke`)."""
     html = ROOT / "_build" / "smoke" / "book" / "_build" / "html"
     if not (html / "index.html").is_file():
         pytest.fail(f"{html}/index.html is missing: run `make smoke` (make test does) before the book tests")
@@ -37,3 +37,12 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def smoke_family():
+    """The smoke pico family, its build and its ALM' (trained once per cache, then read from it)."""
+    import apd
+
+    fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
+    return fam, built, apd.apd_model(fam, built, scale="smoke", progress=False)

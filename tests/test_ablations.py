@@ -1,4 +1,4 @@
-"""apd.ablations: each ablation maps to the right APDTrainConfig fields, member subsets (and their
+"""apd.evaluation.ablations: each ablation maps to the right APDTrainConfig fields, member subsets (and their
 errors), the metric plumbing by hand, and train -> score end to end on a tiny random family."""
 import math
 from types import SimpleNamespace
@@ -6,10 +6,13 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-
-from apd import ablations, collect, pipeline, train, truth
-from apd.train import APDTrainConfig
 import tiny_models
+
+from apd.amateur import collect, objective, runs
+from apd.amateur.config import APDTrainConfig
+from apd.evaluation import ablations
+from apd.family import logprobs
+from apd.world import truth
 
 NAMES = ["m0", "m1", "m2", "m3", "m4", "m5"]
 X = [9.45, 10.52, 11.51, 12.72, 13.58, 14.39]       # the default pico family's ln sizes, rounded
@@ -213,7 +216,7 @@ def tiny_setup(tmp_path_factory):
     fam = SimpleNamespace(names=names, locations=locations, alm=names[0], tokenizer=tok)
     B = 24
     prompts = [" ".join(f"w{i}" for i in rng.integers(1, V, size=int(rng.integers(2, 7)))) for _ in range(B)]
-    lp = np.stack([pipeline.next_token_log_probs(m, tok, prompts, V) for m in (models[0], models[-1])])
+    lp = np.stack([logprobs.next_token_log_probs(m, tok, prompts, V) for m in (models[0], models[-1])])
     top = np.argsort(-lp[1], -1)[:, :20]
     tr = np.zeros((B, V), np.float32)
     tr[np.arange(B), top[:, 0]] = 0.7                             # the truth lives on the ELM's top 20
@@ -232,12 +235,12 @@ def test_run_ablations_end_to_end_and_cached(tiny_setup):
     assert list(t.index) == ["APD", "lambda2=0", "alm+elm"]
     assert (t["steps"] == 4).all()                                 # 8 chunks / batch 4 x 2 epochs (override)
     assert res.configs["alm+elm"].members == ("s0", "s3") and res.configs["APD"].epochs == 2
-    assert train.CurveMLP.load(res.paths["alm+elm"]).n_members == 2
-    assert train.CurveMLP.load(res.paths["APD"]).n_members == 4
-    # the main row is exactly apd.truth's measures of ALM' at the 1/T that is best on dev
-    model = pipeline.load_alm_prime(res.paths["APD"], device="cpu")
-    a_dev = pipeline.next_token_log_probs(model, fam.tokenizer, dev.prompts, V)
-    a_test = pipeline.next_token_log_probs(model, fam.tokenizer, test.prompts, V)
+    assert objective.CurveMLP.load(res.paths["alm+elm"]).n_members == 2
+    assert objective.CurveMLP.load(res.paths["APD"]).n_members == 4
+    # the main row is exactly apd.world.truth's measures of ALM' at the 1/T that is best on dev
+    model = runs.load_alm_prime(res.paths["APD"], device="cpu")
+    a_dev = logprobs.next_token_log_probs(model, fam.tokenizer, dev.prompts, V)
+    a_test = logprobs.next_token_log_probs(model, fam.tokenizer, test.prompts, V)
     dev_kl = {v: np.nanmean(ablations.score_amateur(dev, a_dev, v)["kl"]) for v in (0.5, 1.0)}
     inv = min(dev_kl, key=dev_kl.get)
     assert t.loc["APD", "inv_T"] == inv
@@ -253,8 +256,8 @@ def test_run_ablations_end_to_end_and_cached(tiny_setup):
     assert t.loc["lambda2=0", "val_loss"] == pytest.approx(t.loc["lambda2=0", "val_l1"]
                                                            + 0.6 * t.loc["lambda2=0", "val_l3"], rel=1e-5)
     # training changed ALM' (the ablation runs are not the untouched ALM)
-    assert not np.allclose(a_test, pipeline.next_token_log_probs(
-        pipeline.load_alm_prime(fam.locations["s0"], device="cpu"), fam.tokenizer, test.prompts, V))
+    assert not np.allclose(a_test, logprobs.next_token_log_probs(
+        runs.load_alm_prime(fam.locations["s0"], device="cpu"), fam.tokenizer, test.prompts, V))
     # a second call finds every run in the cache and reproduces the table
     again = ablations.run_ablations(fam, cdir, main, test, dev, **kw).table.set_index("name")
     pd.testing.assert_series_equal(again["kl"], t["kl"])

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from apd import book
-from apd.results import results_dir
+from apd.report import book
+from apd.report.results import results_dir
 
 pytestmark = pytest.mark.book
 

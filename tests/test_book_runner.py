@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apd import book
+from apd.report import book
 
 ROOT = Path(__file__).resolve().parent.parent
 

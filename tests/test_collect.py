@@ -1,17 +1,17 @@
-"""Tests for apd.collect: token sets, member log-probs, storage, resume, reader."""
+"""Tests for apd.amateur.collect: token sets, member log-probs, storage, resume, reader."""
 import json
 import os
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tiny_models
 import torch
 import torch.nn.functional as F
 from transformers import PreTrainedTokenizerFast
 
-from apd import collect as col
-from apd.collect import CollectConfig, ModelFamily
-import tiny_models
+from apd.amateur import collect
+from apd.amateur.collect import CollectConfig, ModelFamily
 
 V = 160  # shared vocabulary; the members pad their embedding matrices beyond it
 CFG = CollectConfig(seq_len=16, chunks_per_shard=2, seed=3)   # default token set: 20 + 5 + 5
@@ -41,7 +41,7 @@ def corpus():
 @pytest.fixture(scope="module")
 def collected(family, corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("collect") / "clean"
-    manifest = col.collect(family, corpus, out, CFG, batch_size=2, progress=False)
+    manifest = collect.collect(family, corpus, out, CFG, batch_size=2, progress=False)
     return out, manifest
 
 
@@ -68,7 +68,7 @@ def test_manifest_and_shards(collected, corpus):
     assert [s["first_chunk"] for s in manifest["shards"]] == [0, 2, 4]
     assert json.loads((out / "manifest.json").read_text()) == manifest
     assert not (out / "parts").exists()          # parts are merged and removed
-    raw = col.load_file(str(out / "shard-00000.safetensors"))
+    raw = collect.load_file(str(out / "shard-00000.safetensors"))
     assert raw["token_ids"].dtype == np.uint16 and raw["input_ids"].dtype == np.uint16
     assert raw["member_logprobs"].dtype == np.float16 and raw["member_logprobs"].shape == (2, 3, 16, 30)
     assert raw["alm_lse"].dtype == np.float32
@@ -76,7 +76,7 @@ def test_manifest_and_shards(collected, corpus):
 
 def test_token_sets_and_member_logprobs_equal_direct_computation(collected, models, corpus):
     out, _ = collected
-    records = list(col.iter_records(out))
+    records = list(collect.iter_records(out))
     assert len(records) == 5
     for c, rec in enumerate(records):
         assert set(rec) == {"input_ids", "token_ids", "member_logprobs", "alm_logits", "elm_logits"}
@@ -106,7 +106,7 @@ def test_token_sets_and_member_logprobs_equal_direct_computation(collected, mode
 
 def test_random_ranks_are_uniform_and_seeded():
     cfg = CollectConfig()
-    mid, tail = col.draw_ranks(cfg, 50277, 40000, shard_index=7)
+    mid, tail = collect.draw_ranks(cfg, 50277, 40000, shard_index=7)
     assert mid.min() == 20 and mid.max() == 99
     counts = np.bincount(mid.ravel() - 20, minlength=80)
     assert np.abs(counts / counts.mean() - 1).max() < 0.1          # ~2,500 draws per rank
@@ -114,12 +114,12 @@ def test_random_ranks_are_uniform_and_seeded():
     assert tail.min() >= 0 and tail.max() < 50277 - 100
     assert np.all(np.sort(tail, 1)[:, 1:] != np.sort(tail, 1)[:, :-1])
     assert abs(tail.mean() / ((50277 - 100 - 1) / 2) - 1) < 0.01
-    again = col.draw_ranks(cfg, 50277, 40000, shard_index=7)
-    other = col.draw_ranks(cfg, 50277, 40000, shard_index=8)
+    again = collect.draw_ranks(cfg, 50277, 40000, shard_index=7)
+    other = collect.draw_ranks(cfg, 50277, 40000, shard_index=8)
     assert np.array_equal(mid, again[0]) and np.array_equal(tail, again[1])
     assert not np.array_equal(mid, other[0])
     # a tiny tail range forces redraws of repeated indices
-    _, small = col.draw_ranks(CollectConfig(mid_end=100, n_tail=5), 106, 500, 0)
+    _, small = collect.draw_ranks(CollectConfig(mid_end=100, n_tail=5), 106, 500, 0)
     assert all(len(set(row)) == 5 for row in small.tolist())
 
 
@@ -127,20 +127,20 @@ def test_token_set_by_hand():
     # ELM logits over 10 tokens; ranks: 4, 7, 1, 9, 0, 2, 3, 5, 6, 8 (token 4 best)
     logits = torch.tensor([[5., 8., 4., 3., 10., 2., 1., 9., 0., 7.]])
     # top_k=2 -> {4, 7}; mid_end=4 -> ranks 2, 3 are tokens 1, 9; outside top 4: 0 2 3 5 6 8
-    got = col.token_set(logits, torch.tensor([[3]]), torch.tensor([[0, 5, 2]]), top_k=2, mid_end=4)
+    got = collect.token_set(logits, torch.tensor([[3]]), torch.tensor([[0, 5, 2]]), top_k=2, mid_end=4)
     # tail indices 0, 5, 2 -> tokens 0, 8, 3 -> ordered by ELM logit: 0 (5.), 3 (3.), 8 (0.)
     assert got.tolist() == [[4, 7, 9, 0, 3, 8]]
 
 
 def test_bytes_per_position(collected):
     out, manifest = collected
-    pythia = col.bytes_per_position(7, 30, 50277)
+    pythia = collect.bytes_per_position(7, 30, 50277)
     assert (pythia["ours"], pythia["release"]) == (490, 1328)
     assert round(pythia["ratio"], 2) == 2.71
-    assert col.bytes_per_position(3, 30, 151936)["ours"] == 4 * 31 + 2 * 90 + 8   # int32 ids (Qwen)
-    ours = col.bytes_per_position(3, 30, V)["ours"]
+    assert collect.bytes_per_position(3, 30, 151936)["ours"] == 4 * 31 + 2 * 90 + 8   # int32 ids (Qwen)
+    ours = collect.bytes_per_position(3, 30, V)["ours"]
     assert ours == 2 * 31 + 2 * 3 * 30 + 8 == 250
-    arrays = sum(v.nbytes for s in manifest["shards"] for v in col.load_file(str(out / s["file"])).values())
+    arrays = sum(v.nbytes for s in manifest["shards"] for v in collect.load_file(str(out / s["file"])).values())
     assert arrays == ours * 80                                   # exactly what the formula says
     measured = manifest["bytes_per_position"]["measured"]
     files = sum(os.path.getsize(out / s["file"]) for s in manifest["shards"])
@@ -181,20 +181,20 @@ def test_resume_after_interruptions_gives_identical_shards(collected, family, co
     out = tmp_path / "resumed"
     # batch_size=2 -> shards of 2 chunks take one forward each: 3 forwards per member
     with pytest.raises(Interrupt):
-        col.collect(InterruptingFamily(family, "big", 3), corpus, out, CFG, batch_size=2, progress=False)
-    manifest = col.read_manifest(out)
+        collect.collect(InterruptingFamily(family, "big", 3), corpus, out, CFG, batch_size=2, progress=False)
+    manifest = collect.read_manifest(out)
     assert not manifest["complete"] and manifest["shards"] == []
     assert len(list((out / "parts").glob("*.m02.*"))) == 2       # two ELM parts were finished
     with pytest.raises(ValueError, match="unfinished"):
-        next(col.iter_records(out))
+        next(collect.iter_records(out))
     second = InterruptingFamily(family, "mid", 2)                # fails in the last pass
     with pytest.raises(Interrupt):
-        col.collect(second, corpus, out, CFG, batch_size=2, progress=False)
+        collect.collect(second, corpus, out, CFG, batch_size=2, progress=False)
     assert second.calls.count("big") == 1                         # only the missing ELM shard
-    assert len(col.read_manifest(out)["shards"]) == 1            # shard 0 finished before the failure
-    assert len(list(col.iter_records(out, allow_incomplete=True))) == 2
+    assert len(collect.read_manifest(out)["shards"]) == 1            # shard 0 finished before the failure
+    assert len(list(collect.iter_records(out, allow_incomplete=True))) == 2
     third = InterruptingFamily(family)
-    manifest = col.collect(third, corpus, out, CFG, batch_size=2, progress=False)
+    manifest = collect.collect(third, corpus, out, CFG, batch_size=2, progress=False)
     assert third.calls == ["mid", "mid"]                          # shards 1 and 2 of the last pass
     assert manifest["complete"] and manifest["shards"] == clean_manifest["shards"]
     for s in manifest["shards"]:
@@ -204,35 +204,35 @@ def test_resume_after_interruptions_gives_identical_shards(collected, family, co
 def test_rerun_is_a_no_op_and_other_settings_are_refused(collected, family, corpus):
     out, manifest = collected
     fam = InterruptingFamily(family)
-    assert col.collect(fam, corpus, out, CFG, batch_size=2, progress=False) == manifest
+    assert collect.collect(fam, corpus, out, CFG, batch_size=2, progress=False) == manifest
     assert fam.calls == []
     with pytest.raises(ValueError, match="config"):
-        col.collect(family, corpus, out, CollectConfig(seq_len=16, chunks_per_shard=2, seed=4), progress=False)
+        collect.collect(family, corpus, out, CollectConfig(seq_len=16, chunks_per_shard=2, seed=4), progress=False)
     with pytest.raises(ValueError, match="corpus"):
-        col.collect(family, corpus[::-1].copy(), out, CFG, progress=False)
+        collect.collect(family, corpus[::-1].copy(), out, CFG, progress=False)
 
 
 def test_bad_inputs(family, tmp_path):
     with pytest.raises(ValueError, match="mid_end"):
-        col.collect(family, np.zeros(64, dtype=np.int64), tmp_path, CollectConfig(seq_len=16, mid_end=158))
+        collect.collect(family, np.zeros(64, dtype=np.int64), tmp_path, CollectConfig(seq_len=16, mid_end=158))
     with pytest.raises(ValueError, match=r"\[0, 160\)"):
-        col.collect(family, np.full(64, V), tmp_path, CollectConfig(seq_len=16))
+        collect.collect(family, np.full(64, V), tmp_path, CollectConfig(seq_len=16))
     with pytest.raises(ValueError, match="fewer than seq_len"):
-        col.collect(family, np.zeros(10, dtype=np.int64), tmp_path, CollectConfig(seq_len=16))
+        collect.collect(family, np.zeros(10, dtype=np.int64), tmp_path, CollectConfig(seq_len=16))
     with pytest.raises(TypeError, match="integer"):
-        col.collect(family, np.zeros(64), tmp_path, CollectConfig(seq_len=16))
-    with pytest.raises(FileNotFoundError, match="run apd.collect.collect"):
-        col.read_manifest(tmp_path / "nothing")
+        collect.collect(family, np.zeros(64), tmp_path, CollectConfig(seq_len=16))
+    with pytest.raises(FileNotFoundError, match="run apd.amateur.collect.collect"):
+        collect.read_manifest(tmp_path / "nothing")
 
 
 def test_list_of_models_and_torch_records(models, tmp_path):
     tokens = torch.randint(0, V, (2, 16), generator=torch.Generator().manual_seed(1))
     with pytest.raises(ValueError, match="ModelFamily"):
-        col.collect(models[:2], tokens, tmp_path, CFG, progress=False)   # 168 vs 176 output ids
+        collect.collect(models[:2], tokens, tmp_path, CFG, progress=False)   # 168 vs 176 output ids
     same = [tiny_neox(4, 8, 1, 168), tiny_neox(5, 16, 1, 168)]
-    manifest = col.collect(same, tokens, tmp_path, CFG, progress=False)
+    manifest = collect.collect(same, tokens, tmp_path, CFG, progress=False)
     assert manifest["vocab_size"] == 168 and manifest["members"] == ["member0", "member1"]
-    rec = next(col.iter_records(tmp_path, as_torch=True))
+    rec = next(collect.iter_records(tmp_path, as_torch=True))
     assert rec["member_logprobs"].shape == (2, 16, 30) and rec["member_logprobs"].dtype == torch.float16
     assert torch.equal(rec["input_ids"], tokens[0])
 
@@ -245,7 +245,7 @@ def test_with_a_loaded_family_over_the_pythia_tokenizer(tmp_path):
     """apd.family.Family (pico folder layout) with the real 50,277-token vocabulary."""
     if not TOKENIZER_JSON.exists():
         pytest.skip(f"{TOKENIZER_JSON} not found: set APD_DATA_DIR to the shared data folder")
-    from apd.family import load_family
+    from apd.family.loading import load_family
     tok = PreTrainedTokenizerFast(tokenizer_file=str(TOKENIZER_JSON), eos_token="<|endoftext|>",
                                   pad_token="<|padding|>")
     for name, (seed, hidden, vocab) in {"a": (0, 8, 50304), "b": (1, 16, 50432)}.items():
@@ -255,13 +255,13 @@ def test_with_a_loaded_family_over_the_pythia_tokenizer(tmp_path):
     assert fam.vocab_size == 50277
     text = tok("The capital of Kenya is Nairobi, a city in East Africa.")["input_ids"][:8]
     cfg = CollectConfig(seq_len=8, chunks_per_shard=1)
-    col.collect(fam, np.array(text), tmp_path / "out", cfg, progress=False)
-    rec = next(col.iter_records(tmp_path / "out"))
+    collect.collect(fam, np.array(text), tmp_path / "out", cfg, progress=False)
+    rec = next(collect.iter_records(tmp_path / "out"))
     assert rec["token_ids"].max() < 50277
     exact = F.log_softmax(direct_logits_v(fam.model("b"), text, 50277), -1).gather(
         -1, torch.from_numpy(rec["token_ids"])).numpy()
     assert fp16_ok(rec["member_logprobs"][1], exact)
-    assert col.read_manifest(tmp_path / "out")["bytes_per_position"]["ours"] == 2 * 31 + 2 * 2 * 30 + 8
+    assert collect.read_manifest(tmp_path / "out")["bytes_per_position"]["ours"] == 2 * 31 + 2 * 2 * 30 + 8
 
 
 def direct_logits_v(model, ids, vocab):

@@ -4,10 +4,18 @@ from importlib import metadata
 
 import pytest
 
-import apd.corpus as corpus_module
-from apd.corpus import (CorpusConfig, build_corpus, clean_text, config_hash, count_tokens, load_wiki,
-                        train_tokenizer, wiki_vocabulary)
-from apd.world import ATTRIBUTES, SPLITS, WorldConfig
+from apd.world import corpus as corpus_module
+from apd.world.corpus import (
+    CorpusConfig,
+    build_corpus,
+    clean_text,
+    config_hash,
+    count_tokens,
+    load_wiki,
+    train_tokenizer,
+    wiki_vocabulary,
+)
+from apd.world.world import ATTRIBUTES, SPLITS, WorldConfig
 
 
 @pytest.fixture(scope="module")

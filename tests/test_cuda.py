@@ -8,13 +8,15 @@ own cache key.
 import json
 
 import pytest
+import tiny_models
 import torch
 from transformers import PreTrainedTokenizerFast
 
-import tiny_models
-from apd import decoding, pretrain
-from apd.family import load_family
-from apd.pretrain import Member, PicoConfig
+from apd.core import filters
+from apd.decoding import generation, processors
+from apd.family import pretrain
+from apd.family.loading import load_family
+from apd.family.pretrain import Member, PicoConfig
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -63,9 +65,9 @@ def test_cd_with_bf16_expert_and_fp32_amateur(members, tokenizer):
     elm = fam.model(fam.elm)
     amateur = load_family("pico", members=members, device="cuda", dtype="float32").model(fam.alm)
     ids = torch.tensor([tokenizer("member 3 of the")["input_ids"]], device="cuda")
-    proc = decoding.ContrastiveLogitsProcessor(amateur, T=2.0, filters=decoding.make_filters("top-k", 5),
+    proc = processors.ContrastiveLogitsProcessor(amateur, T=2.0, filters=filters.make_filters("top-k", 5),
                                                vocab_size=fam.vocab_size)
-    out = decoding.generate(elm, ids, processors=proc, max_new_tokens=4, do_sample=False,
+    out = generation.generate(elm, ids, processors=proc, max_new_tokens=4, do_sample=False,
                             pad_token_id=tokenizer.pad_token_id, return_dict_in_generate=True, output_scores=True)
     first = out.scores[0][0, :fam.vocab_size].float()
     with torch.no_grad():

@@ -1,12 +1,10 @@
-"""apd.curves: flip, decay functions, and the on-the-fly fitter (APD on the fly, appendix C.2)."""
+"""apd.core.curves: flip, decay functions, and the on-the-fly fitter (APD on the fly, appendix C.2)."""
 import math
 
 import pytest
 import torch
 
-from apd import curves
-
-
+from apd.core import curves
 
 # ----------------------------------------------------------------------------- flip
 

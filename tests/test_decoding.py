@@ -6,9 +6,8 @@ import torch
 import torch.nn.functional as F
 from transformers import GPTNeoXConfig, LogitsProcessorList, TopPLogitsWarper
 
-from apd import decoding
-from apd.decoding import (AlphaMask, APDLogitsProcessor, ContrastiveLogitsProcessor,
-                          FilteredLogitsProcessor, TopK, TopP)
+from apd.core.filters import AlphaMask, TopK, TopP
+from apd.decoding.processors import APDLogitsProcessor, ContrastiveLogitsProcessor, FilteredLogitsProcessor
 
 V = 60          # the shared "tokenizer" vocabulary
 PAD, EOS = 2, 1
@@ -110,7 +109,7 @@ def test_processor_matches_manual_recomputation(models, batch, do_sample, filt):
         filters.append(AlphaMask(filt["alpha"]))
     proc = ContrastiveLogitsProcessor(alm, T=2.0, filters=filters, vocab_size=V)
     torch.manual_seed(0)
-    out = decoding.generate(elm, ids, mask, proc, max_new_tokens=6, do_sample=do_sample,
+    out = generation.generate(elm, ids, mask, proc, max_new_tokens=6, do_sample=do_sample,
                             output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     assert out.sequences.shape[1] == ids.shape[1] + 6
     check_steps(out, elm, alm, mask, 0.5, filt)
@@ -141,7 +140,7 @@ def test_generate_ignores_the_models_own_sampling_defaults(models, batch):
     try:
         proc = ContrastiveLogitsProcessor(alm, T=2.0, filters=[TopP(0.9)], vocab_size=V)
         torch.manual_seed(2)
-        out = decoding.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=True,
+        out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=True,
                                 output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     finally:
         elm.generation_config.top_k, elm.generation_config.repetition_penalty = saved
@@ -153,11 +152,11 @@ def test_left_padding_is_masked_for_the_amateur(models, batch):
     elm, alm = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    out = decoding.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False,
+    out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False,
                             output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     alone = ids[1:2, mask[1].bool()]
     proc1 = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    out1 = decoding.generate(elm, alone, None, proc1, max_new_tokens=4, do_sample=False,
+    out1 = generation.generate(elm, alone, None, proc1, max_new_tokens=4, do_sample=False,
                              output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     assert torch.equal(out.sequences[1, ids.shape[1]:], out1.sequences[0, alone.shape[1]:])
     for s, s1 in zip(out.scores, out1.scores):
@@ -174,7 +173,7 @@ def test_positions_from_the_mask_for_an_absolute_position_amateur(models, batch)
     elm, _ = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(gpt2, T=2.0, vocab_size=V)
-    out = decoding.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False,
+    out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False,
                             output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     check_steps(out, elm, gpt2, mask, 0.5, {})
 
@@ -185,10 +184,10 @@ def test_new_generation_resets_the_cache(models, batch):
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
     kw = dict(max_new_tokens=4, do_sample=False, output_scores=True, return_dict_in_generate=True,
               pad_token_id=PAD)
-    first = decoding.generate(elm, ids, mask, proc, **kw)
-    other = decoding.generate(elm, ids[:2, 2:], mask[:2, 2:], proc, **kw)   # another batch
-    again = decoding.generate(elm, ids, mask, proc, **kw)
-    fresh = decoding.generate(elm, ids[:2, 2:], mask[:2, 2:],
+    first = generation.generate(elm, ids, mask, proc, **kw)
+    other = generation.generate(elm, ids[:2, 2:], mask[:2, 2:], proc, **kw)   # another batch
+    again = generation.generate(elm, ids, mask, proc, **kw)
+    fresh = generation.generate(elm, ids[:2, 2:], mask[:2, 2:],
                               ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V), **kw)
     assert torch.equal(first.sequences, again.sequences)
     for a, b in zip(first.scores, again.scores):
@@ -205,9 +204,9 @@ def test_missing_mask_and_vocab_errors(models, batch):
                      max_new_tokens=2, do_sample=False, pad_token_id=PAD)
     proc = ContrastiveLogitsProcessor(alm, T=2.0)   # 72 vs 64 padded ids and no vocab_size
     with pytest.raises(ValueError, match="vocab_size"):
-        decoding.generate(elm, ids, mask, proc, max_new_tokens=2, do_sample=False, pad_token_id=PAD)
+        generation.generate(elm, ids, mask, proc, max_new_tokens=2, do_sample=False, pad_token_id=PAD)
     with pytest.raises(ValueError, match="top_p"):
-        decoding.generate(elm, ids, mask, ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V),
+        generation.generate(elm, ids, mask, ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V),
                           max_new_tokens=2, do_sample=True, top_p=0.9, pad_token_id=PAD)
     with pytest.raises(ValueError, match="T must be > 0"):
         ContrastiveLogitsProcessor(alm, T=0.0)
@@ -245,12 +244,12 @@ def test_top_k_alpha_and_composition_by_hand():
     assert kept(AlphaMask(0.25)) == {3, 2, 0}     # threshold 0.125
     assert kept(AlphaMask(0.35)) == {3, 2}        # threshold 0.175
     assert kept(AlphaMask(0.0)) == {0, 1, 2, 3, 4}
-    both = decoding.keep_mask(lp(HAND), [TopP(0.9), TopK(2)])
+    both = filters_mod.keep_mask(lp(HAND), [TopP(0.9), TopK(2)])
     assert set(torch.nonzero(both[0]).flatten().tolist()) == {3, 2}
-    assert [repr(f) for f in decoding.make_filters("top-p k20", 0.8)] == ["TopP(0.8)", "TopK(20)"]
-    assert decoding.make_filters("NA") == []
+    assert [repr(f) for f in filters_mod.make_filters("top-p k20", 0.8)] == ["TopP(0.8)", "TopK(20)"]
+    assert filters_mod.make_filters("NA") == []
     with pytest.raises(ValueError, match="unknown filter"):
-        decoding.make_filters("typical", 0.9)
+        filters_mod.make_filters("typical", 0.9)
     with pytest.raises(ValueError):
         TopP(0.0)
 
@@ -288,12 +287,12 @@ def test_filtered_processor_is_filtered_elm():
 def test_contrastive_scores_formula_by_hand():
     elm = torch.tensor([[2.0, 1.0, 0.0]])
     alm = torch.tensor([[0.0, 1.0, 3.0]])
-    got = decoding.contrastive_scores(elm, alm, T=4.0)
+    got = contrastive.contrastive_scores(elm, alm, T=4.0)
     e = elm - torch.logsumexp(elm, -1, keepdim=True)
     a = alm - torch.logsumexp(alm, -1, keepdim=True)
     torch.testing.assert_close(got, e - a / 4.0)
     # the token ELM finds unlikely but ALM finds even less likely: removed by alpha masking
-    got = decoding.contrastive_scores(elm, alm, T=4.0, filters=[AlphaMask(0.3)])
+    got = contrastive.contrastive_scores(elm, alm, T=4.0, filters=[AlphaMask(0.3)])
     assert torch.isneginf(got[0, 2]) and torch.isfinite(got[0, :2]).all()
 
 
@@ -302,7 +301,7 @@ def test_contrastive_scores_formula_by_hand():
 def test_temperature_baseline_uses_hf_warper(models, batch):
     elm, _ = models
     ids, mask = batch
-    out = decoding.generate(elm, ids, mask, None, max_new_tokens=2, do_sample=True, temperature=0.5,
+    out = generation.generate(elm, ids, mask, None, max_new_tokens=2, do_sample=True, temperature=0.5,
                             output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     raw = manual_logits(elm, ids, mask).float()
     torch.testing.assert_close(out.scores[0], raw / 0.5, atol=1e-4, rtol=0)
@@ -310,10 +309,10 @@ def test_temperature_baseline_uses_hf_warper(models, batch):
 
 def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
     from transformers.generation import utils as gen_utils
-    assert decoding.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "high") == list(range(16, 32, 2))
-    assert decoding.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "low") == list(range(0, 16, 2))
-    assert decoding.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=6), "high") == [3, 5]
-    assert decoding.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=44), "high") == list(range(24, 44, 2))
+    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "high") == list(range(16, 32, 2))
+    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "low") == list(range(0, 16, 2))
+    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=6), "high") == [3, 5]
+    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=44), "high") == list(range(24, 44, 2))
     elm, _ = models
     ids, mask = batch
     seen = []
@@ -326,22 +325,25 @@ def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
     monkeypatch.setattr(gen_utils, "_dola_select_contrast", spy)
     for layers in ("high", "low"):
         seen.clear()
-        kw = decoding.dola_generate_kwargs(elm, layers)
+        kw = generation.dola_generate_kwargs(elm, layers)
         assert kw == {"dola_layers": layers, "repetition_penalty": 1.2}
-        out = decoding.generate(elm, ids, mask, None, max_new_tokens=3, do_sample=True,
+        out = generation.generate(elm, ids, mask, None, max_new_tokens=3, do_sample=True,
                                 pad_token_id=PAD, **kw)
         assert out.shape == (3, ids.shape[1] + 3)
-        assert seen and all(s == decoding.dola_candidate_layers(elm, layers) for s in seen)
-    assert decoding.dola_candidate_layers(elm, "high") == [2]   # the 4-layer tiny ELM
+        assert seen and all(s == generation.dola_candidate_layers(elm, layers) for s in seen)
+    assert generation.dola_candidate_layers(elm, "high") == [2]   # the 4-layer tiny ELM
 
 
 # --------------------------------------------------------------------------------------------
 # APD on the fly as a logits processor (appended with scripts/benchmarks.py)
 # --------------------------------------------------------------------------------------------
 
-from apd import curves  # noqa: E402
-from apd.decoding import OnTheFlyLogitsProcessor  # noqa: E402
 import tiny_models
+
+from apd.core import contrastive, curves
+from apd.core import filters as filters_mod
+from apd.decoding import generation
+from apd.decoding.processors import OnTheFlyLogitsProcessor
 
 OTF_SIZES = [1.0, 2.0, 3.5]   # x of (smallest, mid, ELM); any increasing values
 
@@ -369,7 +371,7 @@ def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smal
 
     monkeypatch.setattr(curves, "on_the_fly_asymptotes", spy)
     proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.4, top_k=8, vocab_size=V, **fit)
-    out = decoding.generate(elm, ids, mask, proc, max_new_tokens=3, do_sample=False,
+    out = generation.generate(elm, ids, mask, proc, max_new_tokens=3, do_sample=False,
                             output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     L = ids.shape[1]
     assert len(seen) == len(out.scores) == 3
@@ -392,10 +394,10 @@ def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smal
 def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
     elm, mid = models
     ids, mask = batch
-    plain = decoding.generate(elm, ids, mask, FilteredLogitsProcessor(vocab_size=V), max_new_tokens=4,
+    plain = generation.generate(elm, ids, mask, FilteredLogitsProcessor(vocab_size=V), max_new_tokens=4,
                               do_sample=False, pad_token_id=PAD)   # greedy ELM over the shared vocabulary
     proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.0, vocab_size=V, iterations=5)
-    out = decoding.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False, pad_token_id=PAD)
+    out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False, pad_token_id=PAD)
     assert torch.equal(out, plain)
 
 

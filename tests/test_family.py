@@ -11,14 +11,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
-from transformers import (GPT2Config, GPT2LMHeadModel, GPTNeoXConfig, GPTNeoXForCausalLM,
-                          OPTConfig, OPTForCausalLM, PreTrainedTokenizerFast, Qwen2Config,
-                          Qwen2ForCausalLM)
-
-from apd import family as fam
-from apd.family import count_nonembedding, load_family
 import tiny_models
+import torch
+from transformers import (
+    GPT2Config,
+    GPT2LMHeadModel,
+    GPTNeoXConfig,
+    GPTNeoXForCausalLM,
+    OPTConfig,
+    OPTForCausalLM,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+from apd.family import loading, registry
+from apd.family.loading import load_family
+from apd.family.registry import count_nonembedding
 
 DATA = Path(os.environ.get("APD_DATA_DIR", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
 TOKENIZER_JSON = DATA / "tokenizers" / "gpt-neox-20b" / "tokenizer.json"
@@ -87,15 +96,15 @@ def test_registry_log_sizes_are_ln_of_counts():
         "qwen1.5": [19.547, 21.146, 21.993],
     }
     for name, values in release.items():
-        spec = fam.get_family_spec(name)
+        spec = registry.get_family_spec(name)
         assert [m.log_size for m in spec.members] == values
         for m in spec.members:  # the release rounds to 3-4 decimals
             assert abs(math.log(m.n_nonembedding) - m.log_size) < 5e-4, m.name
         assert spec.reference.x == pytest.approx(math.log(spec.reference.n_nonembedding))
         xs = [m.x for m in spec.all_members()]
         assert all(b > a for a, b in zip(xs, xs[1:]))
-    assert fam.get_family_spec("pythia").reference.name == "pythia-12b-deduped"
-    assert fam.get_family_spec("qwen") is fam.get_family_spec("Qwen1.5")
+    assert registry.get_family_spec("pythia").reference.name == "pythia-12b-deduped"
+    assert registry.get_family_spec("qwen") is registry.get_family_spec("Qwen1.5")
 
 
 def _meta_count(model_cls, config, **kw):
@@ -109,13 +118,13 @@ def test_count_reproduces_registry_from_published_architectures():
     for size, (h, layers, heads, vocab) in pythia.items():
         cfg = GPTNeoXConfig(hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads,
                             intermediate_size=4 * h, vocab_size=vocab, rotary_pct=0.25)
-        assert _meta_count(GPTNeoXForCausalLM, cfg) == fam.FAMILIES["pythia"].member(f"pythia-{size}-deduped").n_nonembedding
+        assert _meta_count(GPTNeoXForCausalLM, cfg) == registry.FAMILIES["pythia"].member(f"pythia-{size}-deduped").n_nonembedding
     opt = {"125m": (768, 12, 12, 768), "350m": (1024, 24, 16, 512), "13b": (5120, 40, 40, 5120)}
     for size, (h, layers, heads, proj) in opt.items():
         cfg = OPTConfig(hidden_size=h, num_hidden_layers=layers, num_attention_heads=heads,
                         ffn_dim=4 * h, word_embed_proj_dim=proj, vocab_size=50272,
                         max_position_embeddings=2048, do_layer_norm_before=size != "350m")
-        assert _meta_count(OPTForCausalLM, cfg) == fam.FAMILIES["opt"].member(f"opt-{size}").n_nonembedding
+        assert _meta_count(OPTForCausalLM, cfg) == registry.FAMILIES["opt"].member(f"opt-{size}").n_nonembedding
     qwen = {"0.5B": (1024, 24, 16, 2816, True), "1.8B": (2048, 24, 16, 5504, False),
             "7B": (4096, 32, 32, 11008, False)}
     for size, (h, layers, heads, ffn, tie) in qwen.items():
@@ -123,7 +132,7 @@ def test_count_reproduces_registry_from_published_architectures():
                           num_key_value_heads=heads, intermediate_size=ffn, vocab_size=151936,
                           tie_word_embeddings=tie)
         n = _meta_count(Qwen2ForCausalLM, cfg, count_untied_unembedding=True)
-        assert n == fam.FAMILIES["qwen1.5"].member(f"Qwen1.5-{size}").n_nonembedding
+        assert n == registry.FAMILIES["qwen1.5"].member(f"Qwen1.5-{size}").n_nonembedding
 
 
 def test_count_nonembedding_by_hand():
@@ -144,9 +153,9 @@ def test_count_nonembedding_by_hand():
 
 
 def test_defaults():
-    assert fam.default_dtype("cpu") == torch.float32
-    assert fam.needs_offload([10, 10], free_bytes=30) is False
-    assert fam.needs_offload([10, 20], free_bytes=30) is True
+    assert loading.default_dtype("cpu") == torch.float32
+    assert loading.needs_offload([10, 10], free_bytes=30) is False
+    assert loading.needs_offload([10, 20], free_bytes=30) is True
 
 
 # ---------------------------------------------------------------------------- loading

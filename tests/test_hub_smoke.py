@@ -1,6 +1,6 @@
 """The Hub-family code path of every chapter (what the pythia profile runs on a GPU), executed
 offline on the CPU: profile ``hub-smoke``, with the trained smoke pico members standing in for
-Pythia members under their registry names (``apd.pico.export_stand_in``). About a minute."""
+Pythia members under their registry names (``apd.family.pico.export_stand_in``). About a minute."""
 import json
 import subprocess
 import sys
@@ -8,8 +8,8 @@ import sys
 import pandas as pd
 import pytest
 
-from apd import pico
-from apd.results import results_dir
+from apd.family import pico
+from apd.report.results import results_dir
 
 pytestmark = pytest.mark.book
 
@@ -19,7 +19,7 @@ HUB_CHAPTERS = ["family", "curves", "apd", "qa", "factuality"]
 @pytest.fixture(scope="module")
 def hub_smoke(root, shared_dir, tmp_path_factory):
     folder = pico.export_stand_in(pico.build("smoke", progress=False), tmp_path_factory.mktemp("stand-in"))
-    cmd = [sys.executable, "-m", "apd.book", "--profile", "hub-smoke", "--no-html"]
+    cmd = [sys.executable, "-m", "apd", "--profile", "hub-smoke", "--no-html"]
     for stem in HUB_CHAPTERS + ["paper_vs_book"]:
         cmd += ["--only", stem]
     for stem in HUB_CHAPTERS:

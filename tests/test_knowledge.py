@@ -3,8 +3,8 @@ import pandas as pd
 import pytest
 import torch
 
-from apd import knowledge
-from apd.corpus import CorpusConfig, build_corpus
+from apd.family import knowledge
+from apd.world.corpus import CorpusConfig, build_corpus
 
 
 @pytest.fixture(scope="module")

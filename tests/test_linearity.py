@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from apd import linearity, theory
-from apd.blindness import blindness_table, cd_scores, clearest_example, find_obvious_blindness
+from apd.core import theory
+from apd.evaluation import linearity
+from apd.evaluation.blindness import blindness_table, cd_scores, clearest_example, find_obvious_blindness
 
 
 def test_fit_lines_recovers_line_and_parabola():

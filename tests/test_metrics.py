@@ -1,4 +1,4 @@
-"""apd.metrics against hand-computed cases."""
+"""apd.evaluation.qa_metrics against hand-computed cases."""
 import math
 
 import numpy as np
@@ -6,28 +6,28 @@ import pytest
 import scipy.stats
 import torch
 
-from apd import metrics as m
+from apd.evaluation import qa_metrics, text_metrics
 
 # ----------------------------------------------------------------------------------------------
 # tokenisation
 
 
 def test_word_tokenize_splits_punctuation_and_contractions_like_treebank():
-    assert m.word_tokenize("The U.S. Army isn't here; it's 3.5 km away...") == [
+    assert text_metrics.word_tokenize("The U.S. Army isn't here; it's 3.5 km away...") == [
         "The", "U.S.", "Army", "is", "n't", "here", ";", "it", "'s", "3.5", "km", "away", "...",
     ]
-    assert m.word_tokenize('A well-known "quote".') == ["A", "well-known", '"', "quote", '"', "."]
+    assert text_metrics.word_tokenize('A well-known "quote".') == ["A", "well-known", '"', "quote", '"', "."]
 
 
 def test_split_sentences_keeps_abbreviations_and_initials():
     text = "Mr. Smith went to Washington. He was born in 1950! Was he? J. R. R. Tolkien wrote it."
-    assert m.split_sentences(text) == [
+    assert text_metrics.split_sentences(text) == [
         "Mr. Smith went to Washington.", "He was born in 1950!", "Was he?", "J. R. R. Tolkien wrote it.",
     ]
-    assert m.first_sentences(text, 2) == "Mr. Smith went to Washington. He was born in 1950!"
-    assert m.first_sentences(text, None) == text
+    assert text_metrics.first_sentences(text, 2) == "Mr. Smith went to Washington. He was born in 1950!"
+    assert text_metrics.first_sentences(text, None) == text
     with pytest.raises(ValueError, match="max_sentences"):
-        m.first_sentences(text, 0)
+        text_metrics.first_sentences(text, 0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -36,37 +36,37 @@ def test_split_sentences_keeps_abbreviations_and_initials():
 
 def test_distinct_2_hand_computed_whitespace():
     # bigrams: ab ba ab | ab bc -> 5 in all, 3 distinct
-    assert m.distinct_n(["a b a b", "a b c"], 2, tokenize=str.split, max_sentences=None) == pytest.approx(3 / 5)
+    assert text_metrics.distinct_n(["a b a b", "a b c"], 2, tokenize=str.split, max_sentences=None) == pytest.approx(3 / 5)
 
 
 def test_distinct_2_never_counts_bigrams_across_continuations():
     # (a,b) and (b,a); joining the two would add (b,b)
-    assert m.distinct_n(["a b", "b a"], tokenize=str.split, max_sentences=None) == 1.0
-    assert m.distinct_n(["a b", "b a", "b b"], tokenize=str.split, max_sentences=None) == 1.0
+    assert text_metrics.distinct_n(["a b", "b a"], tokenize=str.split, max_sentences=None) == 1.0
+    assert text_metrics.distinct_n(["a b", "b a", "b b"], tokenize=str.split, max_sentences=None) == 1.0
 
 
 def test_distinct_2_default_tokenizer_and_sentence_cut():
     text = "Hello, world. Hello, world."
     # tokens: Hello , world . Hello , world .  -> 7 bigrams, 4 distinct
-    assert m.distinct_n([text], max_sentences=None) == pytest.approx(4 / 7)
+    assert text_metrics.distinct_n([text], max_sentences=None) == pytest.approx(4 / 7)
     # only the first sentence: Hello , world . -> 3 bigrams, all distinct
-    assert m.distinct_n([text], max_sentences=1) == 1.0
+    assert text_metrics.distinct_n([text], max_sentences=1) == 1.0
 
 
 def test_distinct_n_pretokenised_and_per_prompt():
-    assert m.distinct_n([[1, 2, 1, 2]]) == pytest.approx(2 / 3)
-    assert m.distinct_n([[1, 2, 1, 2]], n=1) == pytest.approx(2 / 4)
+    assert text_metrics.distinct_n([[1, 2, 1, 2]]) == pytest.approx(2 / 3)
+    assert text_metrics.distinct_n([[1, 2, 1, 2]], n=1) == pytest.approx(2 / 4)
     groups = [["a b a b"], ["a b c"]]  # 2/3 and 2/2
-    assert m.distinct_n_per_prompt(groups, tokenize=str.split, max_sentences=None) == pytest.approx((2 / 3 + 1) / 2)
+    assert text_metrics.distinct_n_per_prompt(groups, tokenize=str.split, max_sentences=None) == pytest.approx((2 / 3 + 1) / 2)
 
 
 def test_distinct_n_bad_input():
     with pytest.raises(ValueError, match="undefined"):
-        m.distinct_n(["", "word"])
+        text_metrics.distinct_n(["", "word"])
     with pytest.raises(TypeError, match="wrap it"):
-        m.distinct_n("a b c")
+        text_metrics.distinct_n("a b c")
     with pytest.raises(ValueError, match="positive int"):
-        m.distinct_n(["a b"], n=0)
+        text_metrics.distinct_n(["a b"], n=0)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -90,24 +90,24 @@ def test_distinct_n_bad_input():
     ],
 )
 def test_repetition_rule_hand_cases(seq, expected_suffix, repetitive):
-    assert m.repeated_suffix(seq) == expected_suffix
-    assert m.ends_in_repetition(seq) is repetitive
+    assert text_metrics.repeated_suffix(seq) == expected_suffix
+    assert text_metrics.ends_in_repetition(seq) is repetitive
 
 
 def test_repetition_judges_only_the_most_repeated_suffix():
     # "aaa" repeats twice at the end, but "a" (6 times) is the most repeated suffix: n=1 < 3
-    assert m.repeated_suffix("xyaaaaaa") == (1, 6)
-    assert not m.ends_in_repetition("xyaaaaaa")
+    assert text_metrics.repeated_suffix("xyaaaaaa") == (1, 6)
+    assert not text_metrics.ends_in_repetition("xyaaaaaa")
 
 
 def test_repetition_ratio_units_and_empty_continuations():
     conts = ["abcabc", "hello world", "", "x the cat. the cat."]
-    assert m.repetition_ratio(conts) == 0.5  # empty counts in the denominator
+    assert text_metrics.repetition_ratio(conts) == 0.5  # empty counts in the denominator
     # character units (the release) vs word units
-    assert m.repetition_ratio(["x y z x y z"]) == 0.0
-    assert m.repetition_ratio(["x y z x y z"], tokenize=str.split) == 1.0
+    assert text_metrics.repetition_ratio(["x y z x y z"]) == 0.0
+    assert text_metrics.repetition_ratio(["x y z x y z"], tokenize=str.split) == 1.0
     with pytest.raises(TypeError, match="wrap it"):
-        m.repetition_ratio("abcabc")
+        text_metrics.repetition_ratio("abcabc")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -117,29 +117,29 @@ def test_repetition_ratio_units_and_empty_continuations():
 def test_ne_error_rate_shared_allowed_set():
     ents = [["Paris", "France"], ["Obama"], []]
     # unit 1: France missing -> 1/2; unit 2: "Obama" matches "the obama" -> 0; unit 3 skipped
-    assert m.ne_error_rate(ents, {"paris", "The  Obama"}) == pytest.approx(0.25)
+    assert text_metrics.ne_error_rate(ents, {"paris", "The  Obama"}) == pytest.approx(0.25)
 
 
 def test_ne_error_rate_per_unit_evidence_text():
     ents = [["Paris", "Germany"], ["Obama", "Biden"]]
     evidence = ["Paris is the capital of France.", "Barack Obama was the 44th president."]
-    assert m.ne_error_rate(ents, allowed_per_unit=evidence) == pytest.approx(0.5)
+    assert text_metrics.ne_error_rate(ents, allowed_per_unit=evidence) == pytest.approx(0.5)
 
 
 def test_ne_error_rate_undefined_and_bad_input():
-    assert math.isnan(m.ne_error_rate([[], []], {"x"}))
+    assert math.isnan(text_metrics.ne_error_rate([[], []], {"x"}))
     with pytest.raises(TypeError, match="exactly one"):
-        m.ne_error_rate([["a"]])
+        text_metrics.ne_error_rate([["a"]])
     with pytest.raises(ValueError, match="one allowed set"):
-        m.ne_error_rate([["a"], ["b"]], allowed_per_unit=[{"a"}])
+        text_metrics.ne_error_rate([["a"], ["b"]], allowed_per_unit=[{"a"}])
     with pytest.raises(TypeError, match="wrap it"):
-        m.ne_error_rate(["Paris"], {"paris"})
+        text_metrics.ne_error_rate(["Paris"], {"paris"})
 
 
 def test_entailment_ratio():
-    assert m.entailment_ratio([True, False, None, True]) == pytest.approx(2 / 3)
+    assert text_metrics.entailment_ratio([True, False, None, True]) == pytest.approx(2 / 3)
     with pytest.raises(ValueError, match="check-worthy"):
-        m.entailment_ratio([None, None])
+        text_metrics.entailment_ratio([None, None])
 
 
 # ----------------------------------------------------------------------------------------------
@@ -151,16 +151,16 @@ P_ALM = np.array([0.4, 0.1, 0.25, 0.25])
 
 def test_top_k_mask_and_ties():
     s = np.array([0.1, 0.5, 0.3, 0.05, 0.05])
-    assert m.top_k_mask(s, k=2).tolist() == [False, True, True, False, False]
-    assert m.top_k_mask(s, k=4).all()  # the tie at the 4th value keeps both
-    t = m.top_k_mask(torch.tensor([[0.1, 0.5, 0.3]]), k=1)
+    assert qa_metrics.top_k_mask(s, k=2).tolist() == [False, True, True, False, False]
+    assert qa_metrics.top_k_mask(s, k=4).all()  # the tie at the 4th value keeps both
+    t = qa_metrics.top_k_mask(torch.tensor([[0.1, 0.5, 0.3]]), k=1)
     assert isinstance(t, torch.Tensor) and t.tolist() == [[False, True, False]]
     with pytest.raises(ValueError, match="k must be"):
-        m.top_k_mask(s, k=6)
+        qa_metrics.top_k_mask(s, k=6)
 
 
 def test_cd_over_topk_hand_computed():
-    out = m.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv_T=0.5, k=3)
+    out = qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv_T=0.5, k=3)
     # kept: tokens 0, 1, 2; score = p_ELM / sqrt(p_ALM), renormalised over the three
     expected = np.array([0.5 / math.sqrt(0.4), 0.3 / math.sqrt(0.1), 0.15 / math.sqrt(0.25), 0.0])
     expected /= expected.sum()
@@ -170,27 +170,27 @@ def test_cd_over_topk_hand_computed():
 
 
 def test_cd_over_topk_accepts_logits_and_inv_T_zero_is_the_elm():
-    a = m.cd_scores_over_topk(np.log(P_ELM) + 3.7, np.log(P_ALM) - 1.2, inv_T=0.5, k=3)
-    b = m.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv_T=0.5, k=3)
+    a = qa_metrics.cd_scores_over_topk(np.log(P_ELM) + 3.7, np.log(P_ALM) - 1.2, inv_T=0.5, k=3)
+    b = qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv_T=0.5, k=3)
     np.testing.assert_allclose(a, b, atol=1e-12)
-    elm = m.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv_T=0.0, k=3)
+    elm = qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv_T=0.0, k=3)
     np.testing.assert_allclose(np.exp(elm), [0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0.0], atol=1e-12)
-    np.testing.assert_allclose(m.elm_over_topk(np.log(P_ELM), k=3), elm, atol=1e-12)
+    np.testing.assert_allclose(qa_metrics.elm_over_topk(np.log(P_ELM), k=3), elm, atol=1e-12)
 
 
 def test_cd_over_topk_inv_T_grid_batches_and_torch():
     grid = [0.0, 0.5, 1.0]
-    out = m.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), grid, k=3)
+    out = qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), grid, k=3)
     assert out.shape == (3, 4)
     for i, inv in enumerate(grid):
-        np.testing.assert_allclose(out[i], m.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv, k=3))
+        np.testing.assert_allclose(out[i], qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv, k=3))
     g = torch.Generator().manual_seed(0)
     e, a = torch.randn(2, 5, 50, generator=g), torch.randn(2, 5, 50, generator=g)
-    t = m.cd_scores_over_topk(e, a, 0.5)
+    t = qa_metrics.cd_scores_over_topk(e, a, 0.5)
     assert isinstance(t, torch.Tensor) and t.shape == (2, 5, 50)
     torch.testing.assert_close(t.exp().sum(-1), torch.ones(2, 5))
     assert (torch.isfinite(t).sum(-1) == 20).all()
-    half = m.cd_scores_over_topk(e.half(), a.half(), 0.5)  # fp16 models are scored in fp32
+    half = qa_metrics.cd_scores_over_topk(e.half(), a.half(), 0.5)  # fp16 models are scored in fp32
     assert half.dtype == torch.float32
     torch.testing.assert_close(half, t, atol=2e-3, rtol=0)
 
@@ -198,31 +198,31 @@ def test_cd_over_topk_inv_T_grid_batches_and_torch():
 def test_cd_shows_obvious_blindness():
     # the amateur also likes the obvious token 0, so CD (T=1) prefers the rare token 1
     p_elm, p_alm = np.array([0.6, 0.3, 0.1]), np.array([0.7, 0.05, 0.25])
-    assert np.argmax(m.cd_scores_over_topk(np.log(p_elm), np.log(p_alm), 1.0, k=3)) == 1
-    assert np.argmax(m.elm_over_topk(np.log(p_elm), k=3)) == 0
+    assert np.argmax(qa_metrics.cd_scores_over_topk(np.log(p_elm), np.log(p_alm), 1.0, k=3)) == 1
+    assert np.argmax(qa_metrics.elm_over_topk(np.log(p_elm), k=3)) == 0
 
 
 def test_cd_over_topk_bad_input():
     with pytest.raises(ValueError, match="differ in shape"):
-        m.cd_scores_over_topk(np.zeros(5), np.zeros(4), 0.5, k=2)
+        qa_metrics.cd_scores_over_topk(np.zeros(5), np.zeros(4), 0.5, k=2)
     with pytest.raises(ValueError, match=">= 0"):
-        m.cd_scores_over_topk(np.zeros(4), np.zeros(4), -0.5, k=2)
+        qa_metrics.cd_scores_over_topk(np.zeros(4), np.zeros(4), -0.5, k=2)
     with pytest.raises(ValueError, match="NaN"):
-        m.cd_scores_over_topk(np.array([0.0, np.nan, 1, 2]), np.zeros(4), 0.5, k=2)
+        qa_metrics.cd_scores_over_topk(np.array([0.0, np.nan, 1, 2]), np.zeros(4), 0.5, k=2)
     with pytest.raises(ValueError, match="finite"):
-        m.cd_scores_over_topk(np.log(P_ELM), np.array([-0.7, -np.inf, -1.4, -1.4]), 0.5, k=3)
+        qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.array([-0.7, -np.inf, -1.4, -1.4]), 0.5, k=3)
 
 
 def test_gold_rank_ties_count_against_the_gold_token():
     s = np.array([0.1, 0.5, 0.3, 0.3])
-    assert m.gold_rank(s, np.array(1)) == 1
-    assert m.gold_rank(s, np.array(2)) == 3
-    masked = m.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), 0.5, k=2)
-    assert m.gold_rank(masked, np.array(3)) == 4  # outside the top k: rank = vocab size
-    batch = m.gold_rank(torch.log(torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.2, 0.7]])), torch.tensor([2, 2]))
+    assert qa_metrics.gold_rank(s, np.array(1)) == 1
+    assert qa_metrics.gold_rank(s, np.array(2)) == 3
+    masked = qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), 0.5, k=2)
+    assert qa_metrics.gold_rank(masked, np.array(3)) == 4  # outside the top k: rank = vocab size
+    batch = qa_metrics.gold_rank(torch.log(torch.tensor([[0.5, 0.3, 0.2], [0.1, 0.2, 0.7]])), torch.tensor([2, 2]))
     assert batch.tolist() == [3, 1]
     with pytest.raises(ValueError, match="leading shape"):
-        m.gold_rank(s, np.array([1, 2]))
+        qa_metrics.gold_rank(s, np.array([1, 2]))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -230,51 +230,51 @@ def test_gold_rank_ties_count_against_the_gold_token():
 
 
 def test_answer_ppl_adds_0_01_and_is_not_exponentiated():
-    assert m.answer_ppl(np.array([0.5, 0.2])) == pytest.approx(-(math.log(0.51) + math.log(0.21)) / 2)
-    assert m.answer_ppl(np.array([0.5, 0.2])) == pytest.approx(1.116996150764217)
-    assert m.answer_ppl(np.array([0.0])) == pytest.approx(4.605170185988091)  # finite at p = 0
-    assert m.answer_ppl(np.array([1.0])) == pytest.approx(-0.009950330853168092)  # can go below 0
-    np.testing.assert_allclose(m.answer_ppl([[0.5, 0.2], [0.1]]), [1.116996150764217, -math.log(0.11)])
-    np.testing.assert_allclose(m.answer_ppl(np.array([[0.5, 0.2], [0.1, 0.1]])), [1.116996150764217, -math.log(0.11)])
+    assert qa_metrics.answer_ppl(np.array([0.5, 0.2])) == pytest.approx(-(math.log(0.51) + math.log(0.21)) / 2)
+    assert qa_metrics.answer_ppl(np.array([0.5, 0.2])) == pytest.approx(1.116996150764217)
+    assert qa_metrics.answer_ppl(np.array([0.0])) == pytest.approx(4.605170185988091)  # finite at p = 0
+    assert qa_metrics.answer_ppl(np.array([1.0])) == pytest.approx(-0.009950330853168092)  # can go below 0
+    np.testing.assert_allclose(qa_metrics.answer_ppl([[0.5, 0.2], [0.1]]), [1.116996150764217, -math.log(0.11)])
+    np.testing.assert_allclose(qa_metrics.answer_ppl(np.array([[0.5, 0.2], [0.1, 0.1]])), [1.116996150764217, -math.log(0.11)])
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        m.answer_ppl(np.array([1.5]))
+        qa_metrics.answer_ppl(np.array([1.5]))
 
 
 def test_accuracy_lowest_ppl_with_filtered_options_and_ties():
     ppl = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, np.nan], [1.5, 1.5, np.nan]])
     gold = np.array([0, 0, 0])
-    assert m.accuracy_lowest_ppl(ppl, gold) == pytest.approx(2 / 3)
-    assert m.accuracy_lowest_ppl(ppl, gold, return_per_question=True).tolist() == [True, False, True]
-    assert m.accuracy_lowest_ppl(ppl, np.array([2, 1, 1])) == pytest.approx(2 / 3)
+    assert qa_metrics.accuracy_lowest_ppl(ppl, gold) == pytest.approx(2 / 3)
+    assert qa_metrics.accuracy_lowest_ppl(ppl, gold, return_per_question=True).tolist() == [True, False, True]
+    assert qa_metrics.accuracy_lowest_ppl(ppl, np.array([2, 1, 1])) == pytest.approx(2 / 3)
     with pytest.raises(ValueError, match="gold option"):
-        m.accuracy_lowest_ppl(np.array([[np.nan, 1.0]]), np.array([0]))
+        qa_metrics.accuracy_lowest_ppl(np.array([[np.nan, 1.0]]), np.array([0]))
     with pytest.raises(ValueError, match="distractor"):
-        m.accuracy_lowest_ppl(np.array([[1.0, np.nan]]), np.array([0]))
+        qa_metrics.accuracy_lowest_ppl(np.array([[1.0, np.nan]]), np.array([0]))
 
 
 def test_mrr_hand_computed():
-    assert m.mrr(np.array([1, 2, 4])) == pytest.approx((1 + 0.5 + 0.25) / 3)
-    assert m.mrr([np.array([1, 2]), np.array([4])]) == pytest.approx(((1 + 0.5) / 2 + 0.25) / 2)
-    assert m.mrr(torch.tensor([1, 1])) == 1.0
+    assert qa_metrics.mrr(np.array([1, 2, 4])) == pytest.approx((1 + 0.5 + 0.25) / 3)
+    assert qa_metrics.mrr([np.array([1, 2]), np.array([4])]) == pytest.approx(((1 + 0.5) / 2 + 0.25) / 2)
+    assert qa_metrics.mrr(torch.tensor([1, 1])) == 1.0
     with pytest.raises(ValueError, match="1-based"):
-        m.mrr(np.array([0, 1]))
+        qa_metrics.mrr(np.array([0, 1]))
 
 
 def test_in_topk_filter_elm_and_reference():
     elm = [np.array([1, 3]), np.array([2, 25]), np.array([20])]
     ref = [np.array([1, 1]), np.array([1, 1]), np.array([21])]
-    assert m.in_topk_filter(elm, k=20).tolist() == [True, False, True]
-    assert m.in_topk_filter(elm, ref, k=20).tolist() == [True, False, False]
-    assert m.in_topk_filter(np.array([[1, 2], [3, 30]]), k=20).tolist() == [True, False]
-    assert m.in_topk_filter(np.array([3, 21]), k=20).tolist() == [True, False]  # one-token answers
+    assert qa_metrics.in_topk_filter(elm, k=20).tolist() == [True, False, True]
+    assert qa_metrics.in_topk_filter(elm, ref, k=20).tolist() == [True, False, False]
+    assert qa_metrics.in_topk_filter(np.array([[1, 2], [3, 30]]), k=20).tolist() == [True, False]
+    assert qa_metrics.in_topk_filter(np.array([3, 21]), k=20).tolist() == [True, False]  # one-token answers
     with pytest.raises(ValueError, match="same answers"):
-        m.in_topk_filter(elm, ref[:2])
+        qa_metrics.in_topk_filter(elm, ref[:2])
 
 
 def test_keep_multiple_choice_needs_gold_and_a_distractor():
     kept = np.array([[True, True, False], [True, False, False], [False, True, True]])
-    assert m.keep_multiple_choice(kept, np.array([0, 0, 0])).tolist() == [True, False, False]
-    assert m.keep_multiple_choice(kept, np.array([1, 0, 2])).tolist() == [True, False, True]
+    assert qa_metrics.keep_multiple_choice(kept, np.array([0, 0, 0])).tolist() == [True, False, False]
+    assert qa_metrics.keep_multiple_choice(kept, np.array([1, 0, 2])).tolist() == [True, False, True]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -283,31 +283,31 @@ def test_keep_multiple_choice_needs_gold_and_a_distractor():
 
 def test_ttest_matches_scipy_directly():
     a, b = [1.0, 2.0, 3.0], [4.0, 5.0, 6.0]
-    r = m.ttest_per_question(a, b)
+    r = qa_metrics.ttest_per_question(a, b)
     assert r.statistic == pytest.approx(-3 / math.sqrt(2 / 3))  # pooled variance 1, n = 3 each
     rng = np.random.default_rng(0)
     x, y = rng.normal(2.0, 1.0, 200), rng.normal(2.2, 1.3, 150)
     direct = scipy.stats.ttest_ind(x, y)
-    ours = m.ttest_per_question(x, y)  # ddof=1
+    ours = qa_metrics.ttest_per_question(x, y)  # ddof=1
     assert ours.statistic == pytest.approx(direct.statistic, rel=1e-12)
     assert ours.pvalue == pytest.approx(direct.pvalue, rel=1e-10)
-    release = m.ttest_per_question(x, y, ddof=0)  # the release passed np.std
+    release = qa_metrics.ttest_per_question(x, y, ddof=0)  # the release passed np.std
     expect = scipy.stats.ttest_ind_from_stats(x.mean(), x.std(), 200, y.mean(), y.std(), 150)
     assert release.pvalue == pytest.approx(expect.pvalue, rel=1e-12)
     assert release.pvalue != pytest.approx(direct.pvalue, rel=1e-6)
-    welch = m.ttest_per_question(x, y, equal_var=False)
+    welch = qa_metrics.ttest_per_question(x, y, equal_var=False)
     assert welch.pvalue == pytest.approx(scipy.stats.ttest_ind(x, y, equal_var=False).pvalue, rel=1e-10)
     with pytest.raises(ValueError, match="at least 2"):
-        m.ttest_from_stats(1.0, 1.0, 1, 2.0, 1.0, 5)
+        qa_metrics.ttest_from_stats(1.0, 1.0, 1, 2.0, 1.0, 5)
 
 
 def test_gap_closure_hand_computed_and_na():
     # Table 2, LAMBADA ppl: (APD - CD) / (LLM 12B - LLM 6.9B)
-    assert m.gap_closure(2.132, 2.237, 2.188, 2.264) == pytest.approx(-0.105 / -0.076)
+    assert qa_metrics.gap_closure(2.132, 2.237, 2.188, 2.264) == pytest.approx(-0.105 / -0.076)
     # accuracy, higher is better: (0.685 - 0.671) / (0.660 - 0.658) = 7
-    assert m.gap_closure(0.685, 0.671, 0.660, 0.658, higher_is_better=True) == pytest.approx(7.0)
+    assert qa_metrics.gap_closure(0.685, 0.671, 0.660, 0.658, higher_is_better=True) == pytest.approx(7.0)
     # QASC (Q+Fact) acc: the 12B model is worse -> "NA"
-    assert math.isnan(m.gap_closure(0.874, 0.862, 0.845, 0.856, higher_is_better=True))
-    assert math.isnan(m.gap_closure(1.0, 2.0, 3.0, 3.0))
-    out = m.gap_closure(np.array([1.0, 2.0]), 0.0, np.array([2.0, 4.0]), 0.0)
+    assert math.isnan(qa_metrics.gap_closure(0.874, 0.862, 0.845, 0.856, higher_is_better=True))
+    assert math.isnan(qa_metrics.gap_closure(1.0, 2.0, 3.0, 3.0))
+    out = qa_metrics.gap_closure(np.array([1.0, 2.0]), 0.0, np.array([2.0, 4.0]), 0.0)
     np.testing.assert_allclose(out, [0.5, 0.5])

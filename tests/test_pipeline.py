@@ -1,4 +1,4 @@
-"""apd.pipeline (the trained ALM' every chapter uses) and apd.truth (distances to the world's truth).
+"""apd.amateur.pipeline (the trained ALM' every chapter uses) and apd.world.truth (distances to the world's truth).
 
 The apd_model tests use the smoke pico family (trained once and cached under cache/, like the
 smoke book build does) and the same cache as the book, so after the first run they only read it.
@@ -11,8 +11,11 @@ import pandas as pd
 import pytest
 import torch
 
-from apd import metrics, pipeline, truth
-
+from apd.amateur import pipeline, runs
+from apd.base import lock
+from apd.evaluation import qa_metrics
+from apd.family import logprobs, pico, select
+from apd.world import truth
 
 # ----------------------------------------------------------------------------- distances, by hand
 
@@ -59,7 +62,7 @@ def test_contrastive_topk_matches_the_qa_scoring_of_metrics():
     ids = truth.topk_ids(elm.numpy(), 20)
     for inv_T in (0.0, 0.5, 1.0):
         ours = truth.contrastive_topk(elm.numpy(), alm.numpy(), inv_T, ids)
-        ref = np.exp(metrics.cd_scores_over_topk(elm.double(), alm.double(), inv_T, k=20).numpy())
+        ref = np.exp(qa_metrics.cd_scores_over_topk(elm.double(), alm.double(), inv_T, k=20).numpy())
         assert np.allclose(ours, np.take_along_axis(ref, ids, -1), atol=1e-10)
         assert np.allclose(ours.sum(-1), 1.0)
     # 1/T = 0 is the ELM renormalised over its top 20, whatever the amateur
@@ -96,7 +99,7 @@ def test_frame_best_knobs_and_summary():
     # item 3's true and gold token 0 sits at candidate position 1 (ids = [1, 0]): q = 0.1
     assert cd05["nll"].tolist() == pytest.approx([-math.log(0.91), -math.log(0.91), -math.log(0.11)])
     assert truth.best_knobs(fr, "kl") == {"ELM": 0.0, "CD": 1.0}   # mean KL: 1/T=0.5 0.838, 1/T=1 0.646
-    s = truth.summary(fr, "kl", knobs={"CD": 1.0})
+    s = truth.bucket_summary(fr, "kl", knobs={"CD": 1.0})
     assert list(s.index) == ["ELM", "CD 1/T=1"] and list(s.columns) == ["head", "tail", "all"]
     assert s.loc["ELM", "all"] == pytest.approx(math.log(2))
     assert s.attrs["n"] == {"head": 1, "tail": 2, "all": 3}
@@ -106,8 +109,7 @@ def test_frame_best_knobs_and_summary():
 
 @pytest.fixture(scope="module")
 def smoke():
-    from apd import pico
-    return pico.get_family("pico", "smoke", device="cpu", progress=False)
+    return select.get_family("pico", "smoke", device="cpu", progress=False)
 
 
 def test_dev_test_split_is_by_person_deterministic_and_balanced(smoke):
@@ -143,14 +145,14 @@ def test_apd_model_trains_a_loadable_alm_prime_with_a_tuning_table(smoke, smoke_
     r = smoke_apd
     assert r.config.family == "pico" and r.lambda3 == r.config.lambda3_value
     assert isinstance(r.tuning, pd.DataFrame)
-    assert r.tuning["lambda3"].tolist() == list(pipeline.PICO_LAMBDA3_GRID["smoke"])
+    assert r.tuning["lambda3"].tolist() == list(runs.PICO_LAMBDA3_GRID["smoke"])
     assert r.tuning["chosen"].sum() == 1
     best = r.tuning.loc[r.tuning["score"].idxmin()]
     assert best["lambda3"] == r.lambda3 and best["chosen"]
     assert set(r.tuning.attrs["reference"]) == {"ELM", "CD 1/T=1"}
     assert (r.tuning["n_scored"] > 0).all()
-    model = pipeline.load(r, device="cpu")
-    lp = pipeline.next_token_log_probs(model, fam.tokenizer, ["Question: who?\nAnswer:", "The"], fam.vocab_size)
+    model = runs.load_alm_prime(r, device="cpu")
+    lp = logprobs.next_token_log_probs(model, fam.tokenizer, ["Question: who?\nAnswer:", "The"], fam.vocab_size)
     assert lp.shape == (2, fam.vocab_size) and np.allclose(np.exp(lp).sum(-1), 1.0, atol=1e-4)
     alm = fam.model(fam.alm)
     assert any(not torch.equal(a, b) for a, b in zip(model.state_dict().values(), alm.state_dict().values())), \
@@ -165,8 +167,8 @@ def test_apd_model_second_call_reads_the_cache(smoke, smoke_apd, monkeypatch):
     def no_training(*args, **kwargs):
         raise AssertionError("apd_model trained again although everything was cached")
 
-    monkeypatch.setattr(pipeline, "train_alm_prime", no_training)
-    monkeypatch.setattr(pipeline.collect, "collect", no_training)
+    monkeypatch.setattr(runs, "train_alm_prime", no_training)
+    monkeypatch.setattr(runs.collect, "collect", no_training)
     t0 = time.perf_counter()
     again = pipeline.apd_model(fam, built, scale="smoke", progress=False)
     assert time.perf_counter() - t0 < 5.0
@@ -192,23 +194,23 @@ def pathlib_of(s):
 
 
 def test_train_configs_per_family():
-    assert pipeline.train_config("pythia").lambda3_value == 0.8
-    assert pipeline.train_config("opt").lambda3_value == 0.4
-    assert pipeline.train_config("qwen").lambda3_value == 1.0
-    assert pipeline.train_config("pico", lambda3=0.6).lambda3_value == 0.6
+    assert runs.train_config("pythia").lambda3_value == 0.8
+    assert runs.train_config("opt").lambda3_value == 0.4
+    assert runs.train_config("qwen").lambda3_value == 1.0
+    assert runs.train_config("pico", lambda3=0.6).lambda3_value == 0.6
     with pytest.raises(ValueError, match="lambda3"):
-        pipeline.train_config("pico").lambda3_value       # pico has no published value: tune it
-    assert pipeline.collect_config("opt").n_tail == 10 and pipeline.collect_config("pythia").n_tail == 5
+        runs.train_config("pico").lambda3_value       # pico has no published value: tune it
+    assert runs.collect_config("opt").n_tail == 10 and runs.collect_config("pythia").n_tail == 5
 
 
 def test_read_train_log_keeps_one_row_per_step(tmp_path):
     lines = [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.0}, {"step": 1, "loss": 3.0}, {"step": 3, "loss": 1.0},
              {"step": 2, "loss": 2.0}]
     (tmp_path / "train_log.jsonl").write_text("".join(__import__("json").dumps(r) + "\n" for r in lines))
-    log = pipeline.read_train_log(tmp_path)
+    log = runs.read_train_log(tmp_path)
     assert log["step"].tolist() == [1, 2, 3] and log["loss"].tolist() == [3.0, 2.0, 1.0]
     with pytest.raises(FileNotFoundError, match="apd_model"):
-        pipeline.read_train_log(tmp_path / "nothing")
+        runs.read_train_log(tmp_path / "nothing")
 
 
 def test_lock_makes_a_second_caller_wait(tmp_path):
@@ -217,7 +219,7 @@ def test_lock_makes_a_second_caller_wait(tmp_path):
     inside = threading.Event()
 
     def first():
-        with pipeline._lock(tmp_path / "x.lock"):
+        with lock.file_lock(tmp_path / "x.lock"):
             inside.set()
             time.sleep(0.3)
             events.append("first done")
@@ -225,31 +227,30 @@ def test_lock_makes_a_second_caller_wait(tmp_path):
     t = threading.Thread(target=first)
     t.start()
     inside.wait()
-    with pipeline._lock(tmp_path / "x.lock"):
+    with lock.file_lock(tmp_path / "x.lock"):
         events.append("second in")
     t.join()
     assert events == ["first done", "second in"]
 
 
 def test_smoke_members_stand_in_for_a_hub_family(smoke, tmp_path):
-    from apd import pico
     fam, built = smoke
     folder = pico.export_stand_in(built, tmp_path / "stand-in")
     names = list(pico.STAND_IN_NAMES["pythia"])
     assert sorted(p.name for p in folder.iterdir()) == sorted(names)
-    hub, none = pico.get_family("pythia", members=names[:3], local_dir=folder, device="cpu", check_sizes=False)
+    hub, none = select.get_family("pythia", members=names[:3], local_dir=folder, device="cpu", check_sizes=False)
     assert none is None and hub.names == tuple(names[:3])
     np.testing.assert_allclose(hub.log_sizes, fam.log_sizes[-4:-1])  # ln of the counted sizes
     ids = torch.tensor([fam.tokenizer("Question: Where was")["input_ids"]])
     torch.testing.assert_close(hub.logits(ids), fam.logits(ids, members=list(fam.names[-4:-1])))
     with pytest.raises(ValueError, match="check_sizes=False"):  # the registry's sizes are checked by default
-        pico.get_family("pythia", members=names[:3], local_dir=folder, device="cpu")
+        select.get_family("pythia", members=names[:3], local_dir=folder, device="cpu")
     with pytest.raises(ValueError, match="local_dir is for Hub families"):
-        pico.get_family("pico", "smoke", local_dir=folder, device="cpu")
+        select.get_family("pico", "smoke", local_dir=folder, device="cpu")
 
 
 def test_find_cached_finds_a_trained_family_and_never_trains(smoke, tmp_path):
-    from apd import pico
+    from apd.family import pico
     _, built = smoke
     found = pico.find_cached("smoke", device="cpu")
     assert found is not None and found.family_dir == built.family_dir and found.scale == "smoke"

@@ -1,4 +1,4 @@
-"""apd.pretrain: a tiny pico family trains, lowers its loss, saves, reloads, caches and resumes."""
+"""apd.family.pretrain: a tiny pico family trains, lowers its loss, saves, reloads, caches and resumes."""
 import json
 import math
 
@@ -7,9 +7,9 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from apd import pretrain
-from apd.family import count_nonembedding
-from apd.pretrain import Member, PicoConfig
+from apd.family import pretrain, text
+from apd.family.pretrain import Member, PicoConfig
+from apd.family.registry import count_nonembedding
 
 NAMES = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana"]
 CITIES = ["Kelmor", "Vashti", "Orlen", "Pru", "Tamsk", "Quill"]
@@ -30,7 +30,7 @@ def _documents(n=240, seed=0):
 
 @pytest.fixture(scope="module")
 def tokenizer():
-    from tokenizers import Tokenizer, models, pre_tokenizers, trainers, decoders
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -62,7 +62,7 @@ def test_training_lowers_loss_and_members_reload(trained, tokenizer):
     manifest = json.loads((trained / "family.json").read_text())
     assert trained.name == f"pico-{manifest['key']}"
     assert manifest["members"] == ["pico-3.3k", "pico-13k"]  # smallest first (config lists 13k first)
-    ids = pretrain.token_stream(tokenizer, _documents())[:2000]
+    ids = text.token_stream(tokenizer, _documents())[:2000]
     for name in manifest["members"]:
         folder = trained / name
         record = json.loads((folder / "training.json").read_text())
@@ -85,7 +85,7 @@ def test_training_lowers_loss_and_members_reload(trained, tokenizer):
 
 
 def test_family_folder_loads_with_apd_family(trained):
-    from apd.family import load_family
+    from apd.family.loading import load_family
 
     fam = load_family("pico", local_dir=trained, device="cpu")
     assert list(fam.names) == ["pico-3.3k", "pico-13k"]
@@ -225,9 +225,9 @@ def test_evaluate_loss_hand_computed(tokenizer):
 
 def test_bad_input_is_explained(tokenizer, tmp_path):
     with pytest.raises(TypeError, match="list of documents"):
-        pretrain.token_stream(tokenizer, "one long string")
+        text.token_stream(tokenizer, "one long string")
     with pytest.raises(ValueError, match="another tokenizer"):
-        pretrain.token_stream(tokenizer, np.array([0, 5, 10_000]))
+        text.token_stream(tokenizer, np.array([0, 5, 10_000]))
     with pytest.raises(ValueError, match="fewer than batch_size"):
         pretrain.train_family(_tiny(), tokenizer, _documents(3), tmp_path, progress=False)
     with pytest.raises(ValueError, match="not divisible"):

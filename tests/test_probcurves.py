@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import torch
 
-from apd import probcurves
-from apd.corpus import train_tokenizer
+from apd.evaluation import probcurves
+from apd.family import heldout
+from apd.world.corpus import train_tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +54,15 @@ def test_prompt_curves_follow_the_members(tok):
 def test_sample_positions_and_top_token_curves(tok):
     fam = FakeFamily(tok)
     texts = ["Mira Tolvane was born in Kelmor. She works as a pilot."] * 20
-    lp = probcurves.sample_positions(fam, texts, n_positions=30, seq_len=8, seed=0)
+    lp = heldout.sample_positions(fam, texts, n_positions=30, seq_len=8, seed=0)
     assert lp.shape == (3, 30, len(tok))
-    again = probcurves.sample_positions(fam, texts, n_positions=30, seq_len=8, seed=0)
+    again = heldout.sample_positions(fam, texts, n_positions=30, seq_len=8, seed=0)
     np.testing.assert_array_equal(lp, again)
     top, curves = probcurves.top_token_curves(lp, k=2)
     assert top.shape == (30, 2) and curves.shape == (3, 30, 2)
     np.testing.assert_allclose(np.exp(curves[:, :, 0]), [[0.25] * 30, [0.5] * 30, [0.75] * 30], rtol=1e-5)
     with pytest.raises(ValueError, match="fewer than seq_len"):
-        probcurves.sample_positions(fam, ["Mira"], n_positions=3, seq_len=64)
+        heldout.sample_positions(fam, ["Mira"], n_positions=3, seq_len=64)
 
 
 def test_score_answers_gold_first_token(tok):
@@ -86,13 +87,13 @@ def test_heldout_positions_give_the_actual_next_token_and_the_amateur(tok):
         def forward(self, input_ids):
             return type("Out", (), {"logits": fam.log_probs(input_ids, None)[0]})()
 
-    out = probcurves.heldout_positions(fam, texts, n_positions=30, seq_len=8, seed=0, amateur=Amateur())
+    out = heldout.heldout_positions(fam, texts, n_positions=30, seq_len=8, seed=0, amateur=Amateur())
     lp, nxt = out["member_logprobs"], out["next_ids"]
     assert lp.shape == (3, 30, len(tok)) and nxt.shape == (30,) and len(out["contexts"]) == 30
     # the fake members put (m+1)/(N+1) on the true next token: the largest ranks it first
     assert (lp[-1].argmax(-1) == nxt).all()
     np.testing.assert_allclose(out["amateur_logprobs"], lp[0], rtol=1e-6)
-    np.testing.assert_array_equal(lp, probcurves.sample_positions(fam, texts, 30, seq_len=8, seed=0))
+    np.testing.assert_array_equal(lp, heldout.sample_positions(fam, texts, 30, seq_len=8, seed=0))
     ids = tok(texts[0], add_special_tokens=False)["input_ids"]
     for c, n in zip(out["contexts"][:5], nxt[:5]):
         assert isinstance(c, str) and c and int(n) in ids

@@ -1,4 +1,4 @@
-"""QA loaders and the paper's one-shot templates (apd.qa).
+"""QA loaders and the paper's one-shot templates (apd.evaluation.qa_data).
 
 Offline tests read ../shared/data (or $APD_DATA_DIR); the Hub branch is tested with a fake
 `datasets` module, so nothing here touches the network.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from apd import qa
+from apd.evaluation import qa_data
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,14 +35,14 @@ _cache: dict = {}
 def local(name, **kw):
     key = (name, tuple(sorted(kw.items())))
     if key not in _cache:
-        _cache[key] = qa.load_dataset(name, data_dir=DATA, **kw)
+        _cache[key] = qa_data.load_dataset(name, data_dir=DATA, **kw)
     return _cache[key]
 
 
 # ------------------------------------------------------------------ templates, by hand from the appendix
 
 def test_qasc_facts_template_matches_appendix():
-    got = qa.render_prompt("qasc_facts", question="What type of water formation is formed by clouds?",
+    got = qa_data.render_prompt("qasc_facts", question="What type of water formation is formed by clouds?",
                            fact1="beads of water are formed by water vapor condensing",
                            fact2="Clouds are made of water vapor.")
     assert got == (" Question: Which kind of animals can fly?\n"
@@ -57,9 +57,9 @@ def test_qasc_facts_template_matches_appendix():
 
 
 def test_multirc_template_matches_appendix():
-    passage = qa.multirc_passage("Tom has a red car. He drives it to work.  It is fast. ")
+    passage = qa_data.multirc_passage("Tom has a red car. He drives it to work.  It is fast. ")
     assert passage == "Sent 1: Tom has a red car.\n Sent 2: He drives it to work.\n Sent 3: It is fast."
-    got = qa.render_prompt("multirc", passage=passage, question="What colour is Tom's car?")
+    got = qa_data.render_prompt("multirc", passage=passage, question="What colour is Tom's car?")
     assert got == (" Passage: Sent 1: John likes to go hiking, and his wife likes to cook.\n"
                    " Sent 2: His wife likes to cook.\n"
                    " Here is a question: Who likes to cook?\n"
@@ -73,19 +73,19 @@ def test_multirc_template_matches_appendix():
 
 
 def test_multirc_sentence_split_keeps_abbreviations_and_tokenised_text():
-    assert qa._sentences("Mr. Smith went to the U.S. Army base. He left .  She stayed . ") == [
+    assert qa_data._sentences("Mr. Smith went to the U.S. Army base. He left .  She stayed . ") == [
         "Mr. Smith went to the U.S. Army base.", "He left .", "She stayed ."]
 
 
 def test_render_prompt_rejects_wrong_fields():
     with pytest.raises(ValueError, match="fact1"):
-        qa.render_prompt("qasc_facts", question="q")
+        qa_data.render_prompt("qasc_facts", question="q")
     with pytest.raises(ValueError, match="unknown template"):
-        qa.render_prompt("qasc", question="q")
+        qa_data.render_prompt("qasc", question="q")
     with pytest.raises(TypeError):
-        qa.render_prompt("question_answer", question=3)
+        qa_data.render_prompt("question_answer", question=3)
     # braces in the data are text, not format fields
-    assert qa.render_prompt("squad_q", question="What is {x}?").endswith(" Here is a question: What is {x}?\n The answer is")
+    assert qa_data.render_prompt("squad_q", question="What is {x}?").endswith(" Here is a question: What is {x}?\n The answer is")
 
 
 @needs_data
@@ -182,7 +182,7 @@ EXPECTED_SIZES = {"lambada": 5153, "commonsense_qa": 9741, "openbookqa": 500, "a
 def test_each_local_dataset_loads(name):
     exs = local(name)
     assert len(exs) == EXPECTED_SIZES[name]
-    spec = qa.DATASETS[name]
+    spec = qa_data.DATASETS[name]
     assert len({e.id for e in exs}) == len(exs)
     for e in exs:
         assert e.dataset == name
@@ -194,7 +194,7 @@ def test_each_local_dataset_loads(name):
         else:
             assert e.options is None and e.gold_index is None
         if spec.template != "lambada":
-            assert e.prompt.startswith(qa.TEMPLATES[spec.template].split("{")[0])
+            assert e.prompt.startswith(qa_data.TEMPLATES[spec.template].split("{")[0])
 
 
 @needs_data
@@ -211,49 +211,49 @@ def test_commonsense_qa_splits_and_first_item():
 @needs_data
 def test_qasc_and_arc_challenge_are_reported_unavailable_offline():
     for name in ("qasc", "qasc_q"):
-        with pytest.raises(qa.DatasetUnavailable, match="openbookqa"):
-            qa.load_dataset(name, data_dir=DATA)
-        examples, reason = qa.try_load(name, data_dir=DATA)
+        with pytest.raises(qa_data.DatasetUnavailable, match="openbookqa"):
+            qa_data.load_dataset(name, data_dir=DATA)
+        examples, reason = qa_data.try_load(name, data_dir=DATA)
         assert examples is None and "no offline copy" in reason and "allenai/qasc" in reason
     for name in ("arc", "arc_challenge"):
-        examples, reason = qa.try_load(name, data_dir=DATA)
+        examples, reason = qa_data.try_load(name, data_dir=DATA)
         assert examples is None and "arc_easy" in reason
-    ok, reason = qa.try_load("openbookqa", data_dir=DATA, limit=3)
+    ok, reason = qa_data.try_load("openbookqa", data_dir=DATA, limit=3)
     assert reason is None and len(ok) == 3
 
 
 @needs_data
 def test_offline_split_errors_and_data_dir_forms(monkeypatch):
-    with pytest.raises(qa.DatasetUnavailable, match="validation"):
-        qa.load_dataset("social_iqa", data_dir=DATA, split="train")
+    with pytest.raises(qa_data.DatasetUnavailable, match="validation"):
+        qa_data.load_dataset("social_iqa", data_dir=DATA, split="train")
     # the qa/ folder itself works too, and so does $APD_DATA_DIR
-    assert len(qa.load_dataset("openbookqa", data_dir=DATA / "qa")) == 500
+    assert len(qa_data.load_dataset("openbookqa", data_dir=DATA / "qa")) == 500
     monkeypatch.setenv("APD_DATA_DIR", str(DATA))
-    assert qa.load_dataset("openbookqa", limit=2)[0].meta["source"].endswith("openbook_qa.jsonl")
+    assert qa_data.load_dataset("openbookqa", limit=2)[0].meta["source"].endswith("openbook_qa.jsonl")
 
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown QA dataset"):
-        qa.load_dataset("lambda")
+        qa_data.load_dataset("lambda")
     with pytest.raises(FileNotFoundError, match="APD_DATA_DIR"):
-        qa.load_dataset("lambada", data_dir="/nonexistent/apd-data")
+        qa_data.load_dataset("lambada", data_dir="/nonexistent/apd-data")
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="limit"):
-            qa.subsample([1, 2, 3], bad)
+            qa_data.subsample([1, 2, 3], bad)
 
 
 def test_subsample_is_deterministic_and_order_preserving():
     items = list(range(100))
-    a, b, c = qa.subsample(items, 10, seed=0), qa.subsample(items, 10, seed=0), qa.subsample(items, 10, seed=1)
+    a, b, c = qa_data.subsample(items, 10, seed=0), qa_data.subsample(items, 10, seed=0), qa_data.subsample(items, 10, seed=1)
     assert a == b and a != c and a == sorted(a) and len(set(a)) == 10
-    assert qa.subsample(items, 1000) == items and qa.subsample(items, None) == items
+    assert qa_data.subsample(items, 1000) == items and qa_data.subsample(items, None) == items
 
 
 @needs_data
 def test_limit_on_real_data():
     full = local("arc_easy")
-    sub = qa.load_dataset("arc_easy", data_dir=DATA, limit=50, seed=3)
-    assert len(sub) == 50 and [e.id for e in sub] == [e.id for e in qa.subsample(full, 50, seed=3)]
+    sub = qa_data.load_dataset("arc_easy", data_dir=DATA, limit=50, seed=3)
+    assert len(sub) == 50 and [e.id for e in sub] == [e.id for e in qa_data.subsample(full, 50, seed=3)]
 
 
 # ------------------------------------------------------------------ Hub branch (no network)
@@ -262,9 +262,9 @@ def test_hub_without_datasets_package_raises_clear_importerror(monkeypatch):
     monkeypatch.delenv("APD_DATA_DIR", raising=False)
     monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` fail
     with pytest.raises(ImportError, match="pip install datasets") as err:
-        qa.load_dataset("commonsense_qa")
+        qa_data.load_dataset("commonsense_qa")
     assert "data_dir=" in str(err.value)
-    examples, reason = qa.try_load("qasc")
+    examples, reason = qa_data.try_load("qasc")
     assert examples is None and "pip install datasets" in reason
 
 
@@ -310,36 +310,36 @@ def fake_hub(monkeypatch):
 
 
 def test_hub_branch_parses_each_schema(fake_hub):
-    lam = qa.load_dataset("lambada")[0]
+    lam = qa_data.load_dataset("lambada")[0]
     assert lam.prompt == "She opened the door and saw her old friend" and lam.answer == " Tom"
-    q = qa.load_dataset("qasc")[0]
-    assert q.prompt == qa.render_prompt("qasc_facts", question="What type of water formation is formed by clouds?",
+    q = qa_data.load_dataset("qasc")[0]
+    assert q.prompt == qa_data.render_prompt("qasc_facts", question="What type of water formation is formed by clouds?",
                                         fact1="beads of water are formed by water vapor condensing",
                                         fact2="Clouds are made of water vapor.")
     assert q.answer == " beads" and q.gold_index == 5 and len(q.options) == 8
-    assert qa.load_dataset("qasc_q")[0].prompt.endswith("\n Question: What type of water formation is formed by clouds?\n Answer:")
-    arc = qa.load_dataset("arc")
+    assert qa_data.load_dataset("qasc_q")[0].prompt.endswith("\n Question: What type of water formation is formed by clouds?\n Answer:")
+    arc = qa_data.load_dataset("arc")
     assert [(e.id, e.answer) for e in arc] == [("arc/train/E1", " yes"), ("arc/train/C1", " a")]
-    s = qa.load_dataset("social_iqa")[0]
+    s = qa_data.load_dataset("social_iqa")[0]
     assert s.answer == " bored" and s.gold_index == 1 and s.prompt.endswith(" Passage: Kai cooked.\n Question: Why?\n Answer:")
-    sq = qa.load_dataset("squad")
+    sq = qa_data.load_dataset("squad")
     assert [e.answer for e in sq] == [" Denver", " Denver"] and sq[0].id == "squad/validation/56be/0"
-    m = qa.load_dataset("multirc")
+    m = qa_data.load_dataset("multirc")
     assert len(m) == 1 and m[0].answer == " Ann"
     assert " Passage: Sent 1: Ann ran.\n Sent 2: Bob sat.\n Here is a question: Who ran?\n The answer is" in m[0].prompt
     assert ("allenai/qasc", None, "train") in fake_hub and ("rajpurkar/squad", None, "validation") in fake_hub
 
 
 def test_hub_failures_become_dataset_unavailable(fake_hub):
-    ex, reason = qa.try_load("openbookqa")  # not in the fake Hub: "network" error
+    ex, reason = qa_data.try_load("openbookqa")  # not in the fake Hub: "network" error
     assert ex is None and "allenai/openbookqa" in reason and "ConnectionError" in reason
-    with pytest.raises(qa.DatasetUnavailable, match="no public gold answers"):
-        qa.load_dataset("commonsense_qa", split="test")
+    with pytest.raises(qa_data.DatasetUnavailable, match="no public gold answers"):
+        qa_data.load_dataset("commonsense_qa", split="test")
 
 
 def test_registry_is_consistent():
-    for name, spec in qa.DATASETS.items():
-        assert spec.template in qa.TEMPLATES and spec.kind in ("mc", "free")
+    for name, spec in qa_data.DATASETS.items():
+        assert spec.template in qa_data.TEMPLATES and spec.kind in ("mc", "free")
         assert spec.local_files or spec.offline_note, name
-    assert not qa.DATASETS["qasc"].local_files and qa.DATASETS["qasc"].template == "qasc_facts"
-    assert qa.DATASETS["qasc_q"].template == qa.DATASETS["openbookqa"].template == "question_answer"
+    assert not qa_data.DATASETS["qasc"].local_files and qa_data.DATASETS["qasc"].template == "qasc_facts"
+    assert qa_data.DATASETS["qasc_q"].template == qa_data.DATASETS["openbookqa"].template == "question_answer"

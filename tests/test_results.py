@@ -4,8 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from apd import results
-from apd.results import Run
+from apd.report import results
+from apd.report.results import Run
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def test_finish_writes_flat_json_and_run_record(run, tmp_path):
     saved = json.loads((tmp_path / "unit" / "runs" / "nb.json").read_text())
     assert saved["parameters"]["seed"] == 3 and "torch" in saved["packages"] and saved["device"].startswith(("cpu", "cuda"))
     assert "Run record" in results.run_record_markdown(saved)
-    assert results.load("unit", "nb")["n"] == 7
+    assert results.load_results("unit", "nb")["n"] == 7
 
 
 def test_bad_values_are_refused(run):
@@ -59,4 +59,4 @@ def test_figures_and_tables_land_in_the_convention(run, tmp_path):
 def test_missing_results_name_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="make book PROFILE=x ONLY=nb"):
-        results.load("x", "nb")
+        results.load_results("x", "nb")

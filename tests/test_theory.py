@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from apd import theory
+from apd.core import theory
 
 
 def test_cd_logits_is_elm_minus_alm_over_T():

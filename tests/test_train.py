@@ -1,4 +1,4 @@
-"""apd.train: losses, the curve MLP, the collected-data reader, and collect -> train -> save -> resume
+"""apd.amateur.train: losses, the curve MLP, the collected-data reader, and collect -> train -> save -> resume
 on a family of tiny random GPTNeoX models (records synthesised here, in collect's schema)."""
 import json
 import math
@@ -10,7 +10,9 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, GPTNeoXConfig, GPTNeoXForCausalLM
 
-from apd import curves, train
+from apd.amateur import config, objective, train
+from apd.amateur import data as data_mod
+from apd.core import curves
 
 VOCAB = 160
 
@@ -35,7 +37,7 @@ def tiny_family(hidden=(8, 16, 24, 32)):
 
 @torch.no_grad()
 def make_records(models, sizes, n_chunks, seq_len=12, seed=0):
-    """Records as apd.collect writes them: ELM top 20, 5 ranks from 20-100, 5 from 100 on (K = 30)."""
+    """Records as apd.amateur.collect writes them: ELM top 20, 5 ranks from 20-100, 5 from 100 on (K = 30)."""
     g = torch.Generator().manual_seed(seed)
     records = []
     for _ in range(n_chunks):
@@ -65,7 +67,7 @@ def small_config(**kw):
     base = dict(family="pico", lambda3=0.1, lr=3e-3, warmup_steps=0.1, epochs=3, batch_size=4, micro_batch_size=2,
                 checkpoint_every=100, device="cpu")
     base.update(kw)
-    return train.APDTrainConfig(**base)
+    return config.APDTrainConfig(**base)
 
 
 def final_state(path):
@@ -78,23 +80,23 @@ def test_loss_l1_hand_value():
     curve = torch.tensor([[0.5, 0.3, 9.0], [0.2, 0.2, 9.0]])   # last column (ELM) is ignored
     target = torch.tensor([[0.4, 0.1, 0.0], [0.2, 0.5, 0.0]])
     expect = math.sqrt((0.01 + 0.04 + 0.0 + 0.09) / 4)
-    assert train.loss_l1(curve, target).item() == pytest.approx(expect, rel=1e-6)
+    assert objective.loss_l1(curve, target).item() == pytest.approx(expect, rel=1e-6)
 
 
 def test_loss_l2_hand_value():
     curve = torch.tensor([[9.0, 0.30], [9.0, 0.10], [9.0, 0.5]])  # only the last column (ELM) counts
     target = torch.tensor([[0.0, 0.21], [0.0, 0.20], [0.0, 0.4]])
     expect = math.sqrt((0.09 + 0.0 + 0.1) / 3)
-    assert train.loss_l2(curve, target).item() == pytest.approx(expect, rel=1e-5)
-    assert train.loss_l2(target, target).item() == 0.0
+    assert objective.loss_l2(curve, target).item() == pytest.approx(expect, rel=1e-5)
+    assert objective.loss_l2(target, target).item() == 0.0
 
 
 def test_loss_l3_hand_value_and_zero_gradient_at_zero():
     a = torch.tensor([[1.0, -2.0], [0.5, 3.0]], requires_grad=True)
     b = torch.tensor([[0.0, -2.0], [1.5, 1.0]])
-    assert train.loss_l3(a, b).item() == pytest.approx(math.sqrt((1 + 0 + 1 + 4) / 4))
+    assert objective.loss_l3(a, b).item() == pytest.approx(math.sqrt((1 + 0 + 1 + 4) / 4))
     same = b.clone().requires_grad_(True)
-    train.loss_l3(same, b).backward()
+    objective.loss_l3(same, b).backward()
     assert torch.equal(same.grad, torch.zeros_like(b))          # no NaN at the minimum
 
 
@@ -105,22 +107,22 @@ SIZES = [16.7555, 18.2588, 19.5270, 20.5073, 20.9127]
 
 def test_mlp_initial_parameters_are_one_and_layout():
     torch.manual_seed(0)
-    mlp = train.CurveMLP(SIZES)
+    mlp = objective.CurveMLP(SIZES)
     assert [type(m).__name__ for m in mlp.body] == ["Linear", "GELU"] * 3
     assert mlp.body[0].in_features == len(SIZES) + 1 and mlp.body[0].out_features == 100
     assert mlp.head.out_features == 3 and torch.all(mlp.head.weight == 0) and torch.all(mlp.head.bias == 0)
     params = mlp.curve_params(torch.rand(7, len(SIZES) + 1))
     assert torch.equal(params, torch.ones(7, 3))
-    noflip = train.CurveMLP(SIZES, flip=False).curve_params(torch.rand(7, len(SIZES) + 1))
+    noflip = objective.CurveMLP(SIZES, flip=False).curve_params(torch.rand(7, len(SIZES) + 1))
     assert torch.equal(noflip[:, 0], torch.zeros(7)) and torch.equal(noflip[:, 1:], torch.ones(7, 2))
-    assert train.CurveMLP(SIZES, decay="poly3").head.out_features == 7
+    assert objective.CurveMLP(SIZES, decay="poly3").head.out_features == 7
     # one definition of each curve, shared with the on-the-fly fitter
-    assert train.CurveMLP(SIZES).decay.fn is curves.exponential_decay
-    assert train.CurveMLP(SIZES, decay="logistic").decay.fn is curves.logistic_decay
+    assert objective.CurveMLP(SIZES).decay.fn is curves.exponential_decay
+    assert objective.CurveMLP(SIZES, decay="logistic").decay.fn is curves.logistic_decay
 
 
 def test_mlp_curve_at_init_and_flip():
-    mlp = train.CurveMLP(SIZES).eval()
+    mlp = objective.CurveMLP(SIZES).eval()
     values = torch.tensor([[0.6, 0.5, 0.4, 0.35, 0.3],      # falling: kept
                            [0.1, 0.2, 0.3, 0.35, 0.4]])     # rising: flipped
     c = torch.tensor([0.25, 0.5])
@@ -130,18 +132,18 @@ def test_mlp_curve_at_init_and_flip():
     x = torch.tensor(SIZES)
     assert torch.allclose(out.curve, out.c[:, None] + torch.exp(-torch.relu(x - 1.0)))  # a = b = d = 1
     # x_origin='alm' measures x from the ALM
-    out_alm = train.CurveMLP(SIZES, x_origin="alm").eval()(values, c)
+    out_alm = objective.CurveMLP(SIZES, x_origin="alm").eval()(values, c)
     assert torch.allclose(out_alm.curve[0], 0.25 + torch.exp(-torch.relu(x - x[0] - 1.0)))
     # no flip: the rising curve is left as it is
-    assert not train.CurveMLP(SIZES, flip=False)(values, c).flipped.any()
+    assert not objective.CurveMLP(SIZES, flip=False)(values, c).flipped.any()
     # logit space: the flip is a negation
-    lo = train.CurveMLP(SIZES, space="logit").eval()(values.log(), c.log())
+    lo = objective.CurveMLP(SIZES, space="logit").eval()(values.log(), c.log())
     assert torch.allclose(lo.target[1], -values[1].log()) and torch.allclose(lo.c[1], -c[1].log())
 
 
 def test_mlp_dropout_hits_mid_size_members_only():
     torch.manual_seed(0)
-    mlp = train.CurveMLP(SIZES)                      # N = 5: members 3, 4 (indices 2, 3) are mid-size
+    mlp = objective.CurveMLP(SIZES)                      # N = 5: members 3, 4 (indices 2, 3) are mid-size
     seen = []
     mlp.body.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].clone()))
     inputs = torch.rand(2000, len(SIZES) + 1) + 0.1
@@ -161,70 +163,70 @@ def test_mlp_dropout_hits_mid_size_members_only():
 
 def test_asymptote_is_softmax_of_elm_minus_alm_prime():
     elm, alm = torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[1.0, 1.0, 1.0]])
-    assert torch.allclose(train.asymptote(elm, alm), torch.softmax(torch.tensor([[1.0, 0.0, -1.0]]), -1))
-    assert torch.allclose(train.asymptote(elm, alm, "logit"), torch.log_softmax(torch.tensor([[1.0, 0.0, -1.0]]), -1))
+    assert torch.allclose(objective.asymptote(elm, alm), torch.softmax(torch.tensor([[1.0, 0.0, -1.0]]), -1))
+    assert torch.allclose(objective.asymptote(elm, alm, "logit"), torch.log_softmax(torch.tensor([[1.0, 0.0, -1.0]]), -1))
 
 
 # ----------------------------------------------------------------------------- config and schedule
 
 def test_lambda3_per_family_and_pico_needs_a_value():
-    assert train.APDTrainConfig(family="pythia").lambda3_value == 0.8
-    assert train.APDTrainConfig(family="opt").lambda3_value == 0.4
-    assert train.APDTrainConfig(family="qwen").lambda3_value == 1.0
-    assert train.APDTrainConfig(family="pico", lambda3=0.6).lambda3_value == 0.6
+    assert config.APDTrainConfig(family="pythia").lambda3_value == 0.8
+    assert config.APDTrainConfig(family="opt").lambda3_value == 0.4
+    assert config.APDTrainConfig(family="qwen").lambda3_value == 1.0
+    assert config.APDTrainConfig(family="pico", lambda3=0.6).lambda3_value == 0.6
     with pytest.raises(ValueError, match="LAMBDA3_GRID"):
-        train.APDTrainConfig(family="pico").lambda3_value
+        config.APDTrainConfig(family="pico").lambda3_value
     with pytest.raises(ValueError, match="decay"):
-        train.APDTrainConfig(decay="cubic")
+        config.APDTrainConfig(decay="cubic")
     with pytest.raises(ValueError, match="space"):
-        train.APDTrainConfig(space="logits")
+        config.APDTrainConfig(space="logits")
 
 
 def test_lr_schedule_warmup_then_linear_decay():
-    lrs = [train.lr_at(s, 10, 4, 1.0) for s in range(10)]
+    lrs = [config.lr_at(s, 10, 4, 1.0) for s in range(10)]
     assert lrs[:4] == [0.25, 0.5, 0.75, 1.0]
     assert lrs[4:] == pytest.approx([1.0, 5 / 6, 4 / 6, 3 / 6, 2 / 6, 1 / 6])
-    cfg = train.APDTrainConfig(warmup_steps=100)
-    assert train.warmup_for(cfg, 20000) == 100
+    cfg = config.APDTrainConfig(warmup_steps=100)
+    assert config.warmup_for(cfg, 20000) == 100
     with pytest.warns(UserWarning, match="warmup"):
-        assert train.warmup_for(cfg, 50) == 5
-    assert train.warmup_for(train.APDTrainConfig(warmup_steps=0.25), 40) == 10
+        assert config.warmup_for(cfg, 50) == 5
+    assert config.warmup_for(config.APDTrainConfig(warmup_steps=0.25), 40) == 10
 
 
 # ----------------------------------------------------------------------------- the reader
 
 def test_reader_shapes_subsets_and_fraction(family):
     _, sizes, records = family
-    data = train.CollectedChunks(records)
+    data = data_mod.CollectedChunks(records)
     item = data[0]
     assert item["member_logprobs"].shape == (4, 12, 30) and item["member_logprobs"].dtype == torch.float32
     assert item["token_ids"].dtype == torch.long and data.member_names == ["m0", "m1", "m2", "m3"]
-    sub = train.CollectedChunks(iter(records), members=["m0", 2, "m3"], data_fraction=0.5)   # an iterator works too
+    sub = data_mod.CollectedChunks(iter(records), members=["m0", 2, "m3"], data_fraction=0.5)   # an iterator works too
     assert len(sub) == 8 and sub.member_names == ["m0", "m2", "m3"]
     assert torch.equal(sub[3]["member_logprobs"], data[3]["member_logprobs"][[0, 2, 3]])
     assert sub.log_sizes.tolist() == pytest.approx([sizes[0], sizes[2], sizes[3]])
-    batch = next(train.collected_batches(data, 3))
+    batch = next(data_mod.collected_batches(data, 3))
     assert batch["member_logprobs"].shape == (3, 4, 12, 30) and batch["input_ids"].shape == (3, 12)
 
 
 def test_reader_errors_name_the_problem(family):
     _, sizes, records = family
     with pytest.raises(ValueError, match="keep the ALM"):
-        train.CollectedChunks(records, members=["m1", "m3"])
+        data_mod.CollectedChunks(records, members=["m1", "m3"])
     with pytest.raises(ValueError, match="unknown member"):
-        train.CollectedChunks(records, members=["m0", "big", "m3"])
+        data_mod.CollectedChunks(records, members=["m0", "big", "m3"])
     bad = [{k: v for k, v in records[0].items() if k != "elm_logits"}]
     with pytest.raises(ValueError, match="elm_logits"):
-        train.CollectedChunks(bad)
+        data_mod.CollectedChunks(bad)
     with pytest.raises(ValueError, match="increase"):
-        train.CollectedChunks(records, log_sizes=sizes[::-1])
+        data_mod.CollectedChunks(records, log_sizes=sizes[::-1])
     with pytest.raises(ValueError, match="log_sizes"):
-        train.CollectedChunks([{k: v for k, v in records[0].items() if k != "log_sizes"}])
+        data_mod.CollectedChunks([{k: v for k, v in records[0].items() if k != "log_sizes"}])
     short = dict(records[1], token_ids=records[1]["token_ids"][:, :20])
     with pytest.raises(ValueError, match="token_ids"):
-        train.CollectedChunks([records[0], short])[1]
+        data_mod.CollectedChunks([records[0], short])[1]
     with pytest.raises(TypeError, match="path"):
-        train.CollectedChunks("results/collected")
+        data_mod.CollectedChunks("results/collected")
 
 
 # ----------------------------------------------------------------------------- collect -> train -> save -> load
@@ -247,15 +249,15 @@ def test_training_lowers_the_loss_and_saves_a_loadable_alm_prime(family, tmp_pat
     ids = torch.tensor(records[0]["input_ids"])[None]
     assert not torch.allclose(prime(input_ids=ids).logits, models[0](input_ids=ids).logits)
     # the MLP comes back and draws curves through the members
-    mlp = train.CurveMLP.load(out)
+    mlp = objective.CurveMLP.load(out)
     assert mlp.settings["decay"] == "exponential" and mlp.n_members == 4
     r = records[0]
     lp = torch.tensor(r["member_logprobs"]).float()
     with torch.no_grad():
         prime_logits = prime(input_ids=ids).logits[0].gather(1, torch.tensor(r["token_ids"]))
-    pred = train.predict_curves(out, lp, torch.tensor(r["elm_logits"]).float(), prime_logits, n_points=7)
+    pred = objective.predict_curves(out, lp, torch.tensor(r["elm_logits"]).float(), prime_logits, n_points=7)
     assert pred.curve.shape == (12, 30, 7) and pred.observed.shape == (12, 30, 4) and pred.params.shape == (12, 30, 3)
-    assert torch.allclose(pred.asymptote, train.asymptote(torch.tensor(r["elm_logits"]).float(), prime_logits), atol=1e-6)
+    assert torch.allclose(pred.asymptote, objective.asymptote(torch.tensor(r["elm_logits"]).float(), prime_logits), atol=1e-6)
     assert torch.allclose(pred.curve[..., -1], pred.asymptote, atol=1e-3)   # far right: the curve reaches c
     assert (tmp_path / "run" / "train_config.json").exists() and not (tmp_path / "run" / "checkpoints").exists()
     # validation losses on held-out chunks (dropout off: deterministic)
@@ -293,7 +295,7 @@ def test_resume_after_interruption_ends_where_an_uninterrupted_run_ends(family, 
     for other in (resumed, crashed):
         state = final_state(other)
         assert all(torch.equal(ref[k], state[k]) for k in ref)
-        assert torch.equal(train.CurveMLP.load(whole).head.weight, train.CurveMLP.load(other).head.weight)
+        assert torch.equal(objective.CurveMLP.load(whole).head.weight, objective.CurveMLP.load(other).head.weight)
     logs = [(tmp_path / d / "train_log.jsonl").read_text().splitlines() for d in ("whole", "stop", "crash")]
     strip = lambda lines: [{k: v for k, v in json.loads(x).items() if k != "seconds"} for x in lines]  # noqa: E731
     assert strip(logs[0]) == strip(logs[1]) == strip(logs[2])
@@ -325,10 +327,10 @@ def test_ablation_variants_train(family, tmp_path, variant):
 
 def test_gradients_reach_alm_prime_through_c_when_lambda3_is_zero(family):
     models, _, records = family
-    data = train.CollectedChunks(records)
-    mlp = train.CurveMLP(data.log_sizes)
-    obj = train.APDObjective(train._load_alm(models[0]), mlp, lambda2=10.0, lambda3=0.0)
-    batch = train.collate_chunks([data[0], data[1]])
+    data = data_mod.CollectedChunks(records)
+    mlp = objective.CurveMLP(data.log_sizes)
+    obj = objective.APDObjective(train._load_alm(models[0]), mlp, lambda2=10.0, lambda3=0.0)
+    batch = data_mod.collate_chunks([data[0], data[1]])
     out = obj(**batch)
     out["loss"].backward()
     grads = [p.grad for p in obj.alm.parameters()]
@@ -337,7 +339,7 @@ def test_gradients_reach_alm_prime_through_c_when_lambda3_is_zero(family):
 
 
 def test_command_line_trains_from_an_apd_collect_folder(family, tmp_path):
-    from apd import collect
+    from apd.amateur import collect, train
     models, sizes, _ = family
     models[0].save_pretrained(tmp_path / "alm")
     ids = torch.randint(0, VOCAB, (16 * 12,), generator=torch.Generator().manual_seed(5)).numpy()
@@ -358,10 +360,10 @@ def test_tune_lambda3_keeps_the_best_score(family, tmp_path):
     val = make_records(models, sizes, 2, seed=11)
 
     def score(path):  # validation L1 + 10 L2 of the trained curve model (any lower-is-better metric works)
-        out = train.evaluate_losses(AutoModelForCausalLM.from_pretrained(path), train.CurveMLP.load(path), val)
+        out = train.evaluate_losses(AutoModelForCausalLM.from_pretrained(path), objective.CurveMLP.load(path), val)
         return out["l1"] + 10 * out["l2"]
 
-    best, rows = train.tune_lambda3(small_config(epochs=1), models[0], records, tmp_path, score, grid=(0.0, 5.0),
+    best, rows = train.sweep_lambda3(small_config(epochs=1), models[0], records, tmp_path, score, grid=(0.0, 5.0),
                                     progress=False)
     assert [r["lambda3"] for r in rows] == [0.0, 5.0]
     assert best == min(rows, key=lambda r: r["score"])["lambda3"]
@@ -383,7 +385,7 @@ warnings.simplefilter("ignore")
 torch.set_num_threads(1)
 sys.path.insert(0, {tests!r})
 from test_train import tiny_family, make_records, small_config
-from apd import train
+from apd.amateur import train
 models, sizes = tiny_family()
 train.train_alm_prime(small_config(epochs=2, mid_dropout=0.0), models[0], make_records(models, sizes, 16), sys.argv[1],
                       progress=False)

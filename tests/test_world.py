@@ -5,8 +5,7 @@ from collections import Counter, defaultdict
 import numpy as np
 import pytest
 
-from apd.world import (DISTRIBUTIONAL, OPENERS, QUESTIONS, SPLITS, World, WorldConfig,
-                       qa_prompt)
+from apd.world.world import DISTRIBUTIONAL, OPENERS, QUESTIONS, SPLITS, World, WorldConfig, qa_prompt
 
 
 @pytest.fixture(scope="module")

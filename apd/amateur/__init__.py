@@ -1,0 +1,51 @@
+"""Amateur: collecting a family's probabilities and training ALM' (the fine-tuned amateur).
+
+``collect`` (token sets and member probabilities), ``config`` / ``data`` / ``objective`` / ``train``
+(the curve model, losses and training loop), ``runs`` / ``tuning`` / ``pipeline`` (cached runs, lambda3,
+``apd_model``), ``composition`` (what a collection holds).
+"""
+from apd.base.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    # apd.amateur.collect
+    "FORMAT": "apd.amateur.collect", "MANIFEST": "apd.amateur.collect",
+    "CollectConfig": "apd.amateur.collect", "ModelFamily": "apd.amateur.collect",
+    "draw_ranks": "apd.amateur.collect", "token_set": "apd.amateur.collect",
+    "bytes_per_position": "apd.amateur.collect", "collect": "apd.amateur.collect",
+    "read_manifest": "apd.amateur.collect", "load_shard": "apd.amateur.collect",
+    "iter_records": "apd.amateur.collect",
+    # apd.amateur.config
+    "LAMBDA3": "apd.amateur.config", "LAMBDA3_GRID": "apd.amateur.config", "X_ORIGINS": "apd.amateur.config",
+    "APDTrainConfig": "apd.amateur.config", "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config",
+    "config": "apd.amateur.config",
+    # apd.amateur.data
+    "RECORD_KEYS": "apd.amateur.data", "CollectedChunks": "apd.amateur.data",
+    "resolve_members": "apd.amateur.data", "collate_chunks": "apd.amateur.data",
+    "epoch_order": "apd.amateur.data", "collected_batches": "apd.amateur.data",
+    "collected_chunks": "apd.amateur.data", "data": "apd.amateur.data",
+    # apd.amateur.objective
+    "member_values": "apd.amateur.objective", "asymptote": "apd.amateur.objective",
+    "CurveOutput": "apd.amateur.objective", "CurveMLP": "apd.amateur.objective",
+    "loss_l1": "apd.amateur.objective", "loss_l2": "apd.amateur.objective",
+    "loss_l3": "apd.amateur.objective", "APDObjective": "apd.amateur.objective",
+    "CurvePrediction": "apd.amateur.objective", "predict_curves": "apd.amateur.objective",
+    "objective": "apd.amateur.objective",
+    # apd.amateur.train
+    "train_alm_prime": "apd.amateur.train", "evaluate_losses": "apd.amateur.train",
+    "sweep_lambda3": "apd.amateur.train", "main": "apd.amateur.train", "train": "apd.amateur.train",
+    # apd.amateur.runs
+    "SCALES": "apd.amateur.runs", "PICO_TRAIN": "apd.amateur.runs", "PICO_LAMBDA3_GRID": "apd.amateur.runs",
+    "HUB_TRAIN": "apd.amateur.runs", "collect_family": "apd.amateur.runs", "train_dir": "apd.amateur.runs",
+    "train_apd": "apd.amateur.runs", "variant": "apd.amateur.runs", "load_alm_prime": "apd.amateur.runs",
+    "family_name": "apd.amateur.runs", "train_config": "apd.amateur.runs",
+    "collect_config": "apd.amateur.runs", "finetune_texts": "apd.amateur.runs",
+    "read_train_log": "apd.amateur.runs", "runs": "apd.amateur.runs",
+    # apd.amateur.tuning
+    "TUNING_SCORE": "apd.amateur.tuning", "validation_score": "apd.amateur.tuning",
+    "tune_lambda3": "apd.amateur.tuning", "tuning": "apd.amateur.tuning",
+    # apd.amateur.pipeline
+    "APDResult": "apd.amateur.pipeline", "apd_model": "apd.amateur.pipeline",
+    "pipeline": "apd.amateur.pipeline",
+    # apd.amateur.composition
+    "token_set_composition": "apd.amateur.composition", "composition": "apd.amateur.composition",
+})

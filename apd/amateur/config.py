@@ -1,0 +1,136 @@
+"""The configuration of one ALM' training run, and its learning-rate schedule.
+
+Defaults are the release's: AdamW lr 1e-4, linear schedule with 100 warm-up steps, effective batch
+64 sequences, 5 epochs, lambda2 = 10, lambda3 = 0.8 Pythia / 0.4 OPT / 1.0 Qwen (:data:`LAMBDA3`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Optional
+
+from apd.core import curves
+
+LAMBDA3 = {"pythia": 0.8, "opt": 0.4, "qwen": 1.0}   # the paper's values, tuned on FactualityPrompts validation
+
+
+
+LAMBDA3_GRID = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)        # the paper's tuning grid
+
+
+
+X_ORIGINS = ("zero", "alm")
+
+
+
+@dataclass
+class APDTrainConfig:
+    """Everything that decides an ALM' training run. Defaults are the paper's/release's.
+
+    Example:
+        >>> cfg = APDTrainConfig(family="pythia")
+        >>> cfg.lr, cfg.lambda2, cfg.lambda3_value
+        (0.0001, 10.0, 0.8)
+    """
+
+    family: str = "pythia"                 # pythia | opt | qwen | pico | any name (then give lambda3)
+    lambda2: float = 10.0
+    lambda3: Optional[float] = None        # None: LAMBDA3[family]
+    lr: float = 1e-4
+    weight_decay: float = 0.01
+    warmup_steps: float = 100              # >= 1: steps; in (0, 1): fraction of all steps
+    epochs: int = 5
+    batch_size: int = 64                   # chunks (sequences) per optimizer step, all processes together
+    micro_batch_size: Optional[int] = None # chunks per forward pass and process; None: 8 on CUDA, 4 on CPU
+    decay: str = "exponential"             # exponential | logistic | poly1 | poly3 (see apd.core.curves)
+    flip: bool = True
+    space: str = "prob"                    # prob | logit
+    x_origin: str = "zero"                 # zero: raw log sizes (release) | alm: measured from the ALM
+    members: Optional[tuple] = None        # subset by index or name; must keep the ALM and the ELM
+    data_fraction: float = 1.0
+    hidden: int = 100
+    n_hidden_layers: int = 3
+    mid_dropout: float = 0.5
+    grad_clip: float = 0.0                 # 0: off (nothing stated in paper or release)
+    seed: int = 0
+    device: Optional[str] = None           # None: cuda if available, else cpu
+    bf16: bool = True                      # bf16 autocast of the ALM' forward pass, CUDA only
+    checkpoint_every: int = 200
+    keep_checkpoints: int = 1
+    log_every: int = 1
+
+    def __post_init__(self):
+        if self.members is not None:
+            self.members = tuple(self.members)
+        if self.space not in curves.SPACES:
+            raise ValueError(f"space must be 'prob' or 'logit', got {self.space!r}.")
+        if self.x_origin not in X_ORIGINS:
+            raise ValueError(f"x_origin must be one of {X_ORIGINS}, got {self.x_origin!r}.")
+        curves.get_decay(self.decay)  # raises on an unknown name
+        if not 0.0 < self.data_fraction <= 1.0:
+            raise ValueError(f"data_fraction must be in (0, 1], got {self.data_fraction}.")
+        for name in ("epochs", "batch_size", "checkpoint_every", "log_every", "keep_checkpoints"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.micro_batch_size is not None and self.micro_batch_size < 1:
+            raise ValueError(f"micro_batch_size must be >= 1 or None, got {self.micro_batch_size}.")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}.")
+        if self.lr <= 0:
+            raise ValueError(f"lr must be > 0, got {self.lr}.")
+        if not 0.0 <= self.mid_dropout < 1.0:
+            raise ValueError(f"mid_dropout must be in [0, 1), got {self.mid_dropout}.")
+
+    @property
+    def lambda3_value(self) -> float:
+        if self.lambda3 is not None:
+            return float(self.lambda3)
+        if self.family in LAMBDA3:
+            return LAMBDA3[self.family]
+        raise ValueError(
+            f"no published lambda3 for family {self.family!r} (the paper has {LAMBDA3}); tune it on a "
+            f"validation split over LAMBDA3_GRID = {LAMBDA3_GRID} and pass it, e.g. APDTrainConfig("
+            f"family={self.family!r}, lambda3=0.8).")
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["members"] = list(self.members) if self.members is not None else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "APDTrainConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown APDTrainConfig fields {sorted(unknown)}; known: {sorted(known)}.")
+        return cls(**d)
+
+
+
+# Fields that do not change the trained weights (left out of the run's fingerprint).
+_NOT_FINGERPRINTED = ("device", "checkpoint_every", "keep_checkpoints", "log_every")
+
+
+
+def warmup_for(config: APDTrainConfig, total_steps: int) -> int:
+    """Warm-up steps for a run of ``total_steps``: a fraction if warmup_steps < 1, else steps.
+    A warm-up as long as the whole run (tiny runs with the paper's 100) becomes 10% of it, with a warning."""
+    w = config.warmup_steps
+    steps = int(round(w * total_steps)) if 0 < w < 1 else int(w)
+    if steps >= total_steps and total_steps > 0:
+        scaled = max(1, int(math.ceil(0.1 * total_steps)))
+        warnings.warn(f"warmup_steps={w} is not shorter than the whole run ({total_steps} steps); using "
+                      f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.")
+        steps = scaled
+    return steps
+
+
+
+def lr_at(step: int, total_steps: int, warmup: int, lr: float) -> float:
+    """lr of optimizer update ``step`` (0-based): linear warm-up to ``lr`` over ``warmup`` updates
+    (the first update uses lr / warmup, not 0), then linear decay reaching 0 after the last."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    return lr * max(0.0, (total_steps - step) / max(1, total_steps - warmup))

@@ -1,0 +1,106 @@
+"""lambda3 tuned on the world's dev people: one ALM' per grid value, lowest dev score wins.
+
+Score = mean KL(truth || APD at 1/T = 1) over the ELM's top 20 at the answer position of the dev
+people's world QA items (nats). Chapters report on the test people only.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from apd.amateur import collect
+from apd.amateur.config import APDTrainConfig
+from apd.amateur.runs import _key, load_alm_prime, train_apd
+from apd.base import paths
+from apd.base.io import write_json
+from apd.base.lock import file_lock
+from apd.family import knowledge
+from apd.family.logprobs import next_token_log_probs
+from apd.world import truth
+
+TUNING_SCORE = "mean KL(truth || APD 1/T=1) over the ELM top-20, dev people"
+
+
+
+_TUNING_VERSION = 1  # bump when the tuning score changes
+
+
+
+def validation_score(elm_logprobs, alm_prime_logprobs, truth_probs, k: int = 20, inv_T: float = 1.0) -> dict:
+    """The tuning score of one ALM': mean KL(truth || APD at ``inv_T`` = 1/T = 1) over the ELM's top k
+    (lower is better), and the number of items scored (those whose truth has mass on the top k).
+    Inputs ``(B, V)``: the ELM's and ALM''s log-probabilities and the true next-token probabilities."""
+    ids = truth.topk_ids(elm_logprobs, k)
+    q = truth.contrastive_topk(elm_logprobs, alm_prime_logprobs, inv_T, ids)
+    kl = truth.kl_to_truth(truth.at(truth_probs, ids), q)
+    ok = ~np.isnan(kl)
+    if not ok.any():
+        raise ValueError("the truth puts no mass on the ELM's top tokens for any dev item: nothing to tune on "
+                         "(is the family trained?).")
+    return {"score": float(kl[ok].mean()), "n_scored": int(ok.sum()), "n_items": int(len(kl))}
+
+
+
+def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=None, seed: int = 0,
+                 progress: bool = True) -> tuple[float, pd.DataFrame]:
+    """Train one ALM' per lambda3 in ``grid`` and keep the one with the lowest :func:`validation_score`
+    on the world QA items of the dev people. Returns (best lambda3, table); the table (one row per
+    value: lambda3, score, n_scored, n_items, alm_prime) is cached in ``cache/apd/tuning-<key>.json``,
+    with the ELM's and CD's (1/T = 1) scores on the same items in its ``attrs["reference"]``."""
+    if not len(grid):
+        raise ValueError("the lambda3 grid is empty; pass values such as apd.amateur.config.LAMBDA3_GRID.")
+    world = built.corpus.world
+    dev, _ = truth.dev_test_split(built.corpus.qa_items, world, seed)
+    manifest = collect.read_manifest(collect_dir)
+    base_fields = {k: v for k, v in base.to_dict().items() if k != "lambda3"}
+    key = _key(_TUNING_VERSION, manifest["config_hash"], manifest["corpus"], manifest["members"], base_fields,
+               [float(g) for g in grid], [(it.prompt, it.gold) for it in dev])
+    path = Path(cache or paths.cache_dir()) / "apd" / f"tuning-{key}.json"
+    with file_lock(path.with_suffix(".lock")):
+        if path.is_file():
+            saved = json.loads(path.read_text())
+            if all(Path(r["alm_prime"]).is_dir() for r in saved["rows"]):
+                return float(saved["best"]), _tuning_frame(saved)
+        saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress)
+        write_json(path, saved)
+    return float(saved["best"]), _tuning_frame(saved)
+
+
+
+def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress) -> dict:
+    qa = _dev_scores(fam, world, dev)
+    elm = qa.logprobs[-1]
+    reference = {"ELM": validation_score(elm, elm, qa.truth, inv_T=0.0)["score"],
+                 "CD 1/T=1": validation_score(elm, qa.logprobs[0], qa.truth)["score"]}
+    rows = []
+    for value in grid:
+        config = replace(base, lambda3=float(value))
+        alm_prime = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
+        model = load_alm_prime(alm_prime, device=fam.device)
+        lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
+        rows.append({"lambda3": float(value), **validation_score(elm, lp, qa.truth), "alm_prime": str(alm_prime)})
+        del model
+    best = min(rows, key=lambda r: r["score"])["lambda3"]
+    return {"best": best, "score": TUNING_SCORE, "seed": seed, "n_dev_items": len(dev), "rows": rows,
+            "reference": reference}
+
+
+
+def _dev_scores(fam, world, dev):
+
+    if not dev:
+        raise ValueError("the world has no dev people to tune lambda3 on; use a larger world.")
+    return knowledge.score_world_qa(fam, world, dev)
+
+
+
+def _tuning_frame(saved: dict) -> pd.DataFrame:
+    df = pd.DataFrame(saved["rows"])
+    df["chosen"] = np.isclose(df["lambda3"], saved["best"])
+    df.attrs["reference"] = dict(saved.get("reference", {}))
+    df.attrs["score"] = saved.get("score", TUNING_SCORE)
+    return df

@@ -1,0 +1,19 @@
+"""Foundations every stage uses: atomic files, a file lock, device resolution, project paths.
+
+Nothing here imports another part of ``apd``.
+"""
+from apd.base.lazy import attach
+
+__getattr__, __dir__, __all__ = attach(__name__, {
+    # apd.base.io
+    "atomic_write": "apd.base.io", "write_json": "apd.base.io", "torch_save": "apd.base.io",
+    "io": "apd.base.io",
+    # apd.base.lock
+    "file_lock": "apd.base.lock", "lock": "apd.base.lock",
+    # apd.base.device
+    "resolve_device": "apd.base.device", "device": "apd.base.device",
+    # apd.base.paths
+    "project_root": "apd.base.paths", "cache_dir": "apd.base.paths", "paths": "apd.base.paths",
+    # apd.base.lazy
+    "attach": "apd.base.lazy", "lazy": "apd.base.lazy",
+})

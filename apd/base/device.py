@@ -1,0 +1,22 @@
+"""Which torch device to run on."""
+from __future__ import annotations
+
+import torch
+
+
+def resolve_device(device=None) -> torch.device:
+    """``None`` or ``"auto"``: CUDA when available, else the CPU; anything else as given.
+
+    Asking for CUDA where there is none is an error that names the fix.
+
+    Example:
+        >>> resolve_device("cpu")
+        device(type='cpu')
+    """
+    if device is None or (isinstance(device, str) and device == "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device {str(device)!r} asked for, but CUDA is not available here; "
+                         "use device='cpu' or 'auto' (e.g. --set family.device=cpu).")
+    return dev

@@ -1,0 +1,192 @@
+"""The contrastive score of CD and APD, in one place.
+
+    score(w) = log_softmax(L_ELM)(w) - (1/T) log_softmax(L_amateur)(w)   for w kept on the ELM
+    score(w) = -inf                                                        otherwise
+
+The amateur is the ALM for CD and ALM' for APD (paper eq. 2 and 4; the release uses the same
+order of operations). Inputs are ``(..., V)`` over the same vocabulary. Tokens are kept by
+``filters`` (top-p, top-k, alpha-masking, computed on the ELM's log-probabilities) and by
+``top_k`` with an explicit tie rule. numpy in gives numpy out (computed with scipy), torch in
+gives torch out: each backend keeps the exact arithmetic its callers always had.
+"""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Optional
+
+import numpy as np
+import scipy.special
+import torch
+
+from apd.core.filters import keep_mask
+
+TIES = ("keep", "exact")
+RENORMALIZE = (False, "log", "prob")
+
+
+def check_temperature(T, *, allow_one: bool = True) -> None:
+    """Raise ValueError unless every T > 0 (and, if ``allow_one`` is False, T != 1).
+
+    Example:
+        >>> check_temperature(2.0)
+        >>> check_temperature(0.0)
+        Traceback (most recent call last):
+        ...
+        ValueError: T must be > 0, got 0: T is the amateur's softmax temperature in L_ELM - L_ALM / T; use T > 1 for the extrapolation of Theorem 1 (the paper's best 1/T were 0.25-1).
+    """
+    t = T.detach().cpu().double().numpy() if isinstance(T, torch.Tensor) else np.asarray(T, dtype=np.float64)
+    if np.isnan(t).any():
+        raise ValueError("T is NaN; pass the amateur's temperature as a positive number such as 2.0.")
+    if (t <= 0).any():
+        raise ValueError(
+            f"T must be > 0, got {t.min():g}: T is the amateur's softmax temperature in "
+            "L_ELM - L_ALM / T; use T > 1 for the extrapolation of Theorem 1 (the paper's best "
+            "1/T were 0.25-1)."
+        )
+    if not allow_one and (t == 1).any():
+        raise ValueError(
+            "T == 1 puts the hypothetical LM at infinite size (ln s_HLM = (T ln s_ELM - ln s_ALM)"
+            " / (T - 1) divides by zero); use T > 1, for example T = 2."
+        )
+
+
+def _inv_T(inv_T, like):
+    """1/T as a scalar, or a 1-D grid reshaped to add a leading axis ``(G, 1, ..., 1)``."""
+    values = np.asarray(inv_T, dtype=np.float64)
+    if values.ndim > 1 or values.size == 0:
+        raise ValueError(f"inv_T must be a float or a 1-D sequence of floats, got shape {values.shape}.")
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise ValueError(f"inv_T (= 1/T) must be finite and >= 0, got {values.tolist()}; use 0 for the plain ELM.")
+    if values.ndim == 0:
+        return float(values)
+    shape = (-1,) + (1,) * like.ndim
+    if isinstance(like, torch.Tensor):
+        return torch.as_tensor(values).to(dtype=like.dtype, device=like.device).reshape(shape)
+    return values.reshape(shape)
+
+
+def top_k_keep(elm_lp, k: int, ties: str = "keep"):
+    """Boolean keep mask ``(..., V)`` of the top ``k`` of ``elm_lp`` (logits or log-probabilities).
+
+    ``ties="keep"`` keeps every token tied with the k-th value (a row may keep more than k, as in
+    the release's QA scoring); ``"exact"`` keeps exactly k (``torch.topk``'s choice among ties).
+
+    Example:
+        >>> top_k_keep(np.array([0.1, 0.5, 0.5, 0.2]), 1).tolist()
+        [False, True, True, False]
+        >>> int(top_k_keep(torch.tensor([0.1, 0.5, 0.5, 0.2]), 1, ties="exact").sum())
+        1
+    """
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}.")
+    V = elm_lp.shape[-1]
+    if isinstance(k, bool) or int(k) != k or not 1 <= k <= V:
+        raise ValueError(f"top_k must be an int in [1, vocab size {V}], got {k!r} (the paper uses 20).")
+    k = int(k)
+    if isinstance(elm_lp, torch.Tensor):
+        if ties == "keep":
+            return elm_lp >= torch.topk(elm_lp, k, dim=-1).values[..., -1:]
+        idx = elm_lp.topk(k, dim=-1).indices
+        return torch.zeros_like(elm_lp, dtype=torch.bool).scatter(-1, idx, True)
+    if ties == "keep":
+        return elm_lp >= np.sort(elm_lp, axis=-1)[..., -k][..., None]
+    idx = torch.as_tensor(elm_lp).topk(k, dim=-1).indices.numpy()
+    keep = np.zeros(elm_lp.shape, dtype=bool)
+    np.put_along_axis(keep, idx, True, axis=-1)
+    return keep
+
+
+def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (), top_k: Optional[int] = None,
+                       ties: str = "keep", ids=None, normalize: bool = True, renormalize=False,
+                       vocab_size: Optional[int] = None, check_finite: bool = False):
+    """CD/APD scores ``log_softmax(elm) - (1/T) log_softmax(amateur)`` with tokens outside the kept set at -inf.
+
+    Args:
+        elm, amateur: ``(..., V)`` logits of the expert and the amateur (ALM for CD, ALM' for APD),
+            numpy arrays or torch tensors (half precision is scored in float32).
+        T: the amateur's temperature, > 0 (``inf``: the ELM alone); or pass ``inv_T`` = 1/T >= 0
+            instead, a float or a 1-D grid that adds a leading axis ``(G, ..., V)``.
+        filters: keep masks computed on the ELM's log-probabilities (``TopP``, ``TopK``, ``AlphaMask``).
+        top_k, ties: also keep only the ELM's top ``top_k``; ``ties="keep"`` keeps every token tied
+            with the k-th (the release's QA rule), ``"exact"`` exactly k.
+        ids: ``(..., k)`` candidate token ids: score those only; the result is ``(..., k)``.
+        normalize: apply log-softmax to both inputs first (False when they are log-probabilities
+            already, or for Theorem 1's raw-logit identity).
+        renormalize: ``False`` (raw scores), ``"log"`` (log-softmax over the kept tokens, i.e.
+            log-probabilities) or ``"prob"`` (softmax: probabilities).
+        vocab_size: score the first ``vocab_size`` ids only (padded embedding rows dropped).
+        check_finite: raise if the amateur is infinite at a kept token.
+
+    Returns:
+        Scores of the input's kind and (float) dtype, shape ``(..., V)`` (``(..., k)`` with ``ids``).
+
+    Example:
+        >>> import numpy as np
+        >>> elm = np.log([[0.6, 0.3, 0.1]]); alm = np.log([[0.7, 0.1, 0.2]])
+        >>> contrastive_scores(elm, alm, T=1.0, top_k=2).round(3)
+        array([[-0.154,  1.099,   -inf]])
+        >>> contrastive_scores(elm, alm, T=2.0, top_k=2, renormalize="prob").round(3)
+        array([[0.431, 0.569, 0.   ]])
+    """
+    if ties not in TIES:
+        raise ValueError(f"ties must be one of {TIES}, got {ties!r}.")
+    if renormalize not in RENORMALIZE:
+        raise ValueError(f"renormalize must be one of {RENORMALIZE}, got {renormalize!r}.")
+    is_torch = isinstance(elm, torch.Tensor)
+    if is_torch != isinstance(amateur, torch.Tensor):
+        raise TypeError("elm and amateur must both be torch tensors or both numpy arrays.")
+    if is_torch and elm.dtype in (torch.float16, torch.bfloat16):
+        elm = elm.float()
+    if vocab_size is not None:
+        elm, amateur = elm[..., :vocab_size], amateur[..., :vocab_size]
+    if is_torch:
+        amateur = amateur.to(dtype=elm.dtype, device=elm.device)
+    if tuple(elm.shape) != tuple(amateur.shape):
+        raise ValueError(
+            f"elm {tuple(elm.shape)} and amateur {tuple(amateur.shape)} differ in shape; both must score "
+            "the same positions over the same vocabulary (slice both to the tokenizer's vocabulary, e.g. "
+            "x[..., :len(tokenizer)], since Pythia members pad their embeddings differently).")
+    if inv_T is None:
+        check_temperature(T)
+    log_softmax = (lambda x: torch.log_softmax(x, dim=-1)) if is_torch else (lambda x: scipy.special.log_softmax(x, axis=-1))
+    if normalize:
+        elm, amateur = log_softmax(elm), log_softmax(amateur)
+    if ids is not None:
+        if is_torch:
+            ids = torch.as_tensor(ids, device=elm.device)
+            elm, amateur = elm.gather(-1, ids), amateur.gather(-1, ids)
+        else:
+            ids = np.asarray(ids)
+            elm, amateur = np.take_along_axis(elm, ids, axis=-1), np.take_along_axis(amateur, ids, axis=-1)
+    where = torch.where if is_torch else np.where
+    keep = None
+    if top_k is not None:
+        keep = top_k_keep(elm, top_k, ties)
+    filters = list(filters or ())
+    if filters:
+        if not is_torch:
+            raise TypeError("filters work on torch tensors; pass torch inputs or use top_k=.")
+        fk = keep_mask(elm, filters)
+        keep = fk if keep is None else keep & fk
+    if check_finite and keep is not None:
+        bad = ~(torch.isfinite(amateur[keep]).all() if is_torch else np.isfinite(amateur[keep]).all())
+        if bad:
+            raise ValueError("the amateur is -inf/inf at some of the ELM's kept tokens, so the contrastive score "
+                             "would be infinite there; the amateur must give every kept token a finite log-probability.")
+    if keep is not None:  # outside the kept set the amateur is irrelevant (and may be -inf)
+        amateur = where(keep, amateur, torch.zeros_like(amateur) if is_torch else 0.0)
+    if inv_T is not None:
+        inv = _inv_T(inv_T, elm)
+        scores = elm if (not isinstance(inv, (torch.Tensor, np.ndarray)) and inv == 0.0) else elm - inv * amateur
+    else:
+        scores = elm - amateur / T
+    if keep is not None:
+        if is_torch:
+            scores = torch.where(keep, scores, torch.full_like(scores, -math.inf))
+        else:
+            scores = np.where(keep, scores, -np.inf)
+    if renormalize == "log":
+        return log_softmax(scores)
+    if renormalize == "prob":
+        return torch.softmax(scores, dim=-1) if is_torch else scipy.special.softmax(scores, axis=-1)
+    return scores

@@ -1,0 +1,132 @@
+"""Thresholds on the expert's distribution: top-p, top-k, alpha-masking.
+
+Each filter maps the ELM's log-probabilities ``(B, V)`` to a boolean keep mask ``(B, V)``; CD, APD
+and the baselines apply them to the ELM, as the paper and its release do.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Optional, Union
+
+import torch
+
+
+class TopP:
+    """Nucleus filter: keep the most probable ELM tokens until their mass reaches ``p``.
+
+    A token is kept when the ELM mass of the tokens ranked strictly above it is < p, so the
+    token that crosses p is kept and at least one token always survives (same set as
+    Hugging Face's ``TopPLogitsWarper``).
+
+    Example:
+        >>> import torch
+        >>> TopP(0.8)(torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])))
+        tensor([[ True,  True, False, False]])
+    """
+
+    def __init__(self, p: float):
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"TopP needs 0 < p <= 1, got {p}; p=1.0 keeps every token.")
+        self.p = float(p)
+
+    def __call__(self, elm_logprobs: torch.Tensor) -> torch.Tensor:
+        sorted_lp, order = elm_logprobs.sort(dim=-1, descending=True)
+        probs = sorted_lp.exp()
+        mass_above = probs.cumsum(dim=-1) - probs
+        keep_sorted = mass_above < self.p
+        keep_sorted[..., 0] = True
+        return torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+
+    def __repr__(self) -> str:
+        return f"TopP({self.p:g})"
+
+
+
+class TopK:
+    """Keep the ``k`` most probable ELM tokens (all of them when k >= vocabulary size).
+
+    Example:
+        >>> import torch
+        >>> TopK(2)(torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])))
+        tensor([[ True,  True, False, False]])
+    """
+
+    def __init__(self, k: int):
+        if int(k) != k or k < 1:
+            raise ValueError(f"TopK needs an integer k >= 1, got {k}; the paper's 'k20' is TopK(20).")
+        self.k = int(k)
+
+    def __call__(self, elm_logprobs: torch.Tensor) -> torch.Tensor:
+        k = min(self.k, elm_logprobs.shape[-1])
+        idx = elm_logprobs.topk(k, dim=-1).indices
+        return torch.zeros_like(elm_logprobs, dtype=torch.bool).scatter(-1, idx, True)
+
+    def __repr__(self) -> str:
+        return f"TopK({self.k})"
+
+
+
+class AlphaMask:
+    """Alpha-masking of Li et al. (2022): keep tokens with p_ELM >= alpha * max p_ELM.
+
+    Example:
+        >>> import torch
+        >>> AlphaMask(0.2)(torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05]])))
+        tensor([[ True,  True,  True, False]])
+    """
+
+    def __init__(self, alpha: float):
+        if not 0.0 <= alpha <= 1.0:
+            raise ValueError(f"AlphaMask needs 0 <= alpha <= 1, got {alpha}; CD's default is 0.1.")
+        self.alpha = float(alpha)
+
+    def __call__(self, elm_logprobs: torch.Tensor) -> torch.Tensor:
+        if self.alpha == 0.0:
+            return torch.ones_like(elm_logprobs, dtype=torch.bool)
+        top = elm_logprobs.max(dim=-1, keepdim=True).values
+        return elm_logprobs >= top + torch.log(torch.tensor(self.alpha, dtype=elm_logprobs.dtype))
+
+    def __repr__(self) -> str:
+        return f"AlphaMask({self.alpha:g})"
+
+
+
+Filter = Union[TopP, TopK, AlphaMask]
+
+
+
+def make_filters(kind: str, value: Optional[float] = None) -> list:
+    """The paper's thresholding methods by name.
+
+    ``"NA"`` -> [] (no filter), ``"alpha"`` -> [AlphaMask(value)], ``"top-p"`` -> [TopP(value)],
+    ``"top-p k20"`` -> [TopP(value), TopK(20)], ``"top-k"`` -> [TopK(value)].
+    (REAL sampling needs its own trained model and is not provided here.)
+
+    Example:
+        >>> make_filters("top-p k20", 0.8)
+        [TopP(0.8), TopK(20)]
+        >>> make_filters("NA")
+        []
+    """
+    key = kind.strip().lower().replace("_", "-")
+    if key in ("na", "none"):
+        return []
+    if value is None:
+        raise ValueError(f"make_filters({kind!r}) needs a value, e.g. make_filters({kind!r}, 0.8).")
+    if key == "alpha":
+        return [AlphaMask(value)]
+    if key in ("top-p", "topp"):
+        return [TopP(value)]
+    if key in ("top-p k20", "top-p-k20", "topp-k20", "top-pk20"):
+        return [TopP(value), TopK(20)]
+    if key in ("top-k", "topk"):
+        return [TopK(int(value))]
+    raise ValueError(f"unknown filter kind {kind!r}; use one of 'NA', 'alpha', 'top-p', 'top-p k20', 'top-k'.")
+
+
+
+def keep_mask(elm_logprobs: torch.Tensor, filters: Iterable) -> torch.Tensor:
+    """Intersection of the filters' keep masks (B, V) on the ELM's log-probabilities."""
+    keep = torch.ones_like(elm_logprobs, dtype=torch.bool)
+    for f in filters:
+        keep &= f(elm_logprobs)
+    return keep

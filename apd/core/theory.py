@@ -1,0 +1,160 @@
+"""Contrastive decoding as linear extrapolation in log model size (Theorem 1 of the paper).
+
+Units: *logits* are unnormalised scores (any additive offset per context cancels in a softmax);
+*log sizes* are natural logs of non-embedding parameter counts, the x-axis of every curve in the
+book. Every function accepts numpy arrays or torch tensors of any leading shape (they broadcast),
+and returns the same kind it was given.
+
+Theorem 1: if the logits of a family are linear in log size and T > 1, then
+``L_CD = L_ELM - L_ALM / T = (1 - 1/T) * L_HLM`` where HLM sits at
+``ln s_HLM = (T ln s_ELM - ln s_ALM) / (T - 1)``. The identity is algebraic and also holds for
+0 < T < 1, where ln s_HLM falls *below* ln s_ALM and the factor (1 - 1/T) is negative; at T = 1
+the HLM is infinitely far away and CD keeps only the slope. See ``notebooks/theorem1.ipynb``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Union
+
+import numpy as np
+
+try:  # torch is a dependency, but the theory does not need it
+    import torch
+except ImportError:  # pragma: no cover
+    torch = None
+
+from apd.core.contrastive import check_temperature, contrastive_scores  # noqa: F401 (re-exported)
+
+ArrayLike = Union[np.ndarray, "torch.Tensor", float]
+
+
+def _is_tensor(x) -> bool:
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _as_array(x):
+    """Tensors stay tensors; everything else becomes a numpy float array."""
+    if _is_tensor(x):
+        return x
+    return np.asarray(x, dtype=np.float64) if not isinstance(x, np.ndarray) else x
+
+
+def _values(x) -> np.ndarray:
+    """A numpy view of x for checks (never used for the result)."""
+    if _is_tensor(x):
+        return x.detach().cpu().double().numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def check_sizes(log_s_elm, log_s_alm) -> None:
+    """Raise ValueError unless the expert is strictly larger than the amateur (log sizes)."""
+    e, a = np.broadcast_arrays(_values(log_s_elm), _values(log_s_alm))
+    if np.isnan(e).any() or np.isnan(a).any():
+        raise ValueError("a log size is NaN; pass natural logs of non-embedding parameter counts.")
+    if (e <= a).any():
+        i = int(np.argmax((e <= a).ravel()))
+        raise ValueError(
+            f"log_s_elm must be larger than log_s_alm, got log_s_elm={e.ravel()[i]:g} <= "
+            f"log_s_alm={a.ravel()[i]:g}. Pass the expert (larger) model's log size first; sizes "
+            "are natural logs of non-embedding parameter counts (e.g. 22.5864 for Pythia-6.9B, "
+            "16.7555 for Pythia-70M)."
+        )
+
+
+def _check_same_shape(a, b, what: str) -> None:
+    if tuple(a.shape) != tuple(b.shape):
+        raise ValueError(
+            f"{what} have different shapes {tuple(a.shape)} and {tuple(b.shape)}; both must score "
+            "the same vocabulary for the same contexts (restrict both to the shared tokenizer's "
+            "vocabulary first, e.g. logits[..., :len(tokenizer)])."
+        )
+
+
+def cd_logits(elm_logits, alm_logits, T) -> ArrayLike:
+    """Contrastive-decoding logits ``L_ELM - L_ALM / T`` on raw logits (Theorem 1's quantity).
+
+    elm_logits, alm_logits: logits (or log-probabilities) of the same shape ``(..., vocab)``.
+    T: the amateur's temperature, > 0 (scalar, or broadcastable to the logits).
+    Returns an array or tensor of the same shape and kind (:func:`apd.core.contrastive.contrastive_scores`
+    without normalisation).
+
+    Example:
+        >>> cd_logits(np.array([[2.0, 1.0]]), np.array([[1.0, 2.0]]), 2.0)
+        array([[1.5, 0. ]])
+    """
+    e, a = _as_array(elm_logits), _as_array(alm_logits)
+    _check_same_shape(e, a, "elm_logits and alm_logits")
+    return contrastive_scores(e, a, T, normalize=False)
+
+
+def hlm_log_size(log_s_elm, log_s_alm, T) -> ArrayLike:
+    """ln s_HLM = (T ln s_ELM - ln s_ALM) / (T - 1), the log size of CD's hypothetical LM.
+
+    Arguments are natural logs of non-embedding parameter counts (scalars or arrays that
+    broadcast); T > 0 and T != 1. For T > 1 the HLM is larger than the ELM; for 0 < T < 1 it is
+    smaller than the ALM (CD then reverses that small model's preferences, since 1 - 1/T < 0).
+
+    Example (Pythia-6.9B as the ELM, Pythia-70M as the ALM, T = 2):
+        >>> round(float(hlm_log_size(22.5864, 16.7555, 2.0)), 4)
+        28.4173
+    """
+    check_temperature(T, allow_one=False)
+    check_sizes(log_s_elm, log_s_alm)
+    e, a = _as_array(log_s_elm), _as_array(log_s_alm)
+    return (T * e - a) / (T - 1)
+
+
+def line_logit(log_s, log_s_alm, alm_logits, log_s_elm, elm_logits) -> ArrayLike:
+    """Logit at log size ``log_s`` on the straight line through (ALM, ELM) in (log size, logit).
+
+    ``alm_logits``/``elm_logits``: shape ``(..., vocab)``; log sizes: scalars or broadcastable to
+    the logits (``log_s`` may carry extra leading axes if you add them yourself).
+    """
+    check_sizes(log_s_elm, log_s_alm)
+    e, a = _as_array(elm_logits), _as_array(alm_logits)
+    _check_same_shape(e, a, "elm_logits and alm_logits")
+    slope = (e - a) / (log_s_elm - log_s_alm)
+    return e + slope * (log_s - log_s_elm)
+
+
+def hlm_logits(elm_logits, alm_logits, log_s_elm, log_s_alm, T) -> ArrayLike:
+    """Logits of the hypothetical LM of Theorem 1: the line through ALM and ELM at ln s_HLM.
+
+    Example (CD's logits are (1 - 1/T) times these, when logits are linear in log size):
+        >>> elm, alm = np.array([2.0, 1.0]), np.array([1.0, 2.0])
+        >>> hlm_logits(elm, alm, 22.5864, 16.7555, 2.0)
+        array([3., 0.])
+        >>> cd_logits(elm, alm, 2.0) / (1 - 1 / 2.0)
+        array([3., 0.])
+    """
+    x = hlm_log_size(log_s_elm, log_s_alm, T)
+    return line_logit(x, log_s_alm, alm_logits, log_s_elm, elm_logits)
+
+
+def hlm_size(log_s_elm: float, log_s_alm: float, T: float) -> float:
+    """s_HLM = (s_ELM^T / s_ALM)^(1/(T-1)) as a parameter count (scalar inputs, floats).
+
+    Example:
+        >>> f"{hlm_size(22.5864, 16.7555, 2.0):.3g}"
+        '2.2e+12'
+    """
+    return math.exp(float(hlm_log_size(float(log_s_elm), float(log_s_alm), float(T))))
+
+
+def bent_logits(log_s, log_s_alm, alm_logits, log_s_elm, elm_logits, curvature) -> ArrayLike:
+    """Logits that pass through the ALM and ELM points but bend: the straight line plus
+    ``curvature * (x - ln s_ALM) * (x - ln s_ELM)`` (curvature in logit units per (ln size)^2).
+
+    CD sees only the two endpoints, so it cannot tell this family from the straight one; the gap
+    between CD and the bent family at ln s_HLM is :func:`bent_extrapolation_error`.
+    """
+    line = line_logit(log_s, log_s_alm, alm_logits, log_s_elm, elm_logits)
+    return line + curvature * (log_s - log_s_alm) * (log_s - log_s_elm)
+
+
+def bent_extrapolation_error(curvature, log_s_elm, log_s_alm, T) -> ArrayLike:
+    """``L_CD - (1 - 1/T) L_bent(ln s_HLM)`` in closed form for :func:`bent_logits`:
+    ``-(1 - 1/T) * curvature * (x_H - x_A) * (x_H - x_E)``, quadratic in the extrapolation
+    distance (x = ln size; A, E, H = ALM, ELM, HLM)."""
+    x_h = hlm_log_size(log_s_elm, log_s_alm, T)
+    return -(1 - 1 / T) * curvature * (x_h - log_s_alm) * (x_h - log_s_elm)

@@ -1,0 +1,354 @@
+"""Hugging Face ``LogitsProcessor``s for CD, APD, APD on the fly, and a filtered expert.
+
+Use them in ``expert.generate(logits_processor=...)`` or through :func:`apd.decoding.generate`.
+The amateur keeps its own KV cache: the first call runs it on the whole (left-padded) prompt with
+the prompt's mask; later calls only on the new tokens. Beam search is not supported.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Optional, Sequence
+
+import torch
+import torch.nn.functional as F
+from transformers import LogitsProcessor
+from transformers.cache_utils import DynamicCache
+
+from apd.core import curves
+from apd.core.contrastive import contrastive_scores
+from apd.core.filters import keep_mask
+
+NEG_INF = float("-inf")
+
+
+
+def _check_filters(filters) -> list:
+    if filters is None:
+        return []
+    if callable(filters) and not isinstance(filters, (list, tuple)):
+        filters = [filters]
+    filters = list(filters)
+    for f in filters:
+        if not callable(f):
+            raise TypeError(f"filter {f!r} is not callable; use TopP(p), TopK(k) or AlphaMask(alpha).")
+    return filters
+
+
+
+def _restricted_width(scores: torch.Tensor, vocab_size: Optional[int], other: Optional[int]) -> int:
+    """The shared vocabulary size to work over, with clear errors."""
+    width = scores.shape[-1]
+    if vocab_size is None:
+        if other is not None and other != width:
+            raise ValueError(
+                f"the expert scores have {width} ids but the amateur has {other}: padded embedding "
+                "matrices differ, so pass vocab_size=len(tokenizer) (the shared tokenizer vocabulary, "
+                "e.g. 50277 for Pythia)."
+            )
+        return width
+    if vocab_size > width or (other is not None and vocab_size > other):
+        raise ValueError(
+            f"vocab_size={vocab_size} exceeds the expert's {width} or the amateur's {other} ids; "
+            "pass the tokenizer's vocabulary size."
+        )
+    return vocab_size
+
+
+
+class FilteredLogitsProcessor(LogitsProcessor):
+    """The "LLM + filter" baseline: ELM log-probabilities with filtered tokens at -inf.
+
+    Args: ``filters`` (a filter or a list, see :func:`make_filters`), ``vocab_size`` (shared
+    tokenizer vocabulary; ids beyond it get -inf; default: all of the scores' ids).
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)  # trained once, then cached
+        >>> enc = fam.tokenizer(["Ada was born in"], return_tensors="pt")
+        >>> elm_only = apd.FilteredLogitsProcessor(apd.make_filters("top-p", 0.8), vocab_size=fam.vocab_size)
+        >>> out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, elm_only, max_new_tokens=4,
+        ...                    do_sample=False, pad_token_id=fam.tokenizer.pad_token_id)
+        >>> out.shape[0]
+        1
+    """
+
+    def __init__(self, filters=(), vocab_size: Optional[int] = None):
+        self.filters = _check_filters(filters)
+        self.vocab_size = vocab_size
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        V = _restricted_width(scores, self.vocab_size, None)
+        elm_lp = F.log_softmax(scores[:, :V].float(), dim=-1)
+        out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
+        out[:, :V] = elm_lp.masked_fill(~keep_mask(elm_lp, self.filters), NEG_INF)
+        return out.to(scores.dtype)
+
+
+
+class ContrastiveLogitsProcessor(LogitsProcessor):
+    """CD: ``log_softmax(ELM) - (1/T) log_softmax(ALM)``, filters on the ELM, at every step.
+
+    Args:
+        amateur: a causal LM (the ALM) sharing the ELM's tokenizer; run incrementally with its
+            own KV cache on the device its weights are on.
+        T: the amateur's temperature (> 0); the paper's best CD settings were 1/T = 0.5 (Pythia)
+            and 0.25 (OPT). ``float('inf')`` turns the amateur off.
+        filters: a filter or list of filters computed on the ELM (TopP, TopK, AlphaMask); their
+            keep masks are intersected.
+        vocab_size: the shared tokenizer vocabulary (required when ELM and amateur pad their
+            embedding matrices to different sizes, as Pythia members do).
+        attention_mask: the prompt's (B, L) attention mask; same as calling :meth:`prepare`.
+
+    Call :meth:`prepare` with the prompt's attention mask before every ``generate`` on a padded
+    batch; a batch of one prompt with no mask is taken as unpadded. A prepared mask is used by
+    exactly one generation (:func:`apd.generate` prepares it for you).
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)  # trained once, then cached
+        >>> enc = fam.tokenizer(["Ada was born in"], return_tensors="pt")
+        >>> cd = apd.ContrastiveLogitsProcessor(fam.model(fam.alm), T=2.0, filters=apd.make_filters("top-p k20", 0.8),
+        ...                                     vocab_size=fam.vocab_size)
+        >>> out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, cd, max_new_tokens=4,
+        ...                    do_sample=False, pad_token_id=fam.tokenizer.pad_token_id)
+        >>> out.shape[0]
+        1
+    """
+
+    def __init__(self, amateur, T: float, filters=(), vocab_size: Optional[int] = None,
+                 attention_mask: Optional[torch.Tensor] = None):
+        if not (T > 0):
+            raise ValueError(f"T must be > 0, got {T}; the amateur's scores are divided by T.")
+        self.amateur = amateur.eval()
+        self._takes_position_ids = "position_ids" in inspect.signature(amateur.forward).parameters
+        self.T = float(T)
+        self.filters = _check_filters(filters)
+        self.vocab_size = vocab_size
+        self._pending_mask = None
+        self._reset_state()
+        if attention_mask is not None:
+            self.prepare(attention_mask)
+
+    # -- state -----------------------------------------------------------------------------
+    def _reset_state(self) -> None:
+        self._ids = None        # (B, n) ids the amateur has seen
+        self._mask = None       # (B, n) their attention mask
+        self._cache = None      # the amateur's past_key_values
+
+    def prepare(self, attention_mask: Optional[torch.Tensor]) -> "ContrastiveLogitsProcessor":
+        """Give the prompt's (B, L) attention mask (1 = token, 0 = left padding) for the next
+        generation, and forget the amateur's cache. Returns self."""
+        if attention_mask is not None:
+            if attention_mask.dim() != 2:
+                raise ValueError(f"attention_mask must be (batch, prompt_length), got {tuple(attention_mask.shape)}.")
+            attention_mask = attention_mask.detach().long()
+        self._pending_mask = attention_mask
+        self._reset_state()
+        return self
+
+    def reset(self) -> None:
+        """Forget the cache and any prepared mask."""
+        self._pending_mask = None
+        self._reset_state()
+
+    def _is_continuation(self, input_ids: torch.Tensor) -> bool:
+        """True when ``input_ids`` extends the rows the amateur has already seen."""
+        if self._ids is None:
+            return False
+        B, n = self._ids.shape
+        if input_ids.shape[0] != B or input_ids.shape[1] <= n:
+            return False
+        return torch.equal(input_ids[:, :n].to(self._ids.device), self._ids)
+
+    def _start(self, input_ids: torch.Tensor) -> torch.Tensor:
+        mask = self._pending_mask
+        self._pending_mask = None
+        if mask is None:
+            if input_ids.shape[0] > 1:
+                raise ValueError(
+                    f"{type(self).__name__} got a batch of {input_ids.shape[0]} prompts but no attention "
+                    "mask: call processor.prepare(attention_mask) with the prompt's mask before generate "
+                    "(or use apd.decoding.generate, which does it), so left padding is masked."
+                )
+            mask = torch.ones_like(input_ids)
+        if mask.shape != input_ids.shape:
+            raise ValueError(
+                f"the prepared attention mask is {tuple(mask.shape)} but the prompt is {tuple(input_ids.shape)}: "
+                "call prepare() with the mask of the same batch you pass to generate."
+            )
+        self._reset_state()
+        self._ids = input_ids[:, :0]
+        self._mask = mask.to(input_ids.device)[:, :0]
+        return mask.to(input_ids.device)
+
+    @torch.no_grad()
+    def amateur_logits(self, input_ids: torch.LongTensor) -> torch.Tensor:
+        """The amateur's raw next-token logits (B, V_amateur) for each row of ``input_ids``,
+        computed incrementally from its cache."""
+        if self._is_continuation(input_ids):
+            n = self._ids.shape[1]
+            new_ids = input_ids[:, n:]
+            new_mask = torch.ones_like(new_ids)  # generate appends ones to the ELM's mask too
+        else:
+            new_mask = self._start(input_ids)
+            new_ids = input_ids
+        mask = torch.cat([self._mask, new_mask], dim=1)
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -new_ids.shape[1]:]
+        device = next(self.amateur.parameters()).device
+        if self._cache is None:
+            self._cache = DynamicCache()
+        extra = {}
+        if self._takes_position_ids:  # models with absolute positions (GPT-2, OPT) need them
+            extra["position_ids"] = positions.to(device)
+        out = self.amateur(
+            input_ids=new_ids.to(device),
+            attention_mask=mask.to(device),
+            past_key_values=self._cache,
+            use_cache=True,
+            **extra,
+        )
+        self._cache = out.past_key_values
+        self._ids = input_ids.clone()
+        self._mask = mask
+        return out.logits[:, -1, :].float()
+
+    # -- scores ----------------------------------------------------------------------------
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        """``scores``: the ELM's (B, V_elm) logits for the next token (after any HF processors
+        that ran before this one). Returns CD/APD scores (B, V_elm), -inf outside the shared
+        vocabulary and for filtered tokens."""
+        alm = self.amateur_logits(input_ids).to(scores.device)
+        V = _restricted_width(scores, self.vocab_size, alm.shape[-1])
+        out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
+        out[:, :V] = contrastive_scores(scores, alm, self.T, filters=self.filters, vocab_size=V)
+        return out.to(scores.dtype)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(T={self.T:g}, filters={self.filters}, vocab_size={self.vocab_size})"
+
+
+
+class APDLogitsProcessor(ContrastiveLogitsProcessor):
+    """APD: ``log_softmax(ELM) - (1/T) log_softmax(ALM')`` with ALM' the fine-tuned amateur.
+
+    Same mechanics and arguments as :class:`ContrastiveLogitsProcessor`; ``T`` defaults to 1,
+    the value the paper fixes for APD in FactualityPrompts.
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)  # trained once, then cached
+        >>> enc = fam.tokenizer(["Ada was born in"], return_tensors="pt")
+        >>> alm_prime = apd.load_alm_prime(apd.apd_model(fam, built, scale="smoke", progress=False), device="cpu")
+        >>> proc = apd.APDLogitsProcessor(alm_prime, T=1.0, filters=apd.make_filters("top-p k20", 0.8),
+        ...                               vocab_size=fam.vocab_size)
+        >>> out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, proc, max_new_tokens=4,
+        ...                    do_sample=False, pad_token_id=fam.tokenizer.pad_token_id)
+        >>> out.shape[0]
+        1
+    """
+
+    def __init__(self, amateur_prime, T: float = 1.0, filters=(), vocab_size: Optional[int] = None,
+                 attention_mask: Optional[torch.Tensor] = None):
+        super().__init__(amateur_prime, T=T, filters=filters, vocab_size=vocab_size,
+                         attention_mask=attention_mask)
+
+
+
+class OnTheFlyLogitsProcessor(LogitsProcessor):
+    """APD on the fly: fit a decay curve per token at every step, from ALL members' probabilities.
+
+    At every step: each smaller member's next-token logits (each with its own KV cache, the same
+    mechanics as :class:`ContrastiveLogitsProcessor`), the ELM's from ``scores``; then
+    :func:`apd.core.curves.on_the_fly_asymptotes` over the ELM's top ``top_k`` tokens (flip, fit
+    c + a exp(-max(0, b (x - d))) with Adam, flip back, renormalise over the top k) and
+    :func:`apd.core.curves.mix_on_the_fly`. Returns log((1 - w) p_ELM + w p_AP) at the ELM's top-k ids
+    and -inf everywhere else, shape (B, V_elm): sampling or greedy decoding then picks among the
+    top k. ``w = 0`` is the ELM renormalised over its top k.
+
+    Args:
+        members: the smaller members as HF causal LMs, smallest (ALM) first, the ELM left out.
+        log_sizes: x of every member, ELM LAST (len(members) + 1 values, increasing; natural log
+            of the non-embedding parameter count, e.g. ``family.log_sizes``).
+        w: the mixing weight 1/T in [0, 1] (the paper picks it from
+            :data:`apd.core.curves.ON_THE_FLY_WEIGHTS`).
+        top_k: the token set (the paper: the ELM's top 20).
+        vocab_size: the shared tokenizer vocabulary (needed when members pad differently).
+        attention_mask: the prompt's (B, L) mask; same as calling :meth:`prepare`.
+        **fit_kwargs: passed to :func:`apd.core.curves.fit_curves` (iterations, lr, init, ...).
+
+    Costs: one forward pass of every member per step plus ``iterations`` Adam steps over
+    B * top_k curves; the paper calls it "much more time-consuming" than CD/APD (see
+    ``scripts/benchmarks.py``). ``last_fit`` holds the :class:`apd.core.curves.CurveFit` of the last step.
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)  # trained once, then cached
+        >>> enc = fam.tokenizer(["Ada was born in"], return_tensors="pt")
+        >>> smaller = [fam.model(name) for name in fam.names[:-1]]
+        >>> fly = apd.OnTheFlyLogitsProcessor(smaller, fam.log_sizes, w=0.5, vocab_size=fam.vocab_size, iterations=50)
+        >>> out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, fly, max_new_tokens=4,
+        ...                    do_sample=False, pad_token_id=fam.tokenizer.pad_token_id)
+        >>> out.shape[0]
+        1
+    """
+
+    def __init__(self, members: Sequence, log_sizes: Sequence[float], w: float, top_k: int = 20,
+                 vocab_size: Optional[int] = None, attention_mask: Optional[torch.Tensor] = None,
+                 **fit_kwargs):
+
+        self._curves = curves
+        members = list(members)
+        if not members:
+            raise ValueError("OnTheFlyLogitsProcessor needs the smaller members (at least the ALM and one "
+                             "mid-size member; the ELM is the model you call generate on).")
+        self.log_sizes = [float(x) for x in log_sizes]
+        if len(self.log_sizes) != len(members) + 1:
+            raise ValueError(f"log_sizes has {len(self.log_sizes)} values for {len(members)} smaller members "
+                             f"plus the ELM; pass {len(members) + 1} (e.g. family.log_sizes), ELM last.")
+        if len(self.log_sizes) < 3:
+            raise ValueError("fitting a curve needs at least 3 members (two smaller ones and the ELM); pass "
+                             "a mid-size member too.")
+        if not all(b > a for a, b in zip(self.log_sizes, self.log_sizes[1:])):
+            raise ValueError(f"log_sizes must increase (smallest member first, ELM last), got {self.log_sizes}.")
+        if not 0.0 <= float(w) <= 1.0:
+            raise ValueError(f"w must be in [0, 1] (the weight of the asymptotic probabilities), got {w}.")
+        if int(top_k) != top_k or top_k < 1:
+            raise ValueError(f"top_k must be an integer >= 1, got {top_k}; the paper uses 20.")
+        self.w = float(w)
+        self.top_k = int(top_k)
+        self.vocab_size = vocab_size
+        self.fit_kwargs = dict(fit_kwargs)
+        # one incremental runner (own KV cache, mask handling) per smaller member
+        self._runners = [ContrastiveLogitsProcessor(m, T=1.0) for m in members]
+        self.last_fit = None
+        if attention_mask is not None:
+            self.prepare(attention_mask)
+
+    def prepare(self, attention_mask: Optional[torch.Tensor]) -> "OnTheFlyLogitsProcessor":
+        """Give the prompt's (B, L) attention mask for the next generation; forget the caches."""
+        for r in self._runners:
+            r.prepare(attention_mask)
+        return self
+
+    def reset(self) -> None:
+        """Forget the caches and any prepared mask."""
+        for r in self._runners:
+            r.reset()
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        small = [r.amateur_logits(input_ids).to(scores.device) for r in self._runners]
+        V = _restricted_width(scores, self.vocab_size, min(s.shape[-1] for s in small))
+        if self.top_k > V:
+            raise ValueError(f"top_k={self.top_k} exceeds the vocabulary of {V} tokens.")
+        logits = torch.stack([s[:, :V] for s in small] + [scores[:, :V].float()])   # (N, B, V), ELM last
+        top_ids, p_elm, p_ap, fit = self._curves.on_the_fly_asymptotes(
+            logits, self.log_sizes, top_k=self.top_k, **self.fit_kwargs)
+        self.last_fit = fit
+        mixed = self._curves.mix_on_the_fly(p_elm, p_ap, self.w).float()
+        out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
+        out.scatter_(-1, top_ids, mixed.log())
+        return out.to(scores.dtype)
+
+    def __repr__(self) -> str:
+        return (f"OnTheFlyLogitsProcessor(members={len(self._runners) + 1}, w={self.w:g}, top_k={self.top_k}, "
+                f"vocab_size={self.vocab_size})")

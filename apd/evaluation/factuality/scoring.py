@@ -1,0 +1,126 @@
+"""FactualityPrompts scoring (NE_ER, Entail_R) of a sweep, the paper's Table 1 rows and trade-off plot.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from apd.evaluation.factuality.ner import SPACY_INSTALL, continuation_units, unit_ne_error
+from apd.evaluation.factuality.nli import top_evidence_sentences
+from apd.evaluation.factuality.prompts import FactualityPrompt, evidence_coverage
+from apd.evaluation.factuality.sweeps import _flat, _mean_se, diversity
+
+
+class FactualityPromptsScorer:
+    """Scores continuations of FactualityPrompts: Dist-2 and Rep on every prompt; NE_ER and
+    Entail_R on the prompts whose evidence pages are all in ``evidence`` (see the module docstring).
+
+    ner: a spaCy pipeline (:func:`load_ner`) or None; nli: a scorer from :func:`load_nli` or None.
+    A measure without its model is NaN and its reason is in ``reasons`` (``"NE_ER"``, ``"Entail_R"``).
+    """
+
+    name = "FactualityPrompts"
+
+    def __init__(self, prompts: Sequence[FactualityPrompt], evidence: dict, ner=None, nli=None,
+                 reasons: Optional[dict] = None, max_sentences: int = 3, n_evidence: int = 2):
+        self.prompts = list(prompts)
+        self.evidence = evidence
+        self.ner, self.nli = ner, nli
+        self.covered, self.coverage = evidence_coverage(self.prompts, evidence)
+        self.reasons = dict(reasons or {})
+        if ner is None:
+            self.reasons.setdefault("NE_ER", f"spaCy model not installed ({SPACY_INSTALL})")
+            self.reasons.setdefault("Entail_R", "needs the spaCy units too")
+        if nli is None:
+            self.reasons.setdefault("Entail_R", "no NLI model loaded")
+        if not any(self.covered):
+            self.reasons.setdefault("NE_ER", "no prompt has its evidence pages available")
+            self.reasons.setdefault("Entail_R", "no prompt has its evidence pages available")
+        self.max_sentences, self.n_evidence = max_sentences, n_evidence
+
+    def _evidence_text(self, p: FactualityPrompt) -> str:
+        return " ".join(self.evidence[t] for t in p.titles)
+
+    def __call__(self, continuations: Sequence[Sequence[str]]) -> dict:
+        if len(continuations) != len(self.prompts):
+            raise ValueError(f"{len(continuations)} prompts' continuations for {len(self.prompts)} prompts.")
+        row = {**diversity(_flat(continuations)), "NE_ER": float("nan"), "NE_ER_se": float("nan"),
+               "true_rate": float("nan"), "true_rate_se": float("nan"), "ne_units": 0,
+               "continuations": sum(map(len, continuations)), "coverage": self.coverage}
+        if self.ner is None or not any(self.covered):
+            return row
+        ne_ratios, pairs = [], []
+        for p, cs, ok in zip(self.prompts, continuations, self.covered):
+            if not ok:
+                continue
+            ev = self._evidence_text(p)
+            for c in cs:
+                for u in continuation_units(self.ner, c, p.titles, self.max_sentences):
+                    ne_ratios.append(unit_ne_error(u, ev))
+                    pairs.append((u.sentence, ev))
+        row["NE_ER"], row["NE_ER_se"] = _mean_se(ne_ratios)
+        row["ne_units"] = len(ne_ratios)
+        if self.nli is not None and pairs:
+            entailed = []
+            for claim, ev in pairs:
+                premises = top_evidence_sentences(claim, ev, self.n_evidence)
+                entailed.append(bool(premises) and bool(self.nli(premises, [claim] * len(premises)).any()))
+            rate = float(np.mean(entailed))
+            row["true_rate"] = rate
+            row["true_rate_se"] = math.sqrt(rate * (1 - rate) / len(entailed))
+        return row
+
+
+
+def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[float] = (0.8, 0.6),
+                cd_T: Optional[float] = None, apd_T: Optional[float] = None) -> pd.DataFrame:
+    """Our Table 1 rows in the regenerated-table convention of :mod:`apd.report.evidence` (columns
+    ``paper_table, role, family, setting, dataset, metric, value``; values in %): ELM, CD and
+    APD with top-p k20 at each p. ``cd_T``/``apd_T`` choose the temperature when a sweep ran
+    several at those p. ``true_rate`` is reported as ``Entail_R`` (on the world: the true-claim rate)."""
+    k20 = results[results["threshold"] == "top-p k20"]
+    rows = []
+    for role, T in (("elm", None), ("cd", cd_T), ("apd", apd_T)):
+        for p in ps:
+            sel = k20[(k20["role"] == role) & np.isclose(k20["value"].astype(float), float(p))]
+            if T is not None:
+                sel = sel[np.isclose(sel["T"].astype(float), float(T))]
+            if len(sel) != 1:
+                raise ValueError(f"expected one {role} top-p k20 row at p={p:g} (found {len(sel)}); run those "
+                                 "settings (table1_methods), or pass cd_T/apd_T to pick the temperature.")
+            r = sel.iloc[0]
+            for metric, col in (("NE_ER", "NE_ER"), ("Entail_R", "true_rate"), ("Dist-2", "Dist-2"), ("Rep", "Rep")):
+                rows.append({"paper_table": 1, "role": role, "family": family, "setting": f"top-p k20, p={p:g}",
+                             "dataset": dataset, "metric": metric, "value": 100.0 * float(r[col]),
+                             "method": r["label"]})
+    return pd.DataFrame(rows)
+
+
+
+def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Dist-2", y: str = "NE_ER",
+                  colors: Optional[dict] = None, annotate: bool = True):
+    """Draw each curve of ``results`` (rows of :func:`score_sweep`) as a line of its settings in
+    the (x, y) plane, in percent, points annotated with their p or T. Returns ``ax``."""
+    colors = colors or {}
+    for i, c in enumerate(curves):
+        d = results[results["curve"] == c].copy()
+        if d.empty:
+            continue
+        d = d.sort_values(x)
+        style = dict(marker="o", lw=1.6, ms=4, label=c)
+        if c in colors:
+            style["color"] = colors[c]
+        line, = ax.plot(100 * d[x], 100 * d[y], **style)
+        if annotate:
+            for _, r in d.iterrows():
+                knob = (f"p={r['value']:g}" if str(r["threshold"]).startswith("top-p")
+                        else (f"T={r['T']:g}" if pd.notna(r["T"]) else ""))
+                if knob:
+                    ax.annotate(knob, (100 * r[x], 100 * r[y]), textcoords="offset points", xytext=(3, 3),
+                                fontsize=6, color=line.get_color())
+    ax.set_xlabel(f"{x} (%)")
+    ax.set_ylabel(f"{y} (%)")
+    return ax

@@ -1,0 +1,190 @@
+"""Generating continuations for every method and seed (cached), and scoring a sweep.
+
+The random stream of a batch is seeded by (seed, batch index): the same config gives the same
+text, and all methods share seeds. Diversity: Dist-2 and Rep (:mod:`apd.evaluation.text_metrics`).
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from apd.base.paths import cache_dir
+from apd.decoding import generation
+from apd.evaluation import text_metrics
+from apd.evaluation.factuality.methods import Decoders, Method
+
+
+@contextlib.contextmanager
+def _quiet_transformers(quiet: bool):
+    """transformers' logging at ERROR level inside the block (when ``quiet``)."""
+    from transformers.utils import logging as hf_logging
+    before = hf_logging.get_verbosity()
+    if quiet:
+        hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(before)
+
+
+
+def batch_seed(seed: int, batch: int) -> int:
+    """The torch seed of one generation batch: a hash of (seed, batch index)."""
+    return int(np.random.SeedSequence([int(seed), int(batch), 7]).generate_state(1)[0])
+
+
+
+@torch.no_grad()
+def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence[str], seeds: Sequence[int] = (0,),
+                           max_new_tokens: int = 32, batch_size: int = 64, progress=None) -> list[list[str]]:
+    """Sample one continuation per (prompt, seed) with ``method``.
+
+    Returns ``out[i][j]``: the decoded new text (special tokens removed, cut at EOS) of prompt i
+    under seed j. Prompts are batched in order (``batch_size`` per batch, left-padded);
+    ``progress``: an optional tqdm to ``update`` once per batch.
+    """
+    if isinstance(prompts, str):
+        raise TypeError("prompts must be a list of str, got one str; wrap it: [prompt].")
+    if not prompts:
+        raise ValueError("no prompts to continue.")
+    if int(max_new_tokens) < 1 or int(batch_size) < 1:
+        raise ValueError(f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens}, {batch_size}.")
+    tok = decoders.tokenizer
+    out = [[None] * len(seeds) for _ in prompts]
+    for j, seed in enumerate(seeds):
+        for b, start in enumerate(range(0, len(prompts), batch_size)):
+            chunk = list(prompts[start:start + batch_size])
+            ids, mask = decoders.encode(chunk)
+            procs, extra = decoders.processors_and_kwargs(method)
+            torch.manual_seed(batch_seed(seed, b))
+            with _quiet_transformers(method.dist == "DoLa"):  # its "moving to custom_generate" notice
+                seq = generation.generate(decoders.elm, ids, mask, procs, do_sample=True,
+                                        max_new_tokens=int(max_new_tokens), pad_token_id=decoders.pad_id,
+                                        num_beams=1, **extra)
+            for i, row in enumerate(seq[:, ids.shape[1]:].tolist()):
+                if tok.eos_token_id is not None and tok.eos_token_id in row:
+                    row = row[:row.index(tok.eos_token_id)]
+                out[start + i][j] = tok.decode(row, skip_special_tokens=True)
+            if progress is not None:
+                progress.update(1)
+    return out
+
+
+
+def config_key(*parts) -> str:
+    """A short hash of JSON-able parts (model locations, prompts, seeds, ...) for cache folders."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:12]
+
+
+
+def sweep_cache(*key_parts, root=None) -> Path:
+    """``<cache>/factuality/<hash of key_parts>``: where :func:`sweep` keeps its generations.
+    Pass everything that changes the text: model locations, prompts, seeds, max_new_tokens,
+    batch_size, device type."""
+    if root is None:
+        root = cache_dir()
+    return Path(root) / "factuality" / config_key(*key_parts)
+
+
+
+def _method_file(cache: Path, method: Method) -> Path:
+    return cache / f"{config_key(asdict(method))}.json"
+
+
+
+def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str], seeds: Sequence[int] = (0,),
+          max_new_tokens: int = 32, batch_size: int = 64, cache: Optional[Path] = None,
+          progress: bool = True, seconds: Optional[dict] = None) -> dict[str, list[list[str]]]:
+    """Generations of every method: ``{method.label: out}`` with ``out`` as in
+    :func:`generate_continuations`. With ``cache`` (a folder, see :func:`sweep_cache`) each
+    method's generations are saved as they finish and read back on the next call (resumable);
+    the folder must be keyed by everything that changes the text. ``seconds``: a dict to receive
+    each method's generation wall time in seconds (as measured when it was generated).
+    """
+    labels = [m.label for m in methods]
+    if len(set(labels)) != len(labels):
+        raise ValueError("methods has duplicates; pass each setting once.")
+    n_batches = len(seeds) * math.ceil(len(prompts) / batch_size)
+    todo = [m for m in methods if cache is None or not _method_file(Path(cache), m).is_file()]
+    bar = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=n_batches * len(todo), desc="generating", unit="batch")
+    out = {}
+    seconds = {} if seconds is None else seconds
+    for m in methods:
+        path = _method_file(Path(cache), m) if cache is not None else None
+        if path is not None and path.is_file():
+            data = json.loads(path.read_text())
+            out[m.label] = data["continuations"]
+            seconds[m.label] = data.get("seconds", float("nan"))
+            continue
+        t0 = time.time()
+        gens = generate_continuations(decoders, m, prompts, seeds, max_new_tokens, batch_size, progress=bar)
+        seconds[m.label] = time.time() - t0
+        out[m.label] = gens
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"method": asdict(m), "seconds": seconds[m.label], "continuations": gens}))
+            tmp.replace(path)
+    if bar is not None:
+        bar.close()
+    return out
+
+
+
+def diversity(continuations: Sequence[str]) -> dict:
+    """``{"Dist-2", "Rep"}`` fractions over a flat list of continuations (NaN Dist-2 when no
+    continuation has two words)."""
+    try:
+        d2 = text_metrics.distinct_n(list(continuations), 2)
+    except ValueError:
+        d2 = float("nan")
+    return {"Dist-2": d2, "Rep": text_metrics.repetition_ratio(list(continuations))}
+
+
+
+def _flat(continuations: Sequence[Sequence[str]]) -> list[str]:
+    return [c for per_prompt in continuations for c in per_prompt]
+
+
+
+def _mean_se(values: Sequence[float]) -> tuple[float, float]:
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return float("nan"), float("nan")
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan")
+    return float(v.mean()), se
+
+
+
+def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[Sequence[Sequence[str]]], dict],
+                seconds: Optional[dict] = None) -> pd.DataFrame:
+    """One row per method: its settings (dist, threshold, value, T, curve, label, role) and the
+    scorer's measures (fractions, not percentages)."""
+    rows = []
+    for m in methods:
+        if m.label not in generations:
+            raise KeyError(f"no generations for {m.label!r}; run sweep() with this method first.")
+        row = {"label": m.label, "curve": m.curve, "dist": m.dist, "threshold": m.threshold, "value": m.value,
+               "T": m.T, "role": m.role}
+        row.update(scorer(generations[m.label]))
+        if seconds is not None:
+            row["seconds"] = seconds.get(m.label, float("nan"))
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,73 @@
+"""Positions of held-out text and every member's next-token log-probabilities there.
+
+Windows of ``seq_len`` tokens are cut from the EOS-joined text; ``n_positions`` (window, position)
+pairs are drawn without replacement with a seeded generator. Returns ``(N, P, V)`` log-probabilities.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from apd.family.logprobs import window_log_probs
+from apd.family.text import token_stream
+
+
+def _sample_windows(tokenizer, texts, n_positions: int, seq_len: int, seed: int):
+    """Held-out ``texts`` cut into windows ``(W, seq_len)`` of token ids, and ``n_positions``
+    (window, position) pairs sampled uniformly without replacement (seeded), sorted; every
+    position has at least one token of context, so ``position`` is in ``[1, seq_len)``."""
+
+    ids = token_stream(tokenizer, texts)
+    n_windows = len(ids) // seq_len
+    if n_windows < 1:
+        raise ValueError(f"the held-out text has {len(ids)} tokens, fewer than seq_len={seq_len}; "
+                         "pass more text or a smaller seq_len")
+    windows = ids[: n_windows * seq_len].reshape(n_windows, seq_len).astype(np.int64)
+    rng = np.random.default_rng(seed)
+    flat = np.sort(rng.choice(n_windows * (seq_len - 1), size=min(n_positions, n_windows * (seq_len - 1)),
+                              replace=False))
+    return windows, flat // (seq_len - 1), flat % (seq_len - 1) + 1
+
+
+
+def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed: int = 0,
+                      batch_size: int = 16, amateur=None) -> dict:
+    """Next-token log-probabilities at ``n_positions`` positions sampled (seeded) from windows of
+    ``seq_len`` tokens of held-out ``texts``.
+
+    Returns ``member_logprobs`` ``(N, P, V)`` (every member, float32), ``next_ids`` ``(P,)`` (the
+    token that actually follows each position) and ``contexts`` ``(P,)`` (the decoded window up
+    to the position). With ``amateur`` (one causal LM on the family's tokenizer, e.g. ALM') also
+    ``amateur_logprobs`` ``(P, V)`` at the same positions.
+    """
+
+    windows, win, pos = _sample_windows(family.tokenizer, texts, n_positions, seq_len, seed)
+    V = family.vocab_size
+    members = np.zeros((len(family.names), len(win), V), dtype=np.float32)
+    am = np.zeros((len(win), V), dtype=np.float32) if amateur is not None else None
+    uniq = np.unique(win)
+    for s in range(0, len(uniq), batch_size):
+        chunk = uniq[s:s + batch_size]
+        x = torch.as_tensor(windows[chunk])
+        with torch.no_grad():
+            lp = family.log_probs(x, torch.ones_like(x)).float().cpu().numpy()  # (N, b, S, V)
+        a = window_log_probs(amateur, windows[chunk], V, batch_size=batch_size) if am is not None else None
+        for j, w in enumerate(chunk):
+            sel = np.nonzero(win == w)[0]
+            members[:, sel] = lp[:, j, pos[sel] - 1]
+            if am is not None:
+                am[sel] = a[j, pos[sel] - 1]
+    tok = family.tokenizer
+    out = {"member_logprobs": members, "next_ids": windows[win, pos],
+           "contexts": np.array([tok.decode(windows[w, :p]) for w, p in zip(win, pos)], dtype=object)}
+    if am is not None:
+        out["amateur_logprobs"] = am
+    return out
+
+
+
+def sample_positions(family, texts, n_positions: int, seq_len: int = 128, seed: int = 0,
+                     batch_size: int = 16) -> np.ndarray:
+    """Every member's log-probabilities ``(N, P, V)`` (float32) at the positions
+    ``heldout_positions`` samples."""
+    return heldout_positions(family, texts, n_positions, seq_len, seed, batch_size)["member_logprobs"]

@@ -1,0 +1,98 @@
+"""The embedded pico family end to end: corpus -> tokenizer -> pretrained members -> ``Family``.
+
+    built = pico.build("default")          # trains once (cached), then returns in seconds
+    fam = built.family()                   # a Family over the trained members
+
+Scales: ``"smoke"`` (seconds; tests and CI) and ``"default"`` (the book). Artifacts live under
+``apd.base.paths.cache_dir()``, keyed by the configuration that produced them.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from apd.base.paths import cache_dir
+from apd.family import pretrain
+from apd.family.loading import load_family
+from apd.world import corpus as corpus_mod
+
+SCALES = ("smoke", "default")
+
+
+def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
+    """The corpus and pretraining configurations of a scale."""
+    if scale == "smoke":
+        return corpus_mod.CorpusConfig.smoke(), pretrain.PicoConfig.smoke()
+    if scale == "default":
+        return corpus_mod.CorpusConfig(), pretrain.PicoConfig.default()
+    raise ValueError(f"unknown pico scale {scale!r}; use one of {SCALES}")
+
+
+@dataclass
+class PicoBuild:
+    """A built pico family: its corpus (world + splits), tokenizer and trained member folders."""
+
+    scale: str
+    corpus: corpus_mod.Corpus
+    tokenizer: object
+    family_dir: Path
+    pico_config: pretrain.PicoConfig
+
+    def family(self, device=None, dtype=None):
+        return load_family("pico", local_dir=self.family_dir, device=device, dtype=dtype)
+
+
+def build(scale: str = "default", cache: Path | str | None = None, device=None,
+          progress: bool = True) -> PicoBuild:
+    """Build (or find cached) the corpus, tokenizer and trained family of ``scale``."""
+    corpus_cfg, pico_cfg = configs(scale)
+    cache = Path(cache) if cache is not None else cache_dir()
+    corp = corpus_mod.build_corpus(corpus_cfg)
+    tok = corp.tokenizer(cache_dir=cache / "tokenizers")
+    family_dir = pretrain.train_family(pico_cfg, tok, corp.pretrain, cache / "families",
+                                       device=device, progress=progress)
+    return PicoBuild(scale, corp, tok, Path(family_dir), pico_cfg)
+
+
+def find_cached(scale: str = "default", cache: Path | str | None = None, device=None) -> PicoBuild | None:
+    """The :class:`PicoBuild` of ``scale`` if its family, trained on ``device``'s kind (CPU fp32 and
+    CUDA bf16 autocast have different cache keys), is already cached; else None. Never trains a
+    family (it may train the small tokenizer). For tools that must not start a long training run."""
+    corpus_cfg, pico_cfg = configs(scale)
+    cache = Path(cache) if cache is not None else cache_dir()
+    want = json.loads(json.dumps(pico_cfg.to_dict()))
+    # cheap pre-check on the manifests before building the corpus and hashing its token stream
+    if not any(json.loads((d / "family.json").read_text()).get("config") == want
+               for d in (cache / "families").glob(f"{pico_cfg.prefix}-*") if (d / "family.json").is_file()):
+        return None
+    corp = corpus_mod.build_corpus(corpus_cfg)
+    tok = corp.tokenizer(cache_dir=cache / "tokenizers")
+    folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, cache / "families", device=device)
+    return PicoBuild(scale, corp, tok, folder, pico_cfg) if (folder / "family.json").is_file() else None
+
+
+#: Registry names the smoke members stand in for (smallest first; the last is the QA reference).
+STAND_IN_NAMES = {"pythia": ("pythia-70m-deduped", "pythia-160m-deduped", "pythia-410m-deduped",
+                             "pythia-12b-deduped")}
+
+
+def export_stand_in(built: PicoBuild, folder, family: str = "pythia") -> Path:
+    """Copy the members of ``built`` into ``folder`` under a Hub family's member names, smallest
+    first, so that the Hub code path of every chapter can run offline on trained models (profile
+    ``hub-smoke``). Load the result with ``load_family(family, members=..., local_dir=folder,
+    check_sizes=False)``: the x-axis is then ln of the counted sizes, not the registry's."""
+    names = STAND_IN_NAMES[family]
+    members = json.loads((built.family_dir / "family.json").read_text())["members"]
+    if len(members) < len(names):
+        raise ValueError(f"{built.family_dir} has {len(members)} members; the {family} stand-in needs {len(names)}.")
+    folder = Path(folder)
+    for src, name in zip(members[-len(names):], names):
+        dst = folder / name
+        if not (dst / "config.json").exists():
+            tmp = folder / f".{name}.partial"
+            shutil.rmtree(tmp, ignore_errors=True)
+            shutil.copytree(built.family_dir / src, tmp)
+            tmp.rename(dst)
+    return folder

@@ -1,0 +1,582 @@
+"""Pretraining the embedded "pico" family: small GPT-NeoX LMs trained the way Pythia was.
+
+``train_family(config, tokenizer, documents_or_ids, cache_dir)`` trains every member of a
+:class:`PicoConfig` (``GPTNeoXForCausalLM``; only the shape differs) on the same token stream in the
+same order, with the same hyperparameters and seed: AdamW, linear warmup then cosine decay, loss =
+mean next-token cross-entropy in nats/token; fp32 on CPU, bf16 autocast on CUDA. Sizes are
+non-embedding parameter counts (:func:`apd.family.registry.count_nonembedding`); the book's x-axis
+is their natural log. Output: ``<cache_dir>/pico-<key>/`` holding ``family.json`` (members smallest
+first) and one ``save_pretrained`` folder per member. A finished member is never retrained; an
+interrupted one resumes from ``_checkpoints/<member>.pt`` to the weights an uninterrupted run gives.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from apd.base.device import resolve_device
+from apd.base.io import torch_save, write_json
+from apd.family.registry import count_nonembedding
+from apd.family.text import token_stream
+
+FORMAT_VERSION = 1  # bump when a code change alters what training produces (it enters the cache key)
+
+
+class TrainingInterrupted(RuntimeError):
+    """Raised when ``max_steps_this_run`` stopped training early; call again to resume."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass(frozen=True)
+class Member:
+    """One member's shape. ``d_ff`` defaults to 4 * d_model; ``name`` defaults to
+    ``pico-<non-embedding count>`` (e.g. ``pico-13k``, ``pico-1.8m``)."""
+
+    n_layer: int
+    d_model: int
+    n_head: int
+    d_ff: int | None = None
+    name: str | None = None
+
+    @property
+    def ff(self) -> int:
+        return self.d_ff if self.d_ff is not None else 4 * self.d_model
+
+
+@dataclass(frozen=True)
+class PicoConfig:
+    """Everything that determines the trained family (all of it enters the cache key).
+
+    members: the shapes, any order (trained and listed smallest first).
+    seq_len / batch_size: tokens per window / windows per step; one step = seq_len*batch_size tokens.
+    epochs: passes over the windows (fractions allowed); ``max_tokens`` caps tokens per member.
+    lr, warmup_frac, min_lr_ratio: peak learning rate, warmup fraction of the steps, final lr / peak.
+    weight_decay, betas, grad_clip: AdamW and clipping (Pythia: 0.01, (0.9, 0.95), 1.0).
+    rotary_pct: fraction of each head's dimensions that get rotary embeddings (Pythia: 0.25).
+    seed: model initialisation (the same for every member) and data order.
+    dtype: "auto" (fp32 on CPU, bf16 autocast on CUDA), "float32", or "bfloat16" (autocast).
+    """
+
+    members: tuple[Member, ...]
+    seq_len: int = 128
+    batch_size: int = 32
+    epochs: float = 4.0
+    max_tokens: int | None = None
+    lr: float = 2e-3
+    warmup_frac: float = 0.05
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.01
+    betas: tuple[float, float] = (0.9, 0.95)
+    grad_clip: float = 1.0
+    rotary_pct: float = 0.25
+    max_position_embeddings: int = 2048
+    seed: int = 0
+    dtype: str = "auto"
+    prefix: str = "pico"
+
+    def __post_init__(self):
+        members = tuple(m if isinstance(m, Member) else Member(*m) for m in self.members)
+        object.__setattr__(self, "members", members)
+        object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+        if not members:
+            raise ValueError("PicoConfig.members is empty; give at least one Member(n_layer, d_model, n_head).")
+        for m in members:
+            if min(m.n_layer, m.d_model, m.n_head, m.ff) < 1:
+                raise ValueError(f"{m}: n_layer, d_model, n_head and d_ff must all be >= 1.")
+            if m.d_model % m.n_head:
+                raise ValueError(f"{m}: d_model={m.d_model} is not divisible by n_head={m.n_head}; "
+                                 f"pick n_head dividing d_model.")
+            rot = int(m.d_model // m.n_head * self.rotary_pct)
+            if rot < 2 or rot % 2:
+                raise ValueError(
+                    f"{m}: rotary dimensions int(head_dim * rotary_pct) = {rot} must be even and >= 2; "
+                    f"change n_head (head_dim = {m.d_model // m.n_head}) or rotary_pct.")
+        names = self.names
+        if len(set(names)) != len(names):
+            raise ValueError(f"member names must be unique, got {names}; give the members explicit names.")
+        for key in ("seq_len", "batch_size", "max_position_embeddings"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"PicoConfig.{key} must be >= 1, got {getattr(self, key)}.")
+        if self.seq_len > self.max_position_embeddings:
+            raise ValueError(f"seq_len={self.seq_len} exceeds max_position_embeddings="
+                             f"{self.max_position_embeddings}; raise the latter.")
+        if not self.epochs > 0:
+            raise ValueError(f"PicoConfig.epochs must be > 0, got {self.epochs}.")
+        if not (self.lr > 0 and 0 <= self.warmup_frac < 1 and 0 <= self.min_lr_ratio <= 1):
+            raise ValueError("need lr > 0, 0 <= warmup_frac < 1 and 0 <= min_lr_ratio <= 1; got "
+                             f"lr={self.lr}, warmup_frac={self.warmup_frac}, min_lr_ratio={self.min_lr_ratio}.")
+        if self.dtype not in ("auto", "float32", "bfloat16"):
+            raise ValueError(f"PicoConfig.dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}.")
+
+    # -- sizes and names --
+    @property
+    def names(self) -> list[str]:
+        """Member names in ``members`` order."""
+        return [m.name or f"{self.prefix}-{_short_count(nonembedding_count(m))}" for m in self.members]
+
+    def sorted_members(self) -> list[tuple[str, Member]]:
+        """(name, member) smallest first (by non-embedding count, then name)."""
+        pairs = list(zip(self.names, self.members))
+        return sorted(pairs, key=lambda p: (nonembedding_count(p[1]), p[0]))
+
+    def to_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["members"] = [dataclasses.asdict(m) for m in self.members]
+        d["betas"] = list(self.betas)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "PicoConfig":
+        d = dict(d)
+        d["members"] = tuple(Member(**m) for m in d["members"])
+        return cls(**d)
+
+    def replace(self, **changes) -> "PicoConfig":
+        return dataclasses.replace(self, **changes)
+
+    # -- profiles --
+    @classmethod
+    def smoke(cls) -> "PicoConfig":
+        """Four tiny members (~3.4k to ~56k non-embedding, 16x), seconds on a CPU."""
+        return cls(
+            members=(Member(1, 16, 2), Member(1, 32, 2), Member(2, 32, 2), Member(2, 48, 2)),
+            seq_len=64, batch_size=16, epochs=2.0, lr=3e-3, seed=0,
+        )
+
+    @classmethod
+    def default(cls) -> "PicoConfig":
+        """Six members from ~13k to ~1.8M non-embedding parameters (139x, 2.2-3.5x apart).
+
+        Width grows at every step: at d_model=32, three layers (38k) reached the same held-out
+        loss as one (13k), while one layer of width 48 (28k) was clearly better.
+        Budget: 4 epochs capped at 1.25M tokens (305 steps of 32 x 128 tokens) per member. Measured
+        on an idle 2-core CPU (fp32, 2 threads) pico-13k, -100k, -336k, -793k and -1.8m train at
+        about 28k, 20k, 15k, 9k and 7k tokens/s (pico-28k about as fast as a 3-layer width-32 model,
+        22k): ~440 us per token for the whole family, ~9 minutes for 1.25M tokens. On a CPU that
+        other processes share, ``train_family(num_threads=1)`` can be twice as fast.
+        Knowledge needs repeated exposures: pair it with ~0.3M tokens of text (4 epochs).
+        """
+        return cls(
+            members=(
+                Member(1, 32, 2),    # 12,768
+                Member(1, 48, 2),    # 28,368
+                Member(2, 64, 4),    # 100,096
+                Member(3, 96, 4),    # 335,712
+                Member(4, 128, 4),   # 793,344
+                Member(4, 192, 4),   # 1,779,840
+            ),
+            seq_len=128, batch_size=32, epochs=4.0, max_tokens=1_250_000, lr=2e-3, seed=0,
+        )
+
+
+def nonembedding_count(member: Member) -> int:
+    """Non-embedding parameters of a GPT-NeoX member, computed from its shape (no model built).
+
+    Per layer: two LayerNorms (4d), fused QKV (3d^2 + 3d), attention output (d^2 + d), MLP
+    (d*ff + ff + ff*d + d); plus the final LayerNorm (2d). Equals
+    ``apd.family.count_nonembedding`` of the built model.
+    """
+    d, ff = member.d_model, member.ff
+    per_layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (2 * d * ff + ff + d)
+    return member.n_layer * per_layer + 2 * d
+
+
+def _short_count(n: int) -> str:
+    """12768 -> '13k', 1779840 -> '1.8m' (Pythia-style lower-case suffixes)."""
+    for div, suffix in ((1e9, "b"), (1e6, "m"), (1e3, "k")):
+        if n >= div:
+            v = n / div
+            return (f"{v:.1f}" if v < 10 else f"{v:.0f}") + suffix
+    return str(n)
+
+
+def member_configs(config: PicoConfig, vocab_size: int, **special_token_ids):
+    """The ``GPTNeoXConfig`` of every member, in ``config.members`` order.
+
+    vocab_size: rows of embed_in / embed_out (use ``len(tokenizer)``).
+    special_token_ids: e.g. bos_token_id=, eos_token_id=, pad_token_id= (from the tokenizer).
+    """
+    from transformers import GPTNeoXConfig
+
+    if not isinstance(vocab_size, (int, np.integer)) or vocab_size < 2:
+        raise ValueError(f"vocab_size must be an int >= 2 (use len(tokenizer)), got {vocab_size!r}.")
+    out = []
+    for name, m in zip(config.names, config.members):
+        out.append(GPTNeoXConfig(
+            vocab_size=int(vocab_size),
+            hidden_size=m.d_model,
+            num_hidden_layers=m.n_layer,
+            num_attention_heads=m.n_head,
+            intermediate_size=m.ff,
+            hidden_act="gelu",
+            rotary_pct=config.rotary_pct,
+            max_position_embeddings=config.max_position_embeddings,
+            use_parallel_residual=True,
+            tie_word_embeddings=False,
+            attention_dropout=0.0,
+            hidden_dropout=0.0,
+            attn_implementation="sdpa",
+            **special_token_ids,
+        ))
+    return out
+
+
+def learning_rate(step: int, n_steps: int, config: PicoConfig) -> float:
+    """Learning rate of the update that takes the model from ``step`` to ``step + 1``
+    (0-based): linear warmup over ``max(1, round(warmup_frac * n_steps))`` updates to
+    ``config.lr``, then cosine decay reaching ``min_lr_ratio * lr`` at the last update."""
+    warmup = max(1, round(config.warmup_frac * n_steps))
+    if step < warmup:
+        return config.lr * (step + 1) / warmup
+    lo = config.lr * config.min_lr_ratio
+    progress = (step - warmup) / max(1, n_steps - 1 - warmup)
+    return lo + 0.5 * (config.lr - lo) * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+# ----------------------------------------------------------------------------------------------
+# Data
+
+
+def training_plan(n_tokens: int, config: PicoConfig) -> tuple[int, int]:
+    """(n_chunks, n_steps) for a token stream of ``n_tokens`` tokens."""
+    n_chunks = (n_tokens - 1) // config.seq_len
+    if n_chunks < config.batch_size:
+        raise ValueError(
+            f"{n_tokens} tokens make only {n_chunks} windows of seq_len={config.seq_len}, fewer than "
+            f"batch_size={config.batch_size}; give more text or lower seq_len / batch_size.")
+    n_steps = int(config.epochs * n_chunks) // config.batch_size
+    if config.max_tokens is not None:
+        n_steps = min(n_steps, config.max_tokens // (config.batch_size * config.seq_len))
+    return n_chunks, max(1, n_steps)
+
+
+def chunk_order(n_chunks: int, n_steps: int, batch_size: int, seed: int) -> np.ndarray:
+    """(n_steps, batch_size) window indices: epoch e visits all windows in the permutation
+    ``default_rng([seed, e])``; epochs are concatenated and cut into batches."""
+    need = n_steps * batch_size
+    epochs = [np.random.default_rng([seed, e]).permutation(n_chunks)
+              for e in range(-(-need // n_chunks))]
+    return np.concatenate(epochs)[:need].reshape(n_steps, batch_size)
+
+
+def _hash_bytes(*parts: bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(hashlib.sha256(p).digest())
+    return h.hexdigest()
+
+
+def data_hash(ids: np.ndarray) -> str:
+    """sha256 of a token stream (as int64), the data part of the family key."""
+    return _hash_bytes(np.ascontiguousarray(ids, dtype=np.int64).tobytes())
+
+
+def tokenizer_hash(tokenizer) -> str:
+    """sha256 of the vocabulary (token -> id) and the special tokens."""
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    special = sorted((k, str(v)) for k, v in tokenizer.special_tokens_map.items())
+    return _hash_bytes(json.dumps(vocab).encode(), json.dumps(special).encode())
+
+
+def family_key(config: PicoConfig, ids_hash: str, tok_hash: str, precision: str = "fp32") -> str:
+    """12 hex digits identifying the family: config, token stream, tokenizer and training precision
+    ("fp32" or "bf16-autocast", as resolved on the device by ``_autocast``)."""
+    blob = json.dumps({"config": config.to_dict(), "data": ids_hash, "tokenizer": tok_hash,
+                       "precision": precision, "format": FORMAT_VERSION}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+# ----------------------------------------------------------------------------------------------
+# Training
+
+
+def _autocast(device: torch.device, dtype: str):
+    """bf16 autocast on CUDA (dtype auto, where supported) or when asked; fp32 otherwise."""
+    if dtype == "bfloat16" or (dtype == "auto" and device.type == "cuda" and torch.cuda.is_bf16_supported()):
+        return torch.autocast(device.type, dtype=torch.bfloat16), "bf16-autocast"
+    return torch.autocast(device.type, enabled=False), "fp32"
+
+
+def _no_padding(batch_size: int, seq_len: int, device) -> torch.Tensor:
+    """An all-ones (batch_size, seq_len) attention mask. Passing it (rather than None) lets
+    transformers hand SDPA ``is_causal=True``; with None, transformers 4.53 checks the position ids
+    for packed sequences and builds an explicit 4-D mask every step (~50 ms on a CPU)."""
+    return torch.ones(batch_size, seq_len, dtype=torch.long, device=device)
+
+
+def _optimizer(model: torch.nn.Module, config: PicoConfig) -> torch.optim.AdamW:
+    """AdamW with weight decay on matrices only (no decay on biases and LayerNorm weights)."""
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    groups = [{"params": decay, "weight_decay": config.weight_decay},
+              {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
+
+
+def _train_member(name, model_config, config, inputs, targets, order, folder: Path, tokenizer,
+                  key: str, device, progress, checkpoint_every, steps_left, position) -> tuple[dict, int]:
+    """Train (or resume) one member; save it to ``folder``. Returns (training record, steps run)."""
+    from tqdm.auto import tqdm
+    from transformers import GPTNeoXForCausalLM
+
+    n_steps, batch_size = order.shape
+    ckpt_dir = folder.parent / "_checkpoints"
+    ckpt_path = ckpt_dir / f"{name}.pt"
+    cuda = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.manual_seed(config.seed)
+        model = GPTNeoXForCausalLM(model_config)  # seeded init, on the CPU for every device
+        model.to(device).train()
+        opt = _optimizer(model, config)
+        step, losses, elapsed = 0, [], 0.0
+        if ckpt_path.exists():
+            # To the CPU: RNG states must stay CPU byte tensors; load_state_dict moves the rest.
+            state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+            if state["key"] != key or state["n_steps"] != n_steps:
+                raise ValueError(f"checkpoint {ckpt_path} belongs to another training run; delete it.")
+            model.load_state_dict(state["model"])
+            opt.load_state_dict(state["optimizer"])
+            step, losses, elapsed = state["step"], state["losses"], state["elapsed"]
+            torch.set_rng_state(state["rng"])
+            if cuda and state.get("cuda_rng") is not None:
+                torch.cuda.set_rng_state(state["cuda_rng"], device)
+
+        def save_checkpoint():
+            ckpt_dir.mkdir(exist_ok=True)
+            torch_save({"key": key, "n_steps": n_steps, "step": step, "losses": losses,
+                          "elapsed": elapsed, "model": model.state_dict(),
+                          "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
+                          "cuda_rng": torch.cuda.get_rng_state(device) if cuda else None}, ckpt_path)
+
+        autocast, precision = _autocast(device, config.dtype)
+        tokens_per_step = batch_size * config.seq_len
+        mask = _no_padding(batch_size, config.seq_len, device)
+        bar = tqdm(total=n_steps, initial=step, desc=f"{name} ({position})", unit="step",
+                   disable=not progress, dynamic_ncols=True, leave=True)
+        run_steps, t_last_ckpt, updating = 0, time.perf_counter(), False
+        t_run = time.perf_counter()
+        try:
+            while step < n_steps:
+                if steps_left is not None and run_steps >= steps_left:
+                    save_checkpoint()
+                    raise TrainingInterrupted(
+                        f"stopped {name} at step {step}/{n_steps} after max_steps_this_run; call "
+                        f"train_family again with the same arguments to resume.")
+                t0 = time.perf_counter()
+                idx = order[step]  # (batch_size,) window indices, on the device
+                x, y = inputs[idx], targets[idx]
+                with autocast:
+                    logits = model(input_ids=x, attention_mask=mask, use_cache=False).logits
+                loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
+                loss.backward()
+                if config.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+                for group in opt.param_groups:
+                    group["lr"] = learning_rate(step, n_steps, config)
+                loss_value = loss.item()
+                updating = True  # the state is inconsistent from here until step is advanced
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                step += 1
+                losses.append(loss_value)
+                updating = False
+                run_steps += 1
+                now = time.perf_counter()
+                elapsed += now - t0
+                bar.update(1)
+                bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False,
+                                tok_s=f"{run_steps * tokens_per_step / max(now - t_run, 1e-9):,.0f}")
+                if checkpoint_every is not None and now - t_last_ckpt >= checkpoint_every and step < n_steps:
+                    save_checkpoint()
+                    t_last_ckpt = time.perf_counter()
+        except KeyboardInterrupt:
+            if not updating:  # a consistent state: resume from here
+                save_checkpoint()
+            raise
+        finally:
+            bar.close()
+
+    tail = max(1, n_steps // 20)
+    record = {
+        "name": name,
+        "n_nonembedding": count_nonembedding(model),
+        "n_parameters": sum(p.numel() for p in model.parameters()),
+        "final_loss": float(np.mean(losses[-tail:])),
+        "final_loss_steps": tail,
+        "loss_curve": [round(v, 5) for v in losses],
+        "steps": n_steps,
+        "tokens_seen": n_steps * tokens_per_step,
+        "wall_seconds": round(elapsed, 2),
+        "tokens_per_second": round(n_steps * tokens_per_step / max(elapsed, 1e-9), 1),
+        "device": str(device),
+        "precision": precision,
+        "torch_threads": torch.get_num_threads(),
+        "family_key": key,
+        "config": config.to_dict(),
+        "torch_version": torch.__version__,
+    }
+    # Save to a temporary folder, then rename: a member folder exists only when complete.
+    tmp = folder.with_name(folder.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.to("cpu").eval()
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    (tmp / "training.json").write_text(json.dumps(record, indent=1))
+    os.replace(tmp, folder)
+    ckpt_path.unlink(missing_ok=True)
+    return record, run_steps
+
+
+def train_family(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None,
+                 progress: bool = True, checkpoint_every: float | None = 60.0,
+                 max_steps_this_run: int | None = None, num_threads: int | None = None) -> Path:
+    """Train every member of the family (or find it cached) and return the family folder.
+
+    tokenizer: a ``PreTrainedTokenizerFast`` (saved beside every member; needs an EOS token when
+        documents are given). The model vocabulary is ``len(tokenizer)``.
+    documents_or_ids: a list of document strings, or a 1-D array of token ids (one stream).
+    cache_dir: parent folder; the family goes to ``cache_dir/pico-<key>/`` (see the module doc).
+    device: default cuda if available, else cpu.
+    checkpoint_every: seconds between checkpoints of an unfinished member (None: only on stops).
+    max_steps_this_run: stop after this many optimizer steps in this call (checkpoint written),
+        raising ``TrainingInterrupted``; a later call resumes. For tests and time-sliced runs.
+    num_threads: torch CPU threads while training (default: torch's, one per physical core);
+        restored afterwards.
+    Returns the family folder (load it with ``apd.family.load_family("pico", local_dir=...)``).
+    """
+    device = resolve_device(device)
+    threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(int(num_threads))
+    try:
+        return _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
+                             checkpoint_every, max_steps_this_run)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _identity(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device: torch.device):
+    """(token stream, its hash, tokenizer hash, precision, family key, family folder) of a run."""
+    ids = token_stream(tokenizer, documents_or_ids)
+    ids_hash, tok_hash = data_hash(ids), tokenizer_hash(tokenizer)
+    precision = _autocast(device, config.dtype)[1]
+    key = family_key(config, ids_hash, tok_hash, precision)
+    return ids, ids_hash, tok_hash, precision, key, Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
+
+
+def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None) -> Path:
+    """The folder :func:`train_family` trains into (or finds) for these arguments; trains nothing.
+    It exists with a ``family.json`` once the family is trained."""
+    device = resolve_device(device)
+    return _identity(config, tokenizer, documents_or_ids, cache_dir, device)[-1]
+
+
+def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
+                  checkpoint_every, max_steps_this_run) -> Path:
+    ids, ids_hash, tok_hash, precision, key, family_dir = _identity(config, tokenizer, documents_or_ids,
+                                                                    cache_dir, device)
+    manifest_path = family_dir / "family.json"
+    if manifest_path.exists():
+        return family_dir
+    family_dir.mkdir(parents=True, exist_ok=True)
+
+    n_chunks, n_steps = training_plan(len(ids), config)
+    order = torch.from_numpy(chunk_order(n_chunks, n_steps, config.batch_size, config.seed)).to(device)
+    stream = torch.from_numpy(ids[: n_chunks * config.seq_len + 1]).to(device)
+    inputs = stream[:-1].view(n_chunks, config.seq_len)
+    targets = stream[1:].view(n_chunks, config.seq_len)
+    special = {k: getattr(tokenizer, k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")
+               if getattr(tokenizer, k) is not None}
+    configs = dict(zip(config.names, member_configs(config, len(tokenizer), **special)))
+
+    records, run_steps = [], 0
+    ladder = config.sorted_members()
+    for i, (name, _) in enumerate(ladder):
+        folder = family_dir / name
+        if (folder / "training.json").exists():  # finished earlier: never retrained
+            records.append(json.loads((folder / "training.json").read_text()))
+            continue
+        left = None if max_steps_this_run is None else max_steps_this_run - run_steps
+        record, ran = _train_member(name, configs[name], config, inputs, targets, order, folder,
+                                    tokenizer, key, device, progress, checkpoint_every, left,
+                                    f"{i + 1}/{len(ladder)}")
+        records.append(record)
+        run_steps += ran
+
+    manifest = {
+        "members": [r["name"] for r in records],
+        "n_nonembedding": {r["name"]: r["n_nonembedding"] for r in records},
+        "final_loss": {r["name"]: r["final_loss"] for r in records},
+        "train_seconds": {r["name"]: r["wall_seconds"] for r in records},
+        "total_train_seconds": round(sum(r["wall_seconds"] for r in records), 2),
+        "key": key,
+        "precision": precision,
+        "device": device.type,
+        "data_hash": ids_hash,
+        "tokenizer_hash": tok_hash,
+        "n_tokens": int(len(ids)),
+        "n_chunks": n_chunks,
+        "n_steps": n_steps,
+        "tokens_per_member": n_steps * config.batch_size * config.seq_len,
+        "epochs_seen": n_steps * config.batch_size / n_chunks,
+        "config": config.to_dict(),
+        "format": FORMAT_VERSION,
+    }
+    write_json(manifest_path, manifest, indent=1)
+    shutil.rmtree(family_dir / "_checkpoints", ignore_errors=True)
+    return family_dir
+
+
+# ----------------------------------------------------------------------------------------------
+# Evaluation
+
+
+@torch.no_grad()
+def evaluate_loss(model, ids, seq_len: int, batch_size: int = 32) -> float:
+    """Mean next-token cross-entropy (nats/token) of ``model`` on a 1-D stream of token ids.
+
+    The stream is cut into consecutive windows of ``seq_len + 1`` tokens overlapping by one, so
+    every token after the first is predicted exactly once, from at most ``seq_len`` tokens of
+    context inside its window (the last window may be shorter).
+    """
+    ids = torch.as_tensor(np.asarray(ids.cpu() if isinstance(ids, torch.Tensor) else ids), dtype=torch.long)
+    if ids.dim() != 1 or ids.numel() < 2:
+        raise ValueError(f"ids must be a 1-D stream of at least 2 token ids, got shape {tuple(ids.shape)}.")
+    if seq_len < 1 or batch_size < 1:
+        raise ValueError(f"seq_len and batch_size must be >= 1, got {seq_len}, {batch_size}.")
+    device = next(model.parameters()).device
+    was_training = model.training
+    model.eval()
+    n_full = (ids.numel() - 1) // seq_len
+    pieces = [(ids[:n_full * seq_len].view(n_full, seq_len), ids[1:n_full * seq_len + 1].view(n_full, seq_len))]
+    rest = ids[n_full * seq_len:]
+    if rest.numel() >= 2:
+        pieces.append((rest[:-1].view(1, -1), rest[1:].view(1, -1)))
+    total, count = 0.0, 0
+    try:
+        for x_all, y_all in pieces:
+            for start in range(0, x_all.size(0), batch_size):
+                x = x_all[start:start + batch_size].to(device)
+                y = y_all[start:start + batch_size].to(device)
+                mask = _no_padding(x.size(0), x.size(1), device)
+                logits = model(input_ids=x, attention_mask=mask, use_cache=False).logits.float()
+                total += F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1),
+                                         reduction="sum").item()
+                count += y.numel()
+    finally:
+        model.train(was_training)
+    return total / count

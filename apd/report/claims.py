@@ -1,0 +1,168 @@
+"""The paper's seven claims as evidence specifications (:class:`apd.report.evidence.Claim`).
+"""
+from __future__ import annotations
+
+from apd.report import paper
+from apd.report.evidence import (
+    HUB_PROFILES,
+    PICO_PROFILES,
+    Cell,
+    Claim,
+    EvidenceSpec,
+    at_least,
+    at_most,
+    difference_larger,
+    greater_than,
+    is_largest,
+    less_than,
+    more_than_z_se,
+    within_relative,
+)
+
+_CLAIM_TEXT = {c["id"]: c for c in paper.claim_texts()}
+
+
+
+_HLM_TABLE = "curves_hlm_vs_real"
+
+
+
+#: tables of other chapters that the checks read (names as the chapters save them)
+ABLATIONS_TABLE = "ablations"                   # one row per run: APD, each variant, CD, ELM
+
+
+
+QA_WORLD_GAIN_TABLE = "qa_world_gain_by_bucket"  # APD's gain over CD per frequency bucket (pico)
+
+
+
+QA_DATASETS_TABLE = "qa_datasets_summary"        # the paper's QA datasets, long format (Hub families)
+
+
+
+def _ablation(name: str, column: str) -> Cell:
+    return Cell(ABLATIONS_TABLE, column, (("name", name),))
+
+
+
+def _bucket(bucket: str, column: str = "ppl: CD - APD") -> Cell:
+    return Cell(QA_WORLD_GAIN_TABLE, column, (("bucket", bucket),))
+
+
+
+def _qa(method: str, dataset: str | None = None, metric: str = "ppl", protocol: str = "held-out") -> Cell:
+    """A method's mean on one dataset (or, dataset None, the mean over every dataset run)."""
+    where = (("protocol", protocol), ("metric", metric), ("method", method), ("group", "all"))
+    if dataset is None:
+        return Cell(QA_DATASETS_TABLE, "value", where, agg="mean")
+    return Cell(QA_DATASETS_TABLE, "value", (("dataset", dataset), *where))
+
+
+
+def _claim(id: str, evidence: list[EvidenceSpec]) -> Claim:
+    c = _CLAIM_TEXT[id]
+    return Claim(id, c["claim"], tuple(evidence), c["evidence"])
+
+
+
+def paper_claims() -> list[Claim]:
+    """The paper's seven main claims (:func:`apd.report.claim_texts`) with their checks.
+
+    Thresholds are stated in each description. "Better" means: lower perplexity, lower NE_ER,
+    higher true-claim rate, lower KL to the true next-token distribution. Where the chapters
+    give a standard error or a p-value, a test asks for the difference to exceed the noise
+    (2 standard errors, p <= 0.05), as the paper's own significance marks do."""
+    E = EvidenceSpec
+    return [
+        _claim("C1_cd_extrapolates", [
+            E("theorem1", "max_abs_error", at_most(1e-9),
+              "Theorem 1's identity L_CD = (1 - 1/T) L_HLM holds to round-off on exactly linear families"),
+            E("curves", "r2_median", at_least(0.9),
+              "the theorem's premise: how well a line in log size explains the members' "
+              "log-probabilities (median R^2 over the expert's top tokens; 0.9 = mostly linear)",
+              kind="context"),
+            E("apd", ("kl_cd", "kl_elm"), less_than(),
+              "CD's answer distribution is closer (KL) to the world's truth than the expert's alone",
+              kind="context", profiles=PICO_PROFILES),
+            E("curves", "hlm_n_T", at_least(1),
+              "CD's hypothetical LM falls inside the family for at least one T", kind="precondition"),
+            E("curves", (Cell(_HLM_TABLE, "KL(real || CD-HLM), full vocab", agg="mean"),
+                         Cell(_HLM_TABLE, "KL(real || ELM), full vocab", agg="mean")), less_than(),
+              "its consequence: CD's implied HLM is closer (KL, mean over the T tried) to the real "
+              "member of that size than the expert is"),
+        ]),
+        _claim("C2_obvious_blindness", [
+            E("curves", "all_blind_both_right", at_least(1),
+              "some contexts (questions or held-out text) have the right token ranked first by both "
+              "the expert and the amateur", kind="precondition"),
+            E("curves", "all_blind_count", at_least(1),
+              "CD ranks another token first on at least one of them (T = the first of blind_T_grid)"),
+            E("curves", ("all_blind_apd_rate", "all_blind_cd1_rate"), less_than(),
+              "APD at T = 1 is obviously blind on a smaller share of those contexts than CD at T = 1 "
+              "(Figure 1: APD keeps the obvious answer first)"),
+            E("curves", "blind_both_right", at_least(0),
+              "of which questions (the paper's setting) answered right by both", kind="context"),
+        ]),
+        _claim("C3_apd_more_factual", [
+            E("factuality", ("ne_er_apd", "ne_er_cd"), less_than(),
+              "APD's named-entity error rate is lower than CD's (top-p k20, the first p of Table 1)"),
+            E("factuality", "ne_er_z_world", at_least(2.0),
+              "significantly: CD's NE_ER minus APD's is at least 2 standard errors (world prompts)",
+              profiles=PICO_PROFILES),
+            E("factuality", ("true_rate_apd", "true_rate_cd"), greater_than(),
+              "APD's share of true claims (Entail_R on FactualityPrompts) is higher than CD's"),
+            E("factuality", ("dist2_apd", "dist2_cd"), within_relative(0.1),
+              "at similar diversity: Dist-2 within 10% (relative) of CD's"),
+        ]),
+        _claim("C4_apd_better_qa_easy", [
+            # pico: the world's questions, test half, 1/T picked on the dev half
+            E("qa", ("world_ho_ppl_apd", "world_ho_ppl_cd"), less_than(),
+              "APD's QA ppl (nats) on the world's test questions is lower than CD's (1/T picked on "
+              "the dev half)", profiles=PICO_PROFILES),
+            E("qa", "world_ho_ppl_p", at_most(0.05),
+              "significantly: paired t-test of APD's against CD's ppl, p <= 0.05", profiles=PICO_PROFILES),
+            E("qa", (_bucket("head"), _bucket("torso"), _bucket("tail")), is_largest(),
+              "the gain (CD ppl - APD ppl) is largest on the easiest questions: head people, the most "
+              "mentioned in pretraining", profiles=PICO_PROFILES),
+            E("qa", (_bucket("head", "ELM acc"), _bucket("torso", "ELM acc"), _bucket("tail", "ELM acc")),
+              is_largest(), "head questions are also the ones the expert alone answers best",
+              kind="context", profiles=PICO_PROFILES),
+            E("qa", ("world_pp_ppl_apd", "world_pp_ppl_cd"), less_than(),
+              "with the paper's protocol (1/T picked on the test questions themselves)",
+              kind="context", profiles=PICO_PROFILES),
+            # Hub families: the paper's datasets
+            E("qa", (_qa("apd"), _qa("cd")), less_than(),
+              "APD's ppl, averaged over the QA datasets run, is lower than CD's (held-out 1/T)",
+              profiles=HUB_PROFILES),
+            E("qa", (_qa("cd", "QASC (Q+Fact)"), _qa("apd", "QASC (Q+Fact)"),
+                     _qa("cd", "QASC (Q only)"), _qa("apd", "QASC (Q only)")), difference_larger(),
+              "the gain (CD ppl - APD ppl) is larger on QASC with the facts (easier) than with the "
+              "question only", profiles=HUB_PROFILES),
+        ]),
+        _claim("C5_on_the_fly_worse", [
+            E("apd", ("kl_apdbest", "kl_fly"), less_than(),
+              "APD is closer (KL, nats) to the world's true answer distribution than APD on the fly "
+              "(test questions; 1/T and the on-the-fly weight picked on the dev questions)",
+              profiles=PICO_PROFILES),
+            E("apd", ("text_apdbest", "text_fly"), less_than(),
+              "on held-out text, APD's -log(p + 0.01) of the next token is lower than APD on the fly's",
+              profiles=HUB_PROFILES),
+            E("apd", ("text_apdbest", "text_fly"), less_than(),
+              "the same on held-out text (-log(p + 0.01) of the next token)",
+              kind="context", profiles=PICO_PROFILES),
+        ]),
+        _claim("C6_more_midsize_members_help", [
+            E("ablations", (_ablation("alm+elm", "kl_diff"), _ablation("alm+elm", "kl_diff_se")), more_than_z_se(2.0),
+              "APD trained on the amateur and expert only is worse than APD on every member: its KL "
+              "to the truth is higher by more than 2 standard errors (paired over questions)"),
+            E("ablations", ("midsize_ends_only", "midsize_cd"), less_than(),
+              "APD on the amateur and expert only still beats CD (lower KL to the truth)"),
+        ]),
+        _claim("C7_probability_space_and_flip", [
+            E("ablations", (_ablation("logit", "kl_diff"), _ablation("logit", "kl_diff_se")), more_than_z_se(2.0),
+              "APD logit (curves on log-probabilities) is worse than APD: KL to the truth higher by "
+              "more than 2 standard errors"),
+            E("ablations", (_ablation("no-flip", "kl_diff"), _ablation("no-flip", "kl_diff_se")), more_than_z_se(2.0),
+              "APD no rev (no flip) is worse than APD: KL to the truth higher by more than 2 standard errors"),
+        ]),
+    ]

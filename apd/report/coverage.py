@@ -1,0 +1,65 @@
+"""Which of the paper's tables and figures the book regenerated under a profile.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from apd.report import paper
+from apd.report.beside import regenerated_rows
+from apd.report.paper import PAPER_FIGURES, PAPER_TABLES, PaperItem
+from apd.report.results import _artefact_exists, _chapter_ran
+
+
+def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGURES)) -> pd.DataFrame:
+    """One row per paper figure: paper, shows, status, ours (what/where, or why not)."""
+    rows = []
+    for item in figures:
+        if item.never:
+            status, ours = "cannot be regenerated", item.never
+        elif not _chapter_ran(profile, item.stem):
+            status = "not produced here"
+            ours = f"chapter {item.stem} has not run under profile {profile}"
+            ours += f"; {item.needs}" if item.needs else ""
+        elif item.artefacts:
+            found = [a for a in item.artefacts if _artefact_exists(profile, item.stem, a)]
+            if found:
+                status, ours = "regenerated", f"chapter {item.stem}: figure {', '.join(found)}"
+                rest = [a for a in item.artefacts if a not in found]
+                if rest:
+                    ours += f" (not drawn under this profile: {', '.join(rest)})"
+                if item.caveat:
+                    ours += f"; {item.caveat}"
+            else:
+                status = "not produced here"
+                ours = (f"chapter {item.stem} did not produce {', '.join(item.artefacts)} under "
+                        f"profile {profile}" + (f"; it needs {item.needs}" if item.needs else ""))
+        else:
+            status, ours = "regenerated", f"chapter {item.stem} (its figures under profile {profile})"
+        rows.append({"paper": item.name, "shows": item.shows, "status": status, "ours": ours})
+    return pd.DataFrame(rows)
+
+
+
+def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES)) -> pd.DataFrame:
+    """One row per paper table: paper, shows, status (same rows / counterpart rows / not produced
+    here / cannot be regenerated), ours (rows found, or why none)."""
+    ours = regenerated_rows(profile)
+    rows = []
+    for number, item in enumerate(items, start=1):
+        mine = ours[ours["paper_table"] == number]
+        if item.never:
+            status, text = "cannot be regenerated", item.never
+        elif mine.empty:
+            ran = _chapter_ran(profile, item.stem)
+            status = "not produced here"
+            text = (f"chapter {item.stem} wrote no rows for it under profile {profile}" if ran
+                    else f"chapter {item.stem} has not run under profile {profile}") + f"; {item.needs}"
+        else:
+            same = set(paper.table(number)["dataset"]) & set(mine["dataset"].astype(str))
+            status = "same rows" if same else "counterpart rows"
+            fams = ", ".join(sorted(set(mine["family"].dropna().astype(str)))) or "unnamed"
+            text = f"{len(mine)} numbers (family {fams}) in {', '.join(sorted(set(mine['source'])))}"
+        rows.append({"paper": item.name, "shows": item.shows, "status": status, "ours": text})
+    return pd.DataFrame(rows)

@@ -1,0 +1,292 @@
+"""The results convention every chapter follows, and the run record shown at the end of each page.
+
+A run writes under ``results/<profile>/``: ``<stem>.json`` (headline numbers, a flat object name ->
+number or string), ``figures/<name>.png`` and ``.pdf``, ``tables/<name>.csv``, and ``runs/<stem>.json``
+(the run record: profile, parameters, package versions, device, wall time). The results root is
+``$APD_RESULTS_DIR`` if set, else ``results/`` in the project root (the folder holding ``_toc.yml``,
+searched upwards from the working directory), else ``./results``. Right after a notebook's
+parameters cell::
+
+    from apd.report.results import Run
+    run = Run.start("theorem1", globals())   # records the parameters defined so far
+    run.glue("max_abs_error", err)            # quoted in the prose with {glue:text}`max_abs_error`
+    run.savefig(fig, "identity_error"); run.save_table(df, "hlm_sizes")
+    run.finish()                              # writes the JSON files, shows the run record
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from apd.base.io import write_json
+from apd.base.paths import project_root
+
+#: Packages whose versions every run record lists.
+RECORDED_PACKAGES = (
+    "apd", "torch", "transformers", "tokenizers", "numpy", "scipy", "pandas", "matplotlib",
+    "seaborn", "papermill", "myst-nb", "jupyter-book",
+)
+_IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+
+
+def results_dir(profile: str) -> Path:
+    """``results/<profile>`` under the results root (see the module docstring)."""
+    if not profile or "/" in profile:
+        raise ValueError(f"profile must be a plain name such as 'default', got {profile!r}")
+    root = os.environ.get("APD_RESULTS_DIR")
+    if root:
+        base = Path(root)
+    else:
+        proj = project_root()
+        base = (proj / "results") if proj else Path("results")
+    return base / profile
+
+
+def package_versions(names=RECORDED_PACKAGES) -> dict[str, str]:
+    """Installed version of each package (``'not installed'`` when absent)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    out["python"] = platform.python_version()
+    return out
+
+
+def describe_device(device: str | None = None) -> str:
+    """A human-readable device string: the CUDA device name, or the CPU with its thread count."""
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return "cpu"
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if str(device).startswith("cuda") and torch.cuda.is_available():
+        return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
+    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def _jsonable(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_jsonable(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _jsonable(v) for k, v in value.items())
+    return False
+
+
+def parameters_from_namespace(namespace: dict) -> dict[str, Any]:
+    """The plain-data variables of a notebook namespace (its papermill parameters, when called
+    right after the parameters cell): JSON-able values whose names do not start with ``_``."""
+    return {
+        k: (list(v) if isinstance(v, tuple) else v)
+        for k, v in namespace.items()
+        if not k.startswith("_") and k not in _IPYTHON_NAMES and _jsonable(v)
+    }
+
+
+def _plain(value: Any) -> Any:
+    """numpy / torch scalars -> Python numbers; anything else must already be a number or string."""
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return value.item()
+    if type(value).__module__.startswith("torch") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    raise TypeError(
+        f"results must be numbers or strings (a flat JSON object), got {type(value).__name__}; "
+        "store arrays and frames with Run.save_table instead"
+    )
+
+
+@dataclass
+class Run:
+    """One execution of one notebook under one profile (see the module docstring).
+
+    Example (results go to ``$APD_RESULTS_DIR/<profile>`` when it is set):
+        >>> import os, tempfile
+        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+        >>> profile, n_draws = "demo", 100                     # a notebook's parameters cell
+        >>> run = Run.start("my_chapter", globals())
+        >>> run.glue("max_abs_error", 1.5e-12)
+        1.5e-12
+        >>> run.finish(show=False)
+        >>> load_results("demo", "my_chapter")["max_abs_error"]
+        1.5e-12
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
+
+    stem: str
+    profile: str
+    parameters: dict[str, Any]
+    device: str | None = None
+    values: dict[str, Any] = field(default_factory=dict)
+    figures: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.time)
+
+    @classmethod
+    def start(cls, stem: str, namespace: dict | None = None, *, profile: str | None = None,
+              parameters: dict | None = None, device: str | None = None) -> "Run":
+        """Begin a run. ``namespace`` is the notebook's ``globals()`` right after its parameters
+        cell; its ``profile`` variable names the profile (default ``'default'``)."""
+        params = dict(parameters or {})
+        if namespace is not None:
+            params = {**parameters_from_namespace(namespace), **params}
+        profile = profile or params.get("profile") or "default"
+        run = cls(stem=stem, profile=str(profile), parameters=params, device=device)
+        run.dir.mkdir(parents=True, exist_ok=True)
+        return run
+
+    @property
+    def dir(self) -> Path:
+        return results_dir(self.profile)
+
+    # -- numbers --------------------------------------------------------------------------
+    def glue(self, name: str, value: Any, display: bool = False) -> Any:
+        """Record a headline number (for the JSON) and glue it for the prose (myst_nb.glue)."""
+        plain = _plain(value)
+        if isinstance(plain, float) and not math.isfinite(plain):
+            raise ValueError(f"result {name!r} is {plain}; a headline number must be finite")
+        self.values[name] = plain
+        try:
+            from myst_nb import glue
+        except ImportError:  # outside the book, recording is enough
+            return plain
+        glue(name, plain, display=display)
+        return plain
+
+    def glue_text(self, name: str, value: Any, fmt: str = "{:.3g}", missing: str = "n/a") -> str:
+        """Glue ``value`` formatted with ``fmt`` as text for the prose, or ``missing`` when the value
+        is None or NaN (e.g. a measure this profile cannot compute). The JSON gets the number, or
+        the ``missing`` text."""
+        absent = value is None or (isinstance(value, float) and not math.isfinite(value))
+        text = missing if absent else fmt.format(_plain(value))
+        self.values[name] = missing if absent else _plain(value)
+        try:
+            from myst_nb import glue
+        except ImportError:
+            return text
+        glue(name, text, display=False)
+        return text
+
+    def record(self, **values: Any) -> None:
+        """Record several headline numbers without gluing them."""
+        for k, v in values.items():
+            self.values[k] = _plain(v)
+
+    # -- figures and tables ---------------------------------------------------------------
+    def savefig(self, fig, name: str, glue_name: str | None = None):
+        """Save ``fig`` as ``figures/<name>.png`` and ``.pdf``; return the PNG path.
+        With ``glue_name``, also glue the figure so prose can place it (``{glue:figure}``)."""
+        out = self.dir / "figures"
+        out.mkdir(parents=True, exist_ok=True)
+        png = out / f"{name}.png"
+        fig.savefig(png, dpi=150, bbox_inches="tight")
+        fig.savefig(out / f"{name}.pdf", bbox_inches="tight")
+        self.figures.append(name)
+        if glue_name:
+            from myst_nb import glue
+            glue(glue_name, fig, display=False)
+        return png
+
+    def save_table(self, df, name: str, index: bool = False):
+        """Save a DataFrame as ``tables/<name>.csv``; return the path."""
+        out = self.dir / "tables"
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{name}.csv"
+        df.to_csv(path, index=index)
+        self.tables.append(name)
+        return path
+
+    # -- the end --------------------------------------------------------------------------
+    def record_dict(self) -> dict[str, Any]:
+        return {
+            "notebook": self.stem,
+            "profile": self.profile,
+            "parameters": self.parameters,
+            "device": describe_device(self.device),
+            "packages": package_versions(),
+            "started": _dt.datetime.fromtimestamp(self.started).isoformat(timespec="seconds"),
+            "wall_time_s": round(time.time() - self.started, 2),
+            "figures": self.figures,
+            "tables": self.tables,
+        }
+
+    def finish(self, show: bool = True) -> None:
+        """Write ``<stem>.json`` and ``runs/<stem>.json``; display the run record (returns None so
+        that a notebook's last cell shows only the record's table)."""
+        record = self.record_dict()
+        self.values.setdefault("profile", self.profile)
+        self.values["wall_time_s"] = record["wall_time_s"]
+        write_json(self.dir / f"{self.stem}.json", self.values, trailing_newline=True)
+        write_json(self.dir / "runs" / f"{self.stem}.json", record, trailing_newline=True)
+        if show:
+            try:
+                from IPython.display import Markdown, display
+                display(Markdown(run_record_markdown(record)))
+            except ImportError:  # pragma: no cover
+                print(json.dumps(record, indent=2))
+
+
+def run_record_markdown(record: dict[str, Any]) -> str:
+    """The run record as a Markdown table (what the end of every chapter shows)."""
+    params = ", ".join(f"`{k}={v!r}`" for k, v in record["parameters"].items() if k != "profile")
+    pkgs = ", ".join(f"{k} {v}" for k, v in record["packages"].items())
+    rows = [
+        ("profile", f"`{record['profile']}`"),
+        ("parameters", params or "(none)"),
+        ("device", record["device"]),
+        ("wall time", f"{record['wall_time_s']:.1f} s (started {record['started']})"),
+        ("packages", pkgs),
+    ]
+    lines = ["**Run record**", "", "| | |", "|---|---|"]
+    lines += [f"| {k} | {v} |" for k, v in rows]
+    return "\n".join(lines)
+
+
+def load_results(profile: str, stem: str) -> dict[str, Any]:
+    """Read ``results/<profile>/<stem>.json`` (clear error when the notebook has not run)."""
+    path = results_dir(profile) / f"{stem}.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} does not exist: run the notebook first, e.g. "
+            f"`make book PROFILE={profile} ONLY={stem}`"
+        )
+    return json.loads(path.read_text())
+
+
+def last_run_outputs(profile: str, stem: str) -> dict[str, set]:
+    """``{'figures': {...}, 'tables': {...}}`` that chapter ``stem``'s last run under ``profile``
+    wrote (from its run record ``results/<profile>/runs/<stem>.json``; empty sets when there is
+    none). Files in ``figures/`` or ``tables/`` that the last run did not write are stale."""
+    path = results_dir(profile) / "runs" / f"{stem}.json"
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        record = {}
+    return {"figures": set(record.get("figures") or ()), "tables": set(record.get("tables") or ())}
+
+
+
+def _artefact_exists(profile: str, stem: str, name: str) -> bool:
+    d, out = results_dir(profile), last_run_outputs(profile, stem)
+    return ((name in out["figures"] and (d / "figures" / f"{name}.png").is_file())
+            or (name in out["tables"] and (d / "tables" / f"{name}.csv").is_file()))
+
+
+
+def _chapter_ran(profile: str, stem: str) -> bool:
+    return (results_dir(profile) / f"{stem}.json").is_file()

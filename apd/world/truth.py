@@ -1,0 +1,282 @@
+"""How close each decoding method's next-token distribution is to the world's true one.
+
+Every method is a distribution over the same candidates, the ELM's top ``k`` (20) ids ``(B, k)`` in
+descending ELM order, renormalised there: the ELM; CD at 1/T, ``softmax_k(log p_ELM - (1/T) log
+p_ALM)``; APD at 1/T, the same with ALM'; APD on the fly with weight w, ``(1 - w) p_ELM + w p_AP``
+(asymptotes fitted per token, :func:`apd.core.curves.on_the_fly_asymptotes`). Inputs are ``(B, V)``
+log-probabilities, ``(N, B, V)`` for all members (smallest first). Measures per item, in nats, lower
+is better: :func:`kl_to_truth`, KL(truth || method) with the truth
+(``apd.world.World.next_token_distribution``) renormalised over the top k, and :func:`gold_nll`,
+``-log(p + 0.01)`` of the gold token. :func:`dev_test_split` halves the evaluation people per
+frequency bucket into "dev" (choosing 1/T and w) and "test" (what the book reports).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from scipy.special import softmax
+
+from apd.core import curves
+from apd.core.contrastive import contrastive_scores
+from apd.world.world import BUCKETS
+
+INV_T_GRID = (0.25, 0.5, 0.75, 1.0)   # 1/T values of CD and APD compared in the book
+PEOPLE_SPLITS = ("dev", "test")
+
+
+# ----------------------------------------------------------------------------- dev / test split
+
+def dev_test_people(world, seed: int = 0) -> dict[str, str]:
+    """Person name -> "dev" or "test" for every evaluation person of ``world``.
+
+    Within each frequency bucket the people (sorted by name) are permuted with a generator seeded
+    by (seed, bucket) and the first half (rounded down) goes to dev, the rest to test.
+    """
+    people = getattr(world, "eval_people", None)
+    if people is None:
+        raise TypeError(f"dev_test_people needs an apd.world.World, got {type(world).__name__}.")
+    out = {}
+    groups: dict[str, list[str]] = {}
+    for p in people:
+        groups.setdefault(p.bucket, []).append(p.name)
+    for bucket in sorted(groups):
+        names = sorted(groups[bucket])
+        bucket_id = BUCKETS.index(bucket) if bucket in BUCKETS else len(BUCKETS) + sorted(groups).index(bucket)
+        perm = np.random.default_rng([int(seed), 7, bucket_id]).permutation(len(names))
+        for rank, i in enumerate(perm):
+            out[names[i]] = "dev" if rank < len(names) // 2 else "test"
+    return out
+
+
+def dev_test_split(items, world, seed: int = 0) -> tuple[list, list]:
+    """``(dev, test)``: the world QA items (``apd.world.QAItem``) whose person is in each half.
+
+    The split is by person (:func:`dev_test_people`), so no person is in both halves and a subset of
+    the items splits as the full list does. Items keep their order.
+    """
+    split = dev_test_people(world, seed)
+    dev, test = [], []
+    for it in items:
+        side = split.get(it.person)
+        if side is None:
+            raise ValueError(f"{it.person!r} is not an evaluation person of this world (its QA text is training "
+                             "text); use items from world.qa_items() / corpus.qa_items.")
+        (dev if side == "dev" else test).append(it)
+    return dev, test
+
+
+# ----------------------------------------------------------------------------- method distributions
+
+def _np(x) -> np.ndarray:
+    if isinstance(x, torch.Tensor):
+        x = x.detach().float().cpu().numpy()
+    x = np.asarray(x, dtype=np.float64)
+    if np.isnan(x).any():
+        raise ValueError("NaN in the scores; check the model outputs before comparing methods.")
+    return x
+
+
+def topk_ids(elm_logprobs, k: int = 20) -> np.ndarray:
+    """The ELM's top-k token ids ``(B, k)``, most probable first (``torch.topk`` order)."""
+    e = torch.as_tensor(_np(elm_logprobs))
+    if not 1 <= k <= e.shape[-1]:
+        raise ValueError(f"k must be in [1, vocab = {e.shape[-1]}], got {k}.")
+    return e.topk(k, dim=-1).indices.numpy()
+
+
+def at(values, ids) -> np.ndarray:
+    """``values[..., ids]`` row by row: ``(B, V)`` and ``(B, k)`` -> ``(B, k)``."""
+    return np.take_along_axis(_np(values), np.asarray(ids), axis=-1)
+
+
+def contrastive_topk(elm_logprobs, amateur_logprobs, inv_T: float, ids) -> np.ndarray:
+    """CD (or APD, with ALM' as the amateur) probabilities over the candidates ``ids``: ``(B, k)``.
+
+    ``softmax_k(log p_ELM - inv_T * log p_amateur)``, as :func:`apd.evaluation.qa_metrics.cd_scores_over_topk`
+    computes it when ``ids`` is the ELM's top k; ``inv_T = 0`` gives the ELM renormalised.
+    """
+    return contrastive_scores(_np(elm_logprobs), _np(amateur_logprobs), inv_T=inv_T, ids=ids, normalize=False,
+                              renormalize="prob")
+
+
+def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
+    """APD on the fly over the candidates ``ids``: ``(p_elm, p_ap, fit)``, probabilities ``(B, k)``
+    and the :class:`apd.core.curves.CurveFit` (rows in the order of ``ids.reshape(-1)``).
+
+    ``member_logprobs`` ``(N, B, V)``: every member, ALM first, ELM last. A curve is fitted per
+    (item, candidate) to the members' probabilities renormalised over ``ids``
+    (``apd.core.curves.fit_curves``, its default :data:`apd.core.curves.TUNED_FIT` unless ``fit_kwargs`` say
+    otherwise); ``p_ap`` are the asymptotes renormalised over ``ids``. Mix them with
+    :func:`apd.core.curves.mix_on_the_fly`.
+    """
+    lp = _np(member_logprobs)
+    if lp.ndim != 3:
+        raise ValueError(f"member_logprobs must be (N members, B, V), got shape {lp.shape}.")
+    ids = np.asarray(ids)
+    p = softmax(np.take_along_axis(lp, np.broadcast_to(ids, lp.shape[:1] + ids.shape), axis=-1), axis=-1)   # (N, B, k)
+    fit = curves.fit_curves(torch.as_tensor(np.moveaxis(p, 0, -1).reshape(-1, lp.shape[0]), dtype=torch.float32),
+                            log_sizes, **fit_kwargs)
+    ap = fit.asymptote.double().numpy().reshape(ids.shape)
+    total = ap.sum(-1, keepdims=True)
+    p_elm = p[-1]
+    p_ap = np.where(total > 0, ap / np.clip(total, 1e-30, None), p_elm)
+    return p_elm, p_ap, fit
+
+
+# ----------------------------------------------------------------------------- distances
+
+def kl_to_truth(truth_k, q) -> np.ndarray:
+    """KL(truth || q) in nats per row, ``(B, k)`` inputs -> ``(B,)``.
+
+    ``truth_k``: the true probabilities of the candidates (any mass outside them is dropped and the
+    rest renormalised); ``q``: the method's probabilities over the same candidates (rows sum to 1).
+    NaN where the truth has no mass on the candidates.
+    """
+    t, q = np.asarray(truth_k, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    if t.shape != q.shape:
+        raise ValueError(f"truth_k {t.shape} and q {q.shape} must have the same (B, k) shape.")
+    if (t < 0).any() or (q < 0).any():
+        raise ValueError("probabilities must be >= 0.")
+    mass = t.sum(-1, keepdims=True)
+    tn = np.divide(t, mass, out=np.zeros_like(t), where=mass > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(tn > 0, tn * (np.log(np.where(tn > 0, tn, 1.0)) - np.log(q)), 0.0)
+    kl = terms.sum(-1)
+    return np.where(mass[:, 0] > 0, np.maximum(kl, 0.0), np.nan)
+
+
+def gold_nll(q, ids, gold, eps: float = 0.01) -> np.ndarray:
+    """``-log(q[gold] + eps)`` in nats per row (the paper's QA "ppl" of one token), ``(B,)``.
+
+    ``q`` ``(B, k)`` over the candidates ``ids`` ``(B, k)``; ``gold`` ``(B,)`` token ids. NaN where
+    the gold token is not a candidate.
+    """
+    q, ids, gold = np.asarray(q, dtype=np.float64), np.asarray(ids), np.asarray(gold)
+    if gold.shape != q.shape[:1] or ids.shape != q.shape:
+        raise ValueError(f"need q and ids of one (B, k) shape and gold (B,), got {q.shape}, {ids.shape}, {gold.shape}.")
+    hit = ids == gold[:, None]
+    p = (q * hit).sum(-1)
+    return np.where(hit.any(-1), -np.log(p + eps), np.nan)
+
+
+# ----------------------------------------------------------------------------- all methods at once
+
+@dataclass
+class MethodDistributions:
+    """Every method's distribution over the ELM's top-k candidates.
+
+    ids ``(B, k)``; probs: {(method, knob): ``(B, k)``}, knob = 1/T for ELM (0), CD and APD, the
+    mixing weight w for "APD on the fly"; fly_fit: the on-the-fly :class:`apd.core.curves.CurveFit`
+    (rows in the order of ``ids.reshape(-1)``), None when it was not fitted.
+    """
+
+    ids: np.ndarray
+    probs: dict
+    fly_fit: object = None
+
+    def frame(self, truth=None, gold=None, eps: float = 0.01, **columns) -> pd.DataFrame:
+        """One row per (method, knob, item): ``kl`` (needs ``truth`` ``(B, V)``) and ``nll`` (needs
+        ``gold`` ``(B,)``, the gold or actual next token ids); extra per-item ``columns`` (e.g.
+        bucket=...) are repeated for every method."""
+        truth_k = at(truth, self.ids) if truth is not None else None
+        rows = []
+        B = self.ids.shape[0]
+        for (method, knob), q in self.probs.items():
+            part = {"method": method, "knob": float(knob), "item": np.arange(B)}
+            part.update({k: np.asarray(v) for k, v in columns.items()})
+            if truth_k is not None:
+                part["kl"] = kl_to_truth(truth_k, q)
+            if gold is not None:
+                part["nll"] = gold_nll(q, self.ids, gold, eps)
+            rows.append(pd.DataFrame(part))
+        return pd.concat(rows, ignore_index=True)
+
+
+def method_distributions(member_logprobs, alm_prime_logprobs=None, log_sizes=None, *, inv_T=INV_T_GRID,
+                         fly_weights=curves.ON_THE_FLY_WEIGHTS, k: int = 20, **fit_kwargs) -> MethodDistributions:
+    """ELM, CD and APD at each 1/T in ``inv_T``, and APD on the fly at each w in ``fly_weights``.
+
+    member_logprobs ``(N, B, V)`` (ALM first, ELM last); alm_prime_logprobs ``(B, V)`` (None: no
+    APD rows); log_sizes ``(N,)`` (needed for the on-the-fly fit; None or empty ``fly_weights``:
+    no on-the-fly rows).
+    """
+    lp = _np(member_logprobs)
+    if lp.ndim != 3 or lp.shape[0] < 2:
+        raise ValueError(f"member_logprobs must be (N >= 2 members, B, V), got shape {lp.shape}.")
+    elm, alm = lp[-1], lp[0]
+    ids = topk_ids(elm, k)
+    probs = {("ELM", 0.0): contrastive_topk(elm, alm, 0.0, ids)}
+    for v in inv_T:
+        probs[("CD", float(v))] = contrastive_topk(elm, alm, float(v), ids)
+    if alm_prime_logprobs is not None:
+        ap = _np(alm_prime_logprobs)
+        if ap.shape != elm.shape:
+            raise ValueError(f"alm_prime_logprobs {ap.shape} must match one member's {elm.shape}.")
+        for v in inv_T:
+            probs[("APD", float(v))] = contrastive_topk(elm, ap, float(v), ids)
+    fit = None
+    if log_sizes is not None and len(fly_weights):
+        p_elm, p_ap, fit = on_the_fly_topk(lp, log_sizes, ids, **fit_kwargs)
+        for w in fly_weights:
+            probs[("APD on the fly", float(w))] = curves.mix_on_the_fly(torch.as_tensor(p_elm), torch.as_tensor(p_ap),
+                                                                        float(w)).numpy()
+    return MethodDistributions(ids=ids, probs=probs, fly_fit=fit)
+
+
+def sample_per_bucket(items, n: int, rng: np.random.Generator, exclude=()) -> list:
+    """At most ``n`` items of each frequency bucket (``BUCKETS`` order), drawn without replacement
+    with ``rng`` and kept in their original order; items whose attribute is in ``exclude`` (e.g.
+    the distributional ``("drink", "hobby")``) are left out. One ``rng.choice`` per non-empty bucket."""
+    out = []
+    for bucket in BUCKETS:
+        pool = [it for it in items if it.bucket == bucket and it.attribute not in exclude]
+        if pool:
+            out += [pool[i] for i in np.sort(rng.choice(len(pool), size=min(n, len(pool)), replace=False))]
+    return out
+
+
+def best_knobs(frame: pd.DataFrame, measure: str = "kl") -> dict:
+    """{method: the knob with the lowest mean ``measure``} (ties: the first knob in the frame)."""
+    means = frame.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
+    return {m: float(g.loc[g[measure].idxmin(), "knob"]) for m, g in means.groupby("method", sort=False)
+            if g[measure].notna().any()}
+
+
+def bucket_summary(frame: pd.DataFrame, measure: str, by: str | None = "bucket", knobs: dict | None = None) -> pd.DataFrame:
+    """Mean ``measure`` per (method, knob) row and ``by`` column (plus "all"), with the item count.
+
+    ``knobs``: {method: knob} keeps one knob per listed method (others keep all their knobs).
+    Rows are labelled e.g. "CD 1/T=0.5", "APD on the fly w=0.3", "ELM".
+    """
+    df = frame
+    if knobs:
+        keep = np.ones(len(df), dtype=bool)
+        for m, kb in knobs.items():
+            keep &= ~((df["method"] == m) & ~np.isclose(df["knob"], kb))
+        df = df[keep]
+    df = df.assign(row=[method_label(m, kb) for m, kb in zip(df["method"], df["knob"])])
+    order = list(dict.fromkeys(df["row"]))
+    cols = {}
+    if by is not None:
+        groups = [b for b in BUCKETS if b in set(df[by])] + sorted(set(df[by]) - set(BUCKETS))
+        for b in groups:
+            cols[b] = df[df[by] == b].groupby("row")[measure].mean()
+    cols["all"] = df.groupby("row")[measure].mean()
+    out = pd.DataFrame(cols).loc[order]
+    n = df[df["row"] == order[0]]
+    counts = {b: int(n.loc[n[by] == b, measure].notna().sum()) for b in cols if b != "all"} if by is not None else {}
+    counts["all"] = int(n[measure].notna().sum())
+    out.attrs["n"] = counts
+    return out
+
+
+def method_label(method: str, knob: float) -> str:
+    """"ELM", "CD 1/T=0.5", "APD 1/T=1", "APD on the fly w=0.3"."""
+    if method == "ELM":
+        return "ELM"
+    if method == "APD on the fly":
+        return f"APD on the fly w={knob:g}"
+    return f"{method} 1/T={knob:g}"

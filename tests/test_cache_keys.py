@@ -1,0 +1,41 @@
+"""Cache keys of families, collections and ALM' runs are pinned: a refactor that changes one would
+silently retrain everything a user has cached. If a change is meant to alter what an artifact holds,
+bump the version that enters its key and update the value here, saying why in the commit."""
+from dataclasses import asdict
+
+import numpy as np
+import pytest
+
+from apd.amateur import runs, train
+from apd.evaluation.factuality import sweeps
+from apd.family import pico, pretrain
+from apd.world import corpus
+
+PINNED = {
+    "smoke": dict(corpus="968c95b84d2c", family_fp32="8418bcf1e08d", family_bf16="0de78a8d467b",
+                  collect_config="417a0f5655a2e47e", collect="2050cecbc76d", train="a2247dd340f0",
+                  fingerprint="43af55a5831052d0"),
+    "default": dict(corpus="58d9d03f7632", family_fp32="4c6b5e08af79", family_bf16="e8e4a0829168",
+                    collect_config="417a0f5655a2e47e", collect="2050cecbc76d", train="ccced5494bf2",
+                    fingerprint="535005842518639e"),
+}
+
+
+@pytest.mark.parametrize("scale", ["smoke", "default"])
+def test_cache_keys_are_unchanged(scale):
+    want = PINNED[scale]
+    corpus_config, pico_config = pico.configs(scale)
+    assert corpus.config_hash(corpus_config) == want["corpus"]
+    assert pretrain.family_key(pico_config, "0" * 16, "1" * 16) == want["family_fp32"]
+    assert pretrain.family_key(pico_config, "0" * 16, "1" * 16, "bf16-autocast") == want["family_bf16"]
+    collect_config = runs.collect_config("pico", scale)
+    assert collect_config.hash() == want["collect_config"]
+    ids = np.arange(10, dtype=np.uint16).tobytes()
+    assert runs._key(["/c/pico-13k", "/c/pico-1.8M"], [9.4, 14.4], ids, asdict(collect_config)) == want["collect"]
+    config = runs.train_config("pico", scale, lambda3=0.6)
+    assert runs._key("abc", {"n": 1}, ["m1", "m2"], config.to_dict()) == want["train"]
+    assert train._fingerprint(config.to_dict(), {"n_chunks": 3}, "d" * 16) == want["fingerprint"]
+
+
+def test_factuality_sweep_key_is_unchanged():
+    assert sweeps.config_key("a", 1, [2.0]) == "e50ae7f25eb8"

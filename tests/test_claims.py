@@ -1,0 +1,421 @@
+"""apd.report.evidence: claims judged against fake results directories (APD_RESULTS_DIR)."""
+import json
+
+import pandas as pd
+import pytest
+
+from apd.report import beside, coverage, paper
+from apd.report import claims as claims_mod
+from apd.report import evidence as evidence_mod
+from apd.report.evidence import Cell, Claim
+from apd.report.evidence import EvidenceSpec as E
+
+
+@pytest.fixture
+def results(tmp_path, monkeypatch):
+    """A fake results root (profile "p" unless told). ``results(stem, {key: value})`` writes a chapter's
+    JSON; ``results(stem, table=name, df=df)`` / ``results(stem, figure=name)`` write a table / a
+    figure and list it in the chapter's run record, as ``Run`` does."""
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+
+    def write(stem, values=None, table=None, df=None, figure=None, profile="p", parameters=None):
+        out = tmp_path / profile
+        for sub in ("tables", "figures", "runs"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+        if values is not None:
+            (out / f"{stem}.json").write_text(json.dumps({**values, "profile": profile}))
+        record_path = out / "runs" / f"{stem}.json"
+        record = json.loads(record_path.read_text()) if record_path.exists() else {"figures": [], "tables": []}
+        if parameters is not None:
+            record["parameters"] = parameters
+        if table is not None:
+            df.to_csv(out / "tables" / f"{table}.csv", index=False)
+            record["tables"].append(table)
+        if figure is not None:
+            (out / "figures" / f"{figure}.png").write_bytes(b"png")
+            record["figures"].append(figure)
+        record_path.write_text(json.dumps(record))
+        return out
+
+    return write
+
+
+def one(claims, profile="p"):
+    return evidence_mod.judge(claims, profile).iloc[0]
+
+
+# ----------------------------------------------------------------------------------------------
+# comparisons (hand-computed)
+
+
+def test_comparisons_decide_and_show_their_numbers():
+    o = evidence_mod.less_than()(["a", "b"], [1.0, 2.0])
+    assert o.holds and o.text == "a = 1 < b = 2: holds"
+    o = evidence_mod.less_than(margin=1.5)(["a", "b"], [1.0, 2.0])  # 1 < 2 - 1.5 = 0.5 is false
+    assert not o.holds and o.text == "a = 1 < b = 2 - 1.5: does not hold"
+    assert evidence_mod.greater_than()(["a", "b"], [0.25, 0.125]).holds
+    assert not evidence_mod.greater_than()(["a", "b"], [0.125, 0.125]).holds  # strict
+    assert evidence_mod.at_most(1e-9)(["e"], [1.4e-14]).text == "e = 1.4e-14 <= 1e-09: holds"
+    assert not evidence_mod.at_least(1)(["n"], [0]).holds
+    # |47.44 - 48.57| = 1.13 <= 0.1 * 48.57 = 4.857 -> similar; |30 - 48.57| = 18.57 -> not
+    assert evidence_mod.within_relative(0.1)(["apd", "cd"], [47.44, 48.57]).holds
+    assert not evidence_mod.within_relative(0.1)(["apd", "cd"], [30.0, 48.57]).holds
+    assert evidence_mod.is_largest()(["h", "t", "l"], [0.4, 0.3, 0.1]).holds
+    assert not evidence_mod.is_largest()(["h", "t", "l"], [0.3, 0.3, 0.1]).holds  # a tie does not stand out
+    assert not evidence_mod.is_largest()(["h", "t", "l"], [0.2, 0.3, 0.1]).holds
+    # (2.4 - 2.1) = 0.3 > (7.7 - 7.75) = -0.05
+    o = evidence_mod.difference_larger()(["a", "b", "c", "d"], [2.4, 2.1, 7.7, 7.75])
+    assert o.holds and o.text.startswith("(a - b) = 0.3 > (c - d) = -0.05")
+    # paired difference 0.05 with standard error 0.02: 0.05 > 2 x 0.02 = 0.04; 0.03 is not
+    assert evidence_mod.more_than_z_se(2.0)(["d", "se"], [0.05, 0.02]).text == "d = 0.05 > 2 x se = 2 x 0.02: holds"
+    assert not evidence_mod.more_than_z_se(2.0)(["d", "se"], [0.03, 0.02]).holds
+    assert evidence_mod.non_increasing()(["a", "b", "c"], [3, 2, 2]).holds
+    assert not evidence_mod.non_increasing()(["a", "b", "c"], [3, 4, 2]).holds
+    with pytest.raises(ValueError, match="needs 2 value"):
+        evidence_mod.less_than()(["a"], [1.0])
+    with pytest.raises(ValueError, match="at least two"):
+        evidence_mod.is_largest()(["a"], [1.0])
+
+
+def test_bad_specs_fail_loudly():
+    with pytest.raises(ValueError, match="needs 2 value"):
+        E("x", "a", evidence_mod.less_than(), "one key for a two-key comparison")
+    with pytest.raises(ValueError, match="kind must be one of"):
+        E("x", "a", evidence_mod.at_least(1), "d", kind="maybe")
+    with pytest.raises(TypeError, match="JSON key names"):
+        E("x", (1, 2), evidence_mod.less_than(), "d")
+    with pytest.raises(ValueError, match="agg must be one of"):
+        Cell("t", "c", agg="median")
+
+
+# ----------------------------------------------------------------------------------------------
+# verdicts
+
+
+def claim(*evidence):
+    return Claim("X", "a claim", evidence)
+
+
+def test_reproduced_when_every_test_holds(results):
+    results("qa", {"ppl_apd": 2.132, "ppl_cd": 2.237, "n": 5})
+    row = one([claim(E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD"),
+                     E("qa", "n", evidence_mod.at_least(1), "some questions", kind="precondition"))])
+    assert row.verdict == "reproduced"
+    assert row.reason == "all 1 tests hold (and 1 precondition(s))"
+    assert "qa.ppl_apd = 2.132 < qa.ppl_cd = 2.237: holds" in row.evidence
+    assert (row.n_tests, row.n_hold, row.n_fail, row.n_missing) == (1, 1, 0, 0)
+
+
+def test_not_reproduced_shows_the_numbers(results):
+    results("qa", {"ppl_apd": 2.5, "ppl_cd": 2.237})
+    row = one([claim(E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD"))])
+    assert row.verdict == "not reproduced"
+    assert row.reason == "qa.ppl_apd = 2.5 < qa.ppl_cd = 2.237: does not hold"
+
+
+def test_missing_chapter_and_missing_key_are_not_testable(results):
+    row = one([claim(E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "d"))])
+    assert row.verdict == "not testable here"
+    assert row.reason == "chapter qa has not run under profile p (no results/p/qa.json)"
+    results("qa", {"ppl_apd": 2.0})
+    row = one([claim(E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "d"))])
+    assert row.verdict == "not testable here"
+    assert row.reason == "chapter qa did not produce key ppl_cd under profile p"
+    assert row.n_missing == 1
+
+
+def test_text_and_nan_values_are_missing_not_guessed(results):
+    results("curves", {"blind_rate": "n/a", "flag": True})
+    row = one([claim(E("curves", "blind_rate", evidence_mod.at_least(0), "d"))])
+    assert row.verdict == "not testable here"
+    assert row.reason == "chapter curves reported blind_rate = 'n/a' under profile p, not a number"
+    row = one([claim(E("curves", "flag", evidence_mod.at_least(0), "d"))])
+    assert row.reason == "chapter curves reported flag = True under profile p, not a number"
+
+
+def test_a_failing_test_beats_a_missing_one_and_says_both(results):
+    results("qa", {"a": 3.0, "b": 1.0})
+    row = one([claim(E("qa", ("a", "b"), evidence_mod.less_than(), "d"),
+                     E("apd", ("x", "y"), evidence_mod.less_than(), "d"))])
+    assert row.verdict == "not reproduced"
+    assert row.reason == ("qa.a = 3 < qa.b = 1: does not hold (not testable here: chapter apd has "
+                          "not run under profile p (no results/p/apd.json))")
+
+
+def test_precondition_failing_makes_it_not_testable_even_if_a_test_fails(results):
+    results("curves", {"blind_both_right": 0, "blind_count": 0})
+    row = one([claim(E("curves", "blind_both_right", evidence_mod.at_least(1), "d", kind="precondition"),
+                     E("curves", "blind_count", evidence_mod.at_least(1), "d"))])
+    assert row.verdict == "not testable here"
+    assert row.reason == "precondition not met: curves.blind_both_right = 0 >= 1: does not hold"
+
+
+def test_context_is_shown_but_never_decides(results):
+    results("curves", {"r2_median": 0.5, "hits": 3})
+    row = one([claim(E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
+                     E("curves", "hits", evidence_mod.at_least(1), "d"))])
+    assert row.verdict == "reproduced"
+    assert "context, does not hold: curves.r2_median = 0.5 >= 0.9: does not hold" in row.evidence
+    assert row.n_tests == 1
+
+
+def test_profile_scoped_evidence(results):
+    results("qa", {"a": 1.0, "b": 2.0})
+    c = claim(E("qa", ("a", "b"), evidence_mod.less_than(), "d", profiles=("pythia",)))
+    row = one([c])
+    assert row.verdict == "not testable here" and row.reason == "no test is defined for profile p"
+    assert evidence_mod.checks([c], "p").empty
+
+
+def test_cells_read_one_row_or_an_aggregate(results):
+    df = pd.DataFrame({"T": [1.0, 2.0, 2.0], "bucket": ["all", "all", "head"],
+                       "kl_cd": [0.3, 0.1, float("nan")], "kl_elm": [0.25, 0.35, 0.4]})
+    results("curves", {}, table="hlm", df=df)
+    r = evidence_mod.Results("p")
+    assert r.number("curves", Cell("hlm", "kl_cd", (("T", 2.0), ("bucket", "all")))) == 0.1
+    assert r.number("curves", Cell("hlm", "kl_elm", agg="mean")) == pytest.approx(1.0 / 3)
+    assert r.number("curves", Cell("hlm", "kl_elm", (("bucket", "all"),), agg="max")) == 0.35
+    assert r.number("curves", Cell("hlm", "kl_elm", (("bucket", "tail"),), agg="count")) == 0
+    problems = {
+        Cell("nope", "kl_cd"): "chapter curves did not produce table nope.csv under profile p",
+        Cell("hlm", "kl"): "has no column 'kl' under profile p (its columns: T, bucket, kl_cd, kl_elm)",
+        Cell("hlm", "kl_cd", (("bucket", "all"),)): "has 2 rows where bucket='all' under profile p, expected exactly one",
+        Cell("hlm", "kl_cd", (("bucket", "tail"),)): "table hlm.csv of chapter curves has no rows where bucket='tail'",
+        Cell("hlm", "kl_cd", agg="mean"): "has empty or non-numeric 'kl_cd' cells in its rows under profile p",
+    }
+    for cell, msg in problems.items():
+        row = one([claim(E("curves", cell, evidence_mod.at_least(0), "d"))])
+        assert row.verdict == "not testable here" and msg in row.reason, (cell, row.reason)
+    row = one([claim(E("curves", (Cell("hlm", "kl_cd", (("bucket", "all"),), agg="mean"),
+                                  Cell("hlm", "kl_elm", (("bucket", "all"),), agg="mean")), evidence_mod.less_than(), "d"))])
+    assert row.verdict == "reproduced"  # mean 0.2 < mean 0.3
+    assert "= 0.2 < " in row.evidence and row.evidence.endswith("= 0.3: holds")
+
+
+# ----------------------------------------------------------------------------------------------
+# the paper's claims, wired
+
+
+def test_paper_claims_cover_the_papers_seven_and_every_profile_has_tests():
+    claims = claims_mod.paper_claims()
+    assert [c.id for c in claims] == [c["id"] for c in paper.claim_texts()]
+    for profile in ("smoke", "default", "pythia"):
+        for c in claims:
+            tests = [s for s in c.evidence if s.kind == "test" and s.applies_to(profile)]
+            assert tests, (profile, c.id)
+
+
+def _smoke_like(results, *, r2=0.80, kl_cd=(0.58, 0.47), kl_elm=(0.29, 0.24), both_right=0, blind=0,
+                apd_rate="undefined (no such contexts)", cd_rate="undefined (no such contexts)"):
+    results("theorem1", {"max_abs_error": 1.42e-14})
+    results("curves", {"r2_median": r2, "hlm_n_T": len(kl_cd), "blind_both_right": 0,
+                       "all_blind_both_right": both_right, "all_blind_count": blind,
+                       "all_blind_apd_rate": apd_rate, "all_blind_cd1_rate": cd_rate})
+    results("curves", table="curves_hlm_vs_real", df=pd.DataFrame({
+        "T": [2.0, 3.0][:len(kl_cd)], "KL(real || CD-HLM), full vocab": list(kl_cd),
+        "KL(real || ELM), full vocab": list(kl_elm)}))
+
+
+def test_claims_1_and_2_on_results_like_the_smoke_build(results):
+    """The numbers of a smoke build: CD's HLM is farther from the real member than the expert,
+    and no question is answered right by both expert and amateur."""
+    _smoke_like(results)
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C1_cd_extrapolates", "verdict"] == "not reproduced"
+    assert "= 0.525 < " in out.loc["C1_cd_extrapolates", "reason"]   # mean(0.58, 0.47)
+    assert "= 0.265: does not hold" in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.29, 0.24)
+    assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
+    assert out.loc["C2_obvious_blindness", "reason"].startswith("precondition not met: curves.all_blind_both_right = 0")
+    for cid in ("C3_apd_more_factual", "C6_more_midsize_members_help", "C7_probability_space_and_flip"):
+        assert out.loc[cid, "verdict"] == "not testable here"
+        assert "has not run under profile p" in out.loc[cid, "reason"]
+    # C4's and C5's tests are written per kind of profile (pico world / Hub datasets); "p" is neither
+    for cid in ("C4_apd_better_qa_easy", "C5_on_the_fly_worse"):
+        assert out.loc[cid, "reason"] == "no test is defined for profile p"
+    assert evidence_mod.verdict_counts(out) == {"reproduced": 0, "not reproduced": 1, "not testable here": 6}
+
+
+def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
+    _smoke_like(results, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2, apd_rate=0.05, cd_rate=1 / 6)
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C1_cd_extrapolates", "verdict"] == "reproduced"
+    assert out.loc["C2_obvious_blindness", "verdict"] == "reproduced"
+    assert "curves.all_blind_count = 2 >= 1: holds" in out.loc["C2_obvious_blindness", "evidence"]
+
+
+def test_claim_2_not_reproduced_when_apd_is_as_blind_as_cd(results):
+    _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6)
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C2_obvious_blindness", "verdict"] == "not reproduced"
+    assert "curves.all_blind_apd_rate = 0.25 < curves.all_blind_cd1_rate" in out.loc["C2_obvious_blindness", "reason"]
+
+
+# ----------------------------------------------------------------------------------------------
+# paper tables and figures beside ours
+
+
+def _regenerated(results, datasets):
+    rows = [{"paper_table": 2, "role": r, "dataset": d, "metric": "ppl", "value": v, "family": "pico"}
+            for d in datasets for r, v in (("elm", 2.5), ("cd", 2.4), ("apd", 2.3))]
+    results("qa", {}, table="qa_paper_rows", df=pd.DataFrame(rows))
+
+
+def test_no_rows_gives_a_reason(results):
+    b = beside.paper_beside_ours(2, "p")
+    assert not b.has_ours
+    assert b.note.startswith("Table 2, the paper's numbers only: chapter qa has not run under profile p; the paper's rows need Pythia")
+    assert list(b.frame.columns.get_level_values(2).unique()) == ["paper: Pythia"]
+    assert b.frame.shape == (7, 11)  # Table 2: seven rows, eleven columns
+    b = beside.paper_beside_ours(6, "p")
+    assert not b.has_ours and "MTurk" in b.note
+    b = beside.paper_beside_ours(3, "p", family="Pythia")  # Table 3 has no Pythia: both its families
+    assert list(b.frame.columns.get_level_values(2).unique()) == ["paper: OPT", "paper: Qwen1.5"]
+    assert b.frame.loc["APD", ("ARC", "acc", "paper: Qwen1.5")] == 0.720
+    status = coverage.table_status("p").set_index("paper")["status"]
+    assert status["Table 2"] == "not produced here" and status["Table 7"] == "cannot be regenerated"
+    with pytest.raises(ValueError, match="tables 1-7"):
+        beside.paper_beside_ours(8, "p")
+
+
+def test_same_datasets_line_up_with_the_paper(results):
+    _regenerated(results, ["LAMBADA"])
+    results("qa", table="unrelated", df=pd.DataFrame({"role": ["x"], "value": [1]}))  # not the convention
+    assert set(beside.regenerated_rows("p")["source"]) == {"qa_paper_rows"}
+    b = beside.paper_beside_ours(2, "p", family="Pythia")
+    assert b.same_datasets == ("LAMBADA",)
+    f = b.frame
+    big = "larger LLM (12B / 13B / 7B)"
+    assert f.loc["APD", ("LAMBADA", "ppl", "ours")] == 2.3
+    # the paper's number and ours sit side by side, dataset by dataset
+    assert list(f.columns[:3]) == [("LAMBADA", "ppl", "paper: Pythia"), ("LAMBADA", "ppl", "ours"),
+                                   ("CommonsenseQA", "ppl", "paper: Pythia")]
+    assert f.loc["APD", ("LAMBADA", "ppl", "paper: Pythia")] == 2.132   # Table 2, APD, LAMBADA
+    assert f.loc[big, ("LAMBADA", "ppl", "paper: Pythia")] == 2.188     # LLM 12B
+    assert list(f.index[:3]) == ["ELM alone (LLM 6.9B / 6.7B / 4B)", "CD", "APD"]
+    assert pd.isna(f.loc[big, ("LAMBADA", "ppl", "ours")])
+    assert coverage.table_status("p").set_index("paper").loc["Table 2", "status"] == "same rows"
+
+
+def test_counterpart_rows_say_they_are_not_the_same_data(results):
+    _regenerated(results, ["world QA (head)", "world QA (tail)"])
+    b = beside.paper_beside_ours(2, "p")
+    assert b.same_datasets == () and "no dataset in common" in b.note
+    assert b.frame.loc["CD", ("world QA (tail)", "ppl", "ours")] == 2.4
+    assert coverage.table_status("p").set_index("paper").loc["Table 2", "status"] == "counterpart rows"
+
+
+def test_figure_status(results):
+    out = results("theorem1", {}, figure="theorem1_proof_picture")
+    results("curves", {})
+    (out / "figures" / "curves_obvious_blindness_example.png").write_bytes(b"stale: not in the run record")
+    st = coverage.figure_status("p").set_index("paper")
+    assert st.loc["Figure 2", "status"] == "regenerated"
+    assert st.loc["Figure 1", "status"] == "not produced here"
+    assert "did not produce curves_obvious_blindness_example under profile p" in st.loc["Figure 1", "ours"]
+    assert st.loc["Figure 3", "status"] == "cannot be regenerated"
+
+
+def test_files_the_last_run_did_not_write_are_stale_and_ignored(results):
+    """A CSV or figure left over from an earlier run (not in the chapter's run record) is never read."""
+    out = results("qa", {"n": 1})
+    stale = pd.DataFrame({"paper_table": [2], "role": ["apd"], "dataset": ["LAMBADA"], "metric": ["ppl"],
+                          "value": [9.9]})
+    stale.to_csv(out / "tables" / "qa_old_rows.csv", index=False)
+    assert beside.regenerated_rows("p").empty
+    assert not beside.paper_beside_ours(2, "p").has_ours
+    row = one([claim(E("qa", Cell("qa_old_rows", "value"), evidence_mod.at_least(0), "d"))])
+    assert row.verdict == "not testable here"
+    assert row.reason == "chapter qa did not produce table qa_old_rows.csv under profile p"
+
+
+def _world_qa(results, gains, p_value, apd=1.80, cd=1.85):
+    results("qa", {"world_ho_ppl_apd": apd, "world_ho_ppl_cd": cd, "world_ho_ppl_p": p_value,
+                   "world_pp_ppl_apd": apd, "world_pp_ppl_cd": cd}, profile="smoke")
+    results("qa", table="qa_world_gain_by_bucket", profile="smoke", df=pd.DataFrame({
+        "bucket": ["head", "torso", "tail"], "ppl: CD - APD": list(gains), "ELM acc": [0.9, 0.6, 0.3]}))
+
+
+def test_qa_claim_on_pico_profiles(results):
+    c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
+    _world_qa(results, gains=(0.09, 0.04, 0.01), p_value=0.003)
+    row = one(c4, "smoke")
+    assert row.verdict == "reproduced", row.reason
+    assert "qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.09 > each of" in row.evidence
+    _world_qa(results, gains=(0.01, 0.04, 0.09), p_value=0.003)  # largest gain on the hardest bucket
+    row = one(c4, "smoke")
+    assert row.verdict == "not reproduced"
+    assert row.reason.startswith("qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01 > each of")
+    _world_qa(results, gains=(0.0, 0.0, 0.0), p_value=1.0, apd=1.85)  # APD = CD everywhere
+    row = one(c4, "smoke")
+    assert row.verdict == "not reproduced" and row.n_fail == 3
+
+
+def test_ablation_claims_read_the_ablations_table(results):
+    table = pd.DataFrame({"name": ["APD", "alm+elm", "logit", "no-flip", "CD"],
+                          "kl": [1.00, 1.10, 1.30, 1.01, 1.20],
+                          "kl_diff": [None, 0.10, 0.30, 0.01, 0.20],
+                          "kl_diff_se": [None, 0.02, 0.05, 0.02, 0.03]})
+    results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20}, table="ablations", df=table)
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C6_more_midsize_members_help", "verdict"] == "reproduced"
+    # logit: 0.30 > 2 x 0.05 holds; no flip: 0.01 > 2 x 0.02 does not
+    assert out.loc["C7_probability_space_and_flip", "verdict"] == "not reproduced"
+    assert out.loc["C7_probability_space_and_flip", "reason"] == (
+        "ablations.csv['kl_diff' where name='no-flip'] = 0.01 > 2 x ablations.csv['kl_diff_se' where "
+        "name='no-flip'] = 2 x 0.02: does not hold")
+
+
+def _summary(rows):
+    return pd.DataFrame([dict(zip(["dataset", "protocol", "metric", "method", "group", "value", "n"], r)) for r in rows])
+
+
+def test_the_qa_chapters_tables_become_rows_of_tables_2_4_and_5(results):
+    rows = [("LAMBADA", "paper", "ppl", m, "all", v, 40) for m, v in
+            (("elm", 2.30), ("cd", 2.25), ("apd", 2.10), ("ref", 2.20))]
+    rows += [("LAMBADA", "held-out", "ppl", "apd", "all", 9.99, 40),         # other protocol: not shown
+             ("LAMBADA", "paper", "MRR", "elm", "all", 0.84, 4000),
+             ("SQuAD (Q+P)", "paper", "ppl", "cd", "all", 2.24, 50)]
+    gaps = pd.DataFrame({"dataset": ["LAMBADA"], "protocol": ["paper"], "metric": ["ppl"], "group": ["all"],
+                         "row": ["APD vs CD"], "value": [1.25]})
+    results("qa", {}, table="qa_datasets_summary", df=_summary(rows), parameters={"family": "pythia"})
+    results("qa", table="qa_datasets_gaps", df=gaps)
+    f = beside.paper_beside_ours(2, "p", family="Pythia").frame
+    assert f.loc["APD", ("LAMBADA", "ppl", "ours")] == 2.10
+    assert f.loc["larger LLM (12B / 13B / 7B)", ("LAMBADA", "ppl", "ours")] == 2.20
+    assert f.loc["APD vs CD (% of the size gap)", ("LAMBADA", "ppl", "ours")] == 125.0   # fraction -> %
+    assert f.loc["APD vs CD (% of the size gap)", ("LAMBADA", "ppl", "paper: Pythia")] == 138.52
+    assert beside.paper_beside_ours(4, "p", family="Pythia").frame.loc["CD", ("SQuAD (Q+P)", "ppl", "ours")] == 2.24
+    t5 = beside.paper_beside_ours(5, "p", family="Pythia").frame
+    assert t5.loc["|D| (questions kept)", ("LAMBADA", "MRR", "ours")] == 4000
+    assert t5.loc["|D| (questions kept)", ("LAMBADA", "MRR", "paper: Pythia")] == 5000
+    status = coverage.table_status("p").set_index("paper")["status"]
+    assert (status["Table 2"], status["Table 3"], status["Table 4"]) == ("same rows", "not produced here", "same rows")
+
+
+def test_world_qa_rows_are_counterparts_by_bucket(results):
+    rows = [("world", "paper", "ppl", m, g, v, 10) for g in ("all", "head") for m, v in (("cd", 1.9), ("apd", 1.8))]
+    results("qa", {}, table="qa_world_summary", df=_summary(rows), parameters={"family": "pico"})
+    b = beside.paper_beside_ours(2, "p", family="Pythia")
+    assert b.has_ours and b.same_datasets == ()
+    assert b.frame.loc["APD", ("world QA (head)", "ppl", "ours")] == 1.8
+    assert coverage.table_status("p").set_index("paper").loc["Table 2", "status"] == "counterpart rows"
+
+
+def test_a_broken_results_file_is_not_testable_not_a_crash(results):
+    out = results("qa", {})
+    (out / "qa.json").write_text("{not json")
+    row = one([claim(E("qa", "x", evidence_mod.at_least(0), "d"))])
+    assert row.verdict == "not testable here" and row.reason.startswith("results/p/qa.json is not valid JSON")
+
+
+def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results):
+    results("curves", {"blind_both_right": 3, "blind_count": 1, "r2_median": 0.5})
+    claims = [Claim("C_x", "CD's *claim* about L_CD", (
+        E("curves", "blind_count", evidence_mod.at_least(1), "CD blind"),
+        E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
+        E("curves", "blind_both_right", evidence_mod.at_least(1), "both right", kind="precondition")))]
+    text = evidence_mod.claims_markdown(evidence_mod.judge(claims, "p"), evidence_mod.checks(claims, "p"))
+    lines = text.splitlines()
+    assert lines[0] == r"**C\_x: reproduced.** CD's \*claim\* about L\_CD"
+    assert [ln.split("*")[1] for ln in lines[2:5]] == ["precondition, holds", "test, holds", "context, does not hold"]
+    assert r"curves.blind\_count = 1 \>= 1: holds" in lines[3]

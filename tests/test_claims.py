@@ -206,8 +206,9 @@ def test_paper_claims_cover_the_papers_seven_and_every_profile_has_tests():
 
 
 def _smoke_like(results, *, r2=0.80, kl_cd=(0.58, 0.47), kl_elm=(0.29, 0.24), both_right=0, blind=0,
-                apd_rate="undefined (no such contexts)", cd_rate="undefined (no such contexts)"):
+                apd_rate="undefined (no such contexts)", cd_rate="undefined (no such contexts)", engaged=1):
     results("theorem1", {"max_abs_error": 1.42e-14})
+    results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert"})
     results("curves", {"r2_median": r2, "hlm_n_T": len(kl_cd), "blind_both_right": 0,
                        "all_blind_both_right": both_right, "all_blind_count": blind,
                        "all_blind_apd_rate": apd_rate, "all_blind_cd1_rate": cd_rate})
@@ -232,7 +233,8 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     # C4's and C5's tests are written per kind of profile (pico world / Hub datasets); "p" is neither
     for cid in ("C4_apd_better_qa_easy", "C5_on_the_fly_worse"):
         assert out.loc[cid, "reason"] == "no test is defined for profile p"
-    assert evidence_mod.verdict_counts(out) == {"reproduced": 0, "not reproduced": 1, "not testable here": 6}
+    assert evidence_mod.verdict_counts(out) == {"reproduced": 0, "not reproduced": 1, "not testable here": 6,
+                                                "inconclusive": 0}
 
 
 def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
@@ -328,26 +330,57 @@ def test_files_the_last_run_did_not_write_are_stale_and_ignored(results):
     assert row.reason == "chapter qa did not produce table qa_old_rows.csv under profile p"
 
 
-def _world_qa(results, gains, p_value, apd=1.80, cd=1.85):
-    results("qa", {"world_ho_ppl_apd": apd, "world_ho_ppl_cd": cd, "world_ho_ppl_p": p_value,
-                   "world_pp_ppl_apd": apd, "world_pp_ppl_cd": cd}, profile="smoke")
+def _world_qa(results, gains, gain_se, apd=1.80, cd=1.85, engaged=1):
+    results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert"},
+            profile="smoke")
+    results("qa", {"world_ho_ppl_apd": apd, "world_ho_ppl_cd": cd, "world_ho_ppl_gain": cd - apd,
+                   "world_ho_ppl_gain_se": gain_se, "world_pp_ppl_apd": apd, "world_pp_ppl_cd": cd}, profile="smoke")
     results("qa", table="qa_world_gain_by_bucket", profile="smoke", df=pd.DataFrame({
         "bucket": ["head", "torso", "tail"], "ppl: CD - APD": list(gains), "ELM acc": [0.9, 0.6, 0.3]}))
 
 
 def test_qa_claim_on_pico_profiles(results):
     c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
-    _world_qa(results, gains=(0.09, 0.04, 0.01), p_value=0.003)
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)
     row = one(c4, "smoke")
     assert row.verdict == "reproduced", row.reason
     assert "qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.09 > each of" in row.evidence
-    _world_qa(results, gains=(0.01, 0.04, 0.09), p_value=0.003)  # largest gain on the hardest bucket
+    _world_qa(results, gains=(0.01, 0.04, 0.09), gain_se=0.005)  # largest gain on the hardest bucket
     row = one(c4, "smoke")
     assert row.verdict == "not reproduced"
     assert row.reason.startswith("qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01 > each of")
-    _world_qa(results, gains=(0.0, 0.0, 0.0), p_value=1.0, apd=1.85)  # APD = CD everywhere
+    # APD = CD everywhere, with enough questions to have seen the paper's gain: refuted
+    _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.001, apd=1.85)
     row = one(c4, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 3
+
+
+def test_a_test_too_noisy_for_the_papers_effect_is_inconclusive(results):
+    c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.2, apd=1.84)   # 2.8 x 0.2 > the paper's mean gain
+    row = one(c4, "smoke")
+    assert row.verdict == "inconclusive", row.reason
+    assert "too little data to tell" in row.reason and "smallest detectable effect 0.56" in row.reason
+    assert row.n_undecided == 1
+
+
+def test_an_apd_claim_whose_gates_fail_is_not_testable_and_says_which(results):
+    c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
+    row = one(c4, "smoke")
+    assert row.verdict == "not testable here"
+    assert row.reason.startswith("precondition not met: apd.gate_engaged = 0") and "(curve model inert)" in row.reason
+
+
+def test_detects_has_four_outcomes():
+    d = evidence_mod.detects(0.1)
+    assert d(["d", "se"], [0.05, 0.01]).holds                                   # significant
+    out = d(["d", "se"], [-0.05, 0.01])
+    assert not out.holds and not out.inconclusive                               # significant the other way
+    out = d(["d", "se"], [0.001, 0.01])
+    assert not out.holds and not out.inconclusive                               # could have seen 0.1, did not
+    assert d(["d", "se"], [0.001, 0.1]).inconclusive                            # could not have seen 0.1
+    assert evidence_mod.detects()(["d", "se"], [0.001, 0.001]).inconclusive     # no paper effect to compare
 
 
 def test_ablation_claims_read_the_ablations_table(results):
@@ -355,14 +388,21 @@ def test_ablation_claims_read_the_ablations_table(results):
                           "kl": [1.00, 1.10, 1.30, 1.01, 1.20],
                           "kl_diff": [None, 0.10, 0.30, 0.01, 0.20],
                           "kl_diff_se": [None, 0.02, 0.05, 0.02, 0.03]})
-    results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20}, table="ablations", df=table)
+    gates = {f"gate_{k}_{n}": (1 if k == "engaged" else "all gates pass") for k in ("engaged", "reason")
+             for n in ("APD", "alm+elm", "logit", "no-flip")}
+    results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C6_more_midsize_members_help", "verdict"] == "reproduced"
-    # logit: 0.30 > 2 x 0.05 holds; no flip: 0.01 > 2 x 0.02 does not
-    assert out.loc["C7_probability_space_and_flip", "verdict"] == "not reproduced"
-    assert out.loc["C7_probability_space_and_flip", "reason"] == (
-        "ablations.csv['kl_diff' where name='no-flip'] = 0.01 > 2 x ablations.csv['kl_diff_se' where "
-        "name='no-flip'] = 2 x 0.02: does not hold")
+    # logit: 0.30 > 1.96 x 0.05 holds; no flip: 0.01 is within noise and the paper gives no number: too few to tell
+    assert out.loc["C7_probability_space_and_flip", "verdict"] == "inconclusive"
+    assert out.loc["C7_probability_space_and_flip", "reason"].startswith(
+        "ablations.csv['kl_diff' where name='no-flip'] = 0.01 against 1.96 x ablations.csv['kl_diff_se' where "
+        "name='no-flip'] = 0.0392")
+    gates["gate_engaged_no-flip"], gates["gate_reason_no-flip"] = 0, "c collapsed to the expert"
+    results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C7_probability_space_and_flip", "verdict"] == "not testable here"
+    assert "(c collapsed to the expert)" in out.loc["C7_probability_space_and_flip", "reason"]
 
 
 def _summary(rows):
@@ -419,3 +459,12 @@ def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results)
     assert lines[0] == r"**C\_x: reproduced.** CD's \*claim\* about L\_CD"
     assert [ln.split("*")[1] for ln in lines[2:5]] == ["precondition, holds", "test, holds", "context, does not hold"]
     assert r"curves.blind\_count = 1 \>= 1: holds" in lines[3]
+
+
+def test_same_rows_need_thirty_qualifying_items(results):
+    rows = [("LAMBADA", "paper", "ppl", m, "all", v, 6) for m, v in (("elm", 2.3), ("cd", 2.25), ("apd", 2.1))]
+    rows += [("LAMBADA", "paper", "MRR", "elm", "all", 0.84, 6)]
+    results("qa", {}, table="qa_datasets_summary", df=_summary(rows), parameters={"family": "pythia"})
+    row = coverage.table_status("p").set_index("paper").loc["Table 2"]
+    assert row["status"] == "too few items"
+    assert "only 6 qualifying item(s)" in row["ours"] and f"at least {coverage.MIN_SAME_ROWS_ITEMS}" in row["ours"]

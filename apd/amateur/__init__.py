@@ -48,4 +48,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "pipeline": "apd.amateur.pipeline",
     # apd.amateur.composition
     "token_set_composition": "apd.amateur.composition", "composition": "apd.amateur.composition",
+    # apd.amateur.gates
+    "Thresholds": "apd.amateur.gates", "THRESHOLDS": "apd.amateur.gates", "Gates": "apd.amateur.gates",
+    "measure_gates": "apd.amateur.gates", "gates_or_none": "apd.amateur.gates", "gates": "apd.amateur.gates",
 })

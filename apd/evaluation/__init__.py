@@ -70,6 +70,19 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "paired_difference": "apd.evaluation.ablations", "verdict": "apd.evaluation.ablations",
     "verdicts": "apd.evaluation.ablations", "label": "apd.evaluation.ablations",
     "ablations": "apd.evaluation.ablations",
+    # apd.evaluation.known_answer
+    "PICO_NONEMBEDDING": "apd.evaluation.known_answer", "PICO_X": "apd.evaluation.known_answer",
+    "PYTHIA_X": "apd.evaluation.known_answer", "GRIDS": "apd.evaluation.known_answer",
+    "REGIMES": "apd.evaluation.known_answer", "COLLAPSE_TOL": "apd.evaluation.known_answer",
+    "synthetic_family": "apd.evaluation.known_answer", "median_abs_error": "apd.evaluation.known_answer",
+    "share_collapsed": "apd.evaluation.known_answer", "share_beyond": "apd.evaluation.known_answer",
+    "dead_curve_loss": "apd.evaluation.known_answer", "Estimate": "apd.evaluation.known_answer",
+    "estimate_p_elm": "apd.evaluation.known_answer", "estimate_cd": "apd.evaluation.known_answer",
+    "estimate_fitter": "apd.evaluation.known_answer", "ConditionedCurveMLP": "apd.evaluation.known_answer",
+    "loss_l2_mean_hinge": "apd.evaluation.known_answer", "estimate_joint": "apd.evaluation.known_answer",
+    "SIZES": "apd.evaluation.known_answer", "LABELS": "apd.evaluation.known_answer",
+    "estimator_specs": "apd.evaluation.known_answer", "recovery_table": "apd.evaluation.known_answer",
+    "known_answer": "apd.evaluation.known_answer",
     # apd.evaluation.factuality
     "factuality": "apd.evaluation.factuality",
 })

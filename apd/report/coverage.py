@@ -42,9 +42,14 @@ def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGUR
 
 
 
+#: A regenerated table is labelled "same rows" only when every shared dataset has at least this many
+#: qualifying items (answers inside the expert's top k); fewer than that cannot carry a comparison.
+MIN_SAME_ROWS_ITEMS = 30
+
+
 def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES)) -> pd.DataFrame:
-    """One row per paper table: paper, shows, status (same rows / counterpart rows / not produced
-    here / cannot be regenerated), ours (rows found, or why none)."""
+    """One row per paper table: paper, shows, status (same rows / too few items / counterpart rows /
+    not produced here / cannot be regenerated), ours (rows found, or why none)."""
     ours = regenerated_rows(profile)
     rows = []
     for number, item in enumerate(items, start=1):
@@ -61,5 +66,11 @@ def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES))
             status = "same rows" if same else "counterpart rows"
             fams = ", ".join(sorted(set(mine["family"].dropna().astype(str)))) or "unnamed"
             text = f"{len(mine)} numbers (family {fams}) in {', '.join(sorted(set(mine['source'])))}"
+            sizes = ours[(ours["role"] == "dataset_size") & ours["dataset"].astype(str).isin(same)]["value"]
+            n_items = int(pd.to_numeric(sizes, errors="coerce").min()) if len(sizes) else None
+            if same and n_items is not None and n_items < MIN_SAME_ROWS_ITEMS:
+                status = "too few items"
+                text += (f"; the same datasets, but only {n_items} qualifying item(s) in the smallest "
+                         f"(a 'same rows' label needs at least {MIN_SAME_ROWS_ITEMS})")
         rows.append({"paper": item.name, "shows": item.shows, "status": status, "ours": text})
     return pd.DataFrame(rows)

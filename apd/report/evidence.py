@@ -29,7 +29,14 @@ NOT_TESTABLE = "not testable here"
 
 
 
-VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE)
+INCONCLUSIVE = "inconclusive"
+
+
+
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
+
+#: z of a two-sided 5% test and of 80% power: the smallest detectable effect is (1.96 + 0.84) se
+Z_TEST, Z_POWER = 1.96, 0.84
 
 
 
@@ -91,6 +98,7 @@ class Missing(Exception):
 class Outcome:
     holds: bool
     text: str
+    inconclusive: bool = False
 
 
 
@@ -118,7 +126,10 @@ class Comparison:
 
     def __call__(self, labels: Sequence[str], values: Sequence[float]) -> Outcome:
         self.check_arity(len(values))
-        holds = bool(self.test(values))
+        result = self.test(values)
+        if result is None:   # the test cannot tell at this sample size
+            return Outcome(False, f"{self.show(labels, values)}: too little data to tell", inconclusive=True)
+        holds = bool(result)
         return Outcome(holds, f"{self.show(labels, values)}: {_verdict_text(holds)}")
 
     def check_arity(self, n: int) -> None:
@@ -180,6 +191,37 @@ def more_than_z_se(z: float = 2.0) -> Comparison:
 
 
 
+def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER) -> Comparison:
+    """A difference d (first key; positive = the claimed direction) against its standard error se
+    (second key): holds when d > z se; fails when d < -z se, or when the test could have detected
+    the paper's effect (its minimum detectable effect (z + power_z) se is at most ``paper_effect``,
+    in the same units) and did not; otherwise the data are too few to tell (inconclusive). Without
+    a ``paper_effect`` (the paper reports none in these units) a non-significant d is inconclusive.
+
+    Example:
+        >>> detects(0.05)(["d", "se"], [0.01, 0.005]).holds
+        True
+        >>> detects(0.05)(["d", "se"], [0.001, 0.05]).inconclusive
+        True
+    """
+    def test(v):
+        d, se = v
+        if d > z * se:
+            return True
+        mde = (z + power_z) * se
+        if d < -z * se or (paper_effect is not None and mde <= paper_effect):
+            return False
+        return None
+
+    def show(l, v):
+        mde = (z + power_z) * v[1]
+        paper = f", the paper's effect {_fmt(paper_effect)}" if paper_effect is not None else ", no paper effect in these units"
+        return (f"{l[0]} = {_fmt(v[0])} against {z:g} x {l[1]} = {_fmt(z * v[1])} (smallest detectable effect "
+                f"{_fmt(mde)}{paper})")
+
+    return Comparison(f"detects({paper_effect})", 2, test, show)
+
+
 def is_largest() -> Comparison:
     """The first value is strictly larger than every other value (two or more keys; a tie does
     not hold: "largest on X" needs X to stand out)."""
@@ -213,7 +255,9 @@ class EvidenceSpec:
     ``kind``: ``'test'`` (decides the verdict), ``'precondition'`` (whether the claim *can* be
     tested here, e.g. there are questions on which obvious blindness could show; when it does not
     hold the claim is not testable rather than not reproduced) or ``'context'`` (shown, never
-    decides). ``profiles``: the profiles this check applies to (None: all)."""
+    decides). ``profiles``: the profiles this check applies to (None: all). ``reason_key``: a JSON
+    key of the same chapter whose text says why the check does not hold (e.g. which mechanism gate
+    failed); it is appended to the evidence when the check fails."""
 
     stem: str
     keys: tuple
@@ -221,6 +265,7 @@ class EvidenceSpec:
     description: str
     kind: str = "test"
     profiles: tuple[str, ...] | None = None
+    reason_key: str | None = None
 
     def __post_init__(self):
         keys = (self.keys,) if isinstance(self.keys, (str, Cell)) else tuple(self.keys)
@@ -299,6 +344,13 @@ class Results:
             raise Missing(f"chapter {stem} did not produce table {name}.csv under profile {self.profile}")
         return self._tables[stem, name]
 
+    def text(self, stem: str, key: str) -> str:
+        """The value of JSON key ``key`` as text, or Missing."""
+        values = self.chapter(stem)
+        if key not in values:
+            raise Missing(f"chapter {stem} wrote no {key!r} under profile {self.profile}")
+        return str(values[key])
+
     def number(self, stem: str, key) -> float:
         """The value of ``key`` (a JSON key or a :class:`Cell`) as a finite float, or Missing."""
         if isinstance(key, Cell):
@@ -345,7 +397,7 @@ def _as_number(value: Any, context: str) -> float:
 
 
 
-HOLDS, FAILS, MISSING = "holds", "does not hold", "missing"
+HOLDS, FAILS, MISSING, UNDECIDED = "holds", "does not hold", "missing", "too little data"
 
 
 
@@ -356,7 +408,15 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
     except Missing as err:
         return {"status": MISSING, "text": str(err)}
     out = spec.comparison(spec.labels(), values)
-    return {"status": HOLDS if out.holds else FAILS, "text": out.text}
+    if out.inconclusive:
+        return {"status": UNDECIDED, "text": out.text}
+    text = out.text
+    if not out.holds and spec.reason_key:
+        try:
+            text += f" ({results.text(spec.stem, spec.reason_key)})"
+        except Missing:
+            pass
+    return {"status": HOLDS if out.holds else FAILS, "text": text}
 
 
 
@@ -394,11 +454,14 @@ def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
         return NOT_TESTABLE, "; ".join(_unique(reasons))
     fails = tests[tests["status"] == FAILS]
     missing = _unique(tests.loc[tests["status"] == MISSING, "evidence"])
+    undecided = tests[tests["status"] == UNDECIDED]
     if len(fails):
         reason = "; ".join(fails["evidence"])
         if missing:
             reason += " (not testable here: " + "; ".join(missing) + ")"
         return NOT_REPRODUCED, reason
+    if len(undecided):
+        return INCONCLUSIVE, "; ".join(undecided["evidence"])
     if missing:
         return NOT_TESTABLE, "; ".join(missing)
     return REPRODUCED, f"all {len(tests)} tests hold" + (f" (and {len(pre)} precondition(s))" if len(pre) else "")
@@ -407,8 +470,8 @@ def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
 
 def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
     """One row per claim: claim_id, claim, verdict, reason, evidence (every check's kind, status
-    and text, one per line), n_tests, n_hold, n_fail, n_missing (tests only). Never raises for
-    missing results."""
+    and text, one per line), n_tests, n_hold, n_fail, n_missing, n_undecided (tests too uncertain to
+    tell; only tests count). Never raises for missing results."""
     detail = checks(claims, profile)
     rows = []
     for claim in claims:
@@ -422,13 +485,14 @@ def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
             "n_tests": len(tests), "n_hold": int((tests["status"] == HOLDS).sum()),
             "n_fail": int((tests["status"] == FAILS).sum()),
             "n_missing": int((tests["status"] == MISSING).sum()),
+            "n_undecided": int((tests["status"] == UNDECIDED).sum()),
         })
     return pd.DataFrame(rows)
 
 
 
 def verdict_counts(verdicts: pd.DataFrame) -> dict[str, int]:
-    """``{verdict: number of claims}`` for all three verdicts (zeros included)."""
+    """``{verdict: number of claims}`` for all four verdicts (zeros included)."""
     counts = verdicts["verdict"].value_counts() if len(verdicts) else pd.Series(dtype=int)
     return {v: int(counts.get(v, 0)) for v in VERDICTS}
 

@@ -1,0 +1,169 @@
+"""Mechanism gates: did APD's objective engage for a trained ALM'?
+
+Measured on collected positions (the ELM's top ``top_k`` tokens of each token set; probabilities
+renormalised over the set; c = softmax over the set of L_ELM - L_ALM', T = 1):
+
+- *curve alive*: median |curve(x_ALM) - c| over the median ALM-ELM spread |p_ALM - p_ELM| (about 0:
+  the MLP draws a flat line at c), and the L1 of the MLP's curves against the L1 of a flat curve at c;
+- *not trivial*: the share of tokens with |c - p_ELM| <= ``collapse_tol`` (c collapsed onto the
+  expert, the trivial solution of the objective), beside CD's share at T = 1;
+- *moved*: KL(ALM || ALM') over the token set, nats, mean over positions.
+
+Beside the gates, ``toward_expert`` places APD between CD and the expert: the least-squares beta of
+c_APD - c_CD = beta (p_ELM - c_CD) over the tokens (0: APD is CD at T = 1; 1: APD is the expert).
+
+The thresholds live in :data:`THRESHOLDS`, and nowhere else.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from apd.amateur import collect
+from apd.amateur.objective import CurveMLP, asymptote, member_values, predict_curves
+from apd.base.device import resolve_device
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a gate passes. ``alive_min``: curve-alive ratio at least this (a curve that moves a
+    quarter of the ALM-ELM spread away from c); the MLP's L1 must also be below a flat curve's.
+    ``collapse_tol``: probability distance that counts as "at the expert"; ``collapsed_max``: a share
+    of collapsed tokens above this fails *not trivial*, unless CD at T = 1 already has as many
+    (then APD has not moved c towards the expert). ``moved_min``: KL(ALM || ALM') at least this (nats)."""
+
+    alive_min: float = 0.25
+    collapse_tol: float = 0.005
+    collapsed_max: float = 0.5
+    moved_min: float = 1e-3
+
+
+THRESHOLDS = Thresholds()
+
+
+@dataclass
+class Gates:
+    """The gate measurements of one ALM' (see the module docstring) and whether each passes."""
+
+    curve_alive: float
+    l1_curve: float
+    l1_flat: float
+    collapsed: float
+    collapsed_cd: float
+    moved_kl: float
+    toward_expert: float
+    n_positions: int
+    n_tokens: int
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+    @property
+    def alive(self) -> bool:
+        return bool(self.curve_alive >= self.thresholds.alive_min and self.l1_curve < self.l1_flat)
+
+    @property
+    def not_trivial(self) -> bool:
+        return bool(self.collapsed <= max(self.thresholds.collapsed_max, self.collapsed_cd))
+
+    @property
+    def moved(self) -> bool:
+        return bool(self.moved_kl >= self.thresholds.moved_min)
+
+    @property
+    def engaged(self) -> bool:
+        """All three gates pass: APD's mechanism was exercised."""
+        return self.alive and self.not_trivial and self.moved
+
+    @property
+    def reason(self) -> str:
+        """The failed gates in words ("" when every gate passes)."""
+        failed = []
+        if not self.alive:
+            failed.append("curve model inert")
+        if not self.not_trivial:
+            failed.append("c collapsed to the expert")
+        if not self.moved:
+            failed.append("ALM' did not move from the ALM")
+        return "; ".join(failed)
+
+    def to_dict(self) -> dict:
+        """Measurements, pass flags and thresholds as plain values (for results JSON and tables)."""
+        d = {k: v for k, v in asdict(self).items() if k != "thresholds"}
+        d.update(alive=self.alive, not_trivial=self.not_trivial, moved=self.moved, engaged=self.engaged,
+                 reason=self.reason or "all gates pass")
+        d.update({f"threshold_{k}": v for k, v in asdict(self.thresholds).items()})
+        return d
+
+
+@torch.no_grad()
+def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 20, device=None,
+                  thresholds: Thresholds = THRESHOLDS) -> Gates:
+    """Gates of the ALM' in ``alm_prime`` (its ``alm_prime/`` folder, with ``curve_mlp.pt``) on the
+    first ``max_chunks`` chunks of the collection ``collect_dir`` (use a held-out collection for the
+    L1 comparison to be out of sample).
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
+        >>> result = apd.apd_model(fam, built, scale="smoke", progress=False)
+        >>> g = apd.amateur.measure_gates(result.alm_prime_path, result.collect_dir, max_chunks=2, device="cpu")
+        >>> sorted(g.to_dict())[:3]
+        ['alive', 'collapsed', 'collapsed_cd']
+    """
+    from transformers import AutoModelForCausalLM
+
+    folder = Path(alm_prime)
+    dev = resolve_device(device)
+    mlp = CurveMLP.load(folder / "curve_mlp.pt").to(dev).eval()
+    model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).to(dev).eval()
+    manifest = collect.read_manifest(collect_dir)
+    names = mlp.settings.get("member_names") or manifest["members"]
+    rows = [manifest["members"].index(n) for n in names]
+    alive_num, spread, l1_c, l1_f, coll, coll_cd, kl, num, den, n_pos = [], [], [], [], [], [], [], [], [], 0
+    for i, rec in enumerate(collect.iter_records(collect_dir, as_torch=True)):
+        if i >= max_chunks:
+            break
+        ids = rec["input_ids"].long().to(dev)[None]
+        token_ids = rec["token_ids"].long().to(dev)                                       # (S, K)
+        logits = model(input_ids=ids).logits[0].float()                                   # (S, V)
+        prime = logits.gather(-1, token_ids)                                              # (S, K)
+        alm, elm = rec["alm_logits"].float().to(dev), rec["elm_logits"].float().to(dev)
+        lp = rec["member_logprobs"].float().to(dev)[rows]                                 # (N, S, K)
+        p = member_values(lp, "prob")                                                     # (N, S, K)
+        c = asymptote(elm, prime, "prob")
+        c_cd = asymptote(elm, alm, "prob")
+        pred = predict_curves(mlp, lp, elm, prime, x=mlp.log_sizes)
+        k = slice(0, top_k)
+        curve = pred.curve[:, k]                                                          # (S, k, N)
+        p_k = p[:, :, k].permute(1, 2, 0)                                                 # (S, k, N)
+        c_k, c_cd_k = c[:, k], c_cd[:, k]
+        alive_num.append((curve[..., 0] - c_k).abs().flatten())
+        spread.append((p_k[..., 0] - p_k[..., -1]).abs().flatten())
+        l1_c.append(((curve[..., :-1] - p_k[..., :-1]) ** 2).flatten())
+        l1_f.append(((c_k[..., None] - p_k[..., :-1]) ** 2).flatten())
+        coll.append(((c_k - p_k[..., -1]).abs() <= thresholds.collapse_tol).float().flatten())
+        coll_cd.append(((c_cd_k - p_k[..., -1]).abs() <= thresholds.collapse_tol).float().flatten())
+        num.append(((c_k - c_cd_k) * (p_k[..., -1] - c_cd_k)).flatten())
+        den.append(((p_k[..., -1] - c_cd_k) ** 2).flatten())
+        q_alm, q_prime = torch.log_softmax(alm, -1), torch.log_softmax(prime, -1)
+        kl.append((q_alm.exp() * (q_alm - q_prime)).sum(-1))
+        n_pos += ids.shape[1]
+    if not n_pos:
+        raise ValueError(f"{collect_dir} holds no chunks to measure the gates on; collect some text first.")
+    cat = lambda xs: torch.cat(xs).double()   # noqa: E731
+    med_spread = float(cat(spread).median())
+    return Gates(curve_alive=float(cat(alive_num).median()) / max(med_spread, 1e-12),
+                 l1_curve=float(cat(l1_c).mean().sqrt()), l1_flat=float(cat(l1_f).mean().sqrt()),
+                 collapsed=float(cat(coll).mean()), collapsed_cd=float(cat(coll_cd).mean()),
+                 moved_kl=float(cat(kl).mean()), toward_expert=float(cat(num).sum() / cat(den).sum().clamp_min(1e-30)),
+                 n_positions=int(n_pos), n_tokens=int(cat(coll).numel()),
+                 thresholds=thresholds)
+
+
+def gates_or_none(alm_prime, collect_dir, **kwargs):
+    """:func:`measure_gates`, or None when the run has no curve MLP to measure (e.g. a hand-given ALM')."""
+    if not (Path(alm_prime) / "curve_mlp.pt").is_file():
+        return None
+    return measure_gates(alm_prime, collect_dir, **kwargs)
+

@@ -1,0 +1,456 @@
+"""Known-answer experiment: does the APD objective identify the asymptote?
+
+We build synthetic "families" whose member probabilities follow decay curves with KNOWN asymptotes
+``c_true`` and measure how well each estimator recovers them: the median |c_hat - c_true| over all
+tokens, next to the error of simply using p_ELM (the largest member's probability).
+
+Units and shapes used throughout:
+- ``x`` (N,): natural log of each member's NON-embedding parameter count, smallest (ALM) first.
+- ``probs`` (P, K, N): P positions, K tokens per position (the token set), N members; every
+  member's probabilities are renormalised over the K tokens (they sum to 1 over axis 1).
+- ``c_true`` / ``c_hat`` (P, K): asymptotic probabilities over the same token set (sum to 1 over K).
+All errors are absolute differences of probabilities (no logs).
+
+Estimators (each returns an :class:`Estimate`):
+- :func:`estimate_p_elm`  the baseline, c_hat = p_ELM;
+- :func:`estimate_cd`     contrastive decoding at T = 1 over the set, softmax(log p_ELM - log p_ALM)
+                          (the starting point of ALM' in the joint objective);
+- :func:`estimate_fitter` APD on the fly: :func:`apd.core.curves.fit_curves` per token with TUNED_FIT or
+                          PLAIN_FIT (the release's plainest reading), asymptotes renormalised over the
+                          set as APD on the fly does (or left raw, ``renormalise=False``);
+- :func:`estimate_joint`  the paper's joint objective with a per-token FREE c standing in for ALM':
+                          c = softmax_K(z), z initialised at log p_ELM - log p_ALM (CD at T = 1, as ALM'
+                          starts at the ALM), trained jointly with :class:`apd.amateur.objective.CurveMLP` on
+                          L1 + 10 L2 (no L3), AdamW. ``start='release'`` is the release's start
+                          (raw x, a = b = d = 1); ``start='conditioned'`` measures x from the ALM in
+                          units of the members' span (x' in [0, 1]) and starts the bend d at the ALM.
+                          ``l2='mean_hinge'`` is a DIAGNOSTIC variant of L2 (hinge of the mean, see
+                          :func:`loss_l2_mean_hinge`), not the paper's loss.
+
+:func:`recovery_table` runs everything over both x grids (pico, Pythia) and both regimes
+('saturating', 'still_rising') and returns one row per estimator x grid x regime. Diagnostics:
+:func:`share_collapsed` (c_hat within 0.005 of p_ELM), :func:`share_beyond` (c_hat beyond p_ELM on
+the extrapolation side), :func:`dead_curve_loss` (the paper's loss when the curve is flat at c).
+Everything is deterministic given the seeds (data from numpy's PCG64, MLP init and dropout from
+``torch.manual_seed``), with ``torch.set_num_threads(1)`` recommended for exact reproducibility.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Optional, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+
+from apd.amateur.config import lr_at
+from apd.amateur.objective import CurveMLP, loss_l1, loss_l2
+from apd.core import curves
+
+# ----------------------------------------------------------------------------- x grids
+
+#: Non-embedding parameter counts of the default pico members (apd.family.pretrain.PicoConfig.default()).
+PICO_NONEMBEDDING = (12_768, 28_368, 100_096, 335_712, 793_344, 1_779_840)
+PICO_X = tuple(math.log(n) for n in PICO_NONEMBEDDING)           # 9.4547 .. 14.3920
+PYTHIA_X = tuple(curves.PYTHIA_LOG_SIZES)                         # 16.7555 .. 22.5864 (70m .. 6.9b)
+GRIDS = {"pico": PICO_X, "pythia": PYTHIA_X}
+REGIMES = ("saturating", "still_rising")
+
+COLLAPSE_TOL = 0.005   # |c_hat - p_ELM| below this: "collapsed to the expert"
+
+
+# ----------------------------------------------------------------------------- synthetic families
+
+# Per-token decay, in normalised units u = (x - x_ALM) / (x_ELM - x_ALM):
+#   g(u) = exp(-beta * max(0, u - delta)),  remaining fraction at the ELM r = g(1).
+_REGIME_RANGES = {
+    # curves flatten by the largest member: the bend starts around the ALM, so the flattening is
+    # visible across the members, and 5-30 % of the way is left at the ELM
+    "saturating": dict(delta=(-0.2, 0.2), remaining=(0.05, 0.3), log_remaining=False),
+    # bend near the top: flat over the first members, 25-60 % of the way still to go at the ELM
+    "still_rising": dict(delta=(0.3, 0.7), remaining=(0.25, 0.6), log_remaining=False),
+}
+
+
+def synthetic_family(x: Sequence[float], n_positions: int, k: int = 20, regime: str = "saturating",
+                     noise: float = 0.005, seed: int = 0, concentration: float = 1.0,
+                     amateur_tau=(0.2, 0.6), amateur_sigma: float = 1.0):
+    """Synthetic member probabilities with known asymptotes.
+
+    Per position: the asymptote ``c_true`` ~ Dirichlet(concentration) over the K tokens (1.0: flat
+    over the simplex, top token ~0.18 on average for K = 20; 0.3: peaked, top token ~0.31); the
+    ALM's distribution is a flatter, noisier version q ~ c^tau * exp(amateur_sigma * eps)
+    (tau ~ U(amateur_tau), eps ~ N(0, 1), renormalised). Per token, the curve is
+    ``c + (q - c) g(x)``, g an exponential decay (1 at the ALM side, -> 0) with its own bend and
+    rate drawn by ``regime`` ('saturating' or 'still_rising', see ``_REGIME_RANGES``); tokens with
+    q < c rise, the others fall. Each member's curve values are renormalised over the set, then
+    Gaussian noise of sd ``noise`` is added, clipped to >= 0 and renormalised again.
+
+    Returns ``probs`` (P, K, N) float64 (members ALM first, sums to 1 over K) and ``c_true``
+    (P, K) float64 (sums to 1 over K; the curves' exact limit as x -> infinity, before noise).
+    """
+    if regime not in _REGIME_RANGES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}.")
+    xs = np.asarray(x, dtype=np.float64)
+    if xs.ndim != 1 or xs.size < 3 or not np.all(np.diff(xs) > 0):
+        raise ValueError(f"x must hold >= 3 increasing log sizes, got {x}.")
+    rng = np.random.default_rng(seed)
+    p = int(n_positions)
+    c = rng.dirichlet(np.full(k, concentration), size=p)
+    c = np.clip(c, 1e-6, None)
+    c /= c.sum(-1, keepdims=True)
+    tau = rng.uniform(*amateur_tau, size=(p, 1))
+    q = np.exp(tau * np.log(c) + amateur_sigma * rng.standard_normal((p, k)))
+    q /= q.sum(-1, keepdims=True)
+    r = _REGIME_RANGES[regime]
+    delta = rng.uniform(*r["delta"], size=(p, k))
+    lo, hi = r["remaining"]
+    remaining = np.exp(rng.uniform(np.log(lo), np.log(hi), size=(p, k))) if r["log_remaining"] \
+        else rng.uniform(lo, hi, size=(p, k))
+    beta = -np.log(remaining) / (1.0 - delta)
+    u = (xs - xs[0]) / (xs[-1] - xs[0])                                    # (N,)
+    g = np.exp(-beta[..., None] * np.maximum(0.0, u - delta[..., None]))  # (P, K, N)
+    curve = c[..., None] + (q - c)[..., None] * g
+    curve /= curve.sum(1, keepdims=True)
+    if noise > 0:
+        curve = np.clip(curve + noise * rng.standard_normal(curve.shape), 0.0, None)
+        curve /= curve.sum(1, keepdims=True)
+    return curve, c
+
+
+# ----------------------------------------------------------------------------- metrics
+
+def median_abs_error(c_hat, c_true) -> float:
+    """Median over all tokens of |c_hat - c_true| (probability units)."""
+    return float(np.median(np.abs(np.asarray(c_hat) - np.asarray(c_true))))
+
+
+def share_collapsed(c_hat, probs, tol: float = COLLAPSE_TOL) -> float:
+    """Share of tokens whose estimate lies within ``tol`` of p_ELM (``probs[..., -1]``)."""
+    return float(np.mean(np.abs(np.asarray(c_hat) - np.asarray(probs)[..., -1]) < tol))
+
+
+def share_beyond(c_hat, probs, tol: float = COLLAPSE_TOL) -> float:
+    """Share of tokens whose estimate lies more than ``tol`` beyond p_ELM on the extrapolation
+    side, i.e. (c_hat - p_ELM) * sign(p_ELM - p_ALM) > tol (CD-like amplification)."""
+    probs = np.asarray(probs)
+    direction = np.sign(probs[..., -1] - probs[..., 0])
+    return float(np.mean((np.asarray(c_hat) - probs[..., -1]) * direction > tol))
+
+
+def dead_curve_loss(probs, c, lambda2: float = 10.0) -> float:
+    """The paper's L1 + lambda2 L2 (batch means, as in :func:`apd.train.loss_l1`/`loss_l2`) when
+    the curve is flat at c ("dead": what the release's start, curve c + exp(-(x - 1)) at raw x,
+    is to within 2e-4 for pico and 1e-7 for Pythia). probs (P, K, N), c (P, K) -> float."""
+    v = torch.as_tensor(np.asarray(probs), dtype=torch.float64)
+    flipped = curves.flip_mask(v[..., 0], v[..., -1])
+    target = curves.flip_values(v, flipped[..., None])
+    cf = curves.flip_values(torch.as_tensor(np.asarray(c), dtype=torch.float64), flipped)
+    curve = cf[..., None].expand_as(target)
+    return float(loss_l1(curve, target) + lambda2 * loss_l2(curve, target))
+
+
+@dataclass
+class Estimate:
+    """One estimator's result on one family.
+
+    c_hat (P, K) float64; trace: a DataFrame with columns step, median_abs_error, share_collapsed
+    (and curve_alive for the joint objective), one row per logged step (empty without c_true);
+    steps: optimisation steps (0 for closed forms); seconds: wall time; curve_alive: median
+    |curve(x_ALM) - c| / median |p_ALM - p_ELM| (NaN where there is no curve; ~0 = a flat, "dead"
+    curve; a perfect curve gives median |p_ALM - c_true| / median |p_ALM - p_ELM|, the oracle row);
+    fit_error: median |curve(x_i) - p_i| over the N-1 smaller members (NaN where there is no curve)."""
+
+    c_hat: np.ndarray
+    trace: pd.DataFrame = field(default_factory=pd.DataFrame)
+    steps: int = 0
+    seconds: float = 0.0
+    curve_alive: float = float("nan")
+    fit_error: float = float("nan")
+
+
+def _trace(rows):
+    return pd.DataFrame(rows, columns=["step", "median_abs_error", "share_collapsed", "curve_alive"])
+
+
+def _alive(curve_alm, c, probs) -> float:
+    """median |curve(x_ALM) - c| / median |p_ALM - p_ELM| (flip-invariant)."""
+    spread = float(np.median(np.abs(probs[..., 0] - probs[..., -1])))
+    return float(np.median(np.abs(np.asarray(curve_alm) - np.asarray(c)))) / max(spread, 1e-12)
+
+
+# ----------------------------------------------------------------------------- closed-form estimators
+
+def estimate_p_elm(probs, c_true=None) -> Estimate:
+    """c_hat = p_ELM, the largest member's probability. probs (P, K, N) -> c_hat (P, K)."""
+    t0 = time.perf_counter()
+    probs = np.asarray(probs, dtype=np.float64)
+    c_hat = probs[..., -1].copy()
+    rows = [] if c_true is None else [(0, median_abs_error(c_hat, c_true), 1.0, float("nan"))]
+    return Estimate(c_hat, _trace(rows), 0, time.perf_counter() - t0)
+
+
+def _cd_logits(probs: np.ndarray) -> np.ndarray:
+    lp = np.log(np.clip(probs, 1e-6, None))
+    return lp[..., -1] - lp[..., 0]
+
+
+def estimate_cd(probs, c_true=None) -> Estimate:
+    """Contrastive decoding at T = 1 over the set: softmax_K(log p_ELM - log p_ALM) (probabilities
+    clipped at 1e-6 before the log). probs (P, K, N) -> c_hat (P, K)."""
+    t0 = time.perf_counter()
+    probs = np.asarray(probs, dtype=np.float64)
+    z = _cd_logits(probs)
+    c_hat = np.exp(z - z.max(-1, keepdims=True))
+    c_hat /= c_hat.sum(-1, keepdims=True)
+    rows = [] if c_true is None else [(0, median_abs_error(c_hat, c_true), share_collapsed(c_hat, probs),
+                                      float("nan"))]
+    return Estimate(c_hat, _trace(rows), 0, time.perf_counter() - t0)
+
+
+def estimate_fitter(probs, x, settings: str = "tuned", c_true=None, iterations: int = 400,
+                    renormalise: bool = True) -> Estimate:
+    """APD on the fly: :func:`apd.core.curves.fit_curves` on every token's N probabilities.
+
+    ``settings``: 'tuned' (:data:`apd.curves.TUNED_FIT`) or 'plain' (:data:`apd.curves.PLAIN_FIT`,
+    the release's plainest reading). Adam lr 1e-2, ``iterations`` steps, L1 + 10 L2. The fitted
+    asymptotes are renormalised over the K tokens (as APD on the fly does; a set summing to 0
+    falls back to p_ELM) unless ``renormalise`` is False. probs (P, K, N) -> c_hat (P, K).
+    curve_alive uses the fitted curves' value at the ALM. The trace has one row (the end).
+    """
+    kw = {"tuned": curves.TUNED_FIT, "plain": curves.PLAIN_FIT}[settings]
+    t0 = time.perf_counter()
+    probs = np.asarray(probs, dtype=np.float64)
+    p, k, n = probs.shape
+    fit = curves.fit_curves(torch.as_tensor(probs.reshape(-1, n)), x, iterations=iterations, **kw)
+    ap = fit.asymptote.double().numpy().reshape(p, k)
+    if renormalise:
+        tot = ap.sum(-1, keepdims=True)
+        c_hat = np.where(tot > 0, ap / np.where(tot > 0, tot, 1.0), probs[..., -1])
+    else:
+        c_hat = ap
+    with torch.no_grad():
+        xt = torch.as_tensor(x, dtype=fit.c.dtype)
+        curve = curves.get_decay("exponential")(xt, fit.c, fit.params)            # flipped space
+        target = curves.flip_values(torch.as_tensor(probs.reshape(-1, n), dtype=fit.c.dtype), fit.flipped[:, None])
+    alive = _alive(curve[:, 0].double().numpy(), fit.c.double().numpy(), probs.reshape(-1, n))
+    fit_err = float((curve[:, :-1] - target[:, :-1]).abs().median())
+    sec = time.perf_counter() - t0
+    rows = [] if c_true is None else [(iterations, median_abs_error(c_hat, c_true),
+                                       share_collapsed(c_hat, probs), alive)]
+    return Estimate(c_hat, _trace(rows), iterations, sec, alive, fit_err)
+
+
+# ----------------------------------------------------------------------------- the joint objective
+
+class ConditionedCurveMLP(CurveMLP):
+    """CurveMLP with a conditioned start: x' = (x - x_ALM) / (x_ELM - x_ALM) in [0, 1] over the
+    members, and the zero-initialised head's bias set so the curve starts at a = ``a0``, b = ``b0``
+    (per unit of x', i.e. exp(-b0) of the amplitude left at the ELM), d = ``d0`` (the bend at the
+    ALM). Everything else (flip, inputs, dropout, exp outputs) is the paper's CurveMLP."""
+
+    def __init__(self, log_sizes, *, a0: float = 0.1, b0: float = 2.0, d0: float = 0.02, **kw):
+        super().__init__(log_sizes, x_origin="alm", **kw)
+        with torch.no_grad():
+            self.head.bias.copy_(torch.log(torch.tensor([a0, b0, d0], dtype=self.head.bias.dtype)))
+
+    def x(self, log_sizes=None):
+        return super().x(log_sizes) / (self.log_sizes[-1] - self.log_sizes[0])
+
+
+def loss_l2_mean_hinge(curve: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """DIAGNOSTIC variant of L2 (not the paper's): sqrt(max(mean(curve_ELM - target_ELM), 0)),
+    the hinge of the MEAN signed overshoot at the ELM (tokens above the ELM can be offset by
+    tokens below it), instead of the paper's sqrt(mean(max(curve_ELM - target_ELM, 0)))."""
+    return curves.safe_sqrt(torch.relu((curve[..., -1] - target[..., -1]).mean()))
+
+
+def estimate_joint(probs, x, c_true=None, *, start: str = "release", steps: int = 300, l2: str = "paper",
+                   lr: float = 1e-4, lr_c: float = 1e-2, weight_decay: float = 0.01,
+                   warmup: Optional[int] = None, lambda2: float = 10.0, log_every: int = 50,
+                   seed: int = 0) -> Estimate:
+    """The paper's joint objective with a per-token free c standing in for ALM'.
+
+    c = softmax_K(z) with free logits z (P, K) initialised at log p_ELM - log p_ALM (CD at T = 1),
+    trained jointly with a CurveMLP on L1 + lambda2 * L2 (no L3), full batch (all P*K tokens per
+    step), AdamW: the MLP at ``lr`` (release: 1e-4, weight decay 0.01), z at ``lr_c`` without weight
+    decay (z stands for a whole fine-tuned ALM', whose logits move by units over a run; at 1e-4 a
+    free logit could move by at most ~steps * 1e-4). Schedule: the release's linear warm-up then
+    linear decay to 0 (:func:`apd.train.lr_at`), warm-up ``min(100, steps // 10)`` by default.
+    MLP dropout(0.5) on the mid members is on while training (as in the release), off for the
+    final curve. ``start``: 'release' (raw x, a = b = d = 1) or 'conditioned'
+    (:class:`ConditionedCurveMLP`, a0 = median |p_ALM - p_ELM|). ``l2``: 'paper' or 'mean_hinge'
+    (:func:`loss_l2_mean_hinge`, a diagnostic). probs (P, K, N) -> c_hat (P, K); the trace logs
+    every ``log_every`` steps (needs ``c_true``).
+    """
+    if start not in ("release", "conditioned"):
+        raise ValueError(f"start must be 'release' or 'conditioned', got {start!r}.")
+    l2_fn = {"paper": loss_l2, "mean_hinge": loss_l2_mean_hinge}[l2]
+    t0 = time.perf_counter()
+    probs = np.asarray(probs, dtype=np.float64)
+    values = torch.as_tensor(probs, dtype=torch.float32)
+    torch.manual_seed(seed)
+    if start == "release":
+        mlp = CurveMLP(x)
+    else:
+        a0 = max(float(np.median(np.abs(probs[..., 0] - probs[..., -1]))), 1e-3)
+        mlp = ConditionedCurveMLP(x, a0=a0)
+    z = torch.as_tensor(_cd_logits(probs), dtype=torch.float32).clone().requires_grad_(True)
+    opt = torch.optim.AdamW([{"params": list(mlp.parameters()), "lr": lr, "weight_decay": weight_decay},
+                             {"params": [z], "lr": lr_c, "weight_decay": 0.0}])
+    base = [lr, lr_c]
+    wu = min(100, steps // 10) if warmup is None else int(warmup)
+    rows = []
+
+    def log(step):
+        if c_true is None:
+            return
+        mlp.eval()
+        with torch.no_grad():
+            c = torch.softmax(z, -1)
+            out = mlp(values, c)
+        mlp.train()
+        c_np = c.double().numpy()
+        rows.append((step, median_abs_error(c_np, c_true), share_collapsed(c_np, probs),
+                     _alive(out.curve[..., 0].double().numpy(), out.c.double().numpy(), probs)))
+
+    mlp.train()
+    log(0)
+    for step in range(steps):
+        for group, b in zip(opt.param_groups, base):
+            group["lr"] = lr_at(step, steps, wu, b)
+        out = mlp(values, torch.softmax(z, -1))
+        loss = loss_l1(out.curve, out.target) + lambda2 * l2_fn(out.curve, out.target)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if (step + 1) % log_every == 0 or step + 1 == steps:
+            log(step + 1)
+    mlp.eval()
+    with torch.no_grad():
+        c = torch.softmax(z, -1)
+        out = mlp(values, c)
+    c_hat = c.double().numpy()
+    alive = _alive(out.curve[..., 0].double().numpy(), out.c.double().numpy(), probs)
+    fit_err = float((out.curve[..., :-1] - out.target[..., :-1]).abs().median())
+    return Estimate(c_hat, _trace(rows), steps, time.perf_counter() - t0, alive, fit_err)
+
+
+# ----------------------------------------------------------------------------- the table
+
+#: Table sizes: positions per family (K = 20 tokens each), the step budgets of the joint runs, the
+#: fitter's Adam iterations, and whether the long run from the release's start is included.
+SIZES = {
+    "smoke": dict(n_positions=6, release_steps=60, short_steps=40, long_steps=120, fit_iterations=200,
+                  long_release=True),
+    "default": dict(n_positions=25, release_steps=300, short_steps=200, long_steps=2000, fit_iterations=400,
+                    long_release=False),
+    "full": dict(n_positions=25, release_steps=300, short_steps=200, long_steps=2000, fit_iterations=400,
+                 long_release=True),
+}
+
+
+def _oracle(probs, c_true) -> Estimate:
+    """c_hat = c_true; its curve_alive is the value a perfect curve would have."""
+    c = np.asarray(c_true, dtype=np.float64).copy()
+    return Estimate(c, curve_alive=_alive(probs[..., 0], c, probs), fit_error=0.0)
+
+
+#: What each estimator of :func:`estimator_specs` is, for tables and figures (step counts are in the table).
+LABELS = {
+    "p_elm": "p_ELM (the expert itself)",
+    "cd_t1": "CD at T = 1 (where ALM' starts)",
+    "fit_tuned": "on-the-fly fitter, tuned settings",
+    "fit_tuned_raw": "on-the-fly fitter, tuned, not renormalised",
+    "fit_plain": "on-the-fly fitter, the release's settings",
+    "joint_release": "joint objective, release start",
+    "joint_release_lrc1e-4": "joint objective, release start, c at lr 1e-4",
+    "joint_release_lrc1e-1": "joint objective, release start, c at lr 1e-1",
+    "joint_release_long": "joint objective, release start, long",
+    "joint_cond_short": "joint objective, conditioned start, short",
+    "joint_cond_long": "joint objective, conditioned start, long",
+    "diag_mean_hinge": "diagnostic: hinge of the mean, conditioned, long",
+    "oracle": "c_hat = c_true (reference)",
+}
+
+
+def estimator_specs(release_steps: int = 300, short_steps: int = 200, long_steps: int = 2000,
+                    fit_iterations: int = 400, long_release: bool = True):
+    """(name, callable(probs, x, c_true, seed) -> Estimate) for every estimator of the table."""
+    j, it = estimate_joint, fit_iterations
+    specs = [
+        ("p_elm", lambda p, x, c, s: estimate_p_elm(p, c)),
+        ("cd_t1", lambda p, x, c, s: estimate_cd(p, c)),
+        ("fit_tuned", lambda p, x, c, s: estimate_fitter(p, x, "tuned", c, it)),
+        ("fit_tuned_raw", lambda p, x, c, s: estimate_fitter(p, x, "tuned", c, it, renormalise=False)),
+        ("fit_plain", lambda p, x, c, s: estimate_fitter(p, x, "plain", c, it)),
+        ("joint_release",
+         lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, seed=s)),
+        ("joint_release_lrc1e-4",
+         lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, lr_c=1e-4, seed=s)),
+        ("joint_release_lrc1e-1",
+         lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, lr_c=1e-1, seed=s)),
+    ]
+    if long_release:
+        specs.append(("joint_release_long",
+                      lambda p, x, c, s: j(p, x, c, start="release", steps=long_steps, seed=s)))
+    specs += [
+        ("joint_cond_short",
+         lambda p, x, c, s: j(p, x, c, start="conditioned", steps=short_steps, seed=s)),
+        ("joint_cond_long",
+         lambda p, x, c, s: j(p, x, c, start="conditioned", steps=long_steps, seed=s)),
+        ("diag_mean_hinge",
+         lambda p, x, c, s: j(p, x, c, start="conditioned", steps=long_steps, l2="mean_hinge", seed=s)),
+        ("oracle", lambda p, x, c, s: _oracle(p, c)),
+    ]
+    return specs
+
+
+def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "pythia"),
+                   regimes: Sequence[str] = REGIMES, k: int = 20, noise: float = 0.005, seed: int = 0,
+                   n_positions: Optional[int] = None, estimators: Optional[Sequence[str]] = None,
+                   threads: Optional[int] = 1) -> pd.DataFrame:
+    """Run every estimator on every grid x regime; one row each.
+
+    Columns: estimator, grid, regime, median_abs_error (|c_hat - c_true|, median over P*K tokens),
+    p90_abs_error, p_elm_error (the median error of p_ELM on that family), share_collapsed
+    (|c_hat - p_ELM| < 0.005), share_beyond (:func:`share_beyond`), curve_alive, fit_error (see :class:`Estimate`), steps, seconds.
+    ``size``: a key of :data:`SIZES` (positions, step budgets); ``n_positions`` overrides it.
+    ``estimators``: names to keep (default all). The traces of the joint runs are in
+    ``table.attrs['traces']`` (a dict keyed by (estimator, grid, regime)). The oracle row
+    (c_hat = c_true) gives the share of TRUE asymptotes within 0.005 of p_ELM and a perfect
+    curve's curve_alive. Family seeds: ``seed + 100 * grid index + 10 * regime index``.
+    """
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    cfg = dict(SIZES[size])
+    if n_positions is not None:
+        cfg["n_positions"] = int(n_positions)
+    specs = estimator_specs(cfg["release_steps"], cfg["short_steps"], cfg["long_steps"], cfg["fit_iterations"],
+                            cfg["long_release"])
+    if estimators is not None:
+        specs = [s for s in specs if s[0] in set(estimators)]
+    rows, traces = [], {}
+    for gi, grid in enumerate(grids):
+        x = GRIDS[grid]
+        for ri, regime in enumerate(regimes):
+            probs, c_true = synthetic_family(x, cfg["n_positions"], k, regime, noise, seed + 100 * gi + 10 * ri)
+            base = median_abs_error(probs[..., -1], c_true)
+            for name, fn in specs:
+                est = fn(probs, x, c_true, seed)
+                err = np.abs(est.c_hat - c_true)
+                rows.append(dict(estimator=name, grid=grid, regime=regime,
+                                 median_abs_error=float(np.median(err)), p90_abs_error=float(np.quantile(err, 0.9)),
+                                 p_elm_error=base, share_collapsed=share_collapsed(est.c_hat, probs),
+                                 share_beyond=share_beyond(est.c_hat, probs),
+                                 curve_alive=est.curve_alive, fit_error=est.fit_error, steps=est.steps,
+                                 seconds=round(est.seconds, 3)))
+                if len(est.trace) > 1:
+                    traces[(name, grid, regime)] = est.trace
+    table = pd.DataFrame(rows)
+    table.attrs["traces"] = traces
+    table.attrs["config"] = dict(cfg, size=size, k=k, noise=noise, seed=seed, grids=list(grids),
+                                 regimes=list(regimes))
+    return table

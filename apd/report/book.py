@@ -297,7 +297,7 @@ def check_environment(params: dict[str, dict], stems: list[str]) -> None:
             problems.append(
                 f"{', '.join(hub)} load the {family} family from the Hub, but {why}: give local "
                 f"copies with {' '.join(f'--set {s}.local_dir=FOLDER' for s in hub)} (see "
-                "book/rerun.md), or set HF_HUB_OFFLINE=1 with the models in the Hugging Face cache")
+                "book/rerun.md), or HF_HUB_OFFLINE=1 with the models already in the Hugging Face cache")
     if problems:
         raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
 

@@ -272,3 +272,13 @@ def test_cuda_and_hub_needs_fail_before_any_kernel_names_the_fix(monkeypatch, tm
 def test_every_real_profile_passes_type_checks():
     for profile in ("smoke", "default", "pythia", "hub-smoke"):
         book.resolve(profile)
+
+
+def test_check_reports_missing_cuda_as_a_note_and_stays_valid(monkeypatch, capsys):
+    monkeypatch.setattr(book, "_cuda_available", lambda: False)
+    monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert book.main(["--profile", "pythia", "--check"]) == 0  # the file is valid; this machine is not
+    out = capsys.readouterr().out
+    assert "is valid" in out and "a build would stop here" in out and "--set qa.device=cpu" in out
+    assert book.main(["--profile", "pythia", "--check", "--set", "qa.batch_size=many"]) == 1

@@ -73,7 +73,9 @@ def test_unknown_profile_lists_known(tmp_path):
 def test_overrides_are_parsed_and_checked(tmp_path):
     root = make_project(tmp_path, [], {"nb": {}})
     params = book.load_profile("p", root)
-    assert book.parse_overrides(["nb.x=3", "nb.name=[1, 2]"], params, root) == {"nb": {"x": 3, "name": [1, 2]}}
+    assert book.parse_overrides(["nb.x=3", "nb.name=b c"], params, root) == {"nb": {"x": 3, "name": "b c"}}
+    with pytest.raises(book.BookError, match="expected a string"):  # typed by the default, 'a'
+        book.parse_overrides(["nb.name=[1, 2]"], params, root)
     with pytest.raises(book.BookError, match="not a parameter"):
         book.parse_overrides(["nb.y=3"], params, root)
     with pytest.raises(book.BookError, match="NOTEBOOK.PARAMETER=VALUE"):

@@ -9,6 +9,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "parameters_from_namespace": "apd.report.results", "Run": "apd.report.results",
     "run_record_markdown": "apd.report.results", "load_results": "apd.report.results",
     "last_run_outputs": "apd.report.results", "results": "apd.report.results",
+    "BY_HAND_SUFFIX": "apd.report.results", "UnknownParameterError": "apd.report.results",
+    "write_dir": "apd.report.results", "injected_parameters": "apd.report.results",
+    "check_injected": "apd.report.results",
     # apd.report.plots
     "XLABEL_LOG_SIZE": "apd.report.plots", "COLORS": "apd.report.plots", "PALETTE": "apd.report.plots",
     "use_style": "apd.report.plots", "figure": "apd.report.plots", "probability_curve": "apd.report.plots",
@@ -60,4 +63,10 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "parse_overrides": "apd.report.book", "cache_key": "apd.report.book", "execute": "apd.report.book",
     "stage": "apd.report.book", "render": "apd.report.book", "build": "apd.report.book",
     "main": "apd.report.book", "book": "apd.report.book",
+    "RUNNER_ENV": "apd.report.book", "STAGING_ENV": "apd.report.book", "KEY_ENV": "apd.report.book",
+    "PROFILE_NAME": "apd.report.book", "parameter_defaults": "apd.report.book",
+    "check_type": "apd.report.book", "parse_value": "apd.report.book",
+    "check_environment": "apd.report.book", "results_root": "apd.report.book",
+    "chapter_files": "apd.report.book", "results_intact": "apd.report.book",
+    "recover": "apd.report.book", "commit_results": "apd.report.book", "resolve": "apd.report.book",
 })

@@ -8,7 +8,15 @@ A profile, ``profiles/<name>.yml``, is ``notebooks: {<stem>: {<parameter>: <valu
 notebook in ``_toc.yml``; each notebook also receives ``profile=<name>``, and an unknown parameter
 fails (:func:`validate_profile`). Executed notebooks go to ``_build/<profile>/book/notebooks/``, the
 HTML to ``_build/<profile>/book/_build/html``. A notebook is re-executed only when its source, its
-parameters, the ``apd`` sources or the lock file changed (``--force`` re-executes anyway).
+parameters, the ``apd`` sources or the lock file changed, or when its results files are missing
+or edited (``--force`` re-executes anyway).
+
+Results are written per chapter through a staging folder: the kernel's ``Run`` writes into
+``<results root>/.staging/<profile>/<stem>/`` (``$APD_RESULTS_STAGING``), and only when the notebook
+succeeds do its files replace the chapter's files in ``results/<profile>/`` (:func:`commit_results`);
+a failed or interrupted run leaves them as the last successful build left them. Everything is
+validated before any kernel starts: profile names, parameter names and types (``--set`` included),
+and whether this machine has the CUDA device and the Hub access the profile asks for.
 """
 from __future__ import annotations
 
@@ -16,7 +24,10 @@ import argparse
 import ast
 import hashlib
 import json
+import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -27,6 +38,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 INJECTED_TAG = "injected-parameters"
+#: Environment variables the runner sets for its kernels (read by ``apd.report.results.Run``).
+RUNNER_ENV = "APD_BOOK_RUNNER"          # "1": this kernel runs under the book runner
+STAGING_ENV = "APD_RESULTS_STAGING"     # the folder the running chapter writes its results into
+KEY_ENV = "APD_RUN_CACHE_KEY"           # the cache key of this execution (kept in the run record)
+PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 
 class BookError(RuntimeError):
@@ -65,35 +81,74 @@ def notebook_path(stem: str, root: Path = ROOT) -> Path:
 
 def notebook_parameters(path: Path) -> dict[str, Any]:
     """Names and default values assigned in the cell tagged ``parameters`` of a notebook."""
+    return {name: value for name, (value, _) in parameter_defaults(path).items()}
+
+
+def parameter_defaults(path: Path) -> dict[str, tuple[Any, bool]]:
+    """``{name: (default, literal)}`` of a notebook's parameters cell; ``literal`` is False when the
+    default is an expression (then ``default`` is its source text and any value is accepted)."""
     nb = json.loads(Path(path).read_text())
     cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
         raise BookError(f"{path} must have exactly one cell tagged 'parameters', found {len(cells)}")
     source = "".join(cells[0]["source"])
-    out: dict[str, Any] = {}
+    out: dict[str, tuple[Any, bool]] = {}
     for node in ast.parse(source).body:
         targets = node.targets if isinstance(node, ast.Assign) else (
             [node.target] if isinstance(node, ast.AnnAssign) else [])
         for t in targets:
             if isinstance(t, ast.Name):
                 try:
-                    out[t.id] = ast.literal_eval(node.value)
+                    out[t.id] = (ast.literal_eval(node.value), True)
                 except ValueError:
-                    out[t.id] = ast.unparse(node.value)
+                    out[t.id] = (ast.unparse(node.value), False)
     return out
 
 
+_KINDS = ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "a string"),
+          (list, "a list such as [1, 2]"), (dict, "a mapping such as {a: 1}"))
+
+
+def check_type(where: str, value: Any, default: Any, literal: bool = True) -> Any:
+    """``value`` if it fits the type of the parameter's ``default``, else a one-line BookError.
+
+    Rules: a bool default takes a bool; an int default an int; a float default an int or a float;
+    a str default a string; a list default a list; a dict default a mapping; a None default, or a
+    default that is an expression (``literal=False``), anything."""
+    if not literal or default is None:
+        return value
+    for kind, words in _KINDS:
+        if isinstance(default, kind):
+            ok = isinstance(value, kind) and not (kind is not bool and isinstance(value, bool))
+            if kind is float:
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if kind is list:
+                ok = isinstance(value, (list, tuple))
+            if not ok:
+                raise BookError(f"{where}: expected {words} (default {default!r}), got {value!r}")
+            return value
+    return value
+
+
 def profile_path(profile: str, root: Path = ROOT) -> Path:
+    """``profiles/<profile>.yml``; ``profile`` must be a plain name (letters, digits, ``_``, ``-``)."""
+    known = sorted(p.stem for p in (root / "profiles").glob("*.yml"))
+    if not PROFILE_NAME.match(str(profile)):
+        raise BookError(f"--profile {profile!r}: takes a profile name, not a path; known profiles: "
+                        f"{', '.join(known)}")
     path = root / "profiles" / f"{profile}.yml"
     if not path.is_file():
-        known = sorted(p.stem for p in (root / "profiles").glob("*.yml"))
         raise BookError(f"unknown profile {profile!r}: no {path}; known profiles: {', '.join(known)}")
     return path
 
 
 def load_profile(profile: str, root: Path = ROOT) -> dict[str, dict[str, Any]]:
     """``{stem: parameters}`` of a profile, validated (see :func:`validate_profile`)."""
-    data = yaml.safe_load(profile_path(profile, root).read_text()) or {}
+    path = profile_path(profile, root)
+    try:
+        data = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as err:
+        raise BookError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
     notebooks = data.get("notebooks") or {}
     validate_profile(profile, notebooks, root)
     return {stem: dict(notebooks.get(stem) or {}) for stem in toc_notebooks(root)}
@@ -101,7 +156,8 @@ def load_profile(profile: str, root: Path = ROOT) -> dict[str, dict[str, Any]]:
 
 def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
     """Every toc notebook appears in the profile; every profile notebook is in the toc; every
-    parameter exists in its notebook's parameters cell. Raises BookError listing every problem."""
+    parameter exists in its notebook's parameters cell, with a value of its default's type
+    (:func:`check_type`). Raises BookError listing every problem."""
     stems = toc_notebooks(root)
     problems = []
     for stem in stems:
@@ -111,35 +167,139 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
         if stem not in stems:
             problems.append(f"notebook {stem!r} is not in _toc.yml (typo?); known: {', '.join(stems)}")
             continue
-        declared = notebook_parameters(notebook_path(stem, root))
+        declared = parameter_defaults(notebook_path(stem, root))
         if "profile" not in declared:
             problems.append(f"notebooks/{stem}.ipynb has no `profile` parameter")
-        for name in (params or {}):
+        for name, value in (params or {}).items():
             if name not in declared:
                 problems.append(
                     f"{stem}.{name} is not a parameter of notebooks/{stem}.ipynb "
                     f"(its parameters: {', '.join(declared)})")
+                continue
+            try:
+                check_type(f"{stem}.{name}", value, *declared[name])
+            except BookError as err:
+                problems.append(str(err))
     if problems:
         raise BookError(f"profile {profile!r} ({profile_path(profile, root)}) is invalid:\n  - "
                         + "\n  - ".join(problems))
 
 
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """One line out of a YAML error (its problem and where)."""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    mark = getattr(err, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
+
+
+def parse_value(text: str) -> Any:
+    """A ``--set`` value: YAML first (``[1, 2]``, ``true``, ``null``, ``'a b'``); a string that reads
+    as a number becomes one (YAML 1.1 reads ``5e-2`` as a string; this gives 0.05)."""
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        for number in (int, float):
+            try:
+                return number(value)
+            except ValueError:
+                pass
+    return value
+
+
 def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Path = ROOT) -> dict:
-    """``['nb.param=value', ...]`` -> ``{nb: {param: value}}`` (values parsed as YAML)."""
+    """``['nb.param=value', ...]`` -> ``{nb: {param: value}}``: values parsed by :func:`parse_value`,
+    then checked against the type of the parameter's default (:func:`check_type`); a string
+    parameter takes a number's or a boolean's text as given. Errors are one line: ``--set ITEM: problem``."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
         if "=" not in item or "." not in item.split("=", 1)[0]:
-            raise BookError(f"--set {item!r}: expected NOTEBOOK.PARAMETER=VALUE, e.g. theorem1.seed=3")
-        key, value = item.split("=", 1)
+            raise BookError(f"--set {item}: expected NOTEBOOK.PARAMETER=VALUE, e.g. theorem1.seed=3")
+        key, text = item.split("=", 1)
         stem, name = key.split(".", 1)
         if stem not in profile_params:
-            raise BookError(f"--set {item!r}: no notebook {stem!r}; known: {', '.join(profile_params)}")
-        declared = notebook_parameters(notebook_path(stem, root))
+            raise BookError(f"--set {item}: no notebook {stem!r}; known: {', '.join(profile_params)}")
+        declared = parameter_defaults(notebook_path(stem, root))
         if name not in declared:
-            raise BookError(f"--set {item!r}: {name!r} is not a parameter of {stem} "
+            raise BookError(f"--set {item}: {name!r} is not a parameter of {stem} "
                             f"(its parameters: {', '.join(declared)})")
-        out.setdefault(stem, {})[name] = yaml.safe_load(value)
+        default, literal = declared[name]
+        try:
+            value = parse_value(text)
+        except yaml.YAMLError as err:
+            if not (literal and isinstance(default, str)):
+                raise BookError(f"--set {item}: not a valid value ({_yaml_problem(err)}); "
+                                "quote lists and mappings, e.g. --set 'nb.grid=[1, 2]'") from None
+            value = text
+        if literal and isinstance(default, str) and isinstance(value, (bool, int, float)):
+            value = text  # a string parameter: a scalar's text as given (e.g. a folder named 2024)
+        try:
+            value = check_type(f"--set {item}", value, default, literal)
+        except BookError as err:
+            raise BookError(str(err).rsplit(", got ", 1)[0]) from None
+        out.setdefault(stem, {})[name] = value
     return out
+
+
+# -- what the machine must have ------------------------------------------------------------------
+
+def _cuda_available() -> bool:
+    """Whether torch sees a CUDA device (torch is imported only when an NVIDIA driver is present)."""
+    if not (Path("/proc/driver/nvidia").exists() or Path("/dev/nvidiactl").exists()
+            or os.environ.get("CUDA_VISIBLE_DEVICES")):
+        return False
+    try:
+        import torch
+    except ImportError:  # pragma: no cover
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def _hub_reachable(timeout: float = 2.0) -> bool:
+    """A TCP connection to the Hub (``$HF_ENDPOINT`` or huggingface.co:443) within ``timeout`` s."""
+    from urllib.parse import urlparse
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _hub_cached(family: str) -> bool:
+    """Whether the local Hugging Face cache holds any model whose id names ``family``."""
+    hub = os.environ.get("HF_HUB_CACHE") or str(
+        Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
+    key = family.lower().split(".")[0]
+    return any(key in p.name.lower() for p in Path(hub).glob("models--*"))
+
+
+def check_environment(params: dict[str, dict], stems: list[str]) -> None:
+    """Fail fast (BookError) when a notebook of ``stems`` asks for what this machine lacks: a CUDA
+    device (``device: cuda``) or the Hub (a Hub family with no ``local_dir``, while
+    ``HF_HUB_OFFLINE=1`` and no local Hugging Face copy, or no connection to the Hub in 2 s)."""
+    problems = []
+    cuda = [s for s in stems if str(params[s].get("device") or "").startswith("cuda")]
+    if cuda and not _cuda_available():
+        problems.append(
+            f"{', '.join(cuda)} ask for device cuda, but there is no CUDA device here: "
+            f"run on a GPU or add {' '.join(f'--set {s}.device=cpu' for s in cuda)}")
+    hub = [s for s in stems if params[s].get("family") not in (None, "pico")
+           and not params[s].get("local_dir")]
+    if hub:
+        family = params[hub[0]]["family"]
+        offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
+        if offline and not _hub_cached(str(family)):
+            why = f"HF_HUB_OFFLINE=1 and no {family} model in the Hugging Face cache"
+        elif not offline and not _hub_reachable():
+            why = "the Hub cannot be reached (no connection within 2 s)"
+        else:
+            why = ""
+        if why:
+            problems.append(
+                f"{', '.join(hub)} load the {family} family from the Hub, but {why}: give local "
+                f"copies with {' '.join(f'--set {s}.local_dir=FOLDER' for s in hub)} (see "
+                "book/rerun.md), or HF_HUB_OFFLINE=1 with the models already in the Hugging Face cache")
+    if problems:
+        raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
 
 
 # -- execution ----------------------------------------------------------------------------------
@@ -167,44 +327,169 @@ def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") ->
     return h.hexdigest()[:16]
 
 
-def _cached(out: Path, key: str) -> bool:
+def results_root(root: Path = ROOT) -> Path:
+    """``$APD_RESULTS_DIR``, else ``<root>/results`` (what the kernels see: they run in ``root``)."""
+    env = os.environ.get("APD_RESULTS_DIR")
+    return Path(env) if env else root / "results"
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def chapter_files(dest: Path, stem: str) -> set[str]:
+    """Paths (relative to ``results/<profile>``) that chapter ``stem``'s last committed run owns:
+    ``<stem>.json``, ``runs/<stem>.json`` and what its run record lists."""
+    files = {f"{stem}.json", f"runs/{stem}.json"}
+    try:
+        record = json.loads((dest / "runs" / f"{stem}.json").read_text())
+    except (OSError, ValueError):
+        return files
+    files |= set(record.get("results_sha256") or {})
+    files |= {f"figures/{f}.{ext}" for f in record.get("figures") or () for ext in ("png", "pdf")}
+    files |= {f"tables/{t}.csv" for t in record.get("tables") or ()}
+    return files
+
+
+def results_intact(dest: Path, digests: dict[str, str] | None) -> bool:
+    """Whether every file of ``digests`` (``{relative path: sha256}``) exists under ``dest`` with
+    that digest. ``None`` (an executed notebook from before digests were kept) is not intact."""
+    if digests is None:
+        return False
+    for rel, digest in digests.items():
+        path = dest / rel
+        if not path.is_file() or _sha256(path) != digest:
+            return False
+    return True
+
+
+def _staging(profile: str, stem: str, root: Path) -> Path:
+    return results_root(root) / ".staging" / profile / stem
+
+
+def _apply_journal(journal: Path) -> None:
+    """Carry out (or finish) one commit: remove the chapter's files the new run did not write, move
+    the staged ones into place, run record last; then drop the staging folder and the journal.
+    Idempotent, so an interrupted commit is finished by the next build (:func:`recover`)."""
+    plan = json.loads(journal.read_text())
+    dest, staging = Path(plan["dest"]), Path(plan["staging"])
+    for rel in plan["remove"]:
+        (dest / rel).unlink(missing_ok=True)
+    for rel in plan["move"]:
+        src = staging / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dest / rel)
+    shutil.rmtree(staging, ignore_errors=True)
+    journal.unlink(missing_ok=True)
+
+
+def recover(profile: str, root: Path = ROOT) -> list[str]:
+    """Finish commits an interrupted build left half done, and drop staging folders of runs that
+    never finished; return the chapters whose commit was finished."""
+    base = results_root(root) / ".staging" / profile
+    done = []
+    for journal in sorted(base.glob("*.commit.json")):
+        _apply_journal(journal)
+        done.append(journal.name.removesuffix(".commit.json"))
+    if base.is_dir():
+        for folder in base.iterdir():
+            if folder.is_dir():
+                shutil.rmtree(folder, ignore_errors=True)
+    return done
+
+
+def commit_results(profile: str, stem: str, key: str, root: Path = ROOT) -> dict[str, str]:
+    """Move chapter ``stem``'s staged results into ``results/<profile>/``, replacing its previous
+    files (those the new run no longer writes are removed). The run record gets ``cache_key`` and
+    ``results_sha256`` (every other file's digest). Returns ``{relative path: sha256}`` of every
+    committed file, run record included."""
+    staging, dest = _staging(profile, stem, root), results_root(root) / profile
+    new = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    record_rel = f"runs/{stem}.json"
+    if record_rel in new:
+        record_path = staging / record_rel
+        record = json.loads(record_path.read_text())
+        record["cache_key"] = key
+        record["results_sha256"] = {rel: _sha256(staging / rel) for rel in new if rel != record_rel}
+        record_path.write_text(json.dumps(record, indent=2, default=str) + "\n")
+        new = [rel for rel in new if rel != record_rel] + [record_rel]  # the record moves last
+    digests = {rel: _sha256(staging / rel) for rel in new}
+    journal = staging.parent / f"{stem}.commit.json"
+    tmp = journal.with_name(journal.name + ".tmp")
+    tmp.write_text(json.dumps({"dest": str(dest), "staging": str(staging), "move": new,
+                               "remove": sorted(chapter_files(dest, stem) - set(new))}))
+    os.replace(tmp, journal)
+    _apply_journal(journal)
+    return digests
+
+
+def _cached(out: Path, key: str, dest: Path | None = None) -> bool:
+    """The executed notebook ``out`` has cache key ``key`` and (with ``dest``) its results files
+    in ``dest`` are all there, unedited."""
     if not out.is_file():
         return False
     try:
-        return json.loads(out.read_text())["metadata"].get("apd", {}).get("cache_key") == key
+        meta = json.loads(out.read_text())["metadata"].get("apd", {})
     except (ValueError, KeyError):
         return False
+    if meta.get("cache_key") != key:
+        return False
+    return dest is None or results_intact(dest, meta.get("results_sha256"))
 
 
 def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False,
             upstream: str = "") -> str:
     """Execute one notebook with papermill into ``out``; return 'cached' or 'executed'.
 
-    A failing cell raises BookError naming the notebook, the cell and the error."""
+    The kernel writes its results into a staging folder; they replace the chapter's results in
+    ``results/<profile>/`` only when every cell succeeded (:func:`commit_results`). A failing cell
+    raises BookError naming the notebook, the cell and the error; the previous results stay."""
     import papermill as pm
 
+    profile = str(params.get("profile") or "default")
     key = cache_key(stem, params, root, upstream)
-    if not force and _cached(out, key):
+    dest = results_root(root) / profile
+    if not force and _cached(out, key, dest):
         return "cached"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".partial.ipynb")
+    staging = _staging(profile, stem, root)
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key}
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)  # the kernel inherits this process's environment
+    committed = False
     try:
         pm.execute_notebook(
             str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
             kernel_name="python3", progress_bar=False, log_output=False,
         )
+        digests = commit_results(profile, stem, key, root)
+        committed = True
     except pm.PapermillExecutionError as err:
         raise BookError(
             f"notebook notebooks/{stem}.ipynb failed in cell {err.cell_index} "
             f"(execution count {err.exec_count}): {err.ename}: {err.evalue}\n"
-            f"  the partly executed notebook is {tmp}"
+            f"  the partly executed notebook is {tmp}\n"
+            f"  results/{profile}/ keeps the last successful run's results of {stem} "
+            "(this run's were discarded)"
         ) from None
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        if not committed:
+            shutil.rmtree(staging, ignore_errors=True)
     nb = json.loads(tmp.read_text())
     for cell in nb["cells"]:  # hide the injected cell on the page; keep it in the .ipynb
         tags = cell.get("metadata", {}).get("tags", [])
         if INJECTED_TAG in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
-    nb["metadata"]["apd"] = {"cache_key": key, "parameters": params}
+    nb["metadata"]["apd"] = {"cache_key": key, "parameters": params, "results_sha256": digests}
     tmp.write_text(json.dumps(nb, indent=1))
     tmp.replace(out)
     return "executed"
@@ -245,22 +530,35 @@ def render(profile: str, root: Path = ROOT) -> Path:
     return src / "_build" / "html"
 
 
-def build(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
-          force: bool = False, html: bool = True, root: Path = ROOT) -> Path | None:
-    """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book."""
+def resolve(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
+            root: Path = ROOT) -> tuple[dict[str, dict], list[str]]:
+    """The parameters every notebook runs with (profile, ``--set`` overrides and ``profile``), all
+    validated, and the toc's notebooks in order. Raises BookError (one line per problem)."""
     params = load_profile(profile, root)
     extra = parse_overrides(overrides or [], params, root)
     stems = toc_notebooks(root)
     if only:
         unknown = [s for s in only if s not in stems]
         if unknown:
-            raise BookError(f"--only {unknown}: not in _toc.yml; known: {', '.join(stems)}")
+            raise BookError(f"--only {', '.join(unknown)}: not in _toc.yml; known: {', '.join(stems)}")
+    return {stem: {**params[stem], **extra.get(stem, {}), "profile": profile} for stem in stems}, stems
+
+
+def build(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
+          force: bool = False, html: bool = True, root: Path = ROOT) -> Path | None:
+    """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book. Everything is
+    checked first (:func:`resolve`, :func:`check_environment`); an interrupted commit of an earlier
+    build is finished (:func:`recover`)."""
+    params, stems = resolve(profile, overrides, only, root)
+    check_environment(params, [s for s in stems if not only or s in only])
+    for stem in recover(profile, root):
+        print(f"[apd] {stem}: finished moving the results of an interrupted build into place", flush=True)
     out_dir = root / "_build" / profile / "book" / "notebooks"
     t_all = time.time()
     missing: list[str] = []
     upstream = ""
     for stem in stems:
-        p = {**params[stem], **extra.get(stem, {}), "profile": profile}
+        p = params[stem]
         out = out_dir / f"{stem}.ipynb"
         key = cache_key(stem, p, root, upstream)
         if only and stem not in only:
@@ -294,17 +592,26 @@ def main(argv: list[str] | None = None) -> int:
                     help="execute only this notebook (repeatable); others keep earlier outputs")
     ap.add_argument("--force", action="store_true", help="re-execute even when cached")
     ap.add_argument("--no-html", action="store_true", help="execute notebooks, skip Jupyter Book")
-    ap.add_argument("--check", action="store_true", help="only validate the profile and exit")
+    ap.add_argument("--check", action="store_true",
+                    help="only validate the profile with every --set applied, and exit (0: valid)")
     args = ap.parse_args(argv)
     try:
         if args.check:
-            load_profile(args.profile)
-            print(f"profile {args.profile!r} is valid")
+            params, stems = resolve(args.profile, args.set, args.only)
+            print(f"profile {args.profile!r} is valid" + (" with " + " ".join(args.set) if args.set else ""))
+            try:
+                check_environment(params, [s for s in stems if not args.only or s in args.only])
+            except BookError as err:
+                print(f"apd: note: a build would stop here: {err}")
             return 0
         build(args.profile, args.set, args.only, args.force, not args.no_html)
     except BookError as err:
-        print(f"[apd] ERROR: {err}", file=sys.stderr)
+        print(f"apd: {err}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"apd: interrupted; results/{args.profile}/ holds what the last successful run of each "
+              "chapter wrote", file=sys.stderr)
+        return 130
     return 0
 
 

@@ -12,6 +12,21 @@ parameters cell::
     run.glue("max_abs_error", err)            # quoted in the prose with {glue:text}`max_abs_error`
     run.savefig(fig, "identity_error"); run.save_table(df, "hlm_sizes")
     run.finish()                              # writes the JSON files, shows the run record
+
+Where a run writes (reads always go to ``results_dir(profile)``):
+
+- under the book runner (``python -m apd``), into the chapter's staging folder
+  ``$APD_RESULTS_STAGING``; the runner moves the files into ``results/<profile>/`` when the
+  notebook succeeds (:mod:`apd.report.book`);
+- with ``$APD_RESULTS_DIR`` set, into ``$APD_RESULTS_DIR/<profile>`` (the caller chose the place);
+- otherwise (a notebook run by hand, e.g. ``papermill ... -p profile smoke``) into
+  ``results/<profile>-by-hand/``, so the book's results are never overwritten by a run that did
+  not get the profile's parameters; :meth:`Run.start` prints one line saying so.
+
+A notebook run by hand with a parameter its parameters cell does not define (``-p n_drawz 5``)
+stops in :meth:`Run.start` with :class:`UnknownParameterError`: the names papermill injected (the
+cell starting ``# Parameters`` in the kernel's input history ``In``) are compared with the names
+of ``notebooks/<stem>.ipynb``'s parameters cell. The run record lists the injected names.
 """
 from __future__ import annotations
 
@@ -30,6 +45,7 @@ import numpy as np
 
 from apd.base.io import write_json
 from apd.base.paths import project_root
+from apd.report.book import KEY_ENV, RUNNER_ENV, STAGING_ENV, notebook_parameters
 
 #: Packages whose versions every run record lists.
 RECORDED_PACKAGES = (
@@ -37,6 +53,13 @@ RECORDED_PACKAGES = (
     "seaborn", "papermill", "myst-nb", "jupyter-book",
 )
 _IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+#: Suffix of the profile folder a notebook run by hand writes into (``results/<profile>-by-hand``).
+BY_HAND_SUFFIX = "-by-hand"
+_PAPERMILL_HEADER = "# Parameters"
+
+
+class UnknownParameterError(ValueError):
+    """papermill injected a parameter that the notebook's parameters cell does not define."""
 
 
 def results_dir(profile: str) -> Path:
@@ -50,6 +73,55 @@ def results_dir(profile: str) -> Path:
         proj = project_root()
         base = (proj / "results") if proj else Path("results")
     return base / profile
+
+
+def write_dir(profile: str) -> Path:
+    """Where a run under ``profile`` writes its files (see the module docstring): the runner's
+    staging folder, ``$APD_RESULTS_DIR/<profile>``, or ``results/<profile>-by-hand``."""
+    staging = os.environ.get(STAGING_ENV)
+    if staging and os.environ.get(RUNNER_ENV) == "1":
+        return Path(staging)
+    if os.environ.get("APD_RESULTS_DIR"):
+        return results_dir(profile)
+    return results_dir(profile + BY_HAND_SUFFIX)
+
+
+def injected_parameters(namespace: dict) -> list[str]:
+    """Names assigned by papermill's injected cell(s) (inputs starting ``# Parameters`` in the
+    kernel's history ``namespace['In']``); empty outside a papermill kernel."""
+    import ast
+    names: list[str] = []
+    for source in namespace.get("In") or ():
+        if isinstance(source, str) and source.lstrip().startswith(_PAPERMILL_HEADER):
+            try:
+                body = ast.parse(source).body
+            except SyntaxError:
+                continue
+            names += [t.id for node in body if isinstance(node, ast.Assign)
+                      for t in node.targets if isinstance(t, ast.Name)]
+    return sorted(set(names))
+
+
+def _notebook_file(stem: str) -> Path | None:
+    """``notebooks/<stem>.ipynb`` of the project (from the working directory, else beside apd)."""
+    for root in (project_root(), Path(__file__).resolve().parents[2]):
+        if root is not None and (root / "notebooks" / f"{stem}.ipynb").is_file():
+            return root / "notebooks" / f"{stem}.ipynb"
+    return None
+
+
+def check_injected(stem: str, injected: list[str]) -> None:
+    """Raise UnknownParameterError when ``injected`` names a parameter that the parameters cell
+    of ``notebooks/<stem>.ipynb`` lacks (no check when there is no such notebook)."""
+    path = _notebook_file(stem)
+    if not injected or path is None:
+        return
+    declared = notebook_parameters(path)
+    unknown = [n for n in injected if n not in declared]
+    if unknown:
+        raise UnknownParameterError(
+            f"notebook {stem} got parameter(s) {', '.join(unknown)} that its parameters cell does "
+            f"not define (a typo in papermill -p?); its parameters: {', '.join(declared)}")
 
 
 def package_versions(names=RECORDED_PACKAGES) -> dict[str, str]:
@@ -136,23 +208,33 @@ class Run:
     figures: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
+    injected: list[str] = field(default_factory=list)
 
     @classmethod
     def start(cls, stem: str, namespace: dict | None = None, *, profile: str | None = None,
               parameters: dict | None = None, device: str | None = None) -> "Run":
         """Begin a run. ``namespace`` is the notebook's ``globals()`` right after its parameters
-        cell; its ``profile`` variable names the profile (default ``'default'``)."""
+        cell; its ``profile`` variable names the profile (default ``'default'``). Raises
+        UnknownParameterError when papermill injected a name the parameters cell lacks."""
         params = dict(parameters or {})
+        injected: list[str] = []
         if namespace is not None:
             params = {**parameters_from_namespace(namespace), **params}
+            injected = injected_parameters(namespace)
+            check_injected(stem, injected)
         profile = profile or params.get("profile") or "default"
-        run = cls(stem=stem, profile=str(profile), parameters=params, device=device)
+        run = cls(stem=stem, profile=str(profile), parameters=params, device=device, injected=injected)
+        if run.dir.name == run.profile + BY_HAND_SUFFIX:
+            print(f"apd: not run through the book runner (python -m apd): results go to {run.dir}, "
+                  f"not {results_dir(run.profile)}; the book's are made by "
+                  f"`python -m apd --profile {run.profile} --only {stem}`")
         run.dir.mkdir(parents=True, exist_ok=True)
         return run
 
     @property
     def dir(self) -> Path:
-        return results_dir(self.profile)
+        """Where this run writes (:func:`write_dir`); reads go to ``results_dir(profile)``."""
+        return write_dir(self.profile)
 
     # -- numbers --------------------------------------------------------------------------
     def glue(self, name: str, value: Any, display: bool = False) -> Any:
@@ -223,6 +305,8 @@ class Run:
             "wall_time_s": round(time.time() - self.started, 2),
             "figures": self.figures,
             "tables": self.tables,
+            "injected_parameters": self.injected,
+            "cache_key": os.environ.get(KEY_ENV) if os.environ.get(RUNNER_ENV) == "1" else None,
         }
 
     def finish(self, show: bool = True) -> None:

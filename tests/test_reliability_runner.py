@@ -1,0 +1,284 @@
+"""Issue 16, the book runner: results written atomically per chapter, the cache re-checking them,
+hand-run notebooks kept apart, and validation before any kernel starts. Fake projects in tmp
+folders; the tests that start a kernel (papermill) take a few seconds each."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from apd.report import book, results
+from apd.report.results import Run, UnknownParameterError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# A chapter that writes its headline number, one table per name in `tables`, and fails at the end
+# (after Run.finish has written everything) when `fail` is true.
+PARAMS = "profile = 'default'\nx = 1\nrate = 0.5\ntables = 'a'\nfail = False\nflag = True\nopt = None"
+BODY = ("from apd.report.results import Run\n"
+        "import pandas as pd\n"
+        "run = Run.start('nb', globals())\n"
+        "run.record(x=x)\n"
+        "for t in tables.split(','):\n"
+        "    run.save_table(pd.DataFrame({'a': [x]}), t)\n"
+        "run.finish(show=False)\n"
+        "if fail:\n"
+        "    raise RuntimeError('boom')\n")
+
+
+def make_project(tmp_path: Path, profile: dict | None = None, params: str = PARAMS, body: str = BODY) -> Path:
+    root = tmp_path / "proj"
+    for d in ("apd", "notebooks", "profiles"):
+        (root / d).mkdir(parents=True)
+    (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/nb\n")
+    cells = [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "execution_count": None,
+              "outputs": [], "source": params},
+             {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [], "source": body}]
+    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                      "language": "python"}},
+          "nbformat": 4, "nbformat_minor": 5}
+    (root / "notebooks" / "nb.ipynb").write_text(json.dumps(nb))
+    (root / "profiles" / "p.yml").write_text(yaml.safe_dump({"notebooks": profile or {"nb": {}}}))
+    shutil.copy2(ROOT / "requirements.lock", root / "requirements.lock")
+    return root
+
+
+@pytest.fixture
+def kernel_env(monkeypatch):
+    """Kernels import this checkout's apd; results go to <project>/results (no APD_RESULTS_DIR)."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.delenv("APD_RESULTS_DIR", raising=False)
+    for name in (book.RUNNER_ENV, book.STAGING_ENV, book.KEY_ENV):
+        monkeypatch.delenv(name, raising=False)
+
+
+def run_nb(root, **params):
+    out = root / "_build" / "p" / "book" / "notebooks" / "nb.ipynb"
+    return book.execute("nb", {"profile": "p", **params}, out, root)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- 1. results written atomically per chapter ------------------------------------------------
+
+def test_failed_run_leaves_previous_results_intact_and_says_so(tmp_path, kernel_env):
+    root = make_project(tmp_path)
+    assert run_nb(root, x=1, tables="a,b") == "executed"
+    dest = root / "results" / "p"
+    before = snapshot(dest)
+    assert json.loads((dest / "nb.json").read_text())["x"] == 1 and "tables/b.csv" in before
+    with pytest.raises(book.BookError) as err:
+        run_nb(root, x=2, tables="a,c", fail=True)  # writes everything, then fails
+    assert "keeps the last successful run's results of nb" in str(err.value)
+    assert snapshot(dest) == before  # not one byte changed, no tables/c.csv
+    assert not any((root / "results" / ".staging" / "p").iterdir())
+
+
+def test_success_replaces_the_chapters_files_and_removes_ones_it_no_longer_writes(tmp_path, kernel_env):
+    root = make_project(tmp_path)
+    run_nb(root, x=1, tables="a,b")
+    dest = root / "results" / "p"
+    (dest / "tables" / "other_chapter.csv").write_text("kept\n")  # not nb's: never touched
+    run_nb(root, x=3, tables="a")
+    assert not (dest / "tables" / "b.csv").exists() and (dest / "tables" / "other_chapter.csv").is_file()
+    assert (dest / "tables" / "a.csv").read_text().strip().endswith("3")
+    record = json.loads((dest / "runs" / "nb.json").read_text())
+    assert record["parameters"]["x"] == 3 and record["cache_key"]
+    assert set(record["results_sha256"]) == {"nb.json", "tables/a.csv"}
+
+
+def test_cache_reexecutes_when_results_are_missing_or_edited(tmp_path, kernel_env):
+    root = make_project(tmp_path)
+    assert run_nb(root) == "executed"
+    assert run_nb(root) == "cached"
+    table = root / "results" / "p" / "tables" / "a.csv"
+    table.write_text("a\n999\n")  # edited by hand
+    assert run_nb(root) == "executed" and table.read_text().strip().endswith("1")
+    shutil.rmtree(root / "results" / "p")  # deleted
+    assert run_nb(root) == "executed" and table.is_file()
+    assert run_nb(root) == "cached"
+
+
+def test_an_interrupted_commit_is_finished_by_the_next_build(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    monkeypatch.delenv("APD_RESULTS_DIR", raising=False)
+    dest = root / "results" / "p"
+    (dest / "tables").mkdir(parents=True)
+    (dest / "tables" / "old.csv").write_text("old\n")
+    (dest / "runs").mkdir()
+    (dest / "runs" / "nb.json").write_text(json.dumps({"tables": ["old"], "figures": []}))
+    staging = root / "results" / ".staging" / "p" / "nb"
+    (staging / "tables").mkdir(parents=True)
+    (staging / "tables" / "new.csv").write_text("new\n")
+    (staging / "nb.json").write_text("{}")
+    (staging / "runs").mkdir()
+    (staging / "runs" / "nb.json").write_text(json.dumps({"tables": ["new"], "figures": []}))
+    real = book._apply_journal
+    monkeypatch.setattr(book, "_apply_journal", lambda journal: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):  # killed between writing the journal and moving files
+        book.commit_results("p", "nb", "k", root)
+    monkeypatch.setattr(book, "_apply_journal", real)
+    assert book.recover("p", root) == ["nb"]
+    assert sorted(snapshot(dest)) == ["nb.json", "runs/nb.json", "tables/new.csv"]
+    assert json.loads((dest / "runs" / "nb.json").read_text())["cache_key"] == "k"
+    assert not (root / "results" / ".staging" / "p" / "nb").exists()
+
+
+def test_recover_drops_staging_of_runs_that_never_finished(tmp_path, monkeypatch):
+    root = make_project(tmp_path)
+    monkeypatch.delenv("APD_RESULTS_DIR", raising=False)
+    half = root / "results" / ".staging" / "p" / "nb"
+    half.mkdir(parents=True)
+    (half / "nb.json").write_text("{}")
+    assert book.recover("p", root) == [] and not half.exists()
+    assert not (root / "results" / "p").exists()
+
+
+# -- hand-run notebooks -------------------------------------------------------------------------
+
+def test_run_outside_the_runner_writes_to_the_by_hand_folder(tmp_path, monkeypatch, capsys):
+    root = make_project(tmp_path)
+    monkeypatch.chdir(root)
+    for name in ("APD_RESULTS_DIR", book.RUNNER_ENV, book.STAGING_ENV):
+        monkeypatch.delenv(name, raising=False)
+    run = Run.start("my_chapter", {"profile": "smoke", "n": 3})
+    assert "not run through the book runner" in capsys.readouterr().out
+    run.finish(show=False)
+    assert (root / "results" / "smoke-by-hand" / "my_chapter.json").is_file()
+    assert not (root / "results" / "smoke").exists()
+    monkeypatch.setenv(book.RUNNER_ENV, "1")
+    monkeypatch.setenv(book.STAGING_ENV, str(tmp_path / "stage"))
+    assert Run.start("my_chapter", {"profile": "smoke"}).dir == tmp_path / "stage"
+    monkeypatch.delenv(book.RUNNER_ENV)
+    monkeypatch.delenv(book.STAGING_ENV)
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path / "chosen"))
+    assert Run.start("my_chapter", {"profile": "smoke"}).dir == tmp_path / "chosen" / "smoke"
+
+
+def test_unknown_injected_parameter_stops_run_start():
+    history = ["", "profile = 'default'\nn_draws = 20000", "# Parameters\nprofile = \"smoke\"\nn_drawz = 5\n"]
+    with pytest.raises(UnknownParameterError, match="n_drawz"):
+        Run.start("theorem1", {"In": history, "profile": "smoke", "n_drawz": 5})
+    assert results.injected_parameters({"In": history}) == ["n_drawz", "profile"]
+    results.check_injected("theorem1", ["profile", "n_draws"])  # known names pass
+    results.check_injected("no_such_notebook", ["anything"])  # not a chapter: nothing to compare
+
+
+def test_hand_run_with_papermill_typo_fails_in_the_first_cell(tmp_path, kernel_env):
+    import papermill as pm
+    root = make_project(tmp_path)
+    with pytest.raises(pm.PapermillExecutionError) as err:
+        pm.execute_notebook(str(root / "notebooks" / "nb.ipynb"), str(tmp_path / "out.ipynb"),
+                            parameters={"profile": "p", "xx": 5}, cwd=str(root), kernel_name="python3",
+                            progress_bar=False)
+    assert err.value.ename == "UnknownParameterError" and "xx" in err.value.evalue
+    assert not (root / "results").exists()
+    pm.execute_notebook(str(root / "notebooks" / "nb.ipynb"), str(tmp_path / "out.ipynb"),
+                        parameters={"profile": "p", "x": 5}, cwd=str(root), kernel_name="python3",
+                        progress_bar=False)
+    record = json.loads((root / "results" / "p-by-hand" / "runs" / "nb.json").read_text())
+    assert record["injected_parameters"] == ["profile", "x"] and record["parameters"]["x"] == 5
+    assert not (root / "results" / "p").exists()
+
+
+# -- 4. validation before work ----------------------------------------------------------------
+
+@pytest.mark.parametrize("item, value", [
+    ("nb.rate=5e-2", 0.05), ("nb.rate=3", 3), ("nb.x=7", 7), ("nb.tables=2024", "2024"),
+    ("nb.tables=a b", "a b"), ("nb.flag=false", False), ("nb.opt=[1, 2]", [1, 2]), ("nb.opt=abc", "abc"),
+])
+def test_set_values_are_parsed_as_numbers_and_typed(tmp_path, item, value):
+    root = make_project(tmp_path)
+    params = book.load_profile("p", root)
+    got = book.parse_overrides([item], params, root)["nb"]
+    assert list(got.values()) == [value] and type(list(got.values())[0]) is type(value)
+
+
+@pytest.mark.parametrize("item, message", [
+    ("nb.x=abc", "--set nb.x=abc: expected an integer (default 1)"),
+    ("nb.x=1.5", "--set nb.x=1.5: expected an integer (default 1)"),
+    ("nb.rate=abc", "--set nb.rate=abc: expected a number (default 0.5)"),
+    ("nb.flag=2", "--set nb.flag=2: expected true or false (default True)"),
+    ("nb.x=[1, 2", "--set nb.x=[1, 2: not a valid value ("),
+    ("nb.nosuch=1", "--set nb.nosuch=1: 'nosuch' is not a parameter of nb"),
+])
+def test_bad_set_values_give_one_line_errors(tmp_path, item, message):
+    root = make_project(tmp_path)
+    params = book.load_profile("p", root)
+    with pytest.raises(book.BookError) as err:
+        book.parse_overrides([item], params, root)
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_profile_values_are_type_checked(tmp_path):
+    root = make_project(tmp_path, {"nb": {"x": "many", "rate": 1}})
+    with pytest.raises(book.BookError, match=r"nb\.x: expected an integer \(default 1\), got 'many'"):
+        book.load_profile("p", root)
+
+
+def test_profile_accepts_only_names(tmp_path):
+    root = make_project(tmp_path)
+    for bad in ("../profiles/p", "profiles/p", "p.yml", ".."):
+        with pytest.raises(book.BookError, match="takes a profile name, not a path"):
+            book.load_profile(bad, root)
+
+
+def cli(*args):
+    done = subprocess.run([sys.executable, "-m", "apd", *args], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return done.returncode, done.stdout, done.stderr
+
+
+def test_check_applies_set_and_errors_are_one_line():
+    assert cli("--profile", "smoke", "--check", "--set", "theorem1.n_draws=50")[0] == 0
+    for args, text in [
+        (["--set", "theorem1.nosuch=1"], "apd: --set theorem1.nosuch=1: 'nosuch' is not a parameter of theorem1"),
+        (["--set", "theorem1.n_draws=abc"], "apd: --set theorem1.n_draws=abc: expected an integer (default 20000)"),
+        (["--set", "theorem1.T_grid=[1.5, 3.0"], "apd: --set theorem1.T_grid=[1.5, 3.0: not a valid value"),
+    ]:
+        code, out, err = cli("--profile", "smoke", "--check", *args)
+        assert code == 1 and err.startswith(text) and len(err.strip().splitlines()) == 1, err
+    code, out, err = cli("--profile", "../profiles/smoke", "--check")
+    assert code == 1 and "takes a profile name" in err and "Traceback" not in err
+    assert cli("--profile", "smoke", "--check", "--set", "family.alpha=5e-2")[0] == 0
+
+
+def test_cuda_and_hub_needs_fail_before_any_kernel_names_the_fix(monkeypatch, tmp_path):
+    monkeypatch.setattr(book, "_cuda_available", lambda: False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
+    t0 = time.time()
+    with pytest.raises(book.BookError) as err:
+        book.build("pythia", html=False)
+    assert time.time() - t0 < 1.0
+    msg = str(err.value)
+    assert "--set family.device=cpu" in msg and "--set family.local_dir=FOLDER" in msg and "HF_HUB_OFFLINE" in msg
+    params = {"a": {"device": "cpu", "family": "pythia", "local_dir": "/models"}, "b": {"family": "pico"},
+              "c": {"device": "auto"}}
+    book.check_environment(params, ["a", "b", "c"])  # local copies, pico, auto: nothing needed
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
+    with pytest.raises(book.BookError, match="the Hub cannot be reached"):
+        book.check_environment({"a": {"family": "opt"}}, ["a"])
+
+
+def test_every_real_profile_passes_type_checks():
+    for profile in ("smoke", "default", "pythia", "hub-smoke"):
+        book.resolve(profile)
+
+
+def test_check_reports_missing_cuda_as_a_note_and_stays_valid(monkeypatch, capsys):
+    monkeypatch.setattr(book, "_cuda_available", lambda: False)
+    monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    assert book.main(["--profile", "pythia", "--check"]) == 0  # the file is valid; this machine is not
+    out = capsys.readouterr().out
+    assert "is valid" in out and "a build would stop here" in out and "--set qa.device=cpu" in out
+    assert book.main(["--profile", "pythia", "--check", "--set", "qa.batch_size=many"]) == 1

@@ -26,7 +26,7 @@ from apd.amateur.config import _NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig,
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
 from apd.amateur.objective import APDObjective, CurveMLP
 from apd.base.device import resolve_device
-from apd.base.io import (check_file, read_json_checked, remove_stale_tmp, set_aside, torch_save,
+from apd.base.io import (check_file, read_json_checked, remove_checkpoints, remove_stale_tmp, set_aside, torch_save,
                          write_folder_digests, write_json)
 
 
@@ -307,7 +307,7 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         meta = json.loads(meta_path.read_text())
         meta["status"] = "done"
         write_json(meta_path, meta)
-        shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
+        remove_checkpoints(out_dir / "checkpoints")
     if acc:
         acc.wait_for_everyone()
     return final

@@ -208,3 +208,18 @@ def remove_stale_tmp(folder, patterns=("*.tmp", ".tokenizer-*")) -> list[Path]:
                 p.unlink(missing_ok=True)
             gone.append(p)
     return gone
+
+
+def remove_checkpoints(folder) -> None:
+    """Delete a finished run's checkpoint folder, except for damaged files set aside there (they
+    are kept for inspection, so the folder stays when there are any)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for p in folder.iterdir():
+        if ".damaged-" not in p.name and p.is_file():
+            p.unlink()
+    try:
+        folder.rmdir()
+    except OSError:  # something set aside is kept
+        pass

@@ -26,8 +26,8 @@ import torch
 import torch.nn.functional as F
 
 from apd.base.device import resolve_device
-from apd.base.io import (check_file, check_folder, read_json_checked, remove_stale_tmp, set_aside, torch_save,
-                         write_folder_digests, write_json)
+from apd.base.io import (check_file, check_folder, read_json_checked, remove_checkpoints, remove_stale_tmp,
+                         set_aside, torch_save, write_folder_digests, write_json)
 from apd.base.lock import file_lock
 from apd.family.registry import count_nonembedding
 from apd.family.text import token_stream
@@ -514,10 +514,7 @@ def _family_intact(family_dir: Path) -> bool:
         folder = family_dir / name
         if not folder.is_dir() or not check_folder(folder, "pico member", f"retraining {name}"):
             ok = False
-    if not ok:  # the manifest no longer describes what is on disk
-        set_aside(family_dir / "family.json", "family manifest", "a member is missing or damaged",
-                  "retraining the missing members")
-    return ok
+    return ok   # when False, the build retrains what is missing and rewrites family.json
 
 
 def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
@@ -584,7 +581,7 @@ def _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family
         "format": FORMAT_VERSION,
     }
     write_json(manifest_path, manifest, indent=1, digest=True)
-    shutil.rmtree(family_dir / "_checkpoints", ignore_errors=True)
+    remove_checkpoints(family_dir / "_checkpoints")
     return family_dir
 
 

@@ -357,3 +357,19 @@ def test_beam_search_with_a_contrastive_processor_says_it_is_unsupported():
     with pytest.raises(ValueError, match=r"does not support beam search.*prepare\(\) again does not help"):
         expert.generate(input_ids=ids, attention_mask=mask, num_beams=2, max_new_tokens=3, pad_token_id=0,
                         logits_processor=[proc])
+
+
+def test_a_cache_from_before_digests_is_accepted_then_covered(tok, tmp_path):
+    folder = pretrain.train_family(_config(), tok, _documents(), tmp_path, device="cpu", progress=False, num_threads=1)
+    for p in [*folder.glob("*/digests.json"), *folder.glob("*.sha256")]:   # as written before this change
+        p.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # intact: found, not retrained, digests recorded now
+        assert _train(tok, tmp_path) == folder
+    assert len(list(folder.glob("*/digests.json"))) == 3
+    for p in folder.glob("*/digests.json"):
+        p.unlink()
+    _damage(folder / "pico-a" / "model.safetensors", "truncate")     # truncated before digests existed
+    with pytest.warns(UserWarning, match=r"pico-a is damaged \(unreadable model\.safetensors"):
+        _train(tok, tmp_path)
+    assert _aside(folder / "pico-a") and (folder / "pico-a" / "digests.json").is_file()

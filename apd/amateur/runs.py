@@ -127,7 +127,7 @@ def _finished(out: Path) -> Optional[Path]:
     meta = read_json_checked(out / "train_config.json", "ALM' run record", "training ALM' again")
     if meta is None or meta.get("status") != "done":
         return None
-    if check_folder(out / "alm_prime", "ALM' model", "training ALM' again"):
+    if check_folder(out / "alm_prime", "ALM' model", "training ALM' again", backfill=True):
         return out / "alm_prime"
     return None
 

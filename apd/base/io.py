@@ -156,15 +156,43 @@ def check_file(path, what: str, action: str) -> bool:
     return False
 
 
-def check_folder(folder, what: str, action: str) -> bool:
+def _unreadable(folder: Path) -> str | None:
+    """Why a folder without recorded digests is damaged (a safetensors file whose size does not match
+    its header, e.g. truncated; a JSON file that does not parse), or None if it looks intact."""
+    for p in sorted(folder.rglob("*")):
+        try:
+            if p.suffix == ".safetensors":
+                from safetensors import safe_open
+
+                with safe_open(str(p), "np") as f:
+                    f.keys()
+            elif p.suffix == ".json":
+                json.loads(p.read_text())
+        except Exception as err:
+            return f"unreadable {p.name}: {type(err).__name__}"
+    return None
+
+
+def check_folder(folder, what: str, action: str, *, backfill: bool = False) -> bool:
     """True if every file listed in ``folder/digests.json`` is there with its digest (or the folder
-    records none); otherwise set the whole folder aside and return False. False when it is missing."""
+    records none); otherwise set the whole folder aside and return False. False when it is missing.
+
+    ``backfill`` (for the artifact's own writer, holding or not needing its lock): a folder from
+    before digests were recorded is checked for readability (safetensors headers against file sizes,
+    JSON files) and then has its digests recorded, so later damage is caught."""
     folder = Path(folder)
     if not folder.is_dir():
         return False
     manifest = folder / DIGESTS
     if not manifest.is_file():
-        return True
+        if not backfill:
+            return True
+        reason = _unreadable(folder)
+        if reason is None:   # an intact folder from before digests were recorded: record them now
+            write_folder_digests(folder)
+            return True
+        set_aside(folder, what, reason, action)
+        return False
     try:
         want = json.loads(manifest.read_text())
         bad = [name for name, d in want.items()

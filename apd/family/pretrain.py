@@ -499,7 +499,7 @@ def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, devic
 def _finished_member(folder: Path) -> dict | None:
     """The training record of a member folder that is complete and intact, else None (a damaged
     folder is set aside, so that the caller retrains it)."""
-    if not check_folder(folder, "pico member", f"retraining {folder.name}"):
+    if not check_folder(folder, "pico member", f"retraining {folder.name}", backfill=True):
         return None
     return read_json_checked(folder / "training.json", "member training record", f"retraining {folder.name}")
 
@@ -512,7 +512,7 @@ def _family_intact(family_dir: Path) -> bool:
     ok = True
     for name in manifest.get("members", []):
         folder = family_dir / name
-        if not folder.is_dir() or not check_folder(folder, "pico member", f"retraining {name}"):
+        if not folder.is_dir() or not check_folder(folder, "pico member", f"retraining {name}", backfill=True):
             ok = False
     return ok   # when False, the build retrains what is missing and rewrites family.json
 

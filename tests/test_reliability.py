@@ -228,6 +228,10 @@ def test_damaged_alm_prime_checkpoint_and_log_are_healed(fam, tmp_path):
     with pytest.warns(UserWarning, match=r"ALM' model .*alm_prime is damaged .*training ALM' again"):
         again = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
     assert again == final and io.file_sha256(final / "model.safetensors") == before and _aside(final)
+    _damage(final / "curve_mlp.pt", "truncate")       # a reader outside train_apd names the folder
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"ALM' in .*alm_prime was damaged.*apd_model"):
+        runs.load_alm_prime(final, device="cpu")
+    assert runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False) == final   # retrained
 
     # a run stopped mid-way: its latest checkpoint truncated, the log's last line cut short
     from apd.amateur.data import collected_chunks

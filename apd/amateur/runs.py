@@ -172,6 +172,9 @@ def load_alm_prime(path, device=None, dtype=None):
     path = Path(getattr(path, "alm_prime_path", path))
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"no ALM' in {path} (no config.json): train it with apd.apd_model(fam, built).")
+    if not check_folder(path, "ALM' model", "stopping"):
+        raise ValueError(f"the ALM' in {path} was damaged (its files no longer match the digests recorded when it "
+                         "was saved) and has been set aside; run apd.apd_model(fam, built) again to retrain it.")
     device = resolve_device(device)
     model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype or torch.float32)
     return model.to(device).eval()

@@ -13,10 +13,10 @@ from apd.world import corpus
 
 PINNED = {
     "smoke": dict(corpus="968c95b84d2c", family_fp32="8418bcf1e08d", family_bf16="0de78a8d467b",
-                  collect_config="417a0f5655a2e47e", collect="2050cecbc76d", train="a2247dd340f0",
+                  collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="a2247dd340f0",
                   fingerprint="43af55a5831052d0"),
     "default": dict(corpus="58d9d03f7632", family_fp32="4c6b5e08af79", family_bf16="e8e4a0829168",
-                    collect_config="417a0f5655a2e47e", collect="2050cecbc76d", train="ccced5494bf2",
+                    collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="ccced5494bf2",
                     fingerprint="535005842518639e"),
 }
 
@@ -31,7 +31,11 @@ def test_cache_keys_are_unchanged(scale):
     collect_config = runs.collect_config("pico", scale)
     assert collect_config.hash() == want["collect_config"]
     ids = np.arange(10, dtype=np.uint16).tobytes()
-    assert runs._key(["/c/pico-13k", "/c/pico-1.8M"], [9.4, 14.4], ids, asdict(collect_config)) == want["collect"]
+    # Changed on purpose (issue 16, item 6): the collection key used to hold the members' absolute
+    # folders ("/c/pico-13k"), so moving the cache meant collecting again. It now holds each member's
+    # name and a digest of its weights (runs.member_identity), nothing that depends on where they live.
+    members = [("pico-13k", "sha256:" + "a" * 16), ("pico-1.8m", "sha256:" + "b" * 16)]
+    assert runs.collection_key(members, [9.4, 14.4], ids, asdict(collect_config)) == want["collect"]
     config = runs.train_config("pico", scale, lambda3=0.6)
     assert runs._key("abc", {"n": 1}, ["m1", "m2"], config.to_dict()) == want["train"]
     assert train._fingerprint(config.to_dict(), {"n_chunks": 3}, "d" * 16) == want["fingerprint"]

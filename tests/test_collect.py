@@ -184,7 +184,7 @@ def test_resume_after_interruptions_gives_identical_shards(collected, family, co
         collect.collect(InterruptingFamily(family, "big", 3), corpus, out, CFG, batch_size=2, progress=False)
     manifest = collect.read_manifest(out)
     assert not manifest["complete"] and manifest["shards"] == []
-    assert len(list((out / "parts").glob("*.m02.*"))) == 2       # two ELM parts were finished
+    assert len(list((out / "parts").glob("*.m02.safetensors"))) == 2   # two ELM parts were finished
     with pytest.raises(ValueError, match="unfinished"):
         next(collect.iter_records(out))
     second = InterruptingFamily(family, "mid", 2)                # fails in the last pass

@@ -29,7 +29,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 from tqdm.auto import tqdm
 
-from apd.base.io import atomic_write, write_json
+from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, set_aside, write_json
 
 FORMAT = "apd-collect/1"
 MANIFEST = "manifest.json"
@@ -202,7 +202,19 @@ def _id_dtype(vocab_size: int):
 
 def _save_arrays(arrays: dict, path: Path, metadata: Optional[dict] = None) -> None:
     atomic_write(path, lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp),
-                                             metadata=metadata))
+                                             metadata=metadata), digest=True)
+
+
+def _load_checked(path: Path, what: str) -> Optional[dict]:
+    """The arrays of a part or shard file, or None when it is missing or damaged (digest mismatch
+    or unreadable, e.g. truncated); a damaged file is set aside so that it is computed again."""
+    if not check_file(path, what, "computing it again"):
+        return None
+    try:
+        return load_file(str(path))
+    except Exception as err:
+        set_aside(path, what, f"unreadable: {type(err).__name__}: {err}", "computing it again")
+        return None
 
 
 def _corpus_chunks(token_ids, seq_len: int, vocab_size: int) -> tuple[np.ndarray, int]:
@@ -319,8 +331,10 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
                     "derived": "alm_logits = member_logprobs[:, 0] + alm_lse; elm_logits = member_logprobs[:, -1] + elm_lse"},
     }
     manifest_path = out / MANIFEST
-    if manifest_path.exists():
-        manifest = json.loads(manifest_path.read_text())
+    remove_stale_tmp(out)            # files a dead writer was writing (callers hold the folder's lock)
+    remove_stale_tmp(out / "parts")
+    manifest = read_json_checked(manifest_path, "collection manifest", "collecting again")
+    if manifest is not None:
         old = {k: manifest.get(k) for k in identity}
         if old != json.loads(json.dumps(identity)):
             diff = [k for k in identity if old.get(k) != json.loads(json.dumps(identity[k]))]
@@ -329,7 +343,8 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
     else:
         manifest = dict(identity, tokenizer=getattr(tokenizer, "name_or_path", None), shards=[], complete=False)
         write_json(manifest_path, manifest, indent=1)
-    done = {s["index"] for s in manifest["shards"] if (out / s["file"]).exists()}
+    done = {s["index"] for s in manifest["shards"]
+            if _shard_intact(out / s["file"])}
     manifest["shards"] = [s for s in manifest["shards"] if s["index"] in done]
 
     def shard_file(i: int) -> Path:
@@ -343,7 +358,8 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
     id_dtype = _id_dtype(V)
     for step, m in enumerate(order):
         last_pass = step == N - 1
-        todo = [i for i in range(n_shards) if i not in done and not part_file(i, m).exists()]
+        todo = [i for i in range(n_shards) if i not in done
+                and not check_file(part_file(i, m), "collection part", "computing it again")]
         bar = tqdm(total=n_shards, initial=n_shards - len(todo), disable=not progress,
                    desc=f"collect {names[m]} ({step + 1}/{N})", unit="shard")
         if todo:
@@ -353,7 +369,11 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
                     if m == N - 1:
                         part = _elm_part(member_logits, rows, config, V, i, batch_size, id_dtype)
                     else:
-                        ids = load_file(str(part_file(i, N - 1)))["token_ids"]
+                        elm = _load_checked(part_file(i, N - 1), "collection part")
+                        if elm is None:
+                            raise RuntimeError(f"the ELM part of shard {i} ({part_file(i, N - 1)}) was damaged "
+                                               "and set aside; rerun collect to compute it again.")
+                        ids = elm["token_ids"]
                         part = _member_part(member_logits, rows, ids, batch_size, keep_lse=(m == 0))
                     _save_arrays(part, part_file(i, m))
                     if last_pass:
@@ -417,7 +437,9 @@ def _finish_shard(i, out, manifest, names, part_file, shard_file, config) -> Non
     missing = [p.name for p in parts if not p.exists()]
     if missing:
         raise RuntimeError(f"shard {i} lacks parts {missing}; rerun collect to compute them.")
-    loaded = [load_file(str(p)) for p in parts]
+    loaded = [_load_checked(p, "collection part") for p in parts]
+    if any(d is None for d in loaded):
+        raise RuntimeError(f"parts of shard {i} in {out} were damaged and set aside; rerun collect to compute them.")
     arrays = {
         "input_ids": loaded[-1]["input_ids"],
         "token_ids": loaded[-1]["token_ids"],
@@ -438,6 +460,12 @@ def _finish_shard(i, out, manifest, names, part_file, shard_file, config) -> Non
     write_json(out / MANIFEST, manifest, indent=1)
     for p in parts:
         p.unlink()
+        p.with_name(p.name + ".sha256").unlink(missing_ok=True)
+
+
+def _shard_intact(path: Path) -> bool:
+    """True if a finished shard file is there and matches its recorded digest (else set aside)."""
+    return check_file(path, "collection shard", "collecting it again")
 
 
 # --------------------------------------------------------------------------------------------
@@ -451,7 +479,11 @@ def read_manifest(collect_dir) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"no {MANIFEST} in {collect_dir}: run apd.amateur.collect.collect(family, tokens, "
                                 f"{str(collect_dir)!r}) first.")
-    manifest = json.loads(path.read_text())
+    try:
+        manifest = json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"the collection manifest {path} is damaged ({err}); rerun collect_family, which "
+                         "sets it aside and collects again.") from None
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{path} has format {manifest.get('format')!r}, this reader reads {FORMAT!r}.")
     return manifest
@@ -467,10 +499,19 @@ def load_shard(path, as_torch: bool = False) -> dict:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"shard {path} does not exist; list a collection's shards with read_manifest().")
-    with safe_open(str(path), "np") as f:
-        if json.loads((f.metadata() or {}).get("apd", "{}")).get("format") != FORMAT:
-            raise ValueError(f"{path} is not an {FORMAT} shard.")
-    raw = load_file(str(path))
+    if not _shard_intact(path):
+        raise ValueError(f"the collection shard {path} was damaged and has been set aside; rerun collect_family "
+                         "(or collect) to compute it again.")
+    try:
+        with safe_open(str(path), "np") as f:
+            meta = (f.metadata() or {}).get("apd", "{}")
+        raw = load_file(str(path))
+    except Exception as err:  # truncated, without a recorded digest (an older cache)
+        set_aside(path, "collection shard", f"unreadable: {type(err).__name__}", "leaving it for collect")
+        raise ValueError(f"the collection shard {path} is damaged ({err}); rerun collect_family (or collect) "
+                         "to compute it again.") from None
+    if json.loads(meta).get("format") != FORMAT:
+        raise ValueError(f"{path} is not an {FORMAT} shard.")
     lp = raw["member_logprobs"]
     rec = {
         "input_ids": raw["input_ids"].astype(np.int64),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import warnings
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Optional
@@ -22,6 +23,7 @@ from apd.amateur.data import collected_chunks
 from apd.amateur.train import train_alm_prime
 from apd.base import paths
 from apd.base.device import resolve_device
+from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
 from apd.base.lock import file_lock
 from apd.family.text import token_stream
 from apd.world import corpus
@@ -69,16 +71,45 @@ def collect_family(family, texts, config: collect.CollectConfig | None = None, c
         raise ValueError("no documents to collect on: pass the fine-tuning split, e.g. built.corpus.finetune")
     config = config or collect.CollectConfig(seq_len=128, chunks_per_shard=64)
     ids = token_stream(family.tokenizer, texts)
-    key = _key([str(family.locations[n]) for n in family.names], np.asarray(family.log_sizes).tolist(),
-               ids.tobytes(), asdict(config))
+    key = collection_key([(n, member_identity(family.locations[n])) for n in family.names],
+                         np.asarray(family.log_sizes).tolist(), ids.tobytes(), asdict(config))
     out = Path(cache or paths.cache_dir()) / "collected" / key
-    manifest = out / "manifest.json"
-    if manifest.is_file() and json.loads(manifest.read_text()).get("complete"):
+    if _collection_ready(out):
         return out
     with file_lock(out.parent / f"{key}.lock"):
-        if not (manifest.is_file() and json.loads(manifest.read_text()).get("complete")):
+        if not _collection_ready(out):
             collect.collect(family, ids, out, config, batch_size=batch_size, progress=progress)
     return out
+
+
+def collection_key(members, log_sizes, ids: bytes, config: dict) -> str:
+    """The cache key of a collection: ``members`` as (name, :func:`member_identity`) pairs, their log
+    sizes, the token stream and the collection config. Nothing in it depends on where the cache or
+    the members' folders live, so a moved cache is found again."""
+    return _key("collection-v2", [list(m) for m in members], log_sizes, ids, config)
+
+
+def member_identity(location) -> str:
+    """What identifies a member's weights wherever they live: a Hub id as it is; for a local folder
+    a digest of its weight files (the digests recorded when the member was saved, when there are
+    any; otherwise hashed once per process)."""
+    folder = Path(str(location)).expanduser()
+    if not folder.is_dir():
+        return str(location)
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".safetensors", ".bin", ".pt"))
+    if not files:
+        raise FileNotFoundError(f"no weight files (*.safetensors, *.bin) in the member folder {folder}.")
+    listing = [[p.name, recorded_digest(p) or file_sha256(p)] for p in files]
+    return "sha256:" + hashlib.sha256(json.dumps(listing).encode()).hexdigest()[:16]
+
+
+def _collection_ready(out: Path) -> bool:
+    """True if ``out`` holds a complete collection whose shards are intact (damaged ones are set aside)."""
+    manifest = read_json_checked(out / collect.MANIFEST, "collection manifest", "collecting again")
+    if not manifest or not manifest.get("complete"):
+        return False
+    intact = [collect._shard_intact(out / s["file"]) for s in manifest.get("shards", [])]
+    return all(intact)
 
 
 
@@ -91,8 +122,12 @@ def train_dir(collect_dir, config: APDTrainConfig, cache=None) -> Path:
 
 
 def _finished(out: Path) -> Optional[Path]:
-    meta = out / "train_config.json"
-    if meta.is_file() and (out / "alm_prime").is_dir() and json.loads(meta.read_text()).get("status") == "done":
+    """``out/alm_prime`` if the run there is done and intact; a damaged ALM' or run record is set
+    aside (then the run trains again)."""
+    meta = read_json_checked(out / "train_config.json", "ALM' run record", "training ALM' again")
+    if meta is None or meta.get("status") != "done":
+        return None
+    if check_folder(out / "alm_prime", "ALM' model", "training ALM' again", backfill=True):
         return out / "alm_prime"
     return None
 
@@ -137,6 +172,9 @@ def load_alm_prime(path, device=None, dtype=None):
     path = Path(getattr(path, "alm_prime_path", path))
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"no ALM' in {path} (no config.json): train it with apd.apd_model(fam, built).")
+    if not check_folder(path, "ALM' model", "stopping"):
+        raise ValueError(f"the ALM' in {path} was damaged (its files no longer match the digests recorded when it "
+                         "was saved) and has been set aside; run apd.apd_model(fam, built) again to retrain it.")
     device = resolve_device(device)
     model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype or torch.float32)
     return model.to(device).eval()
@@ -213,5 +251,16 @@ def read_train_log(run_dir) -> pd.DataFrame:
     path = Path(run_dir) / "train_log.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no training log at {path}; train ALM' first (pipeline.apd_model).")
-    df = pd.DataFrame([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    lines = [line for line in path.read_text().splitlines() if line.strip()]
+    rows = []
+    for i, line in enumerate(lines):
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            if i < len(lines) - 1:
+                raise ValueError(f"{path}, line {i + 1} is not JSON (damaged log); delete the folder "
+                                 f"{path.parent} to train the run again.") from None
+            warnings.warn(f"apd: the last line of {path} is truncated (a run stopped while writing it); "
+                          "ignoring it.", stacklevel=2)
+    df = pd.DataFrame(rows)
     return df.drop_duplicates("step", keep="last").sort_values("step").reset_index(drop=True)

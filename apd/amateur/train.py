@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import warnings
 import os
 import shutil
 import time
@@ -25,7 +26,8 @@ from apd.amateur.config import _NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig,
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
 from apd.amateur.objective import APDObjective, CurveMLP
 from apd.base.device import resolve_device
-from apd.base.io import torch_save, write_json
+from apd.base.io import (check_file, read_json_checked, remove_checkpoints, remove_stale_tmp, set_aside, torch_save,
+                         write_folder_digests, write_json)
 
 
 def _micro_batch(config: APDTrainConfig, device: torch.device, world: int) -> int:
@@ -80,6 +82,15 @@ def _load_alm(alm_model_or_path) -> nn.Module:
         raise FileNotFoundError(f"ALM {path} not found: pass a model, a save_pretrained folder or a Hub id.")
     return AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
 
+
+
+def _log_step(line: str, path: Path):
+    """The step of one ``train_log.jsonl`` line, or None for a line cut short by a stopped run."""
+    try:
+        return json.loads(line)["step"]
+    except (ValueError, KeyError, TypeError):
+        warnings.warn(f"apd: dropping a truncated line of {path} ({line[:40]!r}...) on resume.", stacklevel=3)
+        return None
 
 
 def _checkpoints(out_dir: Path) -> list[Path]:
@@ -157,8 +168,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     fingerprint = _fingerprint(cfg, data_info, _model_digest(alm))
     final = out_dir / "alm_prime"
     meta_path = out_dir / "train_config.json"
-    if meta_path.exists():
-        meta = json.loads(meta_path.read_text())
+    meta = read_json_checked(meta_path, "ALM' run record", "training again")
+    if meta is not None:
         if meta.get("fingerprint") != fingerprint:
             raise ValueError(f"{out_dir} holds a different run (fingerprint {meta.get('fingerprint')} != {fingerprint}: "
                              "other config, data or initial ALM); use a new out_dir or delete that one.")
@@ -175,11 +186,21 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
 
     step = 0
     log_path = out_dir / "train_log.jsonl"
-    found = _checkpoints(out_dir)
-    if found:
-        state = torch.load(found[-1], map_location="cpu", weights_only=False)  # load_state_dict moves it
+    if main:
+        remove_stale_tmp(out_dir / "checkpoints")   # what a dead writer was saving (callers hold the run's lock)
+    state = None
+    for path in reversed(_checkpoints(out_dir)):   # the latest intact checkpoint
+        if not check_file(path, "ALM' checkpoint", "resuming from an earlier one"):
+            continue
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=False)  # load_state_dict moves it
+        except Exception as err:
+            set_aside(path, "ALM' checkpoint", f"unreadable: {type(err).__name__}", "resuming from an earlier one")
+            continue
         if state["fingerprint"] != fingerprint:
-            raise ValueError(f"checkpoint {found[-1]} belongs to another run; delete {out_dir / 'checkpoints'}.")
+            raise ValueError(f"checkpoint {path} belongs to another run; delete {out_dir / 'checkpoints'}.")
+        break
+    if state is not None:
         objective.alm.load_state_dict(state["alm"])
         objective.mlp.load_state_dict(state["mlp"])
         optimizer.load_state_dict(state["optimizer"])
@@ -190,7 +211,7 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
                                 "total_steps": total, "steps_per_epoch": steps_per_epoch, "warmup_steps": warmup,
                                 "grad_accum": accum, "world_size": world, "device": str(device)})
         lines = log_path.read_text().splitlines() if log_path.exists() else []
-        kept = [ln for ln in lines if ln.strip() and json.loads(ln)["step"] <= step]
+        kept = [ln for ln in lines if ln.strip() and (_log_step(ln, log_path) or step + 1) <= step]
         log_path.write_text("".join(ln + "\n" for ln in kept))
 
     model = objective
@@ -201,9 +222,11 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         path = out_dir / "checkpoints" / f"step_{step:08d}.pt"
         if main:
             torch_save({"step": step, "fingerprint": fingerprint, "alm": objective.alm.state_dict(),
-                          "mlp": objective.mlp.state_dict(), "optimizer": optimizer.state_dict()}, path)
+                          "mlp": objective.mlp.state_dict(), "optimizer": optimizer.state_dict()}, path,
+                       digest=True)
             for old in _checkpoints(out_dir)[:-config.keep_checkpoints]:
                 old.unlink()
+                old.with_name(old.name + ".sha256").unlink(missing_ok=True)
         if acc:
             acc.wait_for_everyone()
         return path
@@ -278,12 +301,13 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
             tokenizer.save_pretrained(tmp)
         objective.mlp.save(tmp / "curve_mlp.pt")
         write_json(tmp / "apd_train_config.json", {"fingerprint": fingerprint, "config": cfg, "data": data_info})
+        write_folder_digests(tmp)   # checked when the run is found again (runs._finished)
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         meta = json.loads(meta_path.read_text())
         meta["status"] = "done"
         write_json(meta_path, meta)
-        shutil.rmtree(out_dir / "checkpoints", ignore_errors=True)
+        remove_checkpoints(out_dir / "checkpoints")
     if acc:
         acc.wait_for_everyone()
     return final

@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 
-def atomic_write(path, write: Callable[[Path], None]) -> Path:
+def atomic_write(path, write: Callable[[Path], None], *, digest: bool = False) -> Path:
     """Call ``write(tmp_path)``, then move ``tmp_path`` over ``path``; returns ``path``.
+    With ``digest``, also record the file's SHA-256 in ``<path>.sha256`` (see :func:`check_file`).
 
     Example:
         >>> import tempfile
@@ -25,10 +26,12 @@ def atomic_write(path, write: Callable[[Path], None]) -> Path:
     tmp = path.with_name(path.name + ".tmp")
     write(tmp)
     os.replace(tmp, path)
+    if digest:
+        record_digest(path)
     return path
 
 
-def write_json(path, obj: Any, *, indent: int = 2, trailing_newline: bool = False) -> Path:
+def write_json(path, obj: Any, *, indent: int = 2, trailing_newline: bool = False, digest: bool = False) -> Path:
     """Write ``obj`` as JSON atomically (values JSON cannot hold are written with ``str``).
 
     Example:
@@ -38,11 +41,213 @@ def write_json(path, obj: Any, *, indent: int = 2, trailing_newline: bool = Fals
         {'kl': 0.5}
     """
     text = json.dumps(obj, indent=indent, default=str) + ("\n" if trailing_newline else "")
-    return atomic_write(path, lambda tmp: tmp.write_text(text))
+    return atomic_write(path, lambda tmp: tmp.write_text(text), digest=digest)
 
 
-def torch_save(obj: Any, path) -> Path:
-    """``torch.save(obj, path)``, atomically."""
+def torch_save(obj: Any, path, *, digest: bool = False) -> Path:
+    """``torch.save(obj, path)``, atomically (``digest``: also record ``<path>.sha256``)."""
     import torch
 
-    return atomic_write(path, lambda tmp: torch.save(obj, tmp))
+    return atomic_write(path, lambda tmp: torch.save(obj, tmp), digest=digest)
+
+
+# ----------------------------------------------------------------------------------------------
+# Digests: every cached artifact records a SHA-256 when it is written and is checked when it is
+# loaded. A file ``x`` records ``x.sha256`` beside it (``atomic_write(..., digest=True)``); a folder
+# written by ``save_pretrained`` records ``digests.json`` inside it (``write_folder_digests``).
+# A damaged artifact is renamed to ``<name>.damaged-<time>`` (never deleted) with one message
+# naming it, and its writer rebuilds it. Artifacts from before digests were recorded have none
+# and are accepted as they are.
+
+DIGESTS = "digests.json"
+_verified: dict = {}   # (path, size, mtime_ns, ino) -> digest, so a run hashes each artifact once
+
+
+def _stat_key(path: Path):
+    st = path.stat()
+    return (str(path), st.st_size, st.st_mtime_ns, st.st_ino)
+
+
+def file_sha256(path) -> str:
+    """The SHA-256 (hex) of a file's bytes, read in 1 MiB blocks (memoized per size and mtime)."""
+    import hashlib
+
+    path = Path(path)
+    key = _stat_key(path)
+    if key not in _verified:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _verified[key] = h.hexdigest()
+    return _verified[key]
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def record_digest(path) -> str:
+    """Write ``<path>.sha256`` holding the SHA-256 of ``path``; returns the digest."""
+    path = Path(path)
+    digest = file_sha256(path)
+    atomic_write(_sidecar(path), lambda tmp: tmp.write_text(digest + "\n"))
+    return digest
+
+
+def recorded_digest(path) -> str | None:
+    """The digest recorded for a file (its ``.sha256`` sidecar, or its folder's ``digests.json``), or None."""
+    path = Path(path)
+    side = _sidecar(path)
+    if side.is_file():
+        return side.read_text().strip() or None
+    manifest = path.parent / DIGESTS
+    if manifest.is_file():
+        try:
+            return json.loads(manifest.read_text()).get(path.name)
+        except (ValueError, AttributeError):
+            return None
+    return None
+
+
+def write_folder_digests(folder) -> dict:
+    """Record the SHA-256 of every file under ``folder`` (paths relative to it) in ``folder/digests.json``."""
+    folder = Path(folder)
+    digests = {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*"))
+               if p.is_file() and p.name != DIGESTS}
+    write_json(folder / DIGESTS, digests, indent=1)
+    return digests
+
+
+def set_aside(path, what: str, reason: str, action: str) -> Path:
+    """Rename a damaged artifact to ``<name>.damaged-<time>`` (with its digest sidecar) and say so once.
+
+    ``what``: e.g. "member weights"; ``action``: what happens next, e.g. "retraining it".
+    Returns the new path.
+    """
+    import time
+    import warnings
+
+    path = Path(path)
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    new = path.with_name(f"{path.name}.damaged-{stamp}")
+    n = 1
+    while new.exists():
+        new, n = path.with_name(f"{path.name}.damaged-{stamp}-{n}"), n + 1
+    os.replace(path, new)
+    side = _sidecar(path)
+    if side.exists():
+        os.replace(side, _sidecar(new))
+    warnings.warn(f"apd: the {what} {path} is damaged ({reason}); moved aside to {new} and {action}.",
+                  stacklevel=2)
+    return new
+
+
+def check_file(path, what: str, action: str) -> bool:
+    """True if ``path`` exists and matches its recorded digest (or has none recorded); if it does
+    not match, set it aside (:func:`set_aside`) and return False. False also when it is missing."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    want = recorded_digest(path)
+    if want is None or file_sha256(path) == want:
+        return True
+    set_aside(path, what, "digest mismatch", action)
+    return False
+
+
+def _unreadable(folder: Path) -> str | None:
+    """Why a folder without recorded digests is damaged (a safetensors file whose size does not match
+    its header, e.g. truncated; a JSON file that does not parse), or None if it looks intact."""
+    for p in sorted(folder.rglob("*")):
+        try:
+            if p.suffix == ".safetensors":
+                from safetensors import safe_open
+
+                with safe_open(str(p), "np") as f:
+                    f.keys()
+            elif p.suffix == ".json":
+                json.loads(p.read_text())
+        except Exception as err:
+            return f"unreadable {p.name}: {type(err).__name__}"
+    return None
+
+
+def check_folder(folder, what: str, action: str, *, backfill: bool = False) -> bool:
+    """True if every file listed in ``folder/digests.json`` is there with its digest (or the folder
+    records none); otherwise set the whole folder aside and return False. False when it is missing.
+
+    ``backfill`` (for the artifact's own writer, holding or not needing its lock): a folder from
+    before digests were recorded is checked for readability (safetensors headers against file sizes,
+    JSON files) and then has its digests recorded, so later damage is caught."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return False
+    manifest = folder / DIGESTS
+    if not manifest.is_file():
+        if not backfill:
+            return True
+        reason = _unreadable(folder)
+        if reason is None:   # an intact folder from before digests were recorded: record them now
+            write_folder_digests(folder)
+            return True
+        set_aside(folder, what, reason, action)
+        return False
+    try:
+        want = json.loads(manifest.read_text())
+        bad = [name for name, d in want.items()
+               if not (folder / name).is_file() or file_sha256(folder / name) != d]
+        reason = f"digest mismatch in {', '.join(bad[:3])}" if bad else None
+    except (ValueError, AttributeError):
+        reason = f"unreadable {DIGESTS}"
+    if reason is None:
+        return True
+    set_aside(folder, what, reason, action)
+    return False
+
+
+def read_json_checked(path, what: str, action: str):
+    """The JSON in ``path``, or None when it is missing; a file that does not parse (e.g. truncated)
+    or fails its recorded digest is set aside (:func:`set_aside`) and None returned."""
+    path = Path(path)
+    if not check_file(path, what, action):
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as err:
+        set_aside(path, what, f"not valid JSON: {err}", action)
+        return None
+
+
+def remove_stale_tmp(folder, patterns=("*.tmp", ".tokenizer-*")) -> list[Path]:
+    """Remove the temporary files and folders a dead writer left in ``folder`` (call it holding the
+    folder's lock, so that no live writer owns them). Returns what was removed."""
+    import shutil
+
+    folder = Path(folder)
+    gone = []
+    if not folder.is_dir():
+        return gone
+    for pattern in patterns:
+        for p in folder.glob(pattern):
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
+            gone.append(p)
+    return gone
+
+
+def remove_checkpoints(folder) -> None:
+    """Delete a finished run's checkpoint folder, except for damaged files set aside there (they
+    are kept for inspection, so the folder stays when there are any)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return
+    for p in folder.iterdir():
+        if ".damaged-" not in p.name and p.is_file():
+            p.unlink()
+    try:
+        folder.rmdir()
+    except OSError:  # something set aside is kept
+        pass

@@ -180,11 +180,24 @@ def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (
         scores = elm if (not isinstance(inv, (torch.Tensor, np.ndarray)) and inv == 0.0) else elm - inv * amateur
     else:
         scores = elm - amateur / T
-    if keep is not None:
-        if is_torch:
-            scores = torch.where(keep, scores, torch.full_like(scores, -math.inf))
-        else:
-            scores = np.where(keep, scores, -np.inf)
+    # A token the ELM rules out (-inf; every token of an all -inf row, whose log-softmax is NaN) scores
+    # -inf whatever the amateur says: -inf - (-inf) would otherwise be NaN.
+    dead = ~(elm > -math.inf)
+    keep = ~dead if keep is None else keep & ~dead
+    if is_torch:
+        scores = torch.where(keep, scores, torch.full_like(scores, -math.inf))
+        nan = bool(torch.isnan(scores).any())
+    else:
+        scores = np.where(keep, scores, -np.inf)
+        nan = bool(np.isnan(scores).any())
+    if nan:
+        raise ValueError("the amateur has no finite log-probability in some row (all its logits -inf or NaN) "
+                         "where the ELM keeps tokens, so the contrastive score is undefined there; check the "
+                         "amateur's inputs (attention mask, vocabulary slice).")
+    if renormalize and not bool((scores > -math.inf).any(-1).all()):
+        raise ValueError("every token of some row scores -inf (the ELM's logits there are all -inf, e.g. a fully "
+                         "masked row), so there is no distribution to renormalise; drop such rows or use "
+                         "renormalize=False (they then score -inf).")
     if renormalize == "log":
         return log_softmax(scores)
     if renormalize == "prob":

@@ -55,6 +55,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from apd.core.theory import check_log_sizes
+
 SPACES = ("prob", "logit")
 
 
@@ -283,6 +285,7 @@ def _as_probs(probs, log_sizes, dtype, device):
     if x.ndim != 1 or x.numel() != p.shape[1] or x.numel() < 3:
         raise ValueError(f"log_sizes must have one entry per member (N = {p.shape[1]} >= 3: the fit needs "
                          f"two smaller members and the ELM), got shape {tuple(x.shape)}.")
+    check_log_sizes(x, "log_sizes")
     if not bool((x[1:] > x[:-1]).all()):
         raise ValueError(f"log_sizes must increase (members ordered smallest = ALM first, ELM last), "
                          f"got {x.tolist()}.")

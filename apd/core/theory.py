@@ -51,6 +51,8 @@ def check_sizes(log_s_elm, log_s_alm) -> None:
     e, a = np.broadcast_arrays(_values(log_s_elm), _values(log_s_alm))
     if np.isnan(e).any() or np.isnan(a).any():
         raise ValueError("a log size is NaN; pass natural logs of non-embedding parameter counts.")
+    check_log_sizes(e, "log_s_elm")
+    check_log_sizes(a, "log_s_alm")
     if (e <= a).any():
         i = int(np.argmax((e <= a).ravel()))
         raise ValueError(
@@ -59,6 +61,22 @@ def check_sizes(log_s_elm, log_s_alm) -> None:
             "are natural logs of non-embedding parameter counts (e.g. 22.5864 for Pythia-6.9B, "
             "16.7555 for Pythia-70M)."
         )
+
+
+#: The largest plausible natural log of a parameter count (e^40 is 2.4e17 parameters).
+MAX_LOG_SIZE = 40.0
+
+
+def check_log_sizes(log_sizes, what: str = "log sizes") -> None:
+    """Raise ValueError if a log size is above :data:`MAX_LOG_SIZE`: such values are raw parameter
+    counts passed where their natural logs belong (e.g. 6.9e9 instead of ln(6.9e9) = 22.65)."""
+    v = _values(log_sizes)
+    big = v[np.isfinite(v) & (v > MAX_LOG_SIZE)]
+    if big.size:
+        raise ValueError(
+            f"{what} must be natural logs of parameter counts, but got {big.ravel()[0]:g} (> {MAX_LOG_SIZE:g}, "
+            f"i.e. more than e^{MAX_LOG_SIZE:g} = 2.4e17 parameters): these look like raw counts; pass "
+            f"math.log(n) (e.g. ln(6.9e9) = {math.log(6.9e9):.4f}).")
 
 
 def _check_same_shape(a, b, what: str) -> None:
@@ -138,7 +156,13 @@ def hlm_size(log_s_elm: float, log_s_alm: float, T: float) -> float:
         >>> f"{hlm_size(22.5864, 16.7555, 2.0):.3g}"
         '2.2e+12'
     """
-    return math.exp(float(hlm_log_size(float(log_s_elm), float(log_s_alm), float(T))))
+    x = float(hlm_log_size(float(log_s_elm), float(log_s_alm), float(T)))
+    if x > math.log(np.finfo(np.float64).max):
+        raise ValueError(
+            f"s_HLM = e^{x:.4g} does not fit in a float: T = {float(T)!r} is so close to 1 that the HLM is "
+            f"astronomically far away (at T = 1 it is infinitely far). Use hlm_log_size(...) for its log "
+            f"size, or a T further from 1.")
+    return math.exp(x)
 
 
 def bent_logits(log_s, log_s_alm, alm_logits, log_s_elm, elm_logits, curvature) -> ArrayLike:

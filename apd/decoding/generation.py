@@ -49,6 +49,13 @@ def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Ten
     elif isinstance(processors, LogitsProcessor):
         processors = [processors]
     processors = list(processors)
+    beams = generate_kwargs.get("num_beams") or getattr(getattr(expert, "generation_config", None), "num_beams", 1)
+    stateful = [type(p).__name__ for p in processors if hasattr(p, "prepare")]
+    if stateful and (beams or 1) > 1:
+        raise ValueError(
+            f"{', '.join(stateful)} does not support beam search (num_beams={beams}): the amateur keeps one "
+            "cache per sequence and beam search reorders sequences. Use greedy decoding or sampling "
+            "(num_beams=1, with do_sample=True or False).")
     for p in processors:
         if hasattr(p, "prepare"):
             p.prepare(attention_mask)

@@ -55,6 +55,14 @@ def _restricted_width(scores: torch.Tensor, vocab_size: Optional[int], other: Op
 
 
 
+_BEAM_MESSAGE = (
+    "{name} does not support beam search ({why}): the amateur keeps one cache per sequence and beam "
+    "search duplicates and reorders sequences. Use greedy decoding or sampling (num_beams=1), e.g. "
+    "apd.generate(model, input_ids, attention_mask, processor, do_sample=...); calling prepare() again "
+    "does not help. (If this is not beam search but a new generation, call prepare(attention_mask) "
+    "before it.)")
+
+
 class FilteredLogitsProcessor(LogitsProcessor):
     """The "LLM + filter" baseline: ELM log-probabilities with filtered tokens at -inf.
 
@@ -163,6 +171,16 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
     def _start(self, input_ids: torch.Tensor) -> torch.Tensor:
         mask = self._pending_mask
         self._pending_mask = None
+        rows = input_ids.shape[0]
+        if mask is not None and rows != mask.shape[0] and rows % mask.shape[0] == 0 \
+                and input_ids.shape[1] == mask.shape[1]:
+            raise ValueError(_BEAM_MESSAGE.format(name=type(self).__name__,
+                                                  why=f"{rows} rows for {mask.shape[0]} prompts"))
+        if mask is None and self._ids is not None and self._ids.shape[0] == rows \
+                and input_ids.shape[1] == self._ids.shape[1] + 1:
+            # one token longer than the last step but not its continuation: rows were reordered
+            raise ValueError(_BEAM_MESSAGE.format(name=type(self).__name__,
+                                                  why="the rows were reordered between steps"))
         if mask is None:
             if input_ids.shape[0] > 1:
                 raise ValueError(

@@ -20,6 +20,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "qa_metrics": "apd.evaluation.qa_metrics",
     # apd.evaluation.qa_data
     "QAExample": "apd.evaluation.qa_data", "DatasetUnavailable": "apd.evaluation.qa_data",
+    "DatasetInvalid": "apd.evaluation.qa_data",
     "TEMPLATES": "apd.evaluation.qa_data", "render_prompt": "apd.evaluation.qa_data",
     "multirc_passage": "apd.evaluation.qa_data", "DatasetSpec": "apd.evaluation.qa_data",
     "DATASETS": "apd.evaluation.qa_data", "resolve_data_dir": "apd.evaluation.qa_data",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
 __all__ = [
-    "QAExample", "DatasetSpec", "DATASETS", "TEMPLATES", "DatasetUnavailable",
+    "QAExample", "DatasetSpec", "DATASETS", "TEMPLATES", "DatasetUnavailable", "DatasetInvalid",
     "render_prompt", "multirc_passage", "resolve_data_dir", "subsample", "load_dataset", "try_load",
 ]
 
@@ -49,6 +49,11 @@ class QAExample:
 class DatasetUnavailable(RuntimeError):
     """The dataset cannot be had here (no offline copy, no split, Hub unreachable). The message
     says why and what to do instead; :func:`try_load` returns it as the "not run" reason."""
+
+
+class DatasetInvalid(DatasetUnavailable, ValueError):
+    """The dataset file is there but wrong: empty, truncated (a line that is not JSON), or a row
+    without a usable gold answer. The message names the file and line."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -405,9 +410,20 @@ def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]
     path = qa_dir / spec.local_files[split]
     if not path.is_file():
         raise DatasetUnavailable(f"{name}: offline file {str(path)!r} is missing from the data directory.")
+    rows, lines = [], []
     with open(path, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    return rows, split
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except ValueError as e:
+                raise DatasetInvalid(f"{name}: {path}, line {n} is not valid JSON ({e}); the file is damaged "
+                                     "or truncated: fetch that offline copy again.") from None
+            lines.append(n)
+    if not rows:
+        raise DatasetInvalid(f"{name}: the offline file {path} is empty; fetch that offline copy again.")
+    return rows, split, lines
 
 
 def _hub_rows(name: str, spec: DatasetSpec, split: Optional[str]) -> tuple[list, str]:
@@ -433,17 +449,30 @@ def _hub_rows(name: str, spec: DatasetSpec, split: Optional[str]) -> tuple[list,
                 + f" split {split!r} from the Hub: {type(e).__name__}: {e}. Pass data_dir= to use "
                 "the offline copies where they exist.") from e
         rows.extend(dict(r) for r in ds)
-    return rows, split
+    if not rows:
+        raise DatasetInvalid(f"{name}: {spec.hub_id} split {split!r} on the Hub has no rows.")
+    return rows, split, None
 
 
 # --------------------------------------------------------------------------------------------
 # Records -> examples
 
 
-def _examples(name: str, spec: DatasetSpec, records: list[dict], split: str, source: str) -> list[QAExample]:
+def _examples(name: str, spec: DatasetSpec, records: list[dict], split: str, source: str,
+              where: Callable[[int], str] = None) -> list[QAExample]:
     fields = set(_FIELD.findall(TEMPLATES[spec.template]))
+    where = where or (lambda i: f"{source}, record {i + 1}")
     out = []
-    for rec in records:
+    for i, rec in enumerate(records):
+        if spec.kind == "mc":
+            gold, n_opt = rec.get("gold_index"), len(rec.get("options") or ())
+            if isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < n_opt:
+                raise DatasetInvalid(
+                    f"{name}: {where(i)} has gold answer index {gold!r}, but it must be an int in [0, {n_opt}) "
+                    f"(one of its {n_opt} options); fix or drop that row.")
+        elif rec.get("answers") is None or (spec.reader == "lambada" and not rec["answers"]):
+            # (a MultiRC question may have no correct answer option: it then makes no example)
+            raise DatasetInvalid(f"{name}: {where(i)} has no gold answer; fix or drop that row.")
         prompt = render_prompt(spec.template, **{k: rec[k] for k in fields})
         base_id = f"{name}/{split}/{rec['id']}"
         meta = {"split": split, "source": source}
@@ -492,17 +521,28 @@ def load_dataset(name: str, data_dir: Union[str, os.PathLike, None] = None, spli
     spec = DATASETS[name]
     qa_dir = resolve_data_dir(data_dir)
     if qa_dir is not None:
-        rows, split = _local_rows(name, spec, qa_dir, split)
+        rows, split, lines = _local_rows(name, spec, qa_dir, split)
         source = str(qa_dir / spec.local_files[split])
     else:
-        rows, split = _hub_rows(name, spec, split)
+        rows, split, lines = _hub_rows(name, spec, split)
         source = f"hub:{spec.hub_id}"
+
+    def row_where(i: int) -> str:
+        return f"{source}, line {lines[i]}" if lines is not None else f"{source}, row {i}"
+
     where = "hub" if qa_dir is None else "local"
     if spec.reader == "multirc":
-        records = _multirc_records(rows, where)
+        records, at = _multirc_records(rows, where), None
     else:
-        records = [_READERS[spec.reader](r, i, where) for i, r in enumerate(rows)]
-    return subsample(_examples(name, spec, records, split, source), limit, seed)
+        records = []
+        for i, r in enumerate(rows):
+            try:
+                records.append(_READERS[spec.reader](r, i, where))
+            except (KeyError, ValueError, TypeError, IndexError) as e:
+                raise DatasetInvalid(f"{name}: {row_where(i)} cannot be read ({type(e).__name__}: {e}); "
+                                     "fix or drop that row.") from None
+        at = row_where
+    return subsample(_examples(name, spec, records, split, source, at), limit, seed)
 
 
 def try_load(name: str, **kwargs) -> tuple[Optional[list], Optional[str]]:

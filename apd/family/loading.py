@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from apd.base.device import resolve_device
+from apd.base.io import check_folder
 from apd.family.logprobs import prompt_log_probs
 from apd.family.registry import FamilySpec, MemberSpec, _count_from_config, count_nonembedding, get_family_spec
 
@@ -121,7 +122,11 @@ def _read_manifest(local_dir: Path) -> list[str] | None:
     path = local_dir / "family.json"
     if not path.exists():
         return None
-    data = json.loads(path.read_text())
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{path} is damaged ({err}); rebuild the family (apd.get_family or "
+                         f"apd.family.pico.build sets it aside and rewrites it).") from None
     items = data.get("members") if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
         raise ValueError(
@@ -161,6 +166,11 @@ def _member_locations(spec: FamilySpec, members, local_dir) -> tuple[dict[str, s
         )
     if members is not None and len(members) == 0:
         raise ValueError("members is empty; give at least one member name.")
+    if members is not None:
+        dupes = sorted({str(m) for m in members if list(members).count(m) > 1})
+        if dupes:
+            raise ValueError(f"members lists {', '.join(map(repr, dupes))} more than once; give each member "
+                             f"once, smallest first.")
 
     if not spec.all_members():  # pico-like: the members are whatever local_dir holds
         if local is None:
@@ -199,6 +209,11 @@ def _member_locations(spec: FamilySpec, members, local_dir) -> tuple[dict[str, s
                     f"(found subfolders: {', '.join(subs) or 'none'}). Save each member there with "
                     f"save_pretrained, or pass members={{name: path}}."
                 )
+            if not check_folder(folder, "pico member", "stopping"):
+                raise ValueError(
+                    f"member {name!r} in {str(local)!r} was damaged (its files no longer match the digests "
+                    f"recorded when it was saved) and has been set aside; rebuild it with apd.get_family(...) "
+                    f"or apd.family.pico.build(...), which retrains the missing member.")
             locations[name] = str(folder)
         else:
             locations[name] = spec.member(name).hub_id

@@ -64,13 +64,22 @@ def find_cached(scale: str = "default", cache: Path | str | None = None, device=
     cache = Path(cache) if cache is not None else cache_dir()
     want = json.loads(json.dumps(pico_cfg.to_dict()))
     # cheap pre-check on the manifests before building the corpus and hashing its token stream
-    if not any(json.loads((d / "family.json").read_text()).get("config") == want
+    if not any(_manifest_config(d / "family.json") == want
                for d in (cache / "families").glob(f"{pico_cfg.prefix}-*") if (d / "family.json").is_file()):
         return None
     corp = corpus_mod.build_corpus(corpus_cfg)
     tok = corp.tokenizer(cache_dir=cache / "tokenizers")
     folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, cache / "families", device=device)
-    return PicoBuild(scale, corp, tok, folder, pico_cfg) if (folder / "family.json").is_file() else None
+    intact = (folder / "family.json").is_file() and pretrain._family_intact(folder)  # sets damage aside
+    return PicoBuild(scale, corp, tok, folder, pico_cfg) if intact else None
+
+
+def _manifest_config(path: Path):
+    """The ``config`` of a family manifest, or None when it does not parse (``build`` repairs it)."""
+    try:
+        return json.loads(path.read_text()).get("config")
+    except ValueError:
+        return None
 
 
 #: Registry names the smoke members stand in for (smallest first; the last is the QA reference).

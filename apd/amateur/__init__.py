@@ -35,12 +35,12 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "sweep_lambda3": "apd.amateur.train", "main": "apd.amateur.train", "train": "apd.amateur.train",
     # apd.amateur.runs
     "SCALES": "apd.amateur.runs", "PICO_TRAIN": "apd.amateur.runs", "PICO_LAMBDA3_GRID": "apd.amateur.runs",
-    "HUB_TRAIN": "apd.amateur.runs", "collect_family": "apd.amateur.runs", "train_dir": "apd.amateur.runs",
+    "HUB_TRAIN": "apd.amateur.runs", "collect_family": "apd.amateur.runs",
     "collection_key": "apd.amateur.runs", "member_identity": "apd.amateur.runs",
-    "train_apd": "apd.amateur.runs", "variant": "apd.amateur.runs", "load_alm_prime": "apd.amateur.runs",
-    "family_name": "apd.amateur.runs", "train_config": "apd.amateur.runs",
-    "collect_config": "apd.amateur.runs", "finetune_texts": "apd.amateur.runs",
-    "read_train_log": "apd.amateur.runs", "runs": "apd.amateur.runs",
+    "train_dir": "apd.amateur.runs", "train_apd": "apd.amateur.runs", "variant": "apd.amateur.runs",
+    "load_alm_prime": "apd.amateur.runs", "family_name": "apd.amateur.runs",
+    "train_config": "apd.amateur.runs", "collect_config": "apd.amateur.runs",
+    "finetune_texts": "apd.amateur.runs", "read_train_log": "apd.amateur.runs", "runs": "apd.amateur.runs",
     # apd.amateur.tuning
     "TUNING_SCORE": "apd.amateur.tuning", "validation_score": "apd.amateur.tuning",
     "tune_lambda3": "apd.amateur.tuning", "tuning": "apd.amateur.tuning",

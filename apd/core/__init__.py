@@ -7,11 +7,10 @@ from apd.base.lazy import attach
 
 __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.core.theory
-    "check_sizes": "apd.core.theory", "cd_logits": "apd.core.theory", "hlm_log_size": "apd.core.theory",
-    "check_log_sizes": "apd.core.theory", "MAX_LOG_SIZE": "apd.core.theory",
-    "line_logit": "apd.core.theory", "hlm_logits": "apd.core.theory", "hlm_size": "apd.core.theory",
-    "bent_logits": "apd.core.theory", "bent_extrapolation_error": "apd.core.theory",
-    "theory": "apd.core.theory",
+    "check_sizes": "apd.core.theory", "MAX_LOG_SIZE": "apd.core.theory", "check_log_sizes": "apd.core.theory",
+    "cd_logits": "apd.core.theory", "hlm_log_size": "apd.core.theory", "line_logit": "apd.core.theory",
+    "hlm_logits": "apd.core.theory", "hlm_size": "apd.core.theory", "bent_logits": "apd.core.theory",
+    "bent_extrapolation_error": "apd.core.theory", "theory": "apd.core.theory",
     # apd.core.contrastive
     "TIES": "apd.core.contrastive", "RENORMALIZE": "apd.core.contrastive",
     "check_temperature": "apd.core.contrastive", "top_k_keep": "apd.core.contrastive",

@@ -103,7 +103,8 @@ def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[f
 def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Dist-2", y: str = "NE_ER",
                   colors: Optional[dict] = None, annotate: bool = True):
     """Draw each curve of ``results`` (rows of :func:`score_sweep`) as a line of its settings in
-    the (x, y) plane, in percent, points annotated with their p or T. Returns ``ax``."""
+    the (x, y) plane, in percent, points annotated with their p or T, with a one-standard-error bar
+    on y where ``results`` has a ``<y>_se`` column. Returns ``ax``."""
     colors = colors or {}
     for i, c in enumerate(curves):
         d = results[results["curve"] == c].copy()
@@ -114,6 +115,9 @@ def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Di
         if c in colors:
             style["color"] = colors[c]
         line, = ax.plot(100 * d[x], 100 * d[y], **style)
+        if f"{y}_se" in d:   # one standard error of every point, when the sweep measured it
+            ax.errorbar(100 * d[x], 100 * d[y], yerr=100 * d[f"{y}_se"].fillna(0.0), fmt="none",
+                        ecolor=line.get_color(), elinewidth=0.8, capsize=2, alpha=0.7)
         if annotate:
             for _, r in d.iterrows():
                 knob = (f"p={r['value']:g}" if str(r["threshold"]).startswith("top-p")

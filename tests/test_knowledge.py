@@ -98,3 +98,25 @@ def test_paired_gain_rejects_bad_input():
     bad = f[~((f.member == "big") & (f.item == 1))]
     with pytest.raises(ValueError, match="same items"):
         knowledge.paired_gain(bad, "small", "big")
+
+
+def test_saturation_table_counts_rising_and_flattening_curves():
+    from types import SimpleNamespace
+
+    from apd.family.knowledge import WorldQAScores, saturation_table
+
+    x = np.log([1e4, 1e5, 1e6, 1e7])
+    # item 0 (head): rises and flattens; item 1 (tail): rises linearly; item 2 (tail): falls
+    p = np.array([[0.1, 0.5, 0.6, 0.62], [0.1, 0.2, 0.3, 0.4], [0.5, 0.4, 0.3, 0.2]]).T     # (N, B)
+    V = 5
+    lp = np.full((4, 3, V), np.log(1e-6))
+    lp[:, :, 2] = np.log(p)
+    items = [SimpleNamespace(bucket=b) for b in ("head", "tail", "tail")]
+    s = WorldQAScores(names=list("abcd"), log_sizes=x, items=items, logprobs=lp.astype(np.float32),
+                      gold=np.array([2, 2, 2]), choices=np.zeros((3, 2), int), truth=None, frame=None)
+    t = saturation_table(s)
+    assert t.loc["head", "share rising"] == 1.0 and t.loc["head", "share flattening (of rising)"] == 1.0
+    assert t.loc["tail", "share rising"] == 0.5 and t.loc["tail", "share flattening (of rising)"] == 0.0
+    assert t.loc["all", "items"] == 3
+    with pytest.raises(ValueError, match="ratio"):
+        saturation_table(s, ratio=1.5)

@@ -29,7 +29,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "WorldQAScores": "apd.family.knowledge", "first_token_id": "apd.family.knowledge",
     "score_world_qa": "apd.family.knowledge", "qa_frame": "apd.family.knowledge",
     "accuracy_table": "apd.family.knowledge", "paired_gain": "apd.family.knowledge",
-    "knowledge": "apd.family.knowledge",
+    "saturation_table": "apd.family.knowledge", "knowledge": "apd.family.knowledge",
     # apd.family.pretrain
     "FORMAT_VERSION": "apd.family.pretrain", "TrainingInterrupted": "apd.family.pretrain",
     "Member": "apd.family.pretrain", "PicoConfig": "apd.family.pretrain",

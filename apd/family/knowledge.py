@@ -15,6 +15,7 @@ import pandas as pd
 import scipy.stats
 
 from apd.family.logprobs import prompt_log_probs
+from apd.world.world import BUCKETS
 
 
 @dataclass
@@ -125,3 +126,49 @@ def paired_gain(frame: pd.DataFrame, smaller: str, larger: str, bucket: str | No
     return {"n": len(a), "acc_smaller": float(a.mean()), "acc_larger": float(b.mean()),
             "gain": float(b.mean() - a.mean()), "only_larger": only_larger, "only_smaller": only_smaller,
             "p_value": p}
+
+
+def saturation_table(scores: WorldQAScores, ratio: float = 0.5) -> pd.DataFrame:
+    """Which world facts' curves flatten by the largest member, per frequency bucket.
+
+    For every item, p_i = the gold answer's first-token probability in member i (full vocabulary)
+    against x_i = ln(non-embedding size); slopes between neighbouring members in probability per
+    unit of x. A curve *rises* when its first slope is positive, and *flattens* when, rising, its
+    last slope is under ``ratio`` times its first (the curve is bending toward an asymptote by the
+    largest member, the regime the method assumes). One row per bucket (and "all"): items, share
+    rising, share flattening among the rising, mean first and last slope.
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
+        >>> items = built.corpus.qa_items[:12]
+        >>> table = saturation_table(score_world_qa(fam, built.corpus.world, items))
+        >>> list(table.columns)[:3]
+        ['items', 'share rising', 'share flattening (of rising)']
+    """
+    if not 0 < ratio < 1:
+        raise ValueError(f"ratio must be in (0, 1), got {ratio}; 0.5 means 'the last slope is under half the first'.")
+    x = np.asarray(scores.log_sizes, dtype=np.float64)
+    if x.size < 3:
+        raise ValueError(f"saturation needs at least 3 members (a first and a last slope), got {x.size}.")
+    p = np.exp(np.take_along_axis(scores.logprobs.astype(np.float64),
+                                  np.broadcast_to(scores.gold[None, :, None], scores.logprobs.shape[:2] + (1,)),
+                                  axis=-1)[..., 0])                                                  # (N, B)
+    slopes = np.diff(p, axis=0) / np.diff(x)[:, None]                                                  # (N-1, B)
+    first, last = slopes[0], slopes[-1]
+    rising = first > 0
+    flat = rising & (last < ratio * first)
+    buckets = np.array([it.bucket for it in scores.items])
+    rows = {}
+    for name in [*BUCKETS, "all"]:
+        sel = np.ones_like(rising) if name == "all" else buckets == name
+        if not sel.any():
+            continue
+        n_rising = int(rising[sel].sum())
+        rows[name] = {"items": int(sel.sum()), "share rising": float(rising[sel].mean()),
+                      "share flattening (of rising)": float(flat[sel].sum() / n_rising) if n_rising else float("nan"),
+                      "mean first slope": float(first[sel].mean()), "mean last slope": float(last[sel].mean())}
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.index.name = "bucket"
+    table.attrs["ratio"] = ratio
+    return table

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
-from tqdm.auto import tqdm
 
 from apd.base.io import atomic_write, write_json
+from apd.base.progress import progress_bar
 
 FORMAT = "apd-collect/1"
 MANIFEST = "manifest.json"
@@ -344,7 +344,7 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
     for step, m in enumerate(order):
         last_pass = step == N - 1
         todo = [i for i in range(n_shards) if i not in done and not part_file(i, m).exists()]
-        bar = tqdm(total=n_shards, initial=n_shards - len(todo), disable=not progress,
+        bar = progress_bar(total=n_shards, initial=n_shards - len(todo), progress=progress,
                    desc=f"collect {names[m]} ({step + 1}/{N})", unit="shard")
         if todo:
             with _member(family, names[m], V) as member_logits:

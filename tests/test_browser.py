@@ -1,5 +1,10 @@
 """Open every page of the smoke-built book in headless Chromium, with no network, and check that
-every image loaded and every math block was rendered by the locally served MathJax."""
+every image loaded and every math block was rendered by the locally served MathJax.
+
+The text checks (:func:`test_every_page_reads_clean`) read the HTML files directly, so they run
+where Chromium is missing too: no progress bars, tracebacks or warnings in outputs, no raw Markdown
+tables, no 'nan' or 'n/a n/a', no absolute machine paths, and no table whose numbers can run into
+the next cell for lack of padding."""
 import functools
 import http.server
 import shutil
@@ -7,6 +12,8 @@ import tempfile
 import threading
 
 import pytest
+
+import page_checks
 
 pytestmark = pytest.mark.book
 
@@ -103,3 +110,12 @@ def test_every_page_renders_offline(browser, server, smoke_html):
         total_math += info["math"]
     assert not problems, "\n".join(problems)
     assert total_images > 0 and total_math > 0, (total_images, total_math)
+
+
+def test_every_page_reads_clean(smoke_html):
+    checked = pages(smoke_html)
+    assert any(p.startswith("notebooks/") for p in checked), f"no chapter pages among {checked}"
+    problems = []
+    for rel in checked:
+        problems += page_checks.page_text_problems(rel, (smoke_html / rel).read_text(encoding="utf-8"))
+    assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

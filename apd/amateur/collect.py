@@ -27,9 +27,9 @@ import numpy as np
 import torch
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
-from tqdm.auto import tqdm
 
 from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, set_aside, write_json
+from apd.base.progress import progress_bar
 
 FORMAT = "apd-collect/1"
 MANIFEST = "manifest.json"
@@ -360,7 +360,7 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
         last_pass = step == N - 1
         todo = [i for i in range(n_shards) if i not in done
                 and not check_file(part_file(i, m), "collection part", "computing it again")]
-        bar = tqdm(total=n_shards, initial=n_shards - len(todo), disable=not progress,
+        bar = progress_bar(total=n_shards, initial=n_shards - len(todo), progress=progress,
                    desc=f"collect {names[m]} ({step + 1}/{N})", unit="shard")
         if todo:
             with _member(family, names[m], V) as member_logits:

@@ -28,6 +28,7 @@ from apd.amateur.objective import APDObjective, CurveMLP
 from apd.base.device import resolve_device
 from apd.base.io import (check_file, read_json_checked, remove_checkpoints, remove_stale_tmp, set_aside, torch_save,
                          write_folder_digests, write_json)
+from apd.base.progress import progress_bar
 
 
 def _micro_batch(config: APDTrainConfig, device: torch.device, world: int) -> int:
@@ -231,11 +232,7 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
             acc.wait_for_everyone()
         return path
 
-    try:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=total, initial=step, desc="ALM'", disable=not (progress and main))
-    except ImportError:  # pragma: no cover
-        bar = None
+    bar = progress_bar(total=total, initial=step, desc="ALM'", progress=progress and main)
     done_here = 0
     t0 = time.time()
     while step < total:

@@ -1,4 +1,5 @@
-"""Foundations every stage uses: atomic files, a file lock, device resolution, project paths.
+"""Foundations every stage uses: atomic files, a file lock, device resolution, project paths,
+progress bars.
 
 Nothing here imports another part of ``apd``.
 """
@@ -19,4 +20,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "project_root": "apd.base.paths", "cache_dir": "apd.base.paths", "paths": "apd.base.paths",
     # apd.base.lazy
     "attach": "apd.base.lazy", "lazy": "apd.base.lazy",
+    # apd.base.progress
+    "PROGRESS_ENV": "apd.base.progress", "progress_enabled": "apd.base.progress",
+    "progress_bar": "apd.base.progress", "progress": "apd.base.progress",
 })

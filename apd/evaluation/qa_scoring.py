@@ -24,6 +24,7 @@ import pandas as pd
 import scipy.stats
 import torch
 
+from apd.base.progress import progress_bar
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
 from apd.world.world import ANSWER_PREFIX
@@ -142,8 +143,7 @@ def iter_answer_log_probs(model, enc: EncodedPairs, vocab_size: int, batch_size:
     order = np.argsort(lengths, kind="stable")
     starts = range(0, len(order), batch_size)
     if progress:
-        from tqdm.auto import tqdm
-        starts = tqdm(starts, desc=progress, unit="batch", leave=False)
+        starts = progress_bar(starts, desc=progress, unit="batch", leave=False)
     with_pos, with_keep = _accepts(model, "position_ids"), _accepts(model, "logits_to_keep")
     for s in starts:
         idx = order[s:s + batch_size]

@@ -499,25 +499,33 @@ def load_family(
 ) -> Family:
     """Load a family's members (lazily), its shared tokenizer and its x-axis.
 
-    name: "pythia", "opt", "qwen1.5" (or "qwen") or "pico".
-    members: None (the family's members; for pico, the members found in ``local_dir``), a list of
-        member names (reference members such as "pythia-12b-deduped" allowed) in size order, or a
-        dict {name: Hub id or folder} to load members from elsewhere (for pico any names).
-    local_dir: a folder with one ``save_pretrained`` subfolder per member name (for pico, plus an
-        optional ``family.json`` listing the names smallest first; without it, members are sorted
-        by their counted size).
-    device / dtype: default cuda if available else cpu; fp32 on CPU, bf16 (else fp16) on CUDA.
-    check_sizes: count every member's non-embedding parameters from its config (meta device, no
-        weights loaded) and raise if a registered member's count differs from the registry by
-        more than ``size_tolerance`` in natural log. The x-axis is then the registry's value (the
-        release's number). With check_sizes=False the x-axis is ln(counted) for every member:
-        use it for custom models under registered names (e.g. tiny test models).
-    log_sizes: set the x-axis explicitly (one float per member, smallest first); skips the check.
-    offload: on CUDA, whether members wait on the CPU and visit the GPU one at a time; None
-        decides from parameter counts vs ``torch.cuda.mem_get_info`` (``needs_offload``).
-    hub_kwargs: passed to every ``from_pretrained`` (e.g. cache_dir, revision, local_files_only).
-    Raises ValueError (unknown family/member, sizes not strictly increasing, tokenizers differ,
-    size mismatch) or FileNotFoundError (missing folder; Hub unreachable and nothing cached).
+    Args:
+        name: "pythia", "opt", "qwen1.5" (or "qwen") or "pico".
+        members: None (the family's members; for pico, the members found in ``local_dir``), a
+            list of member names (reference members such as "pythia-12b-deduped" allowed) in size
+            order, or a dict {name: Hub id or folder} to load members from elsewhere (for pico any
+            names).
+        device: default cuda if available else cpu.
+        dtype: fp32 on CPU, bf16 (else fp16) on CUDA by default.
+        local_dir: a folder with one ``save_pretrained`` subfolder per member name (for pico, plus
+            an optional ``family.json`` listing the names smallest first; without it, members are
+            sorted by their counted size).
+        check_sizes: count every member's non-embedding parameters from its config (meta device,
+            no weights loaded) and raise if a registered member's count differs from the registry
+            by more than ``size_tolerance`` in natural log. The x-axis is then the registry's value
+            (the release's number). With check_sizes=False the x-axis is ln(counted) for every
+            member: use it for custom models under registered names (e.g. tiny test models).
+        log_sizes: set the x-axis explicitly (one float per member, smallest first); skips the
+            check.
+        offload: on CUDA, whether members wait on the CPU and visit the GPU one at a time; None
+            decides from parameter counts vs ``torch.cuda.mem_get_info`` (``needs_offload``).
+        hub_kwargs: passed to every ``from_pretrained`` (e.g. cache_dir, revision,
+            local_files_only).
+
+    Raises:
+        ValueError: unknown family/member, sizes not strictly increasing, tokenizers differ, size
+            mismatch.
+        FileNotFoundError: missing folder; Hub unreachable and nothing cached.
 
     Example (Pythia from the Hub; a folder of local copies works the same with ``local_dir``):
         >>> fam = load_family("pythia", members=["pythia-70m-deduped", "pythia-410m-deduped"])  # doctest: +SKIP

@@ -11,6 +11,7 @@ from typing import Optional
 import numpy as np
 import torch
 
+from apd.base.progress import progress_bar
 from apd.family.text import left_padded_batches
 
 
@@ -22,8 +23,7 @@ def prompt_log_probs(family, prompts, batch_size: int = 64, members=None, progre
     out = np.zeros((len(names), len(prompts), family.vocab_size), dtype=np.float32)
     batches = left_padded_batches(family.tokenizer, prompts, batch_size)
     if progress:
-        from tqdm.auto import tqdm
-        batches = tqdm(batches, total=-(-len(prompts) // batch_size), desc="prompts", unit="batch")
+        batches = progress_bar(batches, total=-(-len(prompts) // batch_size), desc="prompts", unit="batch")
     for s, ids, mask in batches:
         with torch.no_grad():
             lp = family.next_token_log_probs(ids, mask) if members is None else \

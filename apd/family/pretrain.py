@@ -29,6 +29,7 @@ from apd.base.device import resolve_device
 from apd.base.io import (check_file, check_folder, read_json_checked, remove_checkpoints, remove_stale_tmp,
                          set_aside, torch_save, write_folder_digests, write_json)
 from apd.base.lock import file_lock
+from apd.base.progress import progress_bar
 from apd.family.registry import count_nonembedding
 from apd.family.text import token_stream
 
@@ -332,7 +333,6 @@ def _optimizer(model: torch.nn.Module, config: PicoConfig) -> torch.optim.AdamW:
 def _train_member(name, model_config, config, inputs, targets, order, folder: Path, tokenizer,
                   key: str, device, progress, checkpoint_every, steps_left, position) -> tuple[dict, int]:
     """Train (or resume) one member; save it to ``folder``. Returns (training record, steps run)."""
-    from tqdm.auto import tqdm
     from transformers import GPTNeoXForCausalLM
 
     n_steps, batch_size = order.shape
@@ -374,8 +374,8 @@ def _train_member(name, model_config, config, inputs, targets, order, folder: Pa
         autocast, precision = _autocast(device, config.dtype)
         tokens_per_step = batch_size * config.seq_len
         mask = _no_padding(batch_size, config.seq_len, device)
-        bar = tqdm(total=n_steps, initial=step, desc=f"{name} ({position})", unit="step",
-                   disable=not progress, dynamic_ncols=True, leave=True)
+        bar = progress_bar(total=n_steps, initial=step, desc=f"{name} ({position})", unit="step",
+                           progress=progress, dynamic_ncols=True, leave=True)
         run_steps, t_last_ckpt, updating = 0, time.perf_counter(), False
         t_run = time.perf_counter()
         try:

@@ -1,4 +1,4 @@
-"""Report: results and run records, the house plot style, the paper's numbers, claims and verdicts, the book runner.
+"""Report: results and run records, tables (``show``, ``compare_word``), the house plot style, the paper's numbers, claims and verdicts, the book runner.
 """
 from apd.base.lazy import attach
 
@@ -9,13 +9,14 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "write_dir": "apd.report.results", "injected_parameters": "apd.report.results",
     "check_injected": "apd.report.results", "package_versions": "apd.report.results",
     "describe_device": "apd.report.results", "parameters_from_namespace": "apd.report.results",
-    "Run": "apd.report.results", "run_record_markdown": "apd.report.results",
+    "Run": "apd.report.results", "notebook_defaults": "apd.report.results",
+    "run_record_html": "apd.report.results", "run_record_markdown": "apd.report.results",
     "load_results": "apd.report.results", "last_run_outputs": "apd.report.results",
     "results": "apd.report.results",
     # apd.report.plots
     "XLABEL_LOG_SIZE": "apd.report.plots", "COLORS": "apd.report.plots", "PALETTE": "apd.report.plots",
     "use_style": "apd.report.plots", "figure": "apd.report.plots", "probability_curve": "apd.report.plots",
-    "plots": "apd.report.plots",
+    "wrap": "apd.report.plots", "panels": "apd.report.plots", "plots": "apd.report.plots",
     # apd.report.paper
     "COLUMNS": "apd.report.paper", "NA": "apd.report.paper", "QA_PPL_COLUMNS": "apd.report.paper",
     "MRC_COLUMNS": "apd.report.paper", "MRR_DATASETS": "apd.report.paper",
@@ -58,14 +59,19 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.report.book
     "ROOT": "apd.report.book", "INJECTED_TAG": "apd.report.book", "RUNNER_ENV": "apd.report.book",
     "STAGING_ENV": "apd.report.book", "KEY_ENV": "apd.report.book", "PROFILE_NAME": "apd.report.book",
-    "BookError": "apd.report.book", "toc_notebooks": "apd.report.book", "notebook_path": "apd.report.book",
-    "notebook_parameters": "apd.report.book", "parameter_defaults": "apd.report.book",
-    "check_type": "apd.report.book", "profile_path": "apd.report.book", "load_profile": "apd.report.book",
+    "KERNEL_ENV": "apd.report.book", "BookError": "apd.report.book", "toc_notebooks": "apd.report.book",
+    "notebook_path": "apd.report.book", "notebook_parameters": "apd.report.book",
+    "parameter_defaults": "apd.report.book", "check_type": "apd.report.book",
+    "profile_path": "apd.report.book", "load_profile": "apd.report.book",
     "validate_profile": "apd.report.book", "parse_value": "apd.report.book",
     "parse_overrides": "apd.report.book", "check_environment": "apd.report.book",
     "cache_key": "apd.report.book", "results_root": "apd.report.book", "chapter_files": "apd.report.book",
     "results_intact": "apd.report.book", "recover": "apd.report.book", "commit_results": "apd.report.book",
-    "execute": "apd.report.book", "stage": "apd.report.book", "render": "apd.report.book",
-    "resolve": "apd.report.book", "build": "apd.report.book", "main": "apd.report.book",
-    "book": "apd.report.book",
+    "kernel_environment": "apd.report.book", "execute": "apd.report.book", "stage": "apd.report.book",
+    "render": "apd.report.book", "resolve": "apd.report.book", "build": "apd.report.book",
+    "main": "apd.report.book", "book": "apd.report.book",
+    # apd.report.tables
+    "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
+    "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",
+    "better_word": "apd.report.tables", "short_path": "apd.report.tables", "tables": "apd.report.tables",
 })

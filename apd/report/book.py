@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -43,6 +44,23 @@ RUNNER_ENV = "APD_BOOK_RUNNER"          # "1": this kernel runs under the book r
 STAGING_ENV = "APD_RESULTS_STAGING"     # the folder the running chapter writes its results into
 KEY_ENV = "APD_RUN_CACHE_KEY"           # the cache key of this execution (kept in the run record)
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+#: Environment of the kernels that execute the chapters: no progress bars (apd's own, tqdm's,
+#: Hugging Face's) and no library chatter on the pages. A user running apd in a terminal or a
+#: notebook of their own keeps them. Warnings raised after ``Run.start`` go to the chapter's run
+#: log (``results/<profile>/runs/<stem>.log``) instead of the page (see apd.report.results).
+KERNEL_ENV = {
+    "APD_PROGRESS": "0",                       # apd.base.progress
+    "APD_WARNINGS_TO_LOG": "1",                # apd.report.results.Run.start
+    "TQDM_DISABLE": "1",                       # any other tqdm bar (tqdm >= 4.66 reads TQDM_*)
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",       # huggingface_hub and transformers downloads/loading
+    "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    "TOKENIZERS_PARALLELISM": "false",
+    # tqdm.auto warns at import time (transformers imports it) when ipywidgets is missing
+    "PYTHONWARNINGS": "ignore:IProgress not found",
+}
 
 
 class BookError(RuntimeError):
@@ -438,6 +456,24 @@ def _cached(out: Path, key: str, dest: Path | None = None) -> bool:
     return dest is None or results_intact(dest, meta.get("results_sha256"))
 
 
+@contextlib.contextmanager
+def kernel_environment(extra: dict[str, str] | None = None):
+    """Set :data:`KERNEL_ENV` (and ``extra``) in ``os.environ`` while kernels start (they inherit it),
+    then restore it. A variable the user already set to something else wins, except
+    ``PYTHONWARNINGS``, which is extended."""
+    saved = dict(os.environ)
+    try:
+        for key, value in {**KERNEL_ENV, **(extra or {})}.items():
+            if key == "PYTHONWARNINGS" and os.environ.get(key):
+                os.environ[key] = f"{os.environ[key]},{value}"
+            else:
+                os.environ.setdefault(key, value)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False,
             upstream: str = "") -> str:
     """Execute one notebook with papermill into ``out``; return 'cached' or 'executed'.
@@ -462,10 +498,11 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     os.environ.update(env)  # the kernel inherits this process's environment
     committed = False
     try:
-        pm.execute_notebook(
-            str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
-            kernel_name="python3", progress_bar=False, log_output=False,
-        )
+        with kernel_environment():
+            pm.execute_notebook(
+                str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
+                kernel_name="python3", progress_bar=False, log_output=False,
+            )
         digests = commit_results(profile, stem, key, root)
         committed = True
     except pm.PapermillExecutionError as err:
@@ -523,7 +560,9 @@ def render(profile: str, root: Path = ROOT) -> Path:
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb if jb.exists() else "jupyter-book"), "build", str(src), "--builder", "html",
            "-W", "-n", "--keep-going", "--quiet"]
-    proc = subprocess.run(cmd, cwd=root, text=True, capture_output=True)
+    # the API reference imports apd (sphinx.ext.autodoc): this project's, installed or not
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(cmd, cwd=root, text=True, capture_output=True, env=env)
     if proc.returncode != 0:
         raise BookError(f"jupyter-book build failed (warnings are errors):\n{proc.stdout[-6000:]}"
                         f"\n{proc.stderr[-6000:]}")

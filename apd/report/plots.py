@@ -73,3 +73,27 @@ def probability_curve(ax, log_sizes, member_probs, names=None, hlines=None, titl
     if title:
         ax.set_title(title)
     return ax
+
+
+def wrap(text: str, width: int = 45) -> str:
+    """``text`` broken into lines of at most ``width`` characters, for titles and axis labels that
+    would otherwise run past their panel (or into a neighbour's)."""
+    import textwrap
+
+    return "\n".join(textwrap.fill(line, width) for line in str(text).splitlines() or [""])
+
+
+def panels(n: int, ncols: int = 2, panel_width: float = 4.6, panel_height: float = 3.5,
+           sharey: bool = False, **kwargs):
+    """A figure of ``n`` panels wrapped into rows of at most ``ncols`` (legible at page width), with
+    constrained layout (titles, labels and a suptitle never overlap). Returns ``(fig, axes)`` with
+    ``axes`` a flat list of the ``n`` panels; unused grid cells are removed. Do not call
+    ``fig.tight_layout()`` on it."""
+    ncols = max(1, min(ncols, n))
+    nrows = -(-n // ncols)
+    fig, grid = plt.subplots(nrows, ncols, figsize=(panel_width * ncols, panel_height * nrows),
+                             squeeze=False, sharey=sharey, layout="constrained", **kwargs)
+    axes = list(grid.flat)
+    for ax in axes[n:]:
+        fig.delaxes(ax)
+    return fig, axes[:n]

@@ -27,15 +27,22 @@ A notebook run by hand with a parameter its parameters cell does not define (``-
 stops in :meth:`Run.start` with :class:`UnknownParameterError`: the names papermill injected (the
 cell starting ``# Parameters`` in the kernel's input history ``In``) are compared with the names
 of ``notebooks/<stem>.ipynb``'s parameters cell. The run record lists the injected names.
+
+Inside a kernel, ``Run.start`` shows the parameters this run actually uses where they differ from
+the defaults of the notebook's parameters cell (the profile's values and ``--set`` overrides), and
+``Run.finish`` shows the run record as a table. Under the book runner (``APD_WARNINGS_TO_LOG=1``)
+warnings raised after ``Run.start`` go to ``runs/<stem>.log`` instead of the page.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import html
 import json
 import math
 import os
 import platform
 import time
+import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -45,7 +52,8 @@ import numpy as np
 
 from apd.base.io import write_json
 from apd.base.paths import project_root
-from apd.report.book import KEY_ENV, RUNNER_ENV, STAGING_ENV, notebook_parameters
+from apd.report.book import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, notebook_parameters
+from apd.report.tables import show as show_table
 
 #: Packages whose versions every run record lists.
 RECORDED_PACKAGES = (
@@ -209,13 +217,18 @@ class Run:
     tables: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
     injected: list[str] = field(default_factory=list)
+    defaults: dict[str, Any] | None = None
+    warnings_logged: int = 0
 
     @classmethod
     def start(cls, stem: str, namespace: dict | None = None, *, profile: str | None = None,
-              parameters: dict | None = None, device: str | None = None) -> "Run":
+              parameters: dict | None = None, device: str | None = None, show: bool | None = None) -> "Run":
         """Begin a run. ``namespace`` is the notebook's ``globals()`` right after its parameters
         cell; its ``profile`` variable names the profile (default ``'default'``). Raises
-        UnknownParameterError when papermill injected a name the parameters cell lacks."""
+        UnknownParameterError when papermill injected a name the parameters cell lacks.
+
+        ``show`` (default: when running in a kernel) displays the parameters that differ from the
+        defaults of ``notebooks/<stem>.ipynb``'s parameters cell, when that notebook exists."""
         params = dict(parameters or {})
         injected: list[str] = []
         if namespace is not None:
@@ -223,13 +236,67 @@ class Run:
             injected = injected_parameters(namespace)
             check_injected(stem, injected)
         profile = profile or params.get("profile") or "default"
-        run = cls(stem=stem, profile=str(profile), parameters=params, device=device, injected=injected)
+        run = cls(stem=stem, profile=str(profile), parameters=params, device=device, injected=injected,
+                  defaults=notebook_defaults(stem))
         if run.dir.name == run.profile + BY_HAND_SUFFIX:
             print(f"apd: not run through the book runner (python -m apd): results go to {run.dir}, "
                   f"not {results_dir(run.profile)}; the book's are made by "
                   f"`python -m apd --profile {run.profile} --only {stem}`")
         run.dir.mkdir(parents=True, exist_ok=True)
+        if os.environ.get("APD_WARNINGS_TO_LOG", "").strip() == "1":
+            run._warnings_to_log()
+        if show is None:
+            show = _in_kernel()
+        if show:
+            run.show_parameters()
         return run
+
+    # -- parameters -----------------------------------------------------------------------
+    def changed_parameters(self) -> dict[str, tuple[Any, Any]]:
+        """``{name: (this run's value, the default)}`` for every parameter (but ``profile``) whose
+        value differs from the notebook's parameters cell; ``{}`` when the defaults are unknown."""
+        if self.defaults is None:
+            return {}
+        missing = object()
+        out = {}
+        for name, value in self.parameters.items():
+            default = self.defaults.get(name, missing)
+            default = list(default) if isinstance(default, tuple) else default
+            if name != "profile" and (default is missing or default != value):
+                out[name] = (value, None if default is missing else default)
+        return out
+
+    def show_parameters(self) -> None:
+        """Display what :meth:`changed_parameters` returns, as a table (nothing outside IPython)."""
+        try:
+            from IPython.display import Markdown, display
+        except ImportError:  # pragma: no cover
+            return
+        import pandas as pd
+
+        changed = self.changed_parameters()
+        if self.defaults is None:
+            return
+        if not changed:
+            display(Markdown(f"This run (profile `{self.profile}`) uses the defaults above."))
+            return
+        frame = pd.DataFrame([{"parameter": k, "this run": _short(v), "default": _short(d)}
+                              for k, (v, d) in changed.items()])
+        display(show_table(frame, caption=f"This run (profile {self.profile}) changes these defaults",
+                           index=False, wrap=["this run"]))
+
+    def _warnings_to_log(self) -> None:
+        """Send every warning shown from now on to ``runs/<stem>.log`` (started empty)."""
+        log = self.dir / "runs" / f"{self.stem}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log.write_text("")
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            self.warnings_logged += 1
+            with open(log, "a") as f:
+                f.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+        warnings.showwarning = showwarning
 
     @property
     def dir(self) -> Path:
@@ -307,6 +374,8 @@ class Run:
             "tables": self.tables,
             "injected_parameters": self.injected,
             "cache_key": os.environ.get(KEY_ENV) if os.environ.get(RUNNER_ENV) == "1" else None,
+            "changed_parameters": {k: v for k, (v, _) in self.changed_parameters().items()},
+            "warnings_logged": self.warnings_logged,
         }
 
     def finish(self, show: bool = True) -> None:
@@ -319,25 +388,81 @@ class Run:
         write_json(self.dir / "runs" / f"{self.stem}.json", record, trailing_newline=True)
         if show:
             try:
-                from IPython.display import Markdown, display
-                display(Markdown(run_record_markdown(record)))
+                from IPython.display import HTML, display
+                display(HTML(run_record_html(record)))
             except ImportError:  # pragma: no cover
                 print(json.dumps(record, indent=2))
 
 
+def _in_kernel() -> bool:
+    """Whether this runs in an IPython kernel (a notebook), where ``display`` shows HTML."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _short(value: Any, width: int = 120) -> str:
+    """A parameter value as the run's tables print it: ``repr`` cut to ``width`` characters."""
+    text = repr(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def notebook_defaults(stem: str) -> dict[str, Any] | None:
+    """The defaults of ``notebooks/<stem>.ipynb``'s parameters cell in the project, or None."""
+    root = project_root()
+    path = (root / "notebooks" / f"{stem}.ipynb") if root else None
+    if path is None or not path.is_file():
+        return None
+    try:
+        return notebook_parameters(path)
+    except (BookError, SyntaxError, ValueError):
+        return None
+
+
+def _record_rows(record: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(label, markdown value, html value) rows of the run record."""
+    params = {k: v for k, v in record["parameters"].items() if k != "profile"}
+    changed = record.get("changed_parameters") or {}
+    pkgs = ", ".join(f"{k} {v}" for k, v in record["packages"].items())
+    code = lambda s: f"<code>{html.escape(s)}</code>"  # noqa: E731
+    rows = [
+        ("profile", f"`{record['profile']}`", code(record["profile"])),
+        ("parameters", ", ".join(f"`{k}={v!r}`" for k, v in params.items()) or "(none)",
+         ", ".join(code(f"{k}={_short(v)}") for k, v in params.items()) or "(none)"),
+    ]
+    if changed:
+        rows.append(("changed from the defaults", ", ".join(f"`{k}`" for k in changed),
+                     ", ".join(code(k) for k in changed)))
+    rows += [
+        ("device", record["device"], html.escape(record["device"])),
+        ("wall time", f"{record['wall_time_s']:.1f} s (started {record['started']})",
+         html.escape(f"{record['wall_time_s']:.1f} s (started {record['started']})")),
+        ("packages", pkgs, html.escape(pkgs)),
+    ]
+    if record.get("warnings_logged"):
+        n = record["warnings_logged"]
+        where = f"results/{record['profile']}/runs/{record['notebook']}.log"
+        rows.append(("warnings", f"{n}, in `{where}`", f"{n}, in {code(where)}"))
+    return rows
+
+
+def run_record_html(record: dict[str, Any]) -> str:
+    """The run record as an HTML table (what the end of every chapter shows)."""
+    cell = 'style="padding: 0.3em 0.75em; border-bottom: 1px solid #d8dde6; vertical-align: top; text-align: left"'
+    body = "\n".join(f'<tr><th {cell}>{html.escape(k)}</th><td {cell}>{v}</td></tr>'
+                     for k, _, v in _record_rows(record))
+    return (f'<table class="apd-run-record" style="border-collapse: collapse; font-size: 0.9em">'
+            f'<caption style="caption-side: top; text-align: left; font-weight: bold">Run record</caption>'
+            f"\n<tbody>\n{body}\n</tbody></table>")
+
+
 def run_record_markdown(record: dict[str, Any]) -> str:
     """The run record as a Markdown table (what the end of every chapter shows)."""
-    params = ", ".join(f"`{k}={v!r}`" for k, v in record["parameters"].items() if k != "profile")
-    pkgs = ", ".join(f"{k} {v}" for k, v in record["packages"].items())
-    rows = [
-        ("profile", f"`{record['profile']}`"),
-        ("parameters", params or "(none)"),
-        ("device", record["device"]),
-        ("wall time", f"{record['wall_time_s']:.1f} s (started {record['started']})"),
-        ("packages", pkgs),
-    ]
     lines = ["**Run record**", "", "| | |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v in rows]
+    lines += [f"| {k} | {v} |" for k, v, _ in _record_rows(record)]
     return "\n".join(lines)
 
 

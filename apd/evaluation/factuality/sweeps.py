@@ -19,6 +19,7 @@ import pandas as pd
 import torch
 
 from apd.base.paths import cache_dir
+from apd.base.progress import progress_enabled, progress_bar
 from apd.decoding import generation
 from apd.evaluation import text_metrics
 from apd.evaluation.factuality.methods import Decoders, Method
@@ -121,9 +122,8 @@ def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str],
     n_batches = len(seeds) * math.ceil(len(prompts) / batch_size)
     todo = [m for m in methods if cache is None or not _method_file(Path(cache), m).is_file()]
     bar = None
-    if progress and todo:
-        from tqdm.auto import tqdm
-        bar = tqdm(total=n_batches * len(todo), desc="generating", unit="batch")
+    if progress_enabled(progress) and todo:
+        bar = progress_bar(total=n_batches * len(todo), desc="generating", unit="batch")
     out = {}
     seconds = {} if seconds is None else seconds
     for m in methods:

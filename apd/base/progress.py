@@ -1,0 +1,45 @@
+"""Progress bars that show in a terminal and stay out of the book.
+
+Every progress bar of ``apd`` goes through :func:`progress_bar`. A bar is shown when the caller asks
+for one (``progress=True``, the default of the long-running functions) *and* the environment allows
+it: ``APD_PROGRESS=0`` (set by the book runner, ``python -m apd``, for the kernels that execute the
+chapters) turns every bar off, so the rendered pages carry no progress lines; a user running
+``apd`` from a terminal or a notebook of their own still sees them.
+
+    >>> import os
+    >>> os.environ["APD_PROGRESS"] = "0"
+    >>> progress_enabled(True)
+    False
+    >>> bar = progress_bar(total=3, desc="demo")   # disabled: draws nothing
+    >>> bar.update(1); bar.close()
+    >>> del os.environ["APD_PROGRESS"]
+    >>> progress_enabled(True), progress_enabled(False)
+    (True, False)
+"""
+from __future__ import annotations
+
+import os
+import warnings
+
+#: The environment variable that turns every progress bar of ``apd`` off when it is ``0``.
+PROGRESS_ENV = "APD_PROGRESS"
+_OFF = {"0", "false", "no", "off"}
+
+
+def progress_enabled(progress: bool = True) -> bool:
+    """Whether a bar asked for with ``progress`` is drawn: ``progress`` and not ``APD_PROGRESS=0``."""
+    return bool(progress) and os.environ.get(PROGRESS_ENV, "1").strip().lower() not in _OFF
+
+
+def progress_bar(iterable=None, *, progress: bool = True, **kwargs):
+    """A ``tqdm`` bar (the notebook widget where ipywidgets is installed, text otherwise), disabled
+    unless :func:`progress_enabled`. ``kwargs`` go to ``tqdm`` (``total``, ``desc``, ``unit``, ...)."""
+    on = progress_enabled(progress) and not kwargs.pop("disable", False)
+    if not on:
+        from tqdm.std import tqdm  # no widget import, so no "IProgress not found" warning either
+        return tqdm(iterable, disable=True, **kwargs)
+    with warnings.catch_warnings():
+        # tqdm.auto warns once when a notebook has no ipywidgets, then falls back to a text bar
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        from tqdm.auto import tqdm
+    return tqdm(iterable, **kwargs)

@@ -1,0 +1,272 @@
+"""One way to show a table on a page: readable, padded, numbers formatted by what they are.
+
+Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.style`` calls::
+
+    apd.report.show(df, caption="World QA, test half", digits=3)
+
+- cells have padding and numbers are right-aligned, so neighbouring numbers never run together;
+- integer columns (and float columns holding only whole numbers below a billion, e.g. counts that
+  became floats next to a missing value) print as integers with thousands separators, ``5,000`` and not ``5000.000``;
+- other float columns print with ``digits`` decimals (fewer when every value needs fewer, as in a
+  grid 1.1, 1.5, 2.0), in scientific notation for tiny (round-off) values, so ``1.5e-14`` does
+  not print as ``0.000``, and with three significant digits in columns of large values (sizes);
+- numeric row and column labels print as numbers (``1.1``, not ``1.100000``);
+- missing values print as an em dash;
+- ``formats`` overrides the format of given columns (``{"gain": "{:+.3f}"}``).
+
+:func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from apd.base.paths import cache_dir, project_root
+
+#: What a missing value prints as in every table.
+MISSING = "\u2014"
+
+#: Cell padding and alignment of every table :func:`show` returns.
+TABLE_CSS = [
+    {"selector": "", "props": [("border-collapse", "collapse"), ("margin", "0.5em 0 1em 0"),
+                               ("font-size", "0.9em")]},
+    {"selector": "th, td", "props": [("padding", "0.3em 0.75em"), ("border-bottom", "1px solid #d8dde6"),
+                                     ("vertical-align", "top")]},
+    {"selector": "thead th", "props": [("border-bottom", "2px solid #8f9bb3"), ("text-align", "left")]},
+    {"selector": "th.row_heading", "props": [("text-align", "left"), ("white-space", "nowrap")]},
+    {"selector": "th.index_name", "props": [("text-align", "left")]},
+    {"selector": "caption", "props": [("caption-side", "top"), ("text-align", "left"), ("font-weight", "bold"),
+                                      ("padding", "0.3em 0")]},
+]
+
+
+def _is_missing(value: Any) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    try:
+        return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isnan(value)
+    except TypeError:  # pragma: no cover
+        return False
+
+
+def format_number(value: Any, digits: int = 3) -> str:
+    """One number as a table prints it: integers with separators, floats with ``digits`` decimals,
+    scientific notation below ``10**-digits`` or from a million up, :data:`MISSING` for None/NaN.
+
+    >>> format_number(5000), format_number(0.35512), format_number(1.5e-14), format_number(float("nan"))
+    ('5,000', '0.355', '1.50e-14', '—')
+    >>> format_number(2.4e11), format_number(-0.0001234, digits=3), format_number(True)
+    ('2.40e+11', '-1.23e-04', 'True')
+    """
+    if _is_missing(value):
+        return MISSING
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        v = float(value)
+        if math.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        if v == 0:
+            return f"{0:.{digits}f}"
+        if abs(v) < 10 ** -digits or abs(v) >= 1e6:
+            return f"{v:.2e}"
+        return f"{v:.{digits}f}"
+    return str(value)
+
+
+def format_label(value: Any) -> str:
+    """A row or column label: numbers as short as they can be (``1.1``, ``0.25``, ``5``), the rest
+    as text.
+
+    >>> format_label(1.1), format_label(2.0), format_label("top-p k20"), format_label(None)
+    ('1.1', '2', 'top-p k20', '—')
+    """
+    if _is_missing(value):
+        return MISSING
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, numbers.Real):
+        return f"{float(value):g}"
+    return str(value)
+
+
+def _column_kind(series: pd.Series) -> str:
+    """'int', 'float', 'bool' or 'other' (text, mixed) for a column."""
+    if pd.api.types.is_bool_dtype(series):
+        return "bool"
+    if pd.api.types.is_integer_dtype(series):
+        return "int"
+    if pd.api.types.is_float_dtype(series):
+        finite = series.dropna()
+        finite = finite[np.isfinite(finite.to_numpy(dtype=float))]
+        if len(finite) and (finite == finite.round()).all() and finite.abs().max() < 1e9:
+            return "int"
+        return "float"
+    return "other"
+
+
+def _decimals(series: pd.Series, digits: int) -> int:
+    """The fewest decimals (1 to ``digits``) that print every value of a float column exactly, so
+    a grid such as 1.1, 1.5, 2.0 prints as such and measured values get ``digits``."""
+    values = series.dropna().to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    for d in range(1, digits):
+        if np.allclose(values, np.round(values, d), rtol=0, atol=1e-12):
+            return d
+    return digits
+
+
+def _large(series: pd.Series) -> bool:
+    """Whether a float column holds values of 100,000 or more (printed as ``9.69e+05``)."""
+    values = series.dropna().to_numpy(dtype=float)
+    values = values[np.isfinite(values)]
+    return bool(len(values)) and float(np.abs(values).max()) >= 1e5
+
+
+def _formatter(kind: str, digits: int) -> Callable[[Any], str]:
+    if kind == "int":
+        return lambda v: MISSING if _is_missing(v) else (
+            f"{int(round(float(v))):,}" if isinstance(v, numbers.Real) and not isinstance(v, bool) else str(v))
+    if kind == "float":
+        return lambda v: format_number(v, digits)
+    return lambda v: MISSING if _is_missing(v) else (
+        format_number(v, digits) if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) else str(v))
+
+
+def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int = 3, *,
+         formats: dict[Any, str | Callable] | None = None, index: bool = True,
+         wrap: Iterable = (), percent: Iterable = ()):
+    """``df`` as a styled table for a page (a pandas ``Styler``; the last expression of a cell, or
+    ``display(show(df))``). See the module docstring for the formats.
+
+    ``caption``: a title above the table. ``digits``: decimals of float columns. ``formats``:
+    ``{column: format string or function}`` for columns that need another format. ``index``: show
+    the row labels (``False`` for a plain 0, 1, 2 ... index). ``wrap``: text columns whose long
+    values wrap (at least 18em wide). ``percent``: fraction columns shown as percentages.
+
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"steps": [5000.0, 12.0], "KL": [0.35512, float("nan")]}, index=[1.1, 2.0])
+    >>> html = show(df, caption="demo").to_html()
+    >>> "5,000" in html and "0.355" in html and ">1.1<" in html and "—" in html and "padding" in html
+    True
+    """
+    if isinstance(df, pd.Series):
+        df = df.to_frame()
+    formats = dict(formats or {})
+    percent = set(percent)
+    col_formats: dict[Any, Callable[[Any], str]] = {}
+    for col in df.columns:
+        if col in formats:
+            f = formats[col]
+            col_formats[col] = (lambda v, f=f: MISSING if _is_missing(v) else f.format(v)) if isinstance(f, str) else f
+        elif col in percent:
+            col_formats[col] = lambda v: MISSING if _is_missing(v) else f"{100 * float(v):.{max(0, digits - 2)}f}%"
+        else:
+            kind = _column_kind(df[col])
+            if kind == "float" and _large(df[col]):   # sizes: one significant format for the column
+                col_formats[col] = lambda v: MISSING if _is_missing(v) else f"{float(v):.3g}"
+            else:
+                col_formats[col] = _formatter(kind, _decimals(df[col], digits) if kind == "float" else digits)
+    if not df.columns.is_unique:  # Styler.format needs unique labels: format by position instead
+        df = df.copy()
+        labels = list(df.columns)
+        df.columns = range(len(labels))
+        col_formats = {i: col_formats[labels[i]] for i in range(len(labels))}
+        sty = df.style.format(col_formats)
+        sty = sty.format_index(lambda i: format_label(labels[i]), axis=1)
+    else:
+        sty = df.style.format(col_formats)
+        sty = sty.format_index(format_label, axis=1)
+    sty = sty.format_index(format_label, axis=0)
+    sty = sty.set_table_styles(TABLE_CSS).set_table_attributes('class="dataframe apd-table"')
+    numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    text = [c for c in df.columns if c not in numeric]
+    if numeric:
+        sty = sty.set_properties(subset=numeric, **{"text-align": "right", "white-space": "nowrap",
+                                                     "font-variant-numeric": "tabular-nums"})
+        try:  # numbers' headers sit right, over the numbers
+            sty = sty.set_table_styles({c: [{"selector": "th", "props": [("text-align", "right")]}] for c in numeric},
+                                       overwrite=False)
+        except (KeyError, ValueError, TypeError):  # pragma: no cover - unusual column labels
+            pass
+    if text:
+        sty = sty.set_properties(subset=text, **{"text-align": "left"})
+    wrap = [c for c in wrap if c in df.columns]
+    if wrap:
+        sty = sty.set_properties(subset=wrap, **{"white-space": "pre-wrap", "min-width": "18em"})
+    if caption:
+        sty = sty.set_caption(caption)
+    if not index:
+        sty = sty.hide(axis="index")
+    return sty
+
+
+def compare_word(a: float | None, b: float | None, *, lower_is_better: bool | None = None,
+                 digits: int = 3, missing: str = "not comparable with") -> str:
+    """How ``a`` compares with ``b``, worded to be followed by ``b``: ``"lower than"``,
+    ``"higher than"``, ``"the same as"`` (equal when printed to ``digits`` decimals) or ``missing``
+    when either is missing. With ``lower_is_better`` the word says which is better too:
+    ``"lower (better) than"``.
+
+    >>> compare_word(0.31, 0.35), compare_word(0.31, 0.35, lower_is_better=False)
+    ('lower than', 'lower (worse) than')
+    >>> compare_word(0.3551, 0.3549), compare_word(None, 1.0)
+    ('the same as', 'not comparable with')
+    """
+    if _is_missing(a) or _is_missing(b) or not (math.isfinite(float(a)) and math.isfinite(float(b))):
+        return missing
+    a, b = float(a), float(b)
+    if round(a, digits) == round(b, digits):
+        return "the same as"
+    lower = a < b
+    word = "lower" if lower else "higher"
+    if lower_is_better is None:
+        return f"{word} than"
+    better = lower == bool(lower_is_better)
+    return f"{word} ({'better' if better else 'worse'}) than"
+
+
+def better_word(a: float | None, b: float | None, *, lower_is_better: bool, digits: int = 3,
+                missing: str = "not comparable with") -> str:
+    """Whether ``a`` is better than ``b``, worded to be followed by ``b``: ``"better than"``,
+    ``"worse than"``, ``"the same as"`` (equal to ``digits`` decimals) or ``missing``.
+
+    >>> better_word(0.31, 0.35, lower_is_better=True), better_word(0.31, 0.35, lower_is_better=False)
+    ('better than', 'worse than')
+    >>> better_word(float("nan"), 0.35, lower_is_better=True)
+    'not comparable with'
+    """
+    word = compare_word(a, b, digits=digits, missing=missing)
+    if word in ("lower than", "higher than"):
+        return "better than" if (word == "lower than") == bool(lower_is_better) else "worse than"
+    return word
+
+
+def short_path(path) -> str:
+    """A path as a page may print it: relative to the cache (``cache/families/...``) or to the
+    project, else the last two parts (``.../pico-b8c0/pico-3.3k``); never the machine's absolute
+    path. Names that are not local paths (a Hub id such as ``EleutherAI/pythia-70m``) pass through.
+
+    >>> short_path("EleutherAI/pythia-70m")
+    'EleutherAI/pythia-70m'
+    >>> short_path("/somewhere/else/families/pico-1/pico-3.3k")
+    '…/pico-1/pico-3.3k'
+    """
+    p = Path(str(path))
+    if not p.is_absolute():
+        return str(path)
+    for base, label in ((cache_dir(), "cache"), (project_root(), "")):
+        try:
+            rel = p.resolve().relative_to(Path(base).resolve()) if base else None
+        except (ValueError, OSError):
+            rel = None
+        if rel is not None:
+            return f"{label}/{rel.as_posix()}" if label else rel.as_posix()
+    return "…/" + "/".join(p.parts[-2:])

@@ -1,0 +1,74 @@
+"""What a reader should never see on a page of the book, checked on its HTML text (no browser):
+progress-bar lines, tracebacks or warnings in outputs, raw Markdown tables, 'nan' or 'n/a n/a',
+absolute machine paths, and tables whose numbers run into the next cell for lack of padding.
+Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
+import re
+
+PROGRESS_LINE = re.compile(r"\d+%\|[^|\n]*\||\d+(?:\.\d+)?\s*(?:it|s|step|batch|shard)/s\]|\d+/\d+ \[\d+:\d\d<")
+TRACEBACK_OR_WARNING = re.compile(r"Traceback \(most recent call last\)|\b\w*Warning\b")
+RAW_MARKDOWN_TABLE = re.compile(r"\|\s*:?(?:-{3,}|[\u2014\u2013]+)\s*:?\|")
+NAN = re.compile(r"(?<![\w.])nan(?![\w(])|n/a n/a")   # how Python prints a missing number
+MACHINE_PATH = re.compile(r"(?<![\w.:/~\-\\])/(?:[\w.\-]+/)+[\w.\-]+")
+DIGIT_END, DIGIT_START = re.compile(r"[\d%]$"), re.compile(r"^[-+\u2212]?\d")
+PADDED_CLASSES = {"dataframe", "table", "docutils", "highlighttable"}
+
+
+def _page_parts(html_text):
+    """(prose and output text, output text, CSS, soup) of a page; code inputs and scripts removed."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html_text, "html.parser")
+    styles = " ".join(s.get_text() for s in soup.find_all("style"))
+    main = soup.find("main") or soup
+    for tag in main.select("script, style, div.cell_input, nav, .headerlink, .toctree-wrapper"):
+        tag.decompose()
+    for block in main.select("div.highlight, code"):   # code written in the prose (outputs are checked)
+        if not block.decomposed and not block.find_parent("div", class_="cell_output"):
+            block.decompose()
+    outputs = " \n".join(o.get_text(" ") for o in main.select("div.cell_output"))
+    return main.get_text(" "), outputs, styles, soup
+
+
+def _padded(table, styles: str) -> bool:
+    """Whether a table's cells have padding: a themed class, a padding rule on its id, or inline."""
+    if PADDED_CLASSES & set(table.get("class") or []):
+        return True
+    tid = table.get("id")
+    if tid and re.search(rf"#{re.escape(tid)}\b[^{{}}]*(?:td|th)[^{{}}]*\{{[^}}]*padding", styles):
+        return True
+    cells = table.find_all(["td", "th"])
+    return bool(cells) and all("padding" in (c.get("style") or "") for c in cells)
+
+
+def _runs_together(table) -> str | None:
+    for row in table.find_all("tr"):
+        texts = [c.get_text(" ").strip() for c in row.find_all(["td", "th"], recursive=False)]
+        for a, b in zip(texts, texts[1:]):
+            if a and b and DIGIT_END.search(a) and DIGIT_START.search(b):
+                return f"{a!r} | {b!r}"
+    return None
+
+
+def page_text_problems(rel: str, html_text: str) -> list[str]:
+    """What a reader should never see on a page (see the module docstring)."""
+    text, outputs, styles, soup = _page_parts(html_text)
+    problems = []
+
+    def first(pattern, where):
+        m = pattern.search(where)
+        return None if m is None else where[max(0, m.start() - 60):m.end() + 40].replace("\n", " ")
+
+    for what, pattern, where in (("a progress-bar line", PROGRESS_LINE, outputs),
+                                 ("a traceback or warning in an output", TRACEBACK_OR_WARNING, outputs),
+                                 ("a raw Markdown table", RAW_MARKDOWN_TABLE, text),
+                                 ("'nan' or 'n/a n/a'", NAN, text),
+                                 ("an absolute machine path", MACHINE_PATH, text)):
+        hit = first(pattern, where)
+        if hit:
+            problems.append(f"{rel}: {what}: ...{hit}...")
+    for table in soup.find_all("table"):
+        if not _padded(table, styles):
+            pair = _runs_together(table)
+            if pair:
+                problems.append(f"{rel}: a table without cell padding whose digits run into the next cell: {pair}")
+    return problems

@@ -1,0 +1,31 @@
+"""The page-text checks of the browser test catch each defect and pass clean text (no build needed)."""
+import pytest
+
+from page_checks import page_text_problems
+
+
+@pytest.mark.parametrize("snippet, found", [
+    ('<div class="cell_output"><pre>ALM\': 100%|#####| 40/40 [00:03&lt;00:00, 12.1it/s]</pre></div>', "progress"),
+    ('<div class="cell_output"><pre>x.py:21: TqdmWarning: IProgress not found</pre></div>', "warning"),
+    ('<div class="cell_output"><pre>Traceback (most recent call last):</pre></div>', "traceback"),
+    ("<p>| | |\n|\u2014|\u2014|\n| profile | smoke |</p>", "Markdown"),
+    ("<p>the score is nan here</p>", "nan"),
+    ("<p>rate n/a n/a</p>", "nan"),
+    ("<p>loaded from /work/main/cache/families/pico-1/m</p>", "machine path"),
+    ("<table><tr><td>0.355</td><td>0.338</td></tr></table>", "padding"),
+])
+def test_page_text_checks_catch_each_defect(snippet, found):
+    problems = page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>")
+    assert problems and found in problems[0], problems
+
+
+@pytest.mark.parametrize("snippet", [
+    '<div class="cell_input"><pre>x = float("nan")  # /work/main/cache</pre></div>',
+    "<p>1/T and nats/token, results/smoke/runs/qa.log, https://example.org/a/b, n/a</p>",
+    "<p>rows that end in NaN are refitted; pass <code>{'cache_dir': '/data/hf'}</code></p>",
+    '<table class="dataframe"><tr><td>0.355</td><td>0.338</td></tr></table>',
+    '<style>#T_1 td { padding: 0.3em }</style><table id="T_1"><tr><td>0.355</td><td>0.338</td></tr></table>',
+    "<table><tr><td>head</td><td>0.338</td></tr></table>",
+])
+def test_page_text_checks_pass_clean_text(snippet):
+    assert page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>") == []

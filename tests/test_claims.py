@@ -468,3 +468,18 @@ def test_same_rows_need_thirty_qualifying_items(results):
     row = coverage.table_status("p").set_index("paper").loc["Table 2"]
     assert row["status"] == "too few items"
     assert "only 6 qualifying item(s)" in row["ours"] and f"at least {coverage.MIN_SAME_ROWS_ITEMS}" in row["ours"]
+
+
+def test_findings_table_opens_the_book(results, tmp_path):
+    from apd.report import book, findings
+
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
+    claims = claims_mod.paper_claims()
+    judged = evidence_mod.judge(claims, "smoke")
+    text = findings.findings_markdown(judged, claims, "smoke", findings.scale_note(None, "smoke"))
+    assert text.startswith(f"Of the paper's {len(claims)} main claims:")
+    assert "| **not testable here** | untestable at this scale | precondition not met: apd.gate_engaged = 0" in text
+    assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
+    page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
+    assert book.FINDINGS_MARKER not in page and "main claims" in page
+    assert "make book PROFILE=smoke" in book.insert_findings(book.FINDINGS_MARKER, None, "smoke")

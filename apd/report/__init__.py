@@ -67,9 +67,14 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "parse_overrides": "apd.report.book", "check_environment": "apd.report.book",
     "cache_key": "apd.report.book", "results_root": "apd.report.book", "chapter_files": "apd.report.book",
     "results_intact": "apd.report.book", "recover": "apd.report.book", "commit_results": "apd.report.book",
-    "kernel_environment": "apd.report.book", "execute": "apd.report.book", "stage": "apd.report.book",
+    "kernel_environment": "apd.report.book", "execute": "apd.report.book",
+    "FINDINGS_MARKER": "apd.report.book", "insert_findings": "apd.report.book", "stage": "apd.report.book",
     "render": "apd.report.book", "resolve": "apd.report.book", "build": "apd.report.book",
     "main": "apd.report.book", "book": "apd.report.book",
+    # apd.report.findings
+    "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
+    "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",
+    "findings": "apd.report.findings",
     # apd.report.tables
     "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
     "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",

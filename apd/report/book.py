@@ -534,8 +534,29 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
 
 # -- rendering ----------------------------------------------------------------------------------
 
+#: Where the intro page takes the findings table the paper-vs-book chapter wrote
+#: (``results/<profile>/findings.md``, made by :func:`apd.report.findings.findings_markdown`).
+FINDINGS_MARKER = "<!-- apd:findings -->"
+
+
+def insert_findings(page: str, findings: str | None, profile: str) -> str:
+    """``page`` with :data:`FINDINGS_MARKER` replaced by ``findings``, or by a sentence saying how to get them.
+
+    Example:
+        >>> insert_findings("a\\n<!-- apd:findings -->\\nb", "F", "smoke")
+        'a\\nF\\nb'
+    """
+    if FINDINGS_MARKER not in page:
+        return page
+    if not findings:
+        findings = (f"The verdicts appear here once the paper-vs-book chapter has run under the profile "
+                    f"`{profile}` (`make book PROFILE={profile}`).")
+    return page.replace(FINDINGS_MARKER, findings.strip())
+
+
 def stage(profile: str, root: Path = ROOT) -> Path:
-    """Copy the book's hand-written sources and a local MathJax into ``_build/<profile>/book``."""
+    """Copy the book's hand-written sources and a local MathJax into ``_build/<profile>/book``, with
+    the findings of this profile's results in the intro page."""
     dest = root / "_build" / profile / "book"
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("_config.yml", "_toc.yml"):
@@ -543,6 +564,11 @@ def stage(profile: str, root: Path = ROOT) -> Path:
     if (dest / "book").exists():
         shutil.rmtree(dest / "book")
     shutil.copytree(root / "book", dest / "book")
+    findings = results_root(root) / profile / "findings.md"
+    intro = dest / "book" / "intro.md"
+    if intro.is_file():
+        intro.write_text(insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None,
+                                         profile))
     mathjax = root / "node_modules" / "mathjax" / "es5"
     if not (mathjax / "tex-chtml.js").is_file():
         raise BookError(

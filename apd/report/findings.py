@@ -1,0 +1,84 @@
+"""Findings at a glance: the book's verdicts as the table that opens the book.
+
+The paper-vs-book chapter writes ``results/<profile>/findings.md`` with :func:`findings_markdown`;
+the book runner puts it into the intro page where
+:data:`apd.report.book.FINDINGS_MARKER` stands. Every entry is
+made from the judged claims (:func:`apd.report.evidence.judge`) and the family chapter's member
+table; nothing is typed.
+"""
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+
+from apd.core.curves import PYTHIA_LOG_SIZES
+from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim
+
+#: How strong each verdict is, in the words of the table.
+STRENGTH = {
+    REPRODUCED: "every test holds",
+    NOT_REPRODUCED: "a test fails",
+    INCONCLUSIVE: "too few items to detect the paper's effect",
+    NOT_TESTABLE: "untestable at this scale",
+}
+
+#: The chapter (notebook stem) each check reads -> the page it links to.
+CHAPTER_TITLES = {
+    "theorem1": "Theorem 1", "family": "the family", "apd": "training ALM'", "known_answer": "known answers",
+    "curves": "curves", "qa": "QA", "factuality": "factuality", "ablations": "ablations",
+}
+
+
+def _size(n: float) -> str:
+    """A parameter count in words: 12768 -> '12.8k', 6.9e9 -> '6.9B'."""
+    for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.0f}"
+
+
+def scale_note(members: pd.DataFrame | None, profile: str) -> str:
+    """One sentence on this build's family against the paper's (Pythia 70M to 6.9B).
+
+    Example:
+        >>> scale_note(pd.DataFrame({"member": ["a", "b"], "n_nonembedding": [12768, 1779840]}), "default")
+        "Under the profile `default` the family's 2 members span 12.8k to 1.78M non-embedding parameters (139x); the paper's Pythia members span 18.9M to 6.44B (341x), so a verdict here speaks for this scale only."
+    """
+    pythia = (math.exp(PYTHIA_LOG_SIZES[0]), math.exp(PYTHIA_LOG_SIZES[-1]))   # Pythia-70M and -6.9B, non-embedding
+    paper = f"the paper's Pythia members span {_size(pythia[0])} to {_size(pythia[1])} ({pythia[1] / pythia[0]:.0f}x)"
+    if members is None or members.empty or "n_nonembedding" not in members:
+        return f"Under the profile `{profile}` the family chapter did not run; {paper}."
+    n = members["n_nonembedding"].astype(float)
+    return (f"Under the profile `{profile}` the family's {len(n)} members span {_size(n.min())} to "
+            f"{_size(n.max())} non-embedding parameters ({n.max() / n.min():.0f}x); {paper}, so a verdict "
+            "here speaks for this scale only.")
+
+
+def _clip(text: str, n: int = 220) -> str:
+    text = " ".join(str(text).split()).replace("|", "/")
+    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+
+
+def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: str, scale: str) -> str:
+    """The findings table (markdown): one row per claim with its verdict, its strength, the evidence
+    (the verdict's reason, clipped) and links to the chapters its checks read; then the scale note.
+
+    Example:
+        >>> from apd.report.evidence import Claim
+        >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"], "reason": ["all 2 tests hold"]})
+        >>> print(findings_markdown(judged, [Claim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[4])
+        | CD extrapolates. | **reproduced** | every test holds | all 2 tests hold |  |
+    """
+    by_id = {c.id: c for c in claims}
+    rows = ["| the paper's claim | verdict here | strength | evidence | chapters |", "|---|---|---|---|---|"]
+    for r in judged.itertuples():
+        claim = by_id.get(r.claim_id)
+        stems = list(dict.fromkeys(s.stem for s in claim.evidence)) if claim else []
+        links = ", ".join(f"{{doc}}`{CHAPTER_TITLES.get(s, s)} <../notebooks/{s}>`" for s in stems)
+        text = _clip(claim.text if claim else r.claim_id, 160)
+        rows.append(f"| {text} | **{r.verdict}** | {STRENGTH.get(r.verdict, '')} | {_clip(r.reason)} | {links} |")
+    counts = judged["verdict"].value_counts()
+    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))
+    return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", scale, ""])

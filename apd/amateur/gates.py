@@ -4,7 +4,8 @@ Measured on collected positions (the ELM's top ``top_k`` tokens of each token se
 renormalised over the set; c = softmax over the set of L_ELM - L_ALM', T = 1):
 
 - *curve alive*: median |curve(x_ALM) - c| over the median ALM-ELM spread |p_ALM - p_ELM| (about 0:
-  the MLP draws a flat line at c), and the L1 of the MLP's curves against the L1 of a flat curve at c;
+  the MLP draws a flat line at c), and the L1 of the MLP's curves against the L1 of a flat curve at c,
+  both in the space the MLP models (log-probabilities for the "logit" ablation);
 - *not trivial*: the share of tokens with |c - p_ELM| <= ``collapse_tol`` (c collapsed onto the
   expert, the trivial solution of the objective), beside CD's share at T = 1;
 - *moved*: KL(ALM || ALM') over the token set, nats, mean over positions.
@@ -135,13 +136,17 @@ def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 2
         c_cd = asymptote(elm, alm, "prob")
         pred = predict_curves(mlp, lp, elm, prime, x=mlp.log_sizes)
         k = slice(0, top_k)
+        # the curve's own gates in the space the MLP models (probabilities, or log-probabilities for
+        # the "logit" variant); the collapse and the position between CD and the expert in probabilities
         curve = pred.curve[:, k]                                                          # (S, k, N)
+        v_k = member_values(lp, mlp.space)[:, :, k].permute(1, 2, 0)                      # (S, k, N)
+        c_sp = asymptote(elm, prime, mlp.space)[:, k]
         p_k = p[:, :, k].permute(1, 2, 0)                                                 # (S, k, N)
         c_k, c_cd_k = c[:, k], c_cd[:, k]
-        alive_num.append((curve[..., 0] - c_k).abs().flatten())
-        spread.append((p_k[..., 0] - p_k[..., -1]).abs().flatten())
-        l1_c.append(((curve[..., :-1] - p_k[..., :-1]) ** 2).flatten())
-        l1_f.append(((c_k[..., None] - p_k[..., :-1]) ** 2).flatten())
+        alive_num.append((curve[..., 0] - c_sp).abs().flatten())
+        spread.append((v_k[..., 0] - v_k[..., -1]).abs().flatten())
+        l1_c.append(((curve[..., :-1] - v_k[..., :-1]) ** 2).flatten())
+        l1_f.append(((c_sp[..., None] - v_k[..., :-1]) ** 2).flatten())
         coll.append(((c_k - p_k[..., -1]).abs() <= thresholds.collapse_tol).float().flatten())
         coll_cd.append(((c_cd_k - p_k[..., -1]).abs() <= thresholds.collapse_tol).float().flatten())
         num.append(((c_k - c_cd_k) * (p_k[..., -1] - c_cd_k)).flatten())

@@ -67,7 +67,18 @@ def pages(html_dir):
 WAIT_FOR_PAGE = """
 const done = arguments[arguments.length - 1];
 const imgs = Array.from(document.images);
+// MathJax loads deferred: on a busy machine window.MathJax may still be the bare configuration
+// object when this runs, so wait (up to 30 s) for its startup before reading the rendered math
+const mathjaxReady = () => new Promise(resolve => {
+  const t0 = Date.now();
+  (function poll() {
+    if (!document.querySelector('.math') || (window.MathJax && MathJax.startup && MathJax.startup.promise)
+        || Date.now() - t0 > 30000) resolve();
+    else setTimeout(poll, 100);
+  })();
+});
 Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })))
+  .then(mathjaxReady)
   .then(() => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : null)
   .then(() => done({
       images: imgs.map(i => [i.getAttribute('src'), i.naturalWidth]),

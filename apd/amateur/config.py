@@ -16,13 +16,10 @@ from apd.core import curves
 LAMBDA3 = {"pythia": 0.8, "opt": 0.4, "qwen": 1.0}   # the paper's values, tuned on FactualityPrompts validation
 
 
-
 LAMBDA3_GRID = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)        # the paper's tuning grid
 
 
-
 X_ORIGINS = ("zero", "alm")
-
 
 
 @dataclass
@@ -108,10 +105,8 @@ class APDTrainConfig:
         return cls(**d)
 
 
-
 # Fields that do not change the trained weights (left out of the run's fingerprint).
 _NOT_FINGERPRINTED = ("device", "checkpoint_every", "keep_checkpoints", "log_every")
-
 
 
 def warmup_for(config: APDTrainConfig, total_steps: int) -> int:
@@ -125,7 +120,6 @@ def warmup_for(config: APDTrainConfig, total_steps: int) -> int:
                       f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.")
         steps = scaled
     return steps
-
 
 
 def lr_at(step: int, total_steps: int, warmup: int, lr: float) -> float:

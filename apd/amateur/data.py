@@ -16,11 +16,9 @@ from apd.amateur import collect
 RECORD_KEYS = ("input_ids", "token_ids", "member_logprobs", "alm_logits", "elm_logits")
 
 
-
 def _tensor(x, dtype=None) -> torch.Tensor:
     t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
     return t.to(dtype) if dtype is not None else t
-
 
 
 class CollectedChunks(torch.utils.data.Dataset):
@@ -108,7 +106,6 @@ class CollectedChunks(torch.utils.data.Dataset):
         return item
 
 
-
 def resolve_members(members, names: Sequence[str]) -> list[int]:
     """Indices (sorted) of a member subset given by index or name; it must keep the ALM and the ELM."""
     n = len(names)
@@ -132,18 +129,15 @@ def resolve_members(members, names: Sequence[str]) -> list[int]:
     return idx
 
 
-
 def collate_chunks(items: Sequence[dict]) -> dict:
     """Stack items of :class:`CollectedChunks` into a batch: (B, S), (B, S, K), (B, N, S, K), ..."""
     return {k: torch.stack([it[k] for it in items]) for k in items[0]}
-
 
 
 def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     """The order in which epoch ``epoch`` visits ``n`` chunks (a seeded permutation)."""
     g = torch.Generator().manual_seed(int(seed) * 1_000_003 + int(epoch))
     return torch.randperm(n, generator=g)
-
 
 
 def collected_batches(chunks: CollectedChunks, batch_size: int, *, shuffle: bool = False, seed: int = 0,
@@ -155,7 +149,6 @@ def collected_batches(chunks: CollectedChunks, batch_size: int, *, shuffle: bool
         if drop_last and len(idx) < batch_size:
             return
         yield collate_chunks([chunks[int(i)] for i in idx])
-
 
 
 def collected_chunks(path) -> CollectedChunks:

@@ -27,12 +27,10 @@ def member_values(member_logprobs: torch.Tensor, space: str = "prob", dim: int =
     return torch.softmax(member_logprobs, dim) if space == "prob" else torch.log_softmax(member_logprobs, dim)
 
 
-
 def asymptote(elm_logits: torch.Tensor, alm_prime_logits: torch.Tensor, space: str = "prob") -> torch.Tensor:
     """APD's asymptote at the token set (last axis), T = 1: softmax(L_ELM - L_ALM') over the set
     (space 'prob'), or its log (space 'logit'). Raw logits in, (..., K) out."""
     return member_values(elm_logits - alm_prime_logits, space)
-
 
 
 @dataclass
@@ -48,7 +46,6 @@ class CurveOutput:
     params: torch.Tensor
     flipped: torch.Tensor
     c: torch.Tensor
-
 
 
 class CurveMLP(nn.Module):
@@ -138,12 +135,10 @@ class CurveMLP(nn.Module):
         return model
 
 
-
 def loss_l1(curve: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """L1 = sqrt(mean((curve - target)^2)) over every token and the N-1 smaller members.
     curve, target: (..., N) in flipped space (the last column, the ELM, is left out)."""
     return curves.safe_sqrt(((curve[..., :-1] - target[..., :-1]) ** 2).mean())
-
 
 
 def loss_l2(curve: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -152,11 +147,9 @@ def loss_l2(curve: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     return curves.safe_sqrt(torch.relu(curve[..., -1] - target[..., -1]).mean())
 
 
-
 def loss_l3(alm_prime_logits: torch.Tensor, alm_logits: torch.Tensor) -> torch.Tensor:
     """L3 = sqrt(mean((L_ALM' - L_ALM)^2)) of raw logits at the token set, any equal shapes."""
     return curves.safe_sqrt(((alm_prime_logits - alm_logits) ** 2).mean())
-
 
 
 class APDObjective(nn.Module):
@@ -188,7 +181,6 @@ class APDObjective(nn.Module):
         return {"loss": loss, "l1": l1, "l2": l2, "l3": l3, "flip_frac": out.flipped.float().mean()}
 
 
-
 @dataclass
 class CurvePrediction:
     """APD's fitted curves at one token set, in original (un-flipped) units.
@@ -206,7 +198,6 @@ class CurvePrediction:
     params: torch.Tensor
     param_names: tuple
     flipped: torch.Tensor
-
 
 
 @torch.no_grad()

@@ -59,7 +59,6 @@ class APDResult:
         return read_train_log(self.train_dir)
 
 
-
 def apd_model(fam, built=None, *, scale: str = "default", lambda3: Optional[float] = None,
               progress: bool = True, cache=None, seed: int = 0) -> APDResult:
     """Collect, (tune lambda3 and) train ALM' for ``fam``; everything cached (module docstring).

@@ -31,7 +31,6 @@ from apd.world import corpus
 SCALES = ("smoke", "default")
 
 
-
 #: ALM' training of the pico family, per scale (see :func:`train_config` for the reasons).
 PICO_TRAIN = {
     "smoke": dict(lr=1e-3, epochs=1, batch_size=8, micro_batch_size=8, warmup_steps=0.1, data_fraction=0.5),
@@ -39,10 +38,8 @@ PICO_TRAIN = {
 }
 
 
-
 #: lambda3 values tried for pico (a subset of the paper's grid apd.amateur.config.LAMBDA3_GRID, to keep it cheap).
 PICO_LAMBDA3_GRID = {"smoke": (0.2, 1.2), "default": (0.2, 0.6, 1.2)}
-
 
 
 #: Hub families: the paper's optimiser settings; smaller batches because our corpus is small.
@@ -52,13 +49,11 @@ HUB_TRAIN = {
 }
 
 
-
 def _key(*parts) -> str:
     h = hashlib.sha256()
     for p in parts:
         h.update(json.dumps(p, sort_keys=True, default=str).encode() if not isinstance(p, bytes) else p)
     return h.hexdigest()[:12]
-
 
 
 def collect_family(family, texts, config: collect.CollectConfig | None = None, cache=None,
@@ -112,13 +107,11 @@ def _collection_ready(out: Path) -> bool:
     return all(intact)
 
 
-
 def train_dir(collect_dir, config: APDTrainConfig, cache=None) -> Path:
     """The folder where :func:`train_apd` trains ``config`` on ``collect_dir`` (it may not exist yet)."""
     manifest = collect.read_manifest(collect_dir)
     key = _key(manifest["config_hash"], manifest["corpus"], manifest["members"], config.to_dict())
     return Path(cache or paths.cache_dir()) / "apd" / key
-
 
 
 def _finished(out: Path) -> Optional[Path]:
@@ -130,7 +123,6 @@ def _finished(out: Path) -> Optional[Path]:
     if check_folder(out / "alm_prime", "ALM' model", "training ALM' again", backfill=True):
         return out / "alm_prime"
     return None
-
 
 
 def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress: bool = True) -> Path:
@@ -152,11 +144,9 @@ def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress:
                                progress=progress)
 
 
-
 def variant(config: APDTrainConfig, **changes) -> APDTrainConfig:
     """A copy of ``config`` with some fields changed (for ablations)."""
     return replace(config, **changes)
-
 
 
 def load_alm_prime(path, device=None, dtype=None):
@@ -189,11 +179,9 @@ def family_name(fam) -> str:
     return "qwen" if name.startswith("qwen") else name
 
 
-
 def _check_scale(scale: str) -> None:
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; use one of {SCALES} (pass the chapter's pico_scale).")
-
 
 
 def train_config(family: str, scale: str = "default", lambda3: Optional[float] = None) -> APDTrainConfig:
@@ -224,14 +212,12 @@ def train_config(family: str, scale: str = "default", lambda3: Optional[float] =
     return APDTrainConfig(family=family, lambda3=None if lambda3 is None else float(lambda3), **fields)
 
 
-
 def collect_config(family: str, scale: str = "default", built=None) -> collect.CollectConfig:
     """Token sets as the release (top 20 + 5 from ranks 20-100 + 5 (10 for OPT) from the rest);
     chunks as long as the pico members' training windows (pico) or 128 tokens (Hub families)."""
     _check_scale(scale)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
     return collect.CollectConfig(seq_len=seq_len, chunks_per_shard=64, n_tail=10 if family == "opt" else 5)
-
 
 
 def finetune_texts(fam, built=None) -> list[str]:
@@ -241,7 +227,6 @@ def finetune_texts(fam, built=None) -> list[str]:
 
     corp = corpus.build_corpus(corpus.CorpusConfig())
     return [d for d, s in zip(corp.finetune, corp.sources["finetune"]) if s == "wiki"]
-
 
 
 def read_train_log(run_dir) -> pd.DataFrame:

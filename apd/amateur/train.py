@@ -46,14 +46,12 @@ def _micro_batch(config: APDTrainConfig, device: torch.device, world: int) -> in
     return want
 
 
-
 def _model_digest(model: nn.Module) -> str:
     h = hashlib.sha256()
     for name, p in sorted(model.state_dict().items()):
         h.update(name.encode())
         h.update(p.detach().cpu().reshape(-1).contiguous().view(torch.uint8).numpy().tobytes())
     return h.hexdigest()[:16]
-
 
 
 def _data_digest(data: CollectedChunks) -> dict:
@@ -66,12 +64,10 @@ def _data_digest(data: CollectedChunks) -> dict:
             "members": data.member_names, "log_sizes": data.log_sizes.tolist(), "sample_sha256": h.hexdigest()[:16]}
 
 
-
 def _fingerprint(cfg: dict, data_info: dict, model_digest: str) -> str:
     keep = {k: v for k, v in cfg.items() if k not in _NOT_FINGERPRINTED}
     blob = json.dumps({"config": keep, "data": data_info, "alm": model_digest}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
 
 
 def _load_alm(alm_model_or_path) -> nn.Module:
@@ -82,7 +78,6 @@ def _load_alm(alm_model_or_path) -> nn.Module:
     if str(path).startswith(("/", ".", "~")) and not Path(path).expanduser().exists():  # a local path, not a Hub id
         raise FileNotFoundError(f"ALM {path} not found: pass a model, a save_pretrained folder or a Hub id.")
     return AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float32)
-
 
 
 def _log_step(line: str, path: Path):
@@ -96,7 +91,6 @@ def _log_step(line: str, path: Path):
 
 def _checkpoints(out_dir: Path) -> list[Path]:
     return sorted((out_dir / "checkpoints").glob("step_*.pt"))
-
 
 
 def _accelerator():
@@ -113,7 +107,6 @@ def _accelerator():
         raise RuntimeError(f"WORLD_SIZE={os.environ['WORLD_SIZE']} but accelerate set up {acc.num_processes} "
                            "process(es); launch with `accelerate launch --multi_gpu --num_processes N` (or torchrun).")
     return acc
-
 
 
 def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir, *, tokenizer=None,
@@ -310,7 +303,6 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     return final
 
 
-
 @torch.no_grad()
 def evaluate_losses(alm_prime, mlp: CurveMLP, records, *, lambda2: float = 10.0, lambda3: float = 0.0,
                     batch_size: int = 4, max_chunks: Optional[int] = None, device=None, log_sizes=None,
@@ -339,7 +331,6 @@ def evaluate_losses(alm_prime, mlp: CurveMLP, records, *, lambda2: float = 10.0,
     return {k: v / count for k, v in sums.items()} | {"n_chunks": count}
 
 
-
 def sweep_lambda3(config: APDTrainConfig, alm_model_or_path, records, out_root, score: Callable[[Path], float], *,
                  grid: Sequence[float] = LAMBDA3_GRID, **train_kwargs) -> tuple[float, list[dict]]:
     """Train one ALM' per lambda3 in ``grid`` (each in ``out_root/lambda3_<value>``, cached and
@@ -356,7 +347,6 @@ def sweep_lambda3(config: APDTrainConfig, alm_model_or_path, records, out_root, 
         rows.append({"lambda3": float(value), "score": float(score(path)), "alm_prime": str(path)})
     best = min(rows, key=lambda r: r["score"])
     return best["lambda3"], rows
-
 
 
 def main(argv=None) -> None:
@@ -389,7 +379,6 @@ def main(argv=None) -> None:
         print(f"note: no tokenizer saved with ALM' ({type(e).__name__}: {e})")
     path = train_alm_prime(config, args.alm, collected_chunks(args.data), args.out, tokenizer=tokenizer)
     print(path)
-
 
 
 if __name__ == "__main__":

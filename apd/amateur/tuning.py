@@ -25,9 +25,7 @@ from apd.world import truth
 TUNING_SCORE = "mean KL(truth || APD 1/T=1) over the ELM top-20, dev people"
 
 
-
 _TUNING_VERSION = 1  # bump when the tuning score changes
-
 
 
 def validation_score(elm_logprobs, alm_prime_logprobs, truth_probs, k: int = 20, inv_T: float = 1.0) -> dict:
@@ -42,7 +40,6 @@ def validation_score(elm_logprobs, alm_prime_logprobs, truth_probs, k: int = 20,
         raise ValueError("the truth puts no mass on the ELM's top tokens for any dev item: nothing to tune on "
                          "(is the family trained?).")
     return {"score": float(kl[ok].mean()), "n_scored": int(ok.sum()), "n_items": int(len(kl))}
-
 
 
 def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=None, seed: int = 0,
@@ -70,7 +67,6 @@ def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=N
     return float(saved["best"]), _tuning_frame(saved)
 
 
-
 def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress) -> dict:
     qa = _dev_scores(fam, world, dev)
     elm = qa.logprobs[-1]
@@ -89,13 +85,11 @@ def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress) -> di
             "reference": reference}
 
 
-
 def _dev_scores(fam, world, dev):
 
     if not dev:
         raise ValueError("the world has no dev people to tune lambda3 on; use a larger world.")
     return knowledge.score_world_qa(fam, world, dev)
-
 
 
 def _tuning_frame(saved: dict) -> pd.DataFrame:

@@ -40,7 +40,6 @@ class TopP:
         return f"TopP({self.p:g})"
 
 
-
 class TopK:
     """Keep the ``k`` most probable ELM tokens (all of them when k >= vocabulary size).
 
@@ -62,7 +61,6 @@ class TopK:
 
     def __repr__(self) -> str:
         return f"TopK({self.k})"
-
 
 
 class AlphaMask:
@@ -89,9 +87,7 @@ class AlphaMask:
         return f"AlphaMask({self.alpha:g})"
 
 
-
 Filter = Union[TopP, TopK, AlphaMask]
-
 
 
 def make_filters(kind: str, value: Optional[float] = None) -> list:
@@ -121,7 +117,6 @@ def make_filters(kind: str, value: Optional[float] = None) -> list:
     if key in ("top-k", "topk"):
         return [TopK(int(value))]
     raise ValueError(f"unknown filter kind {kind!r}; use one of 'NA', 'alpha', 'top-p', 'top-p k20', 'top-k'.")
-
 
 
 def keep_mask(elm_logprobs: torch.Tensor, filters: Iterable) -> torch.Tensor:

@@ -16,7 +16,6 @@ _WARPERS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "typical_p": 1.0, "min
             "epsilon_cutoff": 0.0, "eta_cutoff": 0.0}
 
 
-
 def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
              processors: Union[LogitsProcessor, Sequence[LogitsProcessor], None] = (),
              **generate_kwargs):
@@ -76,7 +75,6 @@ def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Ten
                            **generate_kwargs)
 
 
-
 def dola_candidate_layers(config, layers: Union[str, list] = "high") -> list:
     """The premature layers transformers 4.53's DoLa contrasts with the final layer.
 
@@ -107,7 +105,6 @@ def dola_candidate_layers(config, layers: Union[str, list] = "high") -> list:
     if isinstance(layers, (list, tuple)):
         return [int(i) for i in layers if i < L]
     raise ValueError(f"layers must be 'low', 'high' or a list of layer indices, got {layers!r}.")
-
 
 
 def dola_generate_kwargs(model, layers: Union[str, list] = "high", repetition_penalty: float = 1.2) -> dict:

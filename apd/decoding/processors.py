@@ -21,7 +21,6 @@ from apd.core.filters import keep_mask
 NEG_INF = float("-inf")
 
 
-
 def _check_filters(filters) -> list:
     if filters is None:
         return []
@@ -32,7 +31,6 @@ def _check_filters(filters) -> list:
         if not callable(f):
             raise TypeError(f"filter {f!r} is not callable; use TopP(p), TopK(k) or AlphaMask(alpha).")
     return filters
-
 
 
 def _restricted_width(scores: torch.Tensor, vocab_size: Optional[int], other: Optional[int]) -> int:
@@ -52,7 +50,6 @@ def _restricted_width(scores: torch.Tensor, vocab_size: Optional[int], other: Op
             "pass the tokenizer's vocabulary size."
         )
     return vocab_size
-
 
 
 _BEAM_MESSAGE = (
@@ -90,7 +87,6 @@ class FilteredLogitsProcessor(LogitsProcessor):
         out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
         out[:, :V] = elm_lp.masked_fill(~keep_mask(elm_lp, self.filters), NEG_INF)
         return out.to(scores.dtype)
-
 
 
 class ContrastiveLogitsProcessor(LogitsProcessor):
@@ -245,7 +241,6 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         return f"{type(self).__name__}(T={self.T:g}, filters={self.filters}, vocab_size={self.vocab_size})"
 
 
-
 class APDLogitsProcessor(ContrastiveLogitsProcessor):
     """APD: ``log_softmax(ELM) - (1/T) log_softmax(ALM')`` with ALM' the fine-tuned amateur.
 
@@ -269,7 +264,6 @@ class APDLogitsProcessor(ContrastiveLogitsProcessor):
                  attention_mask: Optional[torch.Tensor] = None):
         super().__init__(amateur_prime, T=T, filters=filters, vocab_size=vocab_size,
                          attention_mask=attention_mask)
-
 
 
 class OnTheFlyLogitsProcessor(LogitsProcessor):

@@ -19,7 +19,6 @@ def cd_probs_over_topk(elm_logprobs, alm_logprobs, T: float, k: int = 20) -> np.
     return np.exp(np.asarray(scores, dtype=np.float64))
 
 
-
 def prompt_curves(family, text: str, T_values=(1.0, 2.0), k: int = 20, start: int = 0) -> pd.DataFrame:
     """One row per position of ``text`` (from token ``start``): the ELM's top-1 next token, its
     probability in every member (columns ``p:<member>``) and under CD at each T (``cd:T=<T>``)."""
@@ -39,14 +38,12 @@ def prompt_curves(family, text: str, T_values=(1.0, 2.0), k: int = 20, start: in
     return pd.DataFrame(rows)
 
 
-
 def top_token_curves(logprobs: np.ndarray, k: int = 10) -> tuple[np.ndarray, np.ndarray]:
     """The ELM's (last member's) top-k tokens at each position and their curves:
     ids ``(P, k)`` and log-probabilities ``(N, P, k)``."""
     top = np.argsort(-logprobs[-1], axis=-1)[:, :k]
     curves = np.take_along_axis(logprobs, np.broadcast_to(top, logprobs.shape[:1] + top.shape), axis=-1)
     return top, curves
-
 
 
 def score_answers(family, prompts, answers, batch_size: int = 16) -> dict:

@@ -32,10 +32,8 @@ def _as_tensor(x, what: str) -> tuple[torch.Tensor, bool]:
     return t, was_numpy
 
 
-
 def _out(t: torch.Tensor, was_numpy: bool):
     return t.cpu().numpy() if was_numpy else t
-
 
 
 def top_k_mask(elm_logprobs, k: int = 20):
@@ -76,7 +74,6 @@ def elm_over_topk(elm_logprobs, k: int = 20):
     return cd_scores_over_topk(elm_logprobs, elm_logprobs, 0.0, k)
 
 
-
 def gold_rank(scores, token_ids):
     """1-based rank of the gold token: the number of tokens scoring >= the gold one.
 
@@ -98,7 +95,6 @@ def gold_rank(scores, token_ids):
         raise ValueError(f"token_ids must lie in [0, {V}); got values in [{int(ids.min())}, {int(ids.max())}].")
     g = torch.gather(s, -1, ids.to(s.device).long().unsqueeze(-1))
     return _out((s >= g).sum(dim=-1), was_numpy)
-
 
 
 def answer_ppl(token_probs, eps: float = 0.01):
@@ -127,7 +123,6 @@ def answer_ppl(token_probs, eps: float = 0.01):
         )
     out = -torch.log(p + eps).mean(dim=-1)
     return _out(out, was_numpy)
-
 
 
 def accuracy_lowest_ppl(option_ppl, gold, *, return_per_question: bool = False):
@@ -165,7 +160,6 @@ def accuracy_lowest_ppl(option_ppl, gold, *, return_per_question: bool = False):
     return correct if return_per_question else float(correct.mean())
 
 
-
 def _rank_items(ranks, what: str) -> list[np.ndarray]:
     """A 1-D array (one rank per item) or a list of 1-D arrays -> list of validated 1-D arrays."""
     if isinstance(ranks, torch.Tensor):
@@ -192,13 +186,11 @@ def _rank_items(ranks, what: str) -> list[np.ndarray]:
     return items
 
 
-
 def mrr(ranks) -> float:
     """Mean reciprocal rank. ranks: a 1-D array of 1-based ranks (one per question), or one 1-D
     array per question (its answer tokens; a list or a 2-D array): each question scores the mean
     of 1/rank over its tokens, then questions are averaged."""
     return float(np.mean([np.mean(1.0 / r) for r in _rank_items(ranks, "ranks")]))
-
 
 
 def in_topk_filter(elm_ranks, ref_ranks=None, k: int = 20) -> np.ndarray:
@@ -225,7 +217,6 @@ def in_topk_filter(elm_ranks, ref_ranks=None, k: int = 20) -> np.ndarray:
     return kept
 
 
-
 def keep_multiple_choice(option_kept, gold) -> np.ndarray:
     """Questions usable for accuracy: the gold option survives the top-k filter and at least one
     incorrect option does too. option_kept: bool ``(n_questions, n_options)`` (from
@@ -240,14 +231,12 @@ def keep_multiple_choice(option_kept, gold) -> np.ndarray:
     return kept[rows, g] & others.any(axis=1)
 
 
-
 def ttest_from_stats(mean1, std1, n1, mean2, std2, n2, *, equal_var: bool = True):
     """Two-sided two-sample t-test from summary statistics (scipy.stats.ttest_ind_from_stats).
     Returns scipy's result (``.statistic``, ``.pvalue``)."""
     if min(n1, n2) < 2:
         raise ValueError(f"each sample needs at least 2 items for a t-test, got n1={n1}, n2={n2}.")
     return scipy.stats.ttest_ind_from_stats(mean1, std1, n1, mean2, std2, n2, equal_var=equal_var)
-
 
 
 def ttest_per_question(a, b, *, ddof: int = 1, equal_var: bool = True):
@@ -263,7 +252,6 @@ def ttest_per_question(a, b, *, ddof: int = 1, equal_var: bool = True):
     if np.isnan(a).any() or np.isnan(b).any():
         raise ValueError("t-test samples contain NaN; drop filtered questions first.")
     return ttest_from_stats(a.mean(), a.std(ddof=ddof), a.size, b.mean(), b.std(ddof=ddof), b.size, equal_var=equal_var)
-
 
 
 def gap_closure(apd, cd, llm_big, llm_elm, *, higher_is_better: bool | None = None):

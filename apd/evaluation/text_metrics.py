@@ -18,9 +18,7 @@ _ABBREVIATIONS = frozenset(
 )
 
 
-
 _SENTENCE_END = re.compile(r"""[.!?]+["')\]]*\s+(?=["'(\[]?[A-Z0-9])""")
-
 
 
 _WORD = re.compile(
@@ -39,14 +37,12 @@ _WORD = re.compile(
 )
 
 
-
 def word_tokenize(text: str) -> list[str]:
     """Words and punctuation marks as separate tokens, approximating NLTK's ``word_tokenize``
     (Treebank conventions: ``"isn't." -> ["is", "n't", "."]``, ``"U.S." -> ["U.S."]``)."""
     if not isinstance(text, str):
         raise TypeError(f"word_tokenize expects a str, got {type(text).__name__}.")
     return _WORD.findall(text)
-
 
 
 def split_sentences(text: str) -> list[str]:
@@ -69,7 +65,6 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
-
 def first_sentences(text: str, k: int | None) -> str:
     """The first ``k`` sentences of ``text`` joined by one space (``k=None``: the whole text)."""
     if k is None:
@@ -77,7 +72,6 @@ def first_sentences(text: str, k: int | None) -> str:
     if not isinstance(k, int) or k < 1:
         raise ValueError(f"max_sentences must be a positive int or None, got {k!r}.")
     return " ".join(split_sentences(text)[:k])
-
 
 
 def _tokens(item, tokenize: Callable[[str], Sequence] | None, max_sentences: int | None, default):
@@ -89,7 +83,6 @@ def _tokens(item, tokenize: Callable[[str], Sequence] | None, max_sentences: int
             f"a continuation must be a str or a sequence of tokens, got {type(item).__name__}."
         )
     return list(item)
-
 
 
 def _ngrams(continuations, n, tokenize, max_sentences) -> tuple[set, int]:
@@ -105,7 +98,6 @@ def _ngrams(continuations, n, tokenize, max_sentences) -> tuple[set, int]:
         seen.update(grams)
         total += len(grams)
     return seen, total
-
 
 
 def distinct_n(
@@ -131,7 +123,6 @@ def distinct_n(
     return len(seen) / total
 
 
-
 def distinct_n_per_prompt(
     groups: Sequence[Sequence[str | Sequence]],
     n: int = 2,
@@ -149,7 +140,6 @@ def distinct_n_per_prompt(
     if not scores:
         raise ValueError(f"no prompt has a continuation with {n} or more tokens; Dist-{n} is undefined.")
     return float(np.mean(scores))
-
 
 
 def repeated_suffix(seq: Sequence, max_n: int = 90) -> tuple[int, int]:
@@ -175,7 +165,6 @@ def repeated_suffix(seq: Sequence, max_n: int = 90) -> tuple[int, int]:
     return best_n, best_times
 
 
-
 def ends_in_repetition(seq: Sequence, max_n: int = 90) -> bool:
     """Holtzman et al.'s rule, as FactualityPrompts applies it: with ``(n, times) =
     repeated_suffix(seq)``, the text is repetitive iff ``times >= 2`` and (``n >= 3`` or
@@ -183,7 +172,6 @@ def ends_in_repetition(seq: Sequence, max_n: int = 90) -> bool:
     repeat more than 50 times; only the *most* repeated suffix is judged."""
     n, times = repeated_suffix(seq, max_n)
     return times > 1 and (n >= 3 or times > 50)
-
 
 
 def repetition_ratio(
@@ -211,11 +199,9 @@ def repetition_ratio(
     return float(np.mean(flags))
 
 
-
 def _normalise_entity(e: str) -> str:
     e = " ".join(e.casefold().split())
     return e[4:] if e.startswith("the ") else e
-
 
 
 def ne_error_rate(
@@ -267,7 +253,6 @@ def ne_error_rate(
         ok = matcher(a)
         ratios.append(sum(not ok(e) for e in ents) / len(ents))
     return float(np.mean(ratios)) if ratios else math.nan
-
 
 
 def entailment_ratio(entailed: Sequence[bool | None]) -> float:

@@ -29,7 +29,6 @@ def _sample_windows(tokenizer, texts, n_positions: int, seq_len: int, seed: int)
     return windows, flat // (seq_len - 1), flat % (seq_len - 1) + 1
 
 
-
 def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed: int = 0,
                       batch_size: int = 16, amateur=None) -> dict:
     """Next-token log-probabilities at ``n_positions`` positions sampled (seeded) from windows of
@@ -63,7 +62,6 @@ def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed:
     if am is not None:
         out["amateur_logprobs"] = am
     return out
-
 
 
 def sample_positions(family, texts, n_positions: int, seq_len: int = 128, seed: int = 0,

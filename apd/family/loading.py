@@ -31,14 +31,12 @@ _DTYPES = {
 }
 
 
-
 def default_dtype(device: torch.device | str) -> torch.dtype:
     """fp32 on CPU; bf16 on CUDA where supported, else fp16."""
     device = torch.device(device)
     if device.type == "cuda":
         return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     return torch.float32
-
 
 
 def _resolve_dtype(dtype, device: torch.device) -> torch.dtype:
@@ -51,17 +49,14 @@ def _resolve_dtype(dtype, device: torch.device) -> torch.dtype:
     raise ValueError(f"unknown dtype {dtype!r}; use a torch dtype or one of {sorted(_DTYPES)}.")
 
 
-
 def needs_offload(member_bytes: Sequence[int], free_bytes: int, fraction: float = 0.8) -> bool:
     """True when the members' weights together exceed ``fraction`` of the free GPU memory
     (the rest is left for activations); then members wait on the CPU and visit the GPU in turn."""
     return sum(member_bytes) > fraction * free_bytes
 
 
-
 def _is_local_folder(location: str) -> bool:
     return Path(location).expanduser().is_dir()
-
 
 
 def _looks_like_path(location: str) -> bool:
@@ -72,7 +67,6 @@ def _looks_like_path(location: str) -> bool:
         or location.count("/") > 1
         or "\\" in location
     )
-
 
 
 def _offline_message(location: str, member: str, what: str, err: Exception) -> str:
@@ -89,7 +83,6 @@ def _offline_message(location: str, member: str, what: str, err: Exception) -> s
     )
 
 
-
 def _from_pretrained(load, location: str, member: str, what: str, **kwargs):
     """``load(location, **kwargs)`` with errors that say what to do."""
     try:
@@ -104,7 +97,6 @@ def _from_pretrained(load, location: str, member: str, what: str, **kwargs):
         raise FileNotFoundError(_offline_message(location, member, what, err)) from err
 
 
-
 def _check_location(location: str, member: str) -> str:
     location = str(location)
     if not _is_local_folder(location) and _looks_like_path(location):
@@ -113,7 +105,6 @@ def _check_location(location: str, member: str) -> str:
             f"save_pretrained folder or a Hub id such as 'EleutherAI/pythia-70m-deduped'."
         )
     return str(Path(location).expanduser()) if _is_local_folder(location) else location
-
 
 
 def _read_manifest(local_dir: Path) -> list[str] | None:
@@ -137,7 +128,6 @@ def _read_manifest(local_dir: Path) -> list[str] | None:
     if not all(isinstance(n, str) for n in names):
         raise ValueError(f"{path}: every member must be a name string or {{'name': ...}}; got {names}.")
     return names
-
 
 
 def _member_locations(spec: FamilySpec, members, local_dir) -> tuple[dict[str, str], bool]:
@@ -220,7 +210,6 @@ def _member_locations(spec: FamilySpec, members, local_dir) -> tuple[dict[str, s
     return locations, sort
 
 
-
 def _vocab_difference(a: dict, b: dict, limit: int = 5) -> str:
     only_a = sorted(set(a) - set(b), key=a.get)
     only_b = sorted(set(b) - set(a), key=b.get)
@@ -236,7 +225,6 @@ def _vocab_difference(a: dict, b: dict, limit: int = 5) -> str:
             f"{[(t, a[t], b[t]) for t in moved[:limit]]})"
         )
     return "; ".join(parts)
-
 
 
 class Family:
@@ -481,7 +469,6 @@ class Family:
         """Next-token log-probabilities right after each text prompt: float32 numpy
         ``(n_members, len(prompts), V)`` (see ``prompt_log_probs`` at module level)."""
         return prompt_log_probs(self, prompts, batch_size, members=members, progress=progress)
-
 
 
 def load_family(

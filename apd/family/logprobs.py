@@ -32,7 +32,6 @@ def prompt_log_probs(family, prompts, batch_size: int = 64, members=None, progre
     return out
 
 
-
 def text_log_probs(family, text: str, members=None) -> tuple[list[int], np.ndarray]:
     """Token ids of ``text`` and every member's next-token log-probabilities ``(N, S, V)``:
     row ``t`` is the distribution of the token that follows the first ``t + 1`` tokens."""
@@ -43,7 +42,6 @@ def text_log_probs(family, text: str, members=None) -> tuple[list[int], np.ndarr
     with torch.no_grad():
         lp = family.log_probs(x, torch.ones_like(x), members=members)
     return ids, lp[:, 0].float().cpu().numpy()
-
 
 
 @torch.no_grad()
@@ -62,7 +60,6 @@ def next_token_log_probs(model, tokenizer, prompts, vocab_size: Optional[int] = 
                        position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1, :V]
         out[s:s + len(ids)] = torch.log_softmax(logits.float(), -1).cpu().numpy()
     return out
-
 
 
 @torch.no_grad()

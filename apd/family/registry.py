@@ -40,7 +40,6 @@ class MemberSpec:
         return math.log(self.n_nonembedding) if self.n_nonembedding else None
 
 
-
 @dataclass(frozen=True)
 class FamilySpec:
     """A family: members ordered by size, the reference LLM, and per-family training settings.
@@ -75,21 +74,17 @@ class FamilySpec:
         raise ValueError(f"unknown member {name!r} of family {self.name!r}; known members: {known}.")
 
 
-
 def _pythia(size: str, n: int, log_size: float | None, role: str = "member") -> MemberSpec:
     name = f"pythia-{size}-deduped"
     return MemberSpec(name, f"EleutherAI/{name}", n, log_size, role)
-
 
 
 def _opt(size: str, n: int, log_size: float | None, role: str = "member") -> MemberSpec:
     return MemberSpec(f"opt-{size}", f"facebook/opt-{size}", n, log_size, role)
 
 
-
 def _qwen(size: str, n: int, log_size: float | None, role: str = "member") -> MemberSpec:
     return MemberSpec(f"Qwen1.5-{size}", f"Qwen/Qwen1.5-{size}", n, log_size, role)
-
 
 
 # Non-embedding counts: Pythia from the Pythia paper (Biderman et al. 2023, Table 1); OPT and
@@ -146,9 +141,7 @@ FAMILIES: dict[str, FamilySpec] = {
 }
 
 
-
 _ALIASES = {"qwen": "qwen1.5", "qwen1_5": "qwen1.5"}
-
 
 
 def get_family_spec(name: str) -> FamilySpec:
@@ -161,7 +154,6 @@ def get_family_spec(name: str) -> FamilySpec:
     if key not in FAMILIES:
         raise ValueError(f"unknown family {name!r}; known families: {', '.join(FAMILIES)}.")
     return FAMILIES[key]
-
 
 
 def count_nonembedding(model: torch.nn.Module, count_untied_unembedding: bool = False) -> int:
@@ -183,7 +175,6 @@ def count_nonembedding(model: torch.nn.Module, count_untied_unembedding: bool = 
     if emb_out is not None and emb_out.weight is not emb_in.weight and not count_untied_unembedding:
         n -= emb_out.weight.numel()
     return int(n)
-
 
 
 def _count_from_config(config, count_untied_unembedding: bool, hub_kwargs: dict):

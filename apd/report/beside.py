@@ -19,7 +19,6 @@ from apd.report.results import _chapter_ran, last_run_outputs, results_dir
 REGENERATED_COLUMNS = ("paper_table", "role", "dataset", "metric", "value")
 
 
-
 def _run_parameters(profile: str, stem: str) -> dict:
     try:
         return json.loads((results_dir(profile) / "runs" / f"{stem}.json").read_text()).get("parameters") or {}
@@ -27,13 +26,10 @@ def _run_parameters(profile: str, stem: str) -> dict:
         return {}
 
 
-
 _QA_ROLES = {"elm": "elm", "cd": "cd", "apd": "apd", "ref": "big"}   # apd.evaluation.qa_scoring's method names
 
 
-
 _MRC = {"MultiRC", "SQuAD (Q+P)", "SQuAD (Q only)"}
-
 
 
 def _qa_table_number(dataset: str, metric: str, family: str) -> int:
@@ -42,7 +38,6 @@ def _qa_table_number(dataset: str, metric: str, family: str) -> int:
     if dataset in _MRC:
         return 4
     return 3 if str(family).lower() in ("opt", "qwen1.5", "qwen") else 2
-
 
 
 def qa_summary_rows(df: pd.DataFrame, family: str, world: bool = False) -> pd.DataFrame:
@@ -70,7 +65,6 @@ def qa_summary_rows(df: pd.DataFrame, family: str, world: bool = False) -> pd.Da
     return out[cols].reset_index(drop=True)
 
 
-
 def qa_gap_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     """The QA chapter's gap rows (``apd.evaluation.qa_scoring.gap_rows``, fractions) as Table 2's
     ``APD vs CD`` / ``APD vs LLM`` rows in percent (the paper's unit); Table 2 only (Pythia)."""
@@ -87,7 +81,6 @@ def qa_gap_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
     return out[cols].reset_index(drop=True)
 
 
-
 #: tables of other chapters that do not follow the convention, and how to read them as rows of
 #: the paper's tables: table name -> f(frame, family) -> regenerated rows
 ADAPTERS = {
@@ -95,7 +88,6 @@ ADAPTERS = {
     "qa_world_summary": lambda df, fam: qa_summary_rows(df, fam, world=True),
     "qa_datasets_gaps": qa_gap_rows,
 }
-
 
 
 def regenerated_rows(profile: str) -> pd.DataFrame:
@@ -132,7 +124,6 @@ def regenerated_rows(profile: str) -> pd.DataFrame:
     return out[cols]
 
 
-
 ROLE_NAMES = {  # row labels of the side-by-side tables, in display order
     "elm": "ELM alone (LLM 6.9B / 6.7B / 4B)",
     "cd": "CD",
@@ -145,12 +136,10 @@ ROLE_NAMES = {  # row labels of the side-by-side tables, in display order
 }
 
 
-
 def _row_label(role: str, setting) -> str:
     name = ROLE_NAMES.get(role, str(role))
     blank = setting is None or (isinstance(setting, float) and math.isnan(setting)) or setting == ""
     return name if blank else f"{name}, {setting}"
-
 
 
 @dataclass
@@ -164,7 +153,6 @@ class Beside:
     note: str
     has_ours: bool = False
     same_datasets: tuple[str, ...] = ()
-
 
 
 def paper_beside_ours(number: int, profile: str, family: str | None = None,

@@ -24,32 +24,25 @@ from apd.report.evidence import (
 _CLAIM_TEXT = {c["id"]: c for c in paper.claim_texts()}
 
 
-
 _HLM_TABLE = "curves_hlm_vs_real"
-
 
 
 #: tables of other chapters that the checks read (names as the chapters save them)
 ABLATIONS_TABLE = "ablations"                   # one row per run: APD, each variant, CD, ELM
 
 
-
 QA_WORLD_GAIN_TABLE = "qa_world_gain_by_bucket"  # APD's gain over CD per frequency bucket (pico)
 
 
-
 QA_DATASETS_TABLE = "qa_datasets_summary"        # the paper's QA datasets, long format (Hub families)
-
 
 
 def _ablation(name: str, column: str) -> Cell:
     return Cell(ABLATIONS_TABLE, column, (("name", name),))
 
 
-
 def _bucket(bucket: str, column: str = "ppl: CD - APD") -> Cell:
     return Cell(QA_WORLD_GAIN_TABLE, column, (("bucket", bucket),))
-
 
 
 def _qa(method: str, dataset: str | None = None, metric: str = "ppl", protocol: str = "held-out") -> Cell:
@@ -58,7 +51,6 @@ def _qa(method: str, dataset: str | None = None, metric: str = "ppl", protocol: 
     if dataset is None:
         return Cell(QA_DATASETS_TABLE, "value", where, agg="mean")
     return Cell(QA_DATASETS_TABLE, "value", (("dataset", dataset), *where))
-
 
 
 def _engaged(stem: str = "apd", key: str = "gate_engaged", reason_key: str = "gate_reason",
@@ -88,7 +80,6 @@ def paper_ne_er_gain(family: str = "Pythia", setting: str = "top-p k20, p=0.8") 
 def _claim(id: str, evidence: list[EvidenceSpec]) -> Claim:
     c = _CLAIM_TEXT[id]
     return Claim(id, c["claim"], tuple(evidence), c["evidence"])
-
 
 
 def paper_claims() -> list[Claim]:

@@ -41,7 +41,6 @@ def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGUR
     return pd.DataFrame(rows)
 
 
-
 #: A regenerated table is labelled "same rows" only when every shared dataset has at least this many
 #: qualifying items (answers inside the expert's top k); fewer than that cannot carry a comparison.
 MIN_SAME_ROWS_ITEMS = 30

@@ -20,17 +20,13 @@ from apd.report.results import last_run_outputs, results_dir
 REPRODUCED = "reproduced"
 
 
-
 NOT_REPRODUCED = "not reproduced"
-
 
 
 NOT_TESTABLE = "not testable here"
 
 
-
 INCONCLUSIVE = "inconclusive"
-
 
 
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
@@ -39,23 +35,18 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
 Z_TEST, Z_POWER = 1.96, 0.84
 
 
-
 #: profiles that run the embedded pico family (world QA with head/torso/tail buckets)
 PICO_PROFILES = ("smoke", "default")
-
 
 
 #: profiles that run a real Hub family (the paper's datasets)
 HUB_PROFILES = ("pythia",)
 
 
-
 KINDS = ("test", "precondition", "context")
 
 
-
 _AGGREGATES = ("one", "min", "max", "mean", "sum", "count")
-
 
 
 @dataclass(frozen=True)
@@ -88,10 +79,8 @@ class Cell:
         return f"{self.table}.csv[{what}]"
 
 
-
 class Missing(Exception):
     """A value could not be read; the message says which chapter, key and profile."""
-
 
 
 @dataclass(frozen=True)
@@ -101,17 +90,14 @@ class Outcome:
     inconclusive: bool = False
 
 
-
 def _fmt(v: float) -> str:
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
         return f"{int(v)}"
     return f"{v:.4g}"
 
 
-
 def _verdict_text(holds: bool) -> str:
     return "holds" if holds else "does not hold"
-
 
 
 @dataclass(frozen=True)
@@ -139,7 +125,6 @@ class Comparison:
             raise ValueError(f"comparison {self.name} needs at least two values, got {n}")
 
 
-
 def _pair(symbol: str, margin: float) -> Callable:
     def show(labels, values):
         m = f" {'-' if symbol == '<' else '+'} {_fmt(margin)}" if margin else ""
@@ -147,17 +132,14 @@ def _pair(symbol: str, margin: float) -> Callable:
     return show
 
 
-
 def less_than(margin: float = 0.0) -> Comparison:
     """a < b - margin (two keys)."""
     return Comparison(f"less_than(margin={margin:g})", 2, lambda v: v[0] < v[1] - margin, _pair("<", margin))
 
 
-
 def greater_than(margin: float = 0.0) -> Comparison:
     """a > b + margin (two keys)."""
     return Comparison(f"greater_than(margin={margin:g})", 2, lambda v: v[0] > v[1] + margin, _pair(">", margin))
-
 
 
 def at_most(limit: float) -> Comparison:
@@ -166,12 +148,10 @@ def at_most(limit: float) -> Comparison:
                       lambda l, v: f"{l[0]} = {_fmt(v[0])} <= {_fmt(limit)}")
 
 
-
 def at_least(limit: float) -> Comparison:
     """a >= limit (one key)."""
     return Comparison(f"at_least({limit:g})", 1, lambda v: v[0] >= limit,
                       lambda l, v: f"{l[0]} = {_fmt(v[0])} >= {_fmt(limit)}")
-
 
 
 def within_relative(tol: float) -> Comparison:
@@ -183,12 +163,10 @@ def within_relative(tol: float) -> Comparison:
                       lambda v: abs(v[0] - v[1]) <= tol * max(abs(v[0]), abs(v[1])), show)
 
 
-
 def more_than_z_se(z: float = 2.0) -> Comparison:
     """A mean difference exceeds ``z`` of its standard errors: d > z * se (two keys: d, se)."""
     return Comparison(f"more_than_z_se({z:g})", 2, lambda v: v[0] > z * v[1],
                       lambda l, v: f"{l[0]} = {_fmt(v[0])} > {z:g} x {l[1]} = {z:g} x {_fmt(v[1])}")
-
 
 
 def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER) -> Comparison:
@@ -231,7 +209,6 @@ def is_largest() -> Comparison:
     return Comparison("is_largest", None, lambda v: all(v[0] > x for x in v[1:]), show)
 
 
-
 def difference_larger() -> Comparison:
     """(a - b) > (c - d) (four keys), e.g. CD's ppl minus APD's on one dataset against another."""
     def show(l, v):
@@ -240,12 +217,10 @@ def difference_larger() -> Comparison:
     return Comparison("difference_larger", 4, lambda v: v[0] - v[1] > v[2] - v[3], show)
 
 
-
 def non_increasing() -> Comparison:
     """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added)."""
     return Comparison("non_increasing", None, lambda v: all(a >= b for a, b in zip(v, v[1:])),
                       lambda l, v: " >= ".join(f"{a} = {_fmt(b)}" for a, b in zip(l, v)))
-
 
 
 @dataclass(frozen=True)
@@ -286,7 +261,6 @@ class EvidenceSpec:
         return [f"{self.stem}.{k}" if isinstance(k, str) else k.label() for k in self.keys]
 
 
-
 @dataclass(frozen=True)
 class Claim:
     """One of the paper's claims (``text``) and the checks that test it here."""
@@ -298,7 +272,6 @@ class Claim:
 
     def __post_init__(self):
         object.__setattr__(self, "evidence", tuple(self.evidence))
-
 
 
 @dataclass
@@ -387,7 +360,6 @@ class Results:
         return _as_number(value, f"{cell.label()} = {value!r} {where}")
 
 
-
 def _as_number(value: Any, context: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise Missing(f"{context}, not a number")
@@ -396,9 +368,7 @@ def _as_number(value: Any, context: str) -> float:
     return float(value)
 
 
-
 HOLDS, FAILS, MISSING, UNDECIDED = "holds", "does not hold", "missing", "too little data"
-
 
 
 def check(spec: EvidenceSpec, results: Results) -> dict:
@@ -419,7 +389,6 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
     return {"status": HOLDS if out.holds else FAILS, "text": text}
 
 
-
 def checks(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
     """One row per (claim, applicable check): claim_id, kind (test/precondition/context), description,
     chapter, status (holds / does not hold / missing) and the text with the numbers."""
@@ -436,10 +405,8 @@ def checks(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim_id", "kind", "description", "chapter", "status", "evidence"])
 
 
-
 def _unique(texts) -> list[str]:
     return list(dict.fromkeys(texts))
-
 
 
 def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
@@ -467,7 +434,6 @@ def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
     return REPRODUCED, f"all {len(tests)} tests hold" + (f" (and {len(pre)} precondition(s))" if len(pre) else "")
 
 
-
 def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
     """One row per claim: claim_id, claim, verdict, reason, evidence (every check's kind, status
     and text, one per line), n_tests, n_hold, n_fail, n_missing, n_undecided (tests too uncertain to
@@ -490,16 +456,13 @@ def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-
 def verdict_counts(verdicts: pd.DataFrame) -> dict[str, int]:
     """``{verdict: number of claims}`` for all four verdicts (zeros included)."""
     counts = verdicts["verdict"].value_counts() if len(verdicts) else pd.Series(dtype=int)
     return {v: int(counts.get(v, 0)) for v in VERDICTS}
 
 
-
 _KIND_ORDER = {"precondition": 0, "test": 1, "context": 2}
-
 
 
 def _md_text(text: str) -> str:
@@ -507,7 +470,6 @@ def _md_text(text: str) -> str:
     for ch in "\\`*_[]$|<>#":
         text = text.replace(ch, "\\" + ch)
     return text
-
 
 
 def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame) -> str:

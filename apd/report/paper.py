@@ -400,7 +400,6 @@ class PaperItem:
     caveat: str = ""
 
 
-
 PAPER_TABLES = [
     PaperItem("tb:gen_both", "Table 1", "FactualityPrompts, top-p k20: NE_ER, Entail_R, Dist-2, Rep",
               "factuality", needs="the paper's rows need FactualityPrompts, its Wikipedia evidence and "
@@ -425,7 +424,6 @@ PAPER_TABLES = [
               never="its win rates are judged by GPT-3.5 Turbo (a network service) and its automatic "
               "metrics need ROCStories, MAUVE and sBERT, none of which this offline build has"),
 ]
-
 
 
 PAPER_FIGURES = [

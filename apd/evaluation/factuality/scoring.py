@@ -74,7 +74,6 @@ class FactualityPromptsScorer:
         return row
 
 
-
 def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[float] = (0.8, 0.6),
                 cd_T: Optional[float] = None, apd_T: Optional[float] = None) -> pd.DataFrame:
     """Our Table 1 rows in the regenerated-table convention of :mod:`apd.report.evidence` (columns
@@ -97,7 +96,6 @@ def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[f
                              "dataset": dataset, "metric": metric, "value": 100.0 * float(r[col]),
                              "method": r["label"]})
     return pd.DataFrame(rows)
-
 
 
 def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Dist-2", y: str = "NE_ER",

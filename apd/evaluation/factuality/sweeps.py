@@ -38,11 +38,9 @@ def _quiet_transformers(quiet: bool):
         hf_logging.set_verbosity(before)
 
 
-
 def batch_seed(seed: int, batch: int) -> int:
     """The torch seed of one generation batch: a hash of (seed, batch index)."""
     return int(np.random.SeedSequence([int(seed), int(batch), 7]).generate_state(1)[0])
-
 
 
 @torch.no_grad()
@@ -81,7 +79,6 @@ def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence
     return out
 
 
-
 def config_key(*parts) -> str:
     """A short hash of JSON-able parts (model locations, prompts, seeds, ...) for cache folders."""
     h = hashlib.sha256()
@@ -89,7 +86,6 @@ def config_key(*parts) -> str:
         h.update(json.dumps(p, sort_keys=True, default=str).encode())
         h.update(b"\x00")
     return h.hexdigest()[:12]
-
 
 
 def sweep_cache(*key_parts, root=None) -> Path:
@@ -101,10 +97,8 @@ def sweep_cache(*key_parts, root=None) -> Path:
     return Path(root) / "factuality" / config_key(*key_parts)
 
 
-
 def _method_file(cache: Path, method: Method) -> Path:
     return cache / f"{config_key(asdict(method))}.json"
-
 
 
 def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str], seeds: Sequence[int] = (0,),
@@ -147,7 +141,6 @@ def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str],
     return out
 
 
-
 def diversity(continuations: Sequence[str]) -> dict:
     """``{"Dist-2", "Rep"}`` fractions over a flat list of continuations (NaN Dist-2 when no
     continuation has two words)."""
@@ -158,10 +151,8 @@ def diversity(continuations: Sequence[str]) -> dict:
     return {"Dist-2": d2, "Rep": text_metrics.repetition_ratio(list(continuations))}
 
 
-
 def _flat(continuations: Sequence[Sequence[str]]) -> list[str]:
     return [c for per_prompt in continuations for c in per_prompt]
-
 
 
 def _mean_se(values: Sequence[float]) -> tuple[float, float]:
@@ -170,7 +161,6 @@ def _mean_se(values: Sequence[float]) -> tuple[float, float]:
         return float("nan"), float("nan")
     se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan")
     return float(v.mean()), se
-
 
 
 def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[Sequence[Sequence[str]]], dict],

@@ -27,7 +27,6 @@ class WorldFacts:
     verdicts: tuple[bool, ...]
 
 
-
 def world_facts(world, prompt, continuation: str) -> WorldFacts:
     """Check one continuation of a world prompt (``apd.world.BioPrompt``) exactly.
 
@@ -43,7 +42,6 @@ def world_facts(world, prompt, continuation: str) -> WorldFacts:
     wrong = tuple(e for e in ents if e.casefold() not in allowed)
     verdicts = tuple(bool(world.verdict(c)) for c in ext.claims if c.start >= start and c.person == prompt.person)
     return WorldFacts(ents, wrong, verdicts)
-
 
 
 class WorldScorer:
@@ -74,7 +72,6 @@ class WorldScorer:
                 "claims": len(verdicts), "claims_per_continuation": len(verdicts) / max(len(facts), 1),
                 "entities_per_continuation": sum(len(f.entities) for f in facts) / max(len(facts), 1),
                 "continuations": len(facts)}
-
 
 
 def world_test_prompts(world, seed: int = 0) -> list:

@@ -11,7 +11,7 @@ import tiny_models
 from apd.amateur import collect, objective, runs
 from apd.amateur.config import APDTrainConfig
 from apd.evaluation import ablations
-from apd.family import logprobs
+from apd.family import logprobs, text
 from apd.world import truth
 
 NAMES = ["m0", "m1", "m2", "m3", "m4", "m5"]
@@ -292,7 +292,7 @@ def test_paired_difference_verdict_and_labels():
 def test_texts_for_tokens_takes_the_shortest_prefix():
     tok = word_tokenizer()
     texts = ["w1 w2 w3", "w4", "w5 w6", "w7"]                      # 3 + 1, 1 + 1, 2 + 1, 1 + 1 tokens with EOS
-    assert ablations.texts_for_tokens(tok, texts, 4) == texts[:1]
-    assert ablations.texts_for_tokens(tok, texts, 5) == texts[:2]
-    assert ablations.texts_for_tokens(tok, texts, 7) == texts[:3]
-    assert ablations.texts_for_tokens(tok, texts, 100) == texts
+    assert text.texts_for_tokens(tok, texts, 4) == texts[:1]
+    assert text.texts_for_tokens(tok, texts, 5) == texts[:2]
+    assert text.texts_for_tokens(tok, texts, 7) == texts[:3]
+    assert text.texts_for_tokens(tok, texts, 100) == texts

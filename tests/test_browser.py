@@ -11,9 +11,8 @@ import shutil
 import tempfile
 import threading
 
-import pytest
-
 import page_checks
+import pytest
 
 pytestmark = pytest.mark.book
 

@@ -1,6 +1,5 @@
 """The page-text checks of the browser test catch each defect and pass clean text (no build needed)."""
 import pytest
-
 from page_checks import page_text_problems
 
 

@@ -12,10 +12,10 @@ import copy
 import dataclasses
 import hashlib
 import json
-import warnings
 import os
 import shutil
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
@@ -26,8 +26,16 @@ from apd.amateur.config import _NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig,
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
 from apd.amateur.objective import APDObjective, CurveMLP
 from apd.base.device import resolve_device
-from apd.base.io import (check_file, read_json_checked, remove_checkpoints, remove_stale_tmp, set_aside, torch_save,
-                         write_folder_digests, write_json)
+from apd.base.io import (
+    check_file,
+    read_json_checked,
+    remove_checkpoints,
+    remove_stale_tmp,
+    set_aside,
+    torch_save,
+    write_folder_digests,
+    write_json,
+)
 from apd.base.progress import progress_bar
 
 

@@ -272,19 +272,6 @@ class AblationResults:
     paths: dict = field(default_factory=dict)
 
 
-def texts_for_tokens(tokenizer, texts: Sequence[str], n_tokens: int) -> list:
-    """The shortest prefix of ``texts`` whose tokens (plus one EOS per document, as
-    :func:`apd.family.text.token_stream` joins them) number at least ``n_tokens`` (all of them if fewer)."""
-    if n_tokens < 1:
-        raise ValueError(f"n_tokens must be >= 1, got {n_tokens}.")
-    total = 0
-    for i, t in enumerate(texts):
-        total += len(tokenizer(t, add_special_tokens=False)["input_ids"]) + 1
-        if total >= n_tokens:
-            return list(texts[:i + 1])
-    return list(texts)
-
-
 def training_record(alm_prime) -> dict:
     """Optimizer steps and training seconds of a finished run, read from its folder (so also
     known when the run came from the cache)."""

@@ -26,8 +26,17 @@ import torch
 import torch.nn.functional as F
 
 from apd.base.device import resolve_device
-from apd.base.io import (check_file, check_folder, read_json_checked, remove_checkpoints, remove_stale_tmp,
-                         set_aside, torch_save, write_folder_digests, write_json)
+from apd.base.io import (
+    check_file,
+    check_folder,
+    read_json_checked,
+    remove_checkpoints,
+    remove_stale_tmp,
+    set_aside,
+    torch_save,
+    write_folder_digests,
+    write_json,
+)
 from apd.base.lock import file_lock
 from apd.base.progress import progress_bar
 from apd.family.registry import count_nonembedding

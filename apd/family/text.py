@@ -57,3 +57,16 @@ def token_stream(tokenizer, documents_or_ids) -> np.ndarray:
         raise ValueError(f"token ids must lie in [0, {vocab}) (len(tokenizer)); found "
                          f"[{ids.min()}, {ids.max()}]: were they made by another tokenizer?")
     return ids
+
+
+def texts_for_tokens(tokenizer, texts: Sequence[str], n_tokens: int) -> list:
+    """The shortest prefix of ``texts`` whose tokens (plus one EOS per document, as
+    :func:`token_stream` joins them) number at least ``n_tokens`` (all of them if fewer)."""
+    if n_tokens < 1:
+        raise ValueError(f"n_tokens must be >= 1, got {n_tokens}.")
+    total = 0
+    for i, t in enumerate(texts):
+        total += len(tokenizer(t, add_special_tokens=False)["input_ids"]) + 1
+        if total >= n_tokens:
+            return list(texts[:i + 1])
+    return list(texts)

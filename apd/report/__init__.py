@@ -74,7 +74,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.report.findings
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
     "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",
-    "findings": "apd.report.findings",
+    "gate_verdict": "apd.report.findings", "findings": "apd.report.findings",
     # apd.report.tables
     "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
     "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",

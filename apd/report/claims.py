@@ -13,11 +13,11 @@ from apd.report.evidence import (
     EvidenceSpec,
     at_least,
     at_most,
+    detects,
     difference_larger,
     greater_than,
     is_largest,
     less_than,
-    detects,
     within_relative,
 )
 

@@ -15,6 +15,7 @@ import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim
+from apd.report.results import load_results, results_dir
 
 #: How strong each verdict is, in the words of the table.
 STRENGTH = {
@@ -82,3 +83,20 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: st
     counts = judged["verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))
     return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", scale, ""])
+
+
+def gate_verdict(profile: str) -> str:
+    """The APD chapter's mechanism-gate verdict under ``profile`` (``"engaged"`` or ``"not engaged
+    (<failed gates>)"``, see :mod:`apd.amateur.gates`), for the chapters that use its ALM'; a
+    sentence saying it was not measured when that chapter has not run.
+
+    Example:
+        >>> import os, tempfile
+        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+        >>> gate_verdict("nowhere")
+        'not measured (the APD chapter has not run)'
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
+    path = results_dir(profile) / "apd.json"
+    values = load_results(profile, "apd") if path.is_file() else {}
+    return str(values.get("gate_verdict", "not measured (the APD chapter has not run)"))

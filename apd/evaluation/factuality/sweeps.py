@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from apd.base.paths import cache_dir
-from apd.base.progress import progress_enabled, progress_bar
+from apd.base.progress import progress_bar, progress_enabled
 from apd.decoding import generation
 from apd.evaluation import text_metrics
 from apd.evaluation.factuality.methods import Decoders, Method

@@ -1,7 +1,8 @@
 """Core: Theorem 1, the one contrastive score, thresholds on the expert, and probability-vs-size curves.
 
 ``theory`` (CD as extrapolation to a hypothetical LM), ``contrastive`` (the CD/APD score),
-``filters`` (top-p, top-k, alpha on the ELM), ``curves`` (decay functions, flip, the on-the-fly fitter).
+``filters`` (top-p, top-k, alpha on the ELM), ``curves`` (decay functions, flip, the on-the-fly fitter),
+``stats`` (standard errors, paired differences, power).
 """
 from apd.base.lazy import attach
 
@@ -29,4 +30,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "mix_on_the_fly": "apd.core.curves", "ON_THE_FLY_WEIGHTS": "apd.core.curves",
     "PYTHIA_LOG_SIZES": "apd.core.curves", "synthetic_curves": "apd.core.curves",
     "benchmark_fitter": "apd.core.curves", "curves": "apd.core.curves",
+    # apd.core.stats
+    "mean_se": "apd.core.stats", "min_detectable_effect": "apd.core.stats",
+    "PairedDifference": "apd.core.stats", "paired_difference": "apd.core.stats",
+    "VarianceComponents": "apd.core.stats", "variance_components": "apd.core.stats",
+    "projected_se": "apd.core.stats", "groups_needed": "apd.core.stats", "stats": "apd.core.stats",
 })

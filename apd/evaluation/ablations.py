@@ -11,7 +11,6 @@ APD through per-item paired differences and their standard errors.
 from __future__ import annotations
 
 import json
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import pandas as pd
 from apd.amateur import collect, data, objective, runs, train
 from apd.amateur.config import APDTrainConfig
 from apd.base.device import resolve_device
+from apd.core import stats
 from apd.family import logprobs
 from apd.world import truth
 
@@ -252,9 +252,7 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
         if reference is not None:
             r = reference[m].to_numpy(dtype=float)
             both = ok & ~np.isnan(r)
-            d = v[both] - r[both]
-            out[f"{m}_diff"] = float(d.mean()) if len(d) else float("nan")
-            out[f"{m}_diff_se"] = float(d.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else float("nan")
+            out[f"{m}_diff"], out[f"{m}_diff_se"] = stats.mean_se(v[both] - r[both])
     return out
 
 
@@ -364,10 +362,8 @@ def paired_difference(a: pd.DataFrame, b: pd.DataFrame, measure: str = "kl") -> 
     x, y = a[measure].to_numpy(dtype=float), b[measure].to_numpy(dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"per-item frames of {len(x)} and {len(y)} items: score both on the same QA set.")
-    d = (x - y)[~(np.isnan(x) | np.isnan(y))]
-    if len(d) < 2:
-        return (float(d.mean()) if len(d) else float("nan")), float("nan")
-    return float(d.mean()), float(d.std(ddof=1) / math.sqrt(len(d)))
+    r = stats.paired_difference(x, y)
+    return r.mean, r.se
 
 
 def verdict(diff: float, se: float, z: float = 2.0, min_effect: float = 0.0) -> str:

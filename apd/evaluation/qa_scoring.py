@@ -25,6 +25,7 @@ import scipy.stats
 import torch
 
 from apd.base.progress import progress_bar
+from apd.core.stats import mean_se
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
 from apd.world.world import ANSWER_PREFIX
@@ -627,7 +628,7 @@ def significance(scores: QAScores, a: str = "apd", b: str = "cd", metric: str = 
                 if ok.sum() >= 2:
                     row["p_two_sample"] = float(qa_metrics.ttest_per_question(va[ok], vb[ok], ddof=0).pvalue)
                     d = va[ok] - vb[ok]
-                    row["se_paired"] = float(d.std(ddof=1) / math.sqrt(d.size))
+                    row["se_paired"] = mean_se(d)[1]
                     row["p_paired"] = 1.0 if np.all(d == 0) else float(scipy.stats.ttest_rel(va[ok], vb[ok]).pvalue)
             rows.append(row)
     return pd.DataFrame(rows)

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from apd.core.stats import Z_POWER, Z_TEST, min_detectable_effect
 from apd.report.results import last_run_outputs, results_dir
 
 REPRODUCED = "reproduced"
@@ -31,8 +32,6 @@ INCONCLUSIVE = "inconclusive"
 
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
 
-#: z of a two-sided 5% test and of 80% power: the smallest detectable effect is (1.96 + 0.84) se
-Z_TEST, Z_POWER = 1.96, 0.84
 
 
 #: profiles that run the embedded pico family (world QA with head/torso/tail buckets)
@@ -186,13 +185,13 @@ def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float
         d, se = v
         if d > z * se:
             return True
-        mde = (z + power_z) * se
+        mde = min_detectable_effect(se, z, power_z)
         if d < -z * se or (paper_effect is not None and mde <= paper_effect):
             return False
         return None
 
     def show(l, v):
-        mde = (z + power_z) * v[1]
+        mde = min_detectable_effect(v[1], z, power_z)
         paper = f", the paper's effect {_fmt(paper_effect)}" if paper_effect is not None else ", no paper effect in these units"
         return (f"{l[0]} = {_fmt(v[0])} against {z:g} x {l[1]} = {_fmt(z * v[1])} (smallest detectable effect "
                 f"{_fmt(mde)}{paper})")

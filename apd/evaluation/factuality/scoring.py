@@ -11,7 +11,8 @@ import pandas as pd
 from apd.evaluation.factuality.ner import SPACY_INSTALL, continuation_units, unit_ne_error
 from apd.evaluation.factuality.nli import top_evidence_sentences
 from apd.evaluation.factuality.prompts import FactualityPrompt, evidence_coverage
-from apd.evaluation.factuality.sweeps import _flat, _mean_se, diversity
+from apd.core.stats import mean_se
+from apd.evaluation.factuality.sweeps import _flat, diversity
 
 
 class FactualityPromptsScorer:
@@ -61,7 +62,7 @@ class FactualityPromptsScorer:
                 for u in continuation_units(self.ner, c, p.titles, self.max_sentences):
                     ne_ratios.append(unit_ne_error(u, ev))
                     pairs.append((u.sentence, ev))
-        row["NE_ER"], row["NE_ER_se"] = _mean_se(ne_ratios)
+        row["NE_ER"], row["NE_ER_se"] = mean_se(ne_ratios)
         row["ne_units"] = len(ne_ratios)
         if self.nli is not None and pairs:
             entailed = []

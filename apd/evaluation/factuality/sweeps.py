@@ -20,6 +20,7 @@ import torch
 
 from apd.base.paths import cache_dir
 from apd.base.progress import progress_bar, progress_enabled
+from apd.core.stats import mean_se
 from apd.decoding import generation
 from apd.evaluation import text_metrics
 from apd.evaluation.factuality.methods import Decoders, Method
@@ -153,14 +154,6 @@ def diversity(continuations: Sequence[str]) -> dict:
 
 def _flat(continuations: Sequence[Sequence[str]]) -> list[str]:
     return [c for per_prompt in continuations for c in per_prompt]
-
-
-def _mean_se(values: Sequence[float]) -> tuple[float, float]:
-    v = np.asarray(values, dtype=np.float64)
-    if v.size == 0:
-        return float("nan"), float("nan")
-    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan")
-    return float(v.mean()), se
 
 
 def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[Sequence[Sequence[str]]], dict],

@@ -12,7 +12,8 @@ from typing import Sequence
 
 import numpy as np
 
-from apd.evaluation.factuality.sweeps import _flat, _mean_se, diversity
+from apd.core.stats import mean_se
+from apd.evaluation.factuality.sweeps import _flat, diversity
 from apd.world.truth import dev_test_people
 
 
@@ -64,7 +65,7 @@ class WorldScorer:
         facts = _flat(self.facts(continuations))
         ratios = [len(f.wrong_entities) / len(f.entities) for f in facts if f.entities]
         verdicts = [v for f in facts for v in f.verdicts]
-        ne, ne_se = _mean_se(ratios)
+        ne, ne_se = mean_se(ratios)
         true_rate = float(np.mean(verdicts)) if verdicts else float("nan")
         true_se = float(math.sqrt(true_rate * (1 - true_rate) / len(verdicts))) if verdicts else float("nan")
         return {**diversity(_flat(continuations)), "NE_ER": ne, "NE_ER_se": ne_se,

@@ -1,0 +1,169 @@
+"""Standard errors, paired differences and power: the one place the book's statistics live.
+
+A verdict reads a difference ``d`` and its standard error ``se``. The smallest effect a two-sided
+5% test detects with 80% power is ``(Z_TEST + Z_POWER) * se`` (:func:`min_detectable_effect`).
+When the units are grouped (continuations of prompts about one person), the paired differences are
+averaged per group first and the standard error is taken over groups (:func:`paired_difference`
+with ``groups``); :func:`variance_components` and :func:`projected_se` say how that standard
+error would shrink with more units per group or more groups.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+#: z of a two-sided 5% test and of 80% power: the smallest detectable effect is (1.96 + 0.84) se
+Z_TEST, Z_POWER = 1.96, 0.84
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (sample sd, ddof=1, over sqrt(n)) of the finite-or-not ``values``
+    as given (NaN in, NaN out); ``(nan, nan)`` for no values, se NaN for one.
+
+    Example:
+        >>> mean_se([1.0, 2.0, 3.0])
+        (2.0, 0.5773502691896258)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return float("nan"), float("nan")
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else float("nan")
+    return float(v.mean()), se
+
+
+def min_detectable_effect(se: float, z: float = Z_TEST, power_z: float = Z_POWER) -> float:
+    """The smallest true difference a two-sided test at ``z`` detects with the power of ``power_z``,
+    in the units of ``se``: ``(z + power_z) * se``.
+
+    Example:
+        >>> round(min_detectable_effect(0.01), 3)
+        0.028
+    """
+    return (z + power_z) * float(se)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """``mean`` of a - b over the pairs (or over the groups' means), its standard error ``se``,
+    the number of pairs ``n`` and of groups ``n_groups`` (= n without groups)."""
+
+    mean: float
+    se: float
+    n: int
+    n_groups: int
+
+    @property
+    def mde(self) -> float:
+        """:func:`min_detectable_effect` of ``se``."""
+        return min_detectable_effect(self.se)
+
+
+def _pairs(a, b, groups):
+    x, y = np.asarray(a, dtype=np.float64).ravel(), np.asarray(b, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"paired values of {x.size} and {y.size} units: score both on the same units.")
+    ok = ~(np.isnan(x) | np.isnan(y))
+    g = None
+    if groups is not None:
+        g = np.asarray(groups).ravel()
+        if g.shape != x.shape:
+            raise ValueError(f"{g.size} group labels for {x.size} paired units; give one label per unit.")
+        g = g[ok]
+    return (x - y)[ok], g
+
+
+def paired_difference(a, b, groups=None) -> PairedDifference:
+    """Mean and standard error of ``a - b`` over the units where both are defined (NaN drops a
+    unit). ``groups`` (one label per unit): average the differences within each group first and
+    take the standard error over groups (units of one group are not independent).
+
+    Example:
+        >>> r = paired_difference([1.0, 2.0, 4.0, 5.0], [0.0, 1.0, 3.0, 3.0])
+        >>> r.mean, round(r.se, 3), r.n
+        (1.25, 0.25, 4)
+        >>> paired_difference([1.0, 2.0, 4.0, 5.0], [0.0, 1.0, 3.0, 3.0], groups=[0, 0, 1, 1]).n_groups
+        2
+    """
+    d, g = _pairs(a, b, groups)
+    if g is None:
+        mean, se = mean_se(d)
+        return PairedDifference(mean, se, int(d.size), int(d.size))
+    labels, inverse = np.unique(g, return_inverse=True)
+    means = np.bincount(inverse, weights=d, minlength=labels.size) / np.bincount(inverse, minlength=labels.size)
+    mean, se = mean_se(means)
+    return PairedDifference(mean, se, int(d.size), int(labels.size))
+
+
+@dataclass(frozen=True)
+class VarianceComponents:
+    """One-way split of grouped paired differences: ``between`` (variance of the groups' true
+    means) and ``within`` (variance of one unit around its group's mean), with ``per_group``,
+    the mean number of units per group, and ``n_groups``. ``between`` is clipped at 0."""
+
+    between: float
+    within: float
+    per_group: float
+    n_groups: int
+
+
+def variance_components(a, b, groups) -> VarianceComponents:
+    """Method-of-moments split of the paired differences ``a - b`` by ``groups`` (see
+    :class:`VarianceComponents`): within = mean of the groups' sample variances, between =
+    variance of the group means minus within / per_group.
+
+    Example:
+        >>> vc = variance_components([1., 3., 5., 7.], [0., 0., 0., 0.], [0, 0, 1, 1])
+        >>> vc.within, vc.between, vc.per_group
+        (2.0, 7.0, 2.0)
+    """
+    d, g = _pairs(a, b, groups)
+    labels, inverse = np.unique(g, return_inverse=True)
+    if labels.size < 2:
+        raise ValueError("variance components need at least two groups with paired units.")
+    counts = np.bincount(inverse, minlength=labels.size)
+    means = np.bincount(inverse, weights=d, minlength=labels.size) / counts
+    sq = np.bincount(inverse, weights=(d - means[inverse]) ** 2, minlength=labels.size)
+    multi = counts > 1
+    if not multi.any():
+        raise ValueError("variance components need a group with at least two units.")
+    within = float(np.mean(sq[multi] / (counts[multi] - 1)))
+    per_group = float(counts.mean())
+    between = max(float(means.var(ddof=1)) - within / per_group, 0.0)
+    return VarianceComponents(between, within, per_group, int(labels.size))
+
+
+def projected_se(vc: VarianceComponents, n_groups: float | None = None, per_group: float | None = None) -> float:
+    """The standard error of the grouped mean difference with ``n_groups`` groups of ``per_group``
+    units each (defaults: as measured): sqrt(between / G + within / (G m)).
+
+    Example:
+        >>> vc = VarianceComponents(between=0.0, within=1.0, per_group=4.0, n_groups=25)
+        >>> projected_se(vc), projected_se(vc, per_group=16.0)
+        (0.1, 0.05)
+    """
+    G = vc.n_groups if n_groups is None else float(n_groups)
+    m = vc.per_group if per_group is None else float(per_group)
+    if G <= 0 or m <= 0:
+        raise ValueError(f"n_groups and per_group must be > 0, got {G} and {m}.")
+    return math.sqrt(vc.between / G + vc.within / (G * m))
+
+
+def groups_needed(vc: VarianceComponents, effect: float, per_group: float | None = None,
+                  z: float = Z_TEST, power_z: float = Z_POWER) -> float:
+    """How many groups (of ``per_group`` units; default as measured) make ``effect`` detectable:
+    the G with ``min_detectable_effect(projected_se(vc, G, per_group)) == effect`` (a float; round
+    up). Infinite for a non-positive ``effect``.
+
+    Example:
+        >>> vc = VarianceComponents(between=0.0, within=1.0, per_group=4.0, n_groups=25)
+        >>> round(groups_needed(vc, effect=0.28))
+        25
+    """
+    if not effect > 0:
+        return math.inf
+    m = vc.per_group if per_group is None else float(per_group)
+    target_se = effect / (z + power_z)
+    return (vc.between + vc.within / m) / target_se ** 2

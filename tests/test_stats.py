@@ -1,0 +1,79 @@
+"""apd.core.stats against independent computations (scipy, simulation)."""
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+
+from apd.core import stats
+
+
+def test_paired_se_matches_scipy_paired_t():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=200)
+    b = a + rng.normal(0.1, 0.5, size=200)
+    r = stats.paired_difference(a, b)
+    t = scipy.stats.ttest_rel(a, b)
+    assert r.n == r.n_groups == 200
+    assert r.mean / r.se == pytest.approx(t.statistic, rel=1e-10)
+
+
+def test_nan_units_are_dropped_pairwise():
+    r = stats.paired_difference([1.0, np.nan, 3.0, 5.0], [0.0, 1.0, np.nan, 4.0])
+    assert r.n == 2 and r.mean == 1.0
+
+
+def test_groups_average_within_then_take_se_over_groups():
+    a = np.array([1.0, 3.0, 10.0, 10.0, 10.0, 4.0])
+    b = np.zeros(6)
+    g = np.array(["x", "x", "y", "y", "y", "z"])
+    r = stats.paired_difference(a, b, groups=g)
+    means = np.array([2.0, 10.0, 4.0])
+    assert r.n == 6 and r.n_groups == 3
+    assert r.mean == pytest.approx(means.mean())
+    assert r.se == pytest.approx(means.std(ddof=1) / math.sqrt(3))
+
+
+def test_mismatched_inputs_are_clear_errors():
+    with pytest.raises(ValueError, match="same units"):
+        stats.paired_difference([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="one label per unit"):
+        stats.paired_difference([1.0, 2.0], [1.0, 2.0], groups=[0])
+    with pytest.raises(ValueError, match="two groups"):
+        stats.variance_components([1.0, 2.0], [0.0, 0.0], [0, 0])
+
+
+def test_min_detectable_effect_has_the_stated_power():
+    # simulate: a true difference of exactly one MDE is detected (d > 1.96 se) about 80% of the time
+    rng = np.random.default_rng(1)
+    n, sd = 100, 1.0
+    mde = stats.min_detectable_effect(sd / math.sqrt(n))
+    hits = 0
+    for _ in range(4000):
+        d = rng.normal(mde, sd, size=n)
+        m, se = stats.mean_se(d)
+        hits += m > stats.Z_TEST * se
+    assert hits / 4000 == pytest.approx(0.80, abs=0.03)
+
+
+def test_variance_components_recover_simulated_ones_and_project_se():
+    rng = np.random.default_rng(2)
+    G, m, between, within = 400, 20, 0.04, 1.0
+    effects = rng.normal(0, math.sqrt(between), size=G)
+    d = (effects[:, None] + rng.normal(0, math.sqrt(within), size=(G, m))).ravel()
+    groups = np.repeat(np.arange(G), m)
+    vc = stats.variance_components(d, np.zeros_like(d), groups)
+    assert vc.within == pytest.approx(within, rel=0.05)
+    assert vc.between == pytest.approx(between, rel=0.35)
+    # the projection at the measured design is the grouped se itself (up to the moment estimates)
+    r = stats.paired_difference(d, np.zeros_like(d), groups)
+    assert stats.projected_se(vc) == pytest.approx(r.se, rel=0.1)
+    # more units per group cannot push the se below the between-group floor
+    assert stats.projected_se(vc, per_group=1e9) == pytest.approx(math.sqrt(vc.between / G))
+
+
+def test_groups_needed_inverts_the_projection():
+    vc = stats.VarianceComponents(between=0.003, within=0.07, per_group=40.0, n_groups=51)
+    G = stats.groups_needed(vc, effect=0.0108)
+    assert stats.min_detectable_effect(stats.projected_se(vc, n_groups=G)) == pytest.approx(0.0108)
+    assert stats.groups_needed(vc, effect=0.0) == math.inf

@@ -13,10 +13,10 @@ import torch
 
 from apd.evaluation import text_metrics
 from apd.evaluation.factuality import methods as methods_mod
-from apd.evaluation.factuality import ner, scoring, sweeps, world_scoring
+from apd.evaluation.factuality import ner, power, scoring, sweeps, world_scoring
 from apd.evaluation.factuality import prompts as prompts_mod
 from apd.world.corpus import train_tokenizer
-from apd.world.world import BioPrompt, World, WorldConfig
+from apd.world.world import OPENERS, BioPrompt, World, WorldConfig
 
 # ----------------------------------------------------------------------------------------------
 # the world: exact NE_ER and true-claim rate on hand-written continuations
@@ -369,3 +369,49 @@ def test_table1_rows_convention():
     assert {"paper_table", "role", "dataset", "metric", "value", "family", "setting"} <= set(t.columns)
     assert t.loc[t["metric"] == "NE_ER", "value"].eq(40.0).all()
     assert set(t["setting"]) == {"top-p k20, p=0.8", "top-p k20, p=0.6"}
+
+
+# -- the paired verdict comparison (apd.evaluation.factuality.power) ------------------------------
+
+
+def _wrong_city(world, person):
+    own = world.person(person).birth_city
+    return next(q.birth_city for q in world.people if q.birth_city != own)
+
+
+def test_verdict_prompts_are_every_opener_for_every_test_person(world):
+    people = [p.person for p in world_scoring.world_test_prompts(world, 0)]
+    prompts = power.world_verdict_prompts(world, 0)
+    assert len(prompts) == len(OPENERS) * len(people)
+    assert [p.person for p in prompts[:len(OPENERS)]] == [people[0]] * len(OPENERS)
+    assert {p.prompt[len(p.person):] for p in prompts} == set(OPENERS)
+    with pytest.raises(ValueError, match="openers is empty"):
+        power.world_verdict_prompts(world, 0, openers=[])
+
+
+def test_paired_verdict_groups_by_person_and_counts_no_entity_as_missing(world):
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
+    right = [" " + world.person(p.person).birth_city + "." for p in prompts]
+    wrong = [" " + _wrong_city(world, p.person) + "." for p in prompts]
+    # A: always right; B: wrong under seed 0, right under seed 1, and no entity at all for the first prompt
+    a = [[r, r] for r in right]
+    b = [[w, r] for w, r in zip(wrong, right)]
+    b[0] = [" a quiet place.", " a quiet place."]
+    units = power.ne_er_units(world, prompts, b)
+    assert np.isnan(units[0]).all() and (units[1:, 0] == 1).all() and (units[1:, 1] == 0).all()
+    v = power.paired_verdict(world, prompts, a, b)
+    assert v.difference.n == 6 and v.difference.n_groups == 3      # the first person has no pair
+    assert v.difference.mean == pytest.approx(0.5) and v.difference.se == 0.0
+    assert v.ne_er_a == 0.0 and v.ne_er_b == pytest.approx(0.5)
+    assert v.components.within == pytest.approx(0.5) and v.components.between == 0.0
+    proj = v.projection(0.01, seeds=[4], people=[12])
+    assert list(proj["design"]) == ["this build", "more seeds", "more people"]
+    assert proj["se"].iloc[1] < proj["se"].iloc[0] and proj["se"].iloc[2] < proj["se"].iloc[0]
+
+
+def test_paired_verdict_refuses_mismatched_generations(world):
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:3]
+    with pytest.raises(ValueError, match="same prompts and seeds"):
+        power.paired_verdict(world, prompts, [["x"]] * 3, [["x", "y"]] * 3)
+    with pytest.raises(ValueError, match="pass them in order"):
+        power.ne_er_units(world, prompts, [["x"]] * 2)

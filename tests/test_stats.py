@@ -77,3 +77,15 @@ def test_groups_needed_inverts_the_projection():
     G = stats.groups_needed(vc, effect=0.0108)
     assert stats.min_detectable_effect(stats.projected_se(vc, n_groups=G)) == pytest.approx(0.0108)
     assert stats.groups_needed(vc, effect=0.0) == math.inf
+
+
+def test_paired_methods_pairs_rows_of_a_method_frame():
+    import pandas as pd
+
+    from apd.world.truth import paired_methods
+    f = pd.DataFrame({"method": ["ELM"] * 3 + ["CD"] * 6, "knob": [0.0] * 3 + [0.5] * 3 + [1.0] * 3,
+                      "item": [0, 1, 2] * 3, "kl": [1.0, 2.0, np.nan, 0.5, 1.0, 3.5, 0.0, 0.0, 0.0]})
+    r = paired_methods(f, ("ELM", 7.0), ("CD", 0.5))        # the ELM's knob is ignored; NaN drops item 2
+    assert (r.mean, r.n) == (0.75, 2)
+    with pytest.raises(ValueError, match="no rows for 'CD 1/T=2'"):
+        paired_methods(f, ("ELM", 0.0), ("CD", 2.0))

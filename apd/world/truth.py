@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from scipy.special import softmax
 
-from apd.core import curves
+from apd.core import curves, stats
 from apd.core.contrastive import contrastive_scores
 from apd.world.world import BUCKETS
 
@@ -271,6 +271,32 @@ def bucket_summary(frame: pd.DataFrame, measure: str, by: str | None = "bucket",
     counts["all"] = int(n[measure].notna().sum())
     out.attrs["n"] = counts
     return out
+
+
+def paired_methods(frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, float], measure: str = "kl") -> stats.PairedDifference:
+    """``measure`` of row ``a`` minus row ``b`` (each a ``(method, knob)`` of a :meth:`MethodDistributions.frame`;
+    the ELM's knob is ignored), paired over the items both define; ``mean`` > 0: ``b`` is lower.
+
+    Example:
+        >>> f = pd.DataFrame({"method": ["ELM"] * 3 + ["CD"] * 3, "knob": [0.0] * 3 + [1.0] * 3,
+        ...                   "item": [0, 1, 2] * 2, "kl": [1.0, 2.0, 3.0, 0.5, 1.0, 3.5]})
+        >>> r = paired_methods(f, ("ELM", 0.0), ("CD", 1.0))
+        >>> r.mean, r.n
+        (0.3333333333333333, 3)
+    """
+    def rows(method, knob):
+        sel = frame["method"] == method
+        if method != "ELM":
+            sel &= np.isclose(frame["knob"], knob)
+        part = frame[sel]
+        if part.empty:
+            raise ValueError(f"no rows for {method_label(method, knob)!r} in the frame; "
+                             f"rows are {sorted(set(map(method_label, frame['method'], frame['knob'])))}")
+        return part.set_index("item")[measure]
+    x, y = rows(*a), rows(*b)
+    if not x.index.equals(y.index):
+        raise ValueError(f"{method_label(*a)!r} and {method_label(*b)!r} cover different items; pair them on the same items.")
+    return stats.paired_difference(x.to_numpy(dtype=float), y.to_numpy(dtype=float))
 
 
 def method_label(method: str, knob: float) -> str:

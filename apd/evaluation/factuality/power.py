@@ -1,0 +1,106 @@
+"""The factuality verdict on the world as a paired, grouped comparison, and what it can detect.
+
+Two methods continue the same prompts under the same seeds (the sweep seeds every batch by
+(seed, batch), so both draw the same random numbers). Each (prompt, seed) gives one NE_ER unit per
+method: the share of the continuation's named entities the world does not associate with the
+prompt's person (NaN when it names none). The difference is averaged per person and its standard
+error taken over people, since the prompts about one person share that person's facts. The
+variance components (:func:`apd.core.stats.variance_components`) say how much more seeds or more
+people would buy.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from apd.core import stats
+from apd.evaluation.factuality.world_scoring import world_facts, world_test_prompts
+from apd.world.world import OPENERS, BioPrompt
+
+
+def world_verdict_prompts(world, seed: int = 0, openers: Sequence[str] = OPENERS) -> list[BioPrompt]:
+    """Every opener of ``openers`` for every person of the test half (the people of
+    :func:`world_test_prompts`): ``len(openers)`` prompts per person, person-major order."""
+    if not openers:
+        raise ValueError("openers is empty; pass at least one sentence opening, e.g. apd.world.world.OPENERS.")
+    people = [p for p in world_test_prompts(world, seed)]
+    return [BioPrompt(prompt=world.person(p.person).name + o, person=p.person, bucket=p.bucket)
+            for p in people for o in openers]
+
+
+def ne_er_units(world, prompts: Sequence[BioPrompt], continuations: Sequence[Sequence[str]]) -> np.ndarray:
+    """``(n_prompts, n_seeds)`` share of each continuation's named entities that are wrong for the
+    prompt's person (NaN: no entity)."""
+    if len(continuations) != len(prompts):
+        raise ValueError(f"{len(continuations)} prompts' continuations for {len(prompts)} prompts; pass them in order.")
+    out = np.full((len(prompts), len(continuations[0]) if continuations else 0), np.nan)
+    for i, (p, row) in enumerate(zip(prompts, continuations)):
+        for j, c in enumerate(row):
+            f = world_facts(world, p, c)
+            if f.entities:
+                out[i, j] = len(f.wrong_entities) / len(f.entities)
+    return out
+
+
+@dataclass(frozen=True)
+class PairedVerdict:
+    """B's NE_ER minus A's (positive: A names fewer wrong entities), averaged per person; the two
+    methods' pooled NE_ER; the grouped paired difference and its variance components."""
+
+    ne_er_a: float
+    ne_er_b: float
+    difference: stats.PairedDifference
+    components: stats.VarianceComponents
+    n_seeds: int
+
+    def projection(self, effect: float, seeds: Sequence[float] = (), people: Sequence[float] = ()) -> pd.DataFrame:
+        """Smallest detectable effect (fraction) for other designs: rows of (people, seeds per
+        prompt, units per person, se, mde, detects ``effect``), the measured design first."""
+        vc, per_seed = self.components, self.components.per_group / self.n_seeds
+        rows = [(vc.n_groups, self.n_seeds, "this build")]
+        rows += [(vc.n_groups, s, "more seeds") for s in seeds]
+        rows += [(g, self.n_seeds, "more people") for g in people]
+        out = []
+        for g, s, what in rows:
+            se = stats.projected_se(vc, n_groups=g, per_group=per_seed * s)
+            mde = stats.min_detectable_effect(se)
+            out.append({"design": what, "people": g, "seeds per prompt": s, "se": se, "smallest detectable": mde,
+                        "detects the paper's effect": bool(mde <= effect)})
+        return pd.DataFrame(out)
+
+    def people_needed(self, effect: float, n_seeds: float | None = None) -> float:
+        """People (test half) needed to detect ``effect`` at ``n_seeds`` seeds (default: as run)."""
+        s = self.n_seeds if n_seeds is None else n_seeds
+        return stats.groups_needed(self.components, effect, per_group=self.components.per_group / self.n_seeds * s)
+
+
+def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continuations_b) -> PairedVerdict:
+    """Compare two methods' continuations of the same ``prompts`` under the same seeds (``out[i][j]``
+    as :func:`apd.evaluation.factuality.generate_continuations` returns them), grouped by person.
+
+    Example (A names each person's birth city, B another person's; two seeds):
+        >>> from apd.world.world import World, WorldConfig
+        >>> world = World(WorldConfig.smoke())
+        >>> prompts = world_verdict_prompts(world, openers=[" was born in"])[:3]
+        >>> right = [[" " + world.person(p.person).birth_city + "."] * 2 for p in prompts]
+        >>> wrong = [[" " + next(q.birth_city for q in world.people if q.birth_city != world.person(p.person).birth_city)
+        ...           + "."] * 2 for p in prompts]
+        >>> v = paired_verdict(world, prompts, right, wrong)
+        >>> v.ne_er_a, v.ne_er_b, v.difference.mean, v.difference.n_groups
+        (0.0, 1.0, 1.0, 3)
+    """
+    a = ne_er_units(world, prompts, continuations_a)
+    b = ne_er_units(world, prompts, continuations_b)
+    if a.shape != b.shape:
+        raise ValueError(f"continuations of shape {a.shape} and {b.shape}: generate both with the same prompts and seeds.")
+    groups = np.repeat([p.person for p in prompts], a.shape[1])
+    diff = stats.paired_difference(b.ravel(), a.ravel(), groups=groups)
+    if diff.n_groups < 2:
+        raise ValueError(f"{diff.n_groups} person(s) with an entity in both methods' continuations; a grouped "
+                         "comparison needs at least two: use more prompts or longer continuations.")
+    vc = stats.variance_components(b.ravel(), a.ravel(), groups)
+    return PairedVerdict(float(np.nanmean(a)), float(np.nanmean(b)), diff, vc, int(a.shape[1]))

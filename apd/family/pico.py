@@ -3,7 +3,8 @@
     built = pico.build("default")          # trains once (cached), then returns in seconds
     fam = built.family()                   # a Family over the trained members
 
-Scales: ``"smoke"`` (seconds; tests and CI) and ``"default"`` (the book). Artifacts live under
+Scales: ``"smoke"`` (seconds; tests and CI), ``"default"`` (the book on a 2-core CPU) and ``"gpu"``
+(seven members spanning 371x and five times the text, for one GPU: the ``gpu`` profile). Artifacts live under
 ``apd.base.paths.cache_dir()``, keyed by the configuration that produced them.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from apd.family import pretrain
 from apd.family.loading import load_family
 from apd.world import corpus as corpus_mod
 
-SCALES = ("smoke", "default")
+SCALES = ("smoke", "default", "gpu")
 
 
 def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
@@ -27,6 +28,8 @@ def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
         return corpus_mod.CorpusConfig.smoke(), pretrain.PicoConfig.smoke()
     if scale == "default":
         return corpus_mod.CorpusConfig(), pretrain.PicoConfig.default()
+    if scale == "gpu":
+        return corpus_mod.CorpusConfig.gpu(), pretrain.PicoConfig.gpu()
     raise ValueError(f"unknown pico scale {scale!r}; use one of {SCALES}")
 
 

@@ -195,6 +195,30 @@ class PicoConfig:
         )
 
 
+    @classmethod
+    def gpu(cls) -> "PicoConfig":
+        """Seven members from ~13k to ~4.7M non-embedding parameters (371x; Pythia 70M to 6.9B spans
+        about 340x), for one GPU: the default's six shapes plus a six-layer width-256 member.
+
+        Budget: 16 epochs of the gpu world's text capped at 24M tokens (1,464 steps of 64 x 256
+        tokens) per member, about 5 tokens per parameter of the largest member, with the same
+        data, order and steps for every member. Not yet timed on a GPU (none was lent where this
+        was written); the smoke-size test builds the same code path on a CPU.
+        """
+        return cls(
+            members=(
+                Member(1, 32, 2),    # 12,768
+                Member(1, 48, 2),    # 28,368
+                Member(2, 64, 4),    # 100,096
+                Member(3, 96, 4),    # 335,712
+                Member(4, 128, 4),   # 793,344
+                Member(4, 192, 4),   # 1,779,840
+                Member(6, 256, 8),   # 4,739,072
+            ),
+            seq_len=256, batch_size=64, epochs=16.0, max_tokens=24_000_000, lr=2e-3, seed=0,
+        )
+
+
 def nonembedding_count(member: Member) -> int:
     """Non-embedding parameters of a GPT-NeoX member, computed from its shape (no model built).
 

@@ -35,7 +35,7 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
 
 
 #: profiles that run the embedded pico family (world QA with head/torso/tail buckets)
-PICO_PROFILES = ("smoke", "default")
+PICO_PROFILES = ("smoke", "default", "gpu")
 
 
 #: profiles that run a real Hub family (the paper's datasets)

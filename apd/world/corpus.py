@@ -47,6 +47,11 @@ class CorpusConfig:
     wiki_path: str | None = None       # the summaries JSON; None: from the installed package
 
     @classmethod
+    def gpu(cls, seed: int = 0) -> "CorpusConfig":
+        """The GPU scale's corpus: the :meth:`WorldConfig.gpu` world, Wikipedia as in the default."""
+        return cls(world=WorldConfig.gpu(seed), seed=seed)
+
+    @classmethod
     def smoke(cls, seed: int = 0) -> "CorpusConfig":
         return cls(world=WorldConfig.smoke(seed), seed=seed, wiki_fraction=0.2, wiki_finetune_articles=20,
                    wiki_validation_articles=10, vocab_size=1024)

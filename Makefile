@@ -9,11 +9,12 @@ PY := $(VENV)/bin/python
 SYSTEM_PYTHON ?= $(shell command -v python3.11 || command -v python3)
 STAMP := $(VENV)/.installed
 
-.PHONY: book test env unit smoke browser lock clean-build help bench
+.PHONY: book test env unit smoke browser pages lock clean-build help bench
 
 help:
 	@echo "make book [PROFILE=smoke|default|pythia] [SET='nb.param=value ...'] [ONLY=nb]   build the book"
 	@echo "make test                                     unit tests, smoke build, browser test"
+	@echo "make pages [PROFILE=default]                  browser and page-text checks of an existing build"
 
 env: $(STAMP)
 
@@ -37,6 +38,10 @@ smoke: env
 
 browser: env
 	$(PY) -m pytest -m book tests
+
+# The browser and page-text checks on an existing build of PROFILE (make book PROFILE=... first).
+pages: env
+	APD_BOOK_PROFILE=$(PROFILE) $(PY) -m pytest -m book tests/test_browser.py
 
 test: env
 	$(PY) -m pytest -m "not book" tests

@@ -28,6 +28,21 @@ def smoke_html() -> Path:
     return html
 
 
+#: Which built book the browser and page-text tests read (`APD_BOOK_PROFILE=default make browser-test`
+#: or `APD_BOOK_PROFILE=default pytest -m book tests/test_browser.py`); the smoke build by default.
+BOOK_PROFILE = os.environ.get("APD_BOOK_PROFILE", "smoke")
+
+
+@pytest.fixture(scope="session")
+def book_html() -> Path:
+    """The HTML of the build the browser test reads: ``_build/$APD_BOOK_PROFILE`` (smoke unless set)."""
+    html = ROOT / "_build" / BOOK_PROFILE / "book" / "_build" / "html"
+    if not (html / "index.html").is_file():
+        pytest.fail(f"{html}/index.html is missing: build it first (`make book PROFILE={BOOK_PROFILE}`; "
+                    "make test builds smoke)")
+    return html
+
+
 @pytest.fixture(scope="session", autouse=True)
 def one_thread():
     """Tiny models and tensors run far faster on one intra-op thread on a shared 2-core machine."""

@@ -1,8 +1,12 @@
 """What a reader should never see on a page of the book, checked on its HTML text (no browser):
 progress-bar lines, tracebacks or warnings in outputs, raw Markdown tables, 'nan' or 'n/a n/a',
-absolute machine paths, and tables whose numbers run into the next cell for lack of padding.
+absolute machine paths, tables whose numbers run into the next cell for lack of padding, and
+paragraphs made of missing values (more than one "n/a" or lone dash: a chapter says once, with the
+reason, that a measure does not exist; ``apd.report.pages.missing_walls``).
 Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
 import re
+
+from apd.report.pages import missing_walls
 
 PROGRESS_LINE = re.compile(r"\d+%\|[^|\n]*\||\d+(?:\.\d+)?\s*(?:it|s|step|batch|shard)/s\]|\d+/\d+ \[\d+:\d\d<")
 TRACEBACK_OR_WARNING = re.compile(r"Traceback \(most recent call last\)|\b\w*Warning\b")
@@ -66,6 +70,12 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
         hit = first(pattern, where)
         if hit:
             problems.append(f"{rel}: {what}: ...{hit}...")
+    main = soup.find("main") or soup
+    prose = [" ".join(el.get_text(" ").split()) for el in main.select("p, li")
+             if not el.find_parent("div", class_="cell_output") and not el.find_parent("table")
+             and not el.find(["p", "li"])]
+    for wall in missing_walls(prose):
+        problems.append(f"{rel}: a paragraph made of missing values: {wall[:160]!r}")
     for table in soup.find_all("table"):
         if not _padded(table, styles):
             pair = _runs_together(table)

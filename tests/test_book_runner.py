@@ -110,3 +110,21 @@ def test_cache_keys_chain_through_upstream_chapters(tmp_path):
     assert a == book.cache_key("nb", {"x": 1}, root, upstream="k1")
     assert a != book.cache_key("nb", {"x": 1}, root, upstream="k2")
     assert a != book.cache_key("nb", {"x": 2}, root, upstream="k1")
+
+
+def test_execution_hides_the_cells_whose_results_are_missing(tmp_path):
+    # needs:/unless: markdown cells (apd.report.pages): after the run, the chapter's results decide
+    write = ("import json, os, pathlib\n"
+             "pathlib.Path(os.environ['APD_RESULTS_STAGING'], 'nb.json').write_text(json.dumps({'kl': 'n/a', 'n': 3}))")
+    root = make_project(tmp_path, [write], {"nb": {}})
+    path = root / "notebooks" / "nb.ipynb"
+    nb = json.loads(path.read_text())
+    for i, (tags, text) in enumerate([(["needs:kl"], "KL {glue:text}`kl`"), (["unless:kl"], "No world, so no KL."),
+                                      (["needs:n"], "n = {glue:text}`n`")]):
+        nb["cells"].append({"cell_type": "markdown", "id": f"m{i}", "metadata": {"tags": tags}, "source": text})
+    path.write_text(json.dumps(nb))
+    out = root / "_build" / "p" / "nb.ipynb"
+    assert book.execute("nb", {"profile": "p"}, out, root) == "executed"
+    shown = {"".join(c["source"]): "remove-cell" not in c["metadata"]["tags"] for c in json.loads(out.read_text())["cells"]
+             if c["cell_type"] == "markdown"}
+    assert shown == {"KL {glue:text}`kl`": False, "No world, so no KL.": True, "n = {glue:text}`n`": True}

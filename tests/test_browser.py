@@ -1,4 +1,4 @@
-"""Open every page of the smoke-built book in headless Chromium, with no network, and check that
+"""Open every page of a built book (the smoke build, or the one ``APD_BOOK_PROFILE`` names) in headless Chromium, with no network, and check that
 every image loaded and every math block was rendered by the locally served MathJax.
 
 The text checks (:func:`test_every_page_reads_clean`) read the HTML files directly, so they run
@@ -44,8 +44,8 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def server(smoke_html):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(smoke_html))
+def server(book_html):
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(book_html))
     handler.log_message = lambda *a, **k: None
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -93,8 +93,8 @@ Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.on
 """
 
 
-def test_every_page_renders_offline(browser, server, smoke_html):
-    checked = pages(smoke_html)
+def test_every_page_renders_offline(browser, server, book_html):
+    checked = pages(book_html)
     assert any(p.startswith("notebooks/") for p in checked), f"no chapter pages among {checked}"
     total_images = total_math = 0
     problems = []
@@ -122,10 +122,10 @@ def test_every_page_renders_offline(browser, server, smoke_html):
     assert total_images > 0 and total_math > 0, (total_images, total_math)
 
 
-def test_every_page_reads_clean(smoke_html):
-    checked = pages(smoke_html)
+def test_every_page_reads_clean(book_html):
+    checked = pages(book_html)
     assert any(p.startswith("notebooks/") for p in checked), f"no chapter pages among {checked}"
     problems = []
     for rel in checked:
-        problems += page_checks.page_text_problems(rel, (smoke_html / rel).read_text(encoding="utf-8"))
+        problems += page_checks.page_text_problems(rel, (book_html / rel).read_text(encoding="utf-8"))
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)

@@ -12,6 +12,8 @@ from page_checks import page_text_problems
     ("<p>rate n/a n/a</p>", "nan"),
     ("<p>loaded from /work/main/cache/families/pico-1/m</p>", "machine path"),
     ("<table><tr><td>0.355</td><td>0.338</td></tr></table>", "padding"),
+    ("<p>KL is n/a for the expert, n/a for CD and 0.2 for APD.</p>", "missing values"),
+    ("<ul><li>questions: 0 right; rate \u2014; APD rate \u2014</li></ul>", "missing values"),
 ])
 def test_page_text_checks_catch_each_defect(snippet, found):
     problems = page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>")
@@ -25,6 +27,9 @@ def test_page_text_checks_catch_each_defect(snippet, found):
     '<table class="dataframe"><tr><td>0.355</td><td>0.338</td></tr></table>',
     '<style>#T_1 td { padding: 0.3em }</style><table id="T_1"><tr><td>0.355</td><td>0.338</td></tr></table>',
     "<table><tr><td>head</td><td>0.338</td></tr></table>",
+    "<p>Training took n/a (a Hub family) minutes.</p><p>Entail_R: n/a.</p>",
+    "<table class=\"dataframe\"><tr><td>\u2014</td><td>\u2014</td><td>\u2014</td></tr></table>",
+    '<div class="cell_output"><p>n/a n/a</p></div>'.replace("n/a n/a", "n/a, n/a"),
 ])
 def test_page_text_checks_pass_clean_text(snippet):
     assert page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>") == []

@@ -61,6 +61,14 @@ def test_build_runs_the_makefile_command(workflow):
     assert any("-m apd " in line and "--profile $(PROFILE)" in line for line in recipe)
 
 
+def test_pages_checked_before_publishing(workflow):
+    steps = workflow["jobs"]["build"]["steps"]
+    runs = [s.get("run", "").strip() for s in steps]
+    build = runs.index(build_step(workflow)["run"].strip())
+    assert "make pages PROFILE=$PROFILE" in runs[build + 1:]
+    assert any("APD_BOOK_PROFILE=$(PROFILE)" in line and "test_browser.py" in line for line in make_targets()["pages"])
+
+
 def test_logs_uploaded_on_failure(workflow):
     steps = workflow["jobs"]["build"]["steps"]
     logs = [s for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]

@@ -75,6 +75,12 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
     "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",
     "gate_verdict": "apd.report.findings", "findings": "apd.report.findings",
+    # apd.report.pages
+    "GLUE_ROLE": "apd.report.pages", "MISSING_TEXT": "apd.report.pages", "present": "apd.report.pages",
+    "conditions": "apd.report.pages", "cell_shown": "apd.report.pages", "select_cells": "apd.report.pages",
+    "render_markdown": "apd.report.pages", "page_markdown": "apd.report.pages",
+    "MISSING_WORD": "apd.report.pages", "missing_walls": "apd.report.pages", "paragraphs": "apd.report.pages",
+    "pages": "apd.report.pages",
     # apd.report.tables
     "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
     "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",

@@ -37,6 +37,8 @@ from typing import Any
 
 import yaml
 
+from apd.report.pages import select_cells
+
 ROOT = Path(__file__).resolve().parents[2]
 INJECTED_TAG = "injected-parameters"
 #: Environment variables the runner sets for its kernels (read by ``apd.report.results.Run``).
@@ -526,6 +528,8 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
         tags = cell.get("metadata", {}).get("tags", [])
         if INJECTED_TAG in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
+    values_path = dest / f"{stem}.json"   # needs:/unless: cells: the paragraphs this run's results can fill
+    select_cells(nb, json.loads(values_path.read_text()) if values_path.is_file() else {})
     nb["metadata"]["apd"] = {"cache_key": key, "parameters": params, "results_sha256": digests}
     tmp.write_text(json.dumps(nb, indent=1))
     tmp.replace(out)

@@ -10,12 +10,15 @@ marks a position that was not fitted (see ``stride``).
 Cost. The fitter runs 200 Adam steps per curve (TUNED_FIT's start and schedule, half of the 400 of
 APD on the fly); tokens whose largest member probability is below ``min_prob`` are not fitted
 (their asymptote is p_ELM: they hold a few per cent of a set's mass), and only every ``stride``-th
-position gets a target. Targets are cached per shard under
+position gets a target (16: 8 of a default pico chunk's 128 positions). The fit runs on one torch
+thread: its tensors are small, and on a shared 2-core machine two threads were up to 20x slower.
+Targets are cached per shard under
 ``<cache>/distill/<key>/`` (key: the collection, the members fitted, :data:`DISTILL_FIT`), written
 atomically with a digest under a lock, like the collection itself.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from pathlib import Path
@@ -34,6 +37,34 @@ from apd.core import curves
 
 #: The fitter's settings for distillation targets (part of the targets' and the run's cache keys).
 DISTILL_FIT = dict(version=1, fit=dict(curves.TUNED_FIT, iterations=200), min_prob=0.01, stride=16)
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """torch on one thread for the fit: its tensors are small ((curves, N) with N ~ 6), and on a
+    shared 2-core machine two threads made the fit up to 20x slower (measured); restored after."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def fit_member_curves(probs, log_sizes: Sequence[float], fit: Optional[dict] = None) -> curves.CurveFit:
+    """:func:`apd.core.curves.fit_curves` of ``probs`` (M curves, N members; probabilities
+    renormalised over the token set, ALM first) at ``log_sizes`` (N,) with TUNED_FIT updated by
+    ``fit``, on one torch thread (see the module docstring).
+
+    Example:
+        >>> import torch
+        >>> x = [9.5, 10.1, 10.9, 11.7, 12.6, 14.4]
+        >>> p = 0.6 - 0.3 * torch.exp(-0.8 * (torch.tensor(x) - 9.5))
+        >>> round(float(fit_member_curves(p[None], x).asymptote[0]), 2)
+        0.6
+    """
+    with _one_thread():
+        return curves.fit_curves(probs, log_sizes, **dict(curves.TUNED_FIT, **(fit or {})))
 
 
 def fit_targets(member_logprobs, log_sizes: Sequence[float], *, min_prob: float = 0.01, stride: int = 1,
@@ -67,7 +98,7 @@ def fit_targets(member_logprobs, log_sizes: Sequence[float], *, min_prob: float 
     ap = flat[:, -1].clone()                                                 # p_ELM by default
     fitted = flat.max(-1).values >= float(min_prob)
     if bool(fitted.any()):
-        res = curves.fit_curves(flat[fitted], log_sizes, **dict(curves.TUNED_FIT, **(fit or {})))
+        res = fit_member_curves(flat[fitted], log_sizes, fit)
         ap[fitted] = res.asymptote.float()
     ap = ap.reshape(rows.shape[:-1])                                         # (..., S', K)
     total = ap.sum(-1, keepdim=True)

@@ -30,7 +30,7 @@ import json
 import torch
 
 from apd.amateur import collect
-from apd.amateur.distill import DISTILL_FIT
+from apd.amateur.distill import DISTILL_FIT, fit_member_curves
 from apd.amateur.objective import CurveMLP, asymptote, member_values, predict_curves
 from apd.base.device import resolve_device
 from apd.core import curves
@@ -152,7 +152,7 @@ def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 2
         k = slice(0, top_k)
         if distilled:   # the fitter's curves (probabilities), flat reference at their own asymptotes
             v_k = p[:, :, k].permute(1, 2, 0)                                             # (S, k, N)
-            fit = curves.fit_curves(v_k.reshape(-1, v_k.shape[-1]), x, **DISTILL_FIT["fit"])
+            fit = fit_member_curves(v_k.reshape(-1, v_k.shape[-1]).cpu(), x, DISTILL_FIT["fit"])
             dec = curves.get_decay(fit.decay)
             drawn = dec(x.to(fit.params), fit.c, fit.params)                              # (S k, N) flipped
             curve = curves.flip_values(drawn, fit.flipped[:, None]).reshape(v_k.shape).to(v_k)

@@ -24,10 +24,10 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "epoch_order": "apd.amateur.data", "collected_batches": "apd.amateur.data",
     "collected_chunks": "apd.amateur.data", "data": "apd.amateur.data",
     # apd.amateur.distill
-    "DISTILL_FIT": "apd.amateur.distill", "fit_targets": "apd.amateur.distill",
-    "targets_dir": "apd.amateur.distill", "collection_targets": "apd.amateur.distill",
-    "WithTargets": "apd.amateur.distill", "targets_for_records": "apd.amateur.distill",
-    "distill": "apd.amateur.distill",
+    "DISTILL_FIT": "apd.amateur.distill", "fit_member_curves": "apd.amateur.distill",
+    "fit_targets": "apd.amateur.distill", "targets_dir": "apd.amateur.distill",
+    "collection_targets": "apd.amateur.distill", "WithTargets": "apd.amateur.distill",
+    "targets_for_records": "apd.amateur.distill", "distill": "apd.amateur.distill",
     # apd.amateur.objective
     "member_values": "apd.amateur.objective", "asymptote": "apd.amateur.objective",
     "CurveOutput": "apd.amateur.objective", "CurveMLP": "apd.amateur.objective",

@@ -22,10 +22,9 @@ asymptote, and its L1 with a flat curve at that asymptote.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-
-import json
 
 import torch
 

@@ -156,6 +156,18 @@ def loss_l3(alm_prime_logits: torch.Tensor, alm_logits: torch.Tensor) -> torch.T
     return curves.safe_sqrt(((alm_prime_logits - alm_logits) ** 2).mean())
 
 
+def _logits_at(alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+    """Raw logits of ``alm`` at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32
+    (bf16 autocast on CUDA when ``bf16``)."""
+    dev = input_ids.device
+    with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=bf16 and dev.type == "cuda"):
+        logits = alm(input_ids=input_ids).logits
+    if int(token_ids.max()) >= logits.shape[-1]:
+        raise ValueError(f"token id {int(token_ids.max())} >= ALM' vocabulary size {logits.shape[-1]}: the "
+                         "collected data were made with another tokenizer/model family.")
+    return torch.gather(logits, -1, token_ids).float()
+
+
 def loss_distill(target: torch.Tensor, c_log: torch.Tensor) -> torch.Tensor:
     """L_distill = KL(target || c) = sum_k t_k (ln t_k - ln c_k) over the token set (last axis),
     mean over the positions whose target is finite (a NaN row: no target, left out).
@@ -188,7 +200,9 @@ class DistillObjective(nn.Module):
         super().__init__()
         self.alm, self.lambda3, self.bf16 = alm, float(lambda3), bool(bf16)
 
-    alm_prime_logits = None  # set below (shared with APDObjective)
+    def alm_prime_logits(self, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+        """Raw logits of ALM' at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32."""
+        return _logits_at(self.alm, self.bf16, input_ids, token_ids)
 
     def forward(self, input_ids, token_ids, member_logprobs, alm_logits, elm_logits, targets) -> dict:
         lp = self.alm_prime_logits(input_ids, token_ids)
@@ -209,13 +223,7 @@ class APDObjective(nn.Module):
 
     def alm_prime_logits(self, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
         """Raw logits of ALM' at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32."""
-        dev = input_ids.device
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=self.bf16 and dev.type == "cuda"):
-            logits = self.alm(input_ids=input_ids).logits
-        if int(token_ids.max()) >= logits.shape[-1]:
-            raise ValueError(f"token id {int(token_ids.max())} >= ALM' vocabulary size {logits.shape[-1]}: the "
-                             "collected data were made with another tokenizer/model family.")
-        return torch.gather(logits, -1, token_ids).float()
+        return _logits_at(self.alm, self.bf16, input_ids, token_ids)
 
     def forward(self, input_ids, token_ids, member_logprobs, alm_logits, elm_logits) -> dict:
         lp = self.alm_prime_logits(input_ids, token_ids)
@@ -226,9 +234,6 @@ class APDObjective(nn.Module):
             l1, l2, l3 = loss_l1(out.curve, out.target), loss_l2(out.curve, out.target), loss_l3(lp, alm_logits.float())
             loss = l1 + self.lambda2 * l2 + self.lambda3 * l3
         return {"loss": loss, "l1": l1, "l2": l2, "l3": l3, "flip_frac": out.flipped.float().mean()}
-
-
-DistillObjective.alm_prime_logits = APDObjective.alm_prime_logits
 
 
 @dataclass

@@ -157,9 +157,6 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     data = CollectedChunks(records, log_sizes=log_sizes, member_names=member_names, members=config.members,
                            data_fraction=config.data_fraction)
     distill = config.objective == "distill"
-    if distill and "targets" not in data.records[0]:   # records given by hand: fit the targets here
-        data.records = WithTargets(data.records, targets_for_records(data.records, data.all_log_sizes,
-                                                                     data.member_index, len(data)))
     micro = _micro_batch(config, device, world)
     accum = config.batch_size // (world * micro)
     steps_per_epoch = len(data) // config.batch_size
@@ -187,6 +184,9 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         if meta.get("status") == "done" and final.exists():
             return final
 
+    if distill and "targets" not in data.records[0]:   # records given by hand: fit the targets here
+        data.records = WithTargets(data.records, targets_for_records(data.records, data.all_log_sizes,
+                                                                     data.member_index, len(data)))
     torch.manual_seed(config.seed)
     if distill:
         mlp = None

@@ -171,3 +171,14 @@ def test_cached_targets_gates_and_ablation_config(tmp_path):
     assert v.objective == "distill" and ablations.config_changes(v, main) == "objective=distill"
     assert ablations.label("distilled", v) == "distilled on the fly"
     assert ablations.validation_losses(out, v, cdir, 1) == {}
+
+
+def test_docstring_examples_run():
+    import doctest
+    for module in (distill, objective):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+        assert result.attempted and result.failed == 0, module.__name__
+    finder, runner = doctest.DocTestFinder(recurse=False), doctest.DocTestRunner()
+    for test in finder.find(ablations.gate_sentence, "gate_sentence", globs={"gate_sentence": ablations.gate_sentence}):
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0

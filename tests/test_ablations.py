@@ -42,7 +42,7 @@ def test_member_subsets_by_hand():
 def test_every_ablation_changes_exactly_its_fields():
     main = main_config()
     cfgs = ablations.variant_configs(main, NAMES, X)
-    assert list(cfgs) == ["APD", *ablations.ABLATION_NAMES] and len(cfgs) == 14
+    assert list(cfgs) == ["APD", *ablations.ABLATION_NAMES] and len(cfgs) == 15
     assert cfgs["APD"] == main
     expect = {
         "lambda2=0": {"lambda2": 0.0},
@@ -58,17 +58,20 @@ def test_every_ablation_changes_exactly_its_fields():
         "no-flip": {"flip": False},
         "logit": {"space": "logit"},
         "half-data": {"data_fraction": 0.5},
+        "distilled": {"objective": "distill"},
     }
     base = main.to_dict()
     for name, changes in expect.items():
         got = cfgs[name].to_dict()
-        diff = {k: v for k, v in got.items() if v != base[k]}
+        diff = {k: v for k, v in got.items() if v != base.get(k)}
         assert diff.keys() == changes.keys(), name
         for k, v in changes.items():
             assert diff[k] == pytest.approx(v) if isinstance(v, float) else diff[k] == v, (name, k)
     assert ablations.config_changes(cfgs["lambda3x2"], main) == "lambda3=1.2"
     assert ablations.config_changes(cfgs["alm+elm"], main) == "members=m0+m5"
     assert ablations.config_changes(main, main) == "(main)"
+    # the distilled variant is a new row: the other rows' configurations (hence cache keys) are unchanged
+    assert all("objective" not in cfgs[n].to_dict() for n in cfgs if n != "distilled")
 
 
 def test_overrides_reach_the_main_run_and_every_ablation():

@@ -16,18 +16,24 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "iter_records": "apd.amateur.collect",
     # apd.amateur.config
     "LAMBDA3": "apd.amateur.config", "LAMBDA3_GRID": "apd.amateur.config", "X_ORIGINS": "apd.amateur.config",
-    "APDTrainConfig": "apd.amateur.config", "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config",
-    "config": "apd.amateur.config",
+    "OBJECTIVES": "apd.amateur.config", "APDTrainConfig": "apd.amateur.config",
+    "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config", "config": "apd.amateur.config",
     # apd.amateur.data
     "RECORD_KEYS": "apd.amateur.data", "CollectedChunks": "apd.amateur.data",
     "resolve_members": "apd.amateur.data", "collate_chunks": "apd.amateur.data",
     "epoch_order": "apd.amateur.data", "collected_batches": "apd.amateur.data",
     "collected_chunks": "apd.amateur.data", "data": "apd.amateur.data",
+    # apd.amateur.distill
+    "DISTILL_FIT": "apd.amateur.distill", "fit_member_curves": "apd.amateur.distill",
+    "fit_targets": "apd.amateur.distill", "targets_dir": "apd.amateur.distill",
+    "collection_targets": "apd.amateur.distill", "WithTargets": "apd.amateur.distill",
+    "targets_for_records": "apd.amateur.distill", "distill": "apd.amateur.distill",
     # apd.amateur.objective
     "member_values": "apd.amateur.objective", "asymptote": "apd.amateur.objective",
     "CurveOutput": "apd.amateur.objective", "CurveMLP": "apd.amateur.objective",
     "loss_l1": "apd.amateur.objective", "loss_l2": "apd.amateur.objective",
-    "loss_l3": "apd.amateur.objective", "APDObjective": "apd.amateur.objective",
+    "loss_l3": "apd.amateur.objective", "loss_distill": "apd.amateur.objective",
+    "DistillObjective": "apd.amateur.objective", "APDObjective": "apd.amateur.objective",
     "CurvePrediction": "apd.amateur.objective", "predict_curves": "apd.amateur.objective",
     "objective": "apd.amateur.objective",
     # apd.amateur.train

@@ -22,6 +22,12 @@ LAMBDA3_GRID = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)        # the paper's tuning grid
 X_ORIGINS = ("zero", "alm")
 
 
+#: What ALM' is trained with: "paper" (the curve MLP with L1 + lambda2 L2 + lambda3 L3) or "distill"
+#: (match the asymptotes of curves fitted per token by apd.core.curves.fit_curves, + lambda3 L3;
+#: see apd.amateur.distill).
+OBJECTIVES = ("paper", "distill")
+
+
 @dataclass
 class APDTrainConfig:
     """Everything that decides an ALM' training run. Defaults are the paper's/release's.
@@ -57,6 +63,7 @@ class APDTrainConfig:
     checkpoint_every: int = 200
     keep_checkpoints: int = 1
     log_every: int = 1
+    objective: str = "paper"               # paper | distill (see OBJECTIVES)
 
     def __post_init__(self):
         if self.members is not None:
@@ -66,6 +73,9 @@ class APDTrainConfig:
         if self.x_origin not in X_ORIGINS:
             raise ValueError(f"x_origin must be one of {X_ORIGINS}, got {self.x_origin!r}.")
         curves.get_decay(self.decay)  # raises on an unknown name
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}: 'paper' trains "
+                             "the curve MLP jointly (L1 + L2 + L3), 'distill' matches the fitter's asymptotes.")
         if not 0.0 < self.data_fraction <= 1.0:
             raise ValueError(f"data_fraction must be in (0, 1], got {self.data_fraction}.")
         for name in ("epochs", "batch_size", "checkpoint_every", "log_every", "keep_checkpoints"):
@@ -92,8 +102,12 @@ class APDTrainConfig:
             f"family={self.family!r}, lambda3=0.8).")
 
     def to_dict(self) -> dict:
+        """The fields as plain values. ``objective`` is left out when it is "paper" (its default), so
+        the cache keys and fingerprints of every run made before the field existed stay the same."""
         d = dataclasses.asdict(self)
         d["members"] = list(self.members) if self.members is not None else None
+        if d["objective"] == "paper":
+            del d["objective"]
         return d
 
     @classmethod

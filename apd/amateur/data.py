@@ -92,11 +92,13 @@ class CollectedChunks(torch.utils.data.Dataset):
             "alm_logits": _tensor(r["alm_logits"]).float(),
             "elm_logits": _tensor(r["elm_logits"]).float(),
         }
+        if "targets" in r:   # distillation targets (S, K) probabilities, see apd.amateur.distill
+            item["targets"] = _tensor(r["targets"]).float()
         s, k = self.seq_len, self.set_size
         expect = {"input_ids": (s,), "token_ids": (s, k), "member_logprobs": (len(self.member_index), s, k),
-                  "alm_logits": (s, k), "elm_logits": (s, k)}
+                  "alm_logits": (s, k), "elm_logits": (s, k), "targets": (s, k)}
         for key, shape in expect.items():
-            if tuple(item[key].shape) != shape:
+            if key in item and tuple(item[key].shape) != shape:
                 raise ValueError(f"record {i}: {key} has shape {tuple(item[key].shape)}, expected {shape} "
                                  f"(every chunk must have S={s} positions and K={k} tokens per set).")
         for key in ("member_logprobs", "alm_logits", "elm_logits"):

@@ -14,17 +14,25 @@ Beside the gates, ``toward_expert`` places APD between CD and the expert: the le
 c_APD - c_CD = beta (p_ELM - c_CD) over the tokens (0: APD is CD at T = 1; 1: APD is the expert).
 
 The thresholds live in :data:`THRESHOLDS`, and nowhere else.
+
+A distilled run (``objective="distill"``, no curve MLP) is gated the same way; its curves are the
+ones whose asymptotes it was trained on: the fitter's (:data:`apd.amateur.distill.DISTILL_FIT`, every
+top-``top_k`` token fitted), so *curve alive* compares the fitted curve at x_ALM with the fitted
+asymptote, and its L1 with a flat curve at that asymptote.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
 
 from apd.amateur import collect
+from apd.amateur.distill import DISTILL_FIT, fit_member_curves
 from apd.amateur.objective import CurveMLP, asymptote, member_values, predict_curves
 from apd.base.device import resolve_device
+from apd.core import curves
 
 
 @dataclass(frozen=True)
@@ -116,10 +124,16 @@ def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 2
 
     folder = Path(alm_prime)
     dev = resolve_device(device)
-    mlp = CurveMLP.load(folder / "curve_mlp.pt").to(dev).eval()
+    distilled = _objective(folder) == "distill"
+    mlp = None if distilled else CurveMLP.load(folder / "curve_mlp.pt").to(dev).eval()
     model = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32).to(dev).eval()
     manifest = collect.read_manifest(collect_dir)
-    names = mlp.settings.get("member_names") or manifest["members"]
+    if distilled:
+        chosen = json.loads((folder / "apd_train_config.json").read_text())["config"].get("members")
+        names = [n if isinstance(n, str) else manifest["members"][n] for n in chosen] if chosen else manifest["members"]
+        x = torch.tensor([manifest["log_sizes"][manifest["members"].index(n)] for n in names])
+    else:
+        names = mlp.settings.get("member_names") or manifest["members"]
     rows = [manifest["members"].index(n) for n in names]
     alive_num, spread, l1_c, l1_f, coll, coll_cd, kl, num, den, n_pos = [], [], [], [], [], [], [], [], [], 0
     for i, rec in enumerate(collect.iter_records(collect_dir, as_torch=True)):
@@ -134,13 +148,21 @@ def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 2
         p = member_values(lp, "prob")                                                     # (N, S, K)
         c = asymptote(elm, prime, "prob")
         c_cd = asymptote(elm, alm, "prob")
-        pred = predict_curves(mlp, lp, elm, prime, x=mlp.log_sizes)
         k = slice(0, top_k)
-        # the curve's own gates in the space the MLP models (probabilities, or log-probabilities for
-        # the "logit" variant); the collapse and the position between CD and the expert in probabilities
-        curve = pred.curve[:, k]                                                          # (S, k, N)
-        v_k = member_values(lp, mlp.space)[:, :, k].permute(1, 2, 0)                      # (S, k, N)
-        c_sp = asymptote(elm, prime, mlp.space)[:, k]
+        if distilled:   # the fitter's curves (probabilities), flat reference at their own asymptotes
+            v_k = p[:, :, k].permute(1, 2, 0)                                             # (S, k, N)
+            fit = fit_member_curves(v_k.reshape(-1, v_k.shape[-1]).cpu(), x, DISTILL_FIT["fit"])
+            dec = curves.get_decay(fit.decay)
+            drawn = dec(x.to(fit.params), fit.c, fit.params)                              # (S k, N) flipped
+            curve = curves.flip_values(drawn, fit.flipped[:, None]).reshape(v_k.shape).to(v_k)
+            c_sp = curves.flip_values(fit.c, fit.flipped).reshape(v_k.shape[:-1]).to(v_k)
+        else:
+            # the curve's own gates in the space the MLP models (probabilities, or log-probabilities for
+            # the "logit" variant); the collapse and the position between CD and the expert in probabilities
+            pred = predict_curves(mlp, lp, elm, prime, x=mlp.log_sizes)
+            curve = pred.curve[:, k]                                                      # (S, k, N)
+            v_k = member_values(lp, mlp.space)[:, :, k].permute(1, 2, 0)                  # (S, k, N)
+            c_sp = asymptote(elm, prime, mlp.space)[:, k]
         p_k = p[:, :, k].permute(1, 2, 0)                                                 # (S, k, N)
         c_k, c_cd_k = c[:, k], c_cd[:, k]
         alive_num.append((curve[..., 0] - c_sp).abs().flatten())
@@ -166,9 +188,19 @@ def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 2
                  thresholds=thresholds)
 
 
+def _objective(folder: Path) -> str:
+    """The objective a trained ALM' folder was trained with ("paper" unless its record says otherwise)."""
+    record = folder / "apd_train_config.json"
+    if not record.is_file():
+        return "paper"
+    return json.loads(record.read_text()).get("config", {}).get("objective", "paper")
+
+
 def gates_or_none(alm_prime, collect_dir, **kwargs):
-    """:func:`measure_gates`, or None when the run has no curve MLP to measure (e.g. a hand-given ALM')."""
-    if not (Path(alm_prime) / "curve_mlp.pt").is_file():
+    """:func:`measure_gates`, or None when the run has no curves to measure (e.g. a hand-given ALM'
+    without a curve MLP that was not trained by the distilled objective)."""
+    folder = Path(alm_prime)
+    if not (folder / "curve_mlp.pt").is_file() and _objective(folder) != "distill":
         return None
     return measure_gates(alm_prime, collect_dir, **kwargs)
 

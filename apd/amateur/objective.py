@@ -5,6 +5,10 @@ Asymptote c = softmax over the token set of (L_ELM - L_ALM') (T = 1). The curve 
 curve(x) = c + a exp(-max(0, b (x - d))) on x = ln(non-embedding size). Losses (probabilities):
 L1 = sqrt(MSE(curve, p)) over the N-1 smaller members; L2 = sqrt(mean(max(curve(x_ELM) - p_ELM, 0)));
 L3 = sqrt(MSE(L_ALM', L_ALM)) over the token set (logits).
+
+The distilled variant (``APDTrainConfig(objective="distill")``, :class:`DistillObjective`) has no
+curve MLP: L_distill = KL(target || c) over the token set, mean over positions, where the target is
+the fitter's asymptotes (:mod:`apd.amateur.distill`), plus the same lambda3 L3.
 """
 from __future__ import annotations
 
@@ -152,6 +156,63 @@ def loss_l3(alm_prime_logits: torch.Tensor, alm_logits: torch.Tensor) -> torch.T
     return curves.safe_sqrt(((alm_prime_logits - alm_logits) ** 2).mean())
 
 
+def _logits_at(alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+    """Raw logits of ``alm`` at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32
+    (bf16 autocast on CUDA when ``bf16``)."""
+    dev = input_ids.device
+    with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=bf16 and dev.type == "cuda"):
+        logits = alm(input_ids=input_ids).logits
+    if int(token_ids.max()) >= logits.shape[-1]:
+        raise ValueError(f"token id {int(token_ids.max())} >= ALM' vocabulary size {logits.shape[-1]}: the "
+                         "collected data were made with another tokenizer/model family.")
+    return torch.gather(logits, -1, token_ids).float()
+
+
+def loss_distill(target: torch.Tensor, c_log: torch.Tensor) -> torch.Tensor:
+    """L_distill = KL(target || c) = sum_k t_k (ln t_k - ln c_k) over the token set (last axis),
+    mean over the positions whose target is finite (a NaN row: no target, left out).
+
+    target (..., K): probabilities summing to 1 over K (the fitter's asymptotes, renormalised);
+    c_log (..., K): APD's asymptote as log-probabilities, ``asymptote(L_ELM, L_ALM', "logit")``.
+    Nats; 0 where c = target.
+
+    Example:
+        >>> t = torch.tensor([[0.5, 0.5], [float("nan"), float("nan")]])
+        >>> round(float(loss_distill(t, torch.log(torch.tensor([[0.25, 0.75], [0.5, 0.5]])))), 4)
+        0.1438
+    """
+    if target.shape != c_log.shape:
+        raise ValueError(f"target {tuple(target.shape)} and c_log {tuple(c_log.shape)} must have the same shape "
+                         "(positions..., K tokens of the set).")
+    valid = torch.isfinite(target).all(-1)                                       # (...)
+    t = torch.where(valid[..., None], target, torch.zeros_like(target))
+    per_pos = (torch.xlogy(t, t) - t * torch.where(t > 0, c_log, torch.zeros_like(c_log))).sum(-1)
+    n = valid.sum()
+    return torch.where(n > 0, (per_pos * valid).sum() / n.clamp_min(1), per_pos.sum() * 0.0)
+
+
+class DistillObjective(nn.Module):
+    """ALM' alone, trained to match per-token target asymptotes: ``forward(**batch)`` returns the
+    loss terms of one (micro-)batch, loss = L_distill + lambda3 L3 (:func:`loss_distill`,
+    :func:`loss_l3`). The batch carries ``targets`` (B, S, K) probabilities (NaN rows: no target)."""
+
+    def __init__(self, alm: nn.Module, *, lambda3: float, bf16: bool = True):
+        super().__init__()
+        self.alm, self.lambda3, self.bf16 = alm, float(lambda3), bool(bf16)
+
+    def alm_prime_logits(self, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+        """Raw logits of ALM' at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32."""
+        return _logits_at(self.alm, self.bf16, input_ids, token_ids)
+
+    def forward(self, input_ids, token_ids, member_logprobs, alm_logits, elm_logits, targets) -> dict:
+        lp = self.alm_prime_logits(input_ids, token_ids)
+        with torch.autocast(device_type=input_ids.device.type, enabled=False):
+            c_log = asymptote(elm_logits.float(), lp, "logit")                                   # (B, S, K)
+            ld, l3 = loss_distill(targets.float(), c_log), loss_l3(lp, alm_logits.float())
+            loss = ld + self.lambda3 * l3
+        return {"loss": loss, "distill": ld, "l3": l3}
+
+
 class APDObjective(nn.Module):
     """ALM' plus the curve MLP; ``forward(**batch)`` returns the loss terms of one (micro-)batch."""
 
@@ -162,13 +223,7 @@ class APDObjective(nn.Module):
 
     def alm_prime_logits(self, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
         """Raw logits of ALM' at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32."""
-        dev = input_ids.device
-        with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=self.bf16 and dev.type == "cuda"):
-            logits = self.alm(input_ids=input_ids).logits
-        if int(token_ids.max()) >= logits.shape[-1]:
-            raise ValueError(f"token id {int(token_ids.max())} >= ALM' vocabulary size {logits.shape[-1]}: the "
-                             "collected data were made with another tokenizer/model family.")
-        return torch.gather(logits, -1, token_ids).float()
+        return _logits_at(self.alm, self.bf16, input_ids, token_ids)
 
     def forward(self, input_ids, token_ids, member_logprobs, alm_logits, elm_logits) -> dict:
         lp = self.alm_prime_logits(input_ids, token_ids)

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from apd.amateur import collect
+from apd.amateur import collect, distill
 from apd.amateur.config import LAMBDA3, APDTrainConfig
 from apd.amateur.data import collected_chunks
 from apd.amateur.train import train_alm_prime
@@ -113,7 +113,10 @@ def _collection_ready(out: Path) -> bool:
 def train_dir(collect_dir, config: APDTrainConfig, cache=None) -> Path:
     """The folder where :func:`train_apd` trains ``config`` on ``collect_dir`` (it may not exist yet)."""
     manifest = collect.read_manifest(collect_dir)
-    key = _key(manifest["config_hash"], manifest["corpus"], manifest["members"], config.to_dict())
+    parts = [manifest["config_hash"], manifest["corpus"], manifest["members"], config.to_dict()]
+    if config.objective == "distill":   # only then: the keys of the paper's runs stay as they were
+        parts.append(distill.DISTILL_FIT)
+    key = _key(*parts)
     return Path(cache or paths.cache_dir()) / "apd" / key
 
 
@@ -143,6 +146,10 @@ def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress:
         if done is not None:
             return done
         data = collected_chunks(collect_dir)
+        if config.objective == "distill":   # the fitter's targets, cached beside the collection
+            n = max(1, int(round(config.data_fraction * len(data.records))))
+            data.records = distill.WithTargets(data.records, distill.collection_targets(
+                collect_dir, config.members, n, cache=cache))
         return train_alm_prime(config, family.locations[family.alm], data, out, tokenizer=family.tokenizer,
                                progress=progress)
 

@@ -1,4 +1,6 @@
 """Training ALM' (the fine-tuned amateur) jointly with the curve MLP: resumable, deterministic.
+With ``APDTrainConfig(objective="distill")`` ALM' is trained alone to match the fitter's asymptotes
+(:class:`apd.amateur.objective.DistillObjective`, targets from :mod:`apd.amateur.distill`).
 
 Device-agnostic (CPU fp32, CUDA, several processes through ``accelerate``). A run folder holds
 ``alm_prime/`` (``save_pretrained``), ``curve_mlp.pt``, ``train_log.jsonl`` and checkpoints.
@@ -24,7 +26,8 @@ from torch import nn
 
 from apd.amateur.config import _NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig, lr_at, warmup_for
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
-from apd.amateur.objective import APDObjective, CurveMLP
+from apd.amateur.distill import DISTILL_FIT, WithTargets, targets_for_records
+from apd.amateur.objective import APDObjective, CurveMLP, DistillObjective
 from apd.base.device import resolve_device
 from apd.base.io import (
     check_file,
@@ -153,6 +156,7 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         records, log_sizes, member_names = records.records, records.all_log_sizes, records.all_member_names
     data = CollectedChunks(records, log_sizes=log_sizes, member_names=member_names, members=config.members,
                            data_fraction=config.data_fraction)
+    distill = config.objective == "distill"
     micro = _micro_batch(config, device, world)
     accum = config.batch_size // (world * micro)
     steps_per_epoch = len(data) // config.batch_size
@@ -166,6 +170,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     alm = _load_alm(alm_model_or_path)
     cfg = config.to_dict()
     cfg.update(lambda3=lambda3, micro_batch_size=micro)
+    if distill:
+        cfg["distill_fit"] = DISTILL_FIT
     data_info = _data_digest(data)
     fingerprint = _fingerprint(cfg, data_info, _model_digest(alm))
     final = out_dir / "alm_prime"
@@ -178,11 +184,18 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         if meta.get("status") == "done" and final.exists():
             return final
 
+    if distill and "targets" not in data.records[0]:   # records given by hand: fit the targets here
+        data.records = WithTargets(data.records, targets_for_records(data.records, data.all_log_sizes,
+                                                                     data.member_index, len(data)))
     torch.manual_seed(config.seed)
-    mlp = CurveMLP(data.log_sizes, decay=config.decay, space=config.space, flip=config.flip,
-                   x_origin=config.x_origin, hidden=config.hidden, n_hidden_layers=config.n_hidden_layers,
-                   mid_dropout=config.mid_dropout, member_names=data.member_names)
-    objective = APDObjective(alm, mlp, lambda2=config.lambda2, lambda3=lambda3, bf16=config.bf16).to(device)
+    if distill:
+        mlp = None
+        objective = DistillObjective(alm, lambda3=lambda3, bf16=config.bf16).to(device)
+    else:
+        mlp = CurveMLP(data.log_sizes, decay=config.decay, space=config.space, flip=config.flip,
+                       x_origin=config.x_origin, hidden=config.hidden, n_hidden_layers=config.n_hidden_layers,
+                       mid_dropout=config.mid_dropout, member_names=data.member_names)
+        objective = APDObjective(alm, mlp, lambda2=config.lambda2, lambda3=lambda3, bf16=config.bf16).to(device)
     objective.train()
     optimizer = torch.optim.AdamW(objective.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
@@ -204,7 +217,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         break
     if state is not None:
         objective.alm.load_state_dict(state["alm"])
-        objective.mlp.load_state_dict(state["mlp"])
+        if mlp is not None:
+            objective.mlp.load_state_dict(state["mlp"])
         optimizer.load_state_dict(state["optimizer"])
         step = int(state["step"])
     if main:
@@ -224,7 +238,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         path = out_dir / "checkpoints" / f"step_{step:08d}.pt"
         if main:
             torch_save({"step": step, "fingerprint": fingerprint, "alm": objective.alm.state_dict(),
-                          "mlp": objective.mlp.state_dict(), "optimizer": optimizer.state_dict()}, path,
+                          "mlp": None if mlp is None else objective.mlp.state_dict(),
+                          "optimizer": optimizer.state_dict()}, path,
                        digest=True)
             for old in _checkpoints(out_dir)[:-config.keep_checkpoints]:
                 old.unlink()
@@ -282,8 +297,7 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
                 f.write(json.dumps(record) + "\n")
         if bar is not None:
             bar.update(1)
-            bar.set_postfix(loss=f"{record['loss']:.4f}", l1=f"{record['l1']:.4f}", l2=f"{record['l2']:.4f}",
-                            l3=f"{record['l3']:.4f}")
+            bar.set_postfix(**{k: f"{record[k]:.4f}" for k in ("loss", "l1", "l2", "distill", "l3") if k in record})
         if callback is not None:
             callback(step, record)
         if step % config.checkpoint_every == 0 and step < total:
@@ -297,7 +311,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         objective.alm.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
-        objective.mlp.save(tmp / "curve_mlp.pt")
+        if mlp is not None:
+            objective.mlp.save(tmp / "curve_mlp.pt")
         write_json(tmp / "apd_train_config.json", {"fingerprint": fingerprint, "config": cfg, "data": data_info})
         write_folder_digests(tmp)   # checked when the run is found again (runs._finished)
         shutil.rmtree(final, ignore_errors=True)

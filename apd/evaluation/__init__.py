@@ -69,7 +69,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "validation_losses": "apd.evaluation.ablations", "run_ablations": "apd.evaluation.ablations",
     "reference_rows": "apd.evaluation.ablations", "paired_difference": "apd.evaluation.ablations",
     "verdict": "apd.evaluation.ablations", "verdicts": "apd.evaluation.ablations",
-    "label": "apd.evaluation.ablations", "ablations": "apd.evaluation.ablations",
+    "gate_sentence": "apd.evaluation.ablations", "label": "apd.evaluation.ablations",
+    "ablations": "apd.evaluation.ablations",
     # apd.evaluation.known_answer
     "PICO_NONEMBEDDING": "apd.evaluation.known_answer", "PICO_X": "apd.evaluation.known_answer",
     "PYTHIA_X": "apd.evaluation.known_answer", "GRIDS": "apd.evaluation.known_answer",

@@ -26,9 +26,9 @@ from apd.core import stats
 from apd.family import logprobs
 from apd.world import truth
 
-GROUPS = ("loss", "members", "decay", "other")
+GROUPS = ("loss", "members", "decay", "other", "variant")
 GROUP_TITLES = {"loss": "Loss terms", "members": "Members (mid-size LMs)", "decay": "Decay function",
-                "other": "Other"}
+                "other": "Other", "variant": "APD variant"}
 LAMBDA3_FACTORS = {"lambda3=0": 0.0, "lambda3x2": 2.0, "lambda3x6": 6.25}   # paper: 0, 1.6, 5 around 0.8
 MEMBER_SUBSETS = ("alm+elm", "alm+mid+elm", "no-small")
 
@@ -57,6 +57,7 @@ ABLATIONS = (
     Ablation("no-flip", "other", "no flip R(.) (paper: no rev)"),
     Ablation("logit", "other", "curves on log-probabilities (paper: APD logit)"),
     Ablation("half-data", "other", "half of the fine-tuning chunks (paper: 0.5|D|)"),
+    Ablation("distilled", "variant", "distilled on-the-fly APD: ALM' matches the fitter's asymptotes, no curve MLP"),
 )
 ABLATION_NAMES = tuple(a.name for a in ABLATIONS)
 MAIN = "APD"
@@ -127,6 +128,8 @@ def variant_config(base: APDTrainConfig, name: str, member_names: Sequence[str],
         return runs.variant(base, space="logit")
     if name == "half-data":
         return runs.variant(base, data_fraction=0.5 * base.data_fraction)
+    if name == "distilled":
+        return runs.variant(base, objective="distill")
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -154,7 +157,7 @@ def config_changes(config: APDTrainConfig, base: APDTrainConfig) -> str:
     a, b = config.to_dict(), base.to_dict()
     parts = []
     for k, v in a.items():
-        if v != b[k]:
+        if v != b.get(k, "paper" if k == "objective" else None):
             v = "+".join(map(str, v)) if isinstance(v, (list, tuple)) else (f"{v:g}" if isinstance(v, float) else v)
             parts.append(f"{k}={v}")
     return ", ".join(parts) or "(main)"
@@ -283,7 +286,10 @@ def training_record(alm_prime) -> dict:
 
 def validation_losses(alm_prime, config: APDTrainConfig, val_dir, max_chunks: int, device=None) -> dict:
     """Mean L1, L2, L3 and the weighted loss of a trained run on held-out collected chunks (dropout
-    off; the run's own lambdas, members and space, so L1/L2 of 'logit' runs are in log-prob units)."""
+    off; the run's own lambdas, members and space, so L1/L2 of 'logit' runs are in log-prob units).
+    A distilled run has no curve MLP, hence no L1/L2: ``{}``."""
+    if config.objective == "distill":
+        return {}
     manifest = collect.read_manifest(val_dir)
     records = list(collect.iter_records(val_dir))
     model = runs.load_alm_prime(alm_prime, device=device)
@@ -385,6 +391,22 @@ def verdicts(table: pd.DataFrame, measure: str = "kl", z: float = 2.0, min_effec
                      index=table["name"].to_numpy())
 
 
+def gate_sentence(gates) -> str:
+    """What a run's mechanism gates (an :class:`apd.amateur.gates.Gates`, or None) say, as a verb
+    phrase for the prose: "passes every mechanism gate ...", "fails ... (<failed gates>)", or
+    "was not gated in this build".
+
+    Example:
+        >>> gate_sentence(None)
+        'was not gated in this build'
+    """
+    if gates is None:
+        return "was not gated in this build"
+    if gates.engaged:
+        return "passes every mechanism gate (curve alive, c not collapsed onto the expert, ALM' moved)"
+    return f"fails its mechanism gates ({gates.reason})"
+
+
 def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
     """A short figure label, with the values a run used, e.g. ``"lambda3 = 2.4"``, ``"members m0, m5"``."""
     if name in (MAIN, "CD", "ELM"):
@@ -398,4 +420,5 @@ def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
     if name in MEMBER_SUBSETS:
         return f"{name}: {', '.join(map(str, config.members))}"
     return {"logistic": "logistic decay", "poly1": "poly1 decay", "poly3": "poly3 decay", "no-flip": "no flip",
-            "logit": "logit space", "half-data": f"half data ({config.data_fraction:g} of the chunks)"}[name]
+            "logit": "logit space", "half-data": f"half data ({config.data_fraction:g} of the chunks)",
+            "distilled": "distilled on the fly"}[name]

@@ -17,7 +17,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "contrastive_scores": "apd.core.contrastive", "contrastive": "apd.core.contrastive",
     # apd.core.filters
     "TopP": "apd.core.filters", "TopK": "apd.core.filters", "AlphaMask": "apd.core.filters",
-    "make_filters": "apd.core.filters", "keep_mask": "apd.core.filters", "filters": "apd.core.filters",
+    "real_top_p": "apd.core.filters", "REAL": "apd.core.filters", "make_filters": "apd.core.filters",
+    "keep_mask": "apd.core.filters", "filters": "apd.core.filters",
     # apd.core.curves
     "SPACES": "apd.core.curves", "safe_sqrt": "apd.core.curves", "flip_mask": "apd.core.curves",
     "flip_values": "apd.core.curves", "exponential_decay": "apd.core.curves",
@@ -29,4 +30,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "mix_on_the_fly": "apd.core.curves", "ON_THE_FLY_WEIGHTS": "apd.core.curves",
     "PYTHIA_LOG_SIZES": "apd.core.curves", "synthetic_curves": "apd.core.curves",
     "benchmark_fitter": "apd.core.curves", "curves": "apd.core.curves",
+    # apd.core.entropy
+    "DECAYS": "apd.core.entropy", "CONDITIONS": "apd.core.entropy", "NORMALISED_SPAN": "apd.core.entropy",
+    "WEIGHT_RATIO": "apd.core.entropy", "check_decay": "apd.core.entropy", "condition_x": "apd.core.entropy",
+    "entropy_curve": "apd.core.entropy", "loss_weights": "apd.core.entropy", "thf_loss": "apd.core.entropy",
+    "entropy_from_logits": "apd.core.entropy", "entropy": "apd.core.entropy",
 })

@@ -96,8 +96,8 @@ class THFConfig:
 
 #: THF training of the pico family and of Hub families, per scale.
 THF_TRAIN = {
-    ("pico", "smoke"): dict(lr=3e-3, epochs=2, batch_size=8, warmup_steps=0.1),
-    ("pico", "default"): dict(lr=3e-3, epochs=2, batch_size=16, warmup_steps=0.1),
+    ("pico", "smoke"): dict(lr=1e-2, epochs=2, batch_size=8, warmup_steps=0.1),
+    ("pico", "default"): dict(lr=1e-2, epochs=6, batch_size=16, warmup_steps=0.1),
     ("hub", "smoke"): dict(lr=1e-4, epochs=1, batch_size=8, warmup_steps=0.1),
     ("hub", "default"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
 }
@@ -171,6 +171,21 @@ class THFModel(nn.Module):
         out = torch.exp(self.head(hidden.float()).clamp(max=RAW_MAX))
         c, params, last = out[..., 0], out[..., 1:-1], out[..., -1]
         return THFOutput(c=c, params=params, last=last, curve=self.curve_at(self.log_sizes, c, params))
+
+    @torch.no_grad()
+    def at_last(self, input_ids, attention_mask=None, window: Optional[int] = None) -> THFOutput:
+        """The outputs at each row's last position, reading its last ``window`` tokens (all by default):
+        input_ids (B, L), left-padded where ``attention_mask`` (B, L) is 0; positions counted from
+        each row's first token. Returns a :class:`THFOutput` with shapes (B,), (B, P), (B, N)."""
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if window is not None:
+            input_ids, attention_mask = input_ids[:, -window:], attention_mask[:, -window:]
+        _ids_fit(self, input_ids)
+        dev = next(self.parameters()).device
+        position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        out = self(input_ids.to(dev), attention_mask=attention_mask.to(dev), position_ids=position_ids.to(dev))
+        return THFOutput(c=out.c[:, -1], params=out.params[:, -1], last=out.last[:, -1], curve=out.curve[:, -1])
 
     def save_pretrained(self, folder, tokenizer=None) -> Path:
         """Write the LM (``save_pretrained``), ``thf_head.pt`` and the tokenizer into ``folder``."""

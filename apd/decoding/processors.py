@@ -412,7 +412,7 @@ class REALLogitsProcessor(LogitsProcessor):
             raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper's APD + REAL uses 4.0.")
         if int(window) != window or window < 1:
             raise ValueError(f"window must be an integer >= 1, got {window}; the release reads 40 tokens.")
-        if not callable(thf) or not hasattr(thf, "log_sizes"):
+        if not hasattr(thf, "at_last") or not hasattr(thf, "log_sizes"):
             raise TypeError(f"thf must be a THF model (apd.load_thf), got {type(thf).__name__}.")
         if tokenizer is not None and getattr(thf, "tokenizer_id", None) not in (None, tokenizer_identity(tokenizer)):
             raise ValueError("the THF model was trained with another tokenizer than the family's: REAL reads the "
@@ -464,11 +464,8 @@ class REALLogitsProcessor(LogitsProcessor):
         pm = self._prompt_mask
         if pm is not None and pm.shape[0] == B and pm.shape[1] <= L:
             mask[:, :pm.shape[1]] = pm.to(input_ids.device)
-        ids, wmask = input_ids[:, -self.window:], mask[:, -self.window:]
-        position_ids = (wmask.cumsum(-1) - 1).clamp(min=0)
-        dev = next(self.thf.parameters()).device
-        out = self.thf(ids.to(dev), attention_mask=wmask.to(dev), position_ids=position_ids.to(dev))
-        c, h_last = out.c[:, -1], out.h_last[:, -1]
+        out = self.thf.at_last(input_ids, mask, window=self.window)
+        c, h_last = out.c, out.h_last
         for f in self.reals:
             f.set_entropies(c, h_last)
         self.last_top_p = self.reals[0].top_p

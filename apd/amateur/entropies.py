@@ -132,12 +132,16 @@ def _ready(out: Path) -> bool:
     return bool(manifest and manifest.get("complete")) and check_file(out / LABELS, "entropy labels", "collecting again")
 
 
-def entropy_labels(fam, texts, seq_len: int = 128, *, cache=None, progress: bool = True, batch_size: int = 8) -> Path:
-    """Entropy labels of ``fam`` on the documents ``texts`` (EOS-joined, cut into ``seq_len`` chunks),
-    cached under ``cache/entropy/<key>``; returns the folder (read it with :func:`load_entropies`)."""
+def entropy_labels(fam, texts, seq_len: int = 128, *, cache=None, progress: bool = True, batch_size: int = 8,
+                   max_chunks: Optional[int] = None) -> Path:
+    """Entropy labels of ``fam`` on the documents ``texts`` (EOS-joined, cut into ``seq_len`` chunks,
+    the first ``max_chunks`` of them when given), cached under ``cache/entropy/<key>``; returns the
+    folder (read it with :func:`load_entropies`)."""
     if not texts:
         raise ValueError("no documents: pass the fine-tuning split, e.g. built.corpus.finetune")
     ids = token_stream(fam.tokenizer, texts)
+    if max_chunks is not None:
+        ids = ids[:int(max_chunks) * int(seq_len)]
     key = entropy_key([(n, member_identity(fam.locations[n])) for n in fam.names],
                       np.asarray(fam.log_sizes).tolist(), ids.tobytes(), seq_len)
     out = Path(cache or paths.cache_dir()) / "entropy" / key

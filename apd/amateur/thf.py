@@ -61,7 +61,8 @@ class THFConfig:
     decay: 'poly10' (the release's "a10") or 'exponential'; condition: 'normalised' (the family's x
     range to [1, 4]) or 'release' (raw ln sizes); weight_ratio: the loss weights' 0.8. Optimiser:
     AdamW, linear warm-up (``warmup_steps``: steps, or a fraction when < 1) then linear decay.
-    batch_size: chunks per optimizer step.
+    batch_size: chunks per optimizer step. label_chunks: label and train on the first this many
+    chunks of the fine-tuning text (None: all of it; the labels cost a forward pass per member).
     """
 
     decay: str = "poly10"
@@ -73,11 +74,14 @@ class THFConfig:
     epochs: int = 3
     batch_size: int = 16
     seed: int = 0
+    label_chunks: Optional[int] = None
     checkpoint_every: int = 100
     device: Optional[str] = None
 
     def __post_init__(self):
         H.check_decay(self.decay)
+        if self.label_chunks is not None and int(self.label_chunks) < 1:
+            raise ValueError(f"label_chunks must be >= 1 or None, got {self.label_chunks}.")
         if self.condition not in H.CONDITIONS:
             raise ValueError(f"condition must be one of {H.CONDITIONS}, got {self.condition!r}.")
         for name in ("epochs", "batch_size", "checkpoint_every"):
@@ -97,7 +101,7 @@ class THFConfig:
 #: THF training of the pico family and of Hub families, per scale.
 THF_TRAIN = {
     ("pico", "smoke"): dict(lr=1e-2, epochs=2, batch_size=8, warmup_steps=0.1),
-    ("pico", "default"): dict(lr=1e-2, epochs=6, batch_size=16, warmup_steps=0.1),
+    ("pico", "default"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1, label_chunks=384),
     ("hub", "smoke"): dict(lr=1e-4, epochs=1, batch_size=8, warmup_steps=0.1),
     ("hub", "default"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
 }
@@ -462,7 +466,8 @@ def thf_model(fam, built=None, *, scale: str = "default", config: Optional[THFCo
     _check_scale(scale)
     config = config or thf_config(name, scale)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
-    labels_dir = entropy_labels(fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress)
+    labels_dir = entropy_labels(fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress,
+                                max_chunks=config.label_chunks)
     out = Path(cache or paths.cache_dir()) / "thf" / thf_key(labels_dir.name, config)
     done = _finished(out)
     if done is None:

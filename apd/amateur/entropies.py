@@ -25,6 +25,7 @@ from safetensors.numpy import load_file, save_file
 from apd.amateur.collect import _corpus_chunks, _fingerprint, _id_dtype, _member
 from apd.amateur.runs import _key, member_identity
 from apd.base import paths
+from apd.base.device import cpu_threads
 from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, set_aside, write_json
 from apd.base.lock import file_lock
 from apd.base.progress import progress_bar
@@ -67,13 +68,20 @@ def _load(path: Path, what: str) -> Optional[dict]:
 
 
 def collect_entropies(family, token_ids, out_dir, seq_len: int = 128, *, batch_size: int = 8,
-                      progress: bool = True) -> dict:
+                      progress: bool = True, threads: Optional[int] = 1) -> dict:
     """Each member's next-token entropy (nats, full vocabulary) at every position; returns the manifest.
 
     family: an ``apd.family.Family`` (or anything :func:`apd.amateur.collect.collect` takes as one);
     token_ids: 1-D token stream (cut into ``seq_len`` chunks, the last partial one dropped) or
     (C, seq_len); out_dir: the folder (a rerun resumes; another corpus or family there is an error).
+    threads: torch CPU threads meanwhile (small members run faster on one uncontended thread; None:
+    leave torch's setting).
     """
+    with cpu_threads(threads):
+        return _collect_entropies(family, token_ids, out_dir, int(seq_len), batch_size, progress)
+
+
+def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress) -> dict:
     names = list(family.names)
     log_sizes = [float(x) for x in family.log_sizes]
     V = int(family.vocab_size)

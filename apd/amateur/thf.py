@@ -33,7 +33,7 @@ from apd.amateur.data import epoch_order
 from apd.amateur.entropies import EntropyLabels, entropy_labels, load_entropies
 from apd.amateur.runs import _check_scale, _key, family_name, finetune_texts
 from apd.base import paths
-from apd.base.device import resolve_device
+from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
     check_file,
     check_folder,
@@ -61,7 +61,8 @@ class THFConfig:
     decay: 'poly10' (the release's "a10") or 'exponential'; condition: 'normalised' (the family's x
     range to [1, 4]) or 'release' (raw ln sizes); weight_ratio: the loss weights' 0.8. Optimiser:
     AdamW, linear warm-up (``warmup_steps``: steps, or a fraction when < 1) then linear decay.
-    batch_size: chunks per optimizer step. label_chunks: label and train on the first this many
+    batch_size: chunks per optimizer step. threads: torch CPU threads while training on the CPU (1: a
+    small ALM trains many times faster on one thread than on contended ones). label_chunks: label and train on the first this many
     chunks of the fine-tuning text (None: all of it; the labels cost a forward pass per member).
     """
 
@@ -77,6 +78,7 @@ class THFConfig:
     label_chunks: Optional[int] = None
     checkpoint_every: int = 100
     device: Optional[str] = None
+    threads: Optional[int] = 1
 
     def __post_init__(self):
         H.check_decay(self.decay)
@@ -95,7 +97,7 @@ class THFConfig:
 
     def fingerprinted(self) -> dict:
         """The fields that change the trained weights (the cache key's part)."""
-        return {k: v for k, v in self.to_dict().items() if k not in ("checkpoint_every", "device")}
+        return {k: v for k, v in self.to_dict().items() if k not in ("checkpoint_every", "device", "threads")}
 
 
 #: THF training of the pico family and of Hub families, per scale.
@@ -285,6 +287,14 @@ def train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_a
     resumes from the latest checkpoint of the same run; ``stop_after``: leave after that many steps
     of this call (returns the checkpoint). Deterministic for a given seed.
     """
+    on_cpu = resolve_device(config.device).type == "cpu"
+    with cpu_threads(config.threads if on_cpu else None):
+        return _train_thf(config, alm, labels, out_dir, tokenizer=tokenizer, stop_after=stop_after,
+                          progress=progress)
+
+
+def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_after: Optional[int] = None,
+               progress: bool = True) -> Path:
     from transformers import AutoModelForCausalLM
 
     out_dir = Path(out_dir)

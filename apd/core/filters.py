@@ -97,7 +97,7 @@ def real_top_p(c, h_last, T_r: float) -> torch.Tensor:
     """
     if not T_r > 0:
         raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper uses 4.0 for APD + REAL.")
-    c, h_last = torch.as_tensor(c, dtype=torch.float32), torch.as_tensor(h_last, dtype=torch.float32)
+    c, h_last = (v.float() if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float32) for v in (c, h_last))
     return torch.exp((c - h_last) / float(T_r)).clamp(max=1.0)
 
 

@@ -26,12 +26,15 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "apd_model": "apd.amateur.pipeline", "APDResult": "apd.amateur.pipeline",
     "load_alm_prime": "apd.amateur.runs", "APDTrainConfig": "apd.amateur.config",
     "train_alm_prime": "apd.amateur.train",
+    # REAL sampling's THF model (entropy across sizes)
+    "thf_model": "apd.amateur.thf", "load_thf": "apd.amateur.thf",
     # the contrastive score, thresholds, logits processors and generate
     "contrastive_scores": "apd.core.contrastive",
     "TopP": "apd.core.filters", "TopK": "apd.core.filters", "AlphaMask": "apd.core.filters",
-    "make_filters": "apd.core.filters",
+    "REAL": "apd.core.filters", "make_filters": "apd.core.filters",
     "ContrastiveLogitsProcessor": "apd.decoding.processors", "APDLogitsProcessor": "apd.decoding.processors",
     "OnTheFlyLogitsProcessor": "apd.decoding.processors", "FilteredLogitsProcessor": "apd.decoding.processors",
+    "REALLogitsProcessor": "apd.decoding.processors",
     "generate": "apd.decoding.generation",
     # curves across sizes
     "fit_curves": "apd.core.curves",

@@ -33,6 +33,10 @@ counts 0; attention over the context left out). ``flops_with_attention`` adds th
 dominated by fixed per-call costs (Python, Hugging Face's generate, kernel launches), which the
 FLOPs model ignores: a MISS there says so, and is reported as measured.
 
+REAL: a THF model (a copy of the ALM with its head) over the last 40 tokens at every step; the THF
+forward time over the ELM's one-token forward time, and ELM + REAL over ELM + top-p generation,
+each a median of ratios taken within one repeat.
+
 Fitter: ``apd.core.curves.benchmark_fitter``: curves per second of the vectorised fit against the same
 fit one curve at a time (target >= 100x). Collection: ``apd.amateur.collect.collect`` on a slice of the
 fine-tuning text (positions per second, all members). Training: optimizer steps per second of
@@ -340,6 +344,52 @@ def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
     }
 
 
+@torch.no_grad()
+def bench_real(setup: Setup, s: Settings, device, log) -> dict:
+    """REAL's per-token overhead: a THF model (a copy of the ALM with its head; speed does not depend on
+    the weights) reads the last 40 tokens at every step. Interleaved, ratios within a repeat:
+    THF window forward over the ELM's one-token forward (KV cache), and generation with
+    ELM + REAL over ELM + top-p (same nucleus code, a fixed p against REAL's per-step p)."""
+    from apd.amateur.thf import THFModel
+    from apd.core.filters import TopP
+
+    thf = THFModel(copy.deepcopy(setup.alm), setup.log_sizes).to(device).eval()
+    V, window, b = setup.vocab_size, 40, s.batch_sizes[0]
+    ids, mask = prompts(setup, b, max(s.prompt_len, window), device)
+    cache = setup.elm(input_ids=ids, use_cache=True).past_key_values
+    tok = ids[:, -1:]
+
+    def elm_step():
+        setup.elm(input_ids=tok, past_key_values=copy.copy(cache), use_cache=True)
+
+    def thf_step():
+        thf.at_last(ids, mask, window=window)
+
+    def generate(real: bool):
+        procs = [processors.REALLogitsProcessor(thf, T_r=4.0, vocab_size=V, window=window) if real
+                 else processors.FilteredLogitsProcessor([TopP(0.9)], vocab_size=V)]
+        return lambda: generation.generate(setup.elm, ids, mask, procs, max_new_tokens=s.new_tokens,
+                                           min_new_tokens=s.new_tokens, do_sample=False,
+                                           pad_token_id=setup.pad_id, eos_token_id=setup.eos_id)
+
+    for fn in (elm_step, thf_step, generate(False), generate(True)):   # warm-up
+        timed(fn, device)
+    fwd, gen = [], []
+    for r in range(s.repeats):
+        order = [("elm", elm_step), ("thf", thf_step)]
+        t = {name: timed(fn, device)[0] for name, fn in (order if r % 2 == 0 else order[::-1])}
+        fwd.append(t["thf"] / t["elm"])
+        order = [("top_p", generate(False)), ("real", generate(True))]
+        t = {name: timed(fn, device)[0] for name, fn in (order if r % 2 == 0 else order[::-1])}
+        gen.append(t["real"] / t["top_p"])
+    out = {"settings": {"batch": b, "window": window, "new_tokens": s.new_tokens, "repeats": s.repeats,
+                        "thf": "a copy of the ALM with the THF head", "T_r": 4.0, "top_p": 0.9},
+           "thf_forward_over_elm_forward": median(fwd), "real_over_top_p_generation": median(gen)}
+    log(f"  REAL: THF window forward / ELM forward {out['thf_forward_over_elm_forward']:.2f}, "
+        f"ELM + REAL / ELM + top-p generation {out['real_over_top_p_generation']:.2f}")
+    return out
+
+
 # ============================================================================ fitter, collection, training
 
 def bench_fitter(s: Settings, device, log) -> dict:
@@ -457,6 +507,11 @@ def table(report: dict) -> str:
                  f"CD/ELM {fl['predicted_cd_over_elm']:.3f}")
     lines.append("measured one-token forward time ALM/ELM (KV cache, no generate): " + ", ".join(
         f"{k.replace('_', ' ')} {gen['results'][k]['forward_time']['alm_over_elm']:.3f}" for k in keys))
+    if report.get("real"):
+        r = report["real"]
+        lines.append(f"REAL (batch {r['settings']['batch']}, window {r['settings']['window']}): THF forward / ELM "
+                     f"forward {r['thf_forward_over_elm_forward']:.2f}, ELM + REAL / ELM + top-p generation "
+                     f"{r['real_over_top_p_generation']:.2f}")
     if report.get("fitter"):
         f = report["fitter"]
         lines.append(f"\nFitter (400 iterations, {f['settings']['members']} members): vectorised "
@@ -522,6 +577,8 @@ def main(argv=None) -> dict:
               "notes": list(setup.notes)}
     log("generation")
     report["generation"] = bench_generation(setup, s, device, log)
+    log("REAL")
+    report["real"] = bench_real(setup, s, device, log)
     report["fitter"] = None
     if "fitter" not in skip:
         log("fitter")

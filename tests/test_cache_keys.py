@@ -6,7 +6,7 @@ from dataclasses import asdict
 import numpy as np
 import pytest
 
-from apd.amateur import runs, train
+from apd.amateur import entropies, runs, thf, train
 from apd.evaluation.factuality import sweeps
 from apd.family import pico, pretrain
 from apd.world import corpus
@@ -43,3 +43,13 @@ def test_cache_keys_are_unchanged(scale):
 
 def test_factuality_sweep_key_is_unchanged():
     assert sweeps.config_key("a", 1, [2.0]) == "e50ae7f25eb8"
+
+
+def test_entropy_label_and_thf_keys_are_unchanged():
+    # REAL sampling (issue 14): entropy labels (cache/entropy/<key>) and THF runs (cache/thf/<key>)
+    members = [("pico-13k", "sha256:" + "a" * 16), ("pico-1.8m", "sha256:" + "b" * 16)]
+    ids = np.arange(10, dtype=np.uint16).tobytes()
+    key = entropies.entropy_key(members, [9.4, 14.4], ids, 128)
+    assert key == "8b6c0057885e"
+    assert thf.thf_key(key, thf.thf_config("pico", "default")) == "2fabd00963bc"
+    assert thf.thf_key(key, thf.thf_config("pico", "smoke")) == "b3eb36730d6d"

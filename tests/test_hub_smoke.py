@@ -13,7 +13,7 @@ from apd.report.results import results_dir
 
 pytestmark = pytest.mark.book
 
-HUB_CHAPTERS = ["family", "curves", "apd", "qa", "factuality", "tutorial"]
+HUB_CHAPTERS = ["family", "curves", "apd", "qa", "real", "factuality", "tutorial"]
 
 
 @pytest.fixture(scope="module")

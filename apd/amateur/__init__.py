@@ -58,4 +58,15 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.amateur.gates
     "Thresholds": "apd.amateur.gates", "THRESHOLDS": "apd.amateur.gates", "Gates": "apd.amateur.gates",
     "measure_gates": "apd.amateur.gates", "gates_or_none": "apd.amateur.gates", "gates": "apd.amateur.gates",
+    # apd.amateur.entropies
+    "LABELS": "apd.amateur.entropies", "EntropyLabels": "apd.amateur.entropies",
+    "collect_entropies": "apd.amateur.entropies", "entropy_key": "apd.amateur.entropies",
+    "entropy_labels": "apd.amateur.entropies", "load_entropies": "apd.amateur.entropies",
+    "entropies": "apd.amateur.entropies",
+    # apd.amateur.thf
+    "HEAD_FILE": "apd.amateur.thf", "RAW_MAX": "apd.amateur.thf", "THFConfig": "apd.amateur.thf",
+    "THF_TRAIN": "apd.amateur.thf", "thf_config": "apd.amateur.thf", "THFOutput": "apd.amateur.thf",
+    "THFModel": "apd.amateur.thf", "load_thf": "apd.amateur.thf", "train_thf": "apd.amateur.thf",
+    "evaluate_thf": "apd.amateur.thf", "THFResult": "apd.amateur.thf", "thf_key": "apd.amateur.thf",
+    "thf_model": "apd.amateur.thf", "thf": "apd.amateur.thf",
 })

@@ -15,7 +15,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.base.lock
     "file_lock": "apd.base.lock", "lock": "apd.base.lock",
     # apd.base.device
-    "resolve_device": "apd.base.device", "device": "apd.base.device",
+    "resolve_device": "apd.base.device", "cpu_threads": "apd.base.device", "device": "apd.base.device",
     # apd.base.paths
     "project_root": "apd.base.paths", "cache_dir": "apd.base.paths", "paths": "apd.base.paths",
     # apd.base.lazy

@@ -1,8 +1,8 @@
 """Core: Theorem 1, the one contrastive score, thresholds on the expert, and probability-vs-size curves.
 
 ``theory`` (CD as extrapolation to a hypothetical LM), ``contrastive`` (the CD/APD score),
-``filters`` (top-p, top-k, alpha on the ELM), ``curves`` (decay functions, flip, the on-the-fly fitter),
-``stats`` (standard errors, paired differences, power).
+``filters`` (top-p, top-k, alpha and REAL on the ELM), ``curves`` (decay functions, flip, the on-the-fly
+fitter), ``entropy`` (REAL's entropy curves and loss), ``stats`` (standard errors, paired differences, power).
 """
 from apd.base.lazy import attach
 
@@ -18,7 +18,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "contrastive_scores": "apd.core.contrastive", "contrastive": "apd.core.contrastive",
     # apd.core.filters
     "TopP": "apd.core.filters", "TopK": "apd.core.filters", "AlphaMask": "apd.core.filters",
-    "make_filters": "apd.core.filters", "keep_mask": "apd.core.filters", "filters": "apd.core.filters",
+    "real_top_p": "apd.core.filters", "REAL": "apd.core.filters", "make_filters": "apd.core.filters",
+    "keep_mask": "apd.core.filters", "filters": "apd.core.filters",
     # apd.core.curves
     "SPACES": "apd.core.curves", "safe_sqrt": "apd.core.curves", "flip_mask": "apd.core.curves",
     "flip_values": "apd.core.curves", "exponential_decay": "apd.core.curves",
@@ -30,6 +31,11 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "mix_on_the_fly": "apd.core.curves", "ON_THE_FLY_WEIGHTS": "apd.core.curves",
     "PYTHIA_LOG_SIZES": "apd.core.curves", "synthetic_curves": "apd.core.curves",
     "benchmark_fitter": "apd.core.curves", "curves": "apd.core.curves",
+    # apd.core.entropy
+    "DECAYS": "apd.core.entropy", "CONDITIONS": "apd.core.entropy", "NORMALISED_SPAN": "apd.core.entropy",
+    "WEIGHT_RATIO": "apd.core.entropy", "check_decay": "apd.core.entropy", "condition_x": "apd.core.entropy",
+    "entropy_curve": "apd.core.entropy", "loss_weights": "apd.core.entropy", "thf_loss": "apd.core.entropy",
+    "entropy_from_logits": "apd.core.entropy", "entropy": "apd.core.entropy",
     # apd.core.stats
     "mean_se": "apd.core.stats", "min_detectable_effect": "apd.core.stats",
     "PairedDifference": "apd.core.stats", "paired_difference": "apd.core.stats",

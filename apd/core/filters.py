@@ -1,4 +1,4 @@
-"""Thresholds on the expert's distribution: top-p, top-k, alpha-masking.
+"""Thresholds on the expert's distribution: top-p, top-k, alpha-masking, REAL.
 
 Each filter maps the ELM's log-probabilities ``(B, V)`` to a boolean keep mask ``(B, V)``; CD, APD
 and the baselines apply them to the ELM, as the paper and its release do.
@@ -87,21 +87,81 @@ class AlphaMask:
         return f"AlphaMask({self.alpha:g})"
 
 
-Filter = Union[TopP, TopK, AlphaMask]
+def real_top_p(c, h_last, T_r: float) -> torch.Tensor:
+    """REAL's top-p per row: min(1, exp((c - H_last) / T_r)); c, h_last (...) nats, T_r > 0.
+
+    Example:
+        >>> import torch
+        >>> real_top_p(torch.tensor([0.5, 2.0]), torch.tensor([1.5, 1.0]), 2.0)
+        tensor([0.6065, 1.0000])
+    """
+    if not T_r > 0:
+        raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper uses 4.0 for APD + REAL.")
+    c, h_last = (v.float() if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float32) for v in (c, h_last))
+    return torch.exp((c - h_last) / float(T_r)).clamp(max=1.0)
+
+
+class REAL:
+    """REAL sampling's threshold: a nucleus per row with top-p = min(1, exp((c - H_last) / T_r)).
+
+    c and H_last (nats, one per row) come from a THF model at every step:
+    :class:`apd.decoding.REALLogitsProcessor` sets them (:meth:`set_entropies`) before the
+    filters run; alone, the filter has no threshold. The nucleus is the :class:`TopP` set.
+
+    Example:
+        >>> import torch
+        >>> real = REAL(2.0)
+        >>> real.set_entropies(torch.tensor([0.5, 3.0]), torch.tensor([1.5, 1.0]))   # top-p 0.61, 1
+        >>> real(torch.log(torch.tensor([[0.5, 0.3, 0.15, 0.05], [0.5, 0.3, 0.15, 0.05]])))
+        tensor([[ True,  True, False, False],
+                [ True,  True,  True,  True]])
+    """
+
+    def __init__(self, T_r: float):
+        if not T_r > 0:
+            raise ValueError(f"REAL needs a decay temperature T_r > 0, got {T_r}; the paper's APD + REAL uses 4.0.")
+        self.T_r = float(T_r)
+        self.top_p = None
+
+    def set_entropies(self, c: torch.Tensor, h_last: torch.Tensor) -> None:
+        """Set this step's thresholds from the THF model's c and H_last, each (B,) in nats."""
+        self.top_p = real_top_p(c, h_last, self.T_r).reshape(-1)
+
+    def __call__(self, elm_logprobs: torch.Tensor) -> torch.Tensor:
+        if self.top_p is None:
+            raise RuntimeError("REAL(T_r) has no threshold yet: it needs a THF model's entropies at every step; "
+                               "use it through apd.REALLogitsProcessor(thf, T_r=..., processor=...).")
+        p = self.top_p.to(elm_logprobs.device, torch.float32)
+        if p.numel() != elm_logprobs.shape[0]:
+            raise ValueError(f"REAL has thresholds for {p.numel()} rows, the scores have {elm_logprobs.shape[0]}.")
+        sorted_lp, order = elm_logprobs.float().sort(dim=-1, descending=True)
+        probs = sorted_lp.exp()
+        keep_sorted = probs.cumsum(dim=-1) - probs < p[:, None]
+        keep_sorted[..., 0] = True
+        return torch.zeros_like(keep_sorted).scatter(-1, order, keep_sorted)
+
+    def __repr__(self) -> str:
+        return f"REAL({self.T_r:g})"
+
+
+Filter = Union[TopP, TopK, AlphaMask, REAL]
 
 
 def make_filters(kind: str, value: Optional[float] = None) -> list:
     """The paper's thresholding methods by name.
 
     ``"NA"`` -> [] (no filter), ``"alpha"`` -> [AlphaMask(value)], ``"top-p"`` -> [TopP(value)],
-    ``"top-p k20"`` -> [TopP(value), TopK(20)], ``"top-k"`` -> [TopK(value)].
-    (REAL sampling needs its own trained model and is not provided here.)
+    ``"top-p k20"`` -> [TopP(value), TopK(20)], ``"top-k"`` -> [TopK(value)], ``"REAL"`` ->
+    [REAL(value)] (value = T_r; its thresholds come from a THF model through
+    :class:`apd.decoding.REALLogitsProcessor`).
 
     Example:
         >>> make_filters("top-p k20", 0.8)
         [TopP(0.8), TopK(20)]
         >>> make_filters("NA")
         []
+        >>> make_filters("REAL", 4.0)
+        [REAL(4)]
     """
     key = kind.strip().lower().replace("_", "-")
     if key in ("na", "none"):
@@ -116,7 +176,9 @@ def make_filters(kind: str, value: Optional[float] = None) -> list:
         return [TopP(value), TopK(20)]
     if key in ("top-k", "topk"):
         return [TopK(int(value))]
-    raise ValueError(f"unknown filter kind {kind!r}; use one of 'NA', 'alpha', 'top-p', 'top-p k20', 'top-k'.")
+    if key == "real":
+        return [REAL(value)]
+    raise ValueError(f"unknown filter kind {kind!r}; use one of 'NA', 'alpha', 'top-p', 'top-p k20', 'top-k', 'REAL'.")
 
 
 def keep_mask(elm_logprobs: torch.Tensor, filters: Iterable) -> torch.Tensor:

@@ -1,4 +1,4 @@
-"""Hugging Face ``LogitsProcessor``s for CD, APD, APD on the fly, and a filtered expert.
+"""Hugging Face ``LogitsProcessor``s for CD, APD, APD on the fly, a filtered expert, and REAL.
 
 Use them in ``expert.generate(logits_processor=...)`` or through :func:`apd.decoding.generate`.
 The amateur keeps its own KV cache: the first call runs it on the whole (left-padded) prompt with
@@ -16,7 +16,8 @@ from transformers.cache_utils import DynamicCache
 
 from apd.core import curves
 from apd.core.contrastive import contrastive_scores
-from apd.core.filters import keep_mask
+from apd.core.filters import REAL, keep_mask
+from apd.family.text import tokenizer_identity
 
 NEG_INF = float("-inf")
 
@@ -364,3 +365,115 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
     def __repr__(self) -> str:
         return (f"OnTheFlyLogitsProcessor(members={len(self._runners) + 1}, w={self.w:g}, top_k={self.top_k}, "
                 f"vocab_size={self.vocab_size})")
+
+
+class REALLogitsProcessor(LogitsProcessor):
+    """REAL sampling: a per-row, per-step top-p from a THF model, on the ELM's distribution.
+
+    At every step the THF model reads each row's last ``window`` tokens (recomputed; left padding
+    masked, positions counted from each row's first token) and gives the asymptotic entropy c and
+    the curve at the largest member, H_last; top-p = min(1, exp((c - H_last) / T_r))
+    (:func:`apd.core.filters.real_top_p`). The nucleus is computed on the ELM's distribution by the
+    :class:`apd.core.filters.REAL` filter among ``processor``'s filters, so with CD or APD the
+    contrastive scores are masked by it.
+
+    Args:
+        thf: a THF model (:func:`apd.load_thf`), on any device.
+        T_r: the decay temperature (> 0; the paper's APD + REAL: 4.0). Adds a REAL filter to
+            ``processor`` (its filters are copied); leave it None when they already hold one
+            (``make_filters("REAL", T_r)``).
+        processor: what REAL thresholds: a :class:`FilteredLogitsProcessor` (ELM + REAL, the
+            default), :class:`ContrastiveLogitsProcessor` (CD + REAL) or :class:`APDLogitsProcessor`
+            (APD + REAL).
+        window: tokens the THF model reads (the release: 40).
+        tokenizer: the family's tokenizer; a THF model trained with another one is an error.
+        vocab_size: the shared vocabulary (for the default processor).
+
+    ``last_top_p`` holds the (B,) thresholds of the last step.
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)  # trained once, then cached
+        >>> thf = apd.load_thf(apd.thf_model(fam, built, scale="smoke", progress=False), device="cpu")
+        >>> cd = apd.ContrastiveLogitsProcessor(fam.model(fam.alm), T=2.0, filters=apd.make_filters("REAL", 4.0),
+        ...                                     vocab_size=fam.vocab_size)
+        >>> real = apd.REALLogitsProcessor(thf, processor=cd, tokenizer=fam.tokenizer)      # CD + REAL
+        >>> enc = fam.tokenizer(["Ada was born in"], return_tensors="pt")
+        >>> out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, real, max_new_tokens=4,
+        ...                    do_sample=True, pad_token_id=fam.tokenizer.pad_token_id)
+        >>> out.shape[0], bool((real.last_top_p <= 1).all())
+        (1, True)
+    """
+
+    def __init__(self, thf, T_r: Optional[float] = None, processor: Optional[LogitsProcessor] = None,
+                 window: int = 40, tokenizer=None, vocab_size: Optional[int] = None,
+                 attention_mask: Optional[torch.Tensor] = None):
+        if T_r is not None and not T_r > 0:
+            raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper's APD + REAL uses 4.0.")
+        if int(window) != window or window < 1:
+            raise ValueError(f"window must be an integer >= 1, got {window}; the release reads 40 tokens.")
+        if not hasattr(thf, "at_last") or not hasattr(thf, "log_sizes"):
+            raise TypeError(f"thf must be a THF model (apd.load_thf), got {type(thf).__name__}.")
+        if tokenizer is not None and getattr(thf, "tokenizer_id", None) not in (None, tokenizer_identity(tokenizer)):
+            raise ValueError("the THF model was trained with another tokenizer than the family's: REAL reads the "
+                             "generated ids with it. Train a THF model for this family (apd.thf_model(fam, built)).")
+        if processor is None:
+            if T_r is None:
+                raise ValueError("give T_r (REAL's decay temperature, e.g. 4.0) or a processor whose filters hold "
+                                 "make_filters('REAL', T_r).")
+            processor = FilteredLogitsProcessor([REAL(T_r)], vocab_size=vocab_size)
+        filters = getattr(processor, "filters", None)
+        if filters is None:
+            raise TypeError(f"{type(processor).__name__} takes no filters; REAL thresholds a FilteredLogitsProcessor, "
+                            "ContrastiveLogitsProcessor or APDLogitsProcessor.")
+        reals = [f for f in filters if isinstance(f, REAL)]
+        if T_r is not None and not reals:
+            processor.filters = list(filters) + [REAL(T_r)]
+            reals = processor.filters[-1:]
+        elif T_r is not None and any(f.T_r != float(T_r) for f in reals):
+            raise ValueError(f"the processor's filters hold {reals} and T_r={T_r} was given too; give one of them.")
+        if not reals:
+            raise ValueError(f"{processor!r} has no REAL filter: pass T_r, or filters=make_filters('REAL', T_r).")
+        self.thf = thf.eval()
+        self.processor = processor
+        self.reals = reals
+        self.window = int(window)
+        self.last_top_p = None
+        self._prompt_mask = None
+        if attention_mask is not None:
+            self.prepare(attention_mask)
+
+    def prepare(self, attention_mask: Optional[torch.Tensor]) -> "REALLogitsProcessor":
+        """Give the prompt's (B, L) attention mask (0 = left padding) for the next generation."""
+        self._prompt_mask = None if attention_mask is None else attention_mask.detach().long()
+        if hasattr(self.processor, "prepare"):
+            self.processor.prepare(attention_mask)
+        return self
+
+    def reset(self) -> None:
+        """Forget the prepared mask (and the wrapped processor's state)."""
+        self._prompt_mask = None
+        if hasattr(self.processor, "reset"):
+            self.processor.reset()
+
+    @torch.no_grad()
+    def thresholds(self, input_ids: torch.LongTensor) -> torch.Tensor:
+        """THF's c and H_last over each row's last ``window`` tokens -> (B,) top-p; sets the REAL filters."""
+        B, L = input_ids.shape
+        mask = torch.ones(B, L, dtype=torch.long, device=input_ids.device)
+        pm = self._prompt_mask
+        if pm is not None and pm.shape[0] == B and pm.shape[1] <= L:
+            mask[:, :pm.shape[1]] = pm.to(input_ids.device)
+        out = self.thf.at_last(input_ids, mask, window=self.window)
+        c, h_last = out.c, out.h_last
+        for f in self.reals:
+            f.set_entropies(c, h_last)
+        self.last_top_p = self.reals[0].top_p
+        return self.last_top_p
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.thresholds(input_ids)
+        return self.processor(input_ids, scores)
+
+    def __repr__(self) -> str:
+        return f"REALLogitsProcessor({self.processor!r}, window={self.window})"

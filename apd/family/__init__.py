@@ -18,7 +18,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "get_family": "apd.family.select", "select": "apd.family.select",
     # apd.family.text
     "left_padded_batches": "apd.family.text", "token_stream": "apd.family.text",
-    "texts_for_tokens": "apd.family.text", "text": "apd.family.text",
+    "texts_for_tokens": "apd.family.text", "tokenizer_identity": "apd.family.text", "text": "apd.family.text",
     # apd.family.logprobs
     "prompt_log_probs": "apd.family.logprobs", "text_log_probs": "apd.family.logprobs",
     "next_token_log_probs": "apd.family.logprobs", "window_log_probs": "apd.family.logprobs",

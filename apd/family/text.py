@@ -2,7 +2,9 @@
 """
 from __future__ import annotations
 
-from typing import Sequence
+import hashlib
+import json
+from typing import Optional, Sequence
 
 import numpy as np
 import torch
@@ -70,3 +72,12 @@ def texts_for_tokens(tokenizer, texts: Sequence[str], n_tokens: int) -> list:
         if total >= n_tokens:
             return list(texts[:i + 1])
     return list(texts)
+
+
+def tokenizer_identity(tokenizer) -> Optional[str]:
+    """``"<size>:<digest>"`` of a tokenizer's vocabulary (token -> id) and length; None for None.
+    Two tokenizers with the same identity map every text to the same ids."""
+    if tokenizer is None:
+        return None
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    return f"{len(tokenizer)}:" + hashlib.sha256(json.dumps(vocab).encode()).hexdigest()[:16]

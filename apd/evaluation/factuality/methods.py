@@ -1,7 +1,7 @@
 """Decoding methods of the factuality sweep: distribution modification + threshold.
 
 Distributions: ELM, Temperature, CD (ELM - ALM/T), APD (ELM - ALM'/T), DoLa. Thresholds: NA,
-alpha, top-p, top-p k20, all on the ELM (:mod:`apd.core.filters`).
+alpha, top-p, top-p k20, REAL (value T_r; needs a THF model), all on the ELM (:mod:`apd.core.filters`).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from apd.decoding import generation, processors
 DISTRIBUTIONS = ("ELM", "Temperature", "CD", "APD", "DoLa")
 
 
-THRESHOLDS = ("NA", "alpha", "top-p", "top-p k20")
+THRESHOLDS = ("NA", "alpha", "top-p", "top-p k20", "REAL")
 
 
 @dataclass(frozen=True)
@@ -26,9 +26,9 @@ class Method:
     """One decoding setting, "distribution + threshold" as the paper names them.
 
     dist: ``ELM``, ``Temperature``, ``CD``, ``APD`` or ``DoLa``.
-    threshold: ``NA``, ``alpha``, ``top-p`` or ``top-p k20`` (computed on the ELM's distribution;
-        DoLa always uses its own relative-top alpha = 0.1, so its threshold is ``alpha``).
-    value: p for the top-p thresholds, alpha for ``alpha``; None for ``NA``.
+    threshold: ``NA``, ``alpha``, ``top-p``, ``top-p k20`` or ``REAL`` (computed on the ELM's
+        distribution; DoLa always uses its own relative-top alpha = 0.1, so its threshold is ``alpha``).
+    value: p for the top-p thresholds, alpha for ``alpha``, T_r for ``REAL``; None for ``NA``.
     T: the amateur's temperature for CD/APD (score = log p_ELM - log p_amateur / T), the softmax
         temperature for ``Temperature``; None otherwise.
     dola_layers: ``"low"`` or ``"high"`` premature layers for DoLa.
@@ -83,7 +83,7 @@ class Method:
         head = "ELM" if self.dist == "ELM" else f"{self.dist} T={self.T:g}"
         if self.threshold == "NA":
             return f"{head} + NA"
-        knob = "alpha" if self.threshold == "alpha" else "p"
+        knob = {"alpha": "alpha", "REAL": "T_r"}.get(self.threshold, "p")
         return f"{head} + {self.threshold} ({knob}={self.value:g})"
 
     @property
@@ -162,8 +162,11 @@ class Decoders:
     sampled. ``alm``/``alm_prime`` may be None when no method needs them.
     """
 
-    def __init__(self, elm, tokenizer, alm=None, alm_prime=None, vocab_size: Optional[int] = None):
+    def __init__(self, elm, tokenizer, alm=None, alm_prime=None, vocab_size: Optional[int] = None, thf=None,
+                 real_window: int = 40):
         self.elm = elm.eval()
+        self.thf = thf.eval() if thf is not None else None   # REAL's THF model (apd.load_thf)
+        self.real_window = int(real_window)
         self.tokenizer = tokenizer
         self.alm = alm.eval() if alm is not None else None
         self.alm_prime = alm_prime.eval() if alm_prime is not None else None
@@ -179,6 +182,15 @@ class Decoders:
 
     def processors_and_kwargs(self, method: Method) -> tuple[list, dict]:
         """The logits processors and extra ``generate`` keyword arguments of ``method``."""
+        procs, kwargs = self._processors_and_kwargs(method)
+        if method.threshold != "REAL":
+            return procs, kwargs
+        if self.thf is None:
+            raise ValueError(f"{method.label} needs REAL's THF model: Decoders(..., thf=apd.load_thf(apd.thf_model(fam, built))).")
+        return [processors.REALLogitsProcessor(self.thf, processor=procs[0], window=self.real_window,
+                                               tokenizer=self.tokenizer)], kwargs
+
+    def _processors_and_kwargs(self, method: Method) -> tuple[list, dict]:
         V = self.vocab_size
         filters = make_filters(method.threshold, method.value) if method.threshold != "NA" else []
         if method.dist == "ELM":

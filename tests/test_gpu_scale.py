@@ -29,6 +29,7 @@ def test_gpu_scale_is_known_to_every_stage():
     assert "gpu" in pico.SCALES and "gpu" in runs.SCALES
     assert runs.train_config("pico", "gpu").epochs >= 8
     assert runs.PICO_LAMBDA3_GRID["gpu"]
+    assert apd.amateur.thf.thf_config("pico", "gpu").label_chunks is None      # THF labels on every chunk
     assert "gpu" in apd.report.evidence.PICO_PROFILES
 
 

@@ -106,6 +106,8 @@ THF_TRAIN = {
     ("pico", "default"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1, label_chunks=384),
     ("hub", "smoke"): dict(lr=1e-4, epochs=1, batch_size=8, warmup_steps=0.1),
     ("hub", "default"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
+    ("pico", "gpu"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1),   # labels on every chunk
+    ("hub", "gpu"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
 }
 
 

@@ -89,3 +89,15 @@ def test_paired_methods_pairs_rows_of_a_method_frame():
     assert (r.mean, r.n) == (0.75, 2)
     with pytest.raises(ValueError, match="no rows for 'CD 1/T=2'"):
         paired_methods(f, ("ELM", 0.0), ("CD", 2.0))
+
+
+def test_detected_has_three_answers():
+    from apd.core.stats import detected, min_detectable_effect
+
+    assert detected(0.05, 0.01) is True                            # 0.05 > 1.96 x 0.01
+    assert detected(-0.05, 0.01) is False                          # significant the other way
+    assert detected(0.001, 0.01, effect=0.1) is False              # could have seen 0.1 (mde 0.028), did not
+    assert detected(0.001, 0.1, effect=0.1) is None                # mde 0.28 > 0.1: too few to tell
+    assert detected(0.001, 0.001) is None                          # no effect to compare with
+    se = 0.01
+    assert detected(0.0, se, effect=min_detectable_effect(se)) is False   # the boundary counts as detectable

@@ -45,6 +45,24 @@ def min_detectable_effect(se: float, z: float = Z_TEST, power_z: float = Z_POWER
     return (z + power_z) * float(se)
 
 
+def detected(d: float, se: float, effect: float | None = None, z: float = Z_TEST,
+             power_z: float = Z_POWER) -> bool | None:
+    """Does a difference ``d`` (positive: the claimed direction) with standard error ``se`` show the
+    claim? True when ``d > z se``; False when ``d < -z se``, or when the test could have detected
+    ``effect`` (its smallest detectable effect is at most ``effect``, same units) and did not; None
+    (too few to tell) otherwise, and always for a non-significant ``d`` without an ``effect``.
+
+    Example:
+        >>> detected(0.05, 0.01), detected(0.001, 0.01, effect=0.1), detected(0.001, 0.1, effect=0.1)
+        (True, False, None)
+    """
+    if d > z * se:
+        return True
+    if d < -z * se or (effect is not None and min_detectable_effect(se, z, power_z) <= effect):
+        return False
+    return None
+
+
 @dataclass(frozen=True)
 class PairedDifference:
     """``mean`` of a - b over the pairs (or over the groups' means), its standard error ``se``,

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from apd.core.stats import Z_POWER, Z_TEST, min_detectable_effect
+from apd.core.stats import Z_POWER, Z_TEST, detected, min_detectable_effect
 from apd.report.results import last_run_outputs, results_dir
 
 REPRODUCED = "reproduced"
@@ -182,13 +182,7 @@ def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float
         True
     """
     def test(v):
-        d, se = v
-        if d > z * se:
-            return True
-        mde = min_detectable_effect(se, z, power_z)
-        if d < -z * se or (paper_effect is not None and mde <= paper_effect):
-            return False
-        return None
+        return detected(v[0], v[1], paper_effect, z, power_z)
 
     def show(l, v):
         mde = min_detectable_effect(v[1], z, power_z)

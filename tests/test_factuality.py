@@ -415,3 +415,137 @@ def test_paired_verdict_refuses_mismatched_generations(world):
         power.paired_verdict(world, prompts, [["x"]] * 3, [["x", "y"]] * 3)
     with pytest.raises(ValueError, match="pass them in order"):
         power.ne_er_units(world, prompts, [["x"]] * 2)
+
+
+# -- REAL sampling in the sweep ---------------------------------------------------------------------
+
+
+def test_real_methods_labels_curves_and_order():
+    ms = methods_mod.real_methods((1.0, 2.0, 4.0), cd_T=2.0)
+    assert [m.label for m in ms[:3]] == ["ELM + REAL (T_r=1)", "ELM + REAL (T_r=2)", "ELM + REAL (T_r=4)"]
+    assert {m.curve for m in ms} == {"ELM + REAL", "CD T=2 + REAL", "APD + REAL"} and len(ms) == 9
+    assert all(m.threshold == "REAL" for m in ms) and [m.role for m in ms[::3]] == ["elm", "cd", "apd"]
+    assert methods_mod.real_methods((4.0, 4.0), dists=("APD",)) == [methods_mod.Method("APD", "REAL", 4.0, 1.0)]
+    assert methods_mod.real_methods(()) == []                       # REAL left out
+    with pytest.raises(ValueError, match="REAL thresholds"):
+        methods_mod.real_methods((4.0,), dists=("DoLa",))
+    with pytest.raises(TypeError, match="wrap it"):
+        methods_mod.real_methods(4.0)
+    with pytest.raises(ValueError, match="T_r"):
+        methods_mod.Method("APD", "REAL", 0.0, 1.0)
+    with pytest.raises(ValueError, match="T_r"):
+        methods_mod.real_methods((-1.0,))
+    with pytest.raises(ValueError, match="give value"):
+        methods_mod.Method("ELM", "REAL")
+
+
+def _table6_frame(methods, **measures):
+    return pd.DataFrame([{"label": m.label, "curve": m.curve, "threshold": m.threshold, "value": m.value, "T": m.T,
+                          "NE_ER": 0.4, "true_rate": 0.05, "Dist-2": 0.45, "Rep": 0.01, **measures} for m in methods])
+
+
+def test_table6_rows_line_up_with_the_papers_rows():
+    from apd.report import paper
+
+    df = _table6_frame(methods_mod.table6_methods(4.0, cd_T=2.0))
+    rows = scoring.table6_rows(df, "pico world", "pico", T_r=4.0, cd_T=2.0)
+    assert len(rows) == 5 * 4 and set(rows["metric"]) == {"Dist-2", "Rep", "NE_ER", "Entail_R"}
+    assert (rows["paper_table"] == 6).all() and rows.loc[rows["metric"] == "NE_ER", "value"].eq(40.0).all()
+    theirs = paper.table(6)
+    assert set(zip(rows["role"], rows["setting"])) == set(zip(theirs["role"], theirs["setting"]))
+    assert set(rows["metric"]) == set(theirs.loc[theirs["group"] == "Automatic", "metric"])
+    with pytest.raises(ValueError, match="table6_methods"):
+        scoring.table6_rows(df.iloc[1:], "pico world", "pico")        # no ELM + top-p (p=1)
+    assert scoring.table6_rows(_table6_frame(methods_mod.table6_methods(2.5)), "w", "pico", T_r=2.5)[
+        "setting"].str.contains("T_r=2.5").any()
+
+
+def test_plot_tradeoff_marks_real_points_by_T_r_and_styles_curves():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ms = methods_mod.real_methods((1.0, 4.0), dists=("APD",)) + [methods_mod.Method("APD", "top-p k20", 0.8, 1.0)]
+    df = _table6_frame(ms).assign(**{"NE_ER_se": 0.01})
+    fig, ax = plt.subplots()
+    scoring.plot_tradeoff(ax, df, ["APD + REAL", "APD + top-p k20"], linestyles={"APD + top-p k20": "--"})
+    assert {t.get_text() for t in ax.texts} == {"T_r=1", "T_r=4", "p=0.8"}
+    styles = {ln.get_label(): ln.get_linestyle() for ln in ax.get_lines() if not ln.get_label().startswith("_")}
+    assert styles == {"APD + REAL": "-", "APD + top-p k20": "--"}
+    plt.close(fig)
+
+
+def _tiny_thf(vocab):
+    from apd.amateur.thf import THFModel
+
+    model = THFModel(tiny_models.tiny_neox(5, vocab), [1.0, 2.0, 3.0], decay="exponential")
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        model.head.weight.copy_(torch.randn(model.head.weight.shape, generator=g) * 0.8)
+        model.head.bias.zero_()
+        model.head.bias[0] = -1.0   # c well below the curve at the largest member: thresholds below 1
+    return model.eval()
+
+
+def test_sweep_with_real_settings_generates_records_thresholds_and_caches(tiny, tmp_path, monkeypatch):
+    tok, elm, alm = tiny
+    dec = methods_mod.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok), thf=_tiny_thf(len(tok)))
+    methods = methods_mod.real_methods((1.0, 4.0)) + [methods_mod.Method("APD", "top-p k20", 0.8, 1.0)]
+    seconds, top_p = {}, {}
+    gens = sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=4, batch_size=2, cache=tmp_path,
+                        progress=False, seconds=seconds, top_p=top_p)
+    assert list(gens) == [m.label for m in methods]
+    assert all(len(out) == len(PROMPTS) and all(len(per) == 2 for per in out) for out in gens.values())
+    # every REAL setting records its mean threshold; a smaller T_r truncates more; top-p k20 records none
+    assert set(top_p) == {m.label for m in methods if m.threshold == "REAL"}
+    assert all(0.0 < v <= 1.0 for v in top_p.values())
+    assert top_p["APD T=1 + REAL (T_r=1)"] < top_p["APD T=1 + REAL (T_r=4)"] < 1.0
+    # APD with ALM' = ALM at T = 1 is CD at T = 1 under REAL as well: same thresholds, same text
+    same = methods_mod.Method("CD", "REAL", 4.0, 1.0)
+    assert sweeps.generate_continuations(dec, same, PROMPTS, (0, 1), 4, 2) == gens["APD T=1 + REAL (T_r=4)"]
+    df = sweeps.score_sweep(methods, gens, lambda c: sweeps.diversity([x for per in c for x in per]), seconds, top_p)
+    assert df["mean_top_p"].notna().sum() == 6 and np.isnan(df["mean_top_p"].iloc[-1])
+    # a second sweep reads texts and thresholds from the cache
+    monkeypatch.setattr(sweeps, "generate_continuations", lambda *a, **k: pytest.fail("generated again"))
+    again = {}
+    assert sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=4, batch_size=2, cache=tmp_path,
+                        progress=False, top_p=again) == gens
+    assert again == top_p
+
+
+def test_real_settings_without_a_thf_model_fail_clearly(tiny):
+    tok, elm, alm = tiny
+    dec = methods_mod.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok))
+    for m in methods_mod.real_methods((4.0,)):
+        with pytest.raises(ValueError, match="THF model"):
+            dec.processors_and_kwargs(m)
+
+
+# -- the complementarity comparison's words --------------------------------------------------------
+
+
+def test_reading_words_follow_the_verdicts_decision():
+    from apd.report.evidence import detects
+
+    cases = [(0.05, 0.01, 0.02), (-0.05, 0.01, 0.02), (0.001, 0.005, 0.02), (0.001, 0.05, 0.02), (0.001, 0.05, None)]
+    words = [power.reading(d, se, e) for d, se, e in cases]
+    assert words == ["significant", "significant in the other direction",
+                     "not significant, although this comparison could detect the paper's effect",
+                     "inconclusive: too few people to detect the paper's effect",
+                     "inconclusive: not significant, and the paper gives no effect in these units"]
+    for (d, se, e), w in zip(cases, words):        # the same decision as the paper-vs-book chapter's detects()
+        out = detects(e)(["d", "se"], [d, se])
+        assert out.inconclusive == w.startswith("inconclusive") and out.holds == (w == "significant")
+    with pytest.raises(ValueError, match="finite"):
+        power.reading(float("nan"), 0.01)
+
+
+def test_summary_of_a_paired_comparison(world):
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
+    right = [[" " + world.person(p.person).birth_city + "."] * 2 for p in prompts]
+    wrong = [[" " + _wrong_city(world, p.person) + ".", " " + world.person(p.person).birth_city + "."] for p in prompts]
+    s = power.summary(power.paired_verdict(world, prompts, right, wrong), effect=0.017)
+    assert (s["ne_er_a"], s["ne_er_b"], s["diff"], s["diff_se"]) == (0.0, 0.5, 0.5, 0.0)
+    assert (s["n_pairs"], s["n_people"], s["n_seeds"], s["mde"]) == (8, 4, 2, 0.0)
+    assert s["reading"] == "significant" and s["people_needed"] >= 0
+    assert power.summary(power.paired_verdict(world, prompts, right, wrong))["people_needed"] is None

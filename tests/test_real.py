@@ -150,3 +150,16 @@ def test_factuality_methods_take_real_thresholds(smoke_family):
     with pytest.raises(ValueError, match="THF model"):
         fx.Decoders(fam.model(fam.elm), fam.tokenizer, vocab_size=fam.vocab_size).processors_and_kwargs(
             fx.Method("ELM", "REAL", 4.0))
+
+
+def test_mean_top_p_averages_the_steps_of_running_rows():
+    real = apd.REALLogitsProcessor(_thf(), T_r=1.5, vocab_size=V, pad_token_id=0)
+    mask = torch.ones(2, 3, dtype=torch.long)
+    real.prepare(mask)
+    first = real.thresholds(torch.tensor([[3, 5, 7], [4, 6, 8]])).clone()         # the prompts' last tokens: both count
+    second = real.thresholds(torch.tensor([[3, 5, 7, 9], [4, 6, 8, 0]])).clone()  # row 1 has ended (padding): left out
+    assert real.top_p_count == 3
+    assert real.mean_top_p == pytest.approx(float(first.sum() + second[0]) / 3, abs=1e-6)
+    assert real.mean_top_p < 0.999
+    real.prepare(mask)                                                             # a new generation starts afresh
+    assert real.top_p_count == 0 and math.isnan(real.mean_top_p)

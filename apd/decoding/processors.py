@@ -388,8 +388,12 @@ class REALLogitsProcessor(LogitsProcessor):
         window: tokens the THF model reads (the release: 40).
         tokenizer: the family's tokenizer; a THF model trained with another one is an error.
         vocab_size: the shared vocabulary (for the default processor).
+        pad_token_id: the id generation appends to rows that have ended; a row whose last token is it
+            is left out of ``mean_top_p`` (its threshold reads padding).
 
-    ``last_top_p`` holds the (B,) thresholds of the last step.
+    ``last_top_p`` holds the (B,) thresholds of the last step; ``mean_top_p`` the mean threshold
+    over every (row, step) since the last :meth:`prepare` (rows that have ended left out), with
+    ``top_p_sum`` and ``top_p_count`` behind it.
 
     Example:
         >>> import apd
@@ -407,7 +411,7 @@ class REALLogitsProcessor(LogitsProcessor):
 
     def __init__(self, thf, T_r: Optional[float] = None, processor: Optional[LogitsProcessor] = None,
                  window: int = 40, tokenizer=None, vocab_size: Optional[int] = None,
-                 attention_mask: Optional[torch.Tensor] = None):
+                 attention_mask: Optional[torch.Tensor] = None, pad_token_id: Optional[int] = None):
         if T_r is not None and not T_r > 0:
             raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper's APD + REAL uses 4.0.")
         if int(window) != window or window < 1:
@@ -438,7 +442,9 @@ class REALLogitsProcessor(LogitsProcessor):
         self.processor = processor
         self.reals = reals
         self.window = int(window)
+        self.pad_token_id = None if pad_token_id is None else int(pad_token_id)
         self.last_top_p = None
+        self.top_p_sum, self.top_p_count = 0.0, 0
         self._prompt_mask = None
         if attention_mask is not None:
             self.prepare(attention_mask)
@@ -446,6 +452,7 @@ class REALLogitsProcessor(LogitsProcessor):
     def prepare(self, attention_mask: Optional[torch.Tensor]) -> "REALLogitsProcessor":
         """Give the prompt's (B, L) attention mask (0 = left padding) for the next generation."""
         self._prompt_mask = None if attention_mask is None else attention_mask.detach().long()
+        self.top_p_sum, self.top_p_count = 0.0, 0
         if hasattr(self.processor, "prepare"):
             self.processor.prepare(attention_mask)
         return self
@@ -469,7 +476,17 @@ class REALLogitsProcessor(LogitsProcessor):
         for f in self.reals:
             f.set_entropies(c, h_last)
         self.last_top_p = self.reals[0].top_p
+        running = torch.ones(B, dtype=torch.bool, device=input_ids.device)
+        if self.pad_token_id is not None and (pm is None or L > pm.shape[1]):   # a prompt's own last token counts
+            running = input_ids[:, -1] != self.pad_token_id
+        self.top_p_sum += float(self.last_top_p[running.to(self.last_top_p.device)].double().sum())
+        self.top_p_count += int(running.sum())
         return self.last_top_p
+
+    @property
+    def mean_top_p(self) -> float:
+        """The mean REAL threshold over every (row, step) since :meth:`prepare` (NaN before any step)."""
+        return self.top_p_sum / self.top_p_count if self.top_p_count else float("nan")
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         self.thresholds(input_ids)

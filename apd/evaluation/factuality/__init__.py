@@ -12,6 +12,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.evaluation.factuality.methods
     "DISTRIBUTIONS": "apd.evaluation.factuality.methods", "THRESHOLDS": "apd.evaluation.factuality.methods",
     "Method": "apd.evaluation.factuality.methods", "paper_methods": "apd.evaluation.factuality.methods",
+    "REAL_DISTRIBUTIONS": "apd.evaluation.factuality.methods",
+    "real_methods": "apd.evaluation.factuality.methods",
+    "table6_methods": "apd.evaluation.factuality.methods",
     "table1_methods": "apd.evaluation.factuality.methods",
     "TemperatureLogitsProcessor": "apd.evaluation.factuality.methods",
     "Decoders": "apd.evaluation.factuality.methods", "methods": "apd.evaluation.factuality.methods",
@@ -47,10 +50,12 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "nli": "apd.evaluation.factuality.nli",
     # apd.evaluation.factuality.scoring
     "FactualityPromptsScorer": "apd.evaluation.factuality.scoring",
-    "table1_rows": "apd.evaluation.factuality.scoring", "plot_tradeoff": "apd.evaluation.factuality.scoring",
+    "table1_rows": "apd.evaluation.factuality.scoring", "row_of": "apd.evaluation.factuality.scoring",
+    "table6_rows": "apd.evaluation.factuality.scoring", "plot_tradeoff": "apd.evaluation.factuality.scoring",
     "scoring": "apd.evaluation.factuality.scoring",
     # apd.evaluation.factuality.power
     "world_verdict_prompts": "apd.evaluation.factuality.power",
     "ne_er_units": "apd.evaluation.factuality.power", "PairedVerdict": "apd.evaluation.factuality.power",
-    "paired_verdict": "apd.evaluation.factuality.power", "power": "apd.evaluation.factuality.power",
+    "paired_verdict": "apd.evaluation.factuality.power", "reading": "apd.evaluation.factuality.power",
+    "summary": "apd.evaluation.factuality.power", "power": "apd.evaluation.factuality.power",
 })

@@ -53,6 +53,9 @@ class Method:
                              "for APD and picks CD's from {1, 1.33, 2, 4, 10}.")
         if self.dist == "Temperature" and self.threshold != "NA":
             raise ValueError("temperature sampling is the paper's 'Temperature + NA': use threshold='NA'.")
+        if self.threshold == "REAL" and not (isinstance(self.value, (int, float)) and self.value > 0):
+            raise ValueError(f"{self.dist} + REAL: value is REAL's decay temperature T_r and must be > 0, got "
+                             f"{self.value!r}; the paper's APD + REAL uses T_r = 4.0.")
         if self.dist == "DoLa" and (self.threshold != "alpha" or self.dola_layers not in ("low", "high")):
             raise ValueError("DoLa is 'DoLa + alpha' (its built-in relative-top filter, alpha = 0.1) with "
                              "dola_layers='low' or 'high': Method('DoLa', 'alpha', 0.1, dola_layers='low').")
@@ -132,6 +135,45 @@ def paper_methods(p_grid: Sequence[float] = (0.4, 0.6, 0.8, 0.95), temperatures:
     return out
 
 
+REAL_DISTRIBUTIONS = ("ELM", "CD", "APD")
+
+
+def real_methods(T_r_grid: Sequence[float] = (1.0, 2.0, 4.0), cd_T: float = 2.0, apd_T: float = 1.0,
+                 dists: Sequence[str] = REAL_DISTRIBUTIONS) -> list[Method]:
+    """REAL sampling's settings of the sweep: ``ELM + REAL`` (REAL alone), ``CD T=cd_T + REAL`` and
+    ``APD + REAL`` at every T_r of ``T_r_grid`` (the paper's APD + REAL row: T_r = 4.0), distribution
+    by distribution, no duplicates. Each needs a THF model (``Decoders(..., thf=...)``). An empty
+    grid gives no method (REAL left out).
+
+    Example:
+        >>> [m.label for m in real_methods((2.0, 4.0), dists=("APD",))]
+        ['APD T=1 + REAL (T_r=2)', 'APD T=1 + REAL (T_r=4)']
+        >>> sorted({m.curve for m in real_methods((4.0,))})
+        ['APD + REAL', 'CD T=2 + REAL', 'ELM + REAL']
+    """
+    if isinstance(T_r_grid, (int, float)):
+        raise TypeError(f"T_r_grid must be a list of temperatures, got the number {T_r_grid!r}; wrap it: [{T_r_grid!r}].")
+    unknown = [d for d in dists if d not in REAL_DISTRIBUTIONS]
+    if unknown:
+        raise ValueError(f"REAL thresholds {', '.join(REAL_DISTRIBUTIONS)} in this sweep, got {unknown}.")
+    T = {"ELM": None, "CD": float(cd_T), "APD": float(apd_T)}
+    out = [Method(d, "REAL", float(t), T[d]) for d in REAL_DISTRIBUTIONS if d in dists for t in T_r_grid]
+    return list(dict.fromkeys(out))
+
+
+def table6_methods(T_r: float = 4.0, cd_T: float = 2.0, apd_T: float = 1.0, p: float = 0.8) -> list[Method]:
+    """The rows of the paper's Table 6 (its automatic columns): the ELM with top-p at p = 1.0 (plain
+    sampling), CD and APD with top-p k20 at ``p``, CD + REAL and APD + REAL at ``T_r``.
+
+    Example:
+        >>> [m.label for m in table6_methods()]
+        ['ELM + top-p (p=1)', 'CD T=2 + top-p k20 (p=0.8)', 'APD T=1 + top-p k20 (p=0.8)', 'CD T=2 + REAL (T_r=4)', 'APD T=1 + REAL (T_r=4)']
+    """
+    return [Method("ELM", "top-p", 1.0), Method("CD", "top-p k20", float(p), float(cd_T)),
+            Method("APD", "top-p k20", float(p), float(apd_T)), Method("CD", "REAL", float(T_r), float(cd_T)),
+            Method("APD", "REAL", float(T_r), float(apd_T))]
+
+
 def table1_methods(table_ps: Sequence[float] = (0.8, 0.6), cd_T: float = 2.0, apd_T: float = 1.0) -> list[Method]:
     """Table 1's rows: ELM, CD and APD with top-p k20 at each p of ``table_ps``."""
     return [Method(d, "top-p k20", float(p), t) for d, t in (("ELM", None), ("CD", float(cd_T)), ("APD", float(apd_T)))
@@ -188,7 +230,7 @@ class Decoders:
         if self.thf is None:
             raise ValueError(f"{method.label} needs REAL's THF model: Decoders(..., thf=apd.load_thf(apd.thf_model(fam, built))).")
         return [processors.REALLogitsProcessor(self.thf, processor=procs[0], window=self.real_window,
-                                               tokenizer=self.tokenizer)], kwargs
+                                               tokenizer=self.tokenizer, pad_token_id=self.pad_id)], kwargs
 
     def _processors_and_kwargs(self, method: Method) -> tuple[list, dict]:
         V = self.vocab_size

@@ -104,3 +104,43 @@ def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continu
                          "comparison needs at least two: use more prompts or longer continuations.")
     vc = stats.variance_components(b.ravel(), a.ravel(), groups)
     return PairedVerdict(float(np.nanmean(a)), float(np.nanmean(b)), diff, vc, int(a.shape[1]))
+
+
+def reading(d: float, se: float, effect: float | None = None) -> str:
+    """A paired difference ``d`` (positive: the claimed direction) in words, decided as the
+    paper-vs-book chapter decides it (:func:`apd.core.stats.detected`).
+
+    Example:
+        >>> reading(0.05, 0.01), reading(-0.05, 0.01)
+        ('significant', 'significant in the other direction')
+        >>> reading(0.001, 0.01, effect=0.1), reading(0.001, 0.1, effect=0.1), reading(0.001, 0.1)
+        ("not significant, although this comparison could detect the paper's effect", "inconclusive: too few people to detect the paper's effect", 'inconclusive: not significant, and the paper gives no effect in these units')
+    """
+    if not (math.isfinite(d) and math.isfinite(se)):
+        raise ValueError(f"a difference and its standard error must be finite numbers, got d={d!r}, se={se!r}.")
+    outcome = stats.detected(d, se, effect)
+    if outcome:
+        return "significant"
+    if d < -stats.Z_TEST * se:
+        return "significant in the other direction"
+    if outcome is False:
+        return "not significant, although this comparison could detect the paper's effect"
+    if effect is None:
+        return "inconclusive: not significant, and the paper gives no effect in these units"
+    return "inconclusive: too few people to detect the paper's effect"
+
+
+def summary(v: PairedVerdict, effect: float | None = None) -> dict:
+    """The numbers a page and the verdicts read from one paired comparison (fractions): ``ne_er_a``,
+    ``ne_er_b`` (pooled NE_ER), ``diff`` (B's minus A's, averaged per person), ``diff_se``, ``mde``
+    (smallest detectable difference), ``n_pairs``, ``n_people``, ``n_seeds``, ``reading`` (words,
+    :func:`reading` against ``effect``) and ``people_needed`` (to detect ``effect`` at these seeds;
+    None without an effect)."""
+    d = v.difference
+    return {"ne_er_a": v.ne_er_a, "ne_er_b": v.ne_er_b, "diff": d.mean, "diff_se": d.se, "mde": d.mde,
+            "n_pairs": d.n, "n_people": d.n_groups, "n_seeds": v.n_seeds, "reading": reading(d.mean, d.se, effect),
+            "people_needed": _ceil(v.people_needed(effect)) if effect is not None else None}
+
+
+def _ceil(x: float) -> float:
+    return math.ceil(x) if math.isfinite(x) else x

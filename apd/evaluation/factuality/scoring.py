@@ -8,6 +8,7 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from apd.evaluation.factuality.methods import table6_methods
 from apd.evaluation.factuality.ner import SPACY_INSTALL, continuation_units, unit_ne_error
 from apd.evaluation.factuality.nli import top_evidence_sentences
 from apd.evaluation.factuality.prompts import FactualityPrompt, evidence_coverage
@@ -99,12 +100,57 @@ def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[f
     return pd.DataFrame(rows)
 
 
+def row_of(results: pd.DataFrame, method) -> pd.Series:
+    """The row of ``method`` (a :class:`apd.evaluation.factuality.Method`) in a scored sweep; a clear
+    error when the sweep did not run it."""
+    sel = results[results["label"] == method.label]
+    if len(sel) != 1:
+        raise ValueError(f"the sweep has {len(sel)} rows for {method.label!r}; run that setting in the sweep.")
+    return sel.iloc[0]
+
+
+def _tr(T_r: float) -> str:
+    """T_r as the paper prints it: 4.0, 2.5."""
+    return f"{float(T_r):.1f}" if float(T_r).is_integer() else f"{float(T_r):g}"
+
+
+def table6_rows(results: pd.DataFrame, dataset: str, family: str, T_r: float = 4.0, cd_T: float = 2.0,
+                apd_T: float = 1.0, p: float = 0.8) -> pd.DataFrame:
+    """Our rows of the paper's Table 6, its automatic columns (Dist-2, Rep, NE_ER, Entail_R in %;
+    the human Likert columns cannot be regenerated), in the regenerated-table convention of
+    :func:`table1_rows`: the settings of :func:`apd.evaluation.factuality.table6_methods`, with the
+    ``setting`` strings the paper prints (``T=2, REAL, T_r=4.0``, ...) so that the rows line up
+    with the paper's. A setting missing from ``results`` is an error naming it.
+
+    Example:
+        >>> from apd.evaluation.factuality.methods import table6_methods
+        >>> res = pd.DataFrame([{"label": m.label, "NE_ER": 0.4, "true_rate": 0.05, "Dist-2": 0.45, "Rep": 0.01}
+        ...                     for m in table6_methods()])
+        >>> rows = table6_rows(res, "pico world", "pico")
+        >>> sorted(set(rows["setting"]))[:2], float(rows["value"].iloc[0])
+        (['REAL, T_r=4.0', 'T=2, REAL, T_r=4.0'], 45.0)
+    """
+    settings = [f"top-p, p={1.0:.1f}", f"T={float(cd_T):g}, top-p k20, p={float(p):g}", f"top-p k20, p={float(p):g}",
+                f"T={float(cd_T):g}, REAL, T_r={_tr(T_r)}", f"REAL, T_r={_tr(T_r)}"]
+    by_label = results.set_index("label")
+    rows = []
+    for m, setting in zip(table6_methods(T_r, cd_T, apd_T, p), settings):
+        if m.label not in by_label.index:
+            raise ValueError(f"no {m.label!r} row for Table 6; run fx.table6_methods({T_r:g}, cd_T={cd_T:g}) in the sweep.")
+        r = by_label.loc[m.label]
+        for metric, col in (("Dist-2", "Dist-2"), ("Rep", "Rep"), ("NE_ER", "NE_ER"), ("Entail_R", "true_rate")):
+            rows.append({"paper_table": 6, "role": m.role, "family": family, "setting": setting, "dataset": dataset,
+                         "metric": metric, "value": 100.0 * float(r[col]), "method": m.label})
+    return pd.DataFrame(rows)
+
+
 def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Dist-2", y: str = "NE_ER",
-                  colors: Optional[dict] = None, annotate: bool = True):
+                  colors: Optional[dict] = None, annotate: bool = True, linestyles: Optional[dict] = None):
     """Draw each curve of ``results`` (rows of :func:`score_sweep`) as a line of its settings in
-    the (x, y) plane, in percent, points annotated with their p or T, with a one-standard-error bar
-    on y where ``results`` has a ``<y>_se`` column. Returns ``ax``."""
-    colors = colors or {}
+    the (x, y) plane, in percent, points annotated with their p, T_r (REAL) or T, with a one-standard-error bar
+    on y where ``results`` has a ``<y>_se`` column. ``colors``/``linestyles``: per curve (e.g. one
+    colour per distribution, dashed for the settings without REAL). Returns ``ax``."""
+    colors, linestyles = colors or {}, linestyles or {}
     for i, c in enumerate(curves):
         d = results[results["curve"] == c].copy()
         if d.empty:
@@ -113,6 +159,8 @@ def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Di
         style = dict(marker="o", lw=1.6, ms=4, label=c)
         if c in colors:
             style["color"] = colors[c]
+        if c in linestyles:
+            style["ls"] = linestyles[c]
         line, = ax.plot(100 * d[x], 100 * d[y], **style)
         if f"{y}_se" in d:   # one standard error of every point, when the sweep measured it
             ax.errorbar(100 * d[x], 100 * d[y], yerr=100 * d[f"{y}_se"].fillna(0.0), fmt="none",
@@ -120,6 +168,7 @@ def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Di
         if annotate:
             for _, r in d.iterrows():
                 knob = (f"p={r['value']:g}" if str(r["threshold"]).startswith("top-p")
+                        else f"T_r={r['value']:g}" if r["threshold"] == "REAL"
                         else (f"T={r['T']:g}" if pd.notna(r["T"]) else ""))
                 if knob:
                     ax.annotate(knob, (100 * r[x], 100 * r[y]), textcoords="offset points", xytext=(3, 3),

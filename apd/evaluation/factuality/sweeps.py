@@ -46,12 +46,15 @@ def batch_seed(seed: int, batch: int) -> int:
 
 @torch.no_grad()
 def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence[str], seeds: Sequence[int] = (0,),
-                           max_new_tokens: int = 32, batch_size: int = 64, progress=None) -> list[list[str]]:
+                           max_new_tokens: int = 32, batch_size: int = 64, progress=None,
+                           stats: Optional[dict] = None) -> list[list[str]]:
     """Sample one continuation per (prompt, seed) with ``method``.
 
     Returns ``out[i][j]``: the decoded new text (special tokens removed, cut at EOS) of prompt i
     under seed j. Prompts are batched in order (``batch_size`` per batch, left-padded);
-    ``progress``: an optional tqdm to ``update`` once per batch.
+    ``progress``: an optional tqdm to ``update`` once per batch. ``stats``: a dict that receives
+    ``mean_top_p``, REAL's mean threshold over every (row, step) of a running row (REAL settings
+    only).
     """
     if isinstance(prompts, str):
         raise TypeError("prompts must be a list of str, got one str; wrap it: [prompt].")
@@ -61,6 +64,7 @@ def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence
         raise ValueError(f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens}, {batch_size}.")
     tok = decoders.tokenizer
     out = [[None] * len(seeds) for _ in prompts]
+    top_p_sum, top_p_count = 0.0, 0
     for j, seed in enumerate(seeds):
         for b, start in enumerate(range(0, len(prompts), batch_size)):
             chunk = list(prompts[start:start + batch_size])
@@ -71,12 +75,17 @@ def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence
                 seq = generation.generate(decoders.elm, ids, mask, procs, do_sample=True,
                                         max_new_tokens=int(max_new_tokens), pad_token_id=decoders.pad_id,
                                         num_beams=1, **extra)
+            for p in procs:
+                if hasattr(p, "top_p_count"):   # REAL: its thresholds over this batch
+                    top_p_sum, top_p_count = top_p_sum + p.top_p_sum, top_p_count + p.top_p_count
             for i, row in enumerate(seq[:, ids.shape[1]:].tolist()):
                 if tok.eos_token_id is not None and tok.eos_token_id in row:
                     row = row[:row.index(tok.eos_token_id)]
                 out[start + i][j] = tok.decode(row, skip_special_tokens=True)
             if progress is not None:
                 progress.update(1)
+    if stats is not None and method.threshold == "REAL":
+        stats["mean_top_p"] = top_p_sum / top_p_count if top_p_count else float("nan")
     return out
 
 
@@ -104,12 +113,15 @@ def _method_file(cache: Path, method: Method) -> Path:
 
 def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str], seeds: Sequence[int] = (0,),
           max_new_tokens: int = 32, batch_size: int = 64, cache: Optional[Path] = None,
-          progress: bool = True, seconds: Optional[dict] = None) -> dict[str, list[list[str]]]:
+          progress: bool = True, seconds: Optional[dict] = None,
+          top_p: Optional[dict] = None) -> dict[str, list[list[str]]]:
     """Generations of every method: ``{method.label: out}`` with ``out`` as in
     :func:`generate_continuations`. With ``cache`` (a folder, see :func:`sweep_cache`) each
     method's generations are saved as they finish and read back on the next call (resumable);
     the folder must be keyed by everything that changes the text. ``seconds``: a dict to receive
-    each method's generation wall time in seconds (as measured when it was generated).
+    each method's generation wall time in seconds (as measured when it was generated). ``top_p``:
+    a dict to receive each REAL setting's mean threshold (``mean_top_p`` of
+    :func:`generate_continuations`; NaN for generations cached before it was recorded).
     """
     labels = [m.label for m in methods]
     if len(set(labels)) != len(labels):
@@ -121,21 +133,27 @@ def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str],
         bar = progress_bar(total=n_batches * len(todo), desc="generating", unit="batch")
     out = {}
     seconds = {} if seconds is None else seconds
+    top_p = {} if top_p is None else top_p
     for m in methods:
         path = _method_file(Path(cache), m) if cache is not None else None
         if path is not None and path.is_file():
             data = json.loads(path.read_text())
             out[m.label] = data["continuations"]
             seconds[m.label] = data.get("seconds", float("nan"))
+            if m.threshold == "REAL":
+                top_p[m.label] = data.get("mean_top_p", float("nan"))
             continue
         t0 = time.time()
-        gens = generate_continuations(decoders, m, prompts, seeds, max_new_tokens, batch_size, progress=bar)
+        stats = {}
+        gens = generate_continuations(decoders, m, prompts, seeds, max_new_tokens, batch_size, progress=bar, stats=stats)
         seconds[m.label] = time.time() - t0
         out[m.label] = gens
+        if "mean_top_p" in stats:
+            top_p[m.label] = stats["mean_top_p"]
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"method": asdict(m), "seconds": seconds[m.label], "continuations": gens}))
+            tmp.write_text(json.dumps({"method": asdict(m), "seconds": seconds[m.label], **stats, "continuations": gens}))
             tmp.replace(path)
     if bar is not None:
         bar.close()
@@ -157,9 +175,10 @@ def _flat(continuations: Sequence[Sequence[str]]) -> list[str]:
 
 
 def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[Sequence[Sequence[str]]], dict],
-                seconds: Optional[dict] = None) -> pd.DataFrame:
+                seconds: Optional[dict] = None, top_p: Optional[dict] = None) -> pd.DataFrame:
     """One row per method: its settings (dist, threshold, value, T, curve, label, role) and the
-    scorer's measures (fractions, not percentages)."""
+    scorer's measures (fractions, not percentages); with ``seconds`` / ``top_p`` (from :func:`sweep`),
+    columns ``seconds`` and ``mean_top_p`` (REAL's mean threshold; NaN for the other settings)."""
     rows = []
     for m in methods:
         if m.label not in generations:
@@ -169,5 +188,7 @@ def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[
         row.update(scorer(generations[m.label]))
         if seconds is not None:
             row["seconds"] = seconds.get(m.label, float("nan"))
+        if top_p is not None:
+            row["mean_top_p"] = top_p.get(m.label, float("nan"))
         rows.append(row)
     return pd.DataFrame(rows)

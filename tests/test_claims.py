@@ -196,9 +196,10 @@ def test_cells_read_one_row_or_an_aggregate(results):
 # the paper's claims, wired
 
 
-def test_paper_claims_cover_the_papers_seven_and_every_profile_has_tests():
+def test_paper_claims_cover_the_papers_eight_and_every_profile_has_tests():
     claims = claims_mod.paper_claims()
     assert [c.id for c in claims] == [c["id"] for c in paper.claim_texts()]
+    assert len(claims) == 8 and claims[-1].id == "C8_real_apd_complementary"
     for profile in ("smoke", "default", "pythia"):
         for c in claims:
             tests = [s for s in c.evidence if s.kind == "test" and s.applies_to(profile)]
@@ -227,13 +228,15 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     assert "= 0.265: does not hold" in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.29, 0.24)
     assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
     assert out.loc["C2_obvious_blindness", "reason"].startswith("precondition not met: curves.all_blind_both_right = 0")
-    for cid in ("C3_apd_more_factual", "C6_more_midsize_members_help", "C7_probability_space_and_flip"):
+    for cid in ("C3_apd_more_factual", "C6_more_midsize_members_help", "C7_probability_space_and_flip",
+                "C8_real_apd_complementary"):
         assert out.loc[cid, "verdict"] == "not testable here"
         assert "has not run under profile p" in out.loc[cid, "reason"]
     # C4's and C5's tests are written per kind of profile (pico world / Hub datasets); "p" is neither
     for cid in ("C4_apd_better_qa_easy", "C5_on_the_fly_worse"):
         assert out.loc[cid, "reason"] == "no test is defined for profile p"
-    assert evidence_mod.verdict_counts(out) == {"reproduced": 0, "not reproduced": 1, "not testable here": 6,
+    assert out.loc["C8_real_apd_complementary", "verdict"] == "not testable here"   # no factuality results
+    assert evidence_mod.verdict_counts(out) == {"reproduced": 0, "not reproduced": 1, "not testable here": 7,
                                                 "inconclusive": 0}
 
 
@@ -483,3 +486,93 @@ def test_findings_table_opens_the_book(results, tmp_path):
     page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
     assert book.FINDINGS_MARKER not in page and "main claims" in page
     assert "make book PROFILE=smoke" in book.insert_findings(book.FINDINGS_MARKER, None, "smoke")
+
+
+# ----------------------------------------------------------------------------------------------
+# C8: REAL and APD are complementary
+
+
+def _complementarity(results, *, apd_real=0.60, apd_k20=0.66, elm_real=0.64, apd_diff=0.06, apd_se=0.01,
+                     elm_diff=0.04, elm_se=0.01, engaged=1, profile="smoke"):
+    results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert"},
+            profile=profile)
+    results("factuality", {"ne_er_apd_real": apd_real, "ne_er_apd_k20": apd_k20, "ne_er_elm_real": elm_real,
+                           "comp_apd_diff": apd_diff, "comp_apd_diff_se": apd_se,
+                           "comp_elm_diff": elm_diff, "comp_elm_diff_se": elm_se,
+                           "true_rate_apd_real": 0.07, "true_rate_apd_k20": 0.05,
+                           "dist2_apd_real": 0.42, "dist2_apd_k20": 0.47}, profile=profile)
+    c8 = [c for c in claims_mod.paper_claims() if c.id == "C8_real_apd_complementary"]
+    return one(c8, profile)
+
+
+def test_complementarity_reproduced_when_both_differences_are_significant(results):
+    row = _complementarity(results)
+    assert row.verdict == "reproduced", row.reason
+    assert (row.n_tests, row.n_hold) == (4, 4)
+    assert "factuality.comp_apd_diff = 0.06 against 1.96 x factuality.comp_apd_diff_se = 0.0196" in row.evidence
+    assert "context, holds: factuality.true_rate_apd_real = 0.07 > factuality.true_rate_apd_k20 = 0.05" in row.evidence
+
+
+def test_complementarity_paired_tests_read_the_papers_effect(results):
+    assert claims_mod.paper_real_gain() == pytest.approx(0.017)    # Table 6: 39.2 - 37.5 points
+    # APD + REAL barely better than APD, se 0.01: mde 0.028 > 0.017, so too few people to tell
+    row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.005, apd_se=0.01)
+    assert row.verdict == "inconclusive", row.reason
+    assert "smallest detectable effect 0.028, the paper's effect 0.017" in row.reason
+    # the same difference with se 0.004 (mde 0.0112 <= 0.017): the paper's effect would have shown; it did not
+    row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.005, apd_se=0.004)
+    assert row.verdict == "not reproduced" and row.reason.startswith("factuality.comp_apd_diff = 0.005 against")
+    # against REAL alone the paper prints no number: a non-significant difference stays inconclusive
+    row = _complementarity(results, elm_real=0.61, elm_diff=0.01, elm_se=0.009)
+    assert row.verdict == "inconclusive" and "no paper effect in these units" in row.reason
+
+
+def test_complementarity_fails_when_apd_real_is_worse(results):
+    row = _complementarity(results, apd_real=0.70, apd_diff=-0.04, apd_se=0.01)
+    assert row.verdict == "not reproduced"
+    assert "factuality.ne_er_apd_real = 0.7 < factuality.ne_er_apd_k20 = 0.66: does not hold" in row.reason
+
+
+def test_complementarity_needs_apds_mechanism(results):
+    row = _complementarity(results, engaged=0)
+    assert row.verdict == "not testable here"
+    assert row.reason.startswith("precondition not met: apd.gate_engaged = 0") and "(curve model inert)" in row.reason
+
+
+def test_complementarity_under_a_hub_family_reads_the_directions_only(results):
+    row = _complementarity(results, apd_se=float("nan"), elm_se=float("nan"), profile="pythia")
+    assert row.verdict == "reproduced" and row.n_tests == 2
+
+
+# ----------------------------------------------------------------------------------------------
+# Table 6 and Figure 4 (b, h): REAL's counterparts
+
+
+def test_table6_has_counterpart_automatic_rows_and_says_the_human_columns_cannot_be(results):
+    status = coverage.table_status("p").set_index("paper")
+    assert status.loc["Table 6", "status"] == "not produced here"
+    assert "human columns" in status.loc["Table 6", "ours"] and "REAL settings" in status.loc["Table 6", "ours"]
+    rows = [{"paper_table": 6, "role": r, "family": "pico", "setting": s, "dataset": "pico world (exact checker)",
+             "metric": m, "value": v} for r, s, v in (("apd", "REAL, T_r=4.0", 60.0), ("apd", "top-p k20, p=0.8", 66.0))
+            for m in ("NE_ER", "Dist-2")]
+    results("factuality", {}, table="factuality_table6_world", df=pd.DataFrame(rows))
+    row = coverage.table_status("p").set_index("paper").loc["Table 6"]
+    assert row["status"] == "counterpart rows" and "cannot be regenerated by any build" in row["ours"]
+    b = beside.paper_beside_ours(6, "p", family="Pythia")
+    assert b.has_ours and "human columns" in b.note and "no dataset in common" in b.note
+    assert b.frame.loc["APD, REAL, T_r=4.0", ("pico world (exact checker)", "NE_ER", "ours")] == 60.0
+    assert b.frame.loc["APD, REAL, T_r=4.0", ("FactualityPrompts", "NE_ER", "paper: Pythia")] == 37.5
+    assert b.frame.loc["APD, REAL, T_r=4.0", ("FactualityPrompts", "Factuality", "paper: Pythia")] == 2.31
+    assert coverage.table_status("p").set_index("paper").loc["Table 7", "status"] == "cannot be regenerated"
+
+
+def test_figure_4bh_is_drawn_by_the_factuality_chapter(results):
+    st = coverage.figure_status("p").set_index("paper")
+    assert st.loc["Figure 4 (b, h)", "status"] == "not produced here"
+    results("factuality", {}, figure="factuality_world_tradeoffs")
+    st = coverage.figure_status("p").set_index("paper")
+    assert st.loc["Figure 4 (b, h)", "status"] == "not produced here"          # ran without REAL settings
+    assert "did not produce factuality_world_real, factuality_fp_real" in st.loc["Figure 4 (b, h)", "ours"]
+    results("factuality", figure="factuality_world_real")
+    row = coverage.figure_status("p").set_index("paper").loc["Figure 4 (b, h)"]
+    assert row["status"] == "regenerated" and "factuality_world_real" in row["ours"] and "OPT" in row["ours"]

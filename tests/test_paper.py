@@ -251,8 +251,8 @@ def test_gap_rows_agree_with_gap_closure_within_rounding():
 def test_paper_claims():
     claims = paper.claim_texts()
     ids = [c["id"] for c in claims]
-    assert len(ids) == len(set(ids)) == 7
+    assert len(ids) == len(set(ids)) == 8
     for needle in ("extrapolat", "obvious blindness", "similar diversity", "easier", "on the fly",
-                   "mid-size", "logit space"):
+                   "mid-size", "logit space", "complementary"):
         assert any(needle in c["claim"] for c in claims), needle
     assert all(c["evidence"] for c in claims)

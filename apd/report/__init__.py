@@ -45,8 +45,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.report.claims
     "ABLATIONS_TABLE": "apd.report.claims", "QA_WORLD_GAIN_TABLE": "apd.report.claims",
     "QA_DATASETS_TABLE": "apd.report.claims", "paper_qa_gain": "apd.report.claims",
-    "paper_ne_er_gain": "apd.report.claims", "paper_claims": "apd.report.claims",
-    "claims": "apd.report.claims",
+    "paper_ne_er_gain": "apd.report.claims", "paper_real_gain": "apd.report.claims",
+    "paper_claims": "apd.report.claims", "claims": "apd.report.claims",
     # apd.report.coverage
     "figure_status": "apd.report.coverage", "MIN_SAME_ROWS_ITEMS": "apd.report.coverage",
     "table_status": "apd.report.coverage", "coverage": "apd.report.coverage",

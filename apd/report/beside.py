@@ -203,6 +203,8 @@ def paper_beside_ours(number: int, profile: str, family: str | None = None,
         note = (f"{item.name}: no dataset in common; our rows "
                 f"({', '.join(sorted(set(ours['dataset'].astype(str))))}) are this profile's "
                 "counterpart: compare the order of the methods, not the values")
+    if item.never_part and not item.never:
+        note += f"; {item.never_part}"
     return Beside(number, wide, note, not ours.empty, same)
 
 

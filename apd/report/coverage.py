@@ -60,6 +60,8 @@ def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES))
             status = "not produced here"
             text = (f"chapter {item.stem} wrote no rows for it under profile {profile}" if ran
                     else f"chapter {item.stem} has not run under profile {profile}") + f"; {item.needs}"
+            if item.never_part:
+                text += f"; {item.never_part}"
         else:
             same = set(paper.table(number)["dataset"]) & set(mine["dataset"].astype(str))
             status = "same rows" if same else "counterpart rows"
@@ -71,5 +73,7 @@ def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES))
                 status = "too few items"
                 text += (f"; the same datasets, but only {n_items} qualifying item(s) in the smallest "
                          f"(a 'same rows' label needs at least {MIN_SAME_ROWS_ITEMS})")
+            if item.never_part:
+                text += f"; {item.never_part}"
         rows.append({"paper": item.name, "shows": item.shows, "status": status, "ours": text})
     return pd.DataFrame(rows)

@@ -549,3 +549,11 @@ def test_summary_of_a_paired_comparison(world):
     assert (s["n_pairs"], s["n_people"], s["n_seeds"], s["mde"]) == (8, 4, 2, 0.0)
     assert s["reading"] == "significant" and s["people_needed"] >= 0
     assert power.summary(power.paired_verdict(world, prompts, right, wrong))["people_needed"] is None
+
+
+@pytest.mark.parametrize("module", [methods_mod, scoring, power], ids=lambda m: m.__name__)
+def test_factuality_docstring_examples_run(module):
+    import doctest
+
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
+    assert result.attempted and result.failed == 0

@@ -16,8 +16,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "iter_records": "apd.amateur.collect",
     # apd.amateur.config
     "LAMBDA3": "apd.amateur.config", "LAMBDA3_GRID": "apd.amateur.config", "X_ORIGINS": "apd.amateur.config",
-    "OBJECTIVES": "apd.amateur.config", "APDTrainConfig": "apd.amateur.config",
-    "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config", "config": "apd.amateur.config",
+    "OBJECTIVES": "apd.amateur.config", "STARTS": "apd.amateur.config",
+    "APDTrainConfig": "apd.amateur.config", "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config",
+    "config": "apd.amateur.config",
     # apd.amateur.data
     "RECORD_KEYS": "apd.amateur.data", "CollectedChunks": "apd.amateur.data",
     "resolve_members": "apd.amateur.data", "collate_chunks": "apd.amateur.data",
@@ -31,13 +32,15 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.amateur.objective
     "member_values": "apd.amateur.objective", "asymptote": "apd.amateur.objective",
     "CurveOutput": "apd.amateur.objective", "CurveMLP": "apd.amateur.objective",
+    "ConditionedCurveMLP": "apd.amateur.objective", "start_amplitude": "apd.amateur.objective",
     "loss_l1": "apd.amateur.objective", "loss_l2": "apd.amateur.objective",
-    "loss_l3": "apd.amateur.objective", "loss_distill": "apd.amateur.objective",
-    "DistillObjective": "apd.amateur.objective", "APDObjective": "apd.amateur.objective",
-    "CurvePrediction": "apd.amateur.objective", "predict_curves": "apd.amateur.objective",
-    "objective": "apd.amateur.objective",
+    "loss_l3": "apd.amateur.objective", "HEAD_GATHER_CLASSES": "apd.amateur.objective",
+    "loss_distill": "apd.amateur.objective", "DistillObjective": "apd.amateur.objective",
+    "APDObjective": "apd.amateur.objective", "CurvePrediction": "apd.amateur.objective",
+    "predict_curves": "apd.amateur.objective", "objective": "apd.amateur.objective",
     # apd.amateur.train
-    "train_alm_prime": "apd.amateur.train", "evaluate_losses": "apd.amateur.train",
+    "CPU_THREADS": "apd.amateur.train", "train_alm_prime": "apd.amateur.train",
+    "START_CHUNKS": "apd.amateur.train", "evaluate_losses": "apd.amateur.train",
     "sweep_lambda3": "apd.amateur.train", "main": "apd.amateur.train", "train": "apd.amateur.train",
     # apd.amateur.runs
     "SCALES": "apd.amateur.runs", "PICO_TRAIN": "apd.amateur.runs", "PICO_LAMBDA3_GRID": "apd.amateur.runs",

@@ -49,12 +49,19 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "train_dir": "apd.amateur.runs", "train_apd": "apd.amateur.runs", "variant": "apd.amateur.runs",
     "load_alm_prime": "apd.amateur.runs", "family_name": "apd.amateur.runs",
     "train_config": "apd.amateur.runs", "collect_config": "apd.amateur.runs",
-    "finetune_texts": "apd.amateur.runs", "read_train_log": "apd.amateur.runs", "runs": "apd.amateur.runs",
+    "finetune_texts": "apd.amateur.runs", "read_train_log": "apd.amateur.runs",
+    "run_record": "apd.amateur.runs", "runs": "apd.amateur.runs",
     # apd.amateur.tuning
-    "TUNING_SCORE": "apd.amateur.tuning", "validation_score": "apd.amateur.tuning",
-    "tune_lambda3": "apd.amateur.tuning", "tuning": "apd.amateur.tuning",
+    "TUNING_SCORE": "apd.amateur.tuning", "TUNING_SCORES": "apd.amateur.tuning",
+    "validation_score": "apd.amateur.tuning", "tune_lambda3": "apd.amateur.tuning",
+    "best_inv_T_score": "apd.amateur.tuning", "scoring_threads": "apd.amateur.tuning",
+    "tuning": "apd.amateur.tuning",
     # apd.amateur.pipeline
-    "APDResult": "apd.amateur.pipeline", "apd_model": "apd.amateur.pipeline",
+    "GATE_CHUNKS": "apd.amateur.pipeline", "APDResult": "apd.amateur.pipeline",
+    "apd_model": "apd.amateur.pipeline", "gate_collection": "apd.amateur.pipeline",
+    "run_gates": "apd.amateur.pipeline", "VariantSelection": "apd.amateur.pipeline",
+    "assess": "apd.amateur.pipeline", "engaged_variant": "apd.amateur.pipeline",
+    "choose_variant": "apd.amateur.pipeline", "tuning_table": "apd.amateur.pipeline",
     "pipeline": "apd.amateur.pipeline",
     # apd.amateur.composition
     "token_set_composition": "apd.amateur.composition", "composition": "apd.amateur.composition",
@@ -72,4 +79,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "THFModel": "apd.amateur.thf", "load_thf": "apd.amateur.thf", "train_thf": "apd.amateur.thf",
     "evaluate_thf": "apd.amateur.thf", "THFResult": "apd.amateur.thf", "thf_key": "apd.amateur.thf",
     "thf_model": "apd.amateur.thf", "thf": "apd.amateur.thf",
+    # apd.amateur.variants
+    "RELEASE": "apd.amateur.variants", "Variant": "apd.amateur.variants", "VARIANTS": "apd.amateur.variants",
+    "VARIANT_NAMES": "apd.amateur.variants", "ENGAGED": "apd.amateur.variants",
+    "get_variant": "apd.amateur.variants", "variant_config": "apd.amateur.variants",
+    "lambda3_grid": "apd.amateur.variants", "variants": "apd.amateur.variants",
 })

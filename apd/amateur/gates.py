@@ -23,7 +23,7 @@ asymptote, and its L1 with a flat curve at that asymptote.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
@@ -95,6 +95,19 @@ class Gates:
         if not self.moved:
             failed.append("ALM' did not move from the ALM")
         return "; ".join(failed)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Gates":
+        """The inverse of :meth:`to_dict` (pass flags are recomputed from the measurements and thresholds).
+
+        Example:
+            >>> g = Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.1, 0.4, 10, 200)
+            >>> Gates.from_dict(g.to_dict()) == g
+            True
+        """
+        names = [f.name for f in fields(cls) if f.name != "thresholds"]
+        th = Thresholds(**{f.name: d[f"threshold_{f.name}"] for f in fields(Thresholds) if f"threshold_{f.name}" in d})
+        return cls(**{k: d[k] for k in names}, thresholds=th)
 
     def to_dict(self) -> dict:
         """Measurements, pass flags and thresholds as plain values (for results JSON and tables)."""

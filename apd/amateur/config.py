@@ -130,11 +130,11 @@ class APDTrainConfig:
 
     def to_dict(self) -> dict:
         """The fields as plain values. Fields added after the paper's runs were made (``objective``,
-        ``start``, ``mlp_warmup_steps``) are left out at their defaults (:data:`_LATER_DEFAULTS`), so
+        ``start``, ``mlp_warmup_steps``) are left out at their defaults (:data:`LATER_DEFAULTS`), so
         the cache keys and fingerprints of every run made before they existed stay the same."""
         d = dataclasses.asdict(self)
         d["members"] = list(self.members) if self.members is not None else None
-        for name, default in _LATER_DEFAULTS.items():
+        for name, default in LATER_DEFAULTS.items():
             if d[name] == default:
                 del d[name]
         return d
@@ -150,7 +150,7 @@ class APDTrainConfig:
 
 #: Fields added after the release configuration's runs were cached, with their defaults: left out of
 #: :meth:`APDTrainConfig.to_dict` at these values (tests/test_cache_keys.py pins the older keys).
-_LATER_DEFAULTS = {"objective": "paper", "start": "release", "mlp_warmup_steps": 0}
+LATER_DEFAULTS = {"objective": "paper", "start": "release", "mlp_warmup_steps": 0}
 
 
 # Fields that do not change the trained weights (left out of the run's fingerprint).

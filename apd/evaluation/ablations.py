@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from apd.amateur import collect, data, objective, runs, train
-from apd.amateur.config import APDTrainConfig
+from apd.amateur.config import LATER_DEFAULTS, APDTrainConfig
 from apd.base.device import resolve_device
 from apd.core import stats
 from apd.family import logprobs
@@ -157,7 +157,7 @@ def config_changes(config: APDTrainConfig, base: APDTrainConfig) -> str:
     a, b = config.to_dict(), base.to_dict()
     parts = []
     for k, v in a.items():
-        if v != b.get(k, "paper" if k == "objective" else None):
+        if v != b.get(k, LATER_DEFAULTS.get(k)):
             v = "+".join(map(str, v)) if isinstance(v, (list, tuple)) else (f"{v:g}" if isinstance(v, float) else v)
             parts.append(f"{k}={v}")
     return ", ".join(parts) or "(main)"

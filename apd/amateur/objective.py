@@ -241,8 +241,8 @@ def _logits_at(alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: t
                              "collected data were made with another tokenizer/model family.")
         if not fast:
             return torch.gather(logits, -1, token_ids).float()
-        hidden = alm.base_model(input_ids=input_ids, use_cache=False).last_hidden_state      # (B, S, d)
-        rows = head.weight[token_ids]                                                         # (B, S, K, d)
+        hidden = alm.base_model(input_ids=input_ids).last_hidden_state                        # (B, S, d)
+        rows = nn.functional.embedding(token_ids, head.weight)                                # (B, S, K, d)
         out = (rows * hidden.unsqueeze(-2)).sum(-1)                                           # (B, S, K)
         if head.bias is not None:
             out = out + head.bias[token_ids]

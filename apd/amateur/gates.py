@@ -31,7 +31,7 @@ import torch
 from apd.amateur import collect
 from apd.amateur.distill import DISTILL_FIT, fit_member_curves
 from apd.amateur.objective import CurveMLP, asymptote, member_values, predict_curves
-from apd.base.device import resolve_device
+from apd.base.device import cpu_threads, resolve_device
 from apd.core import curves
 
 
@@ -133,6 +133,15 @@ def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 2
         >>> sorted(g.to_dict())[:3]
         ['alive', 'collapsed', 'collapsed_cd']
     """
+    dev = resolve_device(device)
+    with cpu_threads(1 if dev.type == "cpu" else None):   # small models: one thread (see apd.amateur.train)
+        return _measure_gates(alm_prime, collect_dir, max_chunks=max_chunks, top_k=top_k, device=dev,
+                              thresholds=thresholds)
+
+
+@torch.no_grad()
+def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 20, device=None,
+                   thresholds: Thresholds = THRESHOLDS) -> Gates:
     from transformers import AutoModelForCausalLM
 
     folder = Path(alm_prime)

@@ -1,8 +1,9 @@
 """Amateur: collecting a family's probabilities and training ALM' (the fine-tuned amateur).
 
 ``collect`` (token sets and member probabilities), ``config`` / ``data`` / ``objective`` / ``train``
-(the curve model, losses and training loop), ``runs`` / ``tuning`` / ``pipeline`` (cached runs, lambda3,
-``apd_model``), ``composition`` (what a collection holds).
+(the curve model, losses and training loop), ``runs`` / ``tuning`` / ``variants`` / ``pipeline``
+(cached runs, lambda3, the APD variants, ``apd_model`` and the engaged variant), ``composition``
+(what a collection holds).
 """
 from apd.base.lazy import attach
 
@@ -17,8 +18,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.amateur.config
     "LAMBDA3": "apd.amateur.config", "LAMBDA3_GRID": "apd.amateur.config", "X_ORIGINS": "apd.amateur.config",
     "OBJECTIVES": "apd.amateur.config", "STARTS": "apd.amateur.config",
-    "APDTrainConfig": "apd.amateur.config", "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config",
-    "config": "apd.amateur.config",
+    "APDTrainConfig": "apd.amateur.config", "LATER_DEFAULTS": "apd.amateur.config",
+    "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config", "config": "apd.amateur.config",
     # apd.amateur.data
     "RECORD_KEYS": "apd.amateur.data", "CollectedChunks": "apd.amateur.data",
     "resolve_members": "apd.amateur.data", "collate_chunks": "apd.amateur.data",

@@ -5,6 +5,7 @@ The front door: what a notebook of your own needs, imported lazily on first use.
     import apd
     fam, built = apd.get_family("pico", "smoke")             # or "pythia" (Hub), with local_dir=...
     result = apd.apd_model(fam, built, scale="smoke")         # collect, tune lambda3, train ALM' (cached)
+    used = apd.apd_model(fam, built, scale="smoke", variant="engaged")   # the variant whose gates pass
     alm_prime = apd.load_alm_prime(result)
     proc = apd.APDLogitsProcessor(alm_prime, T=1.0, filters=apd.make_filters("top-p", 0.8),
                                   vocab_size=fam.vocab_size)
@@ -24,6 +25,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "get_family": "apd.family.select", "load_family": "apd.family.loading", "Family": "apd.family.loading",
     # ALM', the fine-tuned amateur
     "apd_model": "apd.amateur.pipeline", "APDResult": "apd.amateur.pipeline",
+    "engaged_variant": "apd.amateur.pipeline", "VariantSelection": "apd.amateur.pipeline",
     "load_alm_prime": "apd.amateur.runs", "APDTrainConfig": "apd.amateur.config",
     "train_alm_prime": "apd.amateur.train",
     # REAL sampling's THF model (entropy across sizes)

@@ -576,3 +576,24 @@ def test_figure_4bh_is_drawn_by_the_factuality_chapter(results):
     results("factuality", figure="factuality_world_real")
     row = coverage.figure_status("p").set_index("paper").loc["Figure 4 (b, h)"]
     assert row["status"] == "regenerated" and "factuality_world_real" in row["ours"] and "OPT" in row["ours"]
+
+
+def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_as_context(results):
+    """Issue 13: a claim about APD is tested on the APD chapter's engaged variant (apd.gate_engaged); the
+    release configuration's own gates are a context row that never decides the verdict."""
+    claims = claims_mod.paper_claims()
+    with_context = {c.id for c in claims if claims_mod.RELEASE_CONTEXT in c.evidence}
+    assert with_context == {"C2_obvious_blindness", "C3_apd_more_factual", "C4_apd_better_qa_easy",
+                            "C5_on_the_fly_worse"}
+    c4 = [c for c in claims if c.id == "C4_apd_better_qa_easy"]
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)          # the engaged variant passes its gates
+    results("apd", {"gate_engaged": 1, "gate_reason": "the distilled variant: all gates pass",
+                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert"}, profile="smoke")
+    row = one(c4, "smoke")
+    assert row.verdict == "reproduced", row.reason
+    assert "context, does not hold: apd.release_gate_engaged = 0 >= 1: does not hold (curve model inert)" in row.evidence
+    # no variant engages: the release configuration stands in, and the claim is not testable, saying why
+    results("apd", {"gate_engaged": 0, "gate_reason": "the release configuration: curve model inert; no variant engages",
+                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert"}, profile="smoke")
+    row = one(c4, "smoke")
+    assert row.verdict == "not testable here" and "no variant engages" in row.reason

@@ -94,3 +94,15 @@ def _write_fixtures(src: Path) -> None:
 
 if __name__ == "__main__":
     _write_fixtures(Path(sys.argv[1]))
+
+
+def test_hub_family_apd_results_have_every_variant_and_its_gates():
+    """Under a Hub family the APD chapter still trains and gates every variant; its world scores are
+    missing (no truth), said once rather than as walls of n/a."""
+    from apd.amateur import VARIANT_NAMES
+
+    values = json.loads((DATA / "apd.json").read_text())
+    for v in VARIANT_NAMES:
+        assert values[f"{v}_gate_engaged"] in (0, 1) and isinstance(values[f"{v}_curve_alive"], float)
+        assert not pages.present(values[f"{v}_kl"]) and pages.present(values[f"{v}_text_nll"])
+    assert values["variant_used"] in VARIANT_NAMES

@@ -83,6 +83,14 @@ def test_method_distributions_rows_and_on_the_fly_extremes():
         assert q.shape == (4, 5) and np.allclose(q.sum(-1), 1.0)
     assert np.allclose(md.probs[("APD on the fly", 0.0)], md.probs[("ELM", 0.0)])
     assert not np.allclose(md.probs[("APD on the fly", 1.0)], md.probs[("ELM", 0.0)])
+    # more amateurs (every APD variant's ALM') are scored like APD under their own names
+    more = truth.method_distributions(lp, ap, inv_T=(0.5, 1.0), fly_weights=(), k=5, amateurs={"APD v": ap})
+    assert np.allclose(more.probs[("APD v", 0.5)], more.probs[("APD", 0.5)])
+    assert set(more.frame(gold=np.zeros(4, dtype=int))["method"]) == {"ELM", "CD", "APD", "APD v"}
+    with pytest.raises(ValueError, match="taken by a built-in method"):
+        truth.method_distributions(lp, None, inv_T=(1.0,), fly_weights=(), k=5, amateurs={"CD": ap})
+    with pytest.raises(ValueError, match="must match"):
+        truth.method_distributions(lp, None, inv_T=(1.0,), fly_weights=(), k=5, amateurs={"APD v": ap[:2]})
 
 
 def test_frame_best_knobs_and_summary():

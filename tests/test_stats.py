@@ -101,3 +101,25 @@ def test_detected_has_three_answers():
     assert detected(0.001, 0.001) is None                          # no effect to compare with
     se = 0.01
     assert detected(0.0, se, effect=min_detectable_effect(se)) is False   # the boundary counts as detectable
+
+
+def test_paired_table_gains_per_row_and_per_bucket_against_a_reference():
+    import pandas as pd
+
+    from apd.core.stats import min_detectable_effect
+    from apd.world.truth import paired_table
+    rng = np.random.default_rng(3)
+    n = 40
+    cd = rng.normal(2.0, 0.3, n)
+    apd_kl = cd - 0.1 + rng.normal(0, 0.05, n)             # APD 0.1 nats closer to the truth
+    bucket = np.array(["head", "tail"] * (n // 2))
+    f = pd.DataFrame({"method": ["CD"] * n + ["APD x"] * n, "knob": [0.25] * n + [0.5] * n,
+                      "item": list(range(n)) * 2, "bucket": list(bucket) * 2, "kl": np.r_[cd, apd_kl]})
+    t = paired_table(f, {"x": ("APD x", 0.5), "cd": ("CD", 0.25)}, ("CD", 0.25))
+    d = cd - apd_kl
+    assert t.loc["x", "gain"] == pytest.approx(d.mean()) and t.loc["x", "n"] == n
+    assert t.loc["x", "gain_se"] == pytest.approx(d.std(ddof=1) / np.sqrt(n))
+    assert t.loc["x", "gain_mde"] == pytest.approx(min_detectable_effect(t.loc["x", "gain_se"]))
+    assert t.loc["x", "mean"] == pytest.approx(apd_kl.mean())
+    assert t.loc["x", "gain_tail"] == pytest.approx(d[bucket == "tail"].mean()) and t.loc["x", "n_head"] == n // 2
+    assert t.loc["cd", "gain"] == 0.0

@@ -413,3 +413,111 @@ def test_two_process_data_parallel_matches_one_process(family, tmp_path):
     assert meta["world_size"] == 2 and meta["grad_accum"] == 1
     a, b = final_state(one), final_state(tmp_path / "two" / "alm_prime")
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+
+
+# ----------------------------------------------------------------------------- ALM' logits at the token set
+
+def test_gathered_head_matches_the_full_vocabulary_logits_and_gradients(family):
+    """The token-set logits from hidden states and gathered output-embedding rows are the full head's,
+    up to float rounding, and so are the gradients they send back (issue 13: the cheaper ALM' step)."""
+    models, _, records = family
+    data = data_mod.collate_chunks([data_mod.CollectedChunks(records)[i] for i in range(3)])
+    ids, tok = data["input_ids"], data["token_ids"]
+    grads, outs = [], []
+    for gather in (False, True):
+        alm = train._load_alm(models[0])
+        out = objective._logits_at(alm, False, ids, tok, gather_head=gather)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        outs.append(out.detach())
+        grads.append({n: p.grad.clone() for n, p in alm.named_parameters()})
+    assert outs[0].shape == tok.shape
+    assert torch.allclose(outs[0], outs[1], atol=1e-5, rtol=1e-5)
+    assert grads[0].keys() == grads[1].keys()
+    for name in grads[0]:
+        assert torch.allclose(grads[0][name], grads[1][name], atol=1e-5, rtol=1e-4), name
+    with pytest.raises(ValueError, match="vocabulary size"):
+        objective._logits_at(models[0], False, ids, torch.full_like(tok, VOCAB))
+
+
+def test_gathered_head_falls_back_to_the_full_head_for_other_classes(family):
+    models, _, records = family
+
+    class Wrapped(torch.nn.Module):   # a causal LM class not known to have a plain linear head
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids):
+            return self.inner(input_ids=input_ids)
+
+    r = data_mod.collate_chunks([data_mod.CollectedChunks(records)[0]])
+    full = objective._logits_at(models[0], False, r["input_ids"], r["token_ids"], gather_head=False)
+    assert torch.equal(objective._logits_at(Wrapped(models[0]), False, r["input_ids"], r["token_ids"]), full)
+
+
+# ----------------------------------------------------------------------------- conditioned start, MLP warm-up
+
+def test_start_and_warmup_are_left_out_of_to_dict_at_their_defaults():
+    base = small_config()
+    assert "start" not in base.to_dict() and "mlp_warmup_steps" not in base.to_dict()
+    cond = small_config(start="conditioned", mlp_warmup_steps=3)
+    assert cond.to_dict()["start"] == "conditioned" and cond.to_dict()["mlp_warmup_steps"] == 3
+    assert config.APDTrainConfig.from_dict(cond.to_dict()) == cond
+
+
+@pytest.mark.parametrize("fields, match", [
+    (dict(start="bent"), "start must be one of"),
+    (dict(mlp_warmup_steps=-1), "mlp_warmup_steps must be >= 0"),
+    (dict(objective="distill", start="conditioned"), "no curve MLP"),
+    (dict(objective="distill", mlp_warmup_steps=2), "no curve MLP"),
+    (dict(start="conditioned", x_origin="alm"), "leave x_origin"),
+    (dict(start="conditioned", flip=False), "needs the flip"),
+    (dict(start="conditioned", decay="poly1"), "exponential or logistic"),
+])
+def test_bad_start_settings_are_clear_errors(fields, match):
+    with pytest.raises(ValueError, match=match):
+        small_config(**fields)
+
+
+def test_conditioned_mlp_starts_through_the_members_and_loads_back(tmp_path):
+    x = [9.5, 10.1, 11.7, 14.4]
+    mlp = objective.ConditionedCurveMLP(x, a0=0.2, mid_dropout=0.0)
+    assert torch.allclose(mlp.x(), (torch.tensor(x) - 9.5) / (14.4 - 9.5))
+    values = torch.tensor([[0.60, 0.50, 0.45, 0.42]])
+    with torch.no_grad():
+        out = mlp(values, torch.tensor([0.40]))
+    assert torch.allclose(out.params, torch.tensor([[0.2, 2.0, 0.02]]), atol=1e-6)
+    # the curve starts at c + a at the ALM and has fallen most of the way by the ELM: not flat at c
+    assert abs(float(out.curve[0, 0]) - 0.6) < 0.01 and float(out.curve[0, -1]) < 0.44
+    mlp.save(tmp_path / "curve_mlp.pt")
+    back = objective.CurveMLP.load(tmp_path / "curve_mlp.pt")
+    assert type(back) is objective.ConditionedCurveMLP and back.settings == mlp.settings
+    assert torch.equal(back.x(), mlp.x())
+    plain = objective.CurveMLP(x)
+    plain.save(tmp_path / "plain.pt")
+    assert type(objective.CurveMLP.load(tmp_path / "plain.pt")) is objective.CurveMLP
+
+
+def test_mlp_warmup_freezes_alm_prime_then_trains_it(family, tmp_path):
+    models, _, records = family
+    cfg = small_config(start="conditioned", mlp_warmup_steps=4, epochs=2)       # 8 steps, 4 MLP-only
+    log = []
+    ckpt = train.train_alm_prime(cfg, models[0], records, tmp_path / "run", stop_after=4, progress=False,
+                                 callback=lambda s, r: log.append(r))
+    state = torch.load(ckpt, weights_only=False)
+    alm = models[0].state_dict()
+    assert all(torch.equal(state["alm"][k], alm[k]) for k in alm)             # ALM' is still the ALM
+    mlp0 = objective.ConditionedCurveMLP([0.0, 1.0, 2.0, 3.0], a0=0.1).state_dict()
+    assert not torch.equal(state["mlp"]["head.weight"], mlp0["head.weight"])   # the MLP trained
+    assert [r["alm_lr"] for r in log] == [0.0] * 4 and all(r["lr"] > 0 for r in log)
+    out = train.train_alm_prime(cfg, models[0], records, tmp_path / "run", progress=False,
+                                callback=lambda s, r: log.append(r))
+    assert all(r["alm_lr"] > 0 for r in log[4:-1]) and len(log) == 8
+    trained = final_state(out)
+    assert any(not torch.equal(trained[k], alm[k]) for k in alm)             # then ALM' moves
+    assert type(objective.CurveMLP.load(out)) is objective.ConditionedCurveMLP
+    a0 = objective.CurveMLP.load(out).settings["a0"]
+    lp = torch.stack([torch.tensor(r["member_logprobs"]).float() for r in records])
+    assert a0 == pytest.approx(objective.start_amplitude(lp))
+    with pytest.raises(ValueError, match="no joint step"):
+        train.train_alm_prime(small_config(mlp_warmup_steps=12), models[0], records, tmp_path / "x", progress=False)

@@ -1,8 +1,9 @@
 """Amateur: collecting a family's probabilities and training ALM' (the fine-tuned amateur).
 
 ``collect`` (token sets and member probabilities), ``config`` / ``data`` / ``objective`` / ``train``
-(the curve model, losses and training loop), ``runs`` / ``tuning`` / ``pipeline`` (cached runs, lambda3,
-``apd_model``), ``composition`` (what a collection holds).
+(the curve model, losses and training loop), ``runs`` / ``tuning`` / ``variants`` / ``pipeline``
+(cached runs, lambda3, the APD variants, ``apd_model`` and the engaged variant), ``composition``
+(what a collection holds).
 """
 from apd.base.lazy import attach
 
@@ -16,7 +17,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "iter_records": "apd.amateur.collect",
     # apd.amateur.config
     "LAMBDA3": "apd.amateur.config", "LAMBDA3_GRID": "apd.amateur.config", "X_ORIGINS": "apd.amateur.config",
-    "OBJECTIVES": "apd.amateur.config", "APDTrainConfig": "apd.amateur.config",
+    "OBJECTIVES": "apd.amateur.config", "STARTS": "apd.amateur.config",
+    "APDTrainConfig": "apd.amateur.config", "LATER_DEFAULTS": "apd.amateur.config",
     "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config", "config": "apd.amateur.config",
     # apd.amateur.data
     "RECORD_KEYS": "apd.amateur.data", "CollectedChunks": "apd.amateur.data",
@@ -31,13 +33,15 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.amateur.objective
     "member_values": "apd.amateur.objective", "asymptote": "apd.amateur.objective",
     "CurveOutput": "apd.amateur.objective", "CurveMLP": "apd.amateur.objective",
+    "ConditionedCurveMLP": "apd.amateur.objective", "start_amplitude": "apd.amateur.objective",
     "loss_l1": "apd.amateur.objective", "loss_l2": "apd.amateur.objective",
-    "loss_l3": "apd.amateur.objective", "loss_distill": "apd.amateur.objective",
-    "DistillObjective": "apd.amateur.objective", "APDObjective": "apd.amateur.objective",
-    "CurvePrediction": "apd.amateur.objective", "predict_curves": "apd.amateur.objective",
-    "objective": "apd.amateur.objective",
+    "loss_l3": "apd.amateur.objective", "HEAD_GATHER_CLASSES": "apd.amateur.objective",
+    "loss_distill": "apd.amateur.objective", "DistillObjective": "apd.amateur.objective",
+    "APDObjective": "apd.amateur.objective", "CurvePrediction": "apd.amateur.objective",
+    "predict_curves": "apd.amateur.objective", "objective": "apd.amateur.objective",
     # apd.amateur.train
-    "train_alm_prime": "apd.amateur.train", "evaluate_losses": "apd.amateur.train",
+    "CPU_THREADS": "apd.amateur.train", "train_alm_prime": "apd.amateur.train",
+    "START_CHUNKS": "apd.amateur.train", "evaluate_losses": "apd.amateur.train",
     "sweep_lambda3": "apd.amateur.train", "main": "apd.amateur.train", "train": "apd.amateur.train",
     # apd.amateur.runs
     "SCALES": "apd.amateur.runs", "PICO_TRAIN": "apd.amateur.runs", "PICO_LAMBDA3_GRID": "apd.amateur.runs",
@@ -46,12 +50,19 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "train_dir": "apd.amateur.runs", "train_apd": "apd.amateur.runs", "variant": "apd.amateur.runs",
     "load_alm_prime": "apd.amateur.runs", "family_name": "apd.amateur.runs",
     "train_config": "apd.amateur.runs", "collect_config": "apd.amateur.runs",
-    "finetune_texts": "apd.amateur.runs", "read_train_log": "apd.amateur.runs", "runs": "apd.amateur.runs",
+    "finetune_texts": "apd.amateur.runs", "read_train_log": "apd.amateur.runs",
+    "run_record": "apd.amateur.runs", "runs": "apd.amateur.runs",
     # apd.amateur.tuning
-    "TUNING_SCORE": "apd.amateur.tuning", "validation_score": "apd.amateur.tuning",
-    "tune_lambda3": "apd.amateur.tuning", "tuning": "apd.amateur.tuning",
+    "TUNING_SCORE": "apd.amateur.tuning", "TUNING_SCORES": "apd.amateur.tuning",
+    "validation_score": "apd.amateur.tuning", "tune_lambda3": "apd.amateur.tuning",
+    "best_inv_T_score": "apd.amateur.tuning", "scoring_threads": "apd.amateur.tuning",
+    "tuning": "apd.amateur.tuning",
     # apd.amateur.pipeline
-    "APDResult": "apd.amateur.pipeline", "apd_model": "apd.amateur.pipeline",
+    "GATE_CHUNKS": "apd.amateur.pipeline", "APDResult": "apd.amateur.pipeline",
+    "apd_model": "apd.amateur.pipeline", "gate_collection": "apd.amateur.pipeline",
+    "run_gates": "apd.amateur.pipeline", "VariantSelection": "apd.amateur.pipeline",
+    "assess": "apd.amateur.pipeline", "engaged_variant": "apd.amateur.pipeline",
+    "choose_variant": "apd.amateur.pipeline", "tuning_table": "apd.amateur.pipeline",
     "pipeline": "apd.amateur.pipeline",
     # apd.amateur.composition
     "token_set_composition": "apd.amateur.composition", "composition": "apd.amateur.composition",
@@ -69,4 +80,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "THFModel": "apd.amateur.thf", "load_thf": "apd.amateur.thf", "train_thf": "apd.amateur.thf",
     "evaluate_thf": "apd.amateur.thf", "THFResult": "apd.amateur.thf", "thf_key": "apd.amateur.thf",
     "thf_model": "apd.amateur.thf", "thf": "apd.amateur.thf",
+    # apd.amateur.variants
+    "RELEASE": "apd.amateur.variants", "Variant": "apd.amateur.variants", "VARIANTS": "apd.amateur.variants",
+    "VARIANT_NAMES": "apd.amateur.variants", "ENGAGED": "apd.amateur.variants",
+    "get_variant": "apd.amateur.variants", "variant_config": "apd.amateur.variants",
+    "lambda3_grid": "apd.amateur.variants", "variants": "apd.amateur.variants",
 })

@@ -6,12 +6,18 @@ curve(x) = c + a exp(-max(0, b (x - d))) on x = ln(non-embedding size). Losses (
 L1 = sqrt(MSE(curve, p)) over the N-1 smaller members; L2 = sqrt(mean(max(curve(x_ELM) - p_ELM, 0)));
 L3 = sqrt(MSE(L_ALM', L_ALM)) over the token set (logits).
 
+A conditioned start (``APDTrainConfig(start="conditioned")``, :class:`ConditionedCurveMLP`) measures x
+from the ALM in units of the members' span and starts the curve through the members (the bend at the
+ALM) instead of flat at c; the known-answer chapter (:mod:`apd.evaluation.known_answer`) uses the same
+class.
+
 The distilled variant (``APDTrainConfig(objective="distill")``, :class:`DistillObjective`) has no
 curve MLP: L_distill = KL(target || c) over the token set, mean over positions, where the target is
 the fitter's asymptotes (:mod:`apd.amateur.distill`), plus the same lambda3 L3.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,9 +140,57 @@ class CurveMLP(nn.Module):
         if not path.exists():
             raise FileNotFoundError(f"{path} not found; train_alm_prime writes <out_dir>/alm_prime/curve_mlp.pt.")
         blob = torch.load(path, map_location=map_location, weights_only=False)
-        model = cls(**blob["settings"])
+        settings = dict(blob["settings"])
+        kind = ConditionedCurveMLP if settings.pop("start", "release") == "conditioned" else CurveMLP
+        model = kind(**settings)
         model.load_state_dict(blob["state_dict"])
         return model
+
+
+class ConditionedCurveMLP(CurveMLP):
+    """CurveMLP with a conditioned start (``APDTrainConfig(start="conditioned")``): x' = (x - x_ALM) /
+    (x_ELM - x_ALM), 0 at the ALM and 1 at the ELM, and the zero-initialised head's bias set so the
+    curve starts at a = ``a0``, b = ``b0`` (per unit of x', i.e. exp(-b0) of the amplitude left at the
+    ELM), d = ``d0`` (the bend at the ALM). Everything else (flip, inputs, dropout, exp outputs) is
+    the paper's CurveMLP. Saved and loaded like it (:meth:`CurveMLP.load` reads ``start``).
+
+    Example:
+        >>> mlp = ConditionedCurveMLP([9.5, 11.0, 14.4], a0=0.05)
+        >>> [round(float(v), 3) for v in mlp.x()]
+        [0.0, 0.306, 1.0]
+        >>> [round(float(v), 3) for v in mlp.curve_params(torch.zeros(4)).detach()]
+        [0.05, 2.0, 0.02]
+    """
+
+    def __init__(self, log_sizes, *, a0: float = 0.1, b0: float = 2.0, d0: float = 0.02, **kw):
+        kw.pop("x_origin", None)
+        super().__init__(log_sizes, x_origin="alm", **kw)
+        if not self.flip or self.decay.param_names != ("a", "b", "d"):
+            raise ValueError("ConditionedCurveMLP needs flip=True and a decay with parameters (a, b, d) "
+                             f"(exponential, logistic); got flip={self.flip}, decay {self.decay.name!r}.")
+        if min(a0, b0, d0) <= 0:
+            raise ValueError(f"a0, b0 and d0 must be > 0 (they start the exponentiated outputs), got {a0}, {b0}, {d0}.")
+        with torch.no_grad():
+            self.head.bias.copy_(torch.log(torch.tensor([a0, b0, d0], dtype=self.head.bias.dtype)))
+        self.settings.update(start="conditioned", a0=float(a0), b0=float(b0), d0=float(d0))
+
+    def x(self, log_sizes=None):
+        return super().x(log_sizes) / (self.log_sizes[-1] - self.log_sizes[0])
+
+
+def start_amplitude(member_logprobs: torch.Tensor, space: str = "prob") -> float:
+    """a0 of a conditioned start: the median |v_ALM - v_ELM| over every token of the sets, v the
+    members' values renormalised over the set (``space``). member_logprobs (..., N, S, K) as collected
+    (members in axis -3); at least 1e-3.
+
+    Example:
+        >>> lp = torch.log(torch.tensor([[[[0.2, 0.8]], [[0.5, 0.5]]]]))    # (1, N=2, S=1, K=2)
+        >>> round(start_amplitude(lp), 3)
+        0.3
+    """
+    v = member_values(torch.as_tensor(member_logprobs).float(), space)
+    spread = (v.select(-3, 0) - v.select(-3, -1)).abs()
+    return max(float(spread.median()), 1e-3)
 
 
 def loss_l1(curve: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -156,16 +210,43 @@ def loss_l3(alm_prime_logits: torch.Tensor, alm_logits: torch.Tensor) -> torch.T
     return curves.safe_sqrt(((alm_prime_logits - alm_logits) ** 2).mean())
 
 
-def _logits_at(alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+#: Causal-LM classes whose logits are exactly ``get_output_embeddings()(base_model(...).last_hidden_state)``
+#: (no logit scaling or soft-capping), so the logits at a token set can be computed from the hidden states
+#: and the output-embedding rows of those tokens alone (:func:`_logits_at`).
+HEAD_GATHER_CLASSES = ("GPTNeoXForCausalLM", "OPTForCausalLM", "Qwen2ForCausalLM", "LlamaForCausalLM")
+
+
+def _logits_at(alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: torch.Tensor,
+               gather_head: bool = True) -> torch.Tensor:
     """Raw logits of ``alm`` at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32
-    (bf16 autocast on CUDA when ``bf16``)."""
+    (bf16 autocast on CUDA when ``bf16``).
+
+    For the classes of :data:`HEAD_GATHER_CLASSES` (and ``gather_head``) only the K output-embedding
+    rows of each position's set are multiplied with its last hidden state, instead of the whole
+    (V, d) head: the same numbers up to float rounding (``tests/test_train.py`` checks it against the
+    full computation), and the same gradients (the head's other rows get zero gradient either way),
+    at a fraction of the cost when V >> K (pico: V = 4096, K = 30). Other classes compute every logit.
+    """
     dev = input_ids.device
+    fast = gather_head and type(alm).__name__ in HEAD_GATHER_CLASSES
     with torch.autocast(device_type=dev.type, dtype=torch.bfloat16, enabled=bf16 and dev.type == "cuda"):
-        logits = alm(input_ids=input_ids).logits
-    if int(token_ids.max()) >= logits.shape[-1]:
-        raise ValueError(f"token id {int(token_ids.max())} >= ALM' vocabulary size {logits.shape[-1]}: the "
-                         "collected data were made with another tokenizer/model family.")
-    return torch.gather(logits, -1, token_ids).float()
+        if fast:
+            head = alm.get_output_embeddings()
+            vocab = head.weight.shape[0]
+        else:
+            logits = alm(input_ids=input_ids).logits
+            vocab = logits.shape[-1]
+        if int(token_ids.max()) >= vocab:
+            raise ValueError(f"token id {int(token_ids.max())} >= ALM' vocabulary size {vocab}: the "
+                             "collected data were made with another tokenizer/model family.")
+        if not fast:
+            return torch.gather(logits, -1, token_ids).float()
+        hidden = alm.base_model(input_ids=input_ids).last_hidden_state                        # (B, S, d)
+        rows = nn.functional.embedding(token_ids, head.weight)                                # (B, S, K, d)
+        out = (rows * hidden.unsqueeze(-2)).sum(-1)                                           # (B, S, K)
+        if head.bias is not None:
+            out = out + head.bias[token_ids]
+    return out.float()
 
 
 def loss_distill(target: torch.Tensor, c_log: torch.Tensor) -> torch.Tensor:
@@ -220,13 +301,15 @@ class APDObjective(nn.Module):
         super().__init__()
         self.alm, self.mlp = alm, mlp
         self.lambda2, self.lambda3, self.bf16 = float(lambda2), float(lambda3), bool(bf16)
+        self.freeze_alm = False   # True: ALM' runs without gradients (the MLP-only warm-up of a run)
 
     def alm_prime_logits(self, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
         """Raw logits of ALM' at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32."""
         return _logits_at(self.alm, self.bf16, input_ids, token_ids)
 
     def forward(self, input_ids, token_ids, member_logprobs, alm_logits, elm_logits) -> dict:
-        lp = self.alm_prime_logits(input_ids, token_ids)
+        with torch.no_grad() if self.freeze_alm else contextlib.nullcontext():
+            lp = self.alm_prime_logits(input_ids, token_ids)
         with torch.autocast(device_type=input_ids.device.type, enabled=False):
             values = member_values(member_logprobs.float(), self.mlp.space).permute(0, 2, 3, 1)  # (B, S, K, N)
             c = asymptote(elm_logits.float(), lp, self.mlp.space)                                 # (B, S, K)

@@ -259,3 +259,30 @@ def read_train_log(run_dir) -> pd.DataFrame:
                           "ignoring it.", stacklevel=2)
     df = pd.DataFrame(rows)
     return df.drop_duplicates("step", keep="last").sort_values("step").reset_index(drop=True)
+
+
+def run_record(alm_prime) -> dict:
+    """What a finished ALM' run did, read from its folder (so also known when it came from the cache):
+    ``steps`` (optimizer steps), ``mlp_warmup_steps`` (of them, the curve MLP's alone, ALM' frozen),
+    ``joint_steps``, ``n_chunks``, ``batch_size``, ``epochs`` and ``train_seconds`` (the training
+    loop's wall time as logged, NaN without a log). ``alm_prime``: its folder or an
+    :class:`apd.amateur.pipeline.APDResult`.
+
+    Example:
+        >>> r = run_record(apd.apd_model(fam, built, scale="smoke"))          # doctest: +SKIP
+        >>> r["steps"] == r["mlp_warmup_steps"] + r["joint_steps"]            # doctest: +SKIP
+        True
+    """
+    out = Path(getattr(alm_prime, "alm_prime_path", alm_prime)).parent
+    meta = read_json_checked(out / "train_config.json", "ALM' run record", "stopping")
+    if meta is None:
+        raise FileNotFoundError(f"no run record in {out}; train ALM' first (apd.apd_model).")
+    cfg = meta.get("config", {})
+    steps, warm = int(meta.get("total_steps", 0)), int(cfg.get("mlp_warmup_steps", 0))
+    try:
+        seconds = float(read_train_log(out)["seconds"].iloc[-1])
+    except (FileNotFoundError, KeyError, IndexError):
+        seconds = float("nan")
+    return {"steps": steps, "mlp_warmup_steps": warm, "joint_steps": steps - warm,
+            "n_chunks": int(meta.get("data", {}).get("n_chunks", 0)), "batch_size": int(cfg.get("batch_size", 0)),
+            "epochs": int(cfg.get("epochs", 0)), "train_seconds": seconds}

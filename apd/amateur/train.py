@@ -27,8 +27,8 @@ from torch import nn
 from apd.amateur.config import _NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig, lr_at, warmup_for
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
 from apd.amateur.distill import DISTILL_FIT, WithTargets, targets_for_records
-from apd.amateur.objective import APDObjective, CurveMLP, DistillObjective
-from apd.base.device import resolve_device
+from apd.amateur.objective import APDObjective, ConditionedCurveMLP, CurveMLP, DistillObjective, start_amplitude
+from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
     check_file,
     read_json_checked,
@@ -120,6 +120,10 @@ def _accelerator():
     return acc
 
 
+#: torch CPU threads of ALM' training on the CPU (None: leave torch's setting).
+CPU_THREADS = 1
+
+
 def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir, *, tokenizer=None,
                     log_sizes=None, member_names=None, stop_after: Optional[int] = None,
                     callback: Optional[Callable[[int, dict], None]] = None, progress: bool = True) -> Path:
@@ -134,6 +138,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     ``stop_after``: leave after this many optimizer steps of this call (a checkpoint is written;
     e.g. to fit a time slot) and return that checkpoint's path instead.
     ``callback(step, record)``: called after every optimizer step with the logged loss terms.
+    On the CPU the run uses one torch thread (:data:`CPU_THREADS`): its matrices are small, and on a
+    shared 2-core machine two threads made a default pico step 2 to 30 times slower (measured).
 
     Example (what :func:`apd.apd_model` does, by hand):
         >>> import apd, tempfile
@@ -145,6 +151,16 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         >>> out.name
         'alm_prime'
     """
+    device = resolve_device(config.device)
+    with cpu_threads(CPU_THREADS if device.type == "cpu" and _accelerator() is None else None):
+        return _train_alm_prime(config, alm_model_or_path, records, out_dir, tokenizer=tokenizer,
+                                log_sizes=log_sizes, member_names=member_names, stop_after=stop_after,
+                                callback=callback, progress=progress)
+
+
+def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir, *, tokenizer=None,
+                    log_sizes=None, member_names=None, stop_after: Optional[int] = None,
+                     callback: Optional[Callable[[int, dict], None]] = None, progress: bool = True) -> Path:
     out_dir = Path(out_dir)
     acc = _accelerator()
     world = acc.num_processes if acc else 1
@@ -187,17 +203,26 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     if distill and "targets" not in data.records[0]:   # records given by hand: fit the targets here
         data.records = WithTargets(data.records, targets_for_records(data.records, data.all_log_sizes,
                                                                      data.member_index, len(data)))
+    mlp_warmup = int(config.mlp_warmup_steps)
+    if mlp_warmup >= total:
+        raise ValueError(f"mlp_warmup_steps={mlp_warmup} leaves no joint step of the {total} in this run; lower it "
+                         "or train for more epochs.")
+    if mlp_warmup and acc is not None:
+        raise ValueError("mlp_warmup_steps freezes ALM' for the first steps, which data-parallel training over "
+                         "several processes does not support here; train on one process (or leave it at 0).")
     torch.manual_seed(config.seed)
     if distill:
         mlp = None
         objective = DistillObjective(alm, lambda3=lambda3, bf16=config.bf16).to(device)
     else:
-        mlp = CurveMLP(data.log_sizes, decay=config.decay, space=config.space, flip=config.flip,
-                       x_origin=config.x_origin, hidden=config.hidden, n_hidden_layers=config.n_hidden_layers,
-                       mid_dropout=config.mid_dropout, member_names=data.member_names)
+        mlp = _curve_mlp(config, data)
         objective = APDObjective(alm, mlp, lambda2=config.lambda2, lambda3=lambda3, bf16=config.bf16).to(device)
     objective.train()
-    optimizer = torch.optim.AdamW(objective.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    if mlp_warmup:   # two groups: ALM' starts its own lr schedule when the MLP-only warm-up ends
+        groups = [{"params": list(objective.alm.parameters())}, {"params": list(objective.mlp.parameters())}]
+        optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
+    else:
+        optimizer = torch.optim.AdamW(objective.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
     step = 0
     log_path = out_dir / "train_log.jsonl"
@@ -264,6 +289,10 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
         lr = lr_at(step, total, warmup, config.lr)
         for group in optimizer.param_groups:
             group["lr"] = lr
+        if mlp_warmup:   # ALM' frozen (no gradient, no update, no weight decay) for the first mlp_warmup steps
+            objective.freeze_alm = step < mlp_warmup
+            optimizer.param_groups[0]["lr"] = 0.0 if step < mlp_warmup else lr_at(
+                step - mlp_warmup, total - mlp_warmup, warmup_for(config, total - mlp_warmup), config.lr)
         torch.manual_seed((config.seed * 1_000_003 + step) * 997 + rank)  # dropout draws of this step
         sums = {}
         for j in range(accum):
@@ -292,6 +321,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
             sums = {k: acc.reduce(v, reduction="mean") for k, v in sums.items()}
         record = {"step": step, "epoch": epoch, "lr": lr, **{k: float(v) for k, v in sums.items()},
                   "seconds": round(time.time() - t0, 3)}
+        if mlp_warmup:
+            record["alm_lr"] = optimizer.param_groups[0]["lr"]
         if main and (step % config.log_every == 0 or step == total):
             with open(log_path, "a") as f:
                 f.write(json.dumps(record) + "\n")
@@ -324,6 +355,22 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     if acc:
         acc.wait_for_everyone()
     return final
+
+
+#: Chunks whose ALM-ELM spread sets a conditioned start's amplitude a0 (the first ones of the data).
+START_CHUNKS = 32
+
+
+def _curve_mlp(config: APDTrainConfig, data: CollectedChunks) -> CurveMLP:
+    """The curve MLP a run starts from: the paper's (``start="release"``) or the conditioned one,
+    whose amplitude a0 is the median ALM-ELM spread over the first :data:`START_CHUNKS` chunks."""
+    kw = dict(decay=config.decay, space=config.space, flip=config.flip, hidden=config.hidden,
+              n_hidden_layers=config.n_hidden_layers, mid_dropout=config.mid_dropout, member_names=data.member_names)
+    if config.start == "conditioned":
+        lp = torch.stack([torch.as_tensor(data[i]["member_logprobs"]).float()
+                          for i in range(min(len(data), START_CHUNKS))])                     # (C, N, S, K)
+        return ConditionedCurveMLP(data.log_sizes, a0=start_amplitude(lp, config.space), **kw)
+    return CurveMLP(data.log_sizes, x_origin=config.x_origin, **kw)
 
 
 @torch.no_grad()

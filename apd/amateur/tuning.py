@@ -1,7 +1,10 @@
 """lambda3 tuned on the world's dev people: one ALM' per grid value, lowest dev score wins.
 
-Score = mean KL(truth || APD at 1/T = 1) over the ELM's top 20 at the answer position of the dev
-people's world QA items (nats). Chapters report on the test people only.
+Score (:data:`SCORE_APD_T1`, the release configuration's) = mean KL(truth || APD at 1/T = 1) over the
+ELM's top 20 at the answer position of the dev people's world QA items (nats). The newer variants
+(:mod:`apd.amateur.variants`) use :data:`SCORE_BEST_INV_T`: the same KL at APD's best 1/T of
+:data:`apd.world.truth.INV_T_GRID` on the same items, i.e. lambda3 and 1/T chosen together on the dev
+half, as the chapters report APD. Chapters report on the test people only.
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from apd.amateur import collect
 from apd.amateur.config import APDTrainConfig
 from apd.amateur.runs import _key, load_alm_prime, train_apd
 from apd.base import paths
+from apd.base.device import cpu_threads
 from apd.base.io import write_json
 from apd.base.lock import file_lock
 from apd.family import knowledge
@@ -23,6 +27,12 @@ from apd.family.logprobs import next_token_log_probs
 from apd.world import truth
 
 TUNING_SCORE = "mean KL(truth || APD 1/T=1) over the ELM top-20, dev people"
+
+#: The tuning scores (:func:`tune_lambda3`'s ``score``): APD at 1/T = 1 (the release's), or at APD's
+#: dev-best 1/T of apd.world.truth.INV_T_GRID.
+SCORE_APD_T1, SCORE_BEST_INV_T = "apd_t1", "best_inv_T"
+TUNING_SCORES = {SCORE_APD_T1: TUNING_SCORE,
+                 SCORE_BEST_INV_T: "mean KL(truth || APD) over the ELM top-20 at APD's dev-best 1/T, dev people"}
 
 
 _TUNING_VERSION = 1  # bump when the tuning score changes
@@ -43,45 +53,77 @@ def validation_score(elm_logprobs, alm_prime_logprobs, truth_probs, k: int = 20,
 
 
 def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=None, seed: int = 0,
-                 progress: bool = True) -> tuple[float, pd.DataFrame]:
+                 progress: bool = True, score: str = SCORE_APD_T1) -> tuple[float, pd.DataFrame]:
     """Train one ALM' per lambda3 in ``grid`` and keep the one with the lowest :func:`validation_score`
-    on the world QA items of the dev people. Returns (best lambda3, table); the table (one row per
-    value: lambda3, score, n_scored, n_items, alm_prime) is cached in ``cache/apd/tuning-<key>.json``,
-    with the ELM's and CD's (1/T = 1) scores on the same items in its ``attrs["reference"]``."""
+    on the world QA items of the dev people (``score``: at 1/T = 1, :data:`SCORE_APD_T1`, or at APD's
+    best 1/T of :data:`apd.world.truth.INV_T_GRID`, :data:`SCORE_BEST_INV_T`). Returns (best lambda3,
+    table); the table (one row per value: lambda3, score, inv_T, n_scored, n_items, alm_prime) is
+    cached in ``cache/apd/tuning-<key>.json``, with the ELM's and CD's (1/T = 1) scores on the same
+    items in its ``attrs["reference"]``."""
     if not len(grid):
         raise ValueError("the lambda3 grid is empty; pass values such as apd.amateur.config.LAMBDA3_GRID.")
+    if score not in TUNING_SCORES:
+        raise ValueError(f"unknown tuning score {score!r}; use one of {sorted(TUNING_SCORES)}.")
     world = built.corpus.world
     dev, _ = truth.dev_test_split(built.corpus.qa_items, world, seed)
     manifest = collect.read_manifest(collect_dir)
     base_fields = {k: v for k, v in base.to_dict().items() if k != "lambda3"}
-    key = _key(_TUNING_VERSION, manifest["config_hash"], manifest["corpus"], manifest["members"], base_fields,
-               [float(g) for g in grid], [(it.prompt, it.gold) for it in dev])
+    parts = [_TUNING_VERSION, manifest["config_hash"], manifest["corpus"], manifest["members"], base_fields,
+             [float(g) for g in grid], [(it.prompt, it.gold) for it in dev]]
+    if score != SCORE_APD_T1:   # only then: the release's tuning key stays as it was
+        parts.append([score, list(truth.INV_T_GRID)])
+    key = _key(*parts)
     path = Path(cache or paths.cache_dir()) / "apd" / f"tuning-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         if path.is_file():
             saved = json.loads(path.read_text())
             if all(Path(r["alm_prime"]).is_dir() for r in saved["rows"]):
                 return float(saved["best"]), _tuning_frame(saved)
-        saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress)
+        saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score)
         write_json(path, saved)
     return float(saved["best"]), _tuning_frame(saved)
 
 
-def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress) -> dict:
+def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, grid=truth.INV_T_GRID) -> dict:
+    """:func:`validation_score` at the 1/T of ``grid`` with the lowest score (ties: the first), with
+    that ``inv_T``."""
+    scores = [dict(validation_score(elm_logprobs, amateur_logprobs, truth_probs, k, float(v)), inv_T=float(v))
+              for v in grid]
+    return min(scores, key=lambda r: r["score"])
+
+
+def scoring_threads(fam):
+    """A context in which a family's scoring runs: one torch thread on the CPU (the models are small; on
+    the shared 2-core machine, scoring the default dev questions took 2.3 s on one thread and 24.5 s on
+    two), the device's own setting elsewhere."""
+    return cpu_threads(1 if getattr(getattr(fam, "device", None), "type", "cpu") == "cpu" else None)
+
+
+def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score=SCORE_APD_T1) -> dict:
+    with scoring_threads(fam):
+        return _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score)
+
+
+def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score) -> dict:
     qa = _dev_scores(fam, world, dev)
     elm = qa.logprobs[-1]
     reference = {"ELM": validation_score(elm, elm, qa.truth, inv_T=0.0)["score"],
                  "CD 1/T=1": validation_score(elm, qa.logprobs[0], qa.truth)["score"]}
+    if score == SCORE_BEST_INV_T:
+        cd = best_inv_T_score(elm, qa.logprobs[0], qa.truth)
+        reference["CD dev-best 1/T"], reference["CD dev-best 1/T value"] = cd["score"], cd["inv_T"]
     rows = []
     for value in grid:
         config = replace(base, lambda3=float(value))
         alm_prime = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
         model = load_alm_prime(alm_prime, device=fam.device)
         lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
-        rows.append({"lambda3": float(value), **validation_score(elm, lp, qa.truth), "alm_prime": str(alm_prime)})
+        scored = (validation_score(elm, lp, qa.truth) if score == SCORE_APD_T1
+                  else best_inv_T_score(elm, lp, qa.truth))
+        rows.append({"lambda3": float(value), **scored, "alm_prime": str(alm_prime)})
         del model
     best = min(rows, key=lambda r: r["score"])["lambda3"]
-    return {"best": best, "score": TUNING_SCORE, "seed": seed, "n_dev_items": len(dev), "rows": rows,
+    return {"best": best, "score": TUNING_SCORES[score], "seed": seed, "n_dev_items": len(dev), "rows": rows,
             "reference": reference}
 
 

@@ -20,7 +20,8 @@ import numpy as np
 import pandas as pd
 
 from apd.amateur import collect, data, objective, runs, train
-from apd.amateur.config import APDTrainConfig
+from apd.amateur.config import LATER_DEFAULTS, APDTrainConfig
+from apd.amateur.tuning import scoring_threads
 from apd.base.device import resolve_device
 from apd.core import stats
 from apd.family import logprobs
@@ -157,7 +158,7 @@ def config_changes(config: APDTrainConfig, base: APDTrainConfig) -> str:
     a, b = config.to_dict(), base.to_dict()
     parts = []
     for k, v in a.items():
-        if v != b.get(k, "paper" if k == "objective" else None):
+        if v != b.get(k, LATER_DEFAULTS.get(k)):
             v = "+".join(map(str, v)) if isinstance(v, (list, tuple)) else (f"{v:g}" if isinstance(v, float) else v)
             parts.append(f"{k}={v}")
     return ", ".join(parts) or "(main)"
@@ -327,9 +328,11 @@ def run_ablations(family, collect_dir, main_config: APDTrainConfig, test: QASet,
         path = runs.train_apd(family, collect_dir, cfg, cache=cache, progress=progress)
         wall = time.time() - t0
         model = runs.load_alm_prime(path, device=dev_device)
-        amateur_test = logprobs.next_token_log_probs(model, family.tokenizer, test.prompts, test.vocab_size)
-        inv_T = float(inv_T_grid[0]) if dev is None else pick_inv_T(
-            dev, logprobs.next_token_log_probs(model, family.tokenizer, dev.prompts, dev.vocab_size), inv_T_grid, top_k)
+        with scoring_threads(family):   # one torch thread on the CPU (small models)
+            amateur_test = logprobs.next_token_log_probs(model, family.tokenizer, test.prompts, test.vocab_size)
+            inv_T = float(inv_T_grid[0]) if dev is None else pick_inv_T(
+                dev, logprobs.next_token_log_probs(model, family.tokenizer, dev.prompts, dev.vocab_size), inv_T_grid,
+                top_k)
         del model
         per_item = score_amateur(test, amateur_test, inv_T, top_k)
         res.per_item[name], res.paths[name] = per_item, Path(path)

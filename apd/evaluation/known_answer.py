@@ -46,7 +46,7 @@ import pandas as pd
 import torch
 
 from apd.amateur.config import lr_at
-from apd.amateur.objective import CurveMLP, loss_l1, loss_l2
+from apd.amateur.objective import ConditionedCurveMLP, CurveMLP, loss_l1, loss_l2
 from apd.core import curves
 
 # ----------------------------------------------------------------------------- x grids
@@ -244,21 +244,6 @@ def estimate_fitter(probs, x, settings: str = "tuned", c_true=None, iterations: 
 
 
 # ----------------------------------------------------------------------------- the joint objective
-
-class ConditionedCurveMLP(CurveMLP):
-    """CurveMLP with a conditioned start: x' = (x - x_ALM) / (x_ELM - x_ALM) in [0, 1] over the
-    members, and the zero-initialised head's bias set so the curve starts at a = ``a0``, b = ``b0``
-    (per unit of x', i.e. exp(-b0) of the amplitude left at the ELM), d = ``d0`` (the bend at the
-    ALM). Everything else (flip, inputs, dropout, exp outputs) is the paper's CurveMLP."""
-
-    def __init__(self, log_sizes, *, a0: float = 0.1, b0: float = 2.0, d0: float = 0.02, **kw):
-        super().__init__(log_sizes, x_origin="alm", **kw)
-        with torch.no_grad():
-            self.head.bias.copy_(torch.log(torch.tensor([a0, b0, d0], dtype=self.head.bias.dtype)))
-
-    def x(self, log_sizes=None):
-        return super().x(log_sizes) / (self.log_sizes[-1] - self.log_sizes[0])
-
 
 def loss_l2_mean_hinge(curve: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """DIAGNOSTIC variant of L2 (not the paper's): sqrt(max(mean(curve_ELM - target_ELM), 0)),

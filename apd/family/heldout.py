@@ -30,37 +30,43 @@ def _sample_windows(tokenizer, texts, n_positions: int, seq_len: int, seed: int)
 
 
 def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed: int = 0,
-                      batch_size: int = 16, amateur=None) -> dict:
+                      batch_size: int = 16, amateur=None, amateurs=None) -> dict:
     """Next-token log-probabilities at ``n_positions`` positions sampled (seeded) from windows of
     ``seq_len`` tokens of held-out ``texts``.
 
     Returns ``member_logprobs`` ``(N, P, V)`` (every member, float32), ``next_ids`` ``(P,)`` (the
     token that actually follows each position) and ``contexts`` ``(P,)`` (the decoded window up
     to the position). With ``amateur`` (one causal LM on the family's tokenizer, e.g. ALM') also
-    ``amateur_logprobs`` ``(P, V)`` at the same positions.
+    ``amateur_logprobs`` ``(P, V)`` at the same positions; with ``amateurs`` ({name: causal LM},
+    e.g. every APD variant's ALM') also ``amateurs_logprobs``, {name: ``(P, V)``}.
     """
 
     windows, win, pos = _sample_windows(family.tokenizer, texts, n_positions, seq_len, seed)
     V = family.vocab_size
     members = np.zeros((len(family.names), len(win), V), dtype=np.float32)
-    am = np.zeros((len(win), V), dtype=np.float32) if amateur is not None else None
+    models = dict(amateurs or {})
+    if amateur is not None:
+        models[None] = amateur
+    am = {name: np.zeros((len(win), V), dtype=np.float32) for name in models}
     uniq = np.unique(win)
     for s in range(0, len(uniq), batch_size):
         chunk = uniq[s:s + batch_size]
         x = torch.as_tensor(windows[chunk])
         with torch.no_grad():
             lp = family.log_probs(x, torch.ones_like(x)).float().cpu().numpy()  # (N, b, S, V)
-        a = window_log_probs(amateur, windows[chunk], V, batch_size=batch_size) if am is not None else None
+        a = {name: window_log_probs(m, windows[chunk], V, batch_size=batch_size) for name, m in models.items()}
         for j, w in enumerate(chunk):
             sel = np.nonzero(win == w)[0]
             members[:, sel] = lp[:, j, pos[sel] - 1]
-            if am is not None:
-                am[sel] = a[j, pos[sel] - 1]
+            for name in models:
+                am[name][sel] = a[name][j, pos[sel] - 1]
     tok = family.tokenizer
     out = {"member_logprobs": members, "next_ids": windows[win, pos],
            "contexts": np.array([tok.decode(windows[w, :p]) for w, p in zip(win, pos)], dtype=object)}
-    if am is not None:
-        out["amateur_logprobs"] = am
+    if amateur is not None:
+        out["amateur_logprobs"] = am.pop(None)
+    if amateurs is not None:
+        out["amateurs_logprobs"] = am
     return out
 
 

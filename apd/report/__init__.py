@@ -44,8 +44,13 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "claims_markdown": "apd.report.evidence", "evidence": "apd.report.evidence",
     # apd.report.claims
     "ABLATIONS_TABLE": "apd.report.claims", "QA_WORLD_GAIN_TABLE": "apd.report.claims",
+<<<<<<< HEAD
     "QA_DATASETS_TABLE": "apd.report.claims", "paper_qa_gain": "apd.report.claims",
     "paper_ne_er_gain": "apd.report.claims", "paper_real_gain": "apd.report.claims",
+=======
+    "QA_DATASETS_TABLE": "apd.report.claims", "RELEASE_CONTEXT": "apd.report.claims",
+    "paper_qa_gain": "apd.report.claims", "paper_ne_er_gain": "apd.report.claims",
+>>>>>>> apd-variants
     "paper_claims": "apd.report.claims", "claims": "apd.report.claims",
     # apd.report.coverage
     "figure_status": "apd.report.coverage", "MIN_SAME_ROWS_ITEMS": "apd.report.coverage",
@@ -74,7 +79,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.report.findings
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
     "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",
-    "gate_verdict": "apd.report.findings", "findings": "apd.report.findings",
+    "variant_note": "apd.report.findings", "gate_verdict": "apd.report.findings",
+    "family_saturation": "apd.report.findings", "findings": "apd.report.findings",
     # apd.report.pages
     "GLUE_ROLE": "apd.report.pages", "MISSING_TEXT": "apd.report.pages", "present": "apd.report.pages",
     "conditions": "apd.report.pages", "cell_shown": "apd.report.pages", "select_cells": "apd.report.pages",

@@ -82,7 +82,45 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: st
         rows.append(f"| {text} | **{r.verdict}** | {STRENGTH.get(r.verdict, '')} | {_clip(r.reason)} | {links} |")
     counts = judged["verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))
-    return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", scale, ""])
+    return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", variant_note(profile), "",
+                      scale, ""])
+
+
+def _number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def variant_note(profile: str) -> str:
+    """Which ALM' the claims about APD were tested on, from the APD chapter's results under ``profile``:
+    the variant used and the variants whose mechanism gates pass; with a world, the engaged APD's KL
+    gain over CD (paired over the test questions, with its standard error and smallest detectable
+    difference) and the gain per frequency bucket beside the family chapter's flattening shares.
+
+    Example:
+        >>> import os, tempfile
+        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+        >>> print(variant_note("nowhere"))
+        The APD chapter has not run under this profile, so no ALM' was tested.
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
+    path = results_dir(profile) / "apd.json"
+    values = load_results(profile, "apd") if path.is_file() else {}
+    if "variant_used_note" not in values:
+        return "The APD chapter has not run under this profile, so no ALM' was tested."
+    text = (f"Claims about APD are tested on the ALM' every chapter uses: {values['variant_used_note']}. Variants "
+            f"of ALM' whose mechanism gates pass: {values.get('engaged_list', 'none')} (of {values.get('n_variants')}).")
+    gain, se, mde = (_number(values.get(k)) for k in ("kl_apd_gain", "kl_apd_gain_se", "kl_apd_gain_mde"))
+    if gain is not None and se is not None:
+        text += (f" On the world's test questions CD's KL to the true answer distribution minus APD's is "
+                 f"{gain:+.4f} ± {se:.4f} nats (paired over {values.get('n_test_items')} questions, 1/T and "
+                 f"lambda3 chosen on the dev half; the smallest difference this detects is {mde:.4f})")
+        per = []
+        for b in ("head", "torso", "tail"):
+            g, flat = _number(values.get(f"regime_{b}_gain")), _number(values.get(f"regime_{b}_flat"))
+            if g is not None:
+                per.append(f"{b} {g:+.4f}" + (f" ({flat:.0%} of its rising gold curves flatten)" if flat is not None else ""))
+        text += (": by frequency bucket " + ", ".join(per) + "." if per else ".")
+    return text
 
 
 def gate_verdict(profile: str) -> str:
@@ -100,3 +138,22 @@ def gate_verdict(profile: str) -> str:
     path = results_dir(profile) / "apd.json"
     values = load_results(profile, "apd") if path.is_file() else {}
     return str(values.get("gate_verdict", "not measured (the APD chapter has not run)"))
+
+
+def family_saturation(profile: str) -> pd.DataFrame | None:
+    """The family chapter's saturation table under ``profile`` (``tables/family_saturation.csv``: per
+    frequency bucket, the share of gold-answer curves that rise with size and the share of those that
+    flatten by the largest member), indexed by bucket; None when that chapter has not written it (a
+    Hub family has no world, or the chapter has not run).
+
+    Example:
+        >>> import os, tempfile
+        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+        >>> family_saturation("nowhere") is None
+        True
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
+    path = results_dir(profile) / "tables" / "family_saturation.csv"
+    if not path.is_file():
+        return None
+    return pd.read_csv(path).set_index("bucket")

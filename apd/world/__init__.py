@@ -28,5 +28,5 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "kl_to_truth": "apd.world.truth", "gold_nll": "apd.world.truth", "MethodDistributions": "apd.world.truth",
     "method_distributions": "apd.world.truth", "sample_per_bucket": "apd.world.truth",
     "best_knobs": "apd.world.truth", "bucket_summary": "apd.world.truth", "paired_methods": "apd.world.truth",
-    "method_label": "apd.world.truth", "truth": "apd.world.truth",
+    "paired_table": "apd.world.truth", "method_label": "apd.world.truth", "truth": "apd.world.truth",
 })

@@ -196,12 +196,14 @@ class MethodDistributions:
 
 
 def method_distributions(member_logprobs, alm_prime_logprobs=None, log_sizes=None, *, inv_T=INV_T_GRID,
-                         fly_weights=curves.ON_THE_FLY_WEIGHTS, k: int = 20, **fit_kwargs) -> MethodDistributions:
+                         fly_weights=curves.ON_THE_FLY_WEIGHTS, k: int = 20, amateurs=None,
+                         **fit_kwargs) -> MethodDistributions:
     """ELM, CD and APD at each 1/T in ``inv_T``, and APD on the fly at each w in ``fly_weights``.
 
     member_logprobs ``(N, B, V)`` (ALM first, ELM last); alm_prime_logprobs ``(B, V)`` (None: no
     APD rows); log_sizes ``(N,)`` (needed for the on-the-fly fit; None or empty ``fly_weights``:
-    no on-the-fly rows).
+    no on-the-fly rows). ``amateurs``: {method name: ``(B, V)`` log-probabilities} of more amateurs
+    (e.g. each APD variant's ALM'), each scored like APD at every 1/T under its own name.
     """
     lp = _np(member_logprobs)
     if lp.ndim != 3 or lp.shape[0] < 2:
@@ -217,6 +219,14 @@ def method_distributions(member_logprobs, alm_prime_logprobs=None, log_sizes=Non
             raise ValueError(f"alm_prime_logprobs {ap.shape} must match one member's {elm.shape}.")
         for v in inv_T:
             probs[("APD", float(v))] = contrastive_topk(elm, ap, float(v), ids)
+    for name, lp_am in (amateurs or {}).items():
+        am = _np(lp_am)
+        if am.shape != elm.shape:
+            raise ValueError(f"amateurs[{name!r}] has shape {am.shape}; it must match one member's {elm.shape}.")
+        if name in ("ELM", "CD", "APD", "APD on the fly"):
+            raise ValueError(f"amateur name {name!r} is taken by a built-in method; name it e.g. 'APD {name}'.")
+        for v in inv_T:
+            probs[(name, float(v))] = contrastive_topk(elm, am, float(v), ids)
     fit = None
     if log_sizes is not None and len(fly_weights):
         p_elm, p_ap, fit = on_the_fly_topk(lp, log_sizes, ids, **fit_kwargs)
@@ -297,6 +307,46 @@ def paired_methods(frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, floa
     if not x.index.equals(y.index):
         raise ValueError(f"{method_label(*a)!r} and {method_label(*b)!r} cover different items; pair them on the same items.")
     return stats.paired_difference(x.to_numpy(dtype=float), y.to_numpy(dtype=float))
+
+
+def paired_table(frame: pd.DataFrame, rows: dict, reference: tuple, measure: str = "kl",
+                 by: str | None = "bucket") -> pd.DataFrame:
+    """Each row of ``rows`` ({label: (method, knob)}) against ``reference`` (a (method, knob)), paired
+    over the items both define (:func:`paired_methods`): ``mean`` (the row's), ``gain`` = reference
+    minus row (positive: the row is lower, i.e. better, for KL and -log(p + 0.01)), ``gain_se``,
+    ``gain_mde`` (:func:`apd.core.stats.min_detectable_effect`) and ``n``; with ``by``, the same per
+    group of that column (``gain_<group>``, ``gain_<group>_se``, ``mean_<group>``, ``n_<group>``).
+    Indexed by label.
+
+    Example:
+        >>> f = pd.DataFrame({"method": ["CD"] * 4 + ["APD"] * 4, "knob": [0.5] * 8, "item": [0, 1, 2, 3] * 2,
+        ...                   "bucket": ["head", "head", "tail", "tail"] * 2,
+        ...                   "kl": [1.0, 2.0, 3.0, 4.0, 0.5, 1.5, 3.0, 4.5]})
+        >>> t = paired_table(f, {"APD": ("APD", 0.5)}, ("CD", 0.5))
+        >>> float(t.loc["APD", "gain"]), float(t.loc["APD", "gain_head"]), float(t.loc["APD", "gain_tail"])
+        (0.125, 0.5, -0.25)
+    """
+    groups = [] if by is None else [b for b in BUCKETS if b in set(frame[by])] + sorted(set(frame[by]) - set(BUCKETS))
+    out = []
+    for label, (method, knob) in rows.items():
+        r = paired_methods(frame, reference, (method, knob), measure)
+        row = {"label": label, "method": method, "knob": float(knob),
+               "mean": float(np.nanmean(_rows_of(frame, method, knob)[measure].to_numpy(dtype=float))),
+               "gain": r.mean, "gain_se": r.se, "gain_mde": r.mde, "n": r.n}
+        for g in groups:
+            sub = frame[frame[by] == g]
+            rg = paired_methods(sub, reference, (method, knob), measure)
+            row.update({f"mean_{g}": float(np.nanmean(_rows_of(sub, method, knob)[measure].to_numpy(dtype=float))),
+                        f"gain_{g}": rg.mean, f"gain_{g}_se": rg.se, f"n_{g}": rg.n})
+        out.append(row)
+    return pd.DataFrame(out).set_index("label")
+
+
+def _rows_of(frame: pd.DataFrame, method: str, knob: float) -> pd.DataFrame:
+    sel = frame["method"] == method
+    if method != "ELM":
+        sel &= np.isclose(frame["knob"], knob)
+    return frame[sel]
 
 
 def method_label(method: str, knob: float) -> str:

@@ -1,0 +1,176 @@
+"""The APD variants (apd.amateur.variants), apd_model(variant=...), and the choice of the engaged
+variant (apd.amateur.pipeline.engaged_variant), on the registry alone and on the smoke family."""
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from apd.amateur import gates, pipeline, runs, train, tuning, variants
+
+#: Chunks of the default pico collection (the fine-tuning split cut into 128-token windows).
+DEFAULT_CHUNKS = 1277
+
+
+# ----------------------------------------------------------------------------- the registry
+
+def test_registry_names_and_unknown_variant():
+    assert variants.VARIANT_NAMES == ("release", "conditioned", "distilled")
+    with pytest.raises(ValueError, match="unknown APD variant 'bent'.*release, conditioned, distilled.*engaged"):
+        variants.get_variant("bent")
+
+
+@pytest.mark.parametrize("scale", ["smoke", "default", "gpu"])
+def test_release_variant_is_the_release_configuration_with_its_pinned_keys(scale):
+    for lam in (None, 0.6):
+        assert variants.variant_config("release", "pico", scale, lam) == runs.train_config("pico", scale, lam)
+        assert variants.variant_config("release", "pico", scale, lam, tuning=True) == runs.train_config("pico", scale, lam)
+    assert variants.lambda3_grid("release", "pico", scale) == runs.PICO_LAMBDA3_GRID[scale]
+    assert variants.get_variant("release").score == tuning.SCORE_APD_T1
+    for hub in ("pythia", "opt"):
+        assert variants.variant_config("release", hub, scale) == runs.train_config(hub, scale)
+        assert variants.lambda3_grid("release", hub, scale) is None
+
+
+def test_new_variants_get_their_own_keys():
+    keys = {v: runs._key("abc", variants.variant_config(v, "pico", "default", 0.6).to_dict())
+            for v in variants.VARIANT_NAMES}
+    assert len(set(keys.values())) == 3
+    assert keys["release"] == runs._key("abc", runs.train_config("pico", "default", 0.6).to_dict())
+
+
+def test_conditioned_variant_meets_the_issue_budget():
+    """At least 2,000 joint steps after an MLP-only warm-up, at default scale; a lambda3 grid with 0 and
+    a value above the paper's largest (1.2); tuned on shorter runs than it is trained with."""
+    cfg = variants.variant_config("conditioned", "pico", "default", 0.6)
+    assert cfg.start == "conditioned" and cfg.mlp_warmup_steps > 0 and cfg.objective == "paper"
+    steps = (int(DEFAULT_CHUNKS * cfg.data_fraction) // cfg.batch_size) * cfg.epochs
+    assert steps - cfg.mlp_warmup_steps >= 2000
+    short = variants.variant_config("conditioned", "pico", "default", 0.6, tuning=True)
+    assert (int(DEFAULT_CHUNKS * short.data_fraction) // short.batch_size) * short.epochs < steps / 4
+    assert short.start == "conditioned" and short.mlp_warmup_steps < cfg.mlp_warmup_steps
+    for scale in ("smoke", "default", "gpu"):
+        grid = variants.lambda3_grid("conditioned", "pico", scale)
+        assert 0.0 in grid and max(grid) > 1.2
+    assert variants.get_variant("conditioned").score == tuning.SCORE_BEST_INV_T
+    hub = variants.variant_config("conditioned", "pythia", "default")
+    assert hub.start == "conditioned" and hub.lambda3_value == 0.8 and hub.lr == runs.HUB_TRAIN["default"]["lr"]
+    assert variants.variant_config("conditioned", "pythia", "smoke").mlp_warmup_steps == 2
+
+
+def test_distilled_variant_is_the_distill_objective():
+    cfg = variants.variant_config("distilled", "pico", "default", 0.2)
+    assert cfg.objective == "distill" and cfg.start == "release"
+    assert variants.variant_config("distilled", "pico", "default", 0.2, tuning=True) == cfg
+
+
+# ----------------------------------------------------------------------------- the choice
+
+def _table(engaged, dev_kl):
+    return pd.DataFrame({"variant": list(variants.VARIANT_NAMES), "engaged": engaged, "dev_kl": dev_kl})
+
+
+def test_choose_variant_reads_the_gates_first_then_the_dev_kl():
+    assert pipeline.choose_variant(_table([False, True, True], [1.0, 2.0, 1.5])) == "distilled"
+    assert pipeline.choose_variant(_table([True, True, True], [1.0, 2.0, 1.5])) == "release"
+    assert pipeline.choose_variant(_table([False, True, True], [1.0, 1.5, 1.5])) == "conditioned"   # ties: first
+    assert pipeline.choose_variant(_table([False, False, True], [1.0, 1.5, np.nan])) == "distilled"
+    assert pipeline.choose_variant(_table([False, True, True], [None, None, None])) == "conditioned"  # no world
+    assert pipeline.choose_variant(_table([False, False, False], [0.1, 0.2, 0.3])) is None
+
+
+@pytest.fixture(scope="module")
+def selection(smoke_family):
+    fam, built, _ = smoke_family
+    return pipeline.engaged_variant(fam, built, scale="smoke", progress=False)
+
+
+def test_engaged_variant_on_the_smoke_family(smoke_family, selection):
+    fam, built, release = smoke_family
+    t = selection.table
+    assert list(t["variant"]) == list(variants.VARIANT_NAMES) and t["chosen"].sum() == 1
+    assert {"curve_alive", "collapsed", "moved_kl", "toward_expert", "engaged", "reason", "dev_kl", "dev_inv_T",
+            "n_dev_items", "lambda3", "alm_prime"} <= set(t.columns)
+    assert (t["n_dev_items"] > 0).all() and t["dev_inv_T"].isin([0.25, 0.5, 0.75, 1.0]).all()
+    assert selection.results["release"].alm_prime_path == release.alm_prime_path   # the release run, unchanged
+    assert selection.variant == (pipeline.choose_variant(t) or "release")
+    assert selection.engaged == bool(t["engaged"].any())
+    assert selection.result is selection.results[selection.variant]
+    assert selection.gates.engaged == selection.engaged
+    assert selection.variant.split()[0] in selection.note or "release" in selection.note
+    # the distilled run has no curve MLP; the conditioned one a ConditionedCurveMLP
+    assert not (selection.results["distilled"].alm_prime_path / "curve_mlp.pt").exists()
+    from apd.amateur import objective
+    cond = objective.CurveMLP.load(selection.results["conditioned"].alm_prime_path)
+    assert type(cond) is objective.ConditionedCurveMLP
+    rec = runs.run_record(selection.results["conditioned"])
+    assert rec["steps"] == rec["mlp_warmup_steps"] + rec["joint_steps"] and rec["mlp_warmup_steps"] == 4
+    # every variant's tuning rows, with the length of the runs that were scored
+    tab = pipeline.tuning_table(selection.results)
+    assert set(tab["variant"]) == set(variants.VARIANT_NAMES) and tab.groupby("variant")["chosen"].sum().eq(1).all()
+
+
+def test_engaged_variant_is_read_from_the_cache_and_is_what_apd_model_returns(smoke_family, selection, monkeypatch):
+    fam, built, _ = smoke_family
+
+    def boom(*a, **k):
+        raise AssertionError("measured or trained again although everything was cached")
+
+    monkeypatch.setattr(pipeline, "measure_gates", boom)
+    monkeypatch.setattr(runs, "train_alm_prime", boom)
+    monkeypatch.setattr(pipeline, "_dev_scores", boom)
+    again = pipeline.engaged_variant(fam, built, scale="smoke", progress=False)
+    pd.testing.assert_frame_equal(again.table, selection.table)
+    used = pipeline.apd_model(fam, built, scale="smoke", variant="engaged", progress=False)
+    assert used.variant == selection.variant and used.selection.table.equals(selection.table)
+    assert used.alm_prime_path == selection.result.alm_prime_path
+    with pytest.raises(ValueError, match="variant='engaged' chooses"):
+        pipeline.apd_model(fam, built, scale="smoke", variant="engaged", lambda3=0.2)
+    with pytest.raises(ValueError, match="unknown APD variant"):
+        pipeline.apd_model(fam, built, scale="smoke", variant="bent")
+    with pytest.raises(ValueError, match="fallback"):
+        pipeline.engaged_variant(fam, built, scale="smoke", variants=("distilled",))
+
+
+def test_no_engaged_variant_falls_back_to_the_release_configuration(smoke_family, selection, monkeypatch):
+    fam, built, release = smoke_family
+    real = pipeline.assess
+
+    def nothing_engages(*a, **k):
+        return dict(real(*a, **k), engaged=False, reason="curve model inert")
+
+    monkeypatch.setattr(pipeline, "assess", nothing_engages)
+    sel = pipeline.engaged_variant(fam, built, scale="smoke", progress=False)
+    assert sel.variant == "release" and not sel.engaged and sel.result.alm_prime_path == release.alm_prime_path
+    assert "stand-in" in sel.note and sel.table["chosen"].tolist() == [True, False, False]
+
+
+def test_gates_are_cached_beside_the_run_and_round_trip(smoke_family, selection):
+    fam, built, release = smoke_family
+    g = pipeline.run_gates(release, fam, built, scale="smoke")
+    files = list(release.train_dir.glob("gates-*.json"))
+    assert files and gates.Gates.from_dict(json.loads(files[0].read_text())) == g
+    assert g.n_positions == pipeline.GATE_CHUNKS["smoke"] * built.pico_config.seq_len
+    row = selection.table.set_index("variant").loc["release"]
+    assert row["curve_alive"] == pytest.approx(g.curve_alive) and bool(row["engaged"]) == g.engaged
+
+
+def test_best_inv_T_score_picks_the_1_over_T_with_the_lowest_dev_kl():
+    rng = np.random.default_rng(0)
+    elm = np.log(rng.dirichlet(np.ones(30), size=8)).astype(np.float32)
+    amateur = np.log(rng.dirichlet(np.ones(30), size=8)).astype(np.float32)
+    truth_p = np.exp(elm)                                   # the expert is the truth: 1/T = 0 would be best
+    best = tuning.best_inv_T_score(elm, amateur, truth_p, k=20, grid=(1.0, 0.25, 0.5))
+    each = {v: tuning.validation_score(elm, amateur, truth_p, 20, v)["score"] for v in (1.0, 0.25, 0.5)}
+    assert best["inv_T"] == 0.25 and best["score"] == pytest.approx(min(each.values()))
+
+
+def test_new_variants_tune_lambda3_and_1_over_T_together(selection):
+    for v in ("conditioned", "distilled"):
+        tab = selection.results[v].tuning
+        assert tab.attrs["score"] == tuning.TUNING_SCORES[tuning.SCORE_BEST_INV_T]
+        assert {"CD dev-best 1/T", "CD dev-best 1/T value"} <= set(tab.attrs["reference"])
+        assert tab["inv_T"].isin([0.25, 0.5, 0.75, 1.0]).all()
+        assert tab.loc[tab["chosen"], "score"].iloc[0] == tab["score"].min()
+    assert "inv_T" not in selection.results["release"].tuning   # the release's pinned score: 1/T = 1

@@ -197,8 +197,8 @@ def _check_scale(scale: str) -> None:
 def train_config(family: str, scale: str = "default", lambda3: Optional[float] = None) -> APDTrainConfig:
     """The ALM' training configuration of a family at a scale.
 
-    pico: lr 1e-3, 10x the paper's 1e-4 and half the members' own pretraining peak (2e-3 default,
-    3e-3 smoke): a pico run has ten optimizer steps (smoke) to ~160 (default), not the
+    pico: lr 1e-3, 10x the paper's 1e-4 and a quarter to a third of the members' own pretraining
+    peak (4e-3 default, 3e-3 smoke): a pico run has ten optimizer steps (smoke) to ~160 (default), not the
     paper's ~20,000, and at 1e-4 ALM' hardly moves in that many (on the smoke family, even at 1e-3
     L3 reached only 0.05 after 20 steps with lambda3 = 1). Batches of 8 chunks (the paper: 64)
     to get more steps from the same data; one epoch (default: ~160 steps over all ~1,270 chunks;

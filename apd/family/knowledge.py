@@ -135,8 +135,11 @@ def saturation_table(scores: WorldQAScores, ratio: float = 0.5) -> pd.DataFrame:
     against x_i = ln(non-embedding size); slopes between neighbouring members in probability per
     unit of x. A curve *rises* when its first slope is positive, and *flattens* when, rising, its
     last slope is under ``ratio`` times its first (the curve is bending toward an asymptote by the
-    largest member, the regime the method assumes). One row per bucket (and "all"): items, share
-    rising, share flattening among the rising, mean first and last slope.
+    largest member, the regime the method assumes). A curve that rises overall (largest member above
+    the smallest) is *past the steepest step* when its last slope is under ``ratio`` times its
+    steepest one (an S-shaped curve that has begun to bend). One row per bucket (and "all"): items,
+    share rising, share flattening among the rising, share past the steepest step among those rising
+    overall, mean first and last slope.
 
     Example:
         >>> import apd
@@ -155,9 +158,14 @@ def saturation_table(scores: WorldQAScores, ratio: float = 0.5) -> pd.DataFrame:
                                   np.broadcast_to(scores.gold[None, :, None], scores.logprobs.shape[:2] + (1,)),
                                   axis=-1)[..., 0])                                                  # (N, B)
     slopes = np.diff(p, axis=0) / np.diff(x)[:, None]                                                  # (N-1, B)
-    first, last = slopes[0], slopes[-1]
+    first, last, steepest = slopes[0], slopes[-1], slopes.max(axis=0)
     rising = first > 0
     flat = rising & (last < ratio * first)
+    # S-shaped curves (nothing known by the smallest members, a rise, then a bend) have a first slope
+    # near 0, so "under half the first" almost never holds; "under half the steepest step" asks
+    # whether the curve has passed its steepest rise by the largest member
+    up = p[-1] > p[0]
+    past = up & (last < ratio * steepest)
     buckets = np.array([it.bucket for it in scores.items])
     rows = {}
     for name in [*BUCKETS, "all"]:
@@ -165,8 +173,10 @@ def saturation_table(scores: WorldQAScores, ratio: float = 0.5) -> pd.DataFrame:
         if not sel.any():
             continue
         n_rising = int(rising[sel].sum())
+        n_up = int(up[sel].sum())
         rows[name] = {"items": int(sel.sum()), "share rising": float(rising[sel].mean()),
                       "share flattening (of rising)": float(flat[sel].sum() / n_rising) if n_rising else float("nan"),
+                      "share past the steepest step (of rising overall)": float(past[sel].sum() / n_up) if n_up else float("nan"),
                       "mean first slope": float(first[sel].mean()), "mean last slope": float(last[sel].mean())}
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "bucket"

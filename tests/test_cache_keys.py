@@ -15,7 +15,7 @@ PINNED = {
     "smoke": dict(corpus="968c95b84d2c", family_fp32="8418bcf1e08d", family_bf16="0de78a8d467b",
                   collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="a2247dd340f0",
                   fingerprint="43af55a5831052d0"),
-    "default": dict(corpus="58d9d03f7632", family_fp32="14ad811fb9b4", family_bf16="b09c1111485e",
+    "default": dict(corpus="58d9d03f7632", family_fp32="14ad811fb9b4", family_bf16="6acc04bf115c",
                     collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="ccced5494bf2",
                     fingerprint="535005842518639e"),
 }

@@ -481,7 +481,7 @@ def test_findings_table_opens_the_book(results, tmp_path):
     judged = evidence_mod.judge(claims, "smoke")
     text = findings.findings_markdown(judged, claims, "smoke", findings.scale_note(None, "smoke"))
     assert text.startswith(f"Of the paper's {len(claims)} main claims:")
-    assert "| **not testable here** | untestable at this scale | precondition not met: apd.gate_engaged = 0" in text
+    assert "| **not testable here** | untestable at this scale | not met: the tested ALM''s mechanism engaged [apd.gate_engaged = 0 >= 1" in text
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
     page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
     assert book.FINDINGS_MARKER not in page and "main claims" in page
@@ -584,7 +584,7 @@ def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_
     claims = claims_mod.paper_claims()
     with_context = {c.id for c in claims if claims_mod.RELEASE_CONTEXT in c.evidence}
     assert with_context == {"C2_obvious_blindness", "C3_apd_more_factual", "C4_apd_better_qa_easy",
-                            "C5_on_the_fly_worse"}
+                            "C5_on_the_fly_worse", "C8_real_apd_complementary"}
     c4 = [c for c in claims if c.id == "C4_apd_better_qa_easy"]
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)          # the engaged variant passes its gates
     results("apd", {"gate_engaged": 1, "gate_reason": "the distilled variant: all gates pass",

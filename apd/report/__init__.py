@@ -40,18 +40,15 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "difference_larger": "apd.report.evidence", "non_increasing": "apd.report.evidence",
     "EvidenceSpec": "apd.report.evidence", "Claim": "apd.report.evidence", "Results": "apd.report.evidence",
     "check": "apd.report.evidence", "checks": "apd.report.evidence", "verdict_of": "apd.report.evidence",
-    "judge": "apd.report.evidence", "verdict_counts": "apd.report.evidence",
-    "claims_markdown": "apd.report.evidence", "evidence": "apd.report.evidence",
+    "in_words": "apd.report.evidence", "judge": "apd.report.evidence",
+    "verdict_counts": "apd.report.evidence", "claims_markdown": "apd.report.evidence",
+    "evidence": "apd.report.evidence",
     # apd.report.claims
     "ABLATIONS_TABLE": "apd.report.claims", "QA_WORLD_GAIN_TABLE": "apd.report.claims",
-<<<<<<< HEAD
-    "QA_DATASETS_TABLE": "apd.report.claims", "paper_qa_gain": "apd.report.claims",
-    "paper_ne_er_gain": "apd.report.claims", "paper_real_gain": "apd.report.claims",
-=======
     "QA_DATASETS_TABLE": "apd.report.claims", "RELEASE_CONTEXT": "apd.report.claims",
     "paper_qa_gain": "apd.report.claims", "paper_ne_er_gain": "apd.report.claims",
->>>>>>> apd-variants
-    "paper_claims": "apd.report.claims", "claims": "apd.report.claims",
+    "paper_real_gain": "apd.report.claims", "paper_claims": "apd.report.claims",
+    "claims": "apd.report.claims",
     # apd.report.coverage
     "figure_status": "apd.report.coverage", "MIN_SAME_ROWS_ITEMS": "apd.report.coverage",
     "table_status": "apd.report.coverage", "coverage": "apd.report.coverage",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -427,8 +428,46 @@ def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
     return REPRODUCED, f"all {len(tests)} tests hold" + (f" (and {len(pre)} precondition(s))" if len(pre) else "")
 
 
+def _numbers(text: str) -> str:
+    """The checked expression of an evidence text without its verdict words: "a = 1 < b = 2" from
+    "a = 1 < b = 2: does not hold (why)"; the reason in parentheses is kept."""
+    head, _, tail = str(text).partition(": ")
+    why = tail[tail.index("("):] if "(" in tail else ""
+    return f"{head} {why}".strip()
+
+
+def in_words(rows: pd.DataFrame, verdict: str) -> str:
+    """A reader's summary of a claim's verdict from its rows of :func:`checks`: the description of
+    each check that decided it (the failed preconditions, the failed or undecided tests, else every
+    test), then the numbers in brackets. The findings table shows this; the chapter shows every check.
+
+    Example:
+        >>> rows = pd.DataFrame({"kind": ["test"], "status": [FAILS], "description": ["APD is better than CD"],
+        ...                      "evidence": ["apd.kl_apd = 2.2 < apd.kl_cd = 2.1: does not hold"]})
+        >>> in_words(rows, NOT_REPRODUCED)
+        'fails: APD is better than CD [apd.kl_apd = 2.2 < apd.kl_cd = 2.1]'
+    """
+    pre, tests = rows[rows["kind"] == "precondition"], rows[rows["kind"] == "test"]
+    if verdict == NOT_TESTABLE and (pre["status"] != HOLDS).any():
+        pick, word = pre[pre["status"] != HOLDS], "not met"
+    elif verdict == NOT_REPRODUCED:
+        pick, word = tests[tests["status"] == FAILS], "fails"
+    elif verdict == INCONCLUSIVE:
+        pick, word = tests[tests["status"] == UNDECIDED], "too little data"
+    elif verdict == NOT_TESTABLE:
+        pick, word = tests[tests["status"] == MISSING], "not run"
+    else:
+        pick, word = tests, "holds"
+    parts = []
+    for r in pick.itertuples():
+        what = re.sub(r"\s*\([^()]*\)", "", str(r.description or "")).split(": ")[0].strip()
+        parts.append(f"{word}: {what} [{_numbers(r.evidence)}]" if what else f"{word}: {_numbers(r.evidence)}")
+    return "; ".join(_unique(parts)) or verdict
+
+
 def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
-    """One row per claim: claim_id, claim, verdict, reason, evidence (every check's kind, status
+    """One row per claim: claim_id, claim, verdict, reason, in_words (:func:`in_words`), evidence
+    (every check's kind, status
     and text, one per line), n_tests, n_hold, n_fail, n_missing, n_undecided (tests too uncertain to
     tell; only tests count). Never raises for missing results."""
     detail = checks(claims, profile)
@@ -439,6 +478,7 @@ def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
         tests = mine[mine["kind"] == "test"]
         rows.append({
             "claim_id": claim.id, "claim": claim.text, "verdict": verdict, "reason": reason,
+            "in_words": in_words(mine, verdict),
             "evidence": "\n".join(f"{k}, {s}: {t}" for k, s, t in
                                    zip(mine["kind"], mine["status"], mine["evidence"])),
             "n_tests": len(tests), "n_hold": int((tests["status"] == HOLDS).sum()),

@@ -79,7 +79,7 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: st
         stems = list(dict.fromkeys(s.stem for s in claim.evidence)) if claim else []
         links = ", ".join(f"{{doc}}`{CHAPTER_TITLES.get(s, s)} <../notebooks/{s}>`" for s in stems)
         text = _clip(claim.text if claim else r.claim_id, 160)
-        rows.append(f"| {text} | **{r.verdict}** | {STRENGTH.get(r.verdict, '')} | {_clip(r.reason)} | {links} |")
+        rows.append(f"| {text} | **{r.verdict}** | {STRENGTH.get(r.verdict, '')} | {_clip(getattr(r, 'in_words', r.reason), 260)} | {links} |")
     counts = judged["verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))
     return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", variant_note(profile), "",

@@ -279,3 +279,24 @@ def test_sample_per_bucket_caps_each_bucket_keeps_order_and_is_seeded():
     again = truth.sample_per_bucket(items, 3, np.random.default_rng(0), exclude=("hobby",))
     assert [it.i for it in again] == [it.i for it in got]
     assert truth.sample_per_bucket(items, 0, np.random.default_rng(0)) == []
+
+
+def test_runs_of_a_retrained_family_are_not_found_under_the_old_ones_keys(tmp_path):
+    """A family retrained under the same member names and text (another learning rate, say) gets a new
+    collection folder (its key holds the members' weight digests); ALM' runs, lambda3 tuning and
+    distillation targets made from it must not reuse the old family's, although the two manifests
+    (names, corpus summary, config) are identical."""
+    import json
+
+    from apd.amateur import collect, distill
+    from apd.amateur.config import APDTrainConfig
+
+    manifest = {"format": collect.FORMAT, "config_hash": "h", "corpus": {"n_chunks": 3}, "members": ["a", "b"]}
+    old, new = tmp_path / "collected" / "key-of-old-weights", tmp_path / "collected" / "key-of-new-weights"
+    for d in (old, new):
+        d.mkdir(parents=True)
+        (d / collect.MANIFEST).write_text(json.dumps(manifest))
+    cfg = APDTrainConfig(family="pico", lambda3=0.2)
+    assert runs.train_dir(old, cfg, cache=tmp_path) != runs.train_dir(new, cfg, cache=tmp_path)
+    assert distill.targets_dir(old, ["a", "b"], cache=tmp_path) != distill.targets_dir(new, ["a", "b"], cache=tmp_path)
+    assert runs.train_dir(old, cfg, cache=tmp_path) == runs.train_dir(old, cfg, cache=tmp_path)

@@ -13,8 +13,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "CollectConfig": "apd.amateur.collect", "ModelFamily": "apd.amateur.collect",
     "draw_ranks": "apd.amateur.collect", "token_set": "apd.amateur.collect",
     "bytes_per_position": "apd.amateur.collect", "collect": "apd.amateur.collect",
-    "read_manifest": "apd.amateur.collect", "load_shard": "apd.amateur.collect",
-    "iter_records": "apd.amateur.collect",
+    "collection_identity": "apd.amateur.collect", "read_manifest": "apd.amateur.collect",
+    "load_shard": "apd.amateur.collect", "iter_records": "apd.amateur.collect",
     # apd.amateur.config
     "LAMBDA3": "apd.amateur.config", "LAMBDA3_GRID": "apd.amateur.config", "X_ORIGINS": "apd.amateur.config",
     "OBJECTIVES": "apd.amateur.config", "STARTS": "apd.amateur.config",

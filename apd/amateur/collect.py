@@ -473,6 +473,25 @@ def _shard_intact(path: Path) -> bool:
 # --------------------------------------------------------------------------------------------
 
 
+def collection_identity(collect_dir) -> list:
+    """What identifies a collection's content in the keys of everything made from it (ALM' runs,
+    lambda3 tuning, distillation targets): its config hash, corpus summary and member names, and its
+    folder name, which for collections made by :func:`apd.amateur.runs.collect_family` is the
+    collection key (member weight digests included). Member names alone are not enough: a family
+    retrained under the same names and text (say, at another learning rate) gives other probabilities.
+
+    Example:
+        >>> import json, tempfile
+        >>> d = Path(tempfile.mkdtemp()) / "abc123"; d.mkdir()
+        >>> _ = (d / MANIFEST).write_text(json.dumps({"format": FORMAT, "config_hash": "h", "corpus": {"n": 1},
+        ...                                           "members": ["a", "b"]}))
+        >>> collection_identity(d)
+        ['h', {'n': 1}, ['a', 'b'], 'abc123']
+    """
+    manifest = read_manifest(collect_dir)
+    return [manifest["config_hash"], manifest["corpus"], manifest["members"], Path(collect_dir).resolve().name]
+
+
 def read_manifest(collect_dir) -> dict:
     """The manifest of a collection folder (FileNotFoundError if there is none)."""
     path = Path(collect_dir) / MANIFEST

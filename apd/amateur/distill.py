@@ -108,9 +108,8 @@ def fit_targets(member_logprobs, log_sizes: Sequence[float], *, min_prob: float 
 
 
 def _key(collect_dir, member_names: Sequence[str], settings: dict) -> str:
-    manifest = collect.read_manifest(collect_dir)
-    blob = json.dumps(["distill-targets", manifest["config_hash"], manifest["corpus"], manifest["members"],
-                       list(member_names), settings], sort_keys=True, default=str)
+    blob = json.dumps(["distill-targets", *collect.collection_identity(collect_dir), list(member_names), settings],
+                      sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 

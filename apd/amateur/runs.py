@@ -112,8 +112,7 @@ def _collection_ready(out: Path) -> bool:
 
 def train_dir(collect_dir, config: APDTrainConfig, cache=None) -> Path:
     """The folder where :func:`train_apd` trains ``config`` on ``collect_dir`` (it may not exist yet)."""
-    manifest = collect.read_manifest(collect_dir)
-    parts = [manifest["config_hash"], manifest["corpus"], manifest["members"], config.to_dict()]
+    parts = [*collect.collection_identity(collect_dir), config.to_dict()]
     if config.objective == "distill":   # only then: the keys of the paper's runs stay as they were
         parts.append(distill.DISTILL_FIT)
     key = _key(*parts)

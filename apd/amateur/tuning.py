@@ -66,9 +66,8 @@ def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=N
         raise ValueError(f"unknown tuning score {score!r}; use one of {sorted(TUNING_SCORES)}.")
     world = built.corpus.world
     dev, _ = truth.dev_test_split(built.corpus.qa_items, world, seed)
-    manifest = collect.read_manifest(collect_dir)
     base_fields = {k: v for k, v in base.to_dict().items() if k != "lambda3"}
-    parts = [_TUNING_VERSION, manifest["config_hash"], manifest["corpus"], manifest["members"], base_fields,
+    parts = [_TUNING_VERSION, *collect.collection_identity(collect_dir), base_fields,
              [float(g) for g in grid], [(it.prompt, it.gold) for it in dev]]
     if score != SCORE_APD_T1:   # only then: the release's tuning key stays as it was
         parts.append([score, list(truth.INV_T_GRID)])

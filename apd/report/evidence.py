@@ -125,10 +125,22 @@ class Comparison:
             raise ValueError(f"comparison {self.name} needs at least two values, got {n}")
 
 
+def _fmt_pair(a: float, b: float) -> tuple[str, str]:
+    """Both numbers with :func:`_fmt`'s 4 significant digits, or more where those print two
+    different numbers alike (1.2301 and 1.2297 -> '1.2301', '1.2297', not '1.23' twice)."""
+    fa, fb = _fmt(a), _fmt(b)
+    digits = 4
+    while fa == fb and a != b and digits < 10 and all(isinstance(v, float) for v in (a, b)):
+        digits += 1
+        fa, fb = f"{a:.{digits}g}", f"{b:.{digits}g}"
+    return fa, fb
+
+
 def _pair(symbol: str, margin: float) -> Callable:
     def show(labels, values):
         m = f" {'-' if symbol == '<' else '+'} {_fmt(margin)}" if margin else ""
-        return f"{labels[0]} = {_fmt(values[0])} {symbol} {labels[1]} = {_fmt(values[1])}{m}"
+        a, b = _fmt_pair(values[0], values[1])
+        return f"{labels[0]} = {a} {symbol} {labels[1]} = {b}{m}"
     return show
 
 

@@ -58,8 +58,10 @@ def scale_note(members: pd.DataFrame | None, profile: str) -> str:
 
 
 def _clip(text: str, n: int = 220) -> str:
-    text = " ".join(str(text).split()).replace("|", "/")
-    return text if len(text) <= n else text[: n - 1].rstrip() + "…"
+    """One line of at most ``n`` characters for a Markdown table cell (pipes escaped after clipping)."""
+    text = " ".join(str(text).split())
+    text = text if len(text) <= n else text[: n - 1].rstrip() + "…"
+    return text.replace("|", "\\|")
 
 
 def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: str, scale: str) -> str:

@@ -1,7 +1,8 @@
 """What a reader should never see on a page of the book, checked on its HTML text (no browser):
 progress-bar lines, tracebacks or warnings in outputs, raw Markdown tables, 'nan' or 'n/a n/a',
-absolute machine paths, tables whose numbers run into the next cell for lack of padding, and
-paragraphs made of missing values (more than one "n/a" or lone dash: a chapter says once, with the
+absolute machine paths, tables whose numbers run into the next cell for lack of padding, stray
+outputs (a cell's bare value printed as plain text, e.g. ``'1.7%'`` from a cell ending in a call that
+returns a string), and paragraphs made of missing values (more than one "n/a" or lone dash: a chapter says once, with the
 reason, that a measure does not exist; ``apd.report.pages.missing_walls``).
 Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
 import re
@@ -71,6 +72,8 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
         if hit:
             problems.append(f"{rel}: {what}: ...{hit}...")
     main = soup.find("main") or soup
+    for out in main.select("div.cell_output div.output.text_plain"):
+        problems.append(f"{rel}: a stray output (a cell's bare value): {out.get_text(' ').strip()[:100]!r}")
     prose = [" ".join(el.get_text(" ").split()) for el in main.select("p, li")
              if not el.find_parent("div", class_="cell_output") and not el.find_parent("table")
              and not el.find(["p", "li"])]

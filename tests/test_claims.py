@@ -367,6 +367,32 @@ def test_a_test_too_noisy_for_the_papers_effect_is_inconclusive(results):
     assert row.n_undecided == 1
 
 
+def _world_factuality(results, sweep, diff, se):
+    results("apd", {"gate_engaged": 1, "gate_reason": "all gates pass"}, profile="smoke")
+    results("factuality", {"ne_er_apd": sweep[0], "ne_er_cd": sweep[1], "ne_er_diff_verdict": diff,
+                           "ne_er_diff_se_verdict": se, "true_rate_apd": 0.6, "true_rate_cd": 0.5,
+                           "dist2_apd": 0.5, "dist2_cd": 0.5}, profile="smoke")
+
+
+def test_claim_3_on_pico_is_decided_by_the_paired_comparison_not_the_sweeps_point_estimates(results):
+    """The default build's numbers: the sweep puts APD 0.4 points behind CD, the paired comparison
+    reads -0.45 +- 0.53 points; its smallest detectable difference (1.5) is above the paper's 1.08,
+    but 1.08 lies above the upper bound -0.45 + 1.96 x 0.53 = 0.60: the paper's effect is ruled out."""
+    c3 = [c for c in claims_mod.paper_claims() if c.id == "C3_apd_more_factual"]
+    _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053)
+    row = one(c3, "smoke")
+    assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
+    assert row.reason.startswith("factuality.ne_er_diff_verdict = -0.0045") and "upper confidence bound 0.005888" in row.reason
+    assert "context, does not hold: factuality.ne_er_apd = 0.5508 < factuality.ne_er_cd" in row.evidence
+    # the same sweep with a comparison too noisy to rule anything out: inconclusive, not "not reproduced"
+    _world_factuality(results, sweep=(0.5508, 0.5469), diff=0.0, se=0.006)
+    row = one(c3, "smoke")
+    assert row.verdict == "inconclusive", row.reason
+    # a paired gain beyond 1.96 se decides for the claim even where the sweep's points disagree
+    _world_factuality(results, sweep=(0.5508, 0.5469), diff=0.02, se=0.005)
+    assert one(c3, "smoke").verdict == "reproduced"
+
+
 def test_an_apd_claim_whose_gates_fail_is_not_testable_and_says_which(results):
     c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
@@ -383,6 +409,8 @@ def test_detects_has_four_outcomes():
     out = d(["d", "se"], [0.001, 0.01])
     assert not out.holds and not out.inconclusive                               # could have seen 0.1, did not
     assert d(["d", "se"], [0.001, 0.1]).inconclusive                            # could not have seen 0.1
+    out = d(["d", "se"], [-0.05, 0.05])
+    assert not out.holds and not out.inconclusive                               # 0.1 above -0.05 + 1.96 x 0.05
     assert evidence_mod.detects()(["d", "se"], [0.001, 0.001]).inconclusive     # no paper effect to compare
 
 

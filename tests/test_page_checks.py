@@ -14,6 +14,8 @@ from page_checks import page_text_problems
     ("<table><tr><td>0.355</td><td>0.338</td></tr></table>", "padding"),
     ("<p>KL is n/a for the expert, n/a for CD and 0.2 for APD.</p>", "missing values"),
     ("<ul><li>questions: 0 right; rate \u2014; APD rate \u2014</li></ul>", "missing values"),
+    ('<div class="cell_output"><div class="output text_plain highlight-myst-ansi"><pre>\'1.7%\'</pre></div></div>',
+     "stray output"),
 ])
 def test_page_text_checks_catch_each_defect(snippet, found):
     problems = page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>")
@@ -30,6 +32,7 @@ def test_page_text_checks_catch_each_defect(snippet, found):
     "<p>Training took n/a (a Hub family) minutes.</p><p>Entail_R: n/a.</p>",
     "<table class=\"dataframe\"><tr><td>\u2014</td><td>\u2014</td><td>\u2014</td></tr></table>",
     '<div class="cell_output"><p>n/a n/a</p></div>'.replace("n/a n/a", "n/a, n/a"),
+    '<div class="cell_output"><div class="output stream highlight-myst-ansi"><pre>a printed example</pre></div></div>',
 ])
 def test_page_text_checks_pass_clean_text(snippet):
     assert page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>") == []

@@ -60,3 +60,14 @@ def test_missing_results_name_the_command(tmp_path, monkeypatch):
     monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="make book PROFILE=x ONLY=nb"):
         results.load_results("x", "nb")
+
+
+def test_format_value_never_prints_a_nonzero_number_as_zero():
+    from apd.report.results import format_value
+
+    assert format_value("{:+.4f}", -3.2e-05) == "-0.00003"
+    assert format_value("{:+.4f}", 0.0157) == "+0.0157"
+    assert format_value("{:.4f}", 0.0) == "0.0000"                  # zero stays zero
+    assert format_value("{:.2%}", -2.2e-05) == "-0.002%"
+    assert format_value("{:.3g}", 1e-9) == "1e-09"                   # other formats untouched
+    assert format_value("{}", "text") == "text"

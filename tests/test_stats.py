@@ -99,6 +99,9 @@ def test_detected_has_three_answers():
     assert detected(0.001, 0.01, effect=0.1) is False              # could have seen 0.1 (mde 0.028), did not
     assert detected(0.001, 0.1, effect=0.1) is None                # mde 0.28 > 0.1: too few to tell
     assert detected(0.001, 0.001) is None                          # no effect to compare with
+    # mde 0.015 > the effect 0.0108, but the effect lies above the bound -0.0045 + 1.96 x 0.0053 = 0.006
+    assert detected(-0.0045, 0.0053, effect=0.0108) is False
+    assert detected(0.0, 0.006, effect=0.0108) is None             # bound 0.0118: the effect is not ruled out
     se = 0.01
     assert detected(0.0, se, effect=min_detectable_effect(se)) is False   # the boundary counts as detectable
 

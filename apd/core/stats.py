@@ -48,19 +48,34 @@ def min_detectable_effect(se: float, z: float = Z_TEST, power_z: float = Z_POWER
 def detected(d: float, se: float, effect: float | None = None, z: float = Z_TEST,
              power_z: float = Z_POWER) -> bool | None:
     """Does a difference ``d`` (positive: the claimed direction) with standard error ``se`` show the
-    claim? True when ``d > z se``; False when ``d < -z se``, or when the test could have detected
-    ``effect`` (its smallest detectable effect is at most ``effect``, same units) and did not; None
+    claim? True when ``d > z se``; False when ``d < -z se``, when the test could have detected
+    ``effect`` (its smallest detectable effect is at most ``effect``, same units) and did not, or when
+    ``effect`` lies above the confidence bound ``d + z se`` (the data rule the effect out); None
     (too few to tell) otherwise, and always for a non-significant ``d`` without an ``effect``.
 
     Example:
         >>> detected(0.05, 0.01), detected(0.001, 0.01, effect=0.1), detected(0.001, 0.1, effect=0.1)
         (True, False, None)
+        >>> detected(-0.05, 0.05, effect=0.1)   # mde 0.14 > 0.1, but 0.1 > -0.05 + 1.96 x 0.05
+        False
     """
     if d > z * se:
         return True
-    if d < -z * se or (effect is not None and min_detectable_effect(se, z, power_z) <= effect):
+    if d < -z * se or (effect is not None and (min_detectable_effect(se, z, power_z) <= effect
+                                                or ruled_out(d, se, effect, z))):
         return False
     return None
+
+
+def ruled_out(d: float, se: float, effect: float, z: float = Z_TEST) -> bool:
+    """Does ``effect`` (same units as ``d``, positive: the claimed direction) lie above the upper
+    confidence bound ``d + z se`` of a difference ``d`` with standard error ``se``?
+
+    Example:
+        >>> ruled_out(-0.05, 0.05, 0.1), ruled_out(0.0, 0.1, 0.1)
+        (True, False)
+    """
+    return bool(d + z * se < effect)
 
 
 @dataclass(frozen=True)

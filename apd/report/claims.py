@@ -150,7 +150,11 @@ def paper_claims() -> list[Claim]:
         ]),
         _claim("C3_apd_more_factual", [
             E("factuality", ("ne_er_apd", "ne_er_cd"), less_than(),
-              "APD's named-entity error rate is lower than CD's (top-p k20, the first p of Table 1)"),
+              "APD's named-entity error rate is lower than CD's (top-p k20, the first p of Table 1)",
+              profiles=HUB_PROFILES),
+            E("factuality", ("ne_er_apd", "ne_er_cd"), less_than(),
+              "APD's named-entity error rate in the sweep is lower than CD's (top-p k20, the first p of "
+              "Table 1; the paired comparison below decides)", kind="context", profiles=PICO_PROFILES),
             _engaged(),
             E("factuality", ("ne_er_diff_verdict", "ne_er_diff_se_verdict"), detects(paper_ne_er_gain()),
               "significantly: CD's NE_ER minus APD's exceeds 1.96 standard errors (world prompts, paired "

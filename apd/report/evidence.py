@@ -183,10 +183,12 @@ def more_than_z_se(z: float = 2.0) -> Comparison:
 
 def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER) -> Comparison:
     """A difference d (first key; positive = the claimed direction) against its standard error se
-    (second key): holds when d > z se; fails when d < -z se, or when the test could have detected
+    (second key): holds when d > z se; fails when d < -z se, when the test could have detected
     the paper's effect (its minimum detectable effect (z + power_z) se is at most ``paper_effect``,
-    in the same units) and did not; otherwise the data are too few to tell (inconclusive). Without
-    a ``paper_effect`` (the paper reports none in these units) a non-significant d is inconclusive.
+    in the same units) and did not, or when the paper's effect lies above the confidence bound
+    d + z se; otherwise the data are too few to tell (inconclusive). Without a ``paper_effect``
+    (the paper reports none in these units) a non-significant d is inconclusive
+    (:func:`apd.core.stats.detected`).
 
     Example:
         >>> detects(0.05)(["d", "se"], [0.01, 0.005]).holds
@@ -199,7 +201,8 @@ def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float
 
     def show(l, v):
         mde = min_detectable_effect(v[1], z, power_z)
-        paper = f", the paper's effect {_fmt(paper_effect)}" if paper_effect is not None else ", no paper effect in these units"
+        paper = (f", the paper's effect {_fmt(paper_effect)}; upper confidence bound {_fmt(v[0] + z * v[1])}"
+                 if paper_effect is not None else ", no paper effect in these units")
         return (f"{l[0]} = {_fmt(v[0])} against {z:g} x {l[1]} = {_fmt(z * v[1])} (smallest detectable effect "
                 f"{_fmt(mde)}{paper})")
 

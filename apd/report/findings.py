@@ -15,7 +15,7 @@ import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim
-from apd.report.results import load_results, results_dir
+from apd.report.results import format_value, load_results, results_dir
 
 #: How strong each verdict is, in the words of the table.
 STRENGTH = {
@@ -114,13 +114,13 @@ def variant_note(profile: str) -> str:
     gain, se, mde = (_number(values.get(k)) for k in ("kl_apd_gain", "kl_apd_gain_se", "kl_apd_gain_mde"))
     if gain is not None and se is not None:
         text += (f" On the world's test questions CD's KL to the true answer distribution minus APD's is "
-                 f"{gain:+.4f} ± {se:.4f} nats (paired over {values.get('n_test_items')} questions, 1/T and "
+                 f"{format_value('{:+.4f}', gain)} ± {se:.4f} nats (paired over {values.get('n_test_items')} questions, 1/T and "
                  f"lambda3 chosen on the dev half; the smallest difference this detects is {mde:.4f})")
         per = []
         for b in ("head", "torso", "tail"):
             g, flat = _number(values.get(f"regime_{b}_gain")), _number(values.get(f"regime_{b}_flat"))
             if g is not None:
-                per.append(f"{b} {g:+.4f}" + (f" ({flat:.0%} of its rising gold curves flatten)" if flat is not None else ""))
+                per.append(f"{b} {format_value('{:+.4f}', g)}" + (f" ({flat:.0%} of its rising gold curves flatten)" if flat is not None else ""))
         text += (": by frequency bucket " + ", ".join(per) + "." if per else ".")
     return text
 

@@ -41,6 +41,7 @@ import json
 import math
 import os
 import platform
+import re
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -177,6 +178,26 @@ def parameters_from_namespace(namespace: dict) -> dict[str, Any]:
     }
 
 
+_FIXED = re.compile(r"^\{:([+ ]?)\.(\d+)([f%])\}$")
+
+
+def format_value(fmt: str, value: Any) -> str:
+    """``fmt.format(value)``, except that a fixed-point or percent format (``"{:+.4f}"``, ``"{:.2%}"``)
+    gets more places, up to 8, where it would print a nonzero number as zero.
+
+    Example:
+        >>> format_value("{:+.4f}", -3e-05), format_value("{:.4f}", 0.0), format_value("{:.2%}", -2e-05)
+        ('-0.00003', '0.0000', '-0.002%')
+    """
+    m = _FIXED.match(fmt)
+    if m and isinstance(value, (int, float)) and value != 0 and math.isfinite(value):
+        places, kind = int(m.group(2)), m.group(3)
+        while round(value * (100 if kind == "%" else 1), places) == 0 and places < 8:
+            places += 1
+        return f"{{:{m.group(1)}.{places}{kind}}}".format(value)
+    return fmt.format(value)
+
+
 def _plain(value: Any) -> Any:
     """numpy / torch scalars -> Python numbers; anything else must already be a number or string."""
     if isinstance(value, (bool, int, float, str)):
@@ -201,7 +222,6 @@ class Run:
         >>> profile, n_draws = "demo", 100                     # a notebook's parameters cell
         >>> run = Run.start("my_chapter", globals())
         >>> run.glue("max_abs_error", 1.5e-12)
-        1.5e-12
         >>> run.finish(show=False)
         >>> load_results("demo", "my_chapter")["max_abs_error"]
         1.5e-12
@@ -304,8 +324,9 @@ class Run:
         return write_dir(self.profile)
 
     # -- numbers --------------------------------------------------------------------------
-    def glue(self, name: str, value: Any, display: bool = False) -> Any:
-        """Record a headline number (for the JSON) and glue it for the prose (myst_nb.glue)."""
+    def glue(self, name: str, value: Any, display: bool = False) -> None:
+        """Record a headline number (for the JSON) and glue it for the prose (myst_nb.glue). Returns
+        nothing, so a cell that ends with it shows no stray value; read it back from ``values``."""
         plain = _plain(value)
         if isinstance(plain, float) and not math.isfinite(plain):
             raise ValueError(f"result {name!r} is {plain}; a headline number must be finite")
@@ -313,23 +334,21 @@ class Run:
         try:
             from myst_nb import glue
         except ImportError:  # outside the book, recording is enough
-            return plain
+            return
         glue(name, plain, display=display)
-        return plain
 
     def glue_text(self, name: str, value: Any, fmt: str = "{:.3g}", missing: str = "n/a") -> str:
-        """Glue ``value`` formatted with ``fmt`` as text for the prose, or ``missing`` when the value
+        """Glue ``value`` formatted with ``fmt`` (:func:`format_value`) as text for the prose, or ``missing`` when the value
         is None or NaN (e.g. a measure this profile cannot compute). The JSON gets the number, or
-        the ``missing`` text."""
+        the ``missing`` text. Returns nothing (no stray value at the end of a cell)."""
         absent = value is None or (isinstance(value, float) and not math.isfinite(value))
-        text = missing if absent else fmt.format(_plain(value))
+        text = missing if absent else format_value(fmt, _plain(value))
         self.values[name] = missing if absent else _plain(value)
         try:
             from myst_nb import glue
         except ImportError:
-            return text
+            return
         glue(name, text, display=False)
-        return text
 
     def record(self, **values: Any) -> None:
         """Record several headline numbers without gluing them."""

@@ -157,10 +157,10 @@ def paper_claims() -> list[Claim]:
               "Table 1; the paired comparison below decides)", kind="context", profiles=PICO_PROFILES),
             _engaged(),
             E("factuality", ("ne_er_diff_verdict", "ne_er_diff_se_verdict"), detects(paper_ne_er_gain()),
-              "significantly: CD's NE_ER minus APD's exceeds 1.96 standard errors (world prompts, paired "
-              "by prompt and seed, standard error over people); too few people to tell when the "
-              "smallest detectable difference (80% power) is larger than the paper's (Pythia, top-p "
-              "k20, p = 0.8)", profiles=PICO_PROFILES),
+              "APD names fewer wrong entities than CD, paired by prompt and seed: CD's NE_ER minus APD's "
+              "exceeds 1.96 standard errors (world prompts, standard error over people); ruled out when "
+              "the paper's difference (Pythia, top-p k20, p = 0.8) is detectable with 80% power or lies "
+              "above the upper confidence bound; too few people to tell otherwise", profiles=PICO_PROFILES),
             E("factuality", ("true_rate_apd", "true_rate_cd"), greater_than(),
               "APD's share of true claims (Entail_R on FactualityPrompts) is higher than CD's"),
             E("factuality", ("dist2_apd", "dist2_cd"), within_relative(0.1),

@@ -173,9 +173,9 @@ def paper_claims() -> list[Claim]:
               "the dev half)", profiles=PICO_PROFILES),
             _engaged(),
             E("qa", ("world_ho_ppl_gain", "world_ho_ppl_gain_se"), detects(paper_qa_gain()),
-              "significantly: CD's ppl minus APD's exceeds 1.96 paired standard errors; too few questions "
-              "to tell when the smallest detectable gain (80% power) is larger than the paper's mean gain "
-              "over its Pythia QA datasets", profiles=PICO_PROFILES),
+              "the gain is significant: CD's ppl minus APD's exceeds 1.96 paired standard errors; ruled out "
+              "when the paper's mean gain over its Pythia QA datasets is detectable with 80% power or lies "
+              "above the upper confidence bound; too few questions to tell otherwise", profiles=PICO_PROFILES),
             E("qa", (_bucket("head"), _bucket("torso"), _bucket("tail")), is_largest(),
               "the gain (CD ppl - APD ppl) is largest on the easiest questions: head people, the most "
               "mentioned in pretraining", profiles=PICO_PROFILES),
@@ -239,12 +239,13 @@ def paper_claims() -> list[Claim]:
             E("factuality", ("ne_er_apd_real", "ne_er_elm_real"), less_than(),
               "and fewer than REAL alone (ELM + REAL at the same T_r)"),
             E("factuality", ("comp_apd_diff", "comp_apd_diff_se"), detects(paper_real_gain()),
-              "significantly: APD + top-p k20's NE_ER minus APD + REAL's exceeds 1.96 standard errors "
-              "(world prompts, paired by prompt and seed, standard error over people); too few people to "
-              "tell when the smallest detectable difference (80% power) is larger than the paper's "
-              "(Table 6: 39.2 against 37.5)", profiles=PICO_PROFILES),
+              "the gain over APD alone is significant: APD + top-p k20's NE_ER minus APD + REAL's exceeds "
+              "1.96 standard errors (world prompts, paired by prompt and seed, standard error over people); "
+              "ruled out when the paper's difference (Table 6: 39.2 against 37.5) is detectable with 80% "
+              "power or lies above the upper confidence bound; too few people to tell otherwise",
+              profiles=PICO_PROFILES),
             E("factuality", ("comp_elm_diff", "comp_elm_diff_se"), detects(),
-              "significantly against REAL alone: ELM + REAL's NE_ER minus APD + REAL's exceeds 1.96 "
+              "the gain over REAL alone is significant: ELM + REAL's NE_ER minus APD + REAL's exceeds 1.96 "
               "standard errors (the paper prints no REAL-alone NE_ER, so a smaller difference is "
               "inconclusive)", profiles=PICO_PROFILES),
             E("factuality", ("true_rate_apd_real", "true_rate_apd_k20"), greater_than(),

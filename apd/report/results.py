@@ -337,10 +337,11 @@ class Run:
             return
         glue(name, plain, display=display)
 
-    def glue_text(self, name: str, value: Any, fmt: str = "{:.3g}", missing: str = "n/a") -> str:
-        """Glue ``value`` formatted with ``fmt`` (:func:`format_value`) as text for the prose, or ``missing`` when the value
-        is None or NaN (e.g. a measure this profile cannot compute). The JSON gets the number, or
-        the ``missing`` text. Returns nothing (no stray value at the end of a cell)."""
+    def glue_text(self, name: str, value: Any, fmt: str = "{:.3g}", missing: str = "n/a") -> None:
+        """Glue ``value`` formatted with ``fmt`` (:func:`format_value`) as text for the prose, or
+        ``missing`` when the value is None or NaN (e.g. a measure this profile cannot compute). The
+        JSON gets the number, or the ``missing`` text. Returns nothing (no stray value at the end of
+        a cell)."""
         absent = value is None or (isinstance(value, float) and not math.isfinite(value))
         text = missing if absent else format_value(fmt, _plain(value))
         self.values[name] = missing if absent else _plain(value)

@@ -42,7 +42,7 @@ def test_member_subsets_by_hand():
 def test_every_ablation_changes_exactly_its_fields():
     main = main_config()
     cfgs = ablations.variant_configs(main, NAMES, X)
-    assert list(cfgs) == ["APD", *ablations.ABLATION_NAMES] and len(cfgs) == 15
+    assert list(cfgs) == ["APD", *ablations.ABLATION_NAMES] and len(cfgs) == 17
     assert cfgs["APD"] == main
     expect = {
         "lambda2=0": {"lambda2": 0.0},
@@ -59,6 +59,8 @@ def test_every_ablation_changes_exactly_its_fields():
         "logit": {"space": "logit"},
         "half-data": {"data_fraction": 0.5},
         "distilled": {"objective": "distill"},
+        "distilled-alm+mid+elm": {"objective": "distill", "members": ["m0", "m2", "m5"]},
+        "distilled-no-small": {"objective": "distill", "members": ["m0", "m3", "m4", "m5"]},
     }
     base = main.to_dict()
     for name, changes in expect.items():
@@ -71,7 +73,10 @@ def test_every_ablation_changes_exactly_its_fields():
     assert ablations.config_changes(cfgs["alm+elm"], main) == "members=m0+m5"
     assert ablations.config_changes(main, main) == "(main)"
     # the distilled variant is a new row: the other rows' configurations (hence cache keys) are unchanged
-    assert all("objective" not in cfgs[n].to_dict() for n in cfgs if n != "distilled")
+    assert all("objective" not in cfgs[n].to_dict() for n in cfgs if not n.startswith("distilled"))
+    # the distilled member subsets are compared with the distilled variant, every other run with the main APD
+    assert {n: ablations.reference_of(n) for n in cfgs if n.startswith("distilled")} == {
+        "distilled": "APD", "distilled-alm+mid+elm": "distilled", "distilled-no-small": "distilled"}
 
 
 def test_overrides_reach_the_main_run_and_every_ablation():
@@ -118,6 +123,8 @@ def test_bad_ablation_requests_raise():
         ablations.variant_configs(main_config(members=("m0", "m5")), NAMES, X, names=["logit"])
     with pytest.raises(ValueError, match="lambda3"):
         ablations.variant_configs(APDTrainConfig(family="pico"), NAMES, X)
+    with pytest.raises(ValueError, match="compared with 'distilled'; add 'distilled'"):
+        ablations.variant_configs(main_config(), NAMES, X, names=["distilled-no-small"])
 
 
 # ----------------------------------------------------------------------------- the metric, by hand
@@ -271,6 +278,24 @@ def test_run_ablations_end_to_end_and_cached(tiny_setup):
     assert ref.loc[0, "inv_T"] == ablations.pick_inv_T(dev, dev.alm_logprobs, [0.5, 1.0])
     with pytest.raises(ValueError, match="dev"):
         ablations.run_ablations(fam, cdir, main, test, None, **kw)
+
+
+def test_distilled_member_subsets_are_compared_with_the_distilled_variant(tiny_setup):
+    fam, cdir, dev, test, root = tiny_setup
+    main = main_config(lr=1e-2, epochs=1, micro_batch_size=2)
+    res = ablations.run_ablations(fam, cdir, main, test, dev, names=["distilled", "distilled-alm+mid+elm"],
+                                  inv_T_grid=[0.5, 1.0], cache=root / "cache", device="cpu", progress=False)
+    t = res.table.set_index("name")
+    assert list(t["reference"]) == ["", "APD", "distilled"]
+    cfg = res.configs["distilled-alm+mid+elm"]
+    assert cfg.objective == "distill" and len(cfg.members) == 3 and cfg.members[0] == "s0" and cfg.members[-1] == "s3"
+    d = (res.per_item["distilled-alm+mid+elm"]["kl"] - res.per_item["distilled"]["kl"]).dropna()
+    assert t.loc["distilled-alm+mid+elm", "kl_diff"] == pytest.approx(float(d.mean()), rel=1e-9, abs=1e-12)
+    d = (res.per_item["distilled"]["kl"] - res.per_item["APD"]["kl"]).dropna()
+    assert t.loc["distilled", "kl_diff"] == pytest.approx(float(d.mean()), rel=1e-9, abs=1e-12)
+    # the subset's targets were fitted on its three members only: its ALM' differs from the full variant's
+    assert not np.allclose(res.per_item["distilled-alm+mid+elm"]["kl"], res.per_item["distilled"]["kl"], equal_nan=True)
+    assert ablations.label("distilled-alm+mid+elm", cfg).startswith("distilled, alm+mid+elm: s0, ")
 
 
 def test_paired_difference_verdict_and_labels():

@@ -415,12 +415,13 @@ def test_detects_has_four_outcomes():
 
 
 def test_ablation_claims_read_the_ablations_table(results):
-    table = pd.DataFrame({"name": ["APD", "alm+elm", "logit", "no-flip", "CD"],
-                          "kl": [1.00, 1.10, 1.30, 1.01, 1.20],
-                          "kl_diff": [None, 0.10, 0.30, 0.01, 0.20],
-                          "kl_diff_se": [None, 0.02, 0.05, 0.02, 0.03]})
-    gates = {f"gate_{k}_{n}": (1 if k == "engaged" else "all gates pass") for k in ("engaged", "reason")
-             for n in ("APD", "alm+elm", "logit", "no-flip")}
+    table = pd.DataFrame({"name": ["APD", "alm+elm", "logit", "no-flip", "distilled", "distilled-alm+mid+elm",
+                                   "distilled-no-small", "CD"],
+                          "kl": [1.00, 1.10, 1.30, 1.01, 0.90, 0.95, 0.97, 1.20],
+                          "kl_diff": [None, 0.10, 0.30, 0.01, -0.10, 0.05, 0.07, 0.20],
+                          "kl_diff_se": [None, 0.02, 0.05, 0.02, 0.02, 0.01, 0.01, 0.03]})
+    runs = ("APD", "alm+elm", "logit", "no-flip", "distilled", "distilled-alm+mid+elm", "distilled-no-small")
+    gates = {f"gate_{k}_{n}": (1 if k == "engaged" else "all gates pass") for k in ("engaged", "reason") for n in runs}
     results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C6_more_midsize_members_help", "verdict"] == "reproduced"
@@ -434,6 +435,32 @@ def test_ablation_claims_read_the_ablations_table(results):
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C7_probability_space_and_flip", "verdict"] == "not testable here"
     assert "(c collapsed to the expert)" in out.loc["C7_probability_space_and_flip", "reason"]
+
+
+def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_is_inert(results):
+    """The default build's situation: the release configuration's runs fail their gates, the distilled
+    variant and its member subsets pass; the ALM + ELM check (release only) is then not run."""
+    table = pd.DataFrame({"name": ["APD", "alm+elm", "distilled", "distilled-alm+mid+elm", "distilled-no-small"],
+                          "kl": [1.00, 1.00, 0.90, 0.95, 0.97], "kl_diff": [None, 0.0, -0.10, 0.05, 0.07],
+                          "kl_diff_se": [None, 0.0001, 0.02, 0.01, 0.01]})
+    gates = {"gate_engaged_APD": 0, "gate_reason_APD": "curve model inert", "gate_engaged_alm+elm": 0,
+             "gate_reason_alm+elm": "curve model inert"}
+    for n in ("distilled", "distilled-alm+mid+elm", "distilled-no-small"):
+        gates[f"gate_engaged_{n}"], gates[f"gate_reason_{n}"] = 1, "all gates pass"
+    results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
+    c6 = [c for c in claims_mod.paper_claims() if c.id == "C6_more_midsize_members_help"]
+    row = one(c6)
+    assert row.verdict == "not testable here" and row.n_hold == 2 and row.n_missing == 1, row.reason
+    assert "context, does not hold: ablations.gate_engaged_APD = 0 >= 1: does not hold (curve model inert)" in row.evidence
+    # a subset that is as good as every member: the claim fails whatever the missing check
+    table.loc[3, ["kl_diff", "kl_diff_se"]] = [-0.03, 0.01]
+    results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
+    assert one(c6).verdict == "not reproduced"
+    # a distilled subset whose gates fail: not testable, saying which
+    gates["gate_engaged_distilled-no-small"], gates["gate_reason_distilled-no-small"] = 0, "ALM' did not move"
+    results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
+    row = one(c6)
+    assert row.verdict == "not testable here" and "(ALM' did not move)" in row.reason
 
 
 def _summary(rows):

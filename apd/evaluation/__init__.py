@@ -60,6 +60,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "LAMBDA3_FACTORS": "apd.evaluation.ablations", "MEMBER_SUBSETS": "apd.evaluation.ablations",
     "Ablation": "apd.evaluation.ablations", "ABLATIONS": "apd.evaluation.ablations",
     "ABLATION_NAMES": "apd.evaluation.ablations", "MAIN": "apd.evaluation.ablations",
+    "DISTILLED": "apd.evaluation.ablations", "reference_of": "apd.evaluation.ablations",
     "get_ablation": "apd.evaluation.ablations", "member_subset": "apd.evaluation.ablations",
     "with_members": "apd.evaluation.ablations", "variant_config": "apd.evaluation.ablations",
     "variant_configs": "apd.evaluation.ablations", "config_changes": "apd.evaluation.ablations",

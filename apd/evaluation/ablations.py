@@ -59,9 +59,26 @@ ABLATIONS = (
     Ablation("logit", "other", "curves on log-probabilities (paper: APD logit)"),
     Ablation("half-data", "other", "half of the fine-tuning chunks (paper: 0.5|D|)"),
     Ablation("distilled", "variant", "distilled on-the-fly APD: ALM' matches the fitter's asymptotes, no curve MLP"),
+    Ablation("distilled-alm+mid+elm", "variant",
+             "distilled, its targets fitted on the ALM, the middle member and the ELM"),
+    Ablation("distilled-no-small", "variant", "distilled, its targets fitted without the small mid-size members"),
 )
 ABLATION_NAMES = tuple(a.name for a in ABLATIONS)
 MAIN = "APD"
+DISTILLED = "distilled"
+
+
+def reference_of(name: str) -> str:
+    """The run an ablation is compared with: the distilled variant for its member subsets
+    (``'distilled-alm+mid+elm'``, ``'distilled-no-small'``), the main APD otherwise. The distilled
+    variant has no ALM + ELM subset: its targets come from the on-the-fly fitter, which needs at
+    least three members for a curve of four parameters.
+
+    Example:
+        >>> reference_of("distilled-no-small"), reference_of("alm+elm"), reference_of("distilled")
+        ('distilled', 'APD', 'APD')
+    """
+    return DISTILLED if name.startswith(DISTILLED + "-") else MAIN
 
 
 def get_ablation(name: str) -> Ablation:
@@ -129,8 +146,11 @@ def variant_config(base: APDTrainConfig, name: str, member_names: Sequence[str],
         return runs.variant(base, space="logit")
     if name == "half-data":
         return runs.variant(base, data_fraction=0.5 * base.data_fraction)
-    if name == "distilled":
+    if name == DISTILLED:
         return runs.variant(base, objective="distill")
+    if name.startswith(DISTILLED + "-"):
+        subset = member_subset(name[len(DISTILLED) + 1:], member_names, log_sizes)
+        return with_members(runs.variant(base, objective="distill"), subset, member_names)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -147,6 +167,10 @@ def variant_configs(main: APDTrainConfig, member_names: Sequence[str], log_sizes
         get_ablation(n)
     if len(set(chosen)) != len(chosen):
         raise ValueError(f"ablation names repeat: {list(chosen)}.")
+    for n in chosen:
+        if reference_of(n) != MAIN and reference_of(n) not in chosen:
+            raise ValueError(f"ablation {n!r} is compared with {reference_of(n)!r}; add {reference_of(n)!r} to the "
+                             "ablation names.")
     out = {MAIN: base}
     for n in chosen:
         out[n] = variant_config(base, n, member_names, log_sizes)
@@ -241,8 +265,9 @@ def pick_inv_T(qa: QASet, amateur_logprobs, inv_T_grid: Sequence[float], top_k: 
 
 def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame] = None) -> dict:
     """Means of ``kl`` and ``nll`` over the items where each is defined, all and by bucket
-    (``kl_head`` ...) with the counts; with ``reference`` (the main APD's per-item frame), the
-    paired differences ``kl_diff`` / ``nll_diff`` (this - reference) and their standard errors."""
+    (``kl_head`` ...) with the counts; with ``reference`` (the per-item frame of the run it is
+    compared with, :func:`reference_of`), the paired differences ``kl_diff`` / ``nll_diff``
+    (this - reference) and their standard errors."""
     b = np.asarray(buckets)
     out = {}
     for m in ("kl", "nll"):
@@ -337,9 +362,11 @@ def run_ablations(family, collect_dir, main_config: APDTrainConfig, test: QASet,
         per_item = score_amateur(test, amateur_test, inv_T, top_k)
         res.per_item[name], res.paths[name] = per_item, Path(path)
         ab = None if name == MAIN else get_ablation(name)
+        ref = None if ab is None else reference_of(name)
         row = {"name": name, "group": "main" if ab is None else ab.group,
                "what": "main configuration" if ab is None else ab.what, "changes": config_changes(cfg, base),
-               "inv_T": inv_T, **summarise(per_item, test.buckets, None if ab is None else res.per_item[MAIN]),
+               "reference": ref or "", "inv_T": inv_T,
+               **summarise(per_item, test.buckets, None if ab is None else res.per_item[ref]),
                **training_record(path), "wall_seconds": round(wall, 2)}
         if val_dir is not None and val_chunks > 0:
             row.update(validation_losses(path, cfg, val_dir, val_chunks, device=dev_device))
@@ -386,8 +413,9 @@ def verdict(diff: float, se: float, z: float = 2.0, min_effect: float = 0.0) -> 
 
 
 def verdicts(table: pd.DataFrame, measure: str = "kl", z: float = 2.0, min_effect: float = 0.0) -> pd.Series:
-    """Per row of a results table: :func:`verdict` of its paired difference to the main APD
-    (``<measure>_diff``, ``<measure>_diff_se``); 'n/a' for the main row. Indexed by name."""
+    """Per row of a results table: :func:`verdict` of its paired difference to its reference run
+    (``<measure>_diff``, ``<measure>_diff_se``; :func:`reference_of`); 'n/a' for the main row.
+    Indexed by name."""
     d = table[f"{measure}_diff"] if f"{measure}_diff" in table else pd.Series(np.nan, index=table.index)
     se = table[f"{measure}_diff_se"] if f"{measure}_diff_se" in table else d
     return pd.Series([verdict(float(a), float(b), z, min_effect) for a, b in zip(d, se)],
@@ -422,6 +450,8 @@ def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
         return f"λ3 = {config.lambda3_value:.3g}"
     if name in MEMBER_SUBSETS:
         return f"{name}: {', '.join(map(str, config.members))}"
+    if name.startswith(DISTILLED + "-"):
+        return f"distilled, {name[len(DISTILLED) + 1:]}: {', '.join(map(str, config.members))}"
     return {"logistic": "logistic decay", "poly1": "poly1 decay", "poly3": "poly3 decay", "no-flip": "no flip",
             "logit": "logit space", "half-data": f"half data ({config.data_fraction:g} of the chunks)",
             "distilled": "distilled on the fly"}[name]

@@ -1,9 +1,9 @@
 """What a reader should never see on a page of the book, checked on its HTML text (no browser):
 progress-bar lines, tracebacks or warnings in outputs, raw Markdown tables, 'nan' or 'n/a n/a',
 absolute machine paths, tables whose numbers run into the next cell for lack of padding, stray
-outputs (a cell's bare value printed as plain text, e.g. ``'1.7%'`` from a cell ending in a call that
-returns a string), and paragraphs made of missing values (more than one "n/a" or lone dash: a chapter says once, with the
-reason, that a measure does not exist; ``apd.report.pages.missing_walls``).
+outputs (a cell's bare value printed as plain text, e.g. ``'1.7%'`` from a cell ending in a call
+that returns a string), and paragraphs made of missing values (more than one "n/a" or lone dash: a
+chapter says once, with the reason, that a measure does not exist; ``apd.report.pages.missing_walls``).
 Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
 import re
 

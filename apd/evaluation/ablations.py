@@ -68,6 +68,18 @@ MAIN = "APD"
 DISTILLED = "distilled"
 
 
+def distilled_subset(name: str) -> Optional[str]:
+    """The member subset (one of :data:`MEMBER_SUBSETS`) of a distilled member-subset ablation
+    (``'distilled-<subset>'``), None for any other name.
+
+    Example:
+        >>> distilled_subset("distilled-no-small"), distilled_subset("no-small"), distilled_subset("distilled")
+        ('no-small', None, None)
+    """
+    prefix = DISTILLED + "-"
+    return name[len(prefix):] if name.startswith(prefix) else None
+
+
 def reference_of(name: str) -> str:
     """The run an ablation is compared with: the distilled variant for its member subsets
     (``'distilled-alm+mid+elm'``, ``'distilled-no-small'``), the main APD otherwise. The distilled
@@ -78,7 +90,7 @@ def reference_of(name: str) -> str:
         >>> reference_of("distilled-no-small"), reference_of("alm+elm"), reference_of("distilled")
         ('distilled', 'APD', 'APD')
     """
-    return DISTILLED if name.startswith(DISTILLED + "-") else MAIN
+    return DISTILLED if distilled_subset(name) else MAIN
 
 
 def get_ablation(name: str) -> Ablation:
@@ -148,8 +160,8 @@ def variant_config(base: APDTrainConfig, name: str, member_names: Sequence[str],
         return runs.variant(base, data_fraction=0.5 * base.data_fraction)
     if name == DISTILLED:
         return runs.variant(base, objective="distill")
-    if name.startswith(DISTILLED + "-"):
-        subset = member_subset(name[len(DISTILLED) + 1:], member_names, log_sizes)
+    if distilled_subset(name):
+        subset = member_subset(distilled_subset(name), member_names, log_sizes)
         return with_members(runs.variant(base, objective="distill"), subset, member_names)
     raise AssertionError(name)  # pragma: no cover
 
@@ -450,8 +462,8 @@ def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
         return f"λ3 = {config.lambda3_value:.3g}"
     if name in MEMBER_SUBSETS:
         return f"{name}: {', '.join(map(str, config.members))}"
-    if name.startswith(DISTILLED + "-"):
-        return f"distilled, {name[len(DISTILLED) + 1:]}: {', '.join(map(str, config.members))}"
+    if distilled_subset(name):
+        return f"distilled, {distilled_subset(name)}: {', '.join(map(str, config.members))}"
     return {"logistic": "logistic decay", "poly1": "poly1 decay", "poly3": "poly3 decay", "no-flip": "no flip",
             "logit": "logit space", "half-data": f"half data ({config.data_fraction:g} of the chunks)",
             "distilled": "distilled on the fly"}[name]

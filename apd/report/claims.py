@@ -220,7 +220,8 @@ def paper_claims() -> list[Claim]:
             _engaged("ablations", "gate_engaged_distilled-no-small", "gate_reason_distilled-no-small",
                      "its subset without the small members'"),
             E("ablations", (_ablation("distilled-alm+mid+elm", "kl_diff"),
-                            _ablation("distilled-alm+mid+elm", "kl_diff_se")), detects(), "more mid-size members help: the distilled variant with its targets fitted on the ALM, "
+                            _ablation("distilled-alm+mid+elm", "kl_diff_se")), detects(),
+              "more mid-size members help: the distilled variant with its targets fitted on the ALM, "
               "the middle member and the ELM only is farther (KL) from the truth than on every member, by more "
               "than 1.96 standard errors (paired over questions; the paper reports this ablation in a figure "
               "only, so a smaller difference is inconclusive)"),

@@ -283,3 +283,76 @@ def test_check_reports_missing_cuda_as_a_note_and_stays_valid(monkeypatch, capsy
     out = capsys.readouterr().out
     assert "is valid" in out and "a build would stop here" in out and "--set qa.device=cpu" in out
     assert book.main(["--profile", "pythia", "--check", "--set", "qa.batch_size=many"]) == 1
+
+
+# -- one build per checkout and profile: two real concurrent builds ---------------------------
+
+SLOW_PARAMS = "profile = 'default'\nx = 1\nsleep = 0.0"
+SLOW_BODY = ("import time\n"
+             "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+             "import pandas as pd\n"
+             "from apd.report.results import Run\n"
+             "run = Run.start('nb', globals())\n"
+             "run.record(x=x)\n"
+             "run.save_table(pd.DataFrame({'a': [x]}), 'a')\n"
+             "time.sleep(sleep)\n"
+             "fig, ax = plt.subplots()\n"
+             "run.savefig(fig, 'picture')\n"
+             "run.finish(show=False)\n")
+BUILD = ("import sys\nfrom pathlib import Path\nfrom apd.report import book\n"
+         "try:\n"
+         "    book.build('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
+         "except book.BookError as err:\n"
+         "    print(f'apd: {err}', file=sys.stderr)\n"
+         "    sys.exit(1)\n")
+
+
+def start_build(root: Path, wait: bool, *sets: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("APD_RESULTS_DIR", book.RUNNER_ENV, book.STAGING_ENV)}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.Popen([sys.executable, "-c", BUILD, str(root), "wait" if wait else "no-wait", *sets],
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_concurrent_builds_in_one_checkout_never_damage_each_other(tmp_path):
+    """A slow build runs; a second one started meanwhile with --no-wait stops at once naming the
+    first; a third waits, says so, and then finds the first's results (cached). results/p stays
+    whole: the chapter's figure and table are there, and the run record's digests match the files."""
+    pytest.importorskip("matplotlib")
+    root = make_project(tmp_path, params=SLOW_PARAMS, body=SLOW_BODY)
+    first = start_build(root, True, "nb.sleep=6", "nb.x=7")
+    staging = root / "results" / ".staging" / "p"
+    deadline = time.time() + 60
+    while not any(staging.glob("run-*/nb")):  # the first build's kernel has started
+        assert first.poll() is None and time.time() < deadline, first.communicate()
+        time.sleep(0.2)
+    stopper = start_build(root, False, "nb.sleep=6", "nb.x=7")
+    waiter = start_build(root, True, "nb.sleep=6", "nb.x=7")
+    out, err = stopper.communicate(timeout=60)
+    assert stopper.returncode == 1 and "another build of profile 'p' is running here" in err
+    assert f"pid {first.pid}" in err and "Traceback" not in err
+    assert first.poll() is None  # the first is still running, untouched
+    out1, err1 = first.communicate(timeout=120)
+    assert first.returncode == 0, err1
+    assert "nb: executed" in out1
+    out3, err3 = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err3
+    assert "waiting for it to finish" in err3 and "nb: cached" in out3
+    dest = root / "results" / "p"
+    files = snapshot(dest)
+    for rel in ("nb.json", "runs/nb.json", "tables/a.csv", "figures/picture.png", "figures/picture.pdf"):
+        assert rel in files, rel
+    record = json.loads(files["runs/nb.json"])
+    assert book.results_intact(dest, record["results_sha256"]) and record["parameters"]["x"] == 7
+    assert not [p for p in staging.iterdir() if p.is_dir()]  # every run cleaned up after itself
+
+
+def test_runs_stage_in_folders_of_their_own(tmp_path, kernel_env):
+    """Each execution stages into a fresh folder; another run's staging folder is left alone."""
+    root = make_project(tmp_path)
+    other = root / "results" / ".staging" / "p" / "run-1-other" / "nb"
+    other.mkdir(parents=True)
+    (other / "nb.json").write_text("{}")
+    assert run_nb(root, x=4) == "executed"
+    assert (other / "nb.json").read_text() == "{}"
+    assert json.loads((root / "results" / "p" / "nb.json").read_text())["x"] == 4

@@ -13,7 +13,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "check_file": "apd.base.io", "check_folder": "apd.base.io", "read_json_checked": "apd.base.io",
     "remove_stale_tmp": "apd.base.io", "remove_checkpoints": "apd.base.io", "io": "apd.base.io",
     # apd.base.lock
-    "file_lock": "apd.base.lock", "lock": "apd.base.lock",
+    "file_lock": "apd.base.lock", "held_lock": "apd.base.lock", "LockBusy": "apd.base.lock",
+    "lock": "apd.base.lock",
     # apd.base.device
     "resolve_device": "apd.base.device", "cpu_threads": "apd.base.device", "device": "apd.base.device",
     # apd.base.paths

@@ -383,8 +383,16 @@ def results_intact(dest: Path, digests: dict[str, str] | None) -> bool:
     return True
 
 
-def _staging(profile: str, stem: str, root: Path) -> Path:
-    return results_root(root) / ".staging" / profile / stem
+def _staging_base(profile: str, root: Path) -> Path:
+    """``<results root>/.staging/<profile>``: one folder per run, plus the commit journals."""
+    return results_root(root) / ".staging" / profile
+
+
+def _new_staging(profile: str, stem: str, root: Path) -> Path:
+    """A fresh staging folder for one execution of chapter ``stem``, owned by this run alone:
+    ``.staging/<profile>/run-<pid>-<random>/<stem>`` (a second build never touches it)."""
+    import uuid
+    return _staging_base(profile, root) / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}" / stem
 
 
 def _apply_journal(journal: Path) -> None:
@@ -401,13 +409,17 @@ def _apply_journal(journal: Path) -> None:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(src, dest / rel)
     shutil.rmtree(staging, ignore_errors=True)
+    if staging.parent != journal.parent and staging.parent.name.startswith("run-"):
+        with contextlib.suppress(OSError):
+            staging.parent.rmdir()  # the run's folder, once its last chapter is committed
     journal.unlink(missing_ok=True)
 
 
 def recover(profile: str, root: Path = ROOT) -> list[str]:
     """Finish commits an interrupted build left half done, and drop staging folders of runs that
-    never finished; return the chapters whose commit was finished."""
-    base = results_root(root) / ".staging" / profile
+    never finished; return the chapters whose commit was finished. Call it only while holding the
+    profile's build lock (:func:`build_lock`): then no other run is using those folders."""
+    base = _staging_base(profile, root)
     done = []
     for journal in sorted(base.glob("*.commit.json")):
         _apply_journal(journal)
@@ -419,12 +431,14 @@ def recover(profile: str, root: Path = ROOT) -> list[str]:
     return done
 
 
-def commit_results(profile: str, stem: str, key: str, root: Path = ROOT) -> dict[str, str]:
-    """Move chapter ``stem``'s staged results into ``results/<profile>/``, replacing its previous
-    files (those the new run no longer writes are removed). The run record gets ``cache_key`` and
-    ``results_sha256`` (every other file's digest). Returns ``{relative path: sha256}`` of every
-    committed file, run record included."""
-    staging, dest = _staging(profile, stem, root), results_root(root) / profile
+def commit_results(profile: str, stem: str, key: str, root: Path = ROOT,
+                   staging: Path | None = None) -> dict[str, str]:
+    """Move chapter ``stem``'s staged results (``staging``, default ``.staging/<profile>/<stem>``)
+    into ``results/<profile>/``, replacing its previous files (those the new run no longer writes
+    are removed). The run record gets ``cache_key`` and ``results_sha256`` (every other file's
+    digest). Returns ``{relative path: sha256}`` of every committed file, run record included."""
+    staging = Path(staging) if staging is not None else _staging_base(profile, root) / stem
+    dest = results_root(root) / profile
     new = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     record_rel = f"runs/{stem}.json"
     if record_rel in new:
@@ -435,7 +449,7 @@ def commit_results(profile: str, stem: str, key: str, root: Path = ROOT) -> dict
         record_path.write_text(json.dumps(record, indent=2, default=str) + "\n")
         new = [rel for rel in new if rel != record_rel] + [record_rel]  # the record moves last
     digests = {rel: _sha256(staging / rel) for rel in new}
-    journal = staging.parent / f"{stem}.commit.json"
+    journal = _staging_base(profile, root) / f"{stem}.commit.json"
     tmp = journal.with_name(journal.name + ".tmp")
     tmp.write_text(json.dumps({"dest": str(dest), "staging": str(staging), "move": new,
                                "remove": sorted(chapter_files(dest, stem) - set(new))}))
@@ -492,8 +506,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
         return "cached"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".partial.ipynb")
-    staging = _staging(profile, stem, root)
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = _new_staging(profile, stem, root)
     staging.mkdir(parents=True)
     env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key}
     saved = {name: os.environ.get(name) for name in env}
@@ -505,7 +518,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
                 str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
                 kernel_name="python3", progress_bar=False, log_output=False,
             )
-        digests = commit_results(profile, stem, key, root)
+        digests = commit_results(profile, stem, key, root, staging)
         committed = True
     except pm.PapermillExecutionError as err:
         raise BookError(
@@ -522,7 +535,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
             else:
                 os.environ[name] = value
         if not committed:
-            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(staging.parent, ignore_errors=True)
     nb = json.loads(tmp.read_text())
     for cell in nb["cells"]:  # hide the injected cell on the page; keep it in the .ipynb
         tags = cell.get("metadata", {}).get("tags", [])
@@ -534,6 +547,44 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     tmp.write_text(json.dumps(nb, indent=1))
     tmp.replace(out)
     return "executed"
+
+
+# -- one build per checkout and profile ---------------------------------------------------------
+
+def lock_paths(profile: str, root: Path = ROOT) -> list[Path]:
+    """The lock files a build of ``profile`` holds: one beside its staging folders (guarding
+    ``results/<profile>/``, wherever ``$APD_RESULTS_DIR`` puts it) and one in ``_build/<profile>/``
+    (guarding the executed notebooks and the HTML). Always taken in this order."""
+    return [_staging_base(profile, root).with_suffix(".lock"), root / "_build" / profile / "build.lock"]
+
+
+@contextlib.contextmanager
+def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
+    """Hold the build lock of ``profile`` for the block: a second build of the same profile in the
+    same checkout (or on the same results folder) says so on stderr and waits for the first to end
+    (``wait=True``, what ``python -m apd`` does), or stops with a BookError (``wait=False``,
+    ``--no-wait``). The lock dies with its process: a killed build never leaves it stuck."""
+    from apd.base.lock import LockBusy, held_lock
+
+    holder = (f"pid {os.getpid()} on {socket.gethostname()}, started "
+              f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {' '.join(sys.argv) or 'python'}")
+
+    def busy(other: str) -> None:
+        if wait:
+            print(f"[apd] another build of profile {profile!r} is running here ({other or 'a process'}); "
+                  "waiting for it to finish (Ctrl-C stops this one; --no-wait stops at once)",
+                  file=sys.stderr, flush=True)
+
+    with contextlib.ExitStack() as stack:
+        for path in lock_paths(profile, root):
+            try:
+                stack.enter_context(held_lock(path, holder, wait=wait, on_busy=busy))
+            except LockBusy as err:
+                raise BookError(
+                    f"another build of profile {profile!r} is running here ({err.holder or 'a process'}; "
+                    f"lock {path}): wait for it to finish, or run without --no-wait to wait for it; "
+                    f"its results in results/{profile}/ are left to it") from None
+        yield
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -614,12 +665,20 @@ def resolve(profile: str, overrides: list[str] | None = None, only: list[str] | 
 
 
 def build(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
-          force: bool = False, html: bool = True, root: Path = ROOT) -> Path | None:
+          force: bool = False, html: bool = True, root: Path = ROOT, wait: bool = True) -> Path | None:
     """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book. Everything is
-    checked first (:func:`resolve`, :func:`check_environment`); an interrupted commit of an earlier
-    build is finished (:func:`recover`)."""
+    checked first (:func:`resolve`, :func:`check_environment`); then the profile's build lock is
+    taken for the whole build (:func:`build_lock`; ``wait=False``: stop if another build holds it)
+    and an interrupted commit of an earlier build is finished (:func:`recover`)."""
     params, stems = resolve(profile, overrides, only, root)
     check_environment(params, [s for s in stems if not only or s in only])
+    with build_lock(profile, root, wait=wait):
+        return _build_locked(profile, params, stems, only, force, html, root)
+
+
+def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only: list[str] | None,
+                  force: bool, html: bool, root: Path) -> Path | None:
+    """The body of :func:`build`, run while holding the profile's build lock."""
     for stem in recover(profile, root):
         print(f"[apd] {stem}: finished moving the results of an interrupted build into place", flush=True)
     out_dir = root / "_build" / profile / "book" / "notebooks"
@@ -661,6 +720,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="execute only this notebook (repeatable); others keep earlier outputs")
     ap.add_argument("--force", action="store_true", help="re-execute even when cached")
     ap.add_argument("--no-html", action="store_true", help="execute notebooks, skip Jupyter Book")
+    ap.add_argument("--no-wait", action="store_true",
+                    help="stop at once if another build of this profile is running here (default: wait)")
     ap.add_argument("--check", action="store_true",
                     help="only validate the profile with every --set applied, and exit (0: valid)")
     args = ap.parse_args(argv)
@@ -673,7 +734,7 @@ def main(argv: list[str] | None = None) -> int:
             except BookError as err:
                 print(f"apd: note: a build would stop here: {err}")
             return 0
-        build(args.profile, args.set, args.only, args.force, not args.no_html)
+        build(args.profile, args.set, args.only, args.force, not args.no_html, wait=not args.no_wait)
     except BookError as err:
         print(f"apd: {err}", file=sys.stderr)
         return 1

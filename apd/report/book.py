@@ -15,8 +15,12 @@ Results are written per chapter through a staging folder: the kernel's ``Run`` w
 ``<results root>/.staging/<profile>/<stem>/`` (``$APD_RESULTS_STAGING``), and only when the notebook
 succeeds do its files replace the chapter's files in ``results/<profile>/`` (:func:`commit_results`);
 a failed or interrupted run leaves them as the last successful build left them. Everything is
-validated before any kernel starts: profile names, parameter names and types (``--set`` included),
-and whether this machine has the CUDA device and the Hub access the profile asks for.
+validated before any kernel starts: the profile's shape and keys, parameter names, types and ranges
+(``--set`` included; :mod:`apd.report.schema`), and what the build needs here (:func:`preflight`:
+the CUDA device and the Hub access the profile asks for, writable cache, results and build folders).
+
+One build per checkout and profile runs at a time (:func:`build_lock`): a second one waits for the
+first (or stops, ``--no-wait``), and every run stages its results in a folder of its own.
 """
 from __future__ import annotations
 
@@ -165,19 +169,34 @@ def profile_path(profile: str, root: Path = ROOT) -> Path:
 def load_profile(profile: str, root: Path = ROOT) -> dict[str, dict[str, Any]]:
     """``{stem: parameters}`` of a profile, validated (see :func:`validate_profile`)."""
     path = profile_path(profile, root)
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise BookError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
-    notebooks = data.get("notebooks") or {}
+    notebooks = read_profile_file(path)
     validate_profile(profile, notebooks, root)
     return {stem: dict(notebooks.get(stem) or {}) for stem in toc_notebooks(root)}
+
+
+def read_profile_file(path: Path) -> dict[str, dict]:
+    """The ``notebooks`` mapping of a profile file, after its YAML (duplicate keys refused) and its
+    shape are checked (:mod:`apd.report.schema`). Raises BookError listing every problem."""
+    from apd.report import schema
+
+    try:
+        data = schema.load_yaml(path.read_text())
+    except schema.ProfileShapeError as err:
+        raise BookError(f"{path}: {err}") from None
+    except yaml.YAMLError as err:
+        raise BookError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
+    problems = schema.shape_problems(data)
+    if problems:
+        raise BookError(f"{path} is not a valid profile:\n  - " + "\n  - ".join(problems))
+    return {stem: params or {} for stem, params in (data.get("notebooks") or {}).items()}
 
 
 def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
     """Every toc notebook appears in the profile; every profile notebook is in the toc; every
     parameter exists in its notebook's parameters cell, with a value of its default's type
-    (:func:`check_type`). Raises BookError listing every problem."""
+    (:func:`check_type`) and in its declared range (:func:`apd.report.schema.check_value`).
+    Raises BookError listing every problem."""
+    from apd.report.schema import check_value
     stems = toc_notebooks(root)
     problems = []
     for stem in stems:
@@ -200,6 +219,10 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
                 check_type(f"{stem}.{name}", value, *declared[name])
             except BookError as err:
                 problems.append(str(err))
+                continue
+            bad = check_value(stem, name, value)
+            if bad:
+                problems.append(bad)
     if problems:
         raise BookError(f"profile {profile!r} ({profile_path(profile, root)}) is invalid:\n  - "
                         + "\n  - ".join(problems))
@@ -255,6 +278,10 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
             value = check_type(f"--set {item}", value, default, literal)
         except BookError as err:
             raise BookError(str(err).rsplit(", got ", 1)[0]) from None
+        from apd.report.schema import check_value
+        bad = check_value(stem, name, value)
+        if bad:
+            raise BookError(f"--set {item}: " + bad.split(": ", 1)[1])
         out.setdefault(stem, {})[name] = value
     return out
 
@@ -296,6 +323,13 @@ def check_environment(params: dict[str, dict], stems: list[str]) -> None:
     """Fail fast (BookError) when a notebook of ``stems`` asks for what this machine lacks: a CUDA
     device (``device: cuda``) or the Hub (a Hub family with no ``local_dir``, while
     ``HF_HUB_OFFLINE=1`` and no local Hugging Face copy, or no connection to the Hub in 2 s)."""
+    problems = environment_problems(params, stems)
+    if problems:
+        raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
+
+
+def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]:
+    """What :func:`check_environment` finds missing, one line each (empty: nothing)."""
     problems = []
     cuda = [s for s in stems if str(params[s].get("device") or "").startswith("cuda")]
     if cuda and not _cuda_available():
@@ -318,8 +352,68 @@ def check_environment(params: dict[str, dict], stems: list[str]) -> None:
                 f"{', '.join(hub)} load the {family} family from the Hub, but {why}: give local "
                 f"copies with {' '.join(f'--set {s}.local_dir=FOLDER' for s in hub)} (see "
                 "book/rerun.md), or HF_HUB_OFFLINE=1 with the models already in the Hugging Face cache")
+    return problems
+
+
+def cache_folder(root: Path = ROOT) -> Path:
+    """The cache folder the chapters' kernels use (they run in ``root``): ``$APD_CACHE_DIR``, else
+    ``<root>/cache`` (as :func:`apd.base.paths.cache_dir` finds it from there)."""
+    env = os.environ.get("APD_CACHE_DIR")
+    return Path(env) if env else root / "cache"
+
+
+def _writable_problem(folder: Path, label: str, fix: str) -> str | None:
+    """None if ``folder`` is (or can be made) a folder this process can write a file into, else one
+    line: ``label`` (what the folder is), why, and ``fix``. Creates the folder when missing (every
+    build would)."""
+    if folder.exists() and not folder.is_dir():
+        return f"{label} is a file, not a folder: {fix}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".apd-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        return f"{label} cannot be written ({err.strerror or type(err).__name__}): {fix}"
+    return None
+
+
+def folder_problems(profile: str, root: Path = ROOT) -> list[str]:
+    """The folders a build writes: the cache (``$APD_CACHE_DIR``), ``results/<profile>/`` (or
+    ``$APD_RESULTS_DIR/<profile>``) with its staging folders, and ``_build/<profile>/``; one line
+    per folder that is a file or cannot be written."""
+    cache, results = cache_folder(root), results_root(root)
+    if os.environ.get("APD_CACHE_DIR"):
+        cache_check = (cache, f"the cache folder APD_CACHE_DIR={cache}",
+                       "point APD_CACHE_DIR at a folder you can write, or unset it to use the checkout's cache/")
+    else:
+        cache_check = (cache, f"the cache folder {cache}", f"make {cache} a writable folder, or set APD_CACHE_DIR to one")
+    fix_results = ("point APD_RESULTS_DIR at a folder you can write" if os.environ.get("APD_RESULTS_DIR")
+                   else f"make {results} writable (chmod -R u+w {results}), or set APD_RESULTS_DIR to a writable folder")
+    problems = [bad for bad in (_writable_problem(*cache_check),) if bad]
+    bad = (_writable_problem(results / profile, f"the results folder {results / profile}", fix_results)
+           or _writable_problem(_staging_base(profile, root), f"the staging folder {_staging_base(profile, root)}",
+                                fix_results))
+    problems += [bad] if bad else []
+    build_dir = root / "_build" / profile
+    bad = _writable_problem(build_dir, f"the build folder {build_dir}", f"make {root / '_build'} writable")
+    return problems + ([bad] if bad else [])
+
+
+def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
+    """The data every chapter of ``stems`` reads: can it be had? One line per problem (empty:
+    nothing). The hook for the data-folder checks; none yet."""
+    return []
+
+
+def preflight(profile: str, params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
+    """Everything a build needs, checked before the first notebook starts: this machine (CUDA, the
+    Hub: :func:`environment_problems`), the folders it writes (:func:`folder_problems`) and the
+    data it reads (:func:`data_problems`). Raises one BookError with a line per problem."""
+    problems = environment_problems(params, stems) + folder_problems(profile, root) + data_problems(params, stems, root)
     if problems:
-        raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
+        raise BookError("a build would stop here: " + ("\n  - " + "\n  - ".join(problems)
+                                                       if len(problems) > 1 else problems[0]))
 
 
 # -- execution ----------------------------------------------------------------------------------
@@ -490,6 +584,48 @@ def kernel_environment(extra: dict[str, str] | None = None):
         os.environ.update(saved)
 
 
+@contextlib.contextmanager
+def relay_notices(stem: str, stream=None, every: float = 0.5):
+    """Yield the path of a fresh notices file (``$APD_NOTICES`` of a kernel, written by
+    :func:`apd.base.io.notify`, e.g. "damaged ... moved aside") and, while the block runs and once
+    more when it ends, print its new lines to ``stream`` (default stderr) as ``[apd] <stem>: ...``:
+    the person running the build sees them, not only the chapter's run log."""
+    import tempfile
+    import threading
+
+    stream = stream or sys.stderr
+    fd, name = tempfile.mkstemp(prefix=f"apd-notices-{stem}-", suffix=".txt")
+    os.close(fd)
+    path, done, pos = Path(name), threading.Event(), [0]
+
+    def drain() -> None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                f.seek(pos[0])
+                text = f.read()
+        except OSError:
+            return
+        complete = text[:text.rfind("\n") + 1]   # whole lines only; the rest next time
+        pos[0] += len(complete.encode("utf-8"))
+        for line in complete.splitlines():
+            if line.strip():
+                print(f"[apd] {stem}: {line}", file=stream, flush=True)
+
+    def loop() -> None:
+        while not done.wait(every):
+            drain()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        done.set()
+        thread.join()
+        drain()
+        path.unlink(missing_ok=True)
+
+
 def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False,
             upstream: str = "") -> str:
     """Execute one notebook with papermill into ``out``; return 'cached' or 'executed'.
@@ -508,7 +644,11 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     tmp = out.with_name(out.stem + ".partial.ipynb")
     staging = _new_staging(profile, stem, root)
     staging.mkdir(parents=True)
-    env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key}
+    from apd.base.io import NOTICES_ENV
+
+    relay = contextlib.ExitStack()   # "damaged ... moved aside" lines from the kernel, on this terminal
+    notices = relay.enter_context(relay_notices(stem))
+    env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key, NOTICES_ENV: str(notices)}
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)  # the kernel inherits this process's environment
     committed = False
@@ -529,6 +669,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
             "(this run's were discarded)"
         ) from None
     finally:
+        relay.close()  # the last notices, before the error or the status line
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -671,7 +812,7 @@ def build(profile: str, overrides: list[str] | None = None, only: list[str] | No
     taken for the whole build (:func:`build_lock`; ``wait=False``: stop if another build holds it)
     and an interrupted commit of an earlier build is finished (:func:`recover`)."""
     params, stems = resolve(profile, overrides, only, root)
-    check_environment(params, [s for s in stems if not only or s in only])
+    preflight(profile, params, [s for s in stems if not only or s in only], root)
     with build_lock(profile, root, wait=wait):
         return _build_locked(profile, params, stems, only, force, html, root)
 
@@ -723,16 +864,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-wait", action="store_true",
                     help="stop at once if another build of this profile is running here (default: wait)")
     ap.add_argument("--check", action="store_true",
-                    help="only validate the profile with every --set applied, and exit (0: valid)")
+                    help="only validate the profile with every --set applied and check what a build "
+                         "needs here, then exit (0: a build could start; 1: it would stop, and why)")
     args = ap.parse_args(argv)
     try:
         if args.check:
             params, stems = resolve(args.profile, args.set, args.only)
             print(f"profile {args.profile!r} is valid" + (" with " + " ".join(args.set) if args.set else ""))
-            try:
-                check_environment(params, [s for s in stems if not args.only or s in args.only])
-            except BookError as err:
-                print(f"apd: note: a build would stop here: {err}")
+            preflight(args.profile, params, [s for s in stems if not args.only or s in args.only])
+            print("this machine has what a build needs")
             return 0
         build(args.profile, args.set, args.only, args.force, not args.no_html, wait=not args.no_wait)
     except BookError as err:

@@ -536,3 +536,40 @@ def test_damage_notices_reach_the_terminal_not_only_the_run_log(tmp_path, kernel
     assert "retraining it" in line
     log = (root / "results" / "p" / "runs" / "nb.log").read_text()
     assert "moved aside" in log  # still in the chapter's run log too
+
+
+# -- contention: pretraining's thread count is fixed, and keyed ------------------------------
+
+def test_pretraining_uses_a_fixed_thread_count_whatever_torch_is_set_to(tmp_path):
+    """The weights depend on the torch thread count (float sums split differently), so training on
+    the CPU does not pick it for the machine: it uses pretrain.CPU_THREADS whatever torch is set to
+    (the same weights on a 2-core and a 16-core machine), keys the family by it, and an explicit
+    other count is a different family."""
+    torch = pytest.importorskip("torch")
+    from apd.family import pretrain
+    from apd.family.pretrain import Member, PicoConfig
+    from apd.world import corpus
+
+    words = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana"]
+    docs = [" ".join(words[(i * 7 + j) % 8] for j in range(10)) + " was born in " + words[i % 8] + "."
+            for i in range(120)]
+    tok = corpus.train_tokenizer(docs, vocab_size=300, cache_dir=tmp_path / "tok")
+    cfg = PicoConfig(members=(Member(1, 32, 2, name="pico-a"),), seq_len=16, batch_size=8, epochs=1.0,
+                     lr=1e-2, warmup_frac=0.1, seed=3)
+    before = torch.get_num_threads()
+    digests, folders = [], []
+    try:
+        for i, set_to in enumerate((2, 1)):   # what torch happens to be set to on this machine
+            torch.set_num_threads(set_to)
+            folder = pretrain.train_family(cfg, tok, docs, tmp_path / f"c{i}", device="cpu", progress=False)
+            assert torch.get_num_threads() == set_to   # restored afterwards
+            digests.append((folder / "pico-a" / "model.safetensors").read_bytes())
+            folders.append(folder.name)
+            assert json.loads((folder / "family.json").read_text())["cpu_threads"] == pretrain.CPU_THREADS
+        two = pretrain.train_family(cfg, tok, docs, tmp_path / "c2", device="cpu", progress=False, num_threads=2)
+    finally:
+        torch.set_num_threads(before)
+    assert digests[0] == digests[1] and folders[0] == folders[1]
+    assert two.name != folders[0]  # another thread count: another key, never mixed with the default
+    assert json.loads((two / "family.json").read_text())["cpu_threads"] == 2
+    assert pretrain.family_dir(cfg, tok, docs, tmp_path / "c0", device="cpu").name == folders[0]

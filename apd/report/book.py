@@ -41,6 +41,7 @@ from typing import Any
 
 import yaml
 
+from apd.base.io import NOTICES_ENV
 from apd.report.pages import select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -644,8 +645,6 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     tmp = out.with_name(out.stem + ".partial.ipynb")
     staging = _new_staging(profile, stem, root)
     staging.mkdir(parents=True)
-    from apd.base.io import NOTICES_ENV
-
     relay = contextlib.ExitStack()   # "damaged ... moved aside" lines from the kernel, on this terminal
     notices = relay.enter_context(relay_notices(stem))
     env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key, NOTICES_ENV: str(notices)}
@@ -808,7 +807,7 @@ def resolve(profile: str, overrides: list[str] | None = None, only: list[str] | 
 def build(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
           force: bool = False, html: bool = True, root: Path = ROOT, wait: bool = True) -> Path | None:
     """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book. Everything is
-    checked first (:func:`resolve`, :func:`check_environment`); then the profile's build lock is
+    checked first (:func:`resolve`, :func:`preflight`); then the profile's build lock is
     taken for the whole build (:func:`build_lock`; ``wait=False``: stop if another build holds it)
     and an interrupted commit of an earlier build is finished (:func:`recover`)."""
     params, stems = resolve(profile, overrides, only, root)

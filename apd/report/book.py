@@ -42,6 +42,8 @@ from typing import Any
 import yaml
 
 from apd.base.io import NOTICES_ENV
+from apd.base.lock import LockBusy, held_lock
+from apd.report import schema
 from apd.report.pages import select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,8 +180,6 @@ def load_profile(profile: str, root: Path = ROOT) -> dict[str, dict[str, Any]]:
 def read_profile_file(path: Path) -> dict[str, dict]:
     """The ``notebooks`` mapping of a profile file, after its YAML (duplicate keys refused) and its
     shape are checked (:mod:`apd.report.schema`). Raises BookError listing every problem."""
-    from apd.report import schema
-
     try:
         data = schema.load_yaml(path.read_text())
     except schema.ProfileShapeError as err:
@@ -197,7 +197,6 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
     parameter exists in its notebook's parameters cell, with a value of its default's type
     (:func:`check_type`) and in its declared range (:func:`apd.report.schema.check_value`).
     Raises BookError listing every problem."""
-    from apd.report.schema import check_value
     stems = toc_notebooks(root)
     problems = []
     for stem in stems:
@@ -221,7 +220,7 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
             except BookError as err:
                 problems.append(str(err))
                 continue
-            bad = check_value(stem, name, value)
+            bad = schema.check_value(stem, name, value)
             if bad:
                 problems.append(bad)
     if problems:
@@ -279,8 +278,7 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
             value = check_type(f"--set {item}", value, default, literal)
         except BookError as err:
             raise BookError(str(err).rsplit(", got ", 1)[0]) from None
-        from apd.report.schema import check_value
-        bad = check_value(stem, name, value)
+        bad = schema.check_value(stem, name, value)
         if bad:
             raise BookError(f"--set {item}: " + bad.split(": ", 1)[1])
         out.setdefault(stem, {})[name] = value
@@ -704,8 +702,6 @@ def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
     same checkout (or on the same results folder) says so on stderr and waits for the first to end
     (``wait=True``, what ``python -m apd`` does), or stops with a BookError (``wait=False``,
     ``--no-wait``). The lock dies with its process: a killed build never leaves it stuck."""
-    from apd.base.lock import LockBusy, held_lock
-
     holder = (f"pid {os.getpid()} on {socket.gethostname()}, started "
               f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {' '.join(sys.argv) or 'python'}")
 

@@ -573,3 +573,25 @@ def test_pretraining_uses_a_fixed_thread_count_whatever_torch_is_set_to(tmp_path
     assert two.name != folders[0]  # another thread count: another key, never mixed with the default
     assert json.loads((two / "family.json").read_text())["cpu_threads"] == 2
     assert pretrain.family_dir(cfg, tok, docs, tmp_path / "c0", device="cpu").name == folders[0]
+
+
+def test_files_and_folders_a_profile_names_are_checked_before_any_notebook(tmp_path):
+    """local_dir, alm_prime_path, thf_path and kilt_path name inputs: a missing one, or a file where
+    a folder belongs, stops the build before the first notebook, naming the parameter."""
+    there = tmp_path / "models"
+    there.mkdir()
+    afile = tmp_path / "kilt.json"
+    afile.write_text("{}")
+    params = {"a": {"local_dir": str(there), "kilt_path": str(afile), "thf_path": None},
+              "b": {"kilt_path": "hub", "alm_prime_path": ""}}
+    assert book.input_path_problems(params, ["a", "b"]) == []
+    params = {"a": {"local_dir": str(tmp_path / "nope")}, "b": {"alm_prime_path": str(afile)},
+              "c": {"kilt_path": str(there)}}
+    problems = book.input_path_problems(params, ["a", "b", "c"])
+    assert len(problems) == 3
+    assert problems[0].startswith(f"a.local_dir = '{tmp_path / 'nope'}': no such folder")
+    assert "b.alm_prime_path" in problems[1] and "is a file, not a folder" in problems[1]
+    assert "c.kilt_path" in problems[2] and "is a folder, not a file" in problems[2] and "'hub'" in problems[2]
+    assert book.input_path_problems(params, ["b"]) == [problems[1]]  # only the chapters that run
+    code, out, err = cli("--profile", "smoke", "--check", "--set", f"family.local_dir={tmp_path / 'nope'}")
+    assert code == 1 and "family.local_dir" in err and "no such folder" in err and "Traceback" not in err

@@ -399,6 +399,32 @@ def folder_problems(profile: str, root: Path = ROOT) -> list[str]:
     return problems + ([bad] if bad else [])
 
 
+#: Parameters that name a file or folder a chapter reads (data folders aside: :func:`data_problems`),
+#: what each must be, and the value that means "download it" instead.
+INPUT_PATHS = {"local_dir": ("folder", None), "alm_prime_path": ("folder", None),
+               "thf_path": ("folder", None), "kilt_path": ("file", "hub")}
+
+
+def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
+    """One line per parameter of :data:`INPUT_PATHS` set in a chapter of ``stems`` whose file or
+    folder is not there (relative paths are read from ``root``, where the kernels run)."""
+    problems = []
+    for stem in stems:
+        for name, (kind, download) in INPUT_PATHS.items():
+            value = params[stem].get(name)
+            if not value or value == download:
+                continue
+            path = Path(str(value)).expanduser()
+            path = path if path.is_absolute() else root / path
+            ok = path.is_dir() if kind == "folder" else path.is_file()
+            if not ok:
+                why = (f"is a {'file' if path.is_file() else 'folder'}, not a {kind}" if path.exists()
+                       else f"no such {kind}")
+                problems.append(f"{stem}.{name} = {str(value)!r}: {why} ({path}); give an existing {kind} "
+                                f"or leave {name} unset" + (f" (or {download!r} to download it)" if download else ""))
+    return problems
+
+
 def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
     """The data every chapter of ``stems`` reads: can it be had? One line per problem (empty:
     nothing). The hook for the data-folder checks; none yet."""
@@ -407,9 +433,11 @@ def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) 
 
 def preflight(profile: str, params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
     """Everything a build needs, checked before the first notebook starts: this machine (CUDA, the
-    Hub: :func:`environment_problems`), the folders it writes (:func:`folder_problems`) and the
-    data it reads (:func:`data_problems`). Raises one BookError with a line per problem."""
-    problems = environment_problems(params, stems) + folder_problems(profile, root) + data_problems(params, stems, root)
+    Hub: :func:`environment_problems`), the folders it writes (:func:`folder_problems`), the files
+    and folders it reads (:func:`input_path_problems`) and its data (:func:`data_problems`). Raises
+    one BookError with a line per problem."""
+    problems = (environment_problems(params, stems) + folder_problems(profile, root)
+                + input_path_problems(params, stems, root) + data_problems(params, stems, root))
     if problems:
         raise BookError("a build would stop here: " + ("\n  - " + "\n  - ".join(problems)
                                                        if len(problems) > 1 else problems[0]))

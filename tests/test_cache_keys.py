@@ -13,9 +13,11 @@ from apd.world import corpus
 
 PINNED = {
     "smoke": dict(corpus="968c95b84d2c", family_fp32="8418bcf1e08d", family_bf16="0de78a8d467b",
+                  family_cpu_1_thread="996b3a04e5a7",
                   collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="a2247dd340f0",
                   fingerprint="43af55a5831052d0"),
     "default": dict(corpus="58d9d03f7632", family_fp32="14ad811fb9b4", family_bf16="6acc04bf115c",
+                    family_cpu_1_thread="24af11165844",
                     collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="ccced5494bf2",
                     fingerprint="535005842518639e"),
 }
@@ -28,6 +30,9 @@ def test_cache_keys_are_unchanged(scale):
     assert corpus.config_hash(corpus_config) == want["corpus"]
     assert pretrain.family_key(pico_config, "0" * 16, "1" * 16) == want["family_fp32"]
     assert pretrain.family_key(pico_config, "0" * 16, "1" * 16, "bf16-autocast") == want["family_bf16"]
+    # Changed on purpose: training on the CPU keys by its thread count (the weights depend on it),
+    # fixed at pretrain.CPU_THREADS = 1 whatever the machine, so CPU families carry "cpu_threads".
+    assert pretrain.family_key(pico_config, "0" * 16, "1" * 16, "fp32", 1) == want["family_cpu_1_thread"]
     collect_config = runs.collect_config("pico", scale)
     assert collect_config.hash() == want["collect_config"]
     ids = np.arange(10, dtype=np.uint16).tobytes()

@@ -270,16 +270,328 @@ def test_cuda_and_hub_needs_fail_before_any_kernel_names_the_fix(monkeypatch, tm
         book.check_environment({"a": {"family": "opt"}}, ["a"])
 
 
-def test_every_real_profile_passes_type_checks():
-    for profile in ("smoke", "default", "pythia", "hub-smoke"):
+def test_every_real_profile_passes_type_and_range_checks():
+    profiles = sorted(p.stem for p in (ROOT / "profiles").glob("*.yml"))
+    assert {"smoke", "default", "gpu", "pythia", "hub-smoke"} <= set(profiles)
+    for profile in profiles:
         book.resolve(profile)
 
 
-def test_check_reports_missing_cuda_as_a_note_and_stays_valid(monkeypatch, capsys):
+def test_check_exits_nonzero_when_a_build_would_stop(monkeypatch, capsys):
+    """--check says the file is valid, then exits 1 when this machine lacks what a build needs."""
     monkeypatch.setattr(book, "_cuda_available", lambda: False)
     monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    assert book.main(["--profile", "pythia", "--check"]) == 0  # the file is valid; this machine is not
-    out = capsys.readouterr().out
-    assert "is valid" in out and "a build would stop here" in out and "--set qa.device=cpu" in out
+    for profile in ("pythia", "gpu"):
+        assert book.main(["--profile", profile, "--check"]) == 1
+        out, err = capsys.readouterr()
+        assert "is valid" in out and "a build would stop here" in err and "--set qa.device=cpu" in err
+    assert "the Hub cannot be reached" in book.main(["--profile", "pythia", "--check"]) * "" + capsys.readouterr().err
     assert book.main(["--profile", "pythia", "--check", "--set", "qa.batch_size=many"]) == 1
+    assert book.main(["--profile", "smoke", "--check"]) == 0
+    assert "this machine has what a build needs" in capsys.readouterr().out
+
+
+# -- one build per checkout and profile: two real concurrent builds ---------------------------
+
+SLOW_PARAMS = "profile = 'default'\nx = 1\nsleep = 0.0"
+SLOW_BODY = ("import time\n"
+             "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+             "import pandas as pd\n"
+             "from apd.report.results import Run\n"
+             "run = Run.start('nb', globals())\n"
+             "run.record(x=x)\n"
+             "run.save_table(pd.DataFrame({'a': [x]}), 'a')\n"
+             "time.sleep(sleep)\n"
+             "fig, ax = plt.subplots()\n"
+             "run.savefig(fig, 'picture')\n"
+             "run.finish(show=False)\n")
+BUILD = ("import sys\nfrom pathlib import Path\nfrom apd.report import book\n"
+         "try:\n"
+         "    book.build('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
+         "except book.BookError as err:\n"
+         "    print(f'apd: {err}', file=sys.stderr)\n"
+         "    sys.exit(1)\n")
+
+
+def start_build(root: Path, wait: bool, *sets: str) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k not in ("APD_RESULTS_DIR", book.RUNNER_ENV, book.STAGING_ENV)}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.Popen([sys.executable, "-c", BUILD, str(root), "wait" if wait else "no-wait", *sets],
+                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_concurrent_builds_in_one_checkout_never_damage_each_other(tmp_path):
+    """A slow build runs; a second one started meanwhile with --no-wait stops at once naming the
+    first; a third waits, says so, and then finds the first's results (cached). results/p stays
+    whole: the chapter's figure and table are there, and the run record's digests match the files."""
+    pytest.importorskip("matplotlib")
+    root = make_project(tmp_path, params=SLOW_PARAMS, body=SLOW_BODY)
+    first = start_build(root, True, "nb.sleep=6", "nb.x=7")
+    staging = root / "results" / ".staging" / "p"
+    deadline = time.time() + 60
+    while not any(staging.glob("run-*/nb")):  # the first build's kernel has started
+        assert first.poll() is None and time.time() < deadline, first.communicate()
+        time.sleep(0.2)
+    stopper = start_build(root, False, "nb.sleep=6", "nb.x=7")
+    waiter = start_build(root, True, "nb.sleep=6", "nb.x=7")
+    out, err = stopper.communicate(timeout=60)
+    assert stopper.returncode == 1 and "another build of profile 'p' is running here" in err
+    assert f"pid {first.pid}" in err and "Traceback" not in err
+    assert first.poll() is None  # the first is still running, untouched
+    out1, err1 = first.communicate(timeout=120)
+    assert first.returncode == 0, err1
+    assert "nb: executed" in out1
+    out3, err3 = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err3
+    assert "waiting for it to finish" in err3 and "nb: cached" in out3
+    dest = root / "results" / "p"
+    files = snapshot(dest)
+    for rel in ("nb.json", "runs/nb.json", "tables/a.csv", "figures/picture.png", "figures/picture.pdf"):
+        assert rel in files, rel
+    record = json.loads(files["runs/nb.json"])
+    assert book.results_intact(dest, record["results_sha256"]) and record["parameters"]["x"] == 7
+    assert not [p for p in staging.iterdir() if p.is_dir()]  # every run cleaned up after itself
+
+
+def test_runs_stage_in_folders_of_their_own(tmp_path, kernel_env):
+    """Each execution stages into a fresh folder; another run's staging folder is left alone."""
+    root = make_project(tmp_path)
+    other = root / "results" / ".staging" / "p" / "run-1-other" / "nb"
+    other.mkdir(parents=True)
+    (other / "nb.json").write_text("{}")
+    assert run_nb(root, x=4) == "executed"
+    assert (other / "nb.json").read_text() == "{}"
+    assert json.loads((root / "results" / "p" / "nb.json").read_text())["x"] == 4
+
+
+# -- profiles validated as a schema -----------------------------------------------------------
+
+def write_profile(root: Path, text: str) -> None:
+    (root / "profiles" / "p.yml").write_text(text)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("notebooks:\n  nb: {}\nseeds: [1, 2]\n", "unknown top-level key 'seeds'"),
+    ("notebook:\n  nb: {}\n", "unknown top-level key 'notebook' (did you mean 'notebooks'?)"),
+    ("notebooks:\n  nb: {x: 1}\n  nb: {x: 2}\n", "key 'nb' is given twice in one mapping (lines 2 and 3)"),
+    ("notebooks:\n  nb:\n    x: 1\n    x: 2\n", "key 'x' is given twice in one mapping (lines 3 and 4)"),
+    ("description: a\ndescription: b\nnotebooks: {nb: {}}\n", "key 'description' is given twice"),
+    ("notebooks:\n  - nb\n", "notebooks: expected a mapping {<notebook>: {<parameter>: <value>}}, got list"),
+    ("notebooks:\n  nb: 5\n", "notebooks.nb: expected a mapping of parameters such as `nb: {seed: 1}`"),
+    ("notebooks:\n  nb: [x, 1]\n", "notebooks.nb: expected a mapping of parameters"),
+    ("- nb\n", "a profile is a mapping with `description:` and `notebooks:`"),
+    ("description: only words\n", "no `notebooks:` key"),
+    ("", "the file is empty"),
+])
+def test_profile_keys_and_shape_are_checked_naming_the_key_and_the_fix(tmp_path, text, message):
+    root = make_project(tmp_path)
+    write_profile(root, text)
+    with pytest.raises(book.BookError) as err:
+        book.load_profile("p", root)
+    assert message in str(err.value) and "p.yml" in str(err.value)
+
+
+def test_yaml_anchors_and_merge_keys_are_not_duplicates(tmp_path):
+    root = make_project(tmp_path)
+    write_profile(root, "base: &b {x: 3}\nnotebooks:\n  nb:\n    <<: *b\n    rate: 0.25\n")
+    with pytest.raises(book.BookError, match="unknown top-level key 'base'"):
+        book.load_profile("p", root)
+    write_profile(root, "notebooks:\n  nb: &b {x: 3}\n")
+    assert book.load_profile("p", root)["nb"] == {"x": 3}
+
+
+@pytest.mark.parametrize("item, message", [
+    ("theorem1.n_draws=-5", "expected an integer >= 1"),
+    ("theorem1.n_draws=0", "expected an integer >= 1"),
+    ("theorem1.T_grid=[0.5, 2.0]", "each a number > 1"),
+    ("family.pico_scale=huge", "expected one of smoke, default, gpu"),
+    ("family.device=tpu", "expected auto, cpu, mps, cuda or cuda:N"),
+    ("family.family=gpt5", "expected one of pico, pythia, opt"),
+    ("factuality.p_grid=[0.5, 1.5]", "each a number in (0, 1]"),
+    ("factuality.table_ps=[0]", "each a number in (0, 1]"),
+    ("tutorial.top_p=0", "expected a number in (0, 1]"),
+    ("ablations.data_fraction=1.5", "expected a number in (0, 1]"),
+    ("factuality.batch_size=0", "expected an integer >= 1"),
+    ("factuality.seeds=[]", "expected a non-empty list"),
+    ("factuality.fp_split=train", "expected one of test, validation, all"),
+    ("known_answer.size=huge", "expected one of smoke, default, full"),
+    ("known_answer.noise=-0.1", "expected a number >= 0"),
+])
+def test_out_of_range_values_fail_before_any_notebook(item, message):
+    code, out, err = cli("--profile", "smoke", "--check", "--set", item)
+    assert code == 1 and err.startswith(f"apd: --set {item}: ") and message in err, err
+    assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("item", ["family.device=cuda:1", "factuality.world_n_prompts=0", "factuality.p_grid=[1.0]",
+                                  "factuality.real_T_r_grid=[]", "family.family=Pythia", "curves.hlm_elm=-1"])
+def test_in_range_edge_values_pass(item):
+    params = book.load_profile("smoke")
+    assert book.parse_overrides([item], params)
+
+
+def test_out_of_range_values_in_a_profile_file_name_every_key(tmp_path):
+    from apd.report import schema
+    root = make_project(tmp_path, {"nb": {"x": -5, "rate": 2.0}})
+    schema.RANGES["nb.x"] = schema.COUNT           # a project of its own: its notebook's ranges
+    schema.RANGES["nb.rate"] = schema.PROBABILITY
+    try:
+        with pytest.raises(book.BookError) as err:
+            book.load_profile("p", root)
+    finally:
+        del schema.RANGES["nb.x"], schema.RANGES["nb.rate"]
+    assert "nb.x = -5: expected an integer >= 1" in str(err.value)
+    assert "nb.rate = 2.0: expected a number in (0, 1]" in str(err.value)
+
+
+def test_every_notebook_parameter_has_a_declared_range():
+    from apd.report import schema
+    missing = [f"{stem}.{name}" for stem in book.toc_notebooks()
+               for name in book.parameter_defaults(book.notebook_path(stem))
+               if schema.rule_for(stem, name) is None]
+    assert not missing, f"declare these in apd.report.schema.RANGES: {missing}"
+    for stem in book.toc_notebooks():  # every default is in its own range
+        for name, (default, literal) in book.parameter_defaults(book.notebook_path(stem)).items():
+            if literal:
+                assert schema.check_value(stem, name, default) is None, (stem, name, default)
+
+
+def test_schema_known_values_match_their_sources():
+    from apd.evaluation.known_answer import SIZES
+    from apd.family.pico import SCALES
+    from apd.family.registry import FAMILIES
+    from apd.report import schema
+    assert tuple(SCALES) == schema.PICO_SCALES
+    assert set(FAMILIES) <= set(schema.FAMILIES) and set(schema.FAMILIES) - set(FAMILIES) <= {"qwen"}
+    assert tuple(SIZES) == schema.KNOWN_ANSWER_SIZES
+
+
+# -- every input a build writes to, checked before the first notebook ------------------------
+
+def test_cache_dir_that_is_a_file_stops_the_build_before_any_notebook(tmp_path, monkeypatch, kernel_env):
+    root = make_project(tmp_path)
+    afile = tmp_path / "not-a-folder"
+    afile.write_text("")
+    monkeypatch.setenv("APD_CACHE_DIR", str(afile))
+    t0 = time.time()
+    with pytest.raises(book.BookError) as err:
+        book.build("p", root=root, html=False)
+    assert time.time() - t0 < 2.0
+    assert f"the cache folder APD_CACHE_DIR={afile} is a file, not a folder" in str(err.value)
+    assert "point APD_CACHE_DIR at a folder" in str(err.value)
+    assert not (root / "_build" / "p" / "book" / "notebooks").exists()  # no notebook started
+
+
+@pytest.mark.parametrize("how", ["chmod", "read-only filesystem"])
+def test_read_only_results_folder_stops_the_build_in_one_line(tmp_path, monkeypatch, kernel_env, how):
+    root = make_project(tmp_path)
+    if how == "chmod":
+        results = root / "results"
+        results.mkdir()
+        results.chmod(0o555)
+        try:
+            (results / "probe").write_text("")
+            (results / "probe").unlink()
+            pytest.skip("running as a user that writes into read-only folders (root)")
+        except OSError:
+            pass
+    else:
+        if not Path("/sys").is_dir():
+            pytest.skip("no /sys here")
+        results = Path("/sys") / "apd-results"
+        monkeypatch.setenv("APD_RESULTS_DIR", str(results))
+        try:
+            results.mkdir()
+            pytest.skip("/sys is writable here")
+        except OSError:
+            pass
+    with pytest.raises(book.BookError) as err:
+        book.build("p", root=root, html=False)
+    msg = str(err.value)
+    assert f"the results folder {results / 'p'} cannot be written" in msg
+    assert ("chmod -R u+w" in msg) if how == "chmod" else ("APD_RESULTS_DIR" in msg)
+    if how == "chmod":
+        results.chmod(0o755)
+
+
+# -- "damaged ... moved aside" reaches the terminal ------------------------------------------
+
+DAMAGE_BODY = ("from pathlib import Path\n"
+               "from apd.base.io import set_aside\n"
+               "from apd.report.results import Run\n"
+               "run = Run.start('nb', globals())\n"
+               "Path('cache-thing.bin').write_text('garbage')\n"
+               "set_aside(Path('cache-thing.bin'), 'member weights', 'digest mismatch', 'retraining it')\n"
+               "run.record(x=x)\n"
+               "run.finish(show=False)\n")
+
+
+def test_damage_notices_reach_the_terminal_not_only_the_run_log(tmp_path, kernel_env, capsys):
+    root = make_project(tmp_path, body=DAMAGE_BODY)
+    assert run_nb(root) == "executed"
+    err = capsys.readouterr().err
+    line = next(l for l in err.splitlines() if "moved aside" in l)
+    assert line.startswith("[apd] nb: apd: the member weights") and "cache-thing.bin" in line
+    assert "retraining it" in line
+    log = (root / "results" / "p" / "runs" / "nb.log").read_text()
+    assert "moved aside" in log  # still in the chapter's run log too
+
+
+# -- contention: pretraining's thread count is fixed, and keyed ------------------------------
+
+def test_pretraining_uses_a_fixed_thread_count_whatever_torch_is_set_to(tmp_path):
+    """The weights depend on the torch thread count (float sums split differently), so training on
+    the CPU does not pick it for the machine: it uses pretrain.CPU_THREADS whatever torch is set to
+    (the same weights on a 2-core and a 16-core machine), keys the family by it, and an explicit
+    other count is a different family."""
+    torch = pytest.importorskip("torch")
+    from apd.family import pretrain
+    from apd.family.pretrain import Member, PicoConfig
+    from apd.world import corpus
+
+    words = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana"]
+    docs = [" ".join(words[(i * 7 + j) % 8] for j in range(10)) + " was born in " + words[i % 8] + "."
+            for i in range(120)]
+    tok = corpus.train_tokenizer(docs, vocab_size=300, cache_dir=tmp_path / "tok")
+    cfg = PicoConfig(members=(Member(1, 32, 2, name="pico-a"),), seq_len=16, batch_size=8, epochs=1.0,
+                     lr=1e-2, warmup_frac=0.1, seed=3)
+    before = torch.get_num_threads()
+    digests, folders = [], []
+    try:
+        for i, set_to in enumerate((2, 1)):   # what torch happens to be set to on this machine
+            torch.set_num_threads(set_to)
+            folder = pretrain.train_family(cfg, tok, docs, tmp_path / f"c{i}", device="cpu", progress=False)
+            assert torch.get_num_threads() == set_to   # restored afterwards
+            digests.append((folder / "pico-a" / "model.safetensors").read_bytes())
+            folders.append(folder.name)
+            assert json.loads((folder / "family.json").read_text())["cpu_threads"] == pretrain.CPU_THREADS
+        two = pretrain.train_family(cfg, tok, docs, tmp_path / "c2", device="cpu", progress=False, num_threads=2)
+    finally:
+        torch.set_num_threads(before)
+    assert digests[0] == digests[1] and folders[0] == folders[1]
+    assert two.name != folders[0]  # another thread count: another key, never mixed with the default
+    assert json.loads((two / "family.json").read_text())["cpu_threads"] == 2
+    assert pretrain.family_dir(cfg, tok, docs, tmp_path / "c0", device="cpu").name == folders[0]
+
+
+def test_files_and_folders_a_profile_names_are_checked_before_any_notebook(tmp_path):
+    """local_dir, alm_prime_path, thf_path and kilt_path name inputs: a missing one, or a file where
+    a folder belongs, stops the build before the first notebook, naming the parameter."""
+    there = tmp_path / "models"
+    there.mkdir()
+    afile = tmp_path / "kilt.json"
+    afile.write_text("{}")
+    params = {"a": {"local_dir": str(there), "kilt_path": str(afile), "thf_path": None},
+              "b": {"kilt_path": "hub", "alm_prime_path": ""}}
+    assert book.input_path_problems(params, ["a", "b"]) == []
+    params = {"a": {"local_dir": str(tmp_path / "nope")}, "b": {"alm_prime_path": str(afile)},
+              "c": {"kilt_path": str(there)}}
+    problems = book.input_path_problems(params, ["a", "b", "c"])
+    assert len(problems) == 3
+    assert problems[0].startswith(f"a.local_dir = '{tmp_path / 'nope'}': no such folder")
+    assert "b.alm_prime_path" in problems[1] and "is a file, not a folder" in problems[1]
+    assert "c.kilt_path" in problems[2] and "is a folder, not a file" in problems[2] and "'hub'" in problems[2]
+    assert book.input_path_problems(params, ["b"]) == [problems[1]]  # only the chapters that run
+    code, out, err = cli("--profile", "smoke", "--check", "--set", f"family.local_dir={tmp_path / 'nope'}")
+    assert code == 1 and "family.local_dir" in err and "no such folder" in err and "Traceback" not in err

@@ -8,12 +8,14 @@ from apd.base.lazy import attach
 __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.base.io
     "atomic_write": "apd.base.io", "write_json": "apd.base.io", "torch_save": "apd.base.io",
-    "DIGESTS": "apd.base.io", "file_sha256": "apd.base.io", "record_digest": "apd.base.io",
-    "recorded_digest": "apd.base.io", "write_folder_digests": "apd.base.io", "set_aside": "apd.base.io",
-    "check_file": "apd.base.io", "check_folder": "apd.base.io", "read_json_checked": "apd.base.io",
-    "remove_stale_tmp": "apd.base.io", "remove_checkpoints": "apd.base.io", "io": "apd.base.io",
+    "DIGESTS": "apd.base.io", "NOTICES_ENV": "apd.base.io", "notify": "apd.base.io",
+    "file_sha256": "apd.base.io", "record_digest": "apd.base.io", "recorded_digest": "apd.base.io",
+    "write_folder_digests": "apd.base.io", "set_aside": "apd.base.io", "check_file": "apd.base.io",
+    "check_folder": "apd.base.io", "read_json_checked": "apd.base.io", "remove_stale_tmp": "apd.base.io",
+    "remove_checkpoints": "apd.base.io", "io": "apd.base.io",
     # apd.base.lock
-    "file_lock": "apd.base.lock", "lock": "apd.base.lock",
+    "file_lock": "apd.base.lock", "LockBusy": "apd.base.lock", "held_lock": "apd.base.lock",
+    "lock": "apd.base.lock",
     # apd.base.device
     "resolve_device": "apd.base.device", "cpu_threads": "apd.base.device", "device": "apd.base.device",
     # apd.base.paths

@@ -60,6 +60,25 @@ def torch_save(obj: Any, path, *, digest: bool = False) -> Path:
 # and are accepted as they are.
 
 DIGESTS = "digests.json"
+#: A file that :func:`notify` appends its lines to (the book runner sets it and shows them on the
+#: terminal of the person running the build, whose kernel's warnings go to the chapter's run log).
+NOTICES_ENV = "APD_NOTICES"
+
+
+def notify(message: str) -> None:
+    """Append ``message`` (one line) to ``$APD_NOTICES`` when it is set; never fails.
+
+    Example:
+        >>> notify("apd: something was repaired")   # a no-op outside the book runner
+    """
+    path = os.environ.get(NOTICES_ENV)
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(" ".join(str(message).split()) + "\n")
+    except OSError:
+        pass
 _verified: dict = {}   # (path, size, mtime_ns, ino) -> digest, so a run hashes each artifact once
 
 
@@ -138,8 +157,9 @@ def set_aside(path, what: str, reason: str, action: str) -> Path:
     side = _sidecar(path)
     if side.exists():
         os.replace(side, _sidecar(new))
-    warnings.warn(f"apd: the {what} {path} is damaged ({reason}); moved aside to {new} and {action}.",
-                  stacklevel=2)
+    message = f"apd: the {what} {path} is damaged ({reason}); moved aside to {new} and {action}."
+    warnings.warn(message, stacklevel=2)
+    notify(message)
     return new
 
 

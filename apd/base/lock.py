@@ -1,4 +1,5 @@
-"""An exclusive inter-process lock on a file, for writers of a shared cache."""
+"""Exclusive inter-process locks on files: for writers of a shared cache, and for one book build
+per checkout and profile at a time."""
 from __future__ import annotations
 
 import contextlib
@@ -29,4 +30,56 @@ def file_lock(path):
         try:
             yield
         finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+class LockBusy(RuntimeError):
+    """Another process holds the lock; ``holder`` is what it wrote into the lock file."""
+
+    def __init__(self, path, holder: str):
+        super().__init__(f"{path} is held by {holder or 'another process'}")
+        self.path, self.holder = Path(path), holder
+
+
+@contextlib.contextmanager
+def held_lock(path, holder: str, wait: bool = True, on_busy=None):
+    """Hold an exclusive ``flock`` on ``path`` for the block, with ``holder`` (one line saying who)
+    written into the file. The lock dies with its process, so a killed holder never leaves it stuck.
+
+    When another process holds it: ``on_busy(its holder line)`` is called, then this waits for it
+    (``wait=True``) or raises :class:`LockBusy` (``wait=False``). Without ``fcntl`` it is a no-op.
+
+    Example:
+        >>> import tempfile
+        >>> with held_lock(Path(tempfile.mkdtemp()) / "b.lock", "pid 1"):
+        ...     pass
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover (Windows)
+        yield
+        return
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            other = f.read().strip()
+            if on_busy is not None:
+                on_busy(other)
+            if not wait:
+                raise LockBusy(path, other) from None
+            fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(holder + "\n")
+            f.flush()
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                f.seek(0)
+                f.truncate()
             fcntl.flock(f, fcntl.LOCK_UN)

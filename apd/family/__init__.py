@@ -38,6 +38,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "learning_rate": "apd.family.pretrain", "training_plan": "apd.family.pretrain",
     "chunk_order": "apd.family.pretrain", "data_hash": "apd.family.pretrain",
     "tokenizer_hash": "apd.family.pretrain", "family_key": "apd.family.pretrain",
+    "CPU_THREADS": "apd.family.pretrain", "training_threads": "apd.family.pretrain",
     "train_family": "apd.family.pretrain", "family_dir": "apd.family.pretrain",
     "evaluate_loss": "apd.family.pretrain", "pretrain": "apd.family.pretrain",
     # apd.family.pico

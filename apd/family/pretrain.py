@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from apd.base.device import resolve_device
+from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
     check_file,
     check_folder,
@@ -178,8 +178,8 @@ class PicoConfig:
         Budget: 4 epochs capped at 1.25M tokens (305 steps of 32 x 128 tokens) per member. Measured
         on an idle 2-core CPU (fp32, 2 threads) pico-13k, -100k, -336k, -793k and -1.8m train at
         about 28k, 20k, 15k, 9k and 7k tokens/s (pico-28k about as fast as a 3-layer width-32 model,
-        22k): ~440 us per token for the whole family, ~9 minutes for 1.25M tokens. On a CPU that
-        other processes share, ``train_family(num_threads=1)`` can be twice as fast.
+        22k): ~440 us per token for the whole family, ~9 minutes for 1.25M tokens. Training on the
+        CPU uses one thread (:data:`CPU_THREADS`), much faster when other processes share the CPU.
         Knowledge needs repeated exposures: pair it with ~0.3M tokens of text (4 epochs).
 
         Peak learning rate 4e-3 (it was 2e-3 until 2026-11-25). Measured on the default world's
@@ -335,12 +335,38 @@ def tokenizer_hash(tokenizer) -> str:
     return _hash_bytes(json.dumps(vocab).encode(), json.dumps(special).encode())
 
 
-def family_key(config: PicoConfig, ids_hash: str, tok_hash: str, precision: str = "fp32") -> str:
-    """12 hex digits identifying the family: config, token stream, tokenizer and training precision
-    ("fp32" or "bf16-autocast", as resolved on the device by ``_autocast``)."""
-    blob = json.dumps({"config": config.to_dict(), "data": ids_hash, "tokenizer": tok_hash,
-                       "precision": precision, "format": FORMAT_VERSION}, sort_keys=True)
+def family_key(config: PicoConfig, ids_hash: str, tok_hash: str, precision: str = "fp32",
+               cpu_threads: int | None = None) -> str:
+    """12 hex digits identifying the family: config, token stream, tokenizer, training precision
+    ("fp32" or "bf16-autocast", as resolved on the device by ``_autocast``) and, for training on the
+    CPU, the torch thread count (the weights depend on it; None: not on the CPU)."""
+    parts = {"config": config.to_dict(), "data": ids_hash, "tokenizer": tok_hash,
+             "precision": precision, "format": FORMAT_VERSION}
+    if cpu_threads is not None:
+        parts["cpu_threads"] = int(cpu_threads)
+    blob = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+#: torch threads of pretraining on the CPU, on every machine. The trained weights depend on the
+#: thread count (torch splits float sums differently), so the count is fixed, not picked for the
+#: machine found, and it enters the family's key. One thread, because a CPU is rarely idle: on a
+#: 2-core machine that another process shares, two threads train several times slower than one
+#: (measured by scripts/bench_threads.py), and pico's matrices are small.
+CPU_THREADS = 1
+
+
+def training_threads(device: torch.device, num_threads: int | None = None) -> int | None:
+    """The torch thread count pretraining on ``device`` uses and keys by: ``num_threads`` when
+    given, else :data:`CPU_THREADS`, on the CPU; None (torch's setting, not keyed) elsewhere.
+
+    Example:
+        >>> training_threads(torch.device("cpu")), training_threads(torch.device("cpu"), 4)
+        (1, 4)
+    """
+    if device.type != "cpu":
+        return None
+    return int(num_threads) if num_threads is not None else CPU_THREADS
 
 
 # ----------------------------------------------------------------------------------------------
@@ -473,7 +499,7 @@ def _train_member(name, model_config, config, inputs, targets, order, folder: Pa
         "tokens_per_second": round(n_steps * tokens_per_step / max(elapsed, 1e-9), 1),
         "device": str(device),
         "precision": precision,
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads(),   # during training (keyed on the CPU)
         "family_key": key,
         "config": config.to_dict(),
         "torch_version": torch.__version__,
@@ -505,35 +531,36 @@ def train_family(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, dev
     checkpoint_every: seconds between checkpoints of an unfinished member (None: only on stops).
     max_steps_this_run: stop after this many optimizer steps in this call (checkpoint written),
         raising ``TrainingInterrupted``; a later call resumes. For tests and time-sliced runs.
-    num_threads: torch CPU threads while training (default: torch's, one per physical core);
-        restored afterwards.
+    num_threads: torch CPU threads while training on the CPU (default :data:`CPU_THREADS`, whatever
+        the machine; the count enters the family's key, since the weights depend on it); restored
+        afterwards.
     Returns the family folder (load it with ``apd.family.load_family("pico", local_dir=...)``).
     """
     device = resolve_device(device)
-    threads = torch.get_num_threads()
-    if num_threads is not None:
-        torch.set_num_threads(int(num_threads))
-    try:
+    keyed = training_threads(device, num_threads)
+    with cpu_threads(keyed if keyed is not None else num_threads):
         return _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
-                             checkpoint_every, max_steps_this_run)
-    finally:
-        torch.set_num_threads(threads)
+                             checkpoint_every, max_steps_this_run, keyed)
 
 
-def _identity(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device: torch.device):
-    """(token stream, its hash, tokenizer hash, precision, family key, family folder) of a run."""
+def _identity(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device: torch.device,
+              threads: int | None = None):
+    """(token stream, its hash, tokenizer hash, precision, family key, family folder) of a run;
+    ``threads``: the CPU thread count it trains with (:func:`training_threads`)."""
     ids = token_stream(tokenizer, documents_or_ids)
     ids_hash, tok_hash = data_hash(ids), tokenizer_hash(tokenizer)
     precision = _autocast(device, config.dtype)[1]
-    key = family_key(config, ids_hash, tok_hash, precision)
+    key = family_key(config, ids_hash, tok_hash, precision, threads)
     return ids, ids_hash, tok_hash, precision, key, Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
 
 
-def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None) -> Path:
+def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None,
+               num_threads: int | None = None) -> Path:
     """The folder :func:`train_family` trains into (or finds) for these arguments; trains nothing.
     It exists with a ``family.json`` once the family is trained."""
     device = resolve_device(device)
-    return _identity(config, tokenizer, documents_or_ids, cache_dir, device)[-1]
+    return _identity(config, tokenizer, documents_or_ids, cache_dir, device,
+                     training_threads(device, num_threads))[-1]
 
 
 def _finished_member(folder: Path) -> dict | None:
@@ -558,9 +585,9 @@ def _family_intact(family_dir: Path) -> bool:
 
 
 def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
-                  checkpoint_every, max_steps_this_run) -> Path:
+                  checkpoint_every, max_steps_this_run, threads) -> Path:
     ids, ids_hash, tok_hash, precision, key, family_dir = _identity(config, tokenizer, documents_or_ids,
-                                                                    cache_dir, device)
+                                                                    cache_dir, device, threads)
     if (family_dir / "family.json").exists() and _family_intact(family_dir):
         return family_dir
     # One writer per family: a second build waits here, then finds the family done.
@@ -609,6 +636,7 @@ def _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family
         "total_train_seconds": round(sum(r["wall_seconds"] for r in records), 2),
         "key": key,
         "precision": precision,
+        "cpu_threads": training_threads(device, torch.get_num_threads()),
         "device": device.type,
         "data_hash": ids_hash,
         "tokenizer_hash": tok_hash,

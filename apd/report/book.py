@@ -15,8 +15,12 @@ Results are written per chapter through a staging folder: the kernel's ``Run`` w
 ``<results root>/.staging/<profile>/<stem>/`` (``$APD_RESULTS_STAGING``), and only when the notebook
 succeeds do its files replace the chapter's files in ``results/<profile>/`` (:func:`commit_results`);
 a failed or interrupted run leaves them as the last successful build left them. Everything is
-validated before any kernel starts: profile names, parameter names and types (``--set`` included),
-and whether this machine has the CUDA device and the Hub access the profile asks for.
+validated before any kernel starts: the profile's shape and keys, parameter names, types and ranges
+(``--set`` included; :mod:`apd.report.schema`), and what the build needs here (:func:`preflight`:
+the CUDA device and the Hub access the profile asks for, writable cache, results and build folders).
+
+One build per checkout and profile runs at a time (:func:`build_lock`): a second one waits for the
+first (or stops, ``--no-wait``), and every run stages its results in a folder of its own.
 """
 from __future__ import annotations
 
@@ -37,6 +41,9 @@ from typing import Any
 
 import yaml
 
+from apd.base.io import NOTICES_ENV
+from apd.base.lock import LockBusy, held_lock
+from apd.report import schema
 from apd.report.pages import select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -165,19 +172,31 @@ def profile_path(profile: str, root: Path = ROOT) -> Path:
 def load_profile(profile: str, root: Path = ROOT) -> dict[str, dict[str, Any]]:
     """``{stem: parameters}`` of a profile, validated (see :func:`validate_profile`)."""
     path = profile_path(profile, root)
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as err:
-        raise BookError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
-    notebooks = data.get("notebooks") or {}
+    notebooks = read_profile_file(path)
     validate_profile(profile, notebooks, root)
     return {stem: dict(notebooks.get(stem) or {}) for stem in toc_notebooks(root)}
+
+
+def read_profile_file(path: Path) -> dict[str, dict]:
+    """The ``notebooks`` mapping of a profile file, after its YAML (duplicate keys refused) and its
+    shape are checked (:mod:`apd.report.schema`). Raises BookError listing every problem."""
+    try:
+        data = schema.load_yaml(path.read_text())
+    except schema.ProfileShapeError as err:
+        raise BookError(f"{path}: {err}") from None
+    except yaml.YAMLError as err:
+        raise BookError(f"{path} is not valid YAML: {_yaml_problem(err)}") from None
+    problems = schema.shape_problems(data)
+    if problems:
+        raise BookError(f"{path} is not a valid profile:\n  - " + "\n  - ".join(problems))
+    return {stem: params or {} for stem, params in (data.get("notebooks") or {}).items()}
 
 
 def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
     """Every toc notebook appears in the profile; every profile notebook is in the toc; every
     parameter exists in its notebook's parameters cell, with a value of its default's type
-    (:func:`check_type`). Raises BookError listing every problem."""
+    (:func:`check_type`) and in its declared range (:func:`apd.report.schema.check_value`).
+    Raises BookError listing every problem."""
     stems = toc_notebooks(root)
     problems = []
     for stem in stems:
@@ -200,6 +219,10 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
                 check_type(f"{stem}.{name}", value, *declared[name])
             except BookError as err:
                 problems.append(str(err))
+                continue
+            bad = schema.check_value(stem, name, value)
+            if bad:
+                problems.append(bad)
     if problems:
         raise BookError(f"profile {profile!r} ({profile_path(profile, root)}) is invalid:\n  - "
                         + "\n  - ".join(problems))
@@ -255,6 +278,9 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
             value = check_type(f"--set {item}", value, default, literal)
         except BookError as err:
             raise BookError(str(err).rsplit(", got ", 1)[0]) from None
+        bad = schema.check_value(stem, name, value)
+        if bad:
+            raise BookError(f"--set {item}: " + bad.split(": ", 1)[1])
         out.setdefault(stem, {})[name] = value
     return out
 
@@ -296,6 +322,13 @@ def check_environment(params: dict[str, dict], stems: list[str]) -> None:
     """Fail fast (BookError) when a notebook of ``stems`` asks for what this machine lacks: a CUDA
     device (``device: cuda``) or the Hub (a Hub family with no ``local_dir``, while
     ``HF_HUB_OFFLINE=1`` and no local Hugging Face copy, or no connection to the Hub in 2 s)."""
+    problems = environment_problems(params, stems)
+    if problems:
+        raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
+
+
+def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]:
+    """What :func:`check_environment` finds missing, one line each (empty: nothing)."""
     problems = []
     cuda = [s for s in stems if str(params[s].get("device") or "").startswith("cuda")]
     if cuda and not _cuda_available():
@@ -318,8 +351,96 @@ def check_environment(params: dict[str, dict], stems: list[str]) -> None:
                 f"{', '.join(hub)} load the {family} family from the Hub, but {why}: give local "
                 f"copies with {' '.join(f'--set {s}.local_dir=FOLDER' for s in hub)} (see "
                 "book/rerun.md), or HF_HUB_OFFLINE=1 with the models already in the Hugging Face cache")
+    return problems
+
+
+def cache_folder(root: Path = ROOT) -> Path:
+    """The cache folder the chapters' kernels use (they run in ``root``): ``$APD_CACHE_DIR``, else
+    ``<root>/cache`` (as :func:`apd.base.paths.cache_dir` finds it from there)."""
+    env = os.environ.get("APD_CACHE_DIR")
+    return Path(env) if env else root / "cache"
+
+
+def _writable_problem(folder: Path, label: str, fix: str) -> str | None:
+    """None if ``folder`` is (or can be made) a folder this process can write a file into, else one
+    line: ``label`` (what the folder is), why, and ``fix``. Creates the folder when missing (every
+    build would)."""
+    if folder.exists() and not folder.is_dir():
+        return f"{label} is a file, not a folder: {fix}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".apd-write-check-{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as err:
+        return f"{label} cannot be written ({err.strerror or type(err).__name__}): {fix}"
+    return None
+
+
+def folder_problems(profile: str, root: Path = ROOT) -> list[str]:
+    """The folders a build writes: the cache (``$APD_CACHE_DIR``), ``results/<profile>/`` (or
+    ``$APD_RESULTS_DIR/<profile>``) with its staging folders, and ``_build/<profile>/``; one line
+    per folder that is a file or cannot be written."""
+    cache, results = cache_folder(root), results_root(root)
+    if os.environ.get("APD_CACHE_DIR"):
+        cache_check = (cache, f"the cache folder APD_CACHE_DIR={cache}",
+                       "point APD_CACHE_DIR at a folder you can write, or unset it to use the checkout's cache/")
+    else:
+        cache_check = (cache, f"the cache folder {cache}", f"make {cache} a writable folder, or set APD_CACHE_DIR to one")
+    fix_results = ("point APD_RESULTS_DIR at a folder you can write" if os.environ.get("APD_RESULTS_DIR")
+                   else f"make {results} writable (chmod -R u+w {results}), or set APD_RESULTS_DIR to a writable folder")
+    problems = [bad for bad in (_writable_problem(*cache_check),) if bad]
+    bad = (_writable_problem(results / profile, f"the results folder {results / profile}", fix_results)
+           or _writable_problem(_staging_base(profile, root), f"the staging folder {_staging_base(profile, root)}",
+                                fix_results))
+    problems += [bad] if bad else []
+    build_dir = root / "_build" / profile
+    bad = _writable_problem(build_dir, f"the build folder {build_dir}", f"make {root / '_build'} writable")
+    return problems + ([bad] if bad else [])
+
+
+#: Parameters that name a file or folder a chapter reads (data folders aside: :func:`data_problems`),
+#: what each must be, and the value that means "download it" instead.
+INPUT_PATHS = {"local_dir": ("folder", None), "alm_prime_path": ("folder", None),
+               "thf_path": ("folder", None), "kilt_path": ("file", "hub")}
+
+
+def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
+    """One line per parameter of :data:`INPUT_PATHS` set in a chapter of ``stems`` whose file or
+    folder is not there (relative paths are read from ``root``, where the kernels run)."""
+    problems = []
+    for stem in stems:
+        for name, (kind, download) in INPUT_PATHS.items():
+            value = params[stem].get(name)
+            if not value or value == download:
+                continue
+            path = Path(str(value)).expanduser()
+            path = path if path.is_absolute() else root / path
+            ok = path.is_dir() if kind == "folder" else path.is_file()
+            if not ok:
+                why = (f"is a {'file' if path.is_file() else 'folder'}, not a {kind}" if path.exists()
+                       else f"no such {kind}")
+                problems.append(f"{stem}.{name} = {str(value)!r}: {why} ({path}); give an existing {kind} "
+                                f"or leave {name} unset" + (f" (or {download!r} to download it)" if download else ""))
+    return problems
+
+
+def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
+    """The data every chapter of ``stems`` reads: can it be had? One line per problem (empty:
+    nothing). The hook for the data-folder checks; none yet."""
+    return []
+
+
+def preflight(profile: str, params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
+    """Everything a build needs, checked before the first notebook starts: this machine (CUDA, the
+    Hub: :func:`environment_problems`), the folders it writes (:func:`folder_problems`), the files
+    and folders it reads (:func:`input_path_problems`) and its data (:func:`data_problems`). Raises
+    one BookError with a line per problem."""
+    problems = (environment_problems(params, stems) + folder_problems(profile, root)
+                + input_path_problems(params, stems, root) + data_problems(params, stems, root))
     if problems:
-        raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
+        raise BookError("a build would stop here: " + ("\n  - " + "\n  - ".join(problems)
+                                                       if len(problems) > 1 else problems[0]))
 
 
 # -- execution ----------------------------------------------------------------------------------
@@ -383,8 +504,16 @@ def results_intact(dest: Path, digests: dict[str, str] | None) -> bool:
     return True
 
 
-def _staging(profile: str, stem: str, root: Path) -> Path:
-    return results_root(root) / ".staging" / profile / stem
+def _staging_base(profile: str, root: Path) -> Path:
+    """``<results root>/.staging/<profile>``: one folder per run, plus the commit journals."""
+    return results_root(root) / ".staging" / profile
+
+
+def _new_staging(profile: str, stem: str, root: Path) -> Path:
+    """A fresh staging folder for one execution of chapter ``stem``, owned by this run alone:
+    ``.staging/<profile>/run-<pid>-<random>/<stem>`` (a second build never touches it)."""
+    import uuid
+    return _staging_base(profile, root) / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}" / stem
 
 
 def _apply_journal(journal: Path) -> None:
@@ -401,13 +530,17 @@ def _apply_journal(journal: Path) -> None:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(src, dest / rel)
     shutil.rmtree(staging, ignore_errors=True)
+    if staging.parent != journal.parent and staging.parent.name.startswith("run-"):
+        with contextlib.suppress(OSError):
+            staging.parent.rmdir()  # the run's folder, once its last chapter is committed
     journal.unlink(missing_ok=True)
 
 
 def recover(profile: str, root: Path = ROOT) -> list[str]:
     """Finish commits an interrupted build left half done, and drop staging folders of runs that
-    never finished; return the chapters whose commit was finished."""
-    base = results_root(root) / ".staging" / profile
+    never finished; return the chapters whose commit was finished. Call it only while holding the
+    profile's build lock (:func:`build_lock`): then no other run is using those folders."""
+    base = _staging_base(profile, root)
     done = []
     for journal in sorted(base.glob("*.commit.json")):
         _apply_journal(journal)
@@ -419,12 +552,14 @@ def recover(profile: str, root: Path = ROOT) -> list[str]:
     return done
 
 
-def commit_results(profile: str, stem: str, key: str, root: Path = ROOT) -> dict[str, str]:
-    """Move chapter ``stem``'s staged results into ``results/<profile>/``, replacing its previous
-    files (those the new run no longer writes are removed). The run record gets ``cache_key`` and
-    ``results_sha256`` (every other file's digest). Returns ``{relative path: sha256}`` of every
-    committed file, run record included."""
-    staging, dest = _staging(profile, stem, root), results_root(root) / profile
+def commit_results(profile: str, stem: str, key: str, root: Path = ROOT,
+                   staging: Path | None = None) -> dict[str, str]:
+    """Move chapter ``stem``'s staged results (``staging``, default ``.staging/<profile>/<stem>``)
+    into ``results/<profile>/``, replacing its previous files (those the new run no longer writes
+    are removed). The run record gets ``cache_key`` and ``results_sha256`` (every other file's
+    digest). Returns ``{relative path: sha256}`` of every committed file, run record included."""
+    staging = Path(staging) if staging is not None else _staging_base(profile, root) / stem
+    dest = results_root(root) / profile
     new = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
     record_rel = f"runs/{stem}.json"
     if record_rel in new:
@@ -435,7 +570,7 @@ def commit_results(profile: str, stem: str, key: str, root: Path = ROOT) -> dict
         record_path.write_text(json.dumps(record, indent=2, default=str) + "\n")
         new = [rel for rel in new if rel != record_rel] + [record_rel]  # the record moves last
     digests = {rel: _sha256(staging / rel) for rel in new}
-    journal = staging.parent / f"{stem}.commit.json"
+    journal = _staging_base(profile, root) / f"{stem}.commit.json"
     tmp = journal.with_name(journal.name + ".tmp")
     tmp.write_text(json.dumps({"dest": str(dest), "staging": str(staging), "move": new,
                                "remove": sorted(chapter_files(dest, stem) - set(new))}))
@@ -476,6 +611,48 @@ def kernel_environment(extra: dict[str, str] | None = None):
         os.environ.update(saved)
 
 
+@contextlib.contextmanager
+def relay_notices(stem: str, stream=None, every: float = 0.5):
+    """Yield the path of a fresh notices file (``$APD_NOTICES`` of a kernel, written by
+    :func:`apd.base.io.notify`, e.g. "damaged ... moved aside") and, while the block runs and once
+    more when it ends, print its new lines to ``stream`` (default stderr) as ``[apd] <stem>: ...``:
+    the person running the build sees them, not only the chapter's run log."""
+    import tempfile
+    import threading
+
+    stream = stream or sys.stderr
+    fd, name = tempfile.mkstemp(prefix=f"apd-notices-{stem}-", suffix=".txt")
+    os.close(fd)
+    path, done, pos = Path(name), threading.Event(), [0]
+
+    def drain() -> None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                f.seek(pos[0])
+                text = f.read()
+        except OSError:
+            return
+        complete = text[:text.rfind("\n") + 1]   # whole lines only; the rest next time
+        pos[0] += len(complete.encode("utf-8"))
+        for line in complete.splitlines():
+            if line.strip():
+                print(f"[apd] {stem}: {line}", file=stream, flush=True)
+
+    def loop() -> None:
+        while not done.wait(every):
+            drain()
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    try:
+        yield path
+    finally:
+        done.set()
+        thread.join()
+        drain()
+        path.unlink(missing_ok=True)
+
+
 def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False,
             upstream: str = "") -> str:
     """Execute one notebook with papermill into ``out``; return 'cached' or 'executed'.
@@ -492,10 +669,11 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
         return "cached"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.stem + ".partial.ipynb")
-    staging = _staging(profile, stem, root)
-    shutil.rmtree(staging, ignore_errors=True)
+    staging = _new_staging(profile, stem, root)
     staging.mkdir(parents=True)
-    env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key}
+    relay = contextlib.ExitStack()   # "damaged ... moved aside" lines from the kernel, on this terminal
+    notices = relay.enter_context(relay_notices(stem))
+    env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key, NOTICES_ENV: str(notices)}
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)  # the kernel inherits this process's environment
     committed = False
@@ -505,7 +683,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
                 str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
                 kernel_name="python3", progress_bar=False, log_output=False,
             )
-        digests = commit_results(profile, stem, key, root)
+        digests = commit_results(profile, stem, key, root, staging)
         committed = True
     except pm.PapermillExecutionError as err:
         raise BookError(
@@ -516,13 +694,14 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
             "(this run's were discarded)"
         ) from None
     finally:
+        relay.close()  # the last notices, before the error or the status line
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
         if not committed:
-            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(staging.parent, ignore_errors=True)
     nb = json.loads(tmp.read_text())
     for cell in nb["cells"]:  # hide the injected cell on the page; keep it in the .ipynb
         tags = cell.get("metadata", {}).get("tags", [])
@@ -534,6 +713,42 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     tmp.write_text(json.dumps(nb, indent=1))
     tmp.replace(out)
     return "executed"
+
+
+# -- one build per checkout and profile ---------------------------------------------------------
+
+def lock_paths(profile: str, root: Path = ROOT) -> list[Path]:
+    """The lock files a build of ``profile`` holds: one beside its staging folders (guarding
+    ``results/<profile>/``, wherever ``$APD_RESULTS_DIR`` puts it) and one in ``_build/<profile>/``
+    (guarding the executed notebooks and the HTML). Always taken in this order."""
+    return [_staging_base(profile, root).with_suffix(".lock"), root / "_build" / profile / "build.lock"]
+
+
+@contextlib.contextmanager
+def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
+    """Hold the build lock of ``profile`` for the block: a second build of the same profile in the
+    same checkout (or on the same results folder) says so on stderr and waits for the first to end
+    (``wait=True``, what ``python -m apd`` does), or stops with a BookError (``wait=False``,
+    ``--no-wait``). The lock dies with its process: a killed build never leaves it stuck."""
+    holder = (f"pid {os.getpid()} on {socket.gethostname()}, started "
+              f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {' '.join(sys.argv) or 'python'}")
+
+    def busy(other: str) -> None:
+        if wait:
+            print(f"[apd] another build of profile {profile!r} is running here ({other or 'a process'}); "
+                  "waiting for it to finish (Ctrl-C stops this one; --no-wait stops at once)",
+                  file=sys.stderr, flush=True)
+
+    with contextlib.ExitStack() as stack:
+        for path in lock_paths(profile, root):
+            try:
+                stack.enter_context(held_lock(path, holder, wait=wait, on_busy=busy))
+            except LockBusy as err:
+                raise BookError(
+                    f"another build of profile {profile!r} is running here ({err.holder or 'a process'}; "
+                    f"lock {path}): wait for it to finish, or run without --no-wait to wait for it; "
+                    f"its results in results/{profile}/ are left to it") from None
+        yield
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -614,12 +829,20 @@ def resolve(profile: str, overrides: list[str] | None = None, only: list[str] | 
 
 
 def build(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
-          force: bool = False, html: bool = True, root: Path = ROOT) -> Path | None:
+          force: bool = False, html: bool = True, root: Path = ROOT, wait: bool = True) -> Path | None:
     """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book. Everything is
-    checked first (:func:`resolve`, :func:`check_environment`); an interrupted commit of an earlier
-    build is finished (:func:`recover`)."""
+    checked first (:func:`resolve`, :func:`preflight`); then the profile's build lock is
+    taken for the whole build (:func:`build_lock`; ``wait=False``: stop if another build holds it)
+    and an interrupted commit of an earlier build is finished (:func:`recover`)."""
     params, stems = resolve(profile, overrides, only, root)
-    check_environment(params, [s for s in stems if not only or s in only])
+    preflight(profile, params, [s for s in stems if not only or s in only], root)
+    with build_lock(profile, root, wait=wait):
+        return _build_locked(profile, params, stems, only, force, html, root)
+
+
+def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only: list[str] | None,
+                  force: bool, html: bool, root: Path) -> Path | None:
+    """The body of :func:`build`, run while holding the profile's build lock."""
     for stem in recover(profile, root):
         print(f"[apd] {stem}: finished moving the results of an interrupted build into place", flush=True)
     out_dir = root / "_build" / profile / "book" / "notebooks"
@@ -661,19 +884,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="execute only this notebook (repeatable); others keep earlier outputs")
     ap.add_argument("--force", action="store_true", help="re-execute even when cached")
     ap.add_argument("--no-html", action="store_true", help="execute notebooks, skip Jupyter Book")
+    ap.add_argument("--no-wait", action="store_true",
+                    help="stop at once if another build of this profile is running here (default: wait)")
     ap.add_argument("--check", action="store_true",
-                    help="only validate the profile with every --set applied, and exit (0: valid)")
+                    help="only validate the profile with every --set applied and check what a build "
+                         "needs here, then exit (0: a build could start; 1: it would stop, and why)")
     args = ap.parse_args(argv)
     try:
         if args.check:
             params, stems = resolve(args.profile, args.set, args.only)
             print(f"profile {args.profile!r} is valid" + (" with " + " ".join(args.set) if args.set else ""))
-            try:
-                check_environment(params, [s for s in stems if not args.only or s in args.only])
-            except BookError as err:
-                print(f"apd: note: a build would stop here: {err}")
+            preflight(args.profile, params, [s for s in stems if not args.only or s in args.only])
+            print("this machine has what a build needs")
             return 0
-        build(args.profile, args.set, args.only, args.force, not args.no_html)
+        build(args.profile, args.set, args.only, args.force, not args.no_html, wait=not args.no_wait)
     except BookError as err:
         print(f"apd: {err}", file=sys.stderr)
         return 1

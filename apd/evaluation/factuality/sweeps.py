@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from apd.amateur.runs import member_identity
 from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.paths import cache_dir
 from apd.base.progress import progress_bar, progress_enabled
@@ -107,11 +108,7 @@ def model_identity(location) -> Optional[str]:
         >>> model_identity("EleutherAI/pythia-70m-deduped"), model_identity(None)
         ('EleutherAI/pythia-70m-deduped', None)
     """
-    if location is None:
-        return None
-    from apd.amateur.runs import member_identity
-
-    return member_identity(location)
+    return None if location is None else member_identity(location)
 
 
 def decoder_identity(fam, alm_prime=None, thf=None) -> list:

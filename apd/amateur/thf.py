@@ -475,7 +475,7 @@ def thf_model(fam, built=None, *, scale: str = "default", config: Optional[THFCo
         ('poly10', 'thf')
     """
     name = family_name(fam)
-    _check_scale(scale)
+    _check_scale(scale, built)
     config = config or thf_config(name, scale)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
     labels_dir = entropy_labels(fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress,

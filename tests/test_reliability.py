@@ -636,3 +636,26 @@ def test_right_padded_batches_are_refused(fam):
     with pytest.raises(ValueError, match=r"padded on the right .*padding_side = 'left'"):
         generation.generate(fam.model("pico-c"), enc.input_ids, enc.attention_mask, proc, max_new_tokens=2,
                             pad_token_id=tok.pad_token_id)
+
+
+def test_run_records_are_checked_and_a_tuning_table_follows_a_moved_cache(fam, tmp_path):
+    from dataclasses import replace
+
+    from apd.amateur import tuning
+    col = _collect(fam, tmp_path)
+    final = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
+    record = final.parent / "train_config.json"
+    assert io.recorded_digest(record) and runs.run_record(final)["steps"] > 0
+    meta = json.loads(record.read_text())
+    meta["total_steps"] = 10 ** 6                       # a changed but valid record never reaches a table
+    record.write_text(json.dumps(meta))
+    with pytest.warns(UserWarning, match=r"ALM' run record .*train_config\.json is damaged"), \
+            pytest.raises(FileNotFoundError, match="no run record"):
+        runs.run_record(final)
+    # a lambda3 tuning table written where the cache used to be points at the runs where it is now
+    base = _train_cfg()
+    saved = {"best": 0.1, "rows": [{"lambda3": 0.1, "alm_prime": "/somewhere/else/apd/abc/alm_prime"}]}
+    assert tuning._relocated(saved, tmp_path / "tuning.json", col, replace(base, lambda3=None), tmp_path)
+    assert saved["rows"][0]["alm_prime"] == str(final)
+    saved["rows"].append({"lambda3": 0.7, "alm_prime": str(final)})   # a run that is not there: tune again
+    assert not tuning._relocated(saved, tmp_path / "tuning.json", col, replace(base, lambda3=None), tmp_path)

@@ -450,6 +450,11 @@ def test_kilt_evidence_cache_is_checked(tmp_path):
     _damage(cached, "truncate")
     with pytest.warns(UserWarning, match=r"KILT evidence .*kilt-.*\.json is damaged"):
         assert prompts.kilt_evidence(["Alma", "Chen"], source, cache=tmp_path / "c") == want
+    moved = tmp_path / "elsewhere" / "kilt.jsonl"      # the source moved: its pages are found in the cache
+    moved.parent.mkdir()
+    shutil.move(source, moved)
+    assert prompts.kilt_evidence(["Alma", "Chen"], moved, cache=tmp_path / "c") == want
+    assert list((tmp_path / "c" / "factuality").glob("kilt-*.json")) == [cached]
 
 
 def test_non_utf8_factuality_prompts_file_is_named(tmp_path):

@@ -130,12 +130,15 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
     source: the path of ``kilt_knowledgesource.json`` (JSON lines ``{wikipedia_title, text: [...]}``,
     35 GB, from dl.fbaipublicfiles.com/KILT/) or ``"hub"`` to stream ``facebook/kilt_wikipedia``
     with the ``datasets`` package. One pass over the whole source (tens of minutes); the pages
-    found are cached in ``<cache>/factuality/kilt-<hash of titles>.json``.
+    found are cached, with a digest, in ``<cache>/factuality/kilt-<hash of titles and source>.json``.
     """
     wanted = sorted(set(titles))
     if cache is None:
         cache = cache_dir()
-    out_path = Path(cache) / "factuality" / f"kilt-{config_key(wanted, str(source))}.json"
+    # the source by its name and size, not its path: a moved copy (or a moved cache) is found again
+    ident = "hub" if str(source) == "hub" else (
+        [Path(source).name, Path(source).stat().st_size] if Path(source).is_file() else str(source))
+    out_path = Path(cache) / "factuality" / f"kilt-{config_key(wanted, ident)}.json"
     cached = read_json_checked(out_path, "KILT evidence", "reading the knowledge source again")
     if isinstance(cached, dict):
         return cached

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import tiny_models
+from transformers import AutoModelForCausalLM
 
 from apd.amateur import collect, objective, runs
 from apd.amateur.config import APDTrainConfig
@@ -267,7 +268,7 @@ def test_run_ablations_end_to_end_and_cached(tiny_setup):
                                                            + 0.6 * t.loc["lambda2=0", "val_l3"], rel=1e-5)
     # training changed ALM' (the ablation runs are not the untouched ALM)
     assert not np.allclose(a_test, logprobs.next_token_log_probs(
-        runs.load_alm_prime(fam.locations["s0"], device="cpu"), fam.tokenizer, test.prompts, V))
+        AutoModelForCausalLM.from_pretrained(fam.locations["s0"]).eval(), fam.tokenizer, test.prompts, V))
     # a second call finds every run in the cache and reproduces the table
     again = ablations.run_ablations(fam, cdir, main, test, dev, **kw).table.set_index("name")
     pd.testing.assert_series_equal(again["kl"], t["kl"])

@@ -377,3 +377,290 @@ def test_a_cache_from_before_digests_is_accepted_then_covered(tok, tmp_path):
     with pytest.warns(UserWarning, match=r"pico-a is damaged \(unreadable model\.safetensors"):
         _train(tok, tmp_path)
     assert _aside(folder / "pico-a") and (folder / "pico-a" / "digests.json").is_file()
+
+
+# ------------------------------------------------------------------------------ checked caches (factuality)
+
+def _decoders(fam):
+    from apd.evaluation import factuality as fx
+    return fx.Decoders(fam.model("pico-c"), fam.tokenizer, alm=fam.model("pico-a"), vocab_size=fam.vocab_size)
+
+
+SWEEP_PROMPTS = ["Alma Boris was born in", "Chen"]
+
+
+def _sweep(fam, folder, methods=None):
+    from apd.evaluation import factuality as fx
+    methods = methods or [fx.Method("ELM", "top-p", 0.8), fx.Method("CD", "top-p", 0.8, 2.0)]
+    return fx.sweep(_decoders(fam), methods, SWEEP_PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2,
+                    cache=folder, progress=False)
+
+
+def test_factuality_generations_are_checked_and_a_moved_cache_is_used_as_it_is(fam, family_dir, tmp_path):
+    from apd.evaluation import factuality as fx
+    folder = fx.sweep_cache("world", fx.decoder_identity(fam), root=tmp_path / "cache")
+    want = _sweep(fam, folder)
+    files = sorted(folder.glob("*.json"))
+    assert len(files) == 2 and all(io.recorded_digest(f) for f in files)
+    # a changed but valid file: named, set aside, generated again (the same text), never read as numbers
+    data = json.loads(files[0].read_text())
+    data["continuations"][0][0] = "a different continuation"
+    files[0].write_text(json.dumps(data))
+    with pytest.warns(UserWarning, match=r"factuality generations .*\.json is damaged \(digest mismatch\)"):
+        assert _sweep(fam, folder) == want
+    assert _aside(files[0])
+    # a truncated file: named and rebuilt, not a bare JSONDecodeError, and later builds read it again
+    _damage(files[1], "truncate")
+    with pytest.warns(UserWarning, match=r"factuality generations .*\.json is damaged"):
+        assert _sweep(fam, folder) == want
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _sweep(fam, folder) == want
+    # a file of the right name but another shape (e.g. written before digests): set aside too
+    io.write_json(files[0], {"continuations": [["x"]]}, digest=True)
+    with pytest.warns(UserWarning, match=r"does not hold 2 prompts x 2 seeds"):
+        assert _sweep(fam, folder) == want
+    # the key holds the models' weight digests, not their paths: a moved family and cache are found again
+    shutil.copytree(family_dir, tmp_path / "moved" / family_dir.name)
+    moved = loading.load_family("pico", local_dir=tmp_path / "moved" / family_dir.name, device="cpu")
+    assert fx.decoder_identity(moved) == fx.decoder_identity(fam)
+    assert not any(str(tmp_path) in str(part) or str(family_dir) in str(part) for part in fx.decoder_identity(fam))
+    shutil.copytree(tmp_path / "cache", tmp_path / "elsewhere")
+    found = fx.sweep_cache("world", fx.decoder_identity(moved), root=tmp_path / "elsewhere")
+    assert found.name == folder.name
+    import apd.evaluation.factuality.sweeps as sweeps_mod
+    calls = []
+    real = sweeps_mod.generate_continuations
+    sweeps_mod.generate_continuations = lambda *a, **k: calls.append(a) or real(*a, **k)
+    try:
+        assert _sweep(moved, found) == want and not calls     # read, not generated again
+    finally:
+        sweeps_mod.generate_continuations = real
+
+
+def test_kilt_evidence_cache_is_checked(tmp_path):
+    from apd.evaluation.factuality import prompts
+    source = tmp_path / "kilt.jsonl"
+    source.write_text("".join(json.dumps({"wikipedia_title": t, "text": [f"{t} was born.", " Then more."]}) + "\n"
+                              for t in ("Alma", "Boris", "Chen")))
+    want = prompts.kilt_evidence(["Alma", "Chen"], source, cache=tmp_path / "c")
+    assert want == {"Alma": "Alma was born.  Then more.", "Chen": "Chen was born.  Then more."}
+    (cached,) = (tmp_path / "c" / "factuality").glob("kilt-*.json")
+    assert io.recorded_digest(cached)
+    _damage(cached, "truncate")
+    with pytest.warns(UserWarning, match=r"KILT evidence .*kilt-.*\.json is damaged"):
+        assert prompts.kilt_evidence(["Alma", "Chen"], source, cache=tmp_path / "c") == want
+    moved = tmp_path / "elsewhere" / "kilt.jsonl"      # the source moved: its pages are found in the cache
+    moved.parent.mkdir()
+    shutil.move(source, moved)
+    assert prompts.kilt_evidence(["Alma", "Chen"], moved, cache=tmp_path / "c") == want
+    assert list((tmp_path / "c" / "factuality").glob("kilt-*.json")) == [cached]
+
+
+def test_non_utf8_factuality_prompts_file_is_named(tmp_path):
+    from apd.evaluation.factuality import prompts
+    (tmp_path / "factuality_prompts").mkdir()
+    (tmp_path / "factuality_prompts" / "fever_factual_test7k_final.jsonl").write_bytes(b'{"id": 1, "prompt": "Caf\xe9"}\n')
+    with pytest.raises(ValueError, match=r"fever_factual_test7k_final\.jsonl is not UTF-8 text"):
+        prompts.load_factuality_prompts("factual", "test", data_dir=tmp_path)
+
+
+# ------------------------------------------------------------------------------ API values
+
+def test_processors_refuse_a_vocab_size_below_one_or_not_an_int():
+    from tiny_models import tiny_neox
+
+    from apd.decoding import processors
+    amateur = tiny_neox(1, 50)
+    for bad in (0, -1):
+        with pytest.raises(ValueError, match=r"vocab_size must be an integer >= 1, got " + str(bad)):
+            processors.ContrastiveLogitsProcessor(amateur, T=2.0, vocab_size=bad)
+        with pytest.raises(ValueError, match="vocab_size must be an integer >= 1"):
+            processors.FilteredLogitsProcessor([], vocab_size=bad)
+    with pytest.raises(ValueError, match="vocab_size must be an integer"):
+        processors.APDLogitsProcessor(amateur, vocab_size=2.5)
+    with pytest.raises(TypeError, match=r"vocab_size must be a number, got the str '50'"):
+        processors.FilteredLogitsProcessor([], vocab_size="50")
+    assert processors.FilteredLogitsProcessor([], vocab_size=np.int64(50)).vocab_size == 50
+
+
+def test_a_nan_or_inf_in_the_experts_logits_raises_in_cd_and_apd():
+    from tiny_models import tiny_neox
+
+    from apd.decoding import processors
+    amateur, ids = tiny_neox(1, 50), torch.tensor([[3, 4, 5]])
+    for cls in (processors.ContrastiveLogitsProcessor, processors.APDLogitsProcessor):
+        for bad in (math.nan, math.inf):
+            scores = torch.randn(1, 50)
+            scores[0, 7] = bad
+            proc = cls(amateur, T=2.0, vocab_size=50)
+            with pytest.raises(ValueError, match=r"the expert's logits hold NaN or \+inf \(rows \[0\]"):
+                proc(ids, scores)
+    scores = torch.randn(1, 50)
+    scores[0, 7] = -math.inf                             # a banned token is fine
+    out = processors.ContrastiveLogitsProcessor(amateur, T=2.0, vocab_size=50)(ids, scores)
+    assert out[0, 7] == -math.inf and torch.isfinite(out[0, :7]).all()
+
+
+def test_apd_model_refuses_negative_lambdas_and_a_build_of_another_scale(fam):
+    from types import SimpleNamespace
+
+    from apd.amateur import pipeline
+    smoke = SimpleNamespace(scale="smoke")
+    for bad in (-1.0, math.nan, math.inf):
+        with pytest.raises(ValueError, match="lambda3 must be a finite number >= 0"):
+            pipeline.apd_model(fam, smoke, scale="smoke", lambda3=bad)
+    with pytest.raises(TypeError, match="lambda3 must be a number"):
+        pipeline.apd_model(fam, smoke, scale="smoke", lambda3="0.8")
+    with pytest.raises(ValueError, match=r"lambda2 must be a finite number >= 0"):
+        APDTrainConfig(family="pico", lambda3=0.8, lambda2=-10.0)
+    with pytest.raises(ValueError, match=r"built is the 'smoke' pico family but scale='default'.*scale='smoke'"):
+        pipeline.apd_model(fam, smoke, scale="default")
+    from apd.amateur import thf
+    with pytest.raises(ValueError, match=r"built is the 'smoke' pico family"):
+        thf.thf_model(fam, smoke, scale="default")
+
+
+def test_load_alm_prime_refuses_a_plain_member(fam, family_dir, tmp_path):
+    with pytest.raises(ValueError, match=r"pico-a is a family member's folder .*not ALM'.*is CD"):
+        runs.load_alm_prime(family_dir / "pico-a", device="cpu")
+    other = tmp_path / "model"
+    shutil.copytree(family_dir / "pico-a", other)
+    for name in ("training.json", "digests.json"):      # a save_pretrained folder from elsewhere
+        (other / name).unlink()
+    with pytest.raises(ValueError, match=r"not a folder ALM' training wrote.*trained_elsewhere=True"):
+        runs.load_alm_prime(other, device="cpu")
+    assert runs.load_alm_prime(other, device="cpu", trained_elsewhere=True) is not None
+
+
+@pytest.mark.parametrize("row, match", [
+    ({**ROW, "choices": "a bird"}, r"line 1 cannot be read .*choices must be a list of at least two strings, "
+                                   r"got 'a bird'"),
+    ({**ROW, "choices": ["a bird"]}, r"line 1 has answer options \['a bird'\], but they must be a list of at least two"),
+    ({**ROW, "choices": ["a bird", 3]}, r"line 1 cannot be read .*choices must be a list"),
+])
+def test_qa_choices_must_be_a_list_of_at_least_two_strings(tmp_path, row, match):
+    with pytest.raises(qa_data.DatasetInvalid, match=r"openbook_qa\.jsonl, " + match):
+        qa_data.load_dataset("openbookqa", data_dir=_qa_file(tmp_path, [json.dumps(row)]))
+
+
+def test_non_utf8_qa_file_names_the_file(tmp_path):
+    root = _qa_file(tmp_path, [json.dumps(ROW)])
+    (root / "qa" / "openbook_qa.jsonl").write_bytes(json.dumps(ROW).encode() + b"\n" + b'{"query": "Caf\xe9"}\n')
+    with pytest.raises(qa_data.DatasetInvalid, match=r"openbook_qa\.jsonl is not UTF-8 text \(line 2"):
+        qa_data.load_dataset("openbookqa", data_dir=root)
+
+
+def test_numbers_given_as_strings_are_refused_and_top_k_is_not_truncated():
+    from tiny_models import tiny_neox
+
+    from apd.core import filters
+    from apd.decoding import processors
+    for make, arg in ((filters.TopP, "0.8"), (filters.TopK, "20"), (filters.AlphaMask, "0.1"), (filters.REAL, "4")):
+        with pytest.raises(TypeError, match=f"must be a number, got the str '{arg}'; pass {arg} without quotes"):
+            make(arg)
+    with pytest.raises(TypeError, match="p must be a number"):
+        filters.make_filters("top-p", "0.8")
+    with pytest.raises(TypeError, match="T must be a number"):
+        processors.ContrastiveLogitsProcessor(tiny_neox(1, 50), T="2")
+    with pytest.raises(ValueError, match=r"TopK's k must be an integer >= 1, got 2\.7"):
+        filters.make_filters("top-k", 2.7)
+    with pytest.raises(ValueError, match=r"got 2\.5"):
+        filters.TopK(2.5)
+    assert filters.make_filters("top-k", 20.0)[0].k == 20
+
+
+def test_an_input_id_beyond_the_vocabulary_is_named():
+    from tiny_models import tiny_neox
+
+    from apd.decoding import generation, processors
+    expert, amateur = tiny_neox(0, 50), tiny_neox(1, 40)
+    ids = torch.tensor([[3, 4, 60]])
+    with pytest.raises(ValueError, match=r"ids in \[3, 60\] but the expert has 50 embedding rows.*family\.tokenizer"):
+        generation.generate(expert, ids, torch.ones_like(ids), [], max_new_tokens=2, pad_token_id=0)
+    ids = torch.tensor([[3, 4, 45]])                   # within the expert, beyond the amateur
+    proc = processors.ContrastiveLogitsProcessor(amateur, T=2.0, vocab_size=40)
+    with pytest.raises(ValueError, match=r"but the amateur has 40 embedding rows"):
+        generation.generate(expert, ids, torch.ones_like(ids), proc, max_new_tokens=2, pad_token_id=0)
+
+
+# ------------------------------------------------------------------------------ batched generation
+
+def _alone_and_batched(fam, make_proc, prompts, steps=6):
+    from apd.decoding import generation
+    tok, pad = fam.tokenizer, fam.tokenizer.pad_token_id
+    expert = fam.model("pico-c")
+    enc = tok(prompts, return_tensors="pt", padding=True)
+    batched = generation.generate(expert, enc.input_ids, enc.attention_mask, make_proc(), do_sample=False,
+                                  max_new_tokens=steps, pad_token_id=pad)[:, enc.input_ids.shape[1]:]
+    for i, prompt in enumerate(prompts):
+        one = tok([prompt], return_tensors="pt")
+        alone = generation.generate(expert, one.input_ids, one.attention_mask, make_proc(), do_sample=False,
+                                    max_new_tokens=steps, pad_token_id=pad)[0, one.input_ids.shape[1]:]
+        row = batched[i].tolist()
+        assert row[:len(alone)] == alone.tolist(), (prompt, row, alone.tolist())
+        assert all(t == pad for t in row[len(alone):])
+    return batched
+
+
+@pytest.mark.parametrize("method", ["CD", "APD", "REAL"])
+def test_batched_generation_equals_each_prompt_alone(fam, method):
+    from transformers import AutoModelForCausalLM
+
+    from apd.amateur.thf import THFModel
+    from apd.core.filters import make_filters
+    from apd.decoding import processors
+    assert fam.tokenizer.padding_side == "left"
+    prompts = ["Alma", "Boris Chen Dara Emil was born in", "Goran Hana was"]
+    V = fam.vocab_size
+    if method == "CD":
+        make = lambda: processors.ContrastiveLogitsProcessor(fam.model("pico-a"), T=2.0,            # noqa: E731
+                                                             filters=make_filters("top-p k20", 0.9), vocab_size=V)
+    elif method == "APD":   # the mechanics of APD with a stand-in for ALM' (another member)
+        make = lambda: processors.APDLogitsProcessor(fam.model("pico-b"), filters=make_filters("alpha", 0.1),  # noqa: E731
+                                                     vocab_size=V)
+    else:
+        torch.manual_seed(0)
+        thf = THFModel(AutoModelForCausalLM.from_pretrained(fam.locations["pico-a"]), list(fam.log_sizes)).eval()
+        make = lambda: processors.REALLogitsProcessor(                                              # noqa: E731
+            thf, processor=processors.ContrastiveLogitsProcessor(fam.model("pico-a"), T=2.0, vocab_size=V,
+                                                                 filters=make_filters("REAL", 4.0)),
+            tokenizer=fam.tokenizer, pad_token_id=fam.tokenizer.pad_token_id)
+    _alone_and_batched(fam, make, prompts)
+
+
+def test_right_padded_batches_are_refused(fam):
+    from apd.decoding import generation, processors
+    tok = fam.tokenizer
+    side, tok.padding_side = tok.padding_side, "right"
+    try:
+        enc = tok(["Alma", "Boris Chen was born in"], return_tensors="pt", padding=True)
+    finally:
+        tok.padding_side = side
+    proc = processors.ContrastiveLogitsProcessor(fam.model("pico-a"), T=2.0, vocab_size=fam.vocab_size)
+    with pytest.raises(ValueError, match=r"padded on the right .*padding_side = 'left'"):
+        generation.generate(fam.model("pico-c"), enc.input_ids, enc.attention_mask, proc, max_new_tokens=2,
+                            pad_token_id=tok.pad_token_id)
+
+
+def test_run_records_are_checked_and_a_tuning_table_follows_a_moved_cache(fam, tmp_path):
+    from dataclasses import replace
+
+    from apd.amateur import tuning
+    col = _collect(fam, tmp_path)
+    final = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
+    record = final.parent / "train_config.json"
+    assert io.recorded_digest(record) and runs.run_record(final)["steps"] > 0
+    meta = json.loads(record.read_text())
+    meta["total_steps"] = 10 ** 6                       # a changed but valid record never reaches a table
+    record.write_text(json.dumps(meta))
+    with pytest.warns(UserWarning, match=r"ALM' run record .*train_config\.json is damaged"), \
+            pytest.raises(FileNotFoundError, match="no run record"):
+        runs.run_record(final)
+    # a lambda3 tuning table written where the cache used to be points at the runs where it is now
+    base = _train_cfg()
+    saved = {"best": 0.1, "rows": [{"lambda3": 0.1, "alm_prime": "/somewhere/else/apd/abc/alm_prime"}]}
+    assert tuning._relocated(saved, tmp_path / "tuning.json", col, replace(base, lambda3=None), tmp_path)
+    assert saved["rows"][0]["alm_prime"] == str(final)
+    saved["rows"].append({"lambda3": 0.7, "alm_prime": str(final)})   # a run that is not there: tune again
+    assert not tuning._relocated(saved, tmp_path / "tuning.json", col, replace(base, lambda3=None), tmp_path)

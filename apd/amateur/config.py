@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Optional
 
+from apd.base.checks import number
 from apd.core import curves
 
 LAMBDA3 = {"pythia": 0.8, "opt": 0.4, "qwen": 1.0}   # the paper's values, tuned on FactualityPrompts validation
@@ -116,6 +117,11 @@ class APDTrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}.")
         if not 0.0 <= self.mid_dropout < 1.0:
             raise ValueError(f"mid_dropout must be in [0, 1), got {self.mid_dropout}.")
+        for name in ("lambda2", "lambda3", "weight_decay"):   # checked, not converted (they enter cache keys)
+            value = getattr(self, name)
+            if value is not None and not 0.0 <= number(name, value, "a loss weight such as 0.8") < math.inf:
+                raise ValueError(f"{name} must be a finite number >= 0 (a weight in the loss), got {value!r}; "
+                                 f"the paper's lambda3 values are {LAMBDA3} (lambda2 = 10).")
 
     @property
     def lambda3_value(self) -> float:

@@ -19,6 +19,7 @@ asks gets the same variant.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Optional
@@ -44,6 +45,7 @@ from apd.amateur.runs import (
 )
 from apd.amateur.tuning import _dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
 from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, lambda3_grid, variant_config
+from apd.base.checks import number
 from apd.base.io import read_json_checked, write_json
 from apd.base.lock import file_lock
 from apd.family.logprobs import next_token_log_probs
@@ -117,6 +119,10 @@ def apd_model(fam, built=None, *, scale: str = "default", lambda3: Optional[floa
         >>> used.variant == used.selection.variant
         True
     """
+    _check_scale(scale, built)
+    if lambda3 is not None and not 0.0 <= number("lambda3", lambda3, "e.g. lambda3=0.8") < math.inf:
+        raise ValueError(f"lambda3 must be a finite number >= 0 (the weight of L3 in the ALM' loss), got {lambda3!r}; "
+                         "the paper uses 0.8 (Pythia), 0.4 (OPT), 1.0 (Qwen); None tunes it (pico).")
     if variant == ENGAGED:
         if lambda3 is not None:
             raise ValueError("variant='engaged' chooses among the registered variants with their own lambda3; "
@@ -146,7 +152,7 @@ def gate_collection(fam, built=None, *, scale: str = "default", cache=None, prog
     """The held-out chunks the mechanism gates are measured on: the first :data:`GATE_CHUNKS` chunks'
     worth of the validation split (pico), or of its Wikipedia leads (Hub families), collected like the
     training data (cached)."""
-    _check_scale(scale)
+    _check_scale(scale, built)
     if built is not None:
         texts = list(built.corpus.validation)
     else:

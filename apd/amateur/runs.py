@@ -158,9 +158,13 @@ def variant(config: APDTrainConfig, **changes) -> APDTrainConfig:
     return replace(config, **changes)
 
 
-def load_alm_prime(path, device=None, dtype=None):
+def load_alm_prime(path, device=None, dtype=None, *, trained_elsewhere: bool = False):
     """ALM' in eval mode on ``device`` (default: CUDA if available, else the CPU), from its folder or
     from an :class:`apd.amateur.pipeline.APDResult`.
+
+    The folder must be one that ALM' training wrote (it holds ``apd_train_config.json``): a plain
+    member's folder is refused, since "APD" with the untouched ALM is CD. ``trained_elsewhere=True``
+    accepts a ``save_pretrained`` folder of an ALM' trained outside this package (e.g. the release's).
 
     Example:
         >>> result = apd.apd_model(fam, built, scale="smoke")      # doctest: +SKIP
@@ -171,6 +175,11 @@ def load_alm_prime(path, device=None, dtype=None):
     path = Path(getattr(path, "alm_prime_path", path))
     if not (path / "config.json").is_file():
         raise FileNotFoundError(f"no ALM' in {path} (no config.json): train it with apd.apd_model(fam, built).")
+    if not trained_elsewhere and not (path / "apd_train_config.json").is_file():
+        what = "a family member's folder" if (path / "training.json").is_file() else "not a folder ALM' training wrote"
+        raise ValueError(f"{path} is {what} (it has no apd_train_config.json), not ALM': APD with an untouched "
+                         "member is CD. Pass the folder apd.apd_model returns (result.alm_prime_path), or, for an "
+                         "ALM' trained outside apd, load_alm_prime(path, trained_elsewhere=True).")
     if not check_folder(path, "ALM' model", "stopping"):
         raise ValueError(f"the ALM' in {path} was damaged (its files no longer match the digests recorded when it "
                          "was saved) and has been set aside; run apd.apd_model(fam, built) again to retrain it.")
@@ -188,9 +197,15 @@ def family_name(fam) -> str:
     return "qwen" if name.startswith("qwen") else name
 
 
-def _check_scale(scale: str) -> None:
+def _check_scale(scale: str, built=None) -> None:
+    """Raise unless ``scale`` is known and, given a pico build, is the scale ``built`` was built at."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; use one of {SCALES} (pass the chapter's pico_scale).")
+    have = getattr(built, "scale", None)
+    if have is not None and have != scale:
+        raise ValueError(f"built is the {have!r} pico family but scale={scale!r} was asked: the {scale} settings "
+                         f"do not fit its members. Pass scale={have!r} (built.scale, the chapter's pico_scale), "
+                         f"or build the {scale} family: apd.get_family('pico', {scale!r}).")
 
 
 def train_config(family: str, scale: str = "default", lambda3: Optional[float] = None) -> APDTrainConfig:

@@ -348,7 +348,8 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
         break
     write_json(meta_path, {"fingerprint": fingerprint, "status": "running", "config": config.to_dict(),
                            "total_steps": total, "steps_per_epoch": steps_per_epoch, "warmup_steps": warmup,
-                           "n_chunks": n, "members": labels.member_names, "log_sizes": labels.log_sizes.tolist()})
+                           "n_chunks": n, "members": labels.member_names, "log_sizes": labels.log_sizes.tolist()},
+               digest=True)
     log_path = out_dir / "train_log.jsonl"
     kept = [ln for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
             if ln.strip() and json.loads(ln)["step"] <= step]
@@ -398,7 +399,7 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
     write_json(meta_path, {**json.loads(meta_path.read_text()), "status": "done",
-                           "seconds": round(time.time() - t0, 3)})
+                           "seconds": round(time.time() - t0, 3)}, digest=True)
     remove_checkpoints(ckpt_dir)
     return final
 
@@ -445,7 +446,11 @@ class THFResult:
 
     def record(self) -> dict:
         """The run record (``train_config.json``: config, steps, seconds, status)."""
-        return json.loads((self.train_dir / "train_config.json").read_text())
+        record = read_json_checked(self.train_dir / "train_config.json", "THF run record", "stopping")
+        if record is None:
+            raise FileNotFoundError(f"no intact THF run record in {self.train_dir}; run apd.thf_model(fam, built) "
+                                    "again to train it.")
+        return record
 
 
 def _finished(out: Path) -> Optional[Path]:
@@ -475,7 +480,7 @@ def thf_model(fam, built=None, *, scale: str = "default", config: Optional[THFCo
         ('poly10', 'thf')
     """
     name = family_name(fam)
-    _check_scale(scale)
+    _check_scale(scale, built)
     config = config or thf_config(name, scale)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
     labels_dir = entropy_labels(fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress,

@@ -250,7 +250,7 @@ def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         write_json(meta_path, {"fingerprint": fingerprint, "status": "running", "config": cfg, "data": data_info,
                                 "total_steps": total, "steps_per_epoch": steps_per_epoch, "warmup_steps": warmup,
-                                "grad_accum": accum, "world_size": world, "device": str(device)})
+                                "grad_accum": accum, "world_size": world, "device": str(device)}, digest=True)
         lines = log_path.read_text().splitlines() if log_path.exists() else []
         kept = [ln for ln in lines if ln.strip() and (_log_step(ln, log_path) or step + 1) <= step]
         log_path.write_text("".join(ln + "\n" for ln in kept))
@@ -350,7 +350,7 @@ def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir
         os.replace(tmp, final)
         meta = json.loads(meta_path.read_text())
         meta["status"] = "done"
-        write_json(meta_path, meta)
+        write_json(meta_path, meta, digest=True)
         remove_checkpoints(out_dir / "checkpoints")
     if acc:
         acc.wait_for_everyone()

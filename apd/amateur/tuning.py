@@ -8,7 +8,6 @@ half, as the chapters report APD. Chapters report on the test people only.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -17,10 +16,10 @@ import pandas as pd
 
 from apd.amateur import collect
 from apd.amateur.config import APDTrainConfig
-from apd.amateur.runs import _key, load_alm_prime, train_apd
+from apd.amateur.runs import _key, load_alm_prime, train_apd, train_dir
 from apd.base import paths
 from apd.base.device import cpu_threads
-from apd.base.io import write_json
+from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.lock import file_lock
 from apd.family import knowledge
 from apd.family.logprobs import next_token_log_probs
@@ -74,13 +73,27 @@ def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=N
     key = _key(*parts)
     path = Path(cache or paths.cache_dir()) / "apd" / f"tuning-{key}.json"
     with file_lock(path.with_suffix(".lock")):
-        if path.is_file():
-            saved = json.loads(path.read_text())
-            if all(Path(r["alm_prime"]).is_dir() for r in saved["rows"]):
-                return float(saved["best"]), _tuning_frame(saved)
+        saved = read_json_checked(path, "lambda3 tuning table", "tuning again")
+        if saved is not None and _relocated(saved, path, collect_dir, base, cache):
+            return float(saved["best"]), _tuning_frame(saved)
         saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score)
-        write_json(path, saved)
+        write_json(path, saved, digest=True)
     return float(saved["best"]), _tuning_frame(saved)
+
+
+def _relocated(saved: dict, path: Path, collect_dir, base: APDTrainConfig, cache) -> bool:
+    """Point a cached tuning table's rows at their ALM' runs where the cache is now (the table holds
+    the folders it was written with; a moved cache is used as it is). False when a run is gone (tune
+    again); a table that is not one is set aside, and False."""
+    try:
+        rows = saved["rows"]
+        for r in rows:
+            r["alm_prime"] = str(train_dir(collect_dir, replace(base, lambda3=float(r["lambda3"])), cache) / "alm_prime")
+        float(saved["best"])
+    except (KeyError, TypeError, ValueError):
+        set_aside(path, "lambda3 tuning table", "it is not a tuning table", "tuning again")
+        return False
+    return all(Path(r["alm_prime"]).is_dir() for r in rows)
 
 
 def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, grid=truth.INV_T_GRID) -> dict:

@@ -22,6 +22,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "project_root": "apd.base.paths", "cache_dir": "apd.base.paths", "paths": "apd.base.paths",
     # apd.base.lazy
     "attach": "apd.base.lazy", "lazy": "apd.base.lazy",
+    # apd.base.checks
+    "number": "apd.base.checks", "count": "apd.base.checks", "checks": "apd.base.checks",
     # apd.base.progress
     "PROGRESS_ENV": "apd.base.progress", "progress_enabled": "apd.base.progress",
     "progress_bar": "apd.base.progress", "progress": "apd.base.progress",

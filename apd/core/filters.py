@@ -9,6 +9,8 @@ from typing import Iterable, Optional, Union
 
 import torch
 
+from apd.base.checks import count, number
+
 
 class TopP:
     """Nucleus filter: keep the most probable ELM tokens until their mass reaches ``p``.
@@ -24,6 +26,7 @@ class TopP:
     """
 
     def __init__(self, p: float):
+        p = number("TopP's p", p, "e.g. TopP(0.8)")
         if not 0.0 < p <= 1.0:
             raise ValueError(f"TopP needs 0 < p <= 1, got {p}; p=1.0 keeps every token.")
         self.p = float(p)
@@ -50,9 +53,7 @@ class TopK:
     """
 
     def __init__(self, k: int):
-        if int(k) != k or k < 1:
-            raise ValueError(f"TopK needs an integer k >= 1, got {k}; the paper's 'k20' is TopK(20).")
-        self.k = int(k)
+        self.k = count("TopK's k", k, 1, "the paper's 'k20' is TopK(20)")
 
     def __call__(self, elm_logprobs: torch.Tensor) -> torch.Tensor:
         k = min(self.k, elm_logprobs.shape[-1])
@@ -73,6 +74,7 @@ class AlphaMask:
     """
 
     def __init__(self, alpha: float):
+        alpha = number("AlphaMask's alpha", alpha, "e.g. AlphaMask(0.1)")
         if not 0.0 <= alpha <= 1.0:
             raise ValueError(f"AlphaMask needs 0 <= alpha <= 1, got {alpha}; CD's default is 0.1.")
         self.alpha = float(alpha)
@@ -95,7 +97,7 @@ def real_top_p(c, h_last, T_r: float) -> torch.Tensor:
         >>> real_top_p(torch.tensor([0.5, 2.0]), torch.tensor([1.5, 1.0]), 2.0)
         tensor([0.6065, 1.0000])
     """
-    if not T_r > 0:
+    if not number("T_r", T_r) > 0:
         raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper uses 4.0 for APD + REAL.")
     c, h_last = (v.float() if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float32) for v in (c, h_last))
     return torch.exp((c - h_last) / float(T_r)).clamp(max=1.0)
@@ -118,6 +120,7 @@ class REAL:
     """
 
     def __init__(self, T_r: float):
+        T_r = number("REAL's T_r", T_r, "e.g. REAL(4.0)")
         if not T_r > 0:
             raise ValueError(f"REAL needs a decay temperature T_r > 0, got {T_r}; the paper's APD + REAL uses 4.0.")
         self.T_r = float(T_r)
@@ -163,6 +166,8 @@ def make_filters(kind: str, value: Optional[float] = None) -> list:
         >>> make_filters("REAL", 4.0)
         [REAL(4)]
     """
+    if not isinstance(kind, str):
+        raise TypeError(f"make_filters' kind must be a str such as 'top-p', got {kind!r}.")
     key = kind.strip().lower().replace("_", "-")
     if key in ("na", "none"):
         return []
@@ -175,7 +180,7 @@ def make_filters(kind: str, value: Optional[float] = None) -> list:
     if key in ("top-p k20", "top-p-k20", "topp-k20", "top-pk20"):
         return [TopP(value), TopK(20)]
     if key in ("top-k", "topk"):
-        return [TopK(int(value))]
+        return [TopK(value)]   # 2.7 is an error, as in TopK(2.7); 20.0 is TopK(20)
     if key == "real":
         return [REAL(value)]
     raise ValueError(f"unknown filter kind {kind!r}; use one of 'NA', 'alpha', 'top-p', 'top-p k20', 'top-k', 'REAL'.")

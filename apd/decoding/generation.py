@@ -11,6 +11,8 @@ from typing import Optional, Sequence, Union
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
+from apd.decoding.processors import _check_ids
+
 # HF's sampling warpers, run AFTER custom processors, at values that make them do nothing
 _WARPERS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "typical_p": 1.0, "min_p": None,
             "epsilon_cutoff": 0.0, "eta_cutoff": 0.0}
@@ -21,7 +23,9 @@ def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Ten
              **generate_kwargs):
     """``expert.generate`` with our processors prepared and HF's own warpers neutralised.
 
-    Prepares every processor that has ``prepare`` with ``attention_mask``. With sampling
+    Prepares every processor that has ``prepare`` with ``attention_mask``. A batch must be padded on
+    the left (the family's tokenizer does it) and its ids must lie within the expert's vocabulary; both
+    are checked, with an error naming the fix. With sampling
     (``do_sample=True``), sets HF's warpers to do nothing (``temperature=1.0, top_k=0,
     top_p=1.0, typical_p=1.0, min_p=None, epsilon_cutoff=eta_cutoff=0``) unless given, whatever
     the model's ``generation_config`` says; giving a non-neutral one together with processors is
@@ -55,6 +59,16 @@ def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Ten
             f"{', '.join(stateful)} does not support beam search (num_beams={beams}): the amateur keeps one "
             "cache per sequence and beam search reorders sequences. Use greedy decoding or sampling "
             "(num_beams=1, with do_sample=True or False).")
+    _check_ids(expert, input_ids, "expert")
+    if attention_mask is not None:
+        if tuple(attention_mask.shape) != tuple(input_ids.shape):
+            raise ValueError(f"attention_mask {tuple(attention_mask.shape)} and input_ids {tuple(input_ids.shape)} "
+                             "differ in shape; pass the mask the tokenizer returned with these ids.")
+        if bool((attention_mask[:, 1:] < attention_mask[:, :-1]).any()):
+            raise ValueError(
+                "the prompts are padded on the right (attention_mask has 0s after a row's tokens), so generation "
+                "would continue the short prompts after their padding; pad on the left: "
+                "tokenizer.padding_side = 'left' (the family's tokenizer pads on the left already).")
     for p in processors:
         if hasattr(p, "prepare"):
             p.prepare(attention_mask)

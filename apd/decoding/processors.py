@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from transformers import LogitsProcessor
 from transformers.cache_utils import DynamicCache
 
+from apd.base.checks import count, number
 from apd.core import curves
 from apd.core.contrastive import contrastive_scores
 from apd.core.filters import REAL, keep_mask
@@ -32,6 +33,36 @@ def _check_filters(filters) -> list:
         if not callable(f):
             raise TypeError(f"filter {f!r} is not callable; use TopP(p), TopK(k) or AlphaMask(alpha).")
     return filters
+
+
+def _check_vocab_size(vocab_size) -> Optional[int]:
+    """None, or ``vocab_size`` as an int >= 1 (a clear error for 0, -1, 2.5 or "50")."""
+    if vocab_size is None:
+        return None
+    return count("vocab_size", vocab_size, 1, "pass the tokenizer's vocabulary size, family.vocab_size or "
+                 "len(tokenizer), or leave it None to use every id of the scores")
+
+
+def _check_expert(scores: torch.Tensor, V: int) -> None:
+    """Raise when the expert's logits over the shared vocabulary hold NaN or +inf: every score of the
+    row would be NaN or -inf and generation would emit token 0 for ever."""
+    bad = torch.isnan(scores[:, :V]) | (scores[:, :V] == float("inf"))
+    if bool(bad.any()):
+        rows = torch.nonzero(bad.any(-1)).flatten().tolist()
+        raise ValueError(
+            f"the expert's logits hold NaN or +inf (rows {rows[:5]} of the batch, {int(bad.sum())} values), so "
+            "there is no distribution to decode from; check the expert (its weights, dtype overflow in "
+            "half precision: try dtype=torch.float32) and any logits processor that runs before this one.")
+
+
+def _check_ids(model, input_ids: torch.Tensor, who: str) -> None:
+    """Raise when ``input_ids`` hold an id outside ``model``'s embedding rows (not torch's IndexError)."""
+    n = model.get_input_embeddings().num_embeddings
+    if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= n):
+        raise ValueError(
+            f"input_ids hold ids in [{int(input_ids.min())}, {int(input_ids.max())}] but the {who} has {n} "
+            f"embedding rows (ids 0 to {n - 1}); tokenize with the family's tokenizer (family.tokenizer), "
+            "whose ids all lie below family.vocab_size.")
 
 
 def _restricted_width(scores: torch.Tensor, vocab_size: Optional[int], other: Optional[int]) -> int:
@@ -80,10 +111,11 @@ class FilteredLogitsProcessor(LogitsProcessor):
 
     def __init__(self, filters=(), vocab_size: Optional[int] = None):
         self.filters = _check_filters(filters)
-        self.vocab_size = vocab_size
+        self.vocab_size = _check_vocab_size(vocab_size)
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         V = _restricted_width(scores, self.vocab_size, None)
+        _check_expert(scores, V)
         elm_lp = F.log_softmax(scores[:, :V].float(), dim=-1)
         out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
         out[:, :V] = elm_lp.masked_fill(~keep_mask(elm_lp, self.filters), NEG_INF)
@@ -122,13 +154,14 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
 
     def __init__(self, amateur, T: float, filters=(), vocab_size: Optional[int] = None,
                  attention_mask: Optional[torch.Tensor] = None):
+        T = number("T", T, "the amateur's temperature, e.g. 2.0")
         if not (T > 0):
             raise ValueError(f"T must be > 0, got {T}; the amateur's scores are divided by T.")
         self.amateur = amateur.eval()
         self._takes_position_ids = "position_ids" in inspect.signature(amateur.forward).parameters
-        self.T = float(T)
+        self.T = T
         self.filters = _check_filters(filters)
-        self.vocab_size = vocab_size
+        self.vocab_size = _check_vocab_size(vocab_size)
         self._pending_mask = None
         self._reset_state()
         if attention_mask is not None:
@@ -207,6 +240,7 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         else:
             new_mask = self._start(input_ids)
             new_ids = input_ids
+            _check_ids(self.amateur, new_ids, "amateur")
         mask = torch.cat([self._mask, new_mask], dim=1)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -new_ids.shape[1]:]
         device = next(self.amateur.parameters()).device
@@ -234,6 +268,7 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         vocabulary and for filtered tokens."""
         alm = self.amateur_logits(input_ids).to(scores.device)
         V = _restricted_width(scores, self.vocab_size, alm.shape[-1])
+        _check_expert(scores, V)
         out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
         out[:, :V] = contrastive_scores(scores, alm, self.T, filters=self.filters, vocab_size=V)
         return out.to(scores.dtype)
@@ -314,7 +349,7 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
         if not members:
             raise ValueError("OnTheFlyLogitsProcessor needs the smaller members (at least the ALM and one "
                              "mid-size member; the ELM is the model you call generate on).")
-        self.log_sizes = [float(x) for x in log_sizes]
+        self.log_sizes = [number("log_sizes", x, "natural logs of the sizes, e.g. family.log_sizes") for x in log_sizes]
         if len(self.log_sizes) != len(members) + 1:
             raise ValueError(f"log_sizes has {len(self.log_sizes)} values for {len(members)} smaller members "
                              f"plus the ELM; pass {len(members) + 1} (e.g. family.log_sizes), ELM last.")
@@ -323,13 +358,11 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
                              "a mid-size member too.")
         if not all(b > a for a, b in zip(self.log_sizes, self.log_sizes[1:])):
             raise ValueError(f"log_sizes must increase (smallest member first, ELM last), got {self.log_sizes}.")
-        if not 0.0 <= float(w) <= 1.0:
+        if not 0.0 <= number("w", w) <= 1.0:
             raise ValueError(f"w must be in [0, 1] (the weight of the asymptotic probabilities), got {w}.")
-        if int(top_k) != top_k or top_k < 1:
-            raise ValueError(f"top_k must be an integer >= 1, got {top_k}; the paper uses 20.")
         self.w = float(w)
-        self.top_k = int(top_k)
-        self.vocab_size = vocab_size
+        self.top_k = count("top_k", top_k, 1, "the paper uses 20")
+        self.vocab_size = _check_vocab_size(vocab_size)
         self.fit_kwargs = dict(fit_kwargs)
         # one incremental runner (own KV cache, mask handling) per smaller member
         self._runners = [ContrastiveLogitsProcessor(m, T=1.0) for m in members]
@@ -351,6 +384,7 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         small = [r.amateur_logits(input_ids).to(scores.device) for r in self._runners]
         V = _restricted_width(scores, self.vocab_size, min(s.shape[-1] for s in small))
+        _check_expert(scores, V)
         if self.top_k > V:
             raise ValueError(f"top_k={self.top_k} exceeds the vocabulary of {V} tokens.")
         logits = torch.stack([s[:, :V] for s in small] + [scores[:, :V].float()])   # (N, B, V), ELM last
@@ -412,10 +446,9 @@ class REALLogitsProcessor(LogitsProcessor):
     def __init__(self, thf, T_r: Optional[float] = None, processor: Optional[LogitsProcessor] = None,
                  window: int = 40, tokenizer=None, vocab_size: Optional[int] = None,
                  attention_mask: Optional[torch.Tensor] = None, pad_token_id: Optional[int] = None):
-        if T_r is not None and not T_r > 0:
+        if T_r is not None and not number("T_r", T_r, "REAL's decay temperature, e.g. 4.0") > 0:
             raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper's APD + REAL uses 4.0.")
-        if int(window) != window or window < 1:
-            raise ValueError(f"window must be an integer >= 1, got {window}; the release reads 40 tokens.")
+        window = count("window", window, 1, "the release reads 40 tokens")
         if not hasattr(thf, "at_last") or not hasattr(thf, "log_sizes"):
             raise TypeError(f"thf must be a THF model (apd.load_thf), got {type(thf).__name__}.")
         if tokenizer is not None and getattr(thf, "tokenizer_id", None) not in (None, tokenizer_identity(tokenizer)):

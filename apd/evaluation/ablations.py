@@ -10,7 +10,6 @@ APD through per-item paired differences and their standard errors.
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -314,12 +313,8 @@ class AblationResults:
 def training_record(alm_prime) -> dict:
     """Optimizer steps and training seconds of a finished run, read from its folder (so also
     known when the run came from the cache)."""
-    out_dir = Path(alm_prime).parent
-    meta = json.loads((out_dir / "train_config.json").read_text())
-    log = out_dir / "train_log.jsonl"
-    lines = [ln for ln in log.read_text().splitlines() if ln.strip()] if log.exists() else []
-    last = json.loads(lines[-1]) if lines else {}
-    return {"steps": int(meta.get("total_steps", 0)), "train_seconds": float(last.get("seconds", float("nan")))}
+    record = runs.run_record(alm_prime)   # the run record read through the checked reader
+    return {"steps": record["steps"], "train_seconds": record["train_seconds"]}
 
 
 def validation_losses(alm_prime, config: APDTrainConfig, val_dir, max_chunks: int, device=None) -> dict:

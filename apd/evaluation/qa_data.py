@@ -273,6 +273,14 @@ DATASETS: dict[str, DatasetSpec] = {
 # either ("options", "gold_index") for mc or "answers" (list of gold strings) for free datasets.
 
 
+def _option_list(value, field: str = "choices") -> list:
+    """``value`` as a list of answer options; a string (which ``list`` would split into characters)
+    or anything else that is not a list of strings is a ValueError."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(o, str) for o in value):
+        raise ValueError(f"{field} must be a list of at least two strings, got {value!r}")
+    return list(value)
+
+
 def _mc_from_labels(choices: dict, answer_key: str, where: str) -> tuple[list, int]:
     labels, texts = list(choices["label"]), list(choices["text"])
     if answer_key not in labels:
@@ -315,14 +323,14 @@ def _arc(row: dict, i: int, source: str) -> dict:
     question = row["query"]  # {query: "Question: ...", choices, gold}
     if question.startswith("Question: "):
         question = question[len("Question: "):]
-    return {"id": str(i), "question": question, "options": list(row["choices"]), "gold_index": int(row["gold"])}
+    return {"id": str(i), "question": question, "options": _option_list(row["choices"]), "gold_index": int(row["gold"])}
 
 
 def _openbookqa(row: dict, i: int, source: str) -> dict:
     if source == "hub":  # {id, question_stem, choices{text,label}, answerKey}
         options, gold = _mc_from_labels(row["choices"], row["answerKey"], f"openbookqa row {i}")
         return {"id": str(row["id"]), "question": row["question_stem"], "options": options, "gold_index": gold}
-    return {"id": str(i), "question": row["query"], "options": list(row["choices"]), "gold_index": int(row["gold"])}
+    return {"id": str(i), "question": row["query"], "options": _option_list(row["choices"]), "gold_index": int(row["gold"])}
 
 
 def _social_iqa(row: dict, i: int, source: str) -> dict:
@@ -330,7 +338,7 @@ def _social_iqa(row: dict, i: int, source: str) -> dict:
         options = [row["answerA"], row["answerB"], row["answerC"]]
         gold = int(row["label"]) - 1
     else:  # {context, question, options[3], answer (text)}
-        options = list(row["options"])
+        options = _option_list(row["options"], "options")
         if row["answer"] not in options:
             raise ValueError(f"social_iqa row {i}: answer {row['answer']!r} is not among {options}; "
                              "the file is not the expected SocialIQA dev copy.")
@@ -411,16 +419,22 @@ def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]
     if not path.is_file():
         raise DatasetUnavailable(f"{name}: offline file {str(path)!r} is missing from the data directory.")
     rows, lines = [], []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except ValueError as e:
-                raise DatasetInvalid(f"{name}: {path}, line {n} is not valid JSON ({e}); the file is damaged "
-                                     "or truncated: fetch that offline copy again.") from None
-            lines.append(n)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise DatasetInvalid(f"{name}: {path} is not UTF-8 text (line {line}: {e.reason} at byte {e.start}); the "
+                             "offline copies are UTF-8 JSON lines: fetch that copy again, or convert it to "
+                             "UTF-8.") from None
+    for n, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except ValueError as e:
+            raise DatasetInvalid(f"{name}: {path}, line {n} is not valid JSON ({e}); the file is damaged "
+                                 "or truncated: fetch that offline copy again.") from None
+        lines.append(n)
     if not rows:
         raise DatasetInvalid(f"{name}: the offline file {path} is empty; fetch that offline copy again.")
     return rows, split, lines
@@ -465,7 +479,13 @@ def _examples(name: str, spec: DatasetSpec, records: list[dict], split: str, sou
     out = []
     for i, rec in enumerate(records):
         if spec.kind == "mc":
-            gold, n_opt = rec.get("gold_index"), len(rec.get("options") or ())
+            opts = rec.get("options")
+            if not isinstance(opts, (list, tuple)) or len(opts) < 2 or not all(isinstance(o, str) for o in opts):
+                raise DatasetInvalid(
+                    f"{name}: {where(i)} has answer options {opts!r}, but they must be a list of at least two "
+                    "strings (a single string is not a list of options, and a one-option item is always "
+                    "answered right); fix or drop that row.")
+            gold, n_opt = rec.get("gold_index"), len(opts)
             if isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < n_opt:
                 raise DatasetInvalid(
                     f"{name}: {where(i)} has gold answer index {gold!r}, but it must be an int in [0, {n_opt}) "

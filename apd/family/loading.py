@@ -234,7 +234,8 @@ class Family:
     ``members`` (MemberSpec per member with the location, counted non-embedding count and x value
     actually used), ``locations`` {name: Hub id or folder}, ``n_nonembedding`` (int64 array),
     ``log_sizes`` (float64 array, natural log of non-embedding count, strictly increasing),
-    ``tokenizer``, ``vocab_size`` (tokenizer vocabulary; every output is restricted to it),
+    ``tokenizer`` (it pads on the left, so that a padded batch can be generated from), ``vocab_size``
+    (tokenizer vocabulary; every output is restricted to it),
     ``device`` (where computation and outputs live), ``dtype`` (of the weights), ``offload``
     (True: members wait on the CPU and visit ``device`` one at a time), ``alm``/``elm`` (names of
     the smallest / largest member).
@@ -590,6 +591,7 @@ def load_family(
     tokenizer = tokenizers[locations[names[0]]]
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token  # for padding=True; attention_mask does the work
+    tokenizer.padding_side = "left"   # a padded batch ends every prompt at the last column, as generation needs
     vocab_size = max(vocab0.values()) + 1
     for n in names:
         if out_rows[n] < vocab_size:

@@ -21,7 +21,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.evaluation.factuality.sweeps
     "batch_seed": "apd.evaluation.factuality.sweeps",
     "generate_continuations": "apd.evaluation.factuality.sweeps",
-    "config_key": "apd.evaluation.factuality.sweeps", "sweep_cache": "apd.evaluation.factuality.sweeps",
+    "config_key": "apd.evaluation.factuality.sweeps", "model_identity": "apd.evaluation.factuality.sweeps",
+    "decoder_identity": "apd.evaluation.factuality.sweeps", "sweep_cache": "apd.evaluation.factuality.sweeps",
     "sweep": "apd.evaluation.factuality.sweeps", "diversity": "apd.evaluation.factuality.sweeps",
     "score_sweep": "apd.evaluation.factuality.sweeps", "sweeps": "apd.evaluation.factuality.sweeps",
     # apd.evaluation.factuality.world_scoring

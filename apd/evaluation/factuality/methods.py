@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from transformers import LogitsProcessor
 
+from apd.base.checks import count, number
 from apd.core.filters import make_filters
 from apd.decoding import generation, processors
 
@@ -41,6 +42,9 @@ class Method:
     dola_layers: Optional[str] = None
 
     def __post_init__(self):
+        for name in ("value", "T"):   # checked, not converted: the fields enter cache keys as given
+            if getattr(self, name) is not None:
+                number(f"Method's {name}", getattr(self, name))
         if self.dist not in DISTRIBUTIONS:
             raise ValueError(f"unknown distribution {self.dist!r}; use one of {DISTRIBUTIONS}.")
         if self.threshold not in THRESHOLDS:
@@ -185,10 +189,10 @@ class TemperatureLogitsProcessor(LogitsProcessor):
     ``vocab_size`` (padded embedding rows) at -inf. Returns scores of shape (B, V_elm)."""
 
     def __init__(self, T: float, vocab_size: Optional[int] = None):
-        if not T > 0:
+        if not number("T", T, "the sampling temperature, e.g. 0.8") > 0:
             raise ValueError(f"temperature must be > 0, got {T}.")
         self.T = float(T)
-        self.vocab_size = vocab_size
+        self.vocab_size = None if vocab_size is None else count("vocab_size", vocab_size, 1, "e.g. family.vocab_size")
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         V = self.vocab_size or scores.shape[-1]

@@ -13,6 +13,7 @@ from typing import Iterable, Optional, Sequence
 
 import numpy as np
 
+from apd.base.io import check_file, read_json_checked, record_digest, write_json
 from apd.base.paths import cache_dir
 from apd.evaluation.factuality.ner import MeasureUnavailable
 from apd.evaluation.factuality.sweeps import config_key
@@ -63,6 +64,7 @@ def _download(url: str, dest: Path) -> None:
             f"cannot download FactualityPrompts from {url} ({e}); without a network pass data_dir= (or set "
             "APD_DATA_DIR) to a folder holding factuality_prompts/fever_*.jsonl, e.g. ../shared/data") from None
     tmp.replace(dest)
+    record_digest(dest)
 
 
 def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir=None, limit: Optional[int] = None,
@@ -91,20 +93,24 @@ def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir
         if cache is None:
             cache = cache_dir()
         path = Path(cache) / "factuality_prompts" / name
-        if not path.is_file():
+        if not check_file(path, "downloaded FactualityPrompts file", "downloading it again"):
             _download(url, path)
     items = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                titles = tuple(str(t[0]) for t in row["evidence_info"])
-                items.append(FactualityPrompt(str(row["id"]), str(row["prompt"]).strip(), titles, kind))
-            except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
-                raise ValueError(f"{path}:{n} is not a FactualityPrompts row {{id, prompt, evidence_info: "
-                                 f"[[title, id], ...]}} ({e}); is it the right file?") from None
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path} is not UTF-8 text ({e}); FactualityPrompts files are UTF-8 JSON lines: "
+                         "is it the right file, or was it saved in another encoding?") from None
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            titles = tuple(str(t[0]) for t in row["evidence_info"])
+            items.append(FactualityPrompt(str(row["id"]), str(row["prompt"]).strip(), titles, kind))
+        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
+            raise ValueError(f"{path}:{n} is not a FactualityPrompts row {{id, prompt, evidence_info: "
+                             f"[[title, id], ...]}} ({e}); is it the right file?") from None
     if limit is not None and limit < len(items):
         keep = np.sort(np.random.default_rng(seed).choice(len(items), size=int(limit), replace=False))
         items = [items[i] for i in keep]
@@ -124,14 +130,18 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
     source: the path of ``kilt_knowledgesource.json`` (JSON lines ``{wikipedia_title, text: [...]}``,
     35 GB, from dl.fbaipublicfiles.com/KILT/) or ``"hub"`` to stream ``facebook/kilt_wikipedia``
     with the ``datasets`` package. One pass over the whole source (tens of minutes); the pages
-    found are cached in ``<cache>/factuality/kilt-<hash of titles>.json``.
+    found are cached, with a digest, in ``<cache>/factuality/kilt-<hash of titles and source>.json``.
     """
     wanted = sorted(set(titles))
     if cache is None:
         cache = cache_dir()
-    out_path = Path(cache) / "factuality" / f"kilt-{config_key(wanted, str(source))}.json"
-    if out_path.is_file():
-        return json.loads(out_path.read_text())
+    # the source by its name and size, not its path: a moved copy (or a moved cache) is found again
+    ident = "hub" if str(source) == "hub" else (
+        [Path(source).name, Path(source).stat().st_size] if Path(source).is_file() else str(source))
+    out_path = Path(cache) / "factuality" / f"kilt-{config_key(wanted, ident)}.json"
+    cached = read_json_checked(out_path, "KILT evidence", "reading the knowledge source again")
+    if isinstance(cached, dict):
+        return cached
     want, found = set(wanted), {}
     if str(source) == "hub":
         try:
@@ -164,8 +174,7 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
                 found[row["wikipedia_title"]] = " ".join(row["text"])
                 if len(found) == len(want):
                     break
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(json.dumps(found))
+    write_json(out_path, found, indent=None, digest=True)
     return found
 
 

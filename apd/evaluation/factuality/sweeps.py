@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from apd.amateur.runs import member_identity
+from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.paths import cache_dir
 from apd.base.progress import progress_bar, progress_enabled
 from apd.core.stats import mean_se
@@ -90,7 +92,7 @@ def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence
 
 
 def config_key(*parts) -> str:
-    """A short hash of JSON-able parts (model locations, prompts, seeds, ...) for cache folders."""
+    """A short hash of JSON-able parts (model identities, prompts, seeds, ...) for cache folders."""
     h = hashlib.sha256()
     for p in parts:
         h.update(json.dumps(p, sort_keys=True, default=str).encode())
@@ -98,10 +100,37 @@ def config_key(*parts) -> str:
     return h.hexdigest()[:12]
 
 
+def model_identity(location) -> Optional[str]:
+    """What identifies a model for a sweep's cache key wherever it lives: a Hub id as it is; a local
+    folder by a digest of its weight files (:func:`apd.amateur.runs.member_identity`); None for None.
+
+    Example:
+        >>> model_identity("EleutherAI/pythia-70m-deduped"), model_identity(None)
+        ('EleutherAI/pythia-70m-deduped', None)
+    """
+    return None if location is None else member_identity(location)
+
+
+def decoder_identity(fam, alm_prime=None, thf=None) -> list:
+    """The cache-key parts of the models a sweep decodes with: ``[ELM, ALM, ALM', THF]``, each a
+    :func:`model_identity` (weight digests for local folders, never a path), so that a moved cache
+    is found again. ``alm_prime``/``thf``: their folders (or an ``APDResult``/``THFResult``), or None.
+
+    Example:
+        >>> ids = decoder_identity(fam, res.alm_prime_path, None)       # doctest: +SKIP
+        >>> ids[0].startswith("sha256:"), ids[3] is None                # doctest: +SKIP
+        (True, True)
+    """
+    alm_prime = getattr(alm_prime, "alm_prime_path", alm_prime)
+    thf = getattr(thf, "path", thf)
+    return [model_identity(fam.locations[fam.elm]), model_identity(fam.locations[fam.alm]),
+            model_identity(alm_prime), model_identity(thf)]
+
+
 def sweep_cache(*key_parts, root=None) -> Path:
     """``<cache>/factuality/<hash of key_parts>``: where :func:`sweep` keeps its generations.
-    Pass everything that changes the text: model locations, prompts, seeds, max_new_tokens,
-    batch_size, device type."""
+    Pass everything that changes the text: the models (:func:`decoder_identity`, not their paths, so
+    that a moved cache is used as it is), prompts, seeds, max_new_tokens, batch_size, device type."""
     if root is None:
         root = cache_dir()
     return Path(root) / "factuality" / config_key(*key_parts)
@@ -111,14 +140,33 @@ def _method_file(cache: Path, method: Method) -> Path:
     return cache / f"{config_key(asdict(method))}.json"
 
 
+def _read_generations(path: Path, method: Method, n_prompts: int, n_seeds: int) -> Optional[dict]:
+    """A method's cached generations, or None when there are none; a file that is damaged (digest
+    mismatch, not JSON, truncated) or does not hold ``n_prompts`` x ``n_seeds`` strings of ``method``
+    is set aside with a warning naming it, and None returned (the sweep generates it again)."""
+    data = read_json_checked(path, "factuality generations", "generating them again")
+    if data is None:
+        return None
+    gens = data.get("continuations") if isinstance(data, dict) else None
+    ok = (isinstance(gens, list) and len(gens) == n_prompts
+          and all(isinstance(g, list) and len(g) == n_seeds and all(isinstance(t, str) for t in g) for g in gens)
+          and data.get("method") in (None, json.loads(json.dumps(asdict(method)))))
+    if not ok:
+        set_aside(path, "factuality generations",
+                  f"it does not hold {n_prompts} prompts x {n_seeds} seeds of {method.label}", "generating them again")
+        return None
+    return data
+
+
 def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str], seeds: Sequence[int] = (0,),
           max_new_tokens: int = 32, batch_size: int = 64, cache: Optional[Path] = None,
           progress: bool = True, seconds: Optional[dict] = None,
           top_p: Optional[dict] = None) -> dict[str, list[list[str]]]:
     """Generations of every method: ``{method.label: out}`` with ``out`` as in
     :func:`generate_continuations`. With ``cache`` (a folder, see :func:`sweep_cache`) each
-    method's generations are saved as they finish and read back on the next call (resumable);
-    the folder must be keyed by everything that changes the text. ``seconds``: a dict to receive
+    method's generations are saved as they finish, with a digest, and read back on the next call
+    (resumable); a damaged file is set aside and generated again. The folder must be keyed by
+    everything that changes the text. ``seconds``: a dict to receive
     each method's generation wall time in seconds (as measured when it was generated). ``top_p``:
     a dict to receive each REAL setting's mean threshold (``mean_top_p`` of
     :func:`generate_continuations`; NaN for generations cached before it was recorded).
@@ -127,7 +175,13 @@ def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str],
     if len(set(labels)) != len(labels):
         raise ValueError("methods has duplicates; pass each setting once.")
     n_batches = len(seeds) * math.ceil(len(prompts) / batch_size)
-    todo = [m for m in methods if cache is None or not _method_file(Path(cache), m).is_file()]
+    cached = {}
+    if cache is not None:
+        for m in methods:
+            data = _read_generations(_method_file(Path(cache), m), m, len(prompts), len(seeds))
+            if data is not None:
+                cached[m.label] = data
+    todo = [m for m in methods if m.label not in cached]
     bar = None
     if progress_enabled(progress) and todo:
         bar = progress_bar(total=n_batches * len(todo), desc="generating", unit="batch")
@@ -135,9 +189,8 @@ def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str],
     seconds = {} if seconds is None else seconds
     top_p = {} if top_p is None else top_p
     for m in methods:
-        path = _method_file(Path(cache), m) if cache is not None else None
-        if path is not None and path.is_file():
-            data = json.loads(path.read_text())
+        if m.label in cached:
+            data = cached[m.label]
             out[m.label] = data["continuations"]
             seconds[m.label] = data.get("seconds", float("nan"))
             if m.threshold == "REAL":
@@ -150,11 +203,10 @@ def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str],
         out[m.label] = gens
         if "mean_top_p" in stats:
             top_p[m.label] = stats["mean_top_p"]
-        if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"method": asdict(m), "seconds": seconds[m.label], **stats, "continuations": gens}))
-            tmp.replace(path)
+        if cache is not None:
+            write_json(_method_file(Path(cache), m),
+                       {"method": asdict(m), "seconds": seconds[m.label], **stats, "continuations": gens},
+                       indent=None, digest=True)
     if bar is not None:
         bar.close()
     return out

@@ -85,6 +85,7 @@ def main(argv=None) -> int:
     ap.add_argument("--pico", nargs="*", default=[], metavar="KEY=VALUE")
     ap.add_argument("--device", default="cpu", help="cpu (the book's precision) or cuda")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    ap.add_argument("--no-train", action="store_true", help="only use a family already in the cache (never train)")
     ap.add_argument("--no-ne-er", action="store_true", help="skip the sampled NE_ER control")
     ap.add_argument("--cd-T", type=float, default=2.0, help="CD's temperature in the NE_ER control")
     ap.add_argument("--fit-iterations", type=int, default=400)
@@ -104,7 +105,8 @@ def main(argv=None) -> int:
                                                 _pairs(args.pico, "pico"))
     print(f"[testbed] {args.name}: {json.dumps(overrides)}", flush=True)
     t0 = time.time()
-    built = pico_mod.build_configured(corpus_cfg, pico_cfg, args.name, device=args.device, progress=True)
+    built = pico_mod.build_configured(corpus_cfg, pico_cfg, args.name, device=args.device, progress=True,
+                                         train=not args.no_train)
     fam = built.family(device=args.device)
     manifest = json.loads((built.family_dir / "family.json").read_text())
     print(f"[testbed] family {built.family_dir.name} ready in {time.time() - t0:.0f} s "

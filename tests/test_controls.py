@@ -145,3 +145,12 @@ def test_controls_on_the_smoke_family(smoke_family):
     g = c.gain_at(1.0)
     assert np.sign(g["kl_gain"]) == np.sign(g["kl_elm"] - g["kl_cd"])   # per-person mean vs pooled mean
     json.dumps(c.row())
+
+
+def test_build_configured_without_training_refuses_an_untrained_family(tmp_path):
+    from apd.family import pico
+    corpus_cfg, pico_cfg = pico.configs("smoke")
+    with pytest.raises(FileNotFoundError, match="not trained yet"):
+        pico.build_configured(corpus_cfg, pico_cfg.replace(epochs=0.5), "untrained", cache=tmp_path, device="cpu",
+                              train=False)
+    assert not list((tmp_path / "families").glob("pico-*/family.json"))

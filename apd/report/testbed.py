@@ -66,9 +66,9 @@ def append_configuration(row: dict, path=None) -> pd.DataFrame:
 
 #: The summary's columns: (table column, heading).
 TESTBED_SUMMARY = (("configuration", "configuration"), ("dev_people", "dev people"), ("dev_inv_T", "dev 1/T"),
-           ("kl_gain_dev_T", "CD KL gain (dev 1/T)"), ("kl_gain_dev_T_se", "se"),
-           ("kl_gain_paper_T", "CD KL gain (1/T = 1)"), ("kl_gain_paper_T_se", "se "),
-           ("nll_gain_dev_T", "CD NLL gain (dev 1/T)"), ("ne_er_gain", "NE_ER ELM - CD"), ("ne_er_gain_se", "se  "),
+           ("kl_gain_dev_T", "CD KL gain (dev 1/T)"), ("kl_gain_dev_T_se", "its se"),
+           ("kl_gain_paper_T", "CD KL gain (1/T = 1)"), ("kl_gain_paper_T_se", "its se (1/T = 1)"),
+           ("nll_gain_dev_T", "CD NLL gain (dev 1/T)"), ("ne_er_gain", "NE_ER, ELM minus CD"), ("ne_er_gain_se", "NE_ER se"),
            ("residual_noise", "fit residual"), ("ka_ratio_saturating", "known-answer fit/p_ELM"),
            ("fit_ratio_head", "world head fit/p_ELM"), ("flat_head", "head flatten"), ("flat_tail", "tail flatten"),
            ("train_seconds", "train s"), ("device", "device"))

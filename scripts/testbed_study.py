@@ -95,7 +95,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from apd.evaluation.controls import testbed_controls
+    from apd.evaluation.controls import measure_controls
     from apd.family import pico as pico_mod
     from apd.report.testbed import append_configuration
 
@@ -112,7 +112,7 @@ def main(argv=None) -> int:
     print(f"[testbed] family {built.family_dir.name} ready in {time.time() - t0:.0f} s "
           f"(trained in {manifest.get('total_train_seconds')} s)", flush=True)
     t1 = time.time()
-    c = testbed_controls(fam, built, ne_er=not args.no_ne_er, cd_T=args.cd_T, fit_iterations=args.fit_iterations,
+    c = measure_controls(fam, built, ne_er=not args.no_ne_er, cd_T=args.cd_T, fit_iterations=args.fit_iterations,
                          progress=True)
     control_seconds = time.time() - t1
     world = built.corpus.world

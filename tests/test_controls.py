@@ -136,7 +136,7 @@ def test_committed_table_reads():
 
 def test_controls_on_the_smoke_family(smoke_family):
     fam, built, _ = smoke_family
-    c = ct.testbed_controls(fam, built, ne_er=False, fit_iterations=50, known_answer_positions=4)
+    c = ct.measure_controls(fam, built, ne_er=False, fit_iterations=50, known_answer_positions=4)
     dev_people = {n for n, side in __import__("apd").world.dev_test_people(built.corpus.world).items() if side == "dev"}
     assert c.n_people == len(dev_people)
     assert c.dev_inv_T in ct.CONTROL_INV_T_GRID and 0 < c.residual_noise < 1
@@ -154,3 +154,10 @@ def test_build_configured_without_training_refuses_an_untrained_family(tmp_path)
         pico.build_configured(corpus_cfg, pico_cfg.replace(epochs=0.5), "untrained", cache=tmp_path, device="cpu",
                               train=False)
     assert not list((tmp_path / "families").glob("pico-*/family.json"))
+
+
+def test_docstring_examples_run():
+    import doctest
+    for module in (ct, tb):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -90,7 +90,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "cd_gain_table": "apd.evaluation.controls", "heldout_residual": "apd.evaluation.controls",
     "known_answer_at_noise": "apd.evaluation.controls", "asymptote_errors": "apd.evaluation.controls",
     "dev_bio_prompts": "apd.evaluation.controls", "ne_er_gain": "apd.evaluation.controls",
-    "testbed_controls": "apd.evaluation.controls", "controls": "apd.evaluation.controls",
+    "measure_controls": "apd.evaluation.controls", "controls": "apd.evaluation.controls",
     # apd.evaluation.entropy_truth
     "true_entropy": "apd.evaluation.entropy_truth", "member_entropies": "apd.evaluation.entropy_truth",
     "thf_at_prompts": "apd.evaluation.entropy_truth", "entropy_vs_truth": "apd.evaluation.entropy_truth",

@@ -1,7 +1,7 @@
 """Controls of a testbed: does a world + family show the effects the paper's argument starts from?
 
 A claim about APD can be judged only where CD helps, curves bend and extrapolation can beat the
-expert. :func:`testbed_controls` measures four controls on the **dev** people of a pico world
+expert. :func:`measure_controls` measures four controls on the **dev** people of a pico world
 (never the test people, so a world can be chosen by them and APD still read once on test):
 
 1. **CD beats the expert on world QA**: KL(truth || method) and the gold token's -log(p + 0.01)
@@ -290,7 +290,7 @@ def ne_er_gain(family, world, people, cd_T: float = 2.0, p: float = 0.8, seeds=(
 
 # ----------------------------------------------------------------------------- all four
 
-def testbed_controls(family, built, *, seed: int = 0, inv_T=CONTROL_INV_T_GRID, k: int = 20, fit_iterations: int = 400,
+def measure_controls(family, built, *, seed: int = 0, inv_T=CONTROL_INV_T_GRID, k: int = 20, fit_iterations: int = 400,
                      ne_er: bool = True, cd_T: float = 2.0, ne_er_seeds=(0, 1), max_new_tokens: int = 32,
                      known_answer_positions: int = 25, progress: bool = False) -> Controls:
     """The four controls of a pico ``family`` and its ``built`` (:class:`apd.family.pico.PicoBuild`)
@@ -300,7 +300,7 @@ def testbed_controls(family, built, *, seed: int = 0, inv_T=CONTROL_INV_T_GRID, 
     Example:
         >>> import apd
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
-        >>> c = testbed_controls(fam, built, ne_er=False, fit_iterations=50, known_answer_positions=4)
+        >>> c = measure_controls(fam, built, ne_er=False, fit_iterations=50, known_answer_positions=4)
         >>> sorted(c.passes())
         ['cd_kl', 'cd_ne_er', 'head_extrapolation', 'head_flattens']
     """

@@ -84,6 +84,13 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "estimate_joint": "apd.evaluation.known_answer", "SIZES": "apd.evaluation.known_answer",
     "LABELS": "apd.evaluation.known_answer", "estimator_specs": "apd.evaluation.known_answer",
     "recovery_table": "apd.evaluation.known_answer", "known_answer": "apd.evaluation.known_answer",
+    # apd.evaluation.controls
+    "CONTROL_INV_T_GRID": "apd.evaluation.controls", "CD_PAPER_INV_T": "apd.evaluation.controls",
+    "CONTROL_THRESHOLDS": "apd.evaluation.controls", "Controls": "apd.evaluation.controls",
+    "cd_gain_table": "apd.evaluation.controls", "heldout_residual": "apd.evaluation.controls",
+    "known_answer_at_noise": "apd.evaluation.controls", "asymptote_errors": "apd.evaluation.controls",
+    "dev_bio_prompts": "apd.evaluation.controls", "ne_er_gain": "apd.evaluation.controls",
+    "measure_controls": "apd.evaluation.controls", "controls": "apd.evaluation.controls",
     # apd.evaluation.entropy_truth
     "true_entropy": "apd.evaluation.entropy_truth", "member_entropies": "apd.evaluation.entropy_truth",
     "thf_at_prompts": "apd.evaluation.entropy_truth", "entropy_vs_truth": "apd.evaluation.entropy_truth",

@@ -43,8 +43,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "evaluate_loss": "apd.family.pretrain", "pretrain": "apd.family.pretrain",
     # apd.family.pico
     "SCALES": "apd.family.pico", "configs": "apd.family.pico", "PicoBuild": "apd.family.pico",
-    "build": "apd.family.pico", "find_cached": "apd.family.pico", "STAND_IN_NAMES": "apd.family.pico",
-    "export_stand_in": "apd.family.pico", "pico": "apd.family.pico",
+    "build": "apd.family.pico", "build_configured": "apd.family.pico", "find_cached": "apd.family.pico",
+    "STAND_IN_NAMES": "apd.family.pico", "export_stand_in": "apd.family.pico", "pico": "apd.family.pico",
     # apd.base.device
     "default_device": "apd.base.device:resolve_device",
 })

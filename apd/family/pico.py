@@ -51,12 +51,31 @@ def build(scale: str = "default", cache: Path | str | None = None, device=None,
           progress: bool = True) -> PicoBuild:
     """Build (or find cached) the corpus, tokenizer and trained family of ``scale``."""
     corpus_cfg, pico_cfg = configs(scale)
+    return build_configured(corpus_cfg, pico_cfg, scale, cache=cache, device=device, progress=progress)
+
+
+def build_configured(corpus_cfg: corpus_mod.CorpusConfig, pico_cfg: pretrain.PicoConfig, name: str = "custom",
+                     cache: Path | str | None = None, device=None, progress: bool = True,
+                     train: bool = True) -> PicoBuild:
+    """:func:`build` for any corpus and pretraining configuration (a testbed study's world and
+    family); cached by the configurations as :func:`build` is, ``name`` is the build's label.
+    ``train=False``: only find the trained family (FileNotFoundError when it is not cached).
+
+    Example:
+        >>> corpus_cfg, pico_cfg = configs("smoke")
+        >>> build_configured(corpus_cfg, pico_cfg, "smoke", device="cpu", progress=False).family_dir.name.startswith("pico-")
+        True
+    """
     cache = Path(cache) if cache is not None else cache_dir()
     corp = corpus_mod.build_corpus(corpus_cfg)
     tok = corp.tokenizer(cache_dir=cache / "tokenizers")
+    if not train:
+        folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, cache / "families", device=device)
+        if not (folder / "family.json").is_file():
+            raise FileNotFoundError(f"the {name!r} family is not trained yet ({folder}); build it with train=True.")
     family_dir = pretrain.train_family(pico_cfg, tok, corp.pretrain, cache / "families",
                                        device=device, progress=progress)
-    return PicoBuild(scale, corp, tok, Path(family_dir), pico_cfg)
+    return PicoBuild(name, corp, tok, Path(family_dir), pico_cfg)
 
 
 def find_cached(scale: str = "default", cache: Path | str | None = None, device=None) -> PicoBuild | None:

@@ -104,4 +104,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
     "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",
     "better_word": "apd.report.tables", "short_path": "apd.report.tables", "tables": "apd.report.tables",
+    # apd.report.testbed
+    "TESTBED_TABLE": "apd.report.testbed", "TESTBED_KEY": "apd.report.testbed",
+    "table_path": "apd.report.testbed", "read_configurations": "apd.report.testbed",
+    "append_configuration": "apd.report.testbed", "TESTBED_SUMMARY": "apd.report.testbed",
+    "summary_table": "apd.report.testbed", "testbed": "apd.report.testbed",
 })

@@ -1,0 +1,95 @@
+"""The testbed table: every world + family configuration tried, with its controls on dev people.
+
+``scripts/testbed_study.py`` appends one row per configuration (:func:`append_configuration`) to
+``docs/testbed/configurations.csv`` (committed); the book's testbed page reads it
+(:func:`read_configurations`) and shows :func:`summary_table`. Columns: ``configuration`` (a
+name), ``overrides`` (JSON of the fields changed from the default scale), the
+:meth:`apd.evaluation.controls.Controls.row` values, ``family_key``, ``train_seconds``,
+``control_seconds``, ``device``, ``machine`` and ``date`` (UTC).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from apd.base.io import atomic_write
+from apd.base.paths import project_root
+
+#: Where the table lives, relative to the project root.
+TESTBED_TABLE = Path("docs") / "testbed" / "configurations.csv"
+#: The columns that identify a row; a new row with the same values replaces the old one.
+TESTBED_KEY = ("configuration", "overrides", "device")
+
+
+def table_path(path=None) -> Path:
+    """``path``, else ``<project root>/docs/testbed/configurations.csv``."""
+    if path is not None:
+        return Path(path)
+    root = project_root()
+    if root is None:
+        raise FileNotFoundError(f"no project root found to locate {TESTBED_TABLE}; pass the table's path.")
+    return root / TESTBED_TABLE
+
+
+def read_configurations(path=None) -> pd.DataFrame:
+    """The testbed table, one row per configuration tried (empty with the key columns when none is).
+
+    Example:
+        >>> import tempfile, os
+        >>> read_configurations(os.path.join(tempfile.mkdtemp(), "none.csv")).columns.tolist()
+        ['configuration', 'overrides', 'device']
+    """
+    p = table_path(path)
+    if not p.is_file():
+        return pd.DataFrame(columns=list(TESTBED_KEY))
+    return pd.read_csv(p, keep_default_na=True)
+
+
+def append_configuration(row: dict, path=None) -> pd.DataFrame:
+    """Add ``row`` (needs the :data:`TESTBED_KEY` columns) to the table, replacing a row with the same key,
+    and write it atomically; returns the new table. Columns are the union of old and new."""
+    missing = [k for k in TESTBED_KEY if k not in row]
+    if missing:
+        raise ValueError(f"a testbed row needs {list(TESTBED_KEY)}; {missing} missing.")
+    table = read_configurations(path)
+    if len(table):
+        same = (table["configuration"].astype(str) == str(row["configuration"])) & \
+               (table["overrides"].astype(str) == str(row["overrides"])) & (table["device"].astype(str) == str(row["device"]))
+        table = table[~same]
+    table = pd.concat([table, pd.DataFrame([row])], ignore_index=True) if len(table) else pd.DataFrame([row])
+    p = table_path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(p, lambda tmp: table.to_csv(tmp, index=False))
+    return table
+
+
+#: The summary's columns: (table column, heading).
+TESTBED_SUMMARY = (("configuration", "configuration"), ("dev_people", "dev people"), ("dev_inv_T", "dev 1/T"),
+           ("kl_gain_dev_T", "CD KL gain (dev 1/T)"), ("kl_gain_dev_T_se", "its se"),
+           ("kl_gain_paper_T", "CD KL gain (1/T = 1)"), ("kl_gain_paper_T_se", "its se (1/T = 1)"),
+           ("nll_gain_dev_T", "CD NLL gain (dev 1/T)"), ("ne_er_gain", "NE_ER, ELM minus CD"), ("ne_er_gain_se", "NE_ER se"),
+           ("residual_noise", "fit residual"), ("ka_ratio_saturating", "known-answer fit/p_ELM"),
+           ("fit_ratio_head", "world head fit/p_ELM"), ("flat_head", "head flatten"), ("flat_tail", "tail flatten"),
+           ("train_seconds", "train s"), ("device", "device"))
+
+
+def summary_table(table: pd.DataFrame) -> pd.DataFrame:
+    """The columns of :data:`TESTBED_SUMMARY` that the table has, renamed, plus ``passes`` (how many of the
+    four controls pass, of those measured), indexed by configuration."""
+    cols = [(c, h) for c, h in TESTBED_SUMMARY if c in table.columns]
+    out = table[[c for c, _ in cols]].rename(columns=dict(cols))
+    checks = [c for c in ("pass_cd_kl", "pass_cd_ne_er", "pass_head_extrapolation", "pass_head_flattens") if c in table.columns]
+    if checks:
+        flags = table[checks].apply(lambda col: col.map(_flag))
+        out["passes"] = [f"{int(sum(v is True for v in r))} of {int(sum(v is not None for v in r))}"
+                         for r in flags.itertuples(index=False)]
+    return out.set_index("configuration")
+
+
+def _flag(v):
+    if isinstance(v, str):
+        return {"True": True, "False": False}.get(v)
+    if v is None or (isinstance(v, float) and v != v):
+        return None
+    return bool(v)

@@ -107,16 +107,15 @@ def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continu
 
 
 def reading(d: float, se: float, effect: float | None = None) -> str:
-    """A paired difference ``d`` (positive: the claimed direction) in words, decided as the
-    paper-vs-book chapter decides it (:func:`apd.core.stats.detected`).
+    """A paired difference ``d`` (positive: the claimed direction) in words, decided by its 95%
+    confidence interval as the paper-vs-book chapter decides it (:func:`apd.core.stats.detected`):
+    ``effect`` is the paper's effect on this testbed's scale (same units).
 
     Example:
         >>> reading(0.05, 0.01), reading(-0.05, 0.01)
         ('significant', 'significant in the other direction')
         >>> reading(0.001, 0.01, effect=0.1), reading(0.001, 0.1, effect=0.1), reading(0.001, 0.1)
-        ("not significant, although this comparison could detect the paper's effect", "inconclusive: too few people to detect the paper's effect", 'inconclusive: not significant, and the paper gives no effect in these units')
-        >>> reading(-0.05, 0.05, effect=0.1)
-        "not significant, and the paper's effect lies above its 95% confidence bound"
+        ("not significant, and the paper's effect lies above its 95% confidence bound", "inconclusive: the 95% interval holds both no difference and the paper's effect", 'inconclusive: not significant, and the paper gives no effect in these units')
     """
     if not (math.isfinite(d) and math.isfinite(se)):
         raise ValueError(f"a difference and its standard error must be finite numbers, got d={d!r}, se={se!r}.")
@@ -125,13 +124,11 @@ def reading(d: float, se: float, effect: float | None = None) -> str:
         return "significant"
     if d < -stats.Z_TEST * se:
         return "significant in the other direction"
-    if outcome is False and stats.min_detectable_effect(se) <= effect:
-        return "not significant, although this comparison could detect the paper's effect"
     if outcome is False:
         return "not significant, and the paper's effect lies above its 95% confidence bound"
     if effect is None:
         return "inconclusive: not significant, and the paper gives no effect in these units"
-    return "inconclusive: too few people to detect the paper's effect"
+    return "inconclusive: the 95% interval holds both no difference and the paper's effect"
 
 
 def summary(v: PairedVerdict, effect: float | None = None) -> dict:

@@ -530,8 +530,8 @@ def test_reading_words_follow_the_verdicts_decision():
     cases = [(0.05, 0.01, 0.02), (-0.05, 0.01, 0.02), (0.001, 0.005, 0.02), (0.001, 0.05, 0.02), (0.001, 0.05, None)]
     words = [power.reading(d, se, e) for d, se, e in cases]
     assert words == ["significant", "significant in the other direction",
-                     "not significant, although this comparison could detect the paper's effect",
-                     "inconclusive: too few people to detect the paper's effect",
+                     "not significant, and the paper's effect lies above its 95% confidence bound",
+                     "inconclusive: the 95% interval holds both no difference and the paper's effect",
                      "inconclusive: not significant, and the paper gives no effect in these units"]
     for (d, se, e), w in zip(cases, words):        # the same decision as the paper-vs-book chapter's detects()
         out = detects(e)(["d", "se"], [d, se])

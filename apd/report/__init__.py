@@ -37,6 +37,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "at_most": "apd.report.evidence", "at_least": "apd.report.evidence",
     "within_relative": "apd.report.evidence", "more_than_z_se": "apd.report.evidence",
     "detects": "apd.report.evidence", "is_largest": "apd.report.evidence",
+    "significant": "apd.report.evidence", "preconditions_text": "apd.report.evidence",
     "difference_larger": "apd.report.evidence", "non_increasing": "apd.report.evidence",
     "EvidenceSpec": "apd.report.evidence", "Claim": "apd.report.evidence", "Results": "apd.report.evidence",
     "check": "apd.report.evidence", "checks": "apd.report.evidence", "verdict_of": "apd.report.evidence",
@@ -48,6 +49,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "QA_DATASETS_TABLE": "apd.report.claims", "RELEASE_CONTEXT": "apd.report.claims",
     "paper_qa_gain": "apd.report.claims", "paper_ne_er_gain": "apd.report.claims",
     "paper_real_gain": "apd.report.claims", "paper_claims": "apd.report.claims",
+    "paper_qa_share": "apd.report.claims", "paper_fly_share": "apd.report.claims",
+    "paper_ne_er_share": "apd.report.claims", "paper_real_share": "apd.report.claims",
     "claims": "apd.report.claims",
     # apd.report.coverage
     "figure_status": "apd.report.coverage", "MIN_SAME_ROWS_ITEMS": "apd.report.coverage",

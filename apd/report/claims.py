@@ -369,6 +369,10 @@ def paper_claims() -> list[Claim]:
               "the gain over REAL alone: ELM + REAL's NE_ER minus APD + REAL's, with its 95% interval above 0 "
               "(the paper prints no REAL-alone NE_ER, so only an interval below 0 reads not reproduced)",
               profiles=PICO_PROFILES),
+            E("factuality", "real_matched_gap_world", at_least(0),
+              "the trade-off: at matched diversity (APD + top-p k20's curve over p interpolated at the Dist-2 of "
+              "APD + REAL's points over T_r), APD + top-p k20's NE_ER minus APD + REAL's is not negative (mean gap "
+              "of the sweep's point estimates, no interval)", kind="context", profiles=PICO_PROFILES),
             E("factuality", ("true_rate_apd_real", "true_rate_apd_k20"), greater_than(),
               "APD + REAL's share of true claims (Entail_R) is higher than APD alone's (Table 6: 7.0 "
               "against 5.3)", kind="context"),

@@ -52,6 +52,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "FactualityPromptsScorer": "apd.evaluation.factuality.scoring",
     "table1_rows": "apd.evaluation.factuality.scoring", "row_of": "apd.evaluation.factuality.scoring",
     "table6_rows": "apd.evaluation.factuality.scoring", "plot_tradeoff": "apd.evaluation.factuality.scoring",
+    "matched_gap": "apd.evaluation.factuality.scoring",
     "scoring": "apd.evaluation.factuality.scoring",
     # apd.evaluation.factuality.power
     "world_verdict_prompts": "apd.evaluation.factuality.power",

@@ -345,7 +345,7 @@ def _controls(results, profile="smoke", *, kl=(0.05, 0.01), ne_er=(0.05, 0.01), 
     known-answer condition; the NE_ER control is written with the factuality results."""
     results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert",
                     "kl_cd_gain": kl[0], "kl_cd_gain_se": kl[1], **(extra_apd or {})}, profile=profile)
-    results("known_answer", {"ka_n_beating": ka}, profile=profile)
+    results("known_answer", {"ka_n_beating_family": ka}, profile=profile)
 
 
 def _world_qa(results, gains, gain_se, apd=1.80, cd=1.85, engaged=1, overall=None, cd_gain=(0.3, 0.02), ka=1):
@@ -435,7 +435,7 @@ def test_each_failed_precondition_makes_an_apd_claim_not_testable_and_says_which
     # the known-answer condition: no estimator beats p_ELM
     _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, ka=0)
     row = one(c3, "smoke")
-    assert row.verdict == "not testable here" and "known_answer.ka_n_beating = 0 >= 1" in row.reason
+    assert row.verdict == "not testable here" and "known_answer.ka_n_beating_family = 0 >= 1" in row.reason
     # C5 (KL): its positive control is the APD chapter's expert-minus-CD KL, here the default build's numbers
     c5 = [c for c in claims_mod.paper_claims() if c.id == "C5_on_the_fly_worse"]
     _controls(results, kl=(0.009, 0.014), extra_apd={"kl_fly_gain": -0.5, "kl_fly_gain_se": 0.01})

@@ -84,6 +84,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "estimate_joint": "apd.evaluation.known_answer", "SIZES": "apd.evaluation.known_answer",
     "LABELS": "apd.evaluation.known_answer", "estimator_specs": "apd.evaluation.known_answer",
     "recovery_table": "apd.evaluation.known_answer", "known_answer": "apd.evaluation.known_answer",
+    "SYNTHETIC_DECAYS": "apd.evaluation.known_answer", "CONDITION_ESTIMATORS": "apd.evaluation.known_answer",
+    "condition_table": "apd.evaluation.known_answer",
     # apd.evaluation.entropy_truth
     "true_entropy": "apd.evaluation.entropy_truth", "member_entropies": "apd.evaluation.entropy_truth",
     "thf_at_prompts": "apd.evaluation.entropy_truth", "entropy_vs_truth": "apd.evaluation.entropy_truth",

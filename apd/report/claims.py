@@ -166,10 +166,12 @@ def _control_ne_er() -> EvidenceSpec:
                         "seed, standard error over people)", kind="precondition", profiles=PICO_PROFILES)
 
 
-KNOWN_ANSWER = EvidenceSpec("known_answer", "ka_n_beating", at_least(1),
-                            "known-answer condition: on synthetic families with this family's sizes and noise, some "
-                            "estimator of the asymptote beats the expert's own probability (cells of the "
-                            "known-answer chapter); if none does, APD cannot be expected to beat the expert here",
+KNOWN_ANSWER = EvidenceSpec("known_answer", "ka_n_beating_family", at_least(1),
+                            "known-answer condition: on synthetic families with this family's sizes and its own noise "
+                            "(the held-out residual of the on-the-fly fits), some estimator of the asymptote beats the "
+                            "expert's own probability beyond seed noise (decay-and-regime cells of the known-answer "
+                            "chapter, exponential and logistic decays); if none does, APD cannot be expected to beat the "
+                            "expert here",
                             kind="precondition")
 
 

@@ -479,7 +479,7 @@ def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "py
 
 
 #: the estimators of the known-answer condition (cheap enough for several seeds and decays)
-CONDITION_ESTIMATORS = ("p_elm", "cd_t1", "fit_tuned", "fit_tuned_raw")
+CONDITION_ESTIMATORS = ("p_elm", "cd_t1", "fit_tuned")
 
 
 def condition_table(noise: float, seeds: Sequence[int] = (0, 1, 2), decays: Sequence[str] = SYNTHETIC_DECAYS,

@@ -633,9 +633,12 @@ def test_findings_table_opens_the_book(results, tmp_path):
 
 
 def _complementarity(results, *, apd_real=0.60, apd_k20=0.66, elm_real=0.64, apd_diff=0.06, apd_se=0.01,
-                     elm_diff=0.04, elm_se=0.01, engaged=1, profile="smoke", cd_gain=(0.05, 0.01)):
+                     elm_diff=0.04, elm_se=0.01, engaged=1, profile="smoke", cd_gain=(0.05, 0.01), gap=None):
+    """C8's results; ``gap`` (matched-Dist-2 gap, se) defaults to the single setting's (apd_diff, apd_se)."""
     _controls(results, profile=profile, engaged=engaged)
+    gap = (apd_diff, apd_se) if gap is None else gap
     results("factuality", {"ne_er_apd_real": apd_real, "ne_er_apd_k20": apd_k20, "ne_er_elm_real": elm_real,
+                           "real_matched_gap_world": gap[0], "real_matched_gap_se_world": gap[1],
                            "comp_apd_diff": apd_diff, "comp_apd_diff_se": apd_se,
                            "comp_elm_diff": elm_diff, "comp_elm_diff_se": elm_se,
                            "ne_er_cd_gain": cd_gain[0], "ne_er_cd_gain_se": cd_gain[1],
@@ -649,7 +652,8 @@ def test_complementarity_reproduced_when_both_differences_are_significant(result
     row = _complementarity(results)
     assert row.verdict == "reproduced", row.reason
     assert (row.n_tests, row.n_hold) == (2, 2)
-    assert "factuality.comp_apd_diff = 0.06, se factuality.comp_apd_diff_se = 0.01, 95% CI [0.0404, 0.0796]" in row.evidence
+    assert "factuality.real_matched_gap_world = 0.06, se factuality.real_matched_gap_se_world = 0.01, 95% CI [0.0404, 0.0796]" in row.evidence
+    assert "context, holds: factuality.comp_apd_diff = 0.06 > 1.96 x factuality.comp_apd_diff_se" in row.evidence
     assert "context, holds: factuality.true_rate_apd_real = 0.07 > factuality.true_rate_apd_k20 = 0.05" in row.evidence
 
 
@@ -662,7 +666,11 @@ def test_complementarity_paired_tests_read_the_papers_effect(results):
     assert "the paper's effect on this scale 0.2237 x factuality.ne_er_cd_gain = 0.01118" in row.reason
     # a smaller difference with se 0.003: upper bound 0.0069 < 0.0112, the scaled effect is excluded
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.001, apd_se=0.003)
-    assert row.verdict == "not reproduced" and row.reason.startswith("factuality.comp_apd_diff = 0.001,")
+    assert row.verdict == "not reproduced" and row.reason.startswith("factuality.real_matched_gap_world = 0.001,")
+    # the trade-off decides, not the single setting: REAL better at matched diversity, though not at T_r = 4
+    row = _complementarity(results, apd_diff=-0.01, apd_se=0.01, gap=(0.05, 0.01))
+    assert row.verdict == "reproduced", row.reason
+    assert "context, does not hold: factuality.comp_apd_diff = -0.01" in row.evidence
     # against REAL alone the paper prints no number: a non-significant difference stays inconclusive
     row = _complementarity(results, elm_real=0.61, elm_diff=0.01, elm_se=0.009)
     assert row.verdict == "inconclusive" and "no paper effect in these units" in row.reason
@@ -671,7 +679,7 @@ def test_complementarity_paired_tests_read_the_papers_effect(results):
 def test_complementarity_fails_when_apd_real_is_worse(results):
     row = _complementarity(results, apd_real=0.70, apd_diff=-0.04, apd_se=0.01)
     assert row.verdict == "not reproduced"
-    assert row.reason.startswith("factuality.comp_apd_diff = -0.04")
+    assert row.reason.startswith("factuality.real_matched_gap_world = -0.04")
     assert "context, does not hold: factuality.ne_er_apd_real = 0.7 < factuality.ne_er_apd_k20 = 0.66" in row.evidence
 
 

@@ -557,3 +557,23 @@ def test_factuality_docstring_examples_run(module):
 
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
     assert result.attempted and result.failed == 0
+
+
+def test_matched_gap_paired_resamples_people_for_both_curves(world):
+    """Curve A names each person's own birth city, curve B another person's; both curves span the
+    same diversity (one setting repeats its words). At matched Dist-2 B's NE_ER minus A's is 1 for every
+    draw of people, so the gap is 1 with se 0; identical curves give a gap of 0."""
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:6]
+    own = [world.person(p.person).birth_city for p in prompts]
+    other = [next(q.birth_city for q in world.people if q.birth_city != c) for c in own]
+
+    def setting(cities, filler):
+        return [[f" {c}. {filler}", f" {c}. {filler} again"] for c in cities]
+
+    a = [setting(own, "It was a quiet town with a long river"), setting(own, "town town town town town town town")]
+    b = [setting(other, "It was a quiet town with a long river"), setting(other, "town town town town town town town")]
+    out = power.matched_gap_paired(world, prompts, {"A": a, "B": b}, "A", "B", n_boot=20)
+    assert out["n"] >= 1 and out["n"] + out["n_outside"] == 2                 # city names shift Dist-2 a little
+    assert out["gap"] == pytest.approx(1.0) and out["se"] == pytest.approx(0.0, abs=1e-12)
+    same = power.matched_gap_paired(world, prompts, {"A": a, "B": a}, "A", "B", n_boot=20)
+    assert same["gap"] == pytest.approx(0.0) and same["n_boot"] == 20

@@ -57,6 +57,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.evaluation.factuality.power
     "world_verdict_prompts": "apd.evaluation.factuality.power",
     "ne_er_units": "apd.evaluation.factuality.power", "PairedVerdict": "apd.evaluation.factuality.power",
+    "matched_gap_paired": "apd.evaluation.factuality.power",
     "paired_verdict": "apd.evaluation.factuality.power", "reading": "apd.evaluation.factuality.power",
     "summary": "apd.evaluation.factuality.power", "power": "apd.evaluation.factuality.power",
 })

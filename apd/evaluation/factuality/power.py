@@ -145,3 +145,42 @@ def summary(v: PairedVerdict, effect: float | None = None) -> dict:
 
 def _ceil(x: float) -> float:
     return math.ceil(x) if math.isfinite(x) else x
+
+
+def matched_gap_paired(world, prompts: Sequence[BioPrompt], curves: dict, a: str, b: str, n_boot: int = 200,
+                       seed: int = 0) -> dict:
+    """:func:`apd.evaluation.factuality.scoring.matched_gap` of curve ``b`` against curve ``a`` (NE_ER at
+    matched Dist-2; positive: ``a`` names fewer wrong entities at the same diversity) with a standard
+    error from resampling people: every setting's continuations are of the same ``prompts`` and seeds,
+    so one draw of people (with replacement) resamples every point of both curves together (the
+    paired design). ``curves``: {curve name: [continuations of each setting of that curve,
+    ``out[i][j]`` per prompt and seed]}. Returns ``gap``, ``se`` (sd over the draws where a gap is
+    defined), ``n_boot`` (those draws), ``n`` and ``n_outside`` (points of ``a`` matched / outside)."""
+    from apd.evaluation.factuality.scoring import matched_gap
+    from apd.evaluation.factuality.sweeps import diversity
+
+    people = np.array([p.person for p in prompts])
+    labels = sorted(set(people))
+    rows_of = {q: np.nonzero(people == q)[0] for q in labels}
+    units = {c: [ne_er_units(world, prompts, gens) for gens in settings] for c, settings in curves.items()}
+
+    def frame(rows):
+        out = []
+        for c, settings in curves.items():
+            for gens, u in zip(settings, units[c]):
+                texts = [t for i in rows for t in gens[i]]
+                ne = u[rows].ravel()
+                out.append({"curve": c, "Dist-2": diversity(texts)["Dist-2"],
+                            "NE_ER": float(np.nanmean(ne)) if np.isfinite(ne).any() else float("nan")})
+        return pd.DataFrame(out)
+
+    full = matched_gap(frame(np.arange(len(prompts))), a, b)
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(int(n_boot)):
+        pick = rng.choice(len(labels), size=len(labels), replace=True)
+        g = matched_gap(frame(np.concatenate([rows_of[labels[k]] for k in pick])), a, b)["gap"]
+        if np.isfinite(g):
+            draws.append(g)
+    se = float(np.std(draws, ddof=1)) if len(draws) > 1 else float("nan")
+    return {"gap": full["gap"], "se": se, "n_boot": len(draws), "n": full["n"], "n_outside": full["n_outside"]}

@@ -577,3 +577,11 @@ def test_matched_gap_paired_resamples_people_for_both_curves(world):
     assert out["gap"] == pytest.approx(1.0) and out["se"] == pytest.approx(0.0, abs=1e-12)
     same = power.matched_gap_paired(world, prompts, {"A": a, "B": a}, "A", "B", n_boot=20)
     assert same["gap"] == pytest.approx(0.0) and same["n_boot"] == 20
+
+
+def test_matched_gap_paired_is_undefined_without_overlap(world):
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
+    own = [[" " + world.person(p.person).birth_city + "."] * 2 for p in prompts]
+    flat = [[" town town town town town town."] * 2 for _ in prompts]
+    out = power.matched_gap_paired(world, prompts, {"A": [own], "B": [flat, flat]}, "A", "B", n_boot=5)
+    assert math.isnan(out["gap"]) and math.isnan(out["se"]) and out["n_boot"] == 0 and out["n_outside"] == 1

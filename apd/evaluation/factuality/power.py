@@ -155,7 +155,8 @@ def matched_gap_paired(world, prompts: Sequence[BioPrompt], curves: dict, a: str
     so one draw of people (with replacement) resamples every point of both curves together (the
     paired design). ``curves``: {curve name: [continuations of each setting of that curve,
     ``out[i][j]`` per prompt and seed]}. Returns ``gap``, ``se`` (sd over the draws where a gap is
-    defined), ``n_boot`` (those draws), ``n`` and ``n_outside`` (points of ``a`` matched / outside)."""
+    defined), ``n_boot`` (those draws), ``n`` and ``n_outside`` (points of ``a`` matched / outside);
+    ``gap`` and ``se`` are NaN when no point of ``a`` lies inside ``b``'s Dist-2 range."""
     from apd.evaluation.factuality.scoring import matched_gap
     from apd.evaluation.factuality.sweeps import diversity
 
@@ -175,6 +176,8 @@ def matched_gap_paired(world, prompts: Sequence[BioPrompt], curves: dict, a: str
         return pd.DataFrame(out)
 
     full = matched_gap(frame(np.arange(len(prompts))), a, b)
+    if not np.isfinite(full["gap"]):   # no point of a inside b's range: nothing to resample
+        return {"gap": full["gap"], "se": float("nan"), "n_boot": 0, "n": full["n"], "n_outside": full["n_outside"]}
     rng = np.random.default_rng(seed)
     draws = []
     for _ in range(int(n_boot)):

@@ -748,3 +748,21 @@ def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_
                     "release_gate_engaged": 0, "release_gate_reason": "curve model inert", **controls}, profile="smoke")
     row = one(c4, "smoke")
     assert row.verdict == "not testable here" and "no variant engages" in row.reason
+
+def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
+    """Under the pythia profile C4 reads the mean over datasets of CD's ppl minus APD's, its se from the
+    per-dataset paired se, against a third of CD's own gain over the expert; the means are context."""
+    c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
+
+    def hub(gain, se, cd_gain):
+        _controls(results, profile="pythia")
+        results("qa", {"datasets_ppl_gain": gain, "datasets_ppl_gain_se": se, "datasets_ppl_cd_gain": cd_gain[0],
+                       "datasets_ppl_cd_gain_se": cd_gain[1]}, profile="pythia")
+        return one(c4, "pythia")
+
+    assert hub(0.15, 0.03, (0.47, 0.05)).verdict == "reproduced"
+    row = hub(0.0, 0.02, (0.47, 0.05))                 # CI [-0.039, 0.039] below 0.32 x 0.47 = 0.152
+    assert row.verdict == "not reproduced" and row.effect == pytest.approx(claims_mod.paper_qa_share() * 0.47)
+    assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"    # CI [-0.068, 0.168] holds 0 and 0.152
+    row = hub(0.15, 0.03, (0.02, 0.05))                # CD no better than the expert: not testable
+    assert row.verdict == "not testable here" and "qa.datasets_ppl_cd_gain = 0.02" in row.reason

@@ -325,3 +325,21 @@ def test_texts_for_tokens_takes_the_shortest_prefix():
     assert text.texts_for_tokens(tok, texts, 5) == texts[:2]
     assert text.texts_for_tokens(tok, texts, 7) == texts[:3]
     assert text.texts_for_tokens(tok, texts, 100) == texts
+
+
+def test_ablation_differences_cluster_by_person():
+    """Four questions about two people: differences (1, 3) and (0, 0): person means 2 and 0, so the
+    clustered se is sd(2, 0) / sqrt(2) = 1; unclustered it is the se of the four differences."""
+    import numpy as np
+    import pandas as pd
+    import pytest
+
+    from apd.evaluation import ablations
+
+    a = pd.DataFrame({"kl": [1.0, 3.0, 0.0, 0.0], "nll": [0.0] * 4})
+    b = pd.DataFrame({"kl": [0.0] * 4, "nll": [0.0] * 4})
+    d, se = ablations.paired_difference(a, b, "kl", groups=np.array(["p", "p", "q", "q"]))
+    assert d == pytest.approx(1.0) and se == pytest.approx(1.0)
+    assert ablations.paired_difference(a, b, "kl")[1] == pytest.approx(np.std([1, 3, 0, 0], ddof=1) / 2)
+    s = ablations.summarise(a, np.array(["head"] * 4), b, np.array(["p", "p", "q", "q"]))
+    assert s["kl_diff_se"] == pytest.approx(1.0)

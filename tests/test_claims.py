@@ -219,29 +219,36 @@ def _smoke_like(results, *, r2=0.80, kl_cd=(0.58, 0.47), kl_elm=(0.29, 0.24), bo
 
 
 def test_claims_1_and_2_on_results_like_the_smoke_build(results):
-    """The numbers of a smoke build: CD's HLM is farther from the real member than the expert,
-    and no question is answered right by both expert and amateur."""
+    """The numbers of a smoke build: the members' curves are far from linear (R^2 0.80), so C1's
+    premise fails and C1 is not testable, whatever its consequence reads; no question is answered
+    right by both expert and amateur."""
     _smoke_like(results)
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C1_cd_extrapolates", "verdict"] == "not testable here"
+    assert out.loc["C1_cd_extrapolates", "reason"].startswith(
+        "precondition not met: curves.r2_median = 0.8 >= 0.9: does not hold")
+    assert "theorem's premise: does not hold [curves.r2_median = 0.8]" in out.loc["C1_cd_extrapolates", "preconditions"]
+    # with the premise met, the consequence decides: CD's HLM farther from the real member than the expert
+    _smoke_like(results, r2=0.95)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1_cd_extrapolates", "verdict"] == "not reproduced"
     assert "= 0.525 < " in out.loc["C1_cd_extrapolates", "reason"]   # mean(0.58, 0.47)
     assert "= 0.265: does not hold" in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.29, 0.24)
     assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
     assert out.loc["C2_obvious_blindness", "reason"].startswith("precondition not met: curves.all_blind_both_right = 0")
-    for cid in ("C3_apd_more_factual", "C6_more_midsize_members_help", "C7_probability_space_and_flip",
-                "C8_real_apd_complementary"):
+    for cid in ("C6_more_midsize_members_help", "C7_probability_space_and_flip"):
         assert out.loc[cid, "verdict"] == "not testable here"
         assert "has not run under profile p" in out.loc[cid, "reason"]
-    # C4's and C5's tests are written per kind of profile (pico world / Hub datasets); "p" is neither
-    for cid in ("C4_apd_better_qa_easy", "C5_on_the_fly_worse"):
+    # C3, C4, C5 and C8's tests are written per kind of profile (pico world / Hub datasets); "p" is neither
+    for cid in ("C3_apd_more_factual", "C4_apd_better_qa_easy", "C5_on_the_fly_worse", "C8_real_apd_complementary"):
         assert out.loc[cid, "reason"] == "no test is defined for profile p"
-    assert out.loc["C8_real_apd_complementary", "verdict"] == "not testable here"   # no factuality results
     assert evidence_mod.verdict_counts(out) == {"reproduced": 0, "not reproduced": 1, "not testable here": 7,
                                                 "inconclusive": 0}
 
 
 def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
-    _smoke_like(results, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2, apd_rate=0.05, cd_rate=1 / 6)
+    _smoke_like(results, r2=0.95, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2, apd_rate=0.05,
+                cd_rate=1 / 6)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1_cd_extrapolates", "verdict"] == "reproduced"
     assert out.loc["C2_obvious_blindness", "verdict"] == "reproduced"
@@ -333,11 +340,22 @@ def test_files_the_last_run_did_not_write_are_stale_and_ignored(results):
     assert row.reason == "chapter qa did not produce table qa_old_rows.csv under profile p"
 
 
-def _world_qa(results, gains, gain_se, apd=1.80, cd=1.85, engaged=1):
-    results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert"},
-            profile="smoke")
-    results("qa", {"world_ho_ppl_apd": apd, "world_ho_ppl_cd": cd, "world_ho_ppl_gain": cd - apd,
-                   "world_ho_ppl_gain_se": gain_se, "world_pp_ppl_apd": apd, "world_pp_ppl_cd": cd}, profile="smoke")
+def _controls(results, profile="smoke", *, kl=(0.05, 0.01), ne_er=(0.05, 0.01), ka=1, engaged=1, extra_apd=None):
+    """The preconditions every APD claim reads: the gates (apd), the KL positive control (apd), the
+    known-answer condition; the NE_ER control is written with the factuality results."""
+    results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert",
+                    "kl_cd_gain": kl[0], "kl_cd_gain_se": kl[1], **(extra_apd or {})}, profile=profile)
+    results("known_answer", {"ka_n_beating_family": ka}, profile=profile)
+
+
+def _world_qa(results, gains, gain_se, apd=1.80, cd=1.85, engaged=1, overall=None, cd_gain=(0.3, 0.02), ka=1):
+    """World QA results: ``overall`` (default cd - apd) is the paired gain with se ``gain_se``; ``cd_gain``
+    the positive control (the expert's ppl minus CD's, se)."""
+    _controls(results, engaged=engaged, ka=ka)
+    results("qa", {"world_ho_ppl_apd": apd, "world_ho_ppl_cd": cd,
+                   "world_ho_ppl_gain": cd - apd if overall is None else overall,
+                   "world_ho_ppl_gain_se": gain_se, "world_pp_ppl_apd": apd, "world_pp_ppl_cd": cd,
+                   "world_ho_ppl_cd_gain": cd_gain[0], "world_ho_ppl_cd_gain_se": cd_gain[1]}, profile="smoke")
     results("qa", table="qa_world_gain_by_bucket", profile="smoke", df=pd.DataFrame({
         "bucket": ["head", "torso", "tail"], "ppl: CD - APD": list(gains), "ELM acc": [0.9, 0.6, 0.3]}))
 
@@ -346,51 +364,103 @@ def test_qa_claim_on_pico_profiles(results):
     c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)
     row = one(c4, "smoke")
-    assert row.verdict == "reproduced", row.reason
-    assert "qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.09 > each of" in row.evidence
-    _world_qa(results, gains=(0.01, 0.04, 0.09), gain_se=0.005)  # largest gain on the hardest bucket
+    assert row.verdict == "reproduced", row.reason                       # 0.05 with 95% CI [0.0402, 0.0598]
+    assert row.ci_low == pytest.approx(0.05 - 1.96 * 0.005) and row.ci_high == pytest.approx(0.05 + 1.96 * 0.005)
+    # the paper's effect on this scale: a third of this build's CD-over-expert gain (0.3 nats)
+    assert row.effect == pytest.approx(claims_mod.paper_qa_share() * 0.3)
+    assert claims_mod.paper_qa_share() == pytest.approx(1 / 3, abs=0.02)     # the paper's: about a third
+    # which bucket gains most is an exploratory context row: it never decides
+    _world_qa(results, gains=(0.01, 0.04, 0.09), gain_se=0.005)
     row = one(c4, "smoke")
-    assert row.verdict == "not reproduced"
-    assert row.reason.startswith("qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01 > each of")
-    # APD = CD everywhere, with enough questions to have seen the paper's gain: refuted
+    assert row.verdict == "reproduced"
+    assert "context, does not hold: qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01" in row.evidence
+    # APD = CD, the interval [-0.00196, 0.00196] excludes the scaled effect 0.097: not reproduced
     _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.001, apd=1.85)
     row = one(c4, "smoke")
-    assert row.verdict == "not reproduced" and row.n_fail == 3
+    assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
+    assert "the paper's effect on this scale 0.3228 x qa.world_ho_ppl_cd_gain = 0.09685" in row.reason
 
 
-def test_a_test_too_noisy_for_the_papers_effect_is_inconclusive(results):
+def test_an_interval_holding_both_zero_and_the_scaled_effect_is_inconclusive(results):
     c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
-    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.2, apd=1.84)   # 2.8 x 0.2 > the paper's mean gain
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.05, apd=1.84)   # CI [-0.088, 0.108] holds 0 and 0.097
     row = one(c4, "smoke")
     assert row.verdict == "inconclusive", row.reason
-    assert "too little data to tell" in row.reason and "smallest detectable effect 0.56" in row.reason
-    assert row.n_undecided == 1
+    assert "too little data to tell" in row.reason and row.n_undecided == 1
+    # the referee's case: small se (smallest detectable 0.0168 < the effect 0.017), not significant, but the
+    # interval [-0.001, 0.023] holds the effect: inconclusive, where post-hoc power used to say "not reproduced"
+    base = 0.017 / claims_mod.paper_qa_share()
+    _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.006, overall=0.011, cd_gain=(base, base / 10))
+    row = one(c4, "smoke")
+    assert row.verdict == "inconclusive", row.reason
+    assert row.effect == pytest.approx(0.017) and row.ci_high > 0.017 > 0 > row.ci_low
 
 
-def _world_factuality(results, sweep, diff, se):
-    results("apd", {"gate_engaged": 1, "gate_reason": "all gates pass"}, profile="smoke")
+def _world_factuality(results, sweep, diff, se, cd_gain=(0.01, 0.002), ka=1, kl=(0.05, 0.01)):
+    _controls(results, ka=ka, kl=kl)
     results("factuality", {"ne_er_apd": sweep[0], "ne_er_cd": sweep[1], "ne_er_diff_verdict": diff,
                            "ne_er_diff_se_verdict": se, "true_rate_apd": 0.6, "true_rate_cd": 0.5,
-                           "dist2_apd": 0.5, "dist2_cd": 0.5}, profile="smoke")
+                           "dist2_apd": 0.5, "dist2_cd": 0.5, "ne_er_cd_gain": cd_gain[0],
+                           "ne_er_cd_gain_se": cd_gain[1]}, profile="smoke")
 
 
 def test_claim_3_on_pico_is_decided_by_the_paired_comparison_not_the_sweeps_point_estimates(results):
-    """The default build's numbers: the sweep puts APD 0.4 points behind CD, the paired comparison
-    reads -0.45 +- 0.53 points; its smallest detectable difference (1.5) is above the paper's 1.08,
-    but 1.08 lies above the upper bound -0.45 + 1.96 x 0.53 = 0.60: the paper's effect is ruled out."""
+    """The default build's paired comparison reads -0.45 +- 0.53 points: upper bound 0.60. Against a
+    CD-over-expert gain of 1 point, the paper's effect on this scale is 1.009 points, above the bound:
+    not reproduced. Against a CD-over-expert gain of 0.3 points (effect 0.30) it is inside: inconclusive."""
     c3 = [c for c in claims_mod.paper_claims() if c.id == "C3_apd_more_factual"]
     _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053)
     row = one(c3, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
-    assert row.reason.startswith("factuality.ne_er_diff_verdict = -0.0045") and "upper confidence bound 0.005888" in row.reason
+    assert row.reason.startswith("factuality.ne_er_diff_verdict = -0.0045") and "0.005888]" in row.reason
+    assert row.effect == pytest.approx(claims_mod.paper_ne_er_share() * 0.01)
     assert "context, does not hold: factuality.ne_er_apd = 0.5508 < factuality.ne_er_cd" in row.evidence
-    # the same sweep with a comparison too noisy to rule anything out: inconclusive, not "not reproduced"
-    _world_factuality(results, sweep=(0.5508, 0.5469), diff=0.0, se=0.006)
-    row = one(c3, "smoke")
-    assert row.verdict == "inconclusive", row.reason
+    _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053, cd_gain=(0.003, 0.001))
+    assert one(c3, "smoke").verdict == "inconclusive"
     # a paired gain beyond 1.96 se decides for the claim even where the sweep's points disagree
     _world_factuality(results, sweep=(0.5508, 0.5469), diff=0.02, se=0.005)
     assert one(c3, "smoke").verdict == "reproduced"
+
+
+def test_each_failed_precondition_makes_an_apd_claim_not_testable_and_says_which(results):
+    """The default build's situation: CD does not beat the expert clearly (0.009 +- 0.014 nats), no
+    estimator beats p_ELM on the known-answer families; every test failing changes nothing."""
+    c3 = [c for c in claims_mod.paper_claims() if c.id == "C3_apd_more_factual"]
+    # positive control: the expert's NE_ER minus CD's is not significant
+    _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, cd_gain=(0.004, 0.005))
+    row = one(c3, "smoke")
+    assert row.verdict == "not testable here" and row.n_preconditions_failed == 1, row.reason
+    assert row.reason.startswith("precondition not met: factuality.ne_er_cd_gain = 0.004")
+    assert "positive control: does not hold" in row.preconditions
+    # the known-answer condition: no estimator beats p_ELM
+    _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, ka=0)
+    row = one(c3, "smoke")
+    assert row.verdict == "not testable here" and "known_answer.ka_n_beating_family = 0 >= 1" in row.reason
+    # C5 (KL): its positive control is the APD chapter's expert-minus-CD KL, here the default build's numbers
+    c5 = [c for c in claims_mod.paper_claims() if c.id == "C5_on_the_fly_worse"]
+    _controls(results, kl=(0.009, 0.014), extra_apd={"kl_fly_gain": -0.5, "kl_fly_gain_se": 0.01})
+    row = one(c5, "smoke")
+    assert row.verdict == "not testable here" and row.reason.startswith("precondition not met: apd.kl_cd_gain = 0.009")
+    _controls(results, kl=(0.05, 0.01), extra_apd={"kl_fly_gain": -0.5, "kl_fly_gain_se": 0.01})
+    assert one(c5, "smoke").verdict == "not reproduced"
+    # a missing known-answer chapter is not testable too, never a verdict
+    _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005)
+    (evidence_mod.results_dir("smoke") / "known_answer.json").unlink()
+    row = one(c3, "smoke")
+    assert row.verdict == "not testable here" and "chapter known_answer has not run" in row.reason
+
+
+def test_no_claim_reads_not_reproduced_while_a_precondition_fails(results):
+    """Every test of every claim failing, every positive control failing: no 'not reproduced' anywhere."""
+    _smoke_like(results, r2=0.3, kl_cd=(0.5,), kl_elm=(0.1,), both_right=0)
+    _controls(results, profile="p", kl=(0.0, 0.01), ka=0,
+              extra_apd={"kl_fly_gain": -1.0, "kl_fly_gain_se": 0.01})
+    results("factuality", {"ne_er_diff_verdict": -1.0, "ne_er_diff_se_verdict": 0.01, "ne_er_cd_gain": 0.0,
+                           "ne_er_cd_gain_se": 0.01, "comp_apd_diff": -1.0, "comp_apd_diff_se": 0.01,
+                           "comp_elm_diff": -1.0, "comp_elm_diff_se": 0.01})
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p")
+    assert (out["verdict"] != "not reproduced").all(), out[["claim_id", "verdict", "reason"]]
+    assert (out.loc[out["verdict"] == "not testable here", "n_preconditions_failed"] > 0).sum() >= 5
 
 
 def test_an_apd_claim_whose_gates_fail_is_not_testable_and_says_which(results):
@@ -401,17 +471,28 @@ def test_an_apd_claim_whose_gates_fail_is_not_testable_and_says_which(results):
     assert row.reason.startswith("precondition not met: apd.gate_engaged = 0") and "(curve model inert)" in row.reason
 
 
-def test_detects_has_four_outcomes():
+def test_detects_decides_by_the_interval():
     d = evidence_mod.detects(0.1)
-    assert d(["d", "se"], [0.05, 0.01]).holds                                   # significant
+    assert d(["d", "se"], [0.05, 0.01]).holds                                   # CI above 0
     out = d(["d", "se"], [-0.05, 0.01])
     assert not out.holds and not out.inconclusive                               # significant the other way
     out = d(["d", "se"], [0.001, 0.01])
-    assert not out.holds and not out.inconclusive                               # could have seen 0.1, did not
-    assert d(["d", "se"], [0.001, 0.1]).inconclusive                            # could not have seen 0.1
+    assert not out.holds and not out.inconclusive                               # CI [-0.019, 0.021] excludes 0.1
+    assert d(["d", "se"], [0.001, 0.1]).inconclusive                            # CI holds 0 and 0.1
     out = d(["d", "se"], [-0.05, 0.05])
     assert not out.holds and not out.inconclusive                               # 0.1 above -0.05 + 1.96 x 0.05
     assert evidence_mod.detects()(["d", "se"], [0.001, 0.001]).inconclusive     # no paper effect to compare
+    # scaled: effect = share x base; a base <= 0 (CD no better than the expert) gives no effect to exclude
+    s = evidence_mod.detects(share=0.5)
+    out = s(["d", "se", "b"], [0.0, 0.001, 0.02])
+    assert not out.holds and not out.inconclusive and out.numbers["effect"] == pytest.approx(0.01)
+    assert s(["d", "se", "b"], [0.0, 0.01, 0.02]).inconclusive                  # CI [-0.0196, 0.0196] holds 0.01
+    assert s(["d", "se", "b"], [0.0, 0.001, -0.02]).inconclusive and "no effect on this scale" in \
+        s(["d", "se", "b"], [0.0, 0.001, -0.02]).text
+    # the positive control: significant or not, never undecided
+    assert evidence_mod.significant()(["d", "se"], [0.05, 0.01]).holds
+    out = evidence_mod.significant()(["d", "se"], [0.009, 0.014])
+    assert not out.holds and not out.inconclusive and "95% CI [-0.01844, 0.03644] above 0" in out.text
 
 
 def test_ablation_claims_read_the_ablations_table(results):
@@ -422,14 +503,15 @@ def test_ablation_claims_read_the_ablations_table(results):
                           "kl_diff_se": [None, 0.02, 0.05, 0.02, 0.02, 0.01, 0.01, 0.03]})
     runs = ("APD", "alm+elm", "logit", "no-flip", "distilled", "distilled-alm+mid+elm", "distilled-no-small")
     gates = {f"gate_{k}_{n}": (1 if k == "engaged" else "all gates pass") for k in ("engaged", "reason") for n in runs}
+    _controls(results, profile="p")
     results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C6_more_midsize_members_help", "verdict"] == "reproduced"
     # logit: 0.30 > 1.96 x 0.05 holds; no flip: 0.01 is within noise and the paper gives no number: too few to tell
     assert out.loc["C7_probability_space_and_flip", "verdict"] == "inconclusive"
     assert out.loc["C7_probability_space_and_flip", "reason"].startswith(
-        "ablations.csv['kl_diff' where name='no-flip'] = 0.01 against 1.96 x ablations.csv['kl_diff_se' where "
-        "name='no-flip'] = 0.0392")
+        "ablations.csv['kl_diff' where name='no-flip'] = 0.01, se ablations.csv['kl_diff_se' where "
+        "name='no-flip'] = 0.02, 95% CI [-0.0292, 0.0492]")
     gates["gate_engaged_no-flip"], gates["gate_reason_no-flip"] = 0, "c collapsed to the expert"
     results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
@@ -439,7 +521,7 @@ def test_ablation_claims_read_the_ablations_table(results):
 
 def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_is_inert(results):
     """The default build's situation: the release configuration's runs fail their gates, the distilled
-    variant and its member subsets pass; the ALM + ELM check (release only) is then not run."""
+    variant and its member subsets pass; the ALM + ELM point comparison (release only) is context."""
     table = pd.DataFrame({"name": ["APD", "alm+elm", "distilled", "distilled-alm+mid+elm", "distilled-no-small"],
                           "kl": [1.00, 1.00, 0.90, 0.95, 0.97], "kl_diff": [None, 0.0, -0.10, 0.05, 0.07],
                           "kl_diff_se": [None, 0.0001, 0.02, 0.01, 0.01]})
@@ -447,12 +529,13 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
              "gate_reason_alm+elm": "curve model inert"}
     for n in ("distilled", "distilled-alm+mid+elm", "distilled-no-small"):
         gates[f"gate_engaged_{n}"], gates[f"gate_reason_{n}"] = 1, "all gates pass"
+    _controls(results, profile="p")
     results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     c6 = [c for c in claims_mod.paper_claims() if c.id == "C6_more_midsize_members_help"]
     row = one(c6)
-    assert row.verdict == "not testable here" and row.n_hold == 2 and row.n_missing == 1, row.reason
+    assert row.verdict == "reproduced" and row.n_tests == 2 and row.n_hold == 2, row.reason
     assert "context, does not hold: ablations.gate_engaged_APD = 0 >= 1: does not hold (curve model inert)" in row.evidence
-    # a subset that is as good as every member: the claim fails whatever the missing check
+    # a subset that is better than every member (interval below 0): not reproduced
     table.loc[3, ["kl_diff", "kl_diff_se"]] = [-0.03, 0.01]
     results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     assert one(c6).verdict == "not reproduced"
@@ -536,7 +619,9 @@ def test_findings_table_opens_the_book(results, tmp_path):
     judged = evidence_mod.judge(claims, "smoke")
     text = findings.findings_markdown(judged, claims, "smoke", findings.scale_note(None, "smoke"))
     assert text.startswith(f"Of the paper's {len(claims)} main claims:")
-    assert "| **not testable here** | untestable at this scale | not met: the tested ALM''s mechanism engaged [apd.gate_engaged = 0 >= 1" in text
+    assert ("| **not testable here** | a precondition fails or a result is missing | the tested ALM''s mechanism "
+            "engaged: does not hold [apd.gate_engaged = 0]") in text
+    assert "not met: the tested ALM''s mechanism engaged [apd.gate_engaged = 0 >= 1" in text
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
     page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
     assert book.FINDINGS_MARKER not in page and "main claims" in page
@@ -548,12 +633,15 @@ def test_findings_table_opens_the_book(results, tmp_path):
 
 
 def _complementarity(results, *, apd_real=0.60, apd_k20=0.66, elm_real=0.64, apd_diff=0.06, apd_se=0.01,
-                     elm_diff=0.04, elm_se=0.01, engaged=1, profile="smoke"):
-    results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert"},
-            profile=profile)
+                     elm_diff=0.04, elm_se=0.01, engaged=1, profile="smoke", cd_gain=(0.05, 0.01), gap=None):
+    """C8's results; ``gap`` (matched-Dist-2 gap, se) defaults to the single setting's (apd_diff, apd_se)."""
+    _controls(results, profile=profile, engaged=engaged)
+    gap = (apd_diff, apd_se) if gap is None else gap
     results("factuality", {"ne_er_apd_real": apd_real, "ne_er_apd_k20": apd_k20, "ne_er_elm_real": elm_real,
+                           "real_matched_gap_world": gap[0], "real_matched_gap_se_world": gap[1],
                            "comp_apd_diff": apd_diff, "comp_apd_diff_se": apd_se,
                            "comp_elm_diff": elm_diff, "comp_elm_diff_se": elm_se,
+                           "ne_er_cd_gain": cd_gain[0], "ne_er_cd_gain_se": cd_gain[1],
                            "true_rate_apd_real": 0.07, "true_rate_apd_k20": 0.05,
                            "dist2_apd_real": 0.42, "dist2_apd_k20": 0.47}, profile=profile)
     c8 = [c for c in claims_mod.paper_claims() if c.id == "C8_real_apd_complementary"]
@@ -563,20 +651,26 @@ def _complementarity(results, *, apd_real=0.60, apd_k20=0.66, elm_real=0.64, apd
 def test_complementarity_reproduced_when_both_differences_are_significant(results):
     row = _complementarity(results)
     assert row.verdict == "reproduced", row.reason
-    assert (row.n_tests, row.n_hold) == (4, 4)
-    assert "factuality.comp_apd_diff = 0.06 against 1.96 x factuality.comp_apd_diff_se = 0.0196" in row.evidence
+    assert (row.n_tests, row.n_hold) == (2, 2)
+    assert "factuality.real_matched_gap_world = 0.06, se factuality.real_matched_gap_se_world = 0.01, 95% CI [0.0404, 0.0796]" in row.evidence
+    assert "context, holds: factuality.comp_apd_diff = 0.06 > 1.96 x factuality.comp_apd_diff_se" in row.evidence
     assert "context, holds: factuality.true_rate_apd_real = 0.07 > factuality.true_rate_apd_k20 = 0.05" in row.evidence
 
 
 def test_complementarity_paired_tests_read_the_papers_effect(results):
     assert claims_mod.paper_real_gain() == pytest.approx(0.017)    # Table 6: 39.2 - 37.5 points
-    # APD + REAL barely better than APD, se 0.01: mde 0.028 > 0.017, so too few people to tell
+    assert claims_mod.paper_real_share() == pytest.approx(1.7 / 7.6)   # ... of 47.9 - 40.3
+    # APD + REAL barely better than APD, se 0.01: CI [-0.0146, 0.0246] holds 0 and 0.2237 x 0.05 = 0.0112
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.005, apd_se=0.01)
     assert row.verdict == "inconclusive", row.reason
-    assert "smallest detectable effect 0.028, the paper's effect 0.017" in row.reason
-    # the same difference with se 0.004 (mde 0.0112 <= 0.017): the paper's effect would have shown; it did not
-    row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.005, apd_se=0.004)
-    assert row.verdict == "not reproduced" and row.reason.startswith("factuality.comp_apd_diff = 0.005 against")
+    assert "the paper's effect on this scale 0.2237 x factuality.ne_er_cd_gain = 0.01118" in row.reason
+    # a smaller difference with se 0.003: upper bound 0.0069 < 0.0112, the scaled effect is excluded
+    row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.001, apd_se=0.003)
+    assert row.verdict == "not reproduced" and row.reason.startswith("factuality.real_matched_gap_world = 0.001,")
+    # the trade-off decides, not the single setting: REAL better at matched diversity, though not at T_r = 4
+    row = _complementarity(results, apd_diff=-0.01, apd_se=0.01, gap=(0.05, 0.01))
+    assert row.verdict == "reproduced", row.reason
+    assert "context, does not hold: factuality.comp_apd_diff = -0.01" in row.evidence
     # against REAL alone the paper prints no number: a non-significant difference stays inconclusive
     row = _complementarity(results, elm_real=0.61, elm_diff=0.01, elm_se=0.009)
     assert row.verdict == "inconclusive" and "no paper effect in these units" in row.reason
@@ -585,7 +679,8 @@ def test_complementarity_paired_tests_read_the_papers_effect(results):
 def test_complementarity_fails_when_apd_real_is_worse(results):
     row = _complementarity(results, apd_real=0.70, apd_diff=-0.04, apd_se=0.01)
     assert row.verdict == "not reproduced"
-    assert "factuality.ne_er_apd_real = 0.7 < factuality.ne_er_apd_k20 = 0.66: does not hold" in row.reason
+    assert row.reason.startswith("factuality.real_matched_gap_world = -0.04")
+    assert "context, does not hold: factuality.ne_er_apd_real = 0.7 < factuality.ne_er_apd_k20 = 0.66" in row.evidence
 
 
 def test_complementarity_needs_apds_mechanism(results):
@@ -634,7 +729,7 @@ def test_figure_4bh_is_drawn_by_the_factuality_chapter(results):
 
 
 def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_as_context(results):
-    """Issue 13: a claim about APD is tested on the APD chapter's engaged variant (apd.gate_engaged); the
+    """A claim about APD is tested on the APD chapter's engaged variant (apd.gate_engaged); the
     release configuration's own gates are a context row that never decides the verdict."""
     claims = claims_mod.paper_claims()
     with_context = {c.id for c in claims if claims_mod.RELEASE_CONTEXT in c.evidence}
@@ -642,13 +737,32 @@ def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_
                             "C5_on_the_fly_worse", "C8_real_apd_complementary"}
     c4 = [c for c in claims if c.id == "C4_apd_better_qa_easy"]
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)          # the engaged variant passes its gates
+    controls = {"kl_cd_gain": 0.05, "kl_cd_gain_se": 0.01}
     results("apd", {"gate_engaged": 1, "gate_reason": "the distilled variant: all gates pass",
-                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert"}, profile="smoke")
+                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert", **controls}, profile="smoke")
     row = one(c4, "smoke")
     assert row.verdict == "reproduced", row.reason
     assert "context, does not hold: apd.release_gate_engaged = 0 >= 1: does not hold (curve model inert)" in row.evidence
     # no variant engages: the release configuration stands in, and the claim is not testable, saying why
     results("apd", {"gate_engaged": 0, "gate_reason": "the release configuration: curve model inert; no variant engages",
-                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert"}, profile="smoke")
+                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert", **controls}, profile="smoke")
     row = one(c4, "smoke")
     assert row.verdict == "not testable here" and "no variant engages" in row.reason
+
+def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
+    """Under the pythia profile C4 reads the mean over datasets of CD's ppl minus APD's, its se from the
+    per-dataset paired se, against a third of CD's own gain over the expert; the means are context."""
+    c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
+
+    def hub(gain, se, cd_gain):
+        _controls(results, profile="pythia")
+        results("qa", {"datasets_ppl_gain": gain, "datasets_ppl_gain_se": se, "datasets_ppl_cd_gain": cd_gain[0],
+                       "datasets_ppl_cd_gain_se": cd_gain[1]}, profile="pythia")
+        return one(c4, "pythia")
+
+    assert hub(0.15, 0.03, (0.47, 0.05)).verdict == "reproduced"
+    row = hub(0.0, 0.02, (0.47, 0.05))                 # CI [-0.039, 0.039] below 0.32 x 0.47 = 0.152
+    assert row.verdict == "not reproduced" and row.effect == pytest.approx(claims_mod.paper_qa_share() * 0.47)
+    assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"    # CI [-0.068, 0.168] holds 0 and 0.152
+    row = hub(0.15, 0.03, (0.02, 0.05))                # CD no better than the expert: not testable
+    assert row.verdict == "not testable here" and "qa.datasets_ppl_cd_gain = 0.02" in row.reason

@@ -165,6 +165,9 @@ def test_cached_targets_gates_and_ablation_config(tmp_path):
                                 log_sizes=sizes, member_names=["m0", "m1", "m2", "m3"], progress=False)
     g = gates.gates_or_none(out, cdir, max_chunks=1, device="cpu")
     assert g is not None and g.n_positions == 12 and math.isfinite(g.curve_alive) and math.isfinite(g.moved_kl)
+    # its fidelity: KL from the fitter's targets to its own c, to the expert's and to CD's, all measured
+    assert g.distilled and all(math.isfinite(v) and v >= 0 for v in (g.fidelity_apd, g.fidelity_elm, g.fidelity_cd))
+    assert g.alive == (g.fidelity_apd < g.fidelity_elm)
     # the ablations chapter's row
     main = small_config()
     v = ablations.variant_config(main, "distilled", ["m0", "m1", "m2", "m3"], sizes)

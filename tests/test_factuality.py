@@ -530,8 +530,8 @@ def test_reading_words_follow_the_verdicts_decision():
     cases = [(0.05, 0.01, 0.02), (-0.05, 0.01, 0.02), (0.001, 0.005, 0.02), (0.001, 0.05, 0.02), (0.001, 0.05, None)]
     words = [power.reading(d, se, e) for d, se, e in cases]
     assert words == ["significant", "significant in the other direction",
-                     "not significant, although this comparison could detect the paper's effect",
-                     "inconclusive: too few people to detect the paper's effect",
+                     "not significant, and the paper's effect lies above its 95% confidence bound",
+                     "inconclusive: the 95% interval holds both no difference and the paper's effect",
                      "inconclusive: not significant, and the paper gives no effect in these units"]
     for (d, se, e), w in zip(cases, words):        # the same decision as the paper-vs-book chapter's detects()
         out = detects(e)(["d", "se"], [d, se])
@@ -557,3 +557,31 @@ def test_factuality_docstring_examples_run(module):
 
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, verbose=False)
     assert result.attempted and result.failed == 0
+
+
+def test_matched_gap_paired_resamples_people_for_both_curves(world):
+    """Curve A names each person's own birth city, curve B another person's; both curves span the
+    same diversity (one setting repeats its words). At matched Dist-2 B's NE_ER minus A's is 1 for every
+    draw of people, so the gap is 1 with se 0; identical curves give a gap of 0."""
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:6]
+    own = [world.person(p.person).birth_city for p in prompts]
+    other = [next(q.birth_city for q in world.people if q.birth_city != c) for c in own]
+
+    def setting(cities, filler):
+        return [[f" {c}. {filler}", f" {c}. {filler} again"] for c in cities]
+
+    a = [setting(own, "It was a quiet town with a long river"), setting(own, "town town town town town town town")]
+    b = [setting(other, "It was a quiet town with a long river"), setting(other, "town town town town town town town")]
+    out = power.matched_gap_paired(world, prompts, {"A": a, "B": b}, "A", "B", n_boot=20)
+    assert out["n"] >= 1 and out["n"] + out["n_outside"] == 2                 # city names shift Dist-2 a little
+    assert out["gap"] == pytest.approx(1.0) and out["se"] == pytest.approx(0.0, abs=1e-12)
+    same = power.matched_gap_paired(world, prompts, {"A": a, "B": a}, "A", "B", n_boot=20)
+    assert same["gap"] == pytest.approx(0.0) and same["n_boot"] == 20
+
+
+def test_matched_gap_paired_is_undefined_without_overlap(world):
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
+    own = [[" " + world.person(p.person).birth_city + "."] * 2 for p in prompts]
+    flat = [[" town town town town town town."] * 2 for _ in prompts]
+    out = power.matched_gap_paired(world, prompts, {"A": [own], "B": [flat, flat]}, "A", "B", n_boot=5)
+    assert math.isnan(out["gap"]) and math.isnan(out["se"]) and out["n_boot"] == 0 and out["n_outside"] == 1

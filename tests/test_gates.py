@@ -37,3 +37,31 @@ def test_measured_on_the_smoke_alm_prime(smoke_family):
     assert doctest.testmod(gates, optionflags=doctest.ELLIPSIS).failed == 0
     with pytest.raises(ValueError, match="no chunks"):
         gates.measure_gates(result.alm_prime_path, result.collect_dir, max_chunks=0, device="cpu")
+
+
+def test_the_distilled_variant_is_gated_on_its_own_c_not_the_fitters_refit():
+    """Fidelity: ALM''s c must be closer (KL) to the fitter's targets than the expert's probability is.
+    The refitted curves' 'alive' reading passes by construction and no longer decides."""
+    good = make(fidelity_apd=0.2, fidelity_elm=0.36, fidelity_cd=2.47)
+    assert good.distilled and good.fidelity and good.engaged
+    bad = make(fidelity_apd=1.07, fidelity_elm=0.36, fidelity_cd=2.47)      # curves alive, c far from its targets
+    assert bad.curve_alive >= THRESHOLDS.alive_min and not bad.fidelity and not bad.engaged
+    assert bad.reason == "ALM' does not realise its distillation targets (fidelity)"
+    # under the former thresholds the refit decided (and moved needed only 1e-3 nats)
+    assert bad.under(gates.FORMER_THRESHOLDS).engaged
+    assert not make(moved_kl=0.003).engaged and make(moved_kl=0.003).under(gates.FORMER_THRESHOLDS).engaged
+    # a run with a curve MLP has no fidelity to read
+    assert not make().distilled and make().fidelity
+    # the measurements and thresholds round-trip (an older record without fidelity reads as NaN)
+    assert Gates.from_dict(bad.to_dict()).to_dict() == bad.to_dict()
+    old = {k: v for k, v in make().to_dict().items() if not k.startswith("fidelity")}
+    assert not Gates.from_dict(old).distilled
+
+
+def test_fidelity_kl_on_a_tiny_case():
+    import torch
+
+    t = gates._renorm(torch.tensor([[2.0, 2.0]]))                          # renormalised: [0.5, 0.5]
+    kl = gates._kl_rows(t, gates._renorm(torch.tensor([[1.0, 3.0]])))       # q = [0.25, 0.75]
+    assert float(kl[0]) == pytest.approx(0.5 * torch.log(torch.tensor(2.0)).item() + 0.5 * torch.log(torch.tensor(2 / 3)).item())
+    assert float(gates._kl_rows(t, t)[0]) == pytest.approx(0.0)

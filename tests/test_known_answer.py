@@ -104,3 +104,33 @@ def test_recovery_table_columns_and_rows():
     assert (p.share_collapsed == 1.0).all()
     assert (tab[tab.estimator == "oracle"].median_abs_error == 0).all()
 
+
+
+def test_logistic_decay_has_the_same_ends_as_the_exponential():
+    """Noise-free: both decays share the asymptotes and differ along the members; the logistic one is 1
+    at the ALM side and leaves the drawn remaining fraction at the ELM (before renormalisation)."""
+    x = ka.GRIDS["pico"]
+    e, c_e = ka.synthetic_family(x, 4, regime="saturating", noise=0.0, seed=3)
+    lg, c_l = ka.synthetic_family(x, 4, regime="saturating", noise=0.0, seed=3, decay="logistic")
+    assert np.allclose(c_e, c_l)                                               # same asymptotes
+    assert not np.allclose(e[..., 1:-1], lg[..., 1:-1])
+    g = ka._logistic_decay(np.linspace(0, 1, 5), np.array([[0.1, -0.2]]), np.array([[0.2, 0.05]]))
+    assert np.allclose(g[..., 0], 1.0) and np.allclose(g[..., -1], [[0.2, 0.05]], atol=1e-6)
+    assert np.all(np.diff(g, axis=-1) < 0)                                     # falls monotonically
+    with pytest.raises(ValueError, match="decay must be one of"):
+        ka.synthetic_family(x, 2, decay="power")
+
+
+def test_condition_table_intervals_over_seeds():
+    t = ka.condition_table(0.02, seeds=[0, 1], decays=["exponential"], size="smoke", n_positions=3,
+                           estimators=["p_elm", "cd_t1"])
+    assert set(t.estimator) == {"p_elm", "cd_t1"} and set(t.regime) == set(ka.REGIMES) and (t.n_seeds == 2).all()
+    per = t.attrs["per_seed"]
+    row = t[(t.estimator == "cd_t1") & (t.regime == "saturating")].iloc[0]
+    r = per[(per.estimator == "cd_t1") & (per.regime == "saturating")]["ratio"].to_numpy()
+    half = 12.706 * r.std(ddof=1) / math.sqrt(2)                           # t(0.975, 1 df) = 12.706
+    assert row.ratio == pytest.approx(r.mean()) and row.ci_high == pytest.approx(r.mean() + half, rel=1e-3)
+    assert not t[t.estimator == "p_elm"].beats.any()                       # p_ELM never beats itself
+    assert (t[t.estimator == "p_elm"].ratio == 1.0).all()
+    with pytest.raises(ValueError, match="at least two seeds"):
+        ka.condition_table(0.02, seeds=[0])

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.stats
 
@@ -91,19 +92,50 @@ def test_paired_methods_pairs_rows_of_a_method_frame():
         paired_methods(f, ("ELM", 0.0), ("CD", 2.0))
 
 
-def test_detected_has_three_answers():
-    from apd.core.stats import detected, min_detectable_effect
+def test_detected_decides_by_the_interval_not_by_power():
+    from apd.core.stats import detected, interval
 
-    assert detected(0.05, 0.01) is True                            # 0.05 > 1.96 x 0.01
+    assert detected(0.05, 0.01) is True                            # CI [0.030, 0.070] above 0
     assert detected(-0.05, 0.01) is False                          # significant the other way
-    assert detected(0.001, 0.01, effect=0.1) is False              # could have seen 0.1 (mde 0.028), did not
-    assert detected(0.001, 0.1, effect=0.1) is None                # mde 0.28 > 0.1: too few to tell
+    assert detected(0.001, 0.01, effect=0.1) is False              # CI [-0.019, 0.021] excludes 0.1
+    assert detected(0.001, 0.1, effect=0.1) is None                # CI holds 0 and 0.1
     assert detected(0.001, 0.001) is None                          # no effect to compare with
-    # mde 0.015 > the effect 0.0108, but the effect lies above the bound -0.0045 + 1.96 x 0.0053 = 0.006
-    assert detected(-0.0045, 0.0053, effect=0.0108) is False
-    assert detected(0.0, 0.006, effect=0.0108) is None             # bound 0.0118: the effect is not ruled out
-    se = 0.01
-    assert detected(0.0, se, effect=min_detectable_effect(se)) is False   # the boundary counts as detectable
+    assert detected(-0.0045, 0.0053, effect=0.0108) is False       # upper bound 0.0059 < 0.0108
+    assert detected(0.0, 0.006, effect=0.0108) is None             # upper bound 0.0118: not excluded
+    # the referee's case: small se, not significant, but the interval holds the effect -> inconclusive
+    lo, hi = interval(0.011, 0.006)
+    assert lo < 0 < 0.017 < hi and detected(0.011, 0.006, effect=0.017) is None
+    # a non-positive effect (the testbed's own scale points the other way) leaves only the sign test
+    assert detected(-0.001, 0.01, effect=-0.5) is None and detected(-0.05, 0.01, effect=0.0) is False
+
+
+def test_holm_controls_the_family_of_bucket_tests():
+    from apd.core.stats import holm, p_two_sided
+
+    assert p_two_sided(1.96, 1.0) == pytest.approx(0.05, abs=1e-3)
+    # three buckets: the smallest p must beat 0.05 / 3, the next 0.05 / 2, the last 0.05
+    assert holm([0.02, 0.001, 0.04]) == [True, True, True]
+    assert holm([0.02, 0.03, 0.04]) == [False, False, False]       # 0.02 > 0.0167 stops at once
+    assert holm([0.01, float("nan"), 0.03]) == [True, False, True]  # NaN never counts, m = 2
+
+
+def test_clustered_se_by_hand():
+    """Six questions about three people: differences (1, 3), (2, 2, 8), (0): person means 2, 4, 0,
+    their mean 2 and sample sd 2, so the clustered se is 2 / sqrt(3); unclustered it is the se of six."""
+    from apd.core.stats import paired_difference
+    from apd.world.truth import paired_methods
+
+    d = np.array([1.0, 3.0, 2.0, 2.0, 8.0, 0.0])
+    person = ["a", "a", "b", "b", "b", "c"]
+    r = paired_difference(d, np.zeros(6), groups=person)
+    assert r.mean == pytest.approx(2.0) and r.se == pytest.approx(2.0 / np.sqrt(3.0)) and r.n_groups == 3
+    assert paired_difference(d, np.zeros(6)).se == pytest.approx(d.std(ddof=1) / np.sqrt(6))
+    f = pd.DataFrame({"method": ["CD"] * 6 + ["APD"] * 6, "knob": [1.0] * 12, "item": list(range(6)) * 2,
+                      "person": person * 2, "kl": list(d) + [0.0] * 6})
+    rc = paired_methods(f, ("CD", 1.0), ("APD", 1.0), "kl", cluster="person")
+    assert rc.se == pytest.approx(2.0 / np.sqrt(3.0)) and rc.n_groups == 3
+    with pytest.raises(ValueError, match="no column 'people' to cluster by"):
+        paired_methods(f, ("CD", 1.0), ("APD", 1.0), "kl", cluster="people")
 
 
 def test_paired_table_gains_per_row_and_per_bucket_against_a_reference():

@@ -67,8 +67,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.amateur.composition
     "token_set_composition": "apd.amateur.composition", "composition": "apd.amateur.composition",
     # apd.amateur.gates
-    "Thresholds": "apd.amateur.gates", "THRESHOLDS": "apd.amateur.gates", "Gates": "apd.amateur.gates",
-    "measure_gates": "apd.amateur.gates", "gates_or_none": "apd.amateur.gates", "gates": "apd.amateur.gates",
+    "Thresholds": "apd.amateur.gates", "FORMER_THRESHOLDS": "apd.amateur.gates",
+    "THRESHOLDS": "apd.amateur.gates", "Gates": "apd.amateur.gates", "measure_gates": "apd.amateur.gates",
+    "gates_or_none": "apd.amateur.gates", "gates": "apd.amateur.gates",
     # apd.amateur.entropies
     "LABELS": "apd.amateur.entropies", "EntropyLabels": "apd.amateur.entropies",
     "collect_entropies": "apd.amateur.entropies", "entropy_key": "apd.amateur.entropies",

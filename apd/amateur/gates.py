@@ -15,14 +15,18 @@ c_APD - c_CD = beta (p_ELM - c_CD) over the tokens (0: APD is CD at T = 1; 1: AP
 
 The thresholds live in :data:`THRESHOLDS`, and nowhere else.
 
-A distilled run (``objective="distill"``, no curve MLP) is gated the same way; its curves are the
-ones whose asymptotes it was trained on: the fitter's (:data:`apd.amateur.distill.DISTILL_FIT`, every
-top-``top_k`` token fitted), so *curve alive* compares the fitted curve at x_ALM with the fitted
-asymptote, and its L1 with a flat curve at that asymptote.
+A distilled run (``objective="distill"``, no curve MLP) is trained to make its c match the
+asymptotes the on-the-fly fitter finds (:data:`apd.amateur.distill.DISTILL_FIT`). The fitter's curves
+are alive by construction (it is refitted on the same tokens), so for a distilled run *curve alive* is
+replaced by **fidelity**: ALM''s own c must be closer to the fitter's targets than the expert's
+probability is, KL(target || c_APD) < ``fidelity_ratio_max`` x KL(target || p_ELM), both over the top
+``top_k`` tokens renormalised, mean over held-out positions (CD at T = 1, KL(target || c_CD), is
+measured beside them). The refitted curves' alive ratio and L1 are still measured, as context.
 """
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -44,12 +48,21 @@ class Thresholds:
     (then APD has not moved c towards the expert). ``moved_min``: KL(ALM || ALM') at least this (nats):
     ALM' must differ from the ALM by more than round-off and regularisation noise, or APD is CD under
     another name (design notes: a conditioned run held at the ALM by lambda3 = 2.4 moved 0.002 nats and
-    sat 0.02 of the way from CD to the expert, its KL to the truth within 0.0003 nats of CD's)."""
+    sat 0.02 of the way from CD to the expert, its KL to the truth within 0.0003 nats of CD's).
+    ``fidelity_ratio_max``: a distilled ALM' passes *fidelity* when KL(target || c_APD) is below this
+    times KL(target || p_ELM) (1: closer to its targets than the expert it starts from; inf: the
+    fidelity gate is off and the refitted curves' *curve alive* stands in, the former reading)."""
 
     alive_min: float = 0.25
     collapse_tol: float = 0.005
     collapsed_max: float = 0.5
     moved_min: float = 1e-2
+    fidelity_ratio_max: float = 1.0
+
+
+#: the thresholds before the gates were reviewed: *moved* at 1e-3 nats, the distilled variant's
+#: *curve alive* read from the fitter's refit (no fidelity gate); shown beside the current ones
+FORMER_THRESHOLDS = Thresholds(moved_min=1e-3, fidelity_ratio_max=math.inf)
 
 
 THRESHOLDS = Thresholds()
@@ -68,10 +81,28 @@ class Gates:
     toward_expert: float
     n_positions: int
     n_tokens: int
+    fidelity_apd: float = math.nan    # distilled runs: KL(target || c_APD), nats (NaN otherwise)
+    fidelity_elm: float = math.nan    # KL(target || p_ELM)
+    fidelity_cd: float = math.nan     # KL(target || c_CD at T = 1)
     thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property
+    def distilled(self) -> bool:
+        """A distilled run (its fidelity was measured)."""
+        return math.isfinite(self.fidelity_apd)
+
+    @property
+    def fidelity(self) -> bool:
+        """ALM''s c is closer to its distillation targets than p_ELM (True for runs with a curve MLP)."""
+        if not self.distilled:
+            return True
+        return bool(self.fidelity_apd < self.thresholds.fidelity_ratio_max * self.fidelity_elm)
+
+    @property
     def alive(self) -> bool:
+        """*curve alive*, or for a distilled run (fidelity gate on) *fidelity*."""
+        if self.distilled and math.isfinite(self.thresholds.fidelity_ratio_max):
+            return self.fidelity
         return bool(self.curve_alive >= self.thresholds.alive_min and self.l1_curve < self.l1_flat)
 
     @property
@@ -92,7 +123,8 @@ class Gates:
         """The failed gates in words ("" when every gate passes)."""
         failed = []
         if not self.alive:
-            failed.append("curve model inert")
+            failed.append("ALM' does not realise its distillation targets (fidelity)"
+                          if self.distilled and math.isfinite(self.thresholds.fidelity_ratio_max) else "curve model inert")
         if not self.not_trivial:
             failed.append("c collapsed to the expert")
         if not self.moved:
@@ -110,13 +142,24 @@ class Gates:
         """
         names = [f.name for f in fields(cls) if f.name != "thresholds"]
         th = Thresholds(**{f.name: d[f"threshold_{f.name}"] for f in fields(Thresholds) if f"threshold_{f.name}" in d})
-        return cls(**{k: d[k] for k in names}, thresholds=th)
+        return cls(**{k: d[k] for k in names if k in d}, thresholds=th)
+
+    def under(self, thresholds: Thresholds) -> "Gates":
+        """The same measurements read under other ``thresholds`` (e.g. :data:`FORMER_THRESHOLDS`).
+
+        Example:
+            >>> g = Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.005, 0.4, 10, 200)
+            >>> g.moved, g.under(FORMER_THRESHOLDS).moved
+            (False, True)
+        """
+        return Gates(**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "thresholds"},
+                     thresholds=thresholds)
 
     def to_dict(self) -> dict:
         """Measurements, pass flags and thresholds as plain values (for results JSON and tables)."""
         d = {k: v for k, v in asdict(self).items() if k != "thresholds"}
-        d.update(alive=self.alive, not_trivial=self.not_trivial, moved=self.moved, engaged=self.engaged,
-                 reason=self.reason or "all gates pass")
+        d.update(alive=self.alive, fidelity=self.fidelity, not_trivial=self.not_trivial, moved=self.moved,
+                 engaged=self.engaged, reason=self.reason or "all gates pass")
         d.update({f"threshold_{k}": v for k, v in asdict(self.thresholds).items()})
         return d
 
@@ -161,6 +204,7 @@ def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 
         names = mlp.settings.get("member_names") or manifest["members"]
     rows = [manifest["members"].index(n) for n in names]
     alive_num, spread, l1_c, l1_f, coll, coll_cd, kl, num, den, n_pos = [], [], [], [], [], [], [], [], [], 0
+    fid = {"apd": [], "elm": [], "cd": []}
     for i, rec in enumerate(collect.iter_records(collect_dir, as_torch=True)):
         if i >= max_chunks:
             break
@@ -181,6 +225,10 @@ def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 
             drawn = dec(x.to(fit.params), fit.c, fit.params)                              # (S k, N) flipped
             curve = curves.flip_values(drawn, fit.flipped[:, None]).reshape(v_k.shape).to(v_k)
             c_sp = curves.flip_values(fit.c, fit.flipped).reshape(v_k.shape[:-1]).to(v_k)
+            # fidelity: ALM''s own c against the fitter's targets, both renormalised over the top-k tokens
+            target = _renorm(c_sp)
+            for who, q in (("apd", c[:, k]), ("elm", p[-1, :, k]), ("cd", c_cd[:, k])):
+                fid[who].append(_kl_rows(target, _renorm(q)))
         else:
             # the curve's own gates in the space the MLP models (probabilities, or log-probabilities for
             # the "logit" variant); the collapse and the position between CD and the expert in probabilities
@@ -210,7 +258,25 @@ def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 
                  collapsed=float(cat(coll).mean()), collapsed_cd=float(cat(coll_cd).mean()),
                  moved_kl=float(cat(kl).mean()), toward_expert=float(cat(num).sum() / cat(den).sum().clamp_min(1e-30)),
                  n_positions=int(n_pos), n_tokens=int(cat(coll).numel()),
+                 **{f"fidelity_{w}": float(cat(v).mean()) if v else math.nan for w, v in fid.items()},
                  thresholds=thresholds)
+
+
+def _renorm(q: torch.Tensor) -> torch.Tensor:
+    """Rows of non-negative values (clipped at 1e-12) renormalised to sum to 1, ``(S, k)``."""
+    q = q.double().clamp_min(1e-12)
+    return q / q.sum(-1, keepdim=True)
+
+
+def _kl_rows(t: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """KL(t || q) per row, nats, ``(S,)``: both ``(S, k)`` distributions.
+
+    Example:
+        >>> t = torch.tensor([[0.5, 0.5]]); round(float(_kl_rows(t, torch.tensor([[0.25, 0.75]]))[0]), 4)
+        0.1438
+    """
+    t, q = t.double(), q.double()
+    return (t * (t.clamp_min(1e-300).log() - q.clamp_min(1e-300).log())).sum(-1)
 
 
 def _objective(folder: Path) -> str:

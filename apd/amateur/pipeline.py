@@ -169,7 +169,7 @@ def run_gates(alm_prime, fam, built=None, *, scale: str = "default", cache=None)
     folder = Path(getattr(alm_prime, "alm_prime_path", alm_prime))
     val_dir = gate_collection(fam, built, scale=scale, cache=cache)
     n = GATE_CHUNKS[scale]
-    key = _key("gates-v1", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
+    key = _key("gates-v2", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
     path = folder.parent / f"gates-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "mechanism gates", "measuring them again")
@@ -214,7 +214,11 @@ class VariantSelection:
     @property
     def gates(self) -> Gates:
         """The chosen variant's mechanism gates."""
-        row = self.table.set_index("variant").loc[self.variant]
+        return self.gates_of(self.variant)
+
+    def gates_of(self, variant: str) -> Gates:
+        """One variant's mechanism gates, as measured for this selection."""
+        row = self.table.set_index("variant").loc[variant]
         return Gates.from_dict(row.to_dict())
 
     @property

@@ -37,9 +37,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "entropy_curve": "apd.core.entropy", "loss_weights": "apd.core.entropy", "thf_loss": "apd.core.entropy",
     "entropy_from_logits": "apd.core.entropy", "entropy": "apd.core.entropy",
     # apd.core.stats
-    "mean_se": "apd.core.stats", "min_detectable_effect": "apd.core.stats", "detected": "apd.core.stats",
-    "ruled_out": "apd.core.stats", "PairedDifference": "apd.core.stats",
-    "paired_difference": "apd.core.stats", "VarianceComponents": "apd.core.stats",
-    "variance_components": "apd.core.stats", "projected_se": "apd.core.stats",
-    "groups_needed": "apd.core.stats", "stats": "apd.core.stats",
+    "mean_se": "apd.core.stats", "min_detectable_effect": "apd.core.stats", "interval": "apd.core.stats",
+    "detected": "apd.core.stats", "ruled_out": "apd.core.stats", "p_two_sided": "apd.core.stats",
+    "holm": "apd.core.stats", "PairedDifference": "apd.core.stats", "paired_difference": "apd.core.stats",
+    "VarianceComponents": "apd.core.stats", "variance_components": "apd.core.stats",
+    "projected_se": "apd.core.stats", "groups_needed": "apd.core.stats", "stats": "apd.core.stats",
 })

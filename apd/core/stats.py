@@ -1,7 +1,10 @@
 """Standard errors, paired differences and power: the one place the book's statistics live.
 
-A verdict reads a difference ``d`` and its standard error ``se``. The smallest effect a two-sided
-5% test detects with 80% power is ``(Z_TEST + Z_POWER) * se`` (:func:`min_detectable_effect`).
+A verdict reads a difference ``d`` and its standard error ``se`` through the 95% confidence
+interval (:func:`interval`, :func:`detected`): significant in the claimed direction, excluding the
+claimed effect, or neither. The smallest effect a two-sided 5% test detects with 80% power,
+``(Z_TEST + Z_POWER) * se`` (:func:`min_detectable_effect`), is context only. Several tests of one
+statement (e.g. one per frequency bucket) are corrected with :func:`holm`.
 When the units are grouped (continuations of prompts about one person), the paired differences are
 averaged per group first and the standard error is taken over groups (:func:`paired_difference`
 with ``groups``); :func:`variance_components` and :func:`projected_se` say how that standard
@@ -45,26 +48,42 @@ def min_detectable_effect(se: float, z: float = Z_TEST, power_z: float = Z_POWER
     return (z + power_z) * float(se)
 
 
+def interval(d: float, se: float, z: float = Z_TEST) -> tuple[float, float]:
+    """The two-sided confidence interval ``(d - z se, d + z se)`` (95% at the default ``z``).
+
+    Example:
+        >>> tuple(round(v, 3) for v in interval(0.011, 0.006))
+        (-0.001, 0.023)
+    """
+    return float(d - z * se), float(d + z * se)
+
+
 def detected(d: float, se: float, effect: float | None = None, z: float = Z_TEST,
              power_z: float = Z_POWER) -> bool | None:
     """Does a difference ``d`` (positive: the claimed direction) with standard error ``se`` show the
-    claim? True when ``d > z se``; False when ``d < -z se``, when the test could have detected
-    ``effect`` (its smallest detectable effect is at most ``effect``, same units) and did not, or when
-    ``effect`` lies above the confidence bound ``d + z se`` (the data rule the effect out); None
-    (too few to tell) otherwise, and always for a non-significant ``d`` without an ``effect``.
+    claim? Decided by its confidence interval (:func:`interval`) alone, never by post-hoc power:
+
+    - True (reproduced) when the interval lies above 0 (``d > z se``);
+    - False (not reproduced) when the interval excludes an effect of size ``effect`` (same units,
+      positive: the paper's effect on this testbed's scale), i.e. ``d + z se < effect``; without an
+      ``effect``, when the interval lies below 0 (significant the other way);
+    - None (inconclusive) otherwise: the interval holds both 0 and the effect.
+
+    ``power_z`` is accepted for compatibility and does not decide anything.
 
     Example:
         >>> detected(0.05, 0.01), detected(0.001, 0.01, effect=0.1), detected(0.001, 0.1, effect=0.1)
         (True, False, None)
-        >>> detected(-0.05, 0.05, effect=0.1)   # mde 0.14 > 0.1, but 0.1 > -0.05 + 1.96 x 0.05
+        >>> detected(0.011, 0.006, effect=0.017)   # 95% CI [-0.001, 0.023] holds both 0 and 0.017
+        >>> detected(-0.05, 0.01)                  # significant the other way
         False
     """
-    if d > z * se:
+    lo, hi = interval(d, se, z)
+    if lo > 0:
         return True
-    if d < -z * se or (effect is not None and (min_detectable_effect(se, z, power_z) <= effect
-                                                or ruled_out(d, se, effect, z))):
-        return False
-    return None
+    if effect is not None and effect > 0:
+        return False if hi < effect else None
+    return False if hi < 0 else None
 
 
 def ruled_out(d: float, se: float, effect: float, z: float = Z_TEST) -> bool:
@@ -76,6 +95,40 @@ def ruled_out(d: float, se: float, effect: float, z: float = Z_TEST) -> bool:
         (True, False)
     """
     return bool(d + z * se < effect)
+
+
+def p_two_sided(d: float, se: float) -> float:
+    """Two-sided normal p-value of ``d / se`` (NaN when ``se`` is not positive and finite).
+
+    Example:
+        >>> round(p_two_sided(1.96, 1.0), 3)
+        0.05
+    """
+    if not (math.isfinite(d) and math.isfinite(se) and se > 0):
+        return float("nan")
+    return float(math.erfc(abs(d / se) / math.sqrt(2.0)))
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.05) -> list[bool]:
+    """Holm's step-down correction: which of ``pvalues`` are significant at family-wise level
+    ``alpha`` (NaN: never). Sorted ascending, the i-th smallest (0-based) must be at most
+    ``alpha / (m - i)``; the first that is not stops the procedure.
+
+    Example:
+        >>> holm([0.01, 0.04, 0.03]), holm([0.02, 0.2, 0.5])
+        ([True, False, False], [False, False, False])
+        >>> holm([0.001, 0.02, 0.04])
+        [True, True, True]
+    """
+    p = [float(v) for v in pvalues]
+    m = sum(math.isfinite(v) for v in p)
+    out = [False] * len(p)
+    order = sorted((i for i in range(len(p)) if math.isfinite(p[i])), key=lambda i: p[i])
+    for rank, i in enumerate(order):
+        if p[i] > alpha / (m - rank):
+            break
+        out[i] = True
+    return out
 
 
 @dataclass(frozen=True)

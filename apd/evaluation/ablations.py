@@ -207,7 +207,8 @@ class QASet:
 
     prompts: the B prompt strings; elm_logprobs, alm_logprobs: (B, V) float32
     next-token log-probabilities at the answer position; truth: (B, V) float32, the world's true
-    first-token distribution (rows sum to 1); gold: (B,) int first-token ids; buckets: (B,) str.
+    first-token distribution (rows sum to 1); gold: (B,) int first-token ids; buckets: (B,) str;
+    people: (B,) str, the person each question is about (standard errors cluster by person), or None.
     """
 
     prompts: list
@@ -216,12 +217,14 @@ class QASet:
     truth: np.ndarray
     gold: np.ndarray
     buckets: np.ndarray
+    people: Optional[np.ndarray] = None
 
     def __post_init__(self):
         if np.ndim(self.elm_logprobs) != 2:
             raise ValueError(f"QASet.elm_logprobs must be (B, V), got shape {np.shape(self.elm_logprobs)}.")
         B, V = np.shape(self.elm_logprobs)
-        for name, shape in (("alm_logprobs", (B, V)), ("truth", (B, V)), ("gold", (B,)), ("buckets", (B,))):
+        for name, shape in (("alm_logprobs", (B, V)), ("truth", (B, V)), ("gold", (B,)), ("buckets", (B,)),
+                            *((("people", (B,)),) if self.people is not None else ())):
             if np.shape(getattr(self, name)) != shape:
                 raise ValueError(f"QASet.{name} has shape {np.shape(getattr(self, name))}, expected {shape} "
                                  f"(B = {B} items, V = {V} tokens).")
@@ -241,12 +244,14 @@ class QASet:
     def from_scores(cls, scores) -> "QASet":
         """From :func:`apd.family.knowledge.score_world_qa` output (first member = ALM, last = ELM)."""
         return cls([it.prompt for it in scores.items], scores.logprobs[-1], scores.logprobs[0], scores.truth,
-                   np.asarray(scores.gold), np.array([it.bucket for it in scores.items]))
+                   np.asarray(scores.gold), np.array([it.bucket for it in scores.items]),
+                   np.array([it.person for it in scores.items]))
 
     def subset(self, index) -> "QASet":
         index = np.asarray(index, dtype=np.int64)
         return QASet([self.prompts[i] for i in index], self.elm_logprobs[index], self.alm_logprobs[index],
-                     self.truth[index], self.gold[index], self.buckets[index])
+                     self.truth[index], self.gold[index], self.buckets[index],
+                     None if self.people is None else np.asarray(self.people)[index])
 
 
 # ============================================================================ the metric (apd.world.truth's)
@@ -274,11 +279,12 @@ def pick_inv_T(qa: QASet, amateur_logprobs, inv_T_grid: Sequence[float], top_k: 
     return grid[int(np.nanargmin(means))]
 
 
-def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame] = None) -> dict:
+def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame] = None, groups=None) -> dict:
     """Means of ``kl`` and ``nll`` over the items where each is defined, all and by bucket
     (``kl_head`` ...) with the counts; with ``reference`` (the per-item frame of the run it is
     compared with, :func:`reference_of`), the paired differences ``kl_diff`` / ``nll_diff``
-    (this - reference) and their standard errors."""
+    (this - reference) and their standard errors, over ``groups`` (one label per item, e.g. the
+    person asked about) when given."""
     b = np.asarray(buckets)
     out = {}
     for m in ("kl", "nll"):
@@ -292,7 +298,8 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
         if reference is not None:
             r = reference[m].to_numpy(dtype=float)
             both = ok & ~np.isnan(r)
-            out[f"{m}_diff"], out[f"{m}_diff_se"] = stats.mean_se(v[both] - r[both])
+            pd_ = stats.paired_difference(v, r, groups=groups)
+            out[f"{m}_diff"], out[f"{m}_diff_se"] = pd_.mean, pd_.se
     return out
 
 
@@ -373,7 +380,7 @@ def run_ablations(family, collect_dir, main_config: APDTrainConfig, test: QASet,
         row = {"name": name, "group": "main" if ab is None else ab.group,
                "what": "main configuration" if ab is None else ab.what, "changes": config_changes(cfg, base),
                "reference": ref or "", "inv_T": inv_T,
-               **summarise(per_item, test.buckets, None if ab is None else res.per_item[ref]),
+               **summarise(per_item, test.buckets, None if ab is None else res.per_item[ref], test.people),
                **training_record(path), "wall_seconds": round(wall, 2)}
         if val_dir is not None and val_chunks > 0:
             row.update(validation_losses(path, cfg, val_dir, val_chunks, device=dev_device))
@@ -395,17 +402,18 @@ def reference_rows(test: QASet, dev: Optional[QASet] = None, *, inv_T_grid: Sequ
         p = score_amateur(test, test.alm_logprobs, inv, top_k)
         per[name] = p
         rows.append({"name": name, "group": "reference", "what": what, "changes": "", "inv_T": inv,
-                     **summarise(p, test.buckets, apd_per_item)})
+                     **summarise(p, test.buckets, apd_per_item, test.people)})
     return pd.DataFrame(rows), per
 
 
-def paired_difference(a: pd.DataFrame, b: pd.DataFrame, measure: str = "kl") -> tuple[float, float]:
+def paired_difference(a: pd.DataFrame, b: pd.DataFrame, measure: str = "kl", groups=None) -> tuple[float, float]:
     """Mean and standard error of ``a - b`` per item (two per-item frames of :func:`score_amateur`
-    on the same items), over the items where both are defined."""
+    on the same items), over the items where both are defined; with ``groups`` (one label per item,
+    e.g. :attr:`QASet.people`) the differences are averaged per group and the se taken over groups."""
     x, y = a[measure].to_numpy(dtype=float), b[measure].to_numpy(dtype=float)
     if x.shape != y.shape:
         raise ValueError(f"per-item frames of {len(x)} and {len(y)} items: score both on the same QA set.")
-    r = stats.paired_difference(x, y)
+    r = stats.paired_difference(x, y, groups=groups)
     return r.mean, r.se
 
 

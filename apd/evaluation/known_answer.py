@@ -74,9 +74,37 @@ _REGIME_RANGES = {
 }
 
 
+SYNTHETIC_DECAYS = ("exponential", "logistic")
+
+
+def _logistic_decay(u: np.ndarray, delta: np.ndarray, remaining: np.ndarray) -> np.ndarray:
+    """g(u) = s(-k (u - delta)) / s(k delta), s the logistic function: 1 at u = 0, falling through its
+    midpoint at ``delta``, with the rate k per token found by bisection so that g(1) = ``remaining``.
+    ``u`` (N,), ``delta`` and ``remaining`` (P, K); returns (P, K, N).
+
+    Example:
+        >>> g = _logistic_decay(np.array([0.0, 1.0]), np.array([[0.2]]), np.array([[0.1]]))
+        >>> [round(float(v), 4) for v in g[0, 0]]
+        [1.0, 0.1]
+    """
+    def sig(z):
+        return 0.5 * (1.0 + np.tanh(0.5 * z))
+
+    def g_at(uu, kk, dd):
+        return sig(-kk * (uu - dd)) / sig(kk * dd)
+
+    lo, hi = np.full(delta.shape, 1e-6), np.full(delta.shape, 500.0)
+    for _ in range(80):                      # g(1) falls as k grows
+        mid = 0.5 * (lo + hi)
+        above = g_at(1.0, mid, delta) > remaining
+        lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    kk = 0.5 * (lo + hi)
+    return g_at(np.asarray(u, dtype=np.float64)[None, None, :], kk[..., None], delta[..., None])
+
+
 def synthetic_family(x: Sequence[float], n_positions: int, k: int = 20, regime: str = "saturating",
                      noise: float = 0.005, seed: int = 0, concentration: float = 1.0,
-                     amateur_tau=(0.2, 0.6), amateur_sigma: float = 1.0):
+                     amateur_tau=(0.2, 0.6), amateur_sigma: float = 1.0, decay: str = "exponential"):
     """Synthetic member probabilities with known asymptotes.
 
     Per position: the asymptote ``c_true`` ~ Dirichlet(concentration) over the K tokens (1.0: flat
@@ -86,13 +114,18 @@ def synthetic_family(x: Sequence[float], n_positions: int, k: int = 20, regime: 
     ``c + (q - c) g(x)``, g an exponential decay (1 at the ALM side, -> 0) with its own bend and
     rate drawn by ``regime`` ('saturating' or 'still_rising', see ``_REGIME_RANGES``); tokens with
     q < c rise, the others fall. Each member's curve values are renormalised over the set, then
-    Gaussian noise of sd ``noise`` is added, clipped to >= 0 and renormalised again.
+    Gaussian noise of sd ``noise`` is added, clipped to >= 0 and renormalised again. ``decay``:
+    ``"exponential"`` (the paper's form, above) or ``"logistic"`` (:func:`_logistic_decay`: the same
+    bend position and remaining fraction at the ELM, a smooth S instead of a kink; the fitters, which
+    assume the exponential, are then misspecified, as they may be on a real family).
 
     Returns ``probs`` (P, K, N) float64 (members ALM first, sums to 1 over K) and ``c_true``
     (P, K) float64 (sums to 1 over K; the curves' exact limit as x -> infinity, before noise).
     """
     if regime not in _REGIME_RANGES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}.")
+    if decay not in SYNTHETIC_DECAYS:
+        raise ValueError(f"decay must be one of {SYNTHETIC_DECAYS}, got {decay!r}.")
     xs = np.asarray(x, dtype=np.float64)
     if xs.ndim != 1 or xs.size < 3 or not np.all(np.diff(xs) > 0):
         raise ValueError(f"x must hold >= 3 increasing log sizes, got {x}.")
@@ -111,7 +144,10 @@ def synthetic_family(x: Sequence[float], n_positions: int, k: int = 20, regime: 
         else rng.uniform(lo, hi, size=(p, k))
     beta = -np.log(remaining) / (1.0 - delta)
     u = (xs - xs[0]) / (xs[-1] - xs[0])                                    # (N,)
-    g = np.exp(-beta[..., None] * np.maximum(0.0, u - delta[..., None]))  # (P, K, N)
+    if decay == "logistic":
+        g = _logistic_decay(u, delta, remaining)                            # (P, K, N)
+    else:
+        g = np.exp(-beta[..., None] * np.maximum(0.0, u - delta[..., None]))  # (P, K, N)
     curve = c[..., None] + (q - c)[..., None] * g
     curve /= curve.sum(1, keepdims=True)
     if noise > 0:
@@ -396,7 +432,7 @@ def estimator_specs(release_steps: int = 300, short_steps: int = 200, long_steps
 def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "pythia"),
                    regimes: Sequence[str] = REGIMES, k: int = 20, noise: float = 0.005, seed: int = 0,
                    n_positions: Optional[int] = None, estimators: Optional[Sequence[str]] = None,
-                   threads: Optional[int] = 1) -> pd.DataFrame:
+                   threads: Optional[int] = 1, decay: str = "exponential") -> pd.DataFrame:
     """Run every estimator on every grid x regime; one row each.
 
     Columns: estimator, grid, regime, median_abs_error (|c_hat - c_true|, median over P*K tokens),
@@ -421,7 +457,8 @@ def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "py
     for gi, grid in enumerate(grids):
         x = GRIDS[grid]
         for ri, regime in enumerate(regimes):
-            probs, c_true = synthetic_family(x, cfg["n_positions"], k, regime, noise, seed + 100 * gi + 10 * ri)
+            probs, c_true = synthetic_family(x, cfg["n_positions"], k, regime, noise, seed + 100 * gi + 10 * ri,
+                                             decay=decay)
             base = median_abs_error(probs[..., -1], c_true)
             for name, fn in specs:
                 est = fn(probs, x, c_true, seed)
@@ -437,5 +474,42 @@ def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "py
     table = pd.DataFrame(rows)
     table.attrs["traces"] = traces
     table.attrs["config"] = dict(cfg, size=size, k=k, noise=noise, seed=seed, grids=list(grids),
-                                 regimes=list(regimes))
+                                 regimes=list(regimes), decay=decay)
+    return table
+
+
+#: the estimators of the known-answer condition (cheap enough for several seeds and decays)
+CONDITION_ESTIMATORS = ("p_elm", "cd_t1", "fit_tuned")
+
+
+def condition_table(noise: float, seeds: Sequence[int] = (0, 1, 2), decays: Sequence[str] = SYNTHETIC_DECAYS,
+                    size: str = "default", grids: Sequence[str] = ("pico",), n_positions: Optional[int] = None,
+                    estimators: Sequence[str] = CONDITION_ESTIMATORS) -> pd.DataFrame:
+    """The known-answer condition at a given noise: for every decay, grid, regime and estimator, the
+    ratio of its median error to p_ELM's on the same tokens, one family per seed, summarised over the
+    seeds: ``ratio`` (mean), ``ratio_se``, ``ci_low``/``ci_high`` (95%, Student t over seeds),
+    ``n_seeds``; ``beats`` is True where the mean ratio is below 0.95 and the upper bound below 1
+    (the estimator is closer to the true asymptote than the expert's own probability, beyond seed
+    noise). The per-seed rows are in ``table.attrs['per_seed']``."""
+    import scipy.stats
+
+    if len(seeds) < 2:
+        raise ValueError(f"the condition needs at least two seeds for an interval, got {list(seeds)}.")
+    rows = []
+    for decay in decays:
+        for seed in seeds:
+            t = recovery_table(size, grids=grids, noise=noise, seed=int(seed), n_positions=n_positions,
+                               estimators=list(estimators), decay=decay)
+            rows.append(t.assign(decay=decay, seed=int(seed), ratio=t.median_abs_error / t.p_elm_error))
+    per = pd.concat(rows, ignore_index=True)
+    out = []
+    for (decay, grid, regime, est), g in per.groupby(["decay", "grid", "regime", "estimator"], sort=False):
+        r = g["ratio"].to_numpy(float)
+        m, se = float(r.mean()), float(r.std(ddof=1) / np.sqrt(r.size))
+        half = float(scipy.stats.t.ppf(0.975, r.size - 1)) * se
+        out.append(dict(decay=decay, grid=grid, regime=regime, estimator=est, ratio=m, ratio_se=se,
+                        ci_low=m - half, ci_high=m + half, n_seeds=int(r.size),
+                        beats=bool(est not in ("p_elm", "oracle") and m < 0.95 and m + half < 1.0)))
+    table = pd.DataFrame(out)
+    table.attrs["per_seed"] = per
     return table

@@ -25,7 +25,7 @@ import scipy.stats
 import torch
 
 from apd.base.progress import progress_bar
-from apd.core.stats import mean_se
+from apd.core.stats import mean_se, paired_difference
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
 from apd.world.world import ANSWER_PREFIX
@@ -600,13 +600,16 @@ def qa_summary(scores: QAScores, report=None, select=None, seed: int = 0, by: np
 
 
 def significance(scores: QAScores, a: str = "apd", b: str = "cd", metric: str = "ppl", report=None,
-                 select=None, seed: int = 0, by: np.ndarray | None = None) -> pd.DataFrame:
+                 select=None, seed: int = 0, by: np.ndarray | None = None,
+                 cluster: np.ndarray | None = None) -> pd.DataFrame:
     """t-tests of method ``a`` against ``b`` on per-question values at their chosen 1/T, per protocol
     (and per group of ``by``): the paper's two-sample test from summary statistics with numpy's
     ``std`` (ddof=0, as the release; :func:`apd.evaluation.qa_metrics.ttest_per_question`) and, since both
     methods answer the same questions, a paired t-test too. ``diff`` = mean(a) - mean(b)
     (negative = a better on ppl), ``se_paired`` its standard error from the paired differences.
-    NaN where fewer than 2 questions count."""
+    ``cluster`` (one label per question, e.g. the person it is about): also ``se_clustered``, the
+    standard error over clusters of the per-cluster mean differences, and ``n_clusters``
+    (:func:`apd.core.stats.paired_difference` with ``groups``). NaN where fewer than 2 questions count."""
     labels = ["all"] if by is None else ["all"] + list(dict.fromkeys(np.asarray(by).tolist()))
     rows = []
     for protocol in PROTOCOLS:
@@ -618,6 +621,8 @@ def significance(scores: QAScores, a: str = "apd", b: str = "cd", metric: str = 
             row = {"dataset": scores.dataset, "protocol": protocol, "metric": metric, "a": a, "b": b,
                    "group": label, "n": 0, "diff": math.nan, "se_paired": math.nan, "p_two_sample": math.nan,
                    "p_paired": math.nan}
+            if cluster is not None:
+                row.update({"se_clustered": math.nan, "n_clusters": 0})
             if picked is not None and a in picked and b in picked:
                 sel = np.ones(len(scores), dtype=bool) if label == "all" else (np.asarray(by) == label)
                 va, vb = picked[a].values[sel], picked[b].values[sel]
@@ -630,6 +635,9 @@ def significance(scores: QAScores, a: str = "apd", b: str = "cd", metric: str = 
                     d = va[ok] - vb[ok]
                     row["se_paired"] = mean_se(d)[1]
                     row["p_paired"] = 1.0 if np.all(d == 0) else float(scipy.stats.ttest_rel(va[ok], vb[ok]).pvalue)
+                    if cluster is not None:
+                        pc = paired_difference(va[ok], vb[ok], groups=np.asarray(cluster)[sel][ok])
+                        row["se_clustered"], row["n_clusters"] = pc.se, pc.n_groups
             rows.append(row)
     return pd.DataFrame(rows)
 

@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from apd.core.stats import Z_POWER, Z_TEST, detected, min_detectable_effect
+from apd.core.stats import Z_POWER, Z_TEST, detected, interval, min_detectable_effect
 from apd.report.results import last_run_outputs, results_dir
 
 REPRODUCED = "reproduced"
@@ -88,6 +88,7 @@ class Outcome:
     holds: bool
     text: str
     inconclusive: bool = False
+    numbers: dict = field(default_factory=dict)   # estimate, ci_low, ci_high, effect (interval tests only)
 
 
 def _fmt(v: float) -> str:
@@ -109,14 +110,16 @@ class Comparison:
     arity: int | None
     test: Callable[[Sequence[float]], bool]
     show: Callable[[Sequence[str], Sequence[float]], str]
+    numbers: Callable[[Sequence[float]], dict] | None = None
 
     def __call__(self, labels: Sequence[str], values: Sequence[float]) -> Outcome:
         self.check_arity(len(values))
         result = self.test(values)
-        if result is None:   # the test cannot tell at this sample size
-            return Outcome(False, f"{self.show(labels, values)}: too little data to tell", inconclusive=True)
+        nums = self.numbers(values) if self.numbers is not None else {}
+        if result is None:   # the interval holds both no effect and the claimed one
+            return Outcome(False, f"{self.show(labels, values)}: too little data to tell", inconclusive=True, numbers=nums)
         holds = bool(result)
-        return Outcome(holds, f"{self.show(labels, values)}: {_verdict_text(holds)}")
+        return Outcome(holds, f"{self.show(labels, values)}: {_verdict_text(holds)}", numbers=nums)
 
     def check_arity(self, n: int) -> None:
         if self.arity is not None and n != self.arity:
@@ -181,32 +184,79 @@ def more_than_z_se(z: float = 2.0) -> Comparison:
                       lambda l, v: f"{l[0]} = {_fmt(v[0])} > {z:g} x {l[1]} = {z:g} x {_fmt(v[1])}")
 
 
-def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER) -> Comparison:
-    """A difference d (first key; positive = the claimed direction) against its standard error se
-    (second key): holds when d > z se; fails when d < -z se, when the test could have detected
-    the paper's effect (its minimum detectable effect (z + power_z) se is at most ``paper_effect``,
-    in the same units) and did not, or when the paper's effect lies above the confidence bound
-    d + z se; otherwise the data are too few to tell (inconclusive). Without a ``paper_effect``
-    (the paper reports none in these units) a non-significant d is inconclusive
-    (:func:`apd.core.stats.detected`).
+def _ci_text(d: float, se: float, z: float) -> str:
+    lo, hi = interval(d, se, z)
+    return f"95% CI [{_fmt(lo)}, {_fmt(hi)}]" if z == Z_TEST else f"CI (z = {z:g}) [{_fmt(lo)}, {_fmt(hi)}]"
+
+
+def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER,
+            share: float | None = None) -> Comparison:
+    """A difference d (first key; positive = the claimed direction) with its standard error se
+    (second key), decided by its confidence interval d +- z se (:func:`apd.core.stats.detected`):
+    holds when the interval lies above 0; fails when it excludes the paper's effect (its upper
+    bound is below the effect; without an effect, when it lies below 0); otherwise inconclusive.
+
+    The effect is the paper's on this testbed's scale: with ``share`` a third key, ``base``, is read
+    and the effect is ``share x base`` (e.g. the paper's APD-over-CD gain as a share of its
+    CD-over-expert gain, times this build's CD-over-expert gain on the same measure; no effect when
+    ``base`` <= 0); else ``paper_effect`` in the units of d (None: the paper has none). The smallest
+    detectable effect ((z + power_z) se) is shown, never decides.
 
     Example:
         >>> detects(0.05)(["d", "se"], [0.01, 0.005]).holds
         True
         >>> detects(0.05)(["d", "se"], [0.001, 0.05]).inconclusive
         True
+        >>> out = detects(share=0.5)(["d", "se", "cd_gain"], [0.0, 0.001, 0.02])   # effect 0.01 > bound 0.00196
+        >>> out.holds, out.inconclusive, out.numbers["effect"]
+        (False, False, 0.01)
     """
+    def effect_of(v):
+        if share is None:
+            return paper_effect
+        return share * v[2] if v[2] > 0 else None
+
     def test(v):
-        return detected(v[0], v[1], paper_effect, z, power_z)
+        return detected(v[0], v[1], effect_of(v), z, power_z)
 
     def show(l, v):
         mde = min_detectable_effect(v[1], z, power_z)
-        paper = (f", the paper's effect {_fmt(paper_effect)}; upper confidence bound {_fmt(v[0] + z * v[1])}"
-                 if paper_effect is not None else ", no paper effect in these units")
-        return (f"{l[0]} = {_fmt(v[0])} against {z:g} x {l[1]} = {_fmt(z * v[1])} (smallest detectable effect "
-                f"{_fmt(mde)}{paper})")
+        eff = effect_of(v)
+        if share is not None:
+            paper = (f"the paper's effect on this scale {_fmt(share)} x {l[2]} = {_fmt(eff)}" if eff is not None else
+                     f"no effect on this scale ({l[2]} = {_fmt(v[2])} <= 0)")
+        else:
+            paper = (f"the paper's effect {_fmt(eff)}" if eff is not None else "no paper effect in these units")
+        return (f"{l[0]} = {_fmt(v[0])}, se {l[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} against 0 and "
+                f"{paper} (smallest detectable effect {_fmt(mde)}, context)")
 
-    return Comparison(f"detects({paper_effect})", 2, test, show)
+    def numbers(v):
+        lo, hi = interval(v[0], v[1], z)
+        eff = effect_of(v)
+        return {"estimate": float(v[0]), "se": float(v[1]), "ci_low": lo, "ci_high": hi,
+                "effect": float("nan") if eff is None else float(eff)}
+
+    name = f"detects(share={share:g})" if share is not None else f"detects({paper_effect})"
+    return Comparison(name, 2 if share is None else 3, test, show, numbers)
+
+
+def significant(z: float = Z_TEST) -> Comparison:
+    """A positive control: a difference d (first key; positive = the expected direction) exceeds z
+    of its standard errors se (second key), i.e. its confidence interval lies above 0. Anything
+    else does not hold (a control that does not clearly work leaves nothing to test against).
+
+    Example:
+        >>> significant()(["d", "se"], [0.009, 0.014]).holds
+        False
+    """
+    def show(l, v):
+        return f"{l[0]} = {_fmt(v[0])}, se {l[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} above 0"
+
+    def numbers(v):
+        lo, hi = interval(v[0], v[1], z)
+        return {"estimate": float(v[0]), "se": float(v[1]), "ci_low": lo, "ci_high": hi}
+
+    return Comparison(f"significant(z={z:g})", 2, lambda v: v[0] > z * v[1], show, numbers)
 
 
 def is_largest() -> Comparison:
@@ -387,20 +437,23 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
     except Missing as err:
         return {"status": MISSING, "text": str(err)}
     out = spec.comparison(spec.labels(), values)
+    extra = {"values": ", ".join(f"{l} = {_fmt(v)}" for l, v in zip(spec.labels(), values)), **out.numbers}
     if out.inconclusive:
-        return {"status": UNDECIDED, "text": out.text}
+        return {"status": UNDECIDED, "text": out.text, **extra}
     text = out.text
     if not out.holds and spec.reason_key:
         try:
             text += f" ({results.text(spec.stem, spec.reason_key)})"
         except Missing:
             pass
-    return {"status": HOLDS if out.holds else FAILS, "text": text}
+    return {"status": HOLDS if out.holds else FAILS, "text": text, **extra}
 
 
 def checks(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
     """One row per (claim, applicable check): claim_id, kind (test/precondition/context), description,
-    chapter, status (holds / does not hold / missing) and the text with the numbers."""
+    chapter, status (holds / does not hold / too little data / missing), the text with the numbers,
+    ``values`` (each key read = its value) and, for interval checks, ``estimate``, ``se``,
+    ``ci_low``, ``ci_high`` (95%) and ``effect`` (the paper's effect on this scale; NaN if none)."""
     results = Results(profile)
     rows = []
     for claim in claims:
@@ -410,8 +463,14 @@ def checks(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
             c = check(spec, results)
             rows.append({"claim_id": claim.id, "kind": spec.kind,
                          "description": spec.description, "chapter": spec.stem,
-                         "status": c["status"], "evidence": c["text"]})
-    return pd.DataFrame(rows, columns=["claim_id", "kind", "description", "chapter", "status", "evidence"])
+                         "status": c["status"], "evidence": c["text"], "values": c.get("values", ""),
+                         **{k: c.get(k, math.nan) for k in _NUMBERS}})
+    return pd.DataFrame(rows, columns=["claim_id", "kind", "description", "chapter", "status", "evidence", "values",
+                                       *_NUMBERS])
+
+
+#: the interval columns of :func:`checks` (NaN for checks without an interval)
+_NUMBERS = ("estimate", "se", "ci_low", "ci_high", "effect")
 
 
 def _unique(texts) -> list[str]:
@@ -425,7 +484,7 @@ def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
     if tests.empty:
         return NOT_TESTABLE, f"no test is defined for profile {profile}"
     if (pre["status"] != HOLDS).any():
-        reasons = [f"precondition not met: {t}" for t in pre.loc[pre["status"] == FAILS, "evidence"]]
+        reasons = [f"precondition not met: {t}" for t in pre.loc[pre["status"].isin([FAILS, UNDECIDED]), "evidence"]]
         reasons += list(pre.loc[pre["status"] == MISSING, "evidence"])
         return NOT_TESTABLE, "; ".join(_unique(reasons))
     fails = tests[tests["status"] == FAILS]
@@ -480,20 +539,55 @@ def in_words(rows: pd.DataFrame, verdict: str) -> str:
     return "; ".join(_unique(parts)) or verdict
 
 
+def preconditions_text(rows: pd.DataFrame) -> str:
+    """A claim's preconditions in one line: each one's short description, status and values.
+
+    Example:
+        >>> rows = pd.DataFrame({"kind": ["precondition"], "status": [FAILS], "values": ["apd.gate_engaged = 0"],
+        ...                      "description": ["the mechanism engaged: curve alive"]})
+        >>> preconditions_text(rows)
+        'the mechanism engaged: does not hold [apd.gate_engaged = 0]'
+    """
+    pre = rows[rows["kind"] == "precondition"]
+    parts = []
+    for r in pre.itertuples():
+        what = re.sub(r"\s*\([^()]*\)", "", str(r.description or "")).split(": ")[0].strip()
+        vals = str(getattr(r, "values", "") or "")
+        parts.append(f"{what}: {r.status}" + (f" [{vals}]" if vals else ""))
+    return "; ".join(parts) or "none"
+
+
+def _deciding_interval(rows: pd.DataFrame) -> dict:
+    """The interval numbers of a claim's first test that has an interval (NaN where none has)."""
+    tests = rows[(rows["kind"] == "test")]
+    if "ci_low" in tests:
+        tests = tests[tests["ci_low"].notna()]
+    if tests.empty:
+        return {k: math.nan for k in _NUMBERS}
+    r = tests.iloc[0]
+    return {k: float(r[k]) for k in _NUMBERS}
+
+
 def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
     """One row per claim: claim_id, claim, verdict, reason, in_words (:func:`in_words`), evidence
-    (every check's kind, status
-    and text, one per line), n_tests, n_hold, n_fail, n_missing, n_undecided (tests too uncertain to
-    tell; only tests count). Never raises for missing results."""
+    (every check's kind, status and text, one per line), preconditions (:func:`preconditions_text`),
+    n_preconditions, n_preconditions_failed, the deciding interval (the first interval test's
+    ``estimate``, ``se``, ``ci_low``, ``ci_high`` and ``effect``, the paper's effect on this testbed's
+    scale), n_tests, n_hold, n_fail, n_missing, n_undecided (tests whose interval holds both 0 and
+    the effect; only tests count). Never raises for missing results."""
     detail = checks(claims, profile)
     rows = []
     for claim in claims:
         mine = detail[detail["claim_id"] == claim.id]
         verdict, reason = verdict_of(mine, profile)
         tests = mine[mine["kind"] == "test"]
+        pre = mine[mine["kind"] == "precondition"]
         rows.append({
             "claim_id": claim.id, "claim": claim.text, "verdict": verdict, "reason": reason,
             "in_words": in_words(mine, verdict),
+            "preconditions": preconditions_text(mine), "n_preconditions": len(pre),
+            "n_preconditions_failed": int((pre["status"] != HOLDS).sum()),
+            **_deciding_interval(mine),
             "evidence": "\n".join(f"{k}, {s}: {t}" for k, s, t in
                                    zip(mine["kind"], mine["status"], mine["evidence"])),
             "n_tests": len(tests), "n_hold": int((tests["status"] == HOLDS).sum()),

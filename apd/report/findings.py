@@ -19,10 +19,10 @@ from apd.report.results import format_value, load_results, results_dir
 
 #: How strong each verdict is, in the words of the table.
 STRENGTH = {
-    REPRODUCED: "every test holds",
-    NOT_REPRODUCED: "a test fails",
-    INCONCLUSIVE: "too few items to detect the paper's effect",
-    NOT_TESTABLE: "untestable at this scale",
+    REPRODUCED: "every test's 95% interval on the claim's side",
+    NOT_REPRODUCED: "an interval excludes the paper's effect at this scale",
+    INCONCLUSIVE: "the interval holds 0 and the paper's effect at this scale",
+    NOT_TESTABLE: "a precondition fails or a result is missing",
 }
 
 #: The chapter (notebook stem) each check reads -> the page it links to.
@@ -65,23 +65,27 @@ def _clip(text: str, n: int = 220) -> str:
 
 
 def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: str, scale: str) -> str:
-    """The findings table (markdown): one row per claim with its verdict, its strength, the evidence
-    (the verdict's reason, clipped) and links to the chapters its checks read; then the scale note.
+    """The findings table (markdown): one row per claim with its verdict, its strength, its
+    preconditions (each with its status and values), the evidence (the verdict's reason, clipped) and
+    links to the chapters its checks read; then the scale note.
 
     Example:
         >>> from apd.report.evidence import Claim
         >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"], "reason": ["all 2 tests hold"]})
         >>> print(findings_markdown(judged, [Claim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[4])
-        | CD extrapolates. | **reproduced** | every test holds | all 2 tests hold |  |
+        | CD extrapolates. | **reproduced** | every test's 95% interval on the claim's side | none | all 2 tests hold |  |
     """
     by_id = {c.id: c for c in claims}
-    rows = ["| the paper's claim | verdict here | strength | evidence | chapters |", "|---|---|---|---|---|"]
+    rows = ["| the paper's claim | verdict here | strength | preconditions | evidence | chapters |",
+            "|---|---|---|---|---|---|"]
     for r in judged.itertuples():
         claim = by_id.get(r.claim_id)
         stems = list(dict.fromkeys(s.stem for s in claim.evidence)) if claim else []
         links = ", ".join(f"{{doc}}`{CHAPTER_TITLES.get(s, s)} <../notebooks/{s}>`" for s in stems)
         text = _clip(claim.text if claim else r.claim_id, 160)
-        rows.append(f"| {text} | **{r.verdict}** | {STRENGTH.get(r.verdict, '')} | {_clip(getattr(r, 'in_words', r.reason), 260)} | {links} |")
+        pre = _clip(getattr(r, "preconditions", "none"), 260)
+        rows.append(f"| {text} | **{r.verdict}** | {STRENGTH.get(r.verdict, '')} | {pre} | "
+                    f"{_clip(getattr(r, 'in_words', r.reason), 260)} | {links} |")
     counts = judged["verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))
     return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", variant_note(profile), "",
@@ -113,15 +117,19 @@ def variant_note(profile: str) -> str:
             f"of ALM' whose mechanism gates pass: {values.get('engaged_list', 'none')} (of {values.get('n_variants')}).")
     gain, se, mde = (_number(values.get(k)) for k in ("kl_apd_gain", "kl_apd_gain_se", "kl_apd_gain_mde"))
     if gain is not None and se is not None:
+        n = values.get("kl_apd_gain_n", values.get("n_test_items"))
+        people = values.get("kl_apd_gain_people")
+        over = f"{n} questions" + (f" about {people} people, standard error over people" if people is not None else "")
         text += (f" On the world's test questions CD's KL to the true answer distribution minus APD's is "
-                 f"{format_value('{:+.4f}', gain)} ± {se:.4f} nats (paired over {values.get('n_test_items')} questions, 1/T and "
+                 f"{format_value('{:+.4f}', gain)} ± {se:.4f} nats (paired over the {over}; 1/T and "
                  f"lambda3 chosen on the dev half; the smallest difference this detects is {mde:.4f})")
         per = []
         for b in ("head", "torso", "tail"):
             g, flat = _number(values.get(f"regime_{b}_gain")), _number(values.get(f"regime_{b}_flat"))
             if g is not None:
                 per.append(f"{b} {format_value('{:+.4f}', g)}" + (f" ({flat:.0%} of its rising gold curves flatten)" if flat is not None else ""))
-        text += (": by frequency bucket " + ", ".join(per) + "." if per else ".")
+        text += (": by frequency bucket (exploratory, see the APD chapter for Holm's correction) " + ", ".join(per) + "."
+                 if per else ".")
     return text
 
 

@@ -283,9 +283,13 @@ def bucket_summary(frame: pd.DataFrame, measure: str, by: str | None = "bucket",
     return out
 
 
-def paired_methods(frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, float], measure: str = "kl") -> stats.PairedDifference:
+def paired_methods(frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, float], measure: str = "kl",
+                   cluster: str | None = None) -> stats.PairedDifference:
     """``measure`` of row ``a`` minus row ``b`` (each a ``(method, knob)`` of a :meth:`MethodDistributions.frame`;
     the ELM's knob is ignored), paired over the items both define; ``mean`` > 0: ``b`` is lower.
+    ``cluster``: a column of ``frame`` (e.g. ``"person"``) whose units are not independent: the
+    differences are averaged per cluster and the standard error taken over clusters
+    (:func:`apd.core.stats.paired_difference` with ``groups``).
 
     Example:
         >>> f = pd.DataFrame({"method": ["ELM"] * 3 + ["CD"] * 3, "knob": [0.0] * 3 + [1.0] * 3,
@@ -302,21 +306,27 @@ def paired_methods(frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, floa
         if part.empty:
             raise ValueError(f"no rows for {method_label(method, knob)!r} in the frame; "
                              f"rows are {sorted(set(map(method_label, frame['method'], frame['knob'])))}")
-        return part.set_index("item")[measure]
-    x, y = rows(*a), rows(*b)
+        return part.set_index("item")
+    xa, ya = rows(*a), rows(*b)
+    x, y = xa[measure], ya[measure]
     if not x.index.equals(y.index):
         raise ValueError(f"{method_label(*a)!r} and {method_label(*b)!r} cover different items; pair them on the same items.")
-    return stats.paired_difference(x.to_numpy(dtype=float), y.to_numpy(dtype=float))
+    if cluster is not None and cluster not in frame.columns:
+        raise ValueError(f"no column {cluster!r} to cluster by; the frame has {', '.join(map(str, frame.columns))}. "
+                         f"Pass it to MethodDistributions.frame (e.g. {cluster}=[...] per item).")
+    groups = None if cluster is None else xa[cluster].to_numpy()
+    return stats.paired_difference(x.to_numpy(dtype=float), y.to_numpy(dtype=float), groups=groups)
 
 
 def paired_table(frame: pd.DataFrame, rows: dict, reference: tuple, measure: str = "kl",
-                 by: str | None = "bucket") -> pd.DataFrame:
+                 by: str | None = "bucket", cluster: str | None = None) -> pd.DataFrame:
     """Each row of ``rows`` ({label: (method, knob)}) against ``reference`` (a (method, knob)), paired
     over the items both define (:func:`paired_methods`): ``mean`` (the row's), ``gain`` = reference
     minus row (positive: the row is lower, i.e. better, for KL and -log(p + 0.01)), ``gain_se``,
     ``gain_mde`` (:func:`apd.core.stats.min_detectable_effect`) and ``n``; with ``by``, the same per
     group of that column (``gain_<group>``, ``gain_<group>_se``, ``mean_<group>``, ``n_<group>``).
-    Indexed by label.
+    ``cluster``: standard errors over clusters of that column (:func:`paired_methods`), with
+    ``n_clusters``. Indexed by label.
 
     Example:
         >>> f = pd.DataFrame({"method": ["CD"] * 4 + ["APD"] * 4, "knob": [0.5] * 8, "item": [0, 1, 2, 3] * 2,
@@ -329,13 +339,13 @@ def paired_table(frame: pd.DataFrame, rows: dict, reference: tuple, measure: str
     groups = [] if by is None else [b for b in BUCKETS if b in set(frame[by])] + sorted(set(frame[by]) - set(BUCKETS))
     out = []
     for label, (method, knob) in rows.items():
-        r = paired_methods(frame, reference, (method, knob), measure)
+        r = paired_methods(frame, reference, (method, knob), measure, cluster)
         row = {"label": label, "method": method, "knob": float(knob),
                "mean": float(np.nanmean(_rows_of(frame, method, knob)[measure].to_numpy(dtype=float))),
-               "gain": r.mean, "gain_se": r.se, "gain_mde": r.mde, "n": r.n}
+               "gain": r.mean, "gain_se": r.se, "gain_mde": r.mde, "n": r.n, "n_clusters": r.n_groups}
         for g in groups:
             sub = frame[frame[by] == g]
-            rg = paired_methods(sub, reference, (method, knob), measure)
+            rg = paired_methods(sub, reference, (method, knob), measure, cluster)
             row.update({f"mean_{g}": float(np.nanmean(_rows_of(sub, method, knob)[measure].to_numpy(dtype=float))),
                         f"gain_{g}": rg.mean, f"gain_{g}_se": rg.se, f"n_{g}": rg.n})
         out.append(row)

@@ -53,10 +53,11 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "FactualityPromptsScorer": "apd.evaluation.factuality.scoring",
     "table1_rows": "apd.evaluation.factuality.scoring", "row_of": "apd.evaluation.factuality.scoring",
     "table6_rows": "apd.evaluation.factuality.scoring", "plot_tradeoff": "apd.evaluation.factuality.scoring",
-    "scoring": "apd.evaluation.factuality.scoring",
+    "matched_gap": "apd.evaluation.factuality.scoring", "scoring": "apd.evaluation.factuality.scoring",
     # apd.evaluation.factuality.power
     "world_verdict_prompts": "apd.evaluation.factuality.power",
     "ne_er_units": "apd.evaluation.factuality.power", "PairedVerdict": "apd.evaluation.factuality.power",
     "paired_verdict": "apd.evaluation.factuality.power", "reading": "apd.evaluation.factuality.power",
-    "summary": "apd.evaluation.factuality.power", "power": "apd.evaluation.factuality.power",
+    "summary": "apd.evaluation.factuality.power", "matched_gap_paired": "apd.evaluation.factuality.power",
+    "power": "apd.evaluation.factuality.power",
 })

@@ -107,16 +107,15 @@ def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continu
 
 
 def reading(d: float, se: float, effect: float | None = None) -> str:
-    """A paired difference ``d`` (positive: the claimed direction) in words, decided as the
-    paper-vs-book chapter decides it (:func:`apd.core.stats.detected`).
+    """A paired difference ``d`` (positive: the claimed direction) in words, decided by its 95%
+    confidence interval as the paper-vs-book chapter decides it (:func:`apd.core.stats.detected`):
+    ``effect`` is the paper's effect on this testbed's scale (same units).
 
     Example:
         >>> reading(0.05, 0.01), reading(-0.05, 0.01)
         ('significant', 'significant in the other direction')
         >>> reading(0.001, 0.01, effect=0.1), reading(0.001, 0.1, effect=0.1), reading(0.001, 0.1)
-        ("not significant, although this comparison could detect the paper's effect", "inconclusive: too few people to detect the paper's effect", 'inconclusive: not significant, and the paper gives no effect in these units')
-        >>> reading(-0.05, 0.05, effect=0.1)
-        "not significant, and the paper's effect lies above its 95% confidence bound"
+        ("not significant, and the paper's effect lies above its 95% confidence bound", "inconclusive: the 95% interval holds both no difference and the paper's effect", 'inconclusive: not significant, and the paper gives no effect in these units')
     """
     if not (math.isfinite(d) and math.isfinite(se)):
         raise ValueError(f"a difference and its standard error must be finite numbers, got d={d!r}, se={se!r}.")
@@ -125,13 +124,11 @@ def reading(d: float, se: float, effect: float | None = None) -> str:
         return "significant"
     if d < -stats.Z_TEST * se:
         return "significant in the other direction"
-    if outcome is False and stats.min_detectable_effect(se) <= effect:
-        return "not significant, although this comparison could detect the paper's effect"
     if outcome is False:
         return "not significant, and the paper's effect lies above its 95% confidence bound"
     if effect is None:
         return "inconclusive: not significant, and the paper gives no effect in these units"
-    return "inconclusive: too few people to detect the paper's effect"
+    return "inconclusive: the 95% interval holds both no difference and the paper's effect"
 
 
 def summary(v: PairedVerdict, effect: float | None = None) -> dict:
@@ -148,3 +145,45 @@ def summary(v: PairedVerdict, effect: float | None = None) -> dict:
 
 def _ceil(x: float) -> float:
     return math.ceil(x) if math.isfinite(x) else x
+
+
+def matched_gap_paired(world, prompts: Sequence[BioPrompt], curves: dict, a: str, b: str, n_boot: int = 200,
+                       seed: int = 0) -> dict:
+    """:func:`apd.evaluation.factuality.scoring.matched_gap` of curve ``b`` against curve ``a`` (NE_ER at
+    matched Dist-2; positive: ``a`` names fewer wrong entities at the same diversity) with a standard
+    error from resampling people: every setting's continuations are of the same ``prompts`` and seeds,
+    so one draw of people (with replacement) resamples every point of both curves together (the
+    paired design). ``curves``: {curve name: [continuations of each setting of that curve,
+    ``out[i][j]`` per prompt and seed]}. Returns ``gap``, ``se`` (sd over the draws where a gap is
+    defined), ``n_boot`` (those draws), ``n`` and ``n_outside`` (points of ``a`` matched / outside);
+    ``gap`` and ``se`` are NaN when no point of ``a`` lies inside ``b``'s Dist-2 range."""
+    from apd.evaluation.factuality.scoring import matched_gap
+    from apd.evaluation.factuality.sweeps import diversity
+
+    people = np.array([p.person for p in prompts])
+    labels = sorted(set(people))
+    rows_of = {q: np.nonzero(people == q)[0] for q in labels}
+    units = {c: [ne_er_units(world, prompts, gens) for gens in settings] for c, settings in curves.items()}
+
+    def frame(rows):
+        out = []
+        for c, settings in curves.items():
+            for gens, u in zip(settings, units[c]):
+                texts = [t for i in rows for t in gens[i]]
+                ne = u[rows].ravel()
+                out.append({"curve": c, "Dist-2": diversity(texts)["Dist-2"],
+                            "NE_ER": float(np.nanmean(ne)) if np.isfinite(ne).any() else float("nan")})
+        return pd.DataFrame(out)
+
+    full = matched_gap(frame(np.arange(len(prompts))), a, b)
+    if not np.isfinite(full["gap"]):   # no point of a inside b's range: nothing to resample
+        return {"gap": full["gap"], "se": float("nan"), "n_boot": 0, "n": full["n"], "n_outside": full["n_outside"]}
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(int(n_boot)):
+        pick = rng.choice(len(labels), size=len(labels), replace=True)
+        g = matched_gap(frame(np.concatenate([rows_of[labels[k]] for k in pick])), a, b)["gap"]
+        if np.isfinite(g):
+            draws.append(g)
+    se = float(np.std(draws, ddof=1)) if len(draws) > 1 else float("nan")
+    return {"gap": full["gap"], "se": se, "n_boot": len(draws), "n": full["n"], "n_outside": full["n_outside"]}

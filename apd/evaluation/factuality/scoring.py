@@ -176,3 +176,26 @@ def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Di
     ax.set_xlabel(f"{x} (%)")
     ax.set_ylabel(f"{y} (%)")
     return ax
+
+
+def matched_gap(results: pd.DataFrame, a: str, b: str, x: str = "Dist-2", y: str = "NE_ER") -> dict:
+    """Curve ``b``'s ``y`` minus curve ``a``'s at the same ``x``: ``b`` (rows of :func:`score_sweep`
+    with that ``curve``) is interpolated linearly along ``x`` at each point of ``a`` inside ``b``'s
+    ``x`` range. Returns ``gap`` (mean over those points; positive: ``a`` has the lower ``y`` at matched
+    ``x``, e.g. fewer wrong entities at the same diversity), ``n`` (points used) and ``n_outside``
+    (points of ``a`` outside ``b``'s range); ``gap`` is NaN when no point can be matched.
+
+    Example:
+        >>> r = pd.DataFrame({"curve": ["A", "A", "B", "B", "B"], "Dist-2": [0.35, 0.9, 0.3, 0.4, 0.5],
+        ...                   "NE_ER": [0.45, 0.1, 0.6, 0.5, 0.4]})
+        >>> matched_gap(r, "A", "B")   # B at Dist-2 0.35 is 0.55; 0.9 is outside B's range
+        {'gap': 0.1, 'n': 1, 'n_outside': 1}
+    """
+    da = results[results["curve"] == a].dropna(subset=[x, y])
+    db = results[results["curve"] == b].dropna(subset=[x, y]).sort_values(x)
+    if len(db) < 2:
+        return {"gap": float("nan"), "n": 0, "n_outside": int(len(da))}
+    inside = da[(da[x] >= db[x].min()) & (da[x] <= db[x].max())]
+    gaps = np.interp(inside[x].to_numpy(float), db[x].to_numpy(float), db[y].to_numpy(float)) - inside[y].to_numpy(float)
+    return {"gap": round(float(gaps.mean()), 12) if len(gaps) else float("nan"), "n": int(len(inside)),
+            "n_outside": int(len(da) - len(inside))}

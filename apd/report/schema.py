@@ -197,6 +197,9 @@ RANGES: dict[str, Rule] = {
     "n_curve_examples": COUNT0, "fly_iterations": COUNT,
     # known_answer
     "size": one_of(*KNOWN_ANSWER_SIZES), "noise": NONNEG, "noise_free_check": FLAG,
+    "family_noise": FLAG, "condition_seeds": list_of(SEED), "condition_positions": COUNT,
+    # testbed
+    "current_controls": FLAG, "ne_er": FLAG, "fit_iterations": COUNT, "table_path": NAME,
     # curves
     "prompt": TEXT, "T_values": list_of(POSITIVE), "max_panels": COUNT, "blind_T_grid": list_of(POSITIVE),
     "qa_dataset": NAME, "qa_limit": COUNT, "n_positions": COUNT, "curve_top_k": COUNT,

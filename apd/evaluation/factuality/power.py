@@ -18,6 +18,8 @@ import numpy as np
 import pandas as pd
 
 from apd.core import stats
+from apd.evaluation.factuality.scoring import matched_gap
+from apd.evaluation.factuality.sweeps import diversity
 from apd.evaluation.factuality.world_scoring import world_facts, world_test_prompts
 from apd.world.world import OPENERS, BioPrompt
 
@@ -157,9 +159,6 @@ def matched_gap_paired(world, prompts: Sequence[BioPrompt], curves: dict, a: str
     ``out[i][j]`` per prompt and seed]}. Returns ``gap``, ``se`` (sd over the draws where a gap is
     defined), ``n_boot`` (those draws), ``n`` and ``n_outside`` (points of ``a`` matched / outside);
     ``gap`` and ``se`` are NaN when no point of ``a`` lies inside ``b``'s Dist-2 range."""
-    from apd.evaluation.factuality.scoring import matched_gap
-    from apd.evaluation.factuality.sweeps import diversity
-
     people = np.array([p.person for p in prompts])
     labels = sorted(set(people))
     rows_of = {q: np.nonzero(people == q)[0] for q in labels}

@@ -145,18 +145,20 @@ def table6_rows(results: pd.DataFrame, dataset: str, family: str, T_r: float = 4
 
 
 def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Dist-2", y: str = "NE_ER",
-                  colors: Optional[dict] = None, annotate: bool = True, linestyles: Optional[dict] = None):
+                  colors: Optional[dict] = None, annotate: bool = True, linestyles: Optional[dict] = None,
+                  markers: Optional[dict] = None):
     """Draw each curve of ``results`` (rows of :func:`score_sweep`) as a line of its settings in
     the (x, y) plane, in percent, points annotated with their p, T_r (REAL) or T, with a one-standard-error bar
     on y where ``results`` has a ``<y>_se`` column. ``colors``/``linestyles``: per curve (e.g. one
-    colour per distribution, dashed for the settings without REAL). Returns ``ax``."""
-    colors, linestyles = colors or {}, linestyles or {}
+    colour per distribution, dashed for the settings without REAL); ``markers``: per curve (a
+    second cue beside the line style, so legend entries of one colour stay apart). Returns ``ax``."""
+    colors, linestyles, markers = colors or {}, linestyles or {}, markers or {}
     for i, c in enumerate(curves):
         d = results[results["curve"] == c].copy()
         if d.empty:
             continue
         d = d.sort_values(x)
-        style = dict(marker="o", lw=1.6, ms=4, label=c)
+        style = dict(marker=markers.get(c, "o"), lw=1.6, ms=4 if c not in markers else 5, label=c)
         if c in colors:
             style["color"] = colors[c]
         if c in linestyles:

@@ -429,7 +429,7 @@ def test_ablation_claims_read_the_ablations_table(results):
     assert out.loc["C7_probability_space_and_flip", "verdict"] == "inconclusive"
     assert out.loc["C7_probability_space_and_flip", "reason"].startswith(
         "ablations.csv['kl_diff' where name='no-flip'] = 0.01 against 1.96 x ablations.csv['kl_diff_se' where "
-        "name='no-flip'] = 0.0392")
+        "name='no-flip'] = 1.96 x 0.02 = 0.0392")
     gates["gate_engaged_no-flip"], gates["gate_reason_no-flip"] = 0, "c collapsed to the expert"
     results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
@@ -564,7 +564,7 @@ def test_complementarity_reproduced_when_both_differences_are_significant(result
     row = _complementarity(results)
     assert row.verdict == "reproduced", row.reason
     assert (row.n_tests, row.n_hold) == (4, 4)
-    assert "factuality.comp_apd_diff = 0.06 against 1.96 x factuality.comp_apd_diff_se = 0.0196" in row.evidence
+    assert "factuality.comp_apd_diff = 0.06 against 1.96 x factuality.comp_apd_diff_se = 1.96 x 0.01 = 0.0196" in row.evidence
     assert "context, holds: factuality.true_rate_apd_real = 0.07 > factuality.true_rate_apd_k20 = 0.05" in row.evidence
 
 

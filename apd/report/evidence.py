@@ -203,7 +203,8 @@ def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float
         mde = min_detectable_effect(v[1], z, power_z)
         paper = (f", the paper's effect {_fmt(paper_effect)}; upper confidence bound {_fmt(v[0] + z * v[1])}"
                  if paper_effect is not None else ", no paper effect in these units")
-        return (f"{l[0]} = {_fmt(v[0])} against {z:g} x {l[1]} = {_fmt(z * v[1])} (smallest detectable effect "
+        return (f"{l[0]} = {_fmt(v[0])} against {z:g} x {l[1]} = {z:g} x {_fmt(v[1])} = {_fmt(z * v[1])} "
+                f"(smallest detectable effect "
                 f"{_fmt(mde)}{paper})")
 
     return Comparison(f"detects({paper_effect})", 2, test, show)

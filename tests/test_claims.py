@@ -528,7 +528,7 @@ def test_same_rows_need_thirty_qualifying_items(results):
     assert "only 6 qualifying item(s)" in row["ours"] and f"at least {coverage.MIN_SAME_ROWS_ITEMS}" in row["ours"]
 
 
-def test_findings_table_opens_the_book(results, tmp_path):
+def test_findings_read_one_sentence_per_claim(results, tmp_path):
     from apd.report import book, findings
 
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
@@ -536,7 +536,10 @@ def test_findings_table_opens_the_book(results, tmp_path):
     judged = evidence_mod.judge(claims, "smoke")
     text = findings.findings_markdown(judged, claims, "smoke", findings.scale_note(None, "smoke"))
     assert text.startswith(f"Of the paper's {len(claims)} main claims:")
-    assert "| **not testable here** | untestable at this scale | not met: the tested ALM''s mechanism engaged [apd.gate_engaged = 0 >= 1" in text
+    items = [line for line in text.splitlines() if line.startswith("- **C")]
+    assert len(items) == len(claims) and "|" not in "".join(items)
+    assert any("**not testable here**" in i and "not met: the tested ALM''s mechanism engaged." in i for i in items), items
+    assert "[apd." not in text                      # result keys and numbers stay in the chapter's table of checks
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
     page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
     assert book.FINDINGS_MARKER not in page and "main claims" in page

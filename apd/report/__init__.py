@@ -70,12 +70,13 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "cache_key": "apd.report.book", "results_root": "apd.report.book", "chapter_files": "apd.report.book",
     "results_intact": "apd.report.book", "recover": "apd.report.book", "commit_results": "apd.report.book",
     "kernel_environment": "apd.report.book", "execute": "apd.report.book",
-    "FINDINGS_MARKER": "apd.report.book", "insert_findings": "apd.report.book", "stage": "apd.report.book",
+    "FINDINGS_MARKER": "apd.report.book", "SUMMARY_STEM": "apd.report.book",
+    "HEADLINE_FIGURE": "apd.report.book", "summary_page": "apd.report.book", "insert_findings": "apd.report.book", "stage": "apd.report.book",
     "render": "apd.report.book", "resolve": "apd.report.book", "build": "apd.report.book",
     "main": "apd.report.book", "book": "apd.report.book",
     # apd.report.findings
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
-    "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",
+    "scale_note": "apd.report.findings", "size_in_words": "apd.report.findings", "findings_markdown": "apd.report.findings",
     "variant_note": "apd.report.findings", "gate_verdict": "apd.report.findings",
     "family_saturation": "apd.report.findings", "findings": "apd.report.findings",
     # apd.report.pages
@@ -84,8 +85,10 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "render_markdown": "apd.report.pages", "page_markdown": "apd.report.pages",
     "MISSING_WORD": "apd.report.pages", "missing_walls": "apd.report.pages", "paragraphs": "apd.report.pages",
     "pages": "apd.report.pages",
+    "BLOCK": "apd.report.pages", "fill_page": "apd.report.pages",
     # apd.report.tables
     "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
     "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",
-    "better_word": "apd.report.tables", "short_path": "apd.report.tables", "tables": "apd.report.tables",
+    "better_word": "apd.report.tables", "short_path": "apd.report.tables",
+    "se_decimals": "apd.report.tables", "plus_minus": "apd.report.tables", "tables": "apd.report.tables",
 })

@@ -14,7 +14,8 @@ Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.st
 - missing values print as an em dash;
 - ``formats`` overrides the format of given columns (``{"gain": "{:+.3f}"}``).
 
-:func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...).
+:func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...);
+:func:`plus_minus` prints a difference with its standard error, to the precision the error supports.
 """
 from __future__ import annotations
 
@@ -270,3 +271,28 @@ def short_path(path) -> str:
         if rel is not None:
             return f"{label}/{rel.as_posix()}" if label else rel.as_posix()
     return "…/" + "/".join(p.parts[-2:])
+
+
+def se_decimals(se: float, significant: int = 2) -> int:
+    """The decimals that print a standard error ``se`` with ``significant`` significant digits
+    (at least 0): the precision a value with that error supports.
+
+    >>> se_decimals(0.0013), se_decimals(0.085), se_decimals(2.4), se_decimals(37.0)
+    (4, 3, 1, 0)
+    """
+    if _is_missing(se) or not math.isfinite(float(se)) or float(se) <= 0:
+        return 3
+    return max(0, significant - 1 - int(math.floor(math.log10(abs(float(se))))))
+
+
+def plus_minus(value: float | None, se: float | None, signed: bool = True) -> str | None:
+    """``value ± se`` with both printed to the precision ``se`` supports (:func:`se_decimals`);
+    None when either is missing (the caller glues a missing value).
+
+    >>> plus_minus(0.0031, 0.0013), plus_minus(0.02412, 0.0085), plus_minus(1.2, None)
+    ('+0.0031 ± 0.0013', '+0.0241 ± 0.0085', None)
+    """
+    if _is_missing(value) or _is_missing(se) or not (math.isfinite(float(value)) and math.isfinite(float(se))):
+        return None
+    d = se_decimals(se)
+    return f"{float(value):{'+' if signed else ''}.{d}f} ± {float(se):.{d}f}"

@@ -12,7 +12,9 @@ Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.st
   not print as ``0.000``, and with three significant digits in columns of large values (sizes);
 - numeric row and column labels print as numbers (``1.1``, not ``1.100000``);
 - missing values print as an em dash;
-- ``formats`` overrides the format of given columns (``{"gain": "{:+.3f}"}``).
+- ``formats`` overrides the format of given columns (``{"gain": "{:+.3f}"}``);
+- a table of more than :data:`MAX_COLUMNS` columns (row labels included) is folded: the page shows
+  a line saying what it holds, and the table opens on a click (its CSV is under ``results/``).
 
 :func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...);
 :func:`plus_minus` prints a difference with its standard error, to the precision the error supports.
@@ -44,6 +46,35 @@ TABLE_CSS = [
     {"selector": "caption", "props": [("caption-side", "top"), ("text-align", "left"), ("font-weight", "bold"),
                                       ("padding", "0.3em 0")]},
 ]
+
+
+#: The most columns (row labels included) a table shows in the text column; wider ones fold.
+MAX_COLUMNS = 7
+
+
+class Folded:
+    """A table too wide for the text column, folded into ``<details>``: the summary line names it
+    and its size, the table opens on a click. Behaves as its ``styler`` otherwise."""
+
+    def __init__(self, styler, summary: str):
+        self.styler, self.summary = styler, summary
+
+    def to_html(self, **kwargs) -> str:
+        import html
+
+        return (f'<details class="apd-wide-table"><summary>{html.escape(self.summary)}</summary>'
+                f"{self.styler.to_html(**kwargs)}</details>")
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return f"<{self.summary}>"
+
+    def __getattr__(self, name):
+        if name == "styler":
+            raise AttributeError(name)
+        return getattr(self.styler, name)
 
 
 def _is_missing(value: Any) -> bool:
@@ -143,7 +174,7 @@ def _formatter(kind: str, digits: int) -> Callable[[Any], str]:
 
 def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int = 3, *,
          formats: dict[Any, str | Callable] | None = None, index: bool = True,
-         wrap: Iterable = (), percent: Iterable = ()):
+         wrap: Iterable = (), percent: Iterable = (), fold: bool | None = None):
     """``df`` as a styled table for a page (a pandas ``Styler``; the last expression of a cell, or
     ``display(show(df))``). See the module docstring for the formats.
 
@@ -151,6 +182,8 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
     ``{column: format string or function}`` for columns that need another format. ``index``: show
     the row labels (``False`` for a plain 0, 1, 2 ... index). ``wrap``: text columns whose long
     values wrap (at least 18em wide). ``percent``: fraction columns shown as percentages.
+    ``fold``: fold the table (:class:`Folded`); by default when it has more than
+    :data:`MAX_COLUMNS` columns, row labels included.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"steps": [5000.0, 12.0], "KL": [0.35512, float("nan")]}, index=[1.1, 2.0])
@@ -206,6 +239,11 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         sty = sty.set_caption(caption)
     if not index:
         sty = sty.hide(axis="index")
+    width = df.shape[1] + (df.index.nlevels if index else 0)
+    if fold or (fold is None and width > MAX_COLUMNS):
+        what = f"{caption}: " if caption else ""
+        return Folded(sty, f"{what}a table of {len(df):,} rows and {width} columns, wider than the text; "
+                           "click to open it")
     return sty
 
 

@@ -174,3 +174,10 @@ def test_show_folds_tables_wider_than_the_text():
     assert "c6" in html and "padding" in html
     assert "<details" not in tables.show(wide, index=False).to_html()          # 7 columns without the row labels
     assert "<details" in tables.show(narrow, fold=True).to_html()
+
+
+def test_show_prints_values_to_the_precision_of_their_error():
+    df = pd.DataFrame({"gain": [0.024123, 0.0031], "gain_se": [0.0085, 0.0013], "NE_ER": [0.5512, 0.5], "NE_ER_se": [0.021, 0.2]})
+    cells, html = _cells(tables.show(df, errors={"gain": "gain_se", "NE_ER": "NE_ER_se"}, percent=["NE_ER", "NE_ER_se"]))
+    assert {"0.0241", "0.0085", "0.0031", "0.0013", "55.1%", "2.1%", "50%", "20%"} <= set(cells), cells
+    assert "text-align: right" in html

@@ -174,7 +174,8 @@ def _formatter(kind: str, digits: int) -> Callable[[Any], str]:
 
 def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int = 3, *,
          formats: dict[Any, str | Callable] | None = None, index: bool = True,
-         wrap: Iterable = (), percent: Iterable = (), fold: bool | None = None):
+         wrap: Iterable = (), percent: Iterable = (), fold: bool | None = None,
+         errors: dict | None = None):
     """``df`` as a styled table for a page (a pandas ``Styler``; the last expression of a cell, or
     ``display(show(df))``). See the module docstring for the formats.
 
@@ -183,7 +184,9 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
     the row labels (``False`` for a plain 0, 1, 2 ... index). ``wrap``: text columns whose long
     values wrap (at least 18em wide). ``percent``: fraction columns shown as percentages.
     ``fold``: fold the table (:class:`Folded`); by default when it has more than
-    :data:`MAX_COLUMNS` columns, row labels included.
+    :data:`MAX_COLUMNS` columns, row labels included. ``errors``: ``{column: its standard-error
+    column}``; both print, row by row, to the precision the standard error supports
+    (:func:`se_decimals`), in percent when the column is in ``percent``.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"steps": [5000.0, 12.0], "KL": [0.35512, float("nan")]}, index=[1.1, 2.0])
@@ -195,6 +198,19 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         df = df.to_frame()
     formats = dict(formats or {})
     percent = set(percent)
+    aligned = []
+    for col, se_col in (errors or {}).items():
+        if col not in df.columns or se_col not in df.columns:
+            continue
+        df = df.copy() if not aligned else df
+        scale = 100.0 if col in percent else 1.0
+        ses = [None if _is_missing(e) else scale * float(e) for e in df[se_col]]
+        dec = [se_decimals(e) if e is not None else digits for e in ses]
+        df[col] = [MISSING if _is_missing(v) else f"{scale * float(v):.{k}f}{'%' if scale != 1 else ''}"
+                   for v, k in zip(df[col], dec)]
+        df[se_col] = [MISSING if e is None else f"{e:.{k}f}{'%' if scale != 1 else ''}" for e, k in zip(ses, dec)]
+        percent -= {col, se_col}
+        aligned += [col, se_col]
     col_formats: dict[Any, Callable[[Any], str]] = {}
     for col in df.columns:
         if col in formats:
@@ -220,7 +236,8 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         sty = sty.format_index(format_label, axis=1)
     sty = sty.format_index(format_label, axis=0)
     sty = sty.set_table_styles(TABLE_CSS).set_table_attributes('class="dataframe apd-table"')
-    numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    numeric = [c for c in df.columns if (pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]))
+               or c in aligned]
     text = [c for c in df.columns if c not in numeric]
     if numeric:
         sty = sty.set_properties(subset=numeric, **{"text-align": "right", "white-space": "nowrap",

@@ -655,3 +655,14 @@ def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_
                     "release_gate_engaged": 0, "release_gate_reason": "curve model inert"}, profile="smoke")
     row = one(c4, "smoke")
     assert row.verdict == "not testable here" and "no variant engages" in row.reason
+
+
+def test_rows_without_a_value_are_not_promised(results):
+    """A chapter that scored nothing for a table (no question qualified) has no rows of its own there:
+    the caption says so instead of promising rows that the table does not show."""
+    rows = [{"paper_table": 4, "role": r, "dataset": "SQuAD (Q+P)", "metric": "ppl", "value": float("nan"), "family": "pico"}
+            for r in ("elm", "cd", "apd")]
+    results("qa", {}, table="qa_paper_rows", df=pd.DataFrame(rows))
+    b = beside.paper_beside_ours(4, "p", family="Pythia")
+    assert not b.has_ours and "ours" not in set(b.frame.columns.get_level_values(2))
+    assert "scored nothing for Table 4" in b.note and "SQuAD (Q+P): no question qualified" in b.note

@@ -17,7 +17,7 @@ ENGAGED_CLOSER = {
     "summary_engaged": True, "summary_not_engaged": False, "summary_variant": "distilled",
     "summary_gate_reason": "the distilled variant: all gates pass", "summary_kl_gain": "+0.0031 ± 0.0013",
     "summary_kl_n": 1200, "summary_kl_mde": 0.0036, "summary_apd_closer": True, "summary_cd_closer": False,
-    "summary_kl_tie": False, "summary_hours": 0.33, "summary_device": "cpu (2 threads)",
+    "summary_kl_tie": False, "summary_hours": 0.3333, "summary_device": "cpu (2 threads)",
     "n_claims": 8, "n_reproduced": 2, "n_not_reproduced": 1, "n_inconclusive": 3, "n_not_testable": 2,
 }
 
@@ -45,6 +45,7 @@ def test_one_sentence_per_point_chosen_by_the_numbers(change, expect):
     assert _items(text) == ["1", "2", "3", "4", "5"], text[:2000]
     assert all(e in text for e in expect)
     assert "{glue" not in text and "<!--" not in text and "+0.0031 ± 0.0013" in text
+    assert "differ by at most 1.4e-14" in text and "20,000 random logits" in text and "1,200 questions" in text
 
 
 def test_every_value_the_summary_quotes_is_glued_by_the_paper_vs_book_chapter():

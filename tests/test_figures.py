@@ -27,7 +27,7 @@ def test_every_figure_has_a_caption_and_alt_text(path):
 def test_figure_cells_set_no_label():
     """myst-nb wraps every output of a cell with figure metadata in a figure: a label there would be
     repeated by a cell's second output (a duplicate target, a build error); the numbering hook
-    (apd.report.plots.setup) numbers figures without labels."""
+    (apd.report.plots.sphinx_setup) numbers figures without labels."""
     for path in NOTEBOOKS:
         nb = json.loads(path.read_text())
         for i, _, _ in plots.figure_cells(nb):

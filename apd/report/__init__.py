@@ -17,6 +17,8 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "XLABEL_LOG_SIZE": "apd.report.plots", "COLORS": "apd.report.plots", "PALETTE": "apd.report.plots",
     "use_style": "apd.report.plots", "figure": "apd.report.plots", "probability_curve": "apd.report.plots",
     "wrap": "apd.report.plots", "panels": "apd.report.plots", "plots": "apd.report.plots",
+    "legend": "apd.report.plots", "caption_metadata": "apd.report.plots", "figure_cells": "apd.report.plots",
+    "sphinx_setup": "apd.report.plots",
     # apd.report.paper
     "COLUMNS": "apd.report.paper", "NA": "apd.report.paper", "QA_PPL_COLUMNS": "apd.report.paper",
     "MRC_COLUMNS": "apd.report.paper", "MRR_DATASETS": "apd.report.paper",
@@ -90,5 +92,5 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
     "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",
     "better_word": "apd.report.tables", "short_path": "apd.report.tables",
-    "se_decimals": "apd.report.tables", "plus_minus": "apd.report.tables", "tables": "apd.report.tables",
+    "se_decimals": "apd.report.tables", "Folded": "apd.report.tables", "MAX_COLUMNS": "apd.report.tables", "plus_minus": "apd.report.tables", "tables": "apd.report.tables",
 })

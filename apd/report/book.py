@@ -37,7 +37,7 @@ from typing import Any
 
 import yaml
 
-from apd.report.pages import select_cells
+from apd.report.pages import fill_page, select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 INJECTED_TAG = "injected-parameters"
@@ -566,8 +566,6 @@ def summary_page(page: str, profile: str, book_dir: Path, root: Path = ROOT) -> 
     """The summary page (``book/intro.md``) filled from :data:`SUMMARY_STEM`'s results under
     ``profile`` (:func:`apd.report.pages.fill_page`), with its headline figure copied beside it as
     ``headline.png`` (the value ``headline_figure`` says whether it exists)."""
-    from apd.report.pages import fill_page
-
     results = results_root(root) / profile
     path = results / f"{SUMMARY_STEM}.json"
     values = json.loads(path.read_text()) if path.is_file() else {}

@@ -213,7 +213,12 @@ def _number_figures(app, doctree) -> None:
             doctree.set_id(node)
 
 
-def setup(app):
-    """Sphinx extension (``_config.yml``: ``sphinx.extra_extensions``): number every captioned figure."""
+def sphinx_setup(app):
+    """The Sphinx extension this module is (``_config.yml``: ``sphinx.extra_extensions``): number
+    every captioned figure and uncaption the tables beside them (see ``_number_figures``)."""
     app.connect("doctree-read", _number_figures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
+
+
+#: The name Sphinx calls when it loads this module as an extension.
+setup = sphinx_setup

@@ -86,7 +86,8 @@ Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.on
       mathRendered: Array.from(document.querySelectorAll('.math')).filter(m => m.querySelector('mjx-container')).length,
       mathErrors: document.querySelectorAll('mjx-merror, merror').length,
       mathjax: window.MathJax ? (MathJax.version || 'loaded') : null,
-      wide: Array.from(document.querySelectorAll('main table')).filter(t => {
+      // a folded table (a closed <details>, apd.report.tables.Folded) opens on a click: not in the text
+      wide: Array.from(document.querySelectorAll('main table')).filter(t => !t.closest('details:not([open])')).filter(t => {
           const column = t.closest('article') || t.closest('main');
           return column && t.getBoundingClientRect().width > column.getBoundingClientRect().width + 2;
         }).map(t => {

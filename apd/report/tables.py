@@ -40,8 +40,11 @@ TABLE_CSS = [
                                ("font-size", "0.9em")]},
     {"selector": "th, td", "props": [("padding", "0.3em 0.75em"), ("border-bottom", "1px solid #d8dde6"),
                                      ("vertical-align", "top")]},
-    {"selector": "thead th", "props": [("border-bottom", "2px solid #8f9bb3"), ("text-align", "left")]},
-    {"selector": "th.row_heading", "props": [("text-align", "left"), ("white-space", "nowrap")]},
+    # long headers and row labels wrap, so that a table of a few columns fits the text column
+    {"selector": "thead th", "props": [("border-bottom", "2px solid #8f9bb3"), ("text-align", "left"),
+                                       ("white-space", "normal"), ("max-width", "10em")]},
+    {"selector": "th.row_heading", "props": [("text-align", "left"), ("white-space", "normal"),
+                                             ("min-width", "8em"), ("max-width", "18em")]},
     {"selector": "th.index_name", "props": [("text-align", "left")]},
     {"selector": "caption", "props": [("caption-side", "top"), ("text-align", "left"), ("font-weight", "bold"),
                                       ("padding", "0.3em 0")]},

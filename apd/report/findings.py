@@ -73,7 +73,10 @@ def _reason(in_words: str) -> str:
     result keys and numbers (the chapter's table of checks shows those)."""
     import re
 
-    return re.sub(r"\s*\[[^\[\]]*\]", "", str(in_words)).strip()
+    text, previous = str(in_words), None
+    while text != previous:             # innermost brackets first: result keys nest ("t.csv['kl' where ...]")
+        previous, text = text, re.sub(r"\s*\[[^\[\]]*\]", "", text)
+    return text.strip()
 
 
 def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: str, scale: str) -> str:
@@ -82,7 +85,8 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: st
 
     Example:
         >>> from apd.report.evidence import Claim
-        >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"], "in_words": ["holds: CD extrapolates [a = 1]"]})
+        >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"],
+        ...                        "in_words": ["holds: CD extrapolates [t.csv['kl' where x] = 1 < t.csv['kl' where y] = 2]"]})
         >>> print(findings_markdown(judged, [Claim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[2])
         - **C1**, *CD extrapolates*: **reproduced** (every test holds): holds: CD extrapolates.
     """

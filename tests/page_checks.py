@@ -3,8 +3,11 @@ progress-bar lines, tracebacks or warnings in outputs, raw Markdown tables, 'nan
 absolute machine paths, tables whose numbers run into the next cell for lack of padding, stray
 outputs (a cell's bare value printed as plain text, e.g. ``'1.7%'`` from a cell ending in a call
 that returns a string), and paragraphs made of missing values (more than one "n/a" or lone dash: a
-chapter says once, with the reason, that a measure does not exist; ``apd.report.pages.missing_walls``).
-Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
+chapter says once, with the reason, that a measure does not exist; ``apd.report.pages.missing_walls``),
+glue roles left unrendered (``{glue:text}`...```), figures without a numbered caption or with a file
+name for alt text, and sentences that contradict their own numbers: two equal numbers compared as
+better or worse, a result called significant at p >= 0.05, ``z x name_se = value`` where the value
+is the product (it reads as the standard error). Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
 import re
 
 from apd.report.pages import missing_walls
@@ -16,6 +19,16 @@ NAN = re.compile(r"(?<![\w.])nan(?![\w(])|n/a n/a")   # how Python prints a miss
 MACHINE_PATH = re.compile(r"(?<![\w.:/~\-\\])/(?:[\w.\-]+/)+[\w.\-]+")
 DIGIT_END, DIGIT_START = re.compile(r"[\d%]$"), re.compile(r"^[-+\u2212]?\d")
 PADDED_CLASSES = {"dataframe", "table", "docutils", "highlighttable"}
+GLUE_LEFT = re.compile(r"\{glue(?::\w+)?\}|\{glue:")
+NUMBER = r"[-+\u2212]?\d+(?:[.,]\d+)*%?"
+#: "APD's ppl is 1.230, worse than CD's 1.230": a comparison of two numbers that print the same
+EQUAL_COMPARED = re.compile(rf"({NUMBER}),? (?:\w+ )?(?:\((?:better|worse)\) )?(?:better|worse|lower|higher|smaller|larger)"
+                            rf"(?: \((?:better|worse)\))? than [\w' ]{{0,40}}?({NUMBER})(?!\d|\.\d)")
+#: "significant (p = 0.1": a result called significant at a p-value of 0.05 or more
+SIGNIFICANT_AT = re.compile(r"(?<!not )(?<!no )\bsignificant\b[^.;]{0,80}?\bp\s*[=<]\s*(\d*\.\d+|\d+)")
+#: "1.96 x gain_se = 0.0105": the value after '=' is the product, so write the se before it
+PRODUCT_AS_SE = re.compile(rf"(?<![\d.])(\d+(?:\.\d+)?) x (\S+?_se\b\S*) = (?!\1 x )({NUMBER})")
+HASH_ALT = re.compile(r"^[0-9a-f]{16,}|\.(?:png|jpe?g|svg|pdf)$", re.IGNORECASE)
 
 
 def _page_parts(html_text):
@@ -71,7 +84,30 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
         hit = first(pattern, where)
         if hit:
             problems.append(f"{rel}: {what}: ...{hit}...")
+    hit = first(GLUE_LEFT, text)
+    if hit:
+        problems.append(f"{rel}: a glue role left unrendered: ...{hit}...")
+    for m in EQUAL_COMPARED.finditer(text):
+        if m.group(1).lstrip("+\u2212-") == m.group(2).lstrip("+\u2212-"):
+            problems.append(f"{rel}: two equal numbers compared as different: {m.group(0)!r}")
+    for m in SIGNIFICANT_AT.finditer(text):
+        if float(m.group(1)) >= 0.05 and "<" not in m.group(0)[-12:]:
+            problems.append(f"{rel}: called significant at p = {m.group(1)}: {m.group(0)!r}")
+    for m in PRODUCT_AS_SE.finditer(text):
+        problems.append(f"{rel}: a product that reads as the standard error: {m.group(0)!r}")
     main = soup.find("main") or soup
+    for img in main.find_all("img"):
+        fig = img.find_parent("figure")
+        cap = fig.find("figcaption") if fig else None
+        where = img.get("src", "")[-40:]
+        if cap is None or not cap.get_text(" ").strip():
+            problems.append(f"{rel}: a figure without a caption ({where}): add mystnb figure metadata "
+                            "(apd.report.plots.caption_metadata)")
+        elif not re.search(r"\b(?:Fig(?:ure)?\.?)\s*\d", cap.get_text(" ")):
+            problems.append(f"{rel}: a figure caption without a number ({where})")
+        alt = (img.get("alt") or "").strip()
+        if not alt or HASH_ALT.search(alt):
+            problems.append(f"{rel}: a figure whose alt text is not words ({alt[:40]!r})")
     for out in main.select("div.cell_output div.output.text_plain"):
         problems.append(f"{rel}: a stray output (a cell's bare value): {out.get_text(' ').strip()[:100]!r}")
     prose = [" ".join(el.get_text(" ").split()) for el in main.select("p, li")

@@ -1,5 +1,6 @@
 """Open every page of a built book (the smoke build, or the one ``APD_BOOK_PROFILE`` names) in headless Chromium, with no network, and check that
-every image loaded and every math block was rendered by the locally served MathJax.
+every image loaded, every math block was rendered by the locally served MathJax, and no table is
+wider than the text column at 1,280 px (a wide table goes to a download or a folded cell).
 
 The text checks (:func:`test_every_page_reads_clean`) read the HTML files directly, so they run
 where Chromium is missing too: no progress bars, tracebacks or warnings in outputs, no raw Markdown
@@ -85,6 +86,16 @@ Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.on
       mathRendered: Array.from(document.querySelectorAll('.math')).filter(m => m.querySelector('mjx-container')).length,
       mathErrors: document.querySelectorAll('mjx-merror, merror').length,
       mathjax: window.MathJax ? (MathJax.version || 'loaded') : null,
+      // a folded table (a closed <details>, apd.report.tables.Folded) opens on a click: not in the text
+      wide: Array.from(document.querySelectorAll('main table')).filter(t => !t.closest('details:not([open])')).filter(t => {
+          const column = t.closest('article') || t.closest('main');
+          return column && t.getBoundingClientRect().width > column.getBoundingClientRect().width + 2;
+        }).map(t => {
+          const cap = t.querySelector('caption');
+          const head = Array.from(t.querySelectorAll('th')).slice(0, 3).map(h => h.textContent.trim()).join(' | ');
+          return ((cap ? cap.textContent.trim() : '') || head).slice(0, 80) + ' (' +
+                 Math.round(t.getBoundingClientRect().width) + ' px)';
+        }),
       remote: Array.from(document.querySelectorAll('script[src], link[rel=stylesheet]'))
         .map(e => e.getAttribute('src') || e.getAttribute('href'))
         .filter(u => /^(https?:)?\\/\\//.test(u) && !u.startsWith(location.origin)),
@@ -114,6 +125,8 @@ def test_every_page_renders_offline(browser, server, book_html):
                 problems.append(f"{rel}: only {info['mathRendered']} of {info['math']} math blocks rendered")
             if info["mathErrors"]:
                 problems.append(f"{rel}: {info['mathErrors']} MathJax errors")
+        for table in info.get("wide", []):
+            problems.append(f"{rel}: a table wider than the text column at 1,280 px: {table}")
         if info["remote"]:
             problems.append(f"{rel}: loads remote resources {info['remote']}")
         total_images += len(info["images"])

@@ -611,7 +611,7 @@ def test_same_rows_need_thirty_qualifying_items(results):
     assert "only 6 qualifying item(s)" in row["ours"] and f"at least {coverage.MIN_SAME_ROWS_ITEMS}" in row["ours"]
 
 
-def test_findings_table_opens_the_book(results, tmp_path):
+def test_findings_read_one_sentence_per_claim(results, tmp_path):
     from apd.report import book, findings
 
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
@@ -619,9 +619,10 @@ def test_findings_table_opens_the_book(results, tmp_path):
     judged = evidence_mod.judge(claims, "smoke")
     text = findings.findings_markdown(judged, claims, "smoke", findings.scale_note(None, "smoke"))
     assert text.startswith(f"Of the paper's {len(claims)} main claims:")
-    assert ("| **not testable here** | a precondition fails or a result is missing | the tested ALM''s mechanism "
-            "engaged: does not hold [apd.gate_engaged = 0]") in text
-    assert "not met: the tested ALM''s mechanism engaged [apd.gate_engaged = 0 >= 1" in text
+    items = [line for line in text.splitlines() if line.startswith("- **C")]
+    assert len(items) == len(claims) and "|" not in "".join(items)
+    assert any("**not testable here**" in i and "not met: the tested ALM''s mechanism engaged." in i for i in items), items
+    assert "[apd." not in text                      # result keys and numbers stay in the chapter's table of checks
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
     page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
     assert book.FINDINGS_MARKER not in page and "main claims" in page
@@ -766,3 +767,14 @@ def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
     assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"    # CI [-0.068, 0.168] holds 0 and 0.152
     row = hub(0.15, 0.03, (0.02, 0.05))                # CD no better than the expert: not testable
     assert row.verdict == "not testable here" and "qa.datasets_ppl_cd_gain = 0.02" in row.reason
+
+
+def test_rows_without_a_value_are_not_promised(results):
+    """A chapter that scored nothing for a table (no question qualified) has no rows of its own there:
+    the caption says so instead of promising rows that the table does not show."""
+    rows = [{"paper_table": 4, "role": r, "dataset": "SQuAD (Q+P)", "metric": "ppl", "value": float("nan"), "family": "pico"}
+            for r in ("elm", "cd", "apd")]
+    results("qa", {}, table="qa_paper_rows", df=pd.DataFrame(rows))
+    b = beside.paper_beside_ours(4, "p", family="Pythia")
+    assert not b.has_ours and "ours" not in set(b.frame.columns.get_level_values(2))
+    assert "scored nothing for Table 4" in b.note and "SQuAD (Q+P): no question qualified" in b.note

@@ -456,6 +456,9 @@ def test_table6_rows_line_up_with_the_papers_rows():
     assert set(rows["metric"]) == set(theirs.loc[theirs["group"] == "Automatic", "metric"])
     with pytest.raises(ValueError, match="table6_methods"):
         scoring.table6_rows(df.iloc[1:], "pico world", "pico")        # no ELM + top-p (p=1)
+    # the world's share of true claims is not the paper's Entail_R: it gets a column of its own
+    world = scoring.table6_rows(df, "pico world", "pico", T_r=4.0, cd_T=2.0, true_metric="true claims")
+    assert "Entail_R" not in set(world["metric"]) and "true claims" in set(world["metric"])
     assert scoring.table6_rows(_table6_frame(methods_mod.table6_methods(2.5)), "w", "pico", T_r=2.5)[
         "setting"].str.contains("T_r=2.5").any()
 

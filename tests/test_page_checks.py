@@ -16,6 +16,14 @@ from page_checks import page_text_problems
     ("<ul><li>questions: 0 right; rate \u2014; APD rate \u2014</li></ul>", "missing values"),
     ('<div class="cell_output"><div class="output text_plain highlight-myst-ansi"><pre>\'1.7%\'</pre></div></div>',
      "stray output"),
+    ("<p>The curve here is `{glue:text}`real_decay`` on x</p>", "glue role"),
+    ("<p>APD's perplexity is 1.230, worse than CD's 1.230.</p>", "equal numbers"),
+    ("<p>APD's ppl is 2.5%, lower (better) than CD's 2.5%.</p>", "equal numbers"),
+    ("<p>and that bucket's gain is significant (paired p = 0.1, 29 questions)</p>", "significant at p = 0.1"),
+    ("<p>gain = 0.02 against 1.96 x gain_se = 0.01048 (smallest)</p>", "standard error"),
+    ('<figure><img src="a.png" alt="a.png"><figcaption>Fig. 1 A caption.</figcaption></figure>', "alt text"),
+    ('<div class="cell_output"><img src="_images/abc.png" alt="0123456789abcdef0123"></div>', "without a caption"),
+    ('<figure><img src="a.png" alt="a line"><figcaption>A caption.</figcaption></figure>', "without a number"),
 ])
 def test_page_text_checks_catch_each_defect(snippet, found):
     problems = page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>")
@@ -33,6 +41,10 @@ def test_page_text_checks_catch_each_defect(snippet, found):
     "<table class=\"dataframe\"><tr><td>\u2014</td><td>\u2014</td><td>\u2014</td></tr></table>",
     '<div class="cell_output"><p>n/a n/a</p></div>'.replace("n/a n/a", "n/a, n/a"),
     '<div class="cell_output"><div class="output stream highlight-myst-ansi"><pre>a printed example</pre></div></div>',
+    "<p>APD's perplexity is 1.231, worse than CD's 1.230; p = 0.1 is not significant (29 questions).</p>",
+    "<p>significant on: none (p < 0.05); a gain significant at p = 0.003</p>",
+    "<p>gain = 0.02 against 1.96 x gain_se = 1.96 x 0.00535 = 0.01048</p>",
+    '<figure><img src="a.png" alt="Loss falling with size"><figcaption>Fig. 3 Held-out loss.</figcaption></figure>',
 ])
 def test_page_text_checks_pass_clean_text(snippet):
     assert page_text_problems("x.html", f"<html><body><main>{snippet}</main></body></html>") == []

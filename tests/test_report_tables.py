@@ -162,3 +162,22 @@ def test_api_reference_documents_every_front_door_name():
 def test_tutorial_runs_in_every_profile():
     for profile in ("smoke", "default", "pythia", "hub-smoke"):
         assert "tutorial" in book.load_profile(profile)
+
+
+def test_show_folds_tables_wider_than_the_text():
+    narrow = pd.DataFrame(np.ones((2, tables.MAX_COLUMNS - 1)))
+    assert "<details" not in tables.show(narrow).to_html()
+    wide = pd.DataFrame(np.ones((2, tables.MAX_COLUMNS)), columns=[f"c{i}" for i in range(tables.MAX_COLUMNS)])
+    folded = tables.show(wide, caption="every variant")
+    html = folded._repr_html_()
+    assert html.startswith('<details class="apd-wide-table"><summary>every variant: a table of 2 rows and 8 columns')
+    assert "c6" in html and "padding" in html
+    assert "<details" not in tables.show(wide, index=False).to_html()          # 7 columns without the row labels
+    assert "<details" in tables.show(narrow, fold=True).to_html()
+
+
+def test_show_prints_values_to_the_precision_of_their_error():
+    df = pd.DataFrame({"gain": [0.024123, 0.0031], "gain_se": [0.0085, 0.0013], "NE_ER": [0.5512, 0.5], "NE_ER_se": [0.021, 0.2]})
+    cells, html = _cells(tables.show(df, errors={"gain": "gain_se", "NE_ER": "NE_ER_se"}, percent=["NE_ER", "NE_ER_se"]))
+    assert {"0.0241", "0.0085", "0.0031", "0.0013", "55.1%", "2.1%", "50%", "20%"} <= set(cells), cells
+    assert "text-align: right" in html

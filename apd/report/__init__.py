@@ -16,7 +16,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.report.plots
     "XLABEL_LOG_SIZE": "apd.report.plots", "COLORS": "apd.report.plots", "PALETTE": "apd.report.plots",
     "use_style": "apd.report.plots", "figure": "apd.report.plots", "probability_curve": "apd.report.plots",
-    "wrap": "apd.report.plots", "panels": "apd.report.plots", "plots": "apd.report.plots",
+    "wrap": "apd.report.plots", "panels": "apd.report.plots", "legend": "apd.report.plots",
+    "caption_metadata": "apd.report.plots", "figure_cells": "apd.report.plots",
+    "sphinx_setup": "apd.report.plots", "plots": "apd.report.plots",
     # apd.report.paper
     "COLUMNS": "apd.report.paper", "NA": "apd.report.paper", "QA_PPL_COLUMNS": "apd.report.paper",
     "MRC_COLUMNS": "apd.report.paper", "MRR_DATASETS": "apd.report.paper",
@@ -78,9 +80,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "commit_results": "apd.report.book", "kernel_environment": "apd.report.book",
     "relay_notices": "apd.report.book", "execute": "apd.report.book", "lock_paths": "apd.report.book",
     "build_lock": "apd.report.book", "FINDINGS_MARKER": "apd.report.book",
-    "insert_findings": "apd.report.book", "stage": "apd.report.book", "render": "apd.report.book",
-    "resolve": "apd.report.book", "build": "apd.report.book", "main": "apd.report.book",
-    "book": "apd.report.book",
+    "insert_findings": "apd.report.book", "summary_page": "apd.report.book", "stage": "apd.report.book",
+    "render": "apd.report.book", "resolve": "apd.report.book", "build": "apd.report.book",
+    "main": "apd.report.book", "book": "apd.report.book",
     # apd.report.schema
     "TOP_KEYS": "apd.report.schema", "PICO_SCALES": "apd.report.schema", "FAMILIES": "apd.report.schema",
     "KNOWN_ANSWER_SIZES": "apd.report.schema", "DEVICE": "apd.report.schema",
@@ -94,19 +96,22 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "rule_for": "apd.report.schema", "check_value": "apd.report.schema", "schema": "apd.report.schema",
     # apd.report.findings
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
-    "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",
-    "variant_note": "apd.report.findings", "gate_verdict": "apd.report.findings",
-    "family_saturation": "apd.report.findings", "findings": "apd.report.findings",
+    "size_in_words": "apd.report.findings", "scale_note": "apd.report.findings",
+    "findings_markdown": "apd.report.findings", "variant_note": "apd.report.findings",
+    "gate_verdict": "apd.report.findings", "family_saturation": "apd.report.findings",
+    "findings": "apd.report.findings",
     # apd.report.pages
     "GLUE_ROLE": "apd.report.pages", "MISSING_TEXT": "apd.report.pages", "present": "apd.report.pages",
     "conditions": "apd.report.pages", "cell_shown": "apd.report.pages", "select_cells": "apd.report.pages",
     "render_markdown": "apd.report.pages", "page_markdown": "apd.report.pages",
     "MISSING_WORD": "apd.report.pages", "missing_walls": "apd.report.pages", "paragraphs": "apd.report.pages",
-    "pages": "apd.report.pages",
+    "BLOCK": "apd.report.pages", "fill_page": "apd.report.pages", "pages": "apd.report.pages",
     # apd.report.tables
-    "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "format_number": "apd.report.tables",
-    "format_label": "apd.report.tables", "show": "apd.report.tables", "compare_word": "apd.report.tables",
-    "better_word": "apd.report.tables", "short_path": "apd.report.tables", "tables": "apd.report.tables",
+    "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "MAX_COLUMNS": "apd.report.tables",
+    "Folded": "apd.report.tables", "format_number": "apd.report.tables", "format_label": "apd.report.tables",
+    "show": "apd.report.tables", "compare_word": "apd.report.tables", "better_word": "apd.report.tables",
+    "short_path": "apd.report.tables", "se_decimals": "apd.report.tables", "plus_minus": "apd.report.tables",
+    "tables": "apd.report.tables",
     # apd.report.testbed
     "TESTBED_TABLE": "apd.report.testbed", "TESTBED_KEY": "apd.report.testbed",
     "table_path": "apd.report.testbed", "read_configurations": "apd.report.testbed",

@@ -168,6 +168,8 @@ def paper_beside_ours(number: int, profile: str, family: str | None = None,
         paper = paper[paper["family"] == family]
     ours = regenerated_rows(profile)
     ours = ours[ours["paper_table"] == number]
+    unscored = sorted(set(ours.loc[ours["value"].isna(), "dataset"].astype(str)) - set(ours.loc[ours["value"].notna(), "dataset"].astype(str)))
+    ours = ours[ours["value"].notna()]   # a row without a value (nothing scored) is no row of ours
     same = tuple(sorted(set(paper["dataset"]) & set(ours["dataset"].astype(str))))
     parts = [paper.assign(source="paper: " + paper["family"])]
     if not ours.empty:
@@ -194,6 +196,9 @@ def paper_beside_ours(number: int, profile: str, family: str | None = None,
         ran = _chapter_ran(profile, item.stem)
         why = (f"chapter {item.stem} wrote no rows for {item.name} under profile {profile}" if ran
                else f"chapter {item.stem} has not run under profile {profile}")
+        if unscored:
+            why = (f"chapter {item.stem} scored nothing for {item.name} under profile {profile} "
+                   f"({', '.join(unscored)}: no question qualified)")
         note = f"{item.name}, the paper's numbers only: {why}; {item.needs}"
     elif same:
         fams = ", ".join(sorted(set(ours["family"].dropna().astype(str)))) or "unnamed"
@@ -203,6 +208,8 @@ def paper_beside_ours(number: int, profile: str, family: str | None = None,
         note = (f"{item.name}: no dataset in common; our rows "
                 f"({', '.join(sorted(set(ours['dataset'].astype(str))))}) are this profile's "
                 "counterpart: compare the order of the methods, not the values")
+    if unscored and not ours.empty:
+        note += f"; nothing scored on {', '.join(unscored)} (no question qualified)"
     if item.never_part and not item.never:
         note += f"; {item.never_part}"
     return Beside(number, wide, note, not ours.empty, same)

@@ -44,7 +44,7 @@ import yaml
 from apd.base.io import NOTICES_ENV
 from apd.base.lock import LockBusy, held_lock
 from apd.report import schema
-from apd.report.pages import select_cells
+from apd.report.pages import fill_page, select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
 INJECTED_TAG = "injected-parameters"
@@ -773,6 +773,27 @@ def insert_findings(page: str, findings: str | None, profile: str) -> str:
     return page.replace(FINDINGS_MARKER, findings.strip())
 
 
+#: The chapter whose results fill the book's summary page, and the figure that page shows.
+SUMMARY_STEM, HEADLINE_FIGURE = "paper_vs_book", "headline"
+
+
+def summary_page(page: str, profile: str, book_dir: Path, root: Path = ROOT) -> str:
+    """The summary page (``book/intro.md``) filled from :data:`SUMMARY_STEM`'s results under
+    ``profile`` (:func:`apd.report.pages.fill_page`), with its headline figure copied beside it as
+    ``headline.png`` (the value ``headline_figure`` says whether it exists)."""
+    results = results_root(root) / profile
+    path = results / f"{SUMMARY_STEM}.json"
+    values = json.loads(path.read_text()) if path.is_file() else {}
+    figure = results / "figures" / f"{HEADLINE_FIGURE}.png"
+    values["headline_figure"] = figure.is_file()
+    if figure.is_file():
+        shutil.copy2(figure, book_dir / f"{HEADLINE_FIGURE}.png")
+    try:
+        return fill_page(page, values)
+    except ValueError as err:
+        raise BookError(f"book/intro.md: {err}") from None
+
+
 def stage(profile: str, root: Path = ROOT) -> Path:
     """Copy the book's hand-written sources and a local MathJax into ``_build/<profile>/book``, with
     the findings of this profile's results in the intro page."""
@@ -786,8 +807,8 @@ def stage(profile: str, root: Path = ROOT) -> Path:
     findings = results_root(root) / profile / "findings.md"
     intro = dest / "book" / "intro.md"
     if intro.is_file():
-        intro.write_text(insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None,
-                                         profile))
+        text = insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None, profile)
+        intro.write_text(summary_page(text, profile, dest / "book", root))
     mathjax = root / "node_modules" / "mathjax" / "es5"
     if not (mathjax / "tex-chtml.js").is_file():
         raise BookError(

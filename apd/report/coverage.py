@@ -53,12 +53,15 @@ def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES))
     rows = []
     for number, item in enumerate(items, start=1):
         mine = ours[ours["paper_table"] == number]
+        unscored = not mine.empty and mine["value"].isna().all()
+        mine = mine[mine["value"].notna()]      # a row without a value (nothing scored) is no row of ours
         if item.never:
             status, text = "cannot be regenerated", item.never
         elif mine.empty:
             ran = _chapter_ran(profile, item.stem)
             status = "not produced here"
-            text = (f"chapter {item.stem} wrote no rows for it under profile {profile}" if ran
+            text = (f"chapter {item.stem} scored nothing for it under profile {profile} (no question qualified)"
+                    if unscored else f"chapter {item.stem} wrote no rows for it under profile {profile}" if ran
                     else f"chapter {item.stem} has not run under profile {profile}") + f"; {item.needs}"
             if item.never_part:
                 text += f"; {item.never_part}"

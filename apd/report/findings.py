@@ -1,10 +1,8 @@
-"""Findings at a glance: the book's verdicts as the table that opens the book.
+"""Findings at a glance: the book's verdicts, one sentence per claim.
 
-The paper-vs-book chapter writes ``results/<profile>/findings.md`` with :func:`findings_markdown`;
-the book runner puts it into the intro page where
-:data:`apd.report.book.FINDINGS_MARKER` stands. Every entry is
-made from the judged claims (:func:`apd.report.evidence.judge`) and the family chapter's member
-table; nothing is typed.
+The paper-vs-book chapter shows :func:`findings_markdown` and writes it to
+``results/<profile>/findings.md``. Every entry is made from the judged claims
+(:func:`apd.report.evidence.judge`) and the family chapter's member table; nothing is typed.
 """
 from __future__ import annotations
 
@@ -32,8 +30,12 @@ CHAPTER_TITLES = {
 }
 
 
-def _size(n: float) -> str:
-    """A parameter count in words: 12768 -> '12.8k', 6.9e9 -> '6.9B'."""
+def size_in_words(n: float) -> str:
+    """A parameter count in words.
+
+    >>> size_in_words(12768), size_in_words(6.9e9), size_in_words(512)
+    ('12.8k', '6.9B', '512')
+    """
     for unit, scale in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
         if n >= scale:
             return f"{n / scale:.3g}{unit}"
@@ -48,44 +50,66 @@ def scale_note(members: pd.DataFrame | None, profile: str) -> str:
         "Under the profile `default` the family's 2 members span 12.8k to 1.78M non-embedding parameters (139x); the paper's Pythia members span 18.9M to 6.44B (341x), so a verdict here speaks for this scale only."
     """
     pythia = (math.exp(PYTHIA_LOG_SIZES[0]), math.exp(PYTHIA_LOG_SIZES[-1]))   # Pythia-70M and -6.9B, non-embedding
-    paper = f"the paper's Pythia members span {_size(pythia[0])} to {_size(pythia[1])} ({pythia[1] / pythia[0]:.0f}x)"
+    paper = f"the paper's Pythia members span {size_in_words(pythia[0])} to {size_in_words(pythia[1])} ({pythia[1] / pythia[0]:.0f}x)"
     if members is None or members.empty or "n_nonembedding" not in members:
         return f"Under the profile `{profile}` the family chapter did not run; {paper}."
     n = members["n_nonembedding"].astype(float)
-    return (f"Under the profile `{profile}` the family's {len(n)} members span {_size(n.min())} to "
-            f"{_size(n.max())} non-embedding parameters ({n.max() / n.min():.0f}x); {paper}, so a verdict "
+    return (f"Under the profile `{profile}` the family's {len(n)} members span {size_in_words(n.min())} to "
+            f"{size_in_words(n.max())} non-embedding parameters ({n.max() / n.min():.0f}x); {paper}, so a verdict "
             "here speaks for this scale only.")
 
 
 def _clip(text: str, n: int = 220) -> str:
-    """One line of at most ``n`` characters for a Markdown table cell (pipes escaped after clipping)."""
+    """One line of at most ``n`` characters, cut at a word, never inside a number."""
     text = " ".join(str(text).split())
-    text = text if len(text) <= n else text[: n - 1].rstrip() + "…"
-    return text.replace("|", "\\|")
+    if len(text) <= n:
+        return text
+    cut = text[: n - 1].rsplit(" ", 1)[0].rstrip(",;:")
+    return cut + " …"
+
+
+def _reason(in_words: str) -> str:
+    """A verdict's reason for a reader: :func:`apd.report.evidence.in_words` without the bracketed
+    result keys and numbers (the chapter's table of checks shows those)."""
+    import re
+
+    text, previous = str(in_words), None
+    while text != previous:             # innermost brackets first: result keys nest ("t.csv['kl' where ...]")
+        previous, text = text, re.sub(r"\s*\[[^\[\]]*\]", "", text)
+    return text.strip()
+
+
+def _preconditions_sentence(pre) -> str:
+    """' Preconditions: ...' when the claim has preconditions to report, else ''."""
+    if pre is None or (isinstance(pre, float) and pre != pre) or str(pre).strip() in ("", "none"):
+        return ""
+    return f" Preconditions: {_clip(str(pre), 260).rstrip('.')}."
 
 
 def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: str, scale: str) -> str:
-    """The findings table (markdown): one row per claim with its verdict, its strength, its
-    preconditions (each with its status and values), the evidence (the verdict's reason, clipped) and
-    links to the chapters its checks read; then the scale note.
+    """The findings (markdown): one item per claim, one sentence each: the claim, its verdict, the
+    reason in words (what decided it) and links to the chapters its checks read; then the scale note.
 
     Example:
         >>> from apd.report.evidence import Claim
-        >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"], "reason": ["all 2 tests hold"]})
-        >>> print(findings_markdown(judged, [Claim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[4])
-        | CD extrapolates. | **reproduced** | every test's 95% interval on the claim's side | none | all 2 tests hold |  |
+        >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"],
+        ...                        "in_words": ["holds: CD extrapolates [t.csv['kl' where x] = 1 < t.csv['kl' where y] = 2]"]})
+        >>> print(findings_markdown(judged, [Claim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[2])
+        - **C1**, *CD extrapolates*: **reproduced** (every test holds): holds: CD extrapolates.
     """
     by_id = {c.id: c for c in claims}
-    rows = ["| the paper's claim | verdict here | strength | preconditions | evidence | chapters |",
-            "|---|---|---|---|---|---|"]
+    rows = []
     for r in judged.itertuples():
         claim = by_id.get(r.claim_id)
         stems = list(dict.fromkeys(s.stem for s in claim.evidence)) if claim else []
         links = ", ".join(f"{{doc}}`{CHAPTER_TITLES.get(s, s)} <../notebooks/{s}>`" for s in stems)
-        text = _clip(claim.text if claim else r.claim_id, 160)
-        pre = _clip(getattr(r, "preconditions", "none"), 260)
-        rows.append(f"| {text} | **{r.verdict}** | {STRENGTH.get(r.verdict, '')} | {pre} | "
-                    f"{_clip(getattr(r, 'in_words', r.reason), 260)} | {links} |")
+        text = _clip(claim.text if claim else r.claim_id, 200).rstrip(".")
+        short = str(r.claim_id).split("_")[0]
+        reason = _clip(_reason(getattr(r, "in_words", None) or r.reason), 320).rstrip(".")
+        strength = STRENGTH.get(r.verdict, "")
+        rows.append(f"- **{short}**, *{text}*: **{r.verdict}**" + (f" ({strength})" if strength else "")
+                    + f": {reason}." + _preconditions_sentence(getattr(r, "preconditions", None))
+                    + (f" Read in {links}." if links else ""))
     counts = judged["verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))
     return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", variant_note(profile), "",

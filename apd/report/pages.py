@@ -13,6 +13,10 @@ After a chapter has run, the book runner (:func:`apd.report.book.execute`) reads
 fails (:func:`select_cells`); the downloadable notebook keeps them all. Glue still pastes values
 only. :func:`render_markdown` fills a cell's glue references from a results dict, as the page
 shows them, so that tests can read a chapter's text under a profile without running it.
+
+A hand-written page (the book's summary, ``book/intro.md``) marks its conditional sentences as
+blocks, ``<!-- needs:<key> -->`` ... ``<!-- end -->`` (or ``unless:``), and the runner fills it
+from one chapter's results with :func:`fill_page`.
 """
 from __future__ import annotations
 
@@ -140,3 +144,26 @@ def paragraphs(markdown: str) -> list[str]:
         items = re.split(r"\n(?=\s*(?:[-*]|\d+\.)\s)", block)
         out += [" ".join(i.split()) for i in items if i.strip()]
     return out
+
+
+#: A conditional block of a hand-written page: ``<!-- needs:key unless:other -->`` ... ``<!-- end -->``.
+BLOCK = re.compile(r"<!--\s*((?:(?:needs|unless):[\w.\-]+\s*)+)-->[ \t]*\n?(.*?)<!--\s*end\s*-->[ \t]*\n?", re.S)
+
+
+def fill_page(markdown: str, values: dict[str, Any]) -> str:
+    r"""A hand-written page as its readers see it: each conditional block kept or dropped by its
+    ``needs:``/``unless:`` conditions (:func:`cell_shown`), markers removed, then every glue
+    reference filled from ``values`` (:func:`render_markdown`). A glue reference to a value that is
+    missing raises ValueError naming it: put such a sentence in a ``needs:`` block.
+
+    Example:
+        >>> page = "A.\n<!-- needs:gain -->\nGain {glue:text}`gain:+.2f`.\n<!-- end -->\n<!-- unless:gain -->\nNo gain.\n<!-- end -->\n"
+        >>> fill_page(page, {"gain": 0.123}), fill_page(page, {})
+        ('A.\nGain +0.12.\n', 'A.\nNo gain.\n')
+    """
+    kept = BLOCK.sub(lambda m: m.group(2) if cell_shown(m.group(1).split(), values) else "", markdown)
+    missing = sorted({m.group(1) for m in GLUE_ROLE.finditer(kept) if not present(values.get(m.group(1)))})
+    if missing:
+        raise ValueError(f"the page quotes {', '.join(missing)}, which the results do not have; "
+                         "put those sentences in a <!-- needs:KEY --> ... <!-- end --> block")
+    return render_markdown(kept, values)

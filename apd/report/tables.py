@@ -12,9 +12,12 @@ Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.st
   not print as ``0.000``, and with three significant digits in columns of large values (sizes);
 - numeric row and column labels print as numbers (``1.1``, not ``1.100000``);
 - missing values print as an em dash;
-- ``formats`` overrides the format of given columns (``{"gain": "{:+.3f}"}``).
+- ``formats`` overrides the format of given columns (``{"gain": "{:+.3f}"}``);
+- a table of more than :data:`MAX_COLUMNS` columns (row labels included) is folded: the page shows
+  a line saying what it holds, and the table opens on a click (its CSV is under ``results/``).
 
-:func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...).
+:func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...);
+:func:`plus_minus` prints a difference with its standard error, to the precision the error supports.
 """
 from __future__ import annotations
 
@@ -37,12 +40,44 @@ TABLE_CSS = [
                                ("font-size", "0.9em")]},
     {"selector": "th, td", "props": [("padding", "0.3em 0.75em"), ("border-bottom", "1px solid #d8dde6"),
                                      ("vertical-align", "top")]},
-    {"selector": "thead th", "props": [("border-bottom", "2px solid #8f9bb3"), ("text-align", "left")]},
-    {"selector": "th.row_heading", "props": [("text-align", "left"), ("white-space", "nowrap")]},
+    # long headers and row labels wrap, so that a table of a few columns fits the text column
+    {"selector": "thead th", "props": [("border-bottom", "2px solid #8f9bb3"), ("text-align", "left"),
+                                       ("white-space", "normal"), ("max-width", "10em")]},
+    {"selector": "th.row_heading", "props": [("text-align", "left"), ("white-space", "normal"),
+                                             ("min-width", "8em"), ("max-width", "18em")]},
     {"selector": "th.index_name", "props": [("text-align", "left")]},
     {"selector": "caption", "props": [("caption-side", "top"), ("text-align", "left"), ("font-weight", "bold"),
                                       ("padding", "0.3em 0")]},
 ]
+
+
+#: The most columns (row labels included) a table shows in the text column; wider ones fold.
+MAX_COLUMNS = 7
+
+
+class Folded:
+    """A table too wide for the text column, folded into ``<details>``: the summary line names it
+    and its size, the table opens on a click. Behaves as its ``styler`` otherwise."""
+
+    def __init__(self, styler, summary: str):
+        self.styler, self.summary = styler, summary
+
+    def to_html(self, **kwargs) -> str:
+        import html
+
+        return (f'<details class="apd-wide-table"><summary>{html.escape(self.summary)}</summary>'
+                f"{self.styler.to_html(**kwargs)}</details>")
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return f"<{self.summary}>"
+
+    def __getattr__(self, name):
+        if name == "styler":
+            raise AttributeError(name)
+        return getattr(self.styler, name)
 
 
 def _is_missing(value: Any) -> bool:
@@ -142,7 +177,8 @@ def _formatter(kind: str, digits: int) -> Callable[[Any], str]:
 
 def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int = 3, *,
          formats: dict[Any, str | Callable] | None = None, index: bool = True,
-         wrap: Iterable = (), percent: Iterable = ()):
+         wrap: Iterable = (), percent: Iterable = (), fold: bool | None = None,
+         errors: dict | None = None):
     """``df`` as a styled table for a page (a pandas ``Styler``; the last expression of a cell, or
     ``display(show(df))``). See the module docstring for the formats.
 
@@ -150,6 +186,10 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
     ``{column: format string or function}`` for columns that need another format. ``index``: show
     the row labels (``False`` for a plain 0, 1, 2 ... index). ``wrap``: text columns whose long
     values wrap (at least 18em wide). ``percent``: fraction columns shown as percentages.
+    ``fold``: fold the table (:class:`Folded`); by default when it has more than
+    :data:`MAX_COLUMNS` columns, row labels included. ``errors``: ``{column: its standard-error
+    column}``; both print, row by row, to the precision the standard error supports
+    (:func:`se_decimals`), in percent when the column is in ``percent``.
 
     >>> import pandas as pd
     >>> df = pd.DataFrame({"steps": [5000.0, 12.0], "KL": [0.35512, float("nan")]}, index=[1.1, 2.0])
@@ -161,6 +201,19 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         df = df.to_frame()
     formats = dict(formats or {})
     percent = set(percent)
+    aligned = []
+    for col, se_col in (errors or {}).items():
+        if col not in df.columns or se_col not in df.columns:
+            continue
+        df = df.copy() if not aligned else df
+        scale = 100.0 if col in percent else 1.0
+        ses = [None if _is_missing(e) else scale * float(e) for e in df[se_col]]
+        dec = [se_decimals(e) if e is not None else digits for e in ses]
+        df[col] = [MISSING if _is_missing(v) else f"{scale * float(v):.{k}f}{'%' if scale != 1 else ''}"
+                   for v, k in zip(df[col], dec)]
+        df[se_col] = [MISSING if e is None else f"{e:.{k}f}{'%' if scale != 1 else ''}" for e, k in zip(ses, dec)]
+        percent -= {col, se_col}
+        aligned += [col, se_col]
     col_formats: dict[Any, Callable[[Any], str]] = {}
     for col in df.columns:
         if col in formats:
@@ -186,7 +239,8 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         sty = sty.format_index(format_label, axis=1)
     sty = sty.format_index(format_label, axis=0)
     sty = sty.set_table_styles(TABLE_CSS).set_table_attributes('class="dataframe apd-table"')
-    numeric = [c for c in df.columns if pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])]
+    numeric = [c for c in df.columns if (pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]))
+               or c in aligned]
     text = [c for c in df.columns if c not in numeric]
     if numeric:
         sty = sty.set_properties(subset=numeric, **{"text-align": "right", "white-space": "nowrap",
@@ -205,6 +259,11 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         sty = sty.set_caption(caption)
     if not index:
         sty = sty.hide(axis="index")
+    width = df.shape[1] + (df.index.nlevels if index else 0)
+    if fold or (fold is None and width > MAX_COLUMNS):
+        what = f"{caption}: " if caption else ""
+        return Folded(sty, f"{what}a table of {len(df):,} rows and {width} columns, wider than the text; "
+                           "click to open it")
     return sty
 
 
@@ -270,3 +329,28 @@ def short_path(path) -> str:
         if rel is not None:
             return f"{label}/{rel.as_posix()}" if label else rel.as_posix()
     return "…/" + "/".join(p.parts[-2:])
+
+
+def se_decimals(se: float, significant: int = 2) -> int:
+    """The decimals that print a standard error ``se`` with ``significant`` significant digits
+    (at least 0): the precision a value with that error supports.
+
+    >>> se_decimals(0.0013), se_decimals(0.085), se_decimals(2.4), se_decimals(37.0)
+    (4, 3, 1, 0)
+    """
+    if _is_missing(se) or not math.isfinite(float(se)) or float(se) <= 0:
+        return 3
+    return max(0, significant - 1 - int(math.floor(math.log10(abs(float(se))))))
+
+
+def plus_minus(value: float | None, se: float | None, signed: bool = True) -> str | None:
+    """``value ± se`` with both printed to the precision ``se`` supports (:func:`se_decimals`);
+    None when either is missing (the caller glues a missing value).
+
+    >>> plus_minus(0.0031, 0.0013), plus_minus(0.02412, 0.0085), plus_minus(1.2, None)
+    ('+0.0031 ± 0.0013', '+0.0241 ± 0.0085', None)
+    """
+    if _is_missing(value) or _is_missing(se) or not (math.isfinite(float(value)) and math.isfinite(float(se))):
+        return None
+    d = se_decimals(se)
+    return f"{float(value):{'+' if signed else ''}.{d}f} ± {float(se):.{d}f}"

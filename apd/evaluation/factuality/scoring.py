@@ -77,11 +77,14 @@ class FactualityPromptsScorer:
 
 
 def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[float] = (0.8, 0.6),
-                cd_T: Optional[float] = None, apd_T: Optional[float] = None) -> pd.DataFrame:
+                cd_T: Optional[float] = None, apd_T: Optional[float] = None,
+                true_metric: str = "Entail_R") -> pd.DataFrame:
     """Our Table 1 rows in the regenerated-table convention of :mod:`apd.report.evidence` (columns
     ``paper_table, role, family, setting, dataset, metric, value``; values in %): ELM, CD and
     APD with top-p k20 at each p. ``cd_T``/``apd_T`` choose the temperature when a sweep ran
-    several at those p. ``true_rate`` is reported as ``Entail_R`` (on the world: the true-claim rate)."""
+    several at those p. ``true_rate`` is reported under ``true_metric``: ``Entail_R`` where it is
+    the entailment ratio (FactualityPrompts), ``"true claims"`` on the world, whose share of true
+    claims is another measure and must not stand in the paper's Entail_R column."""
     k20 = results[results["threshold"] == "top-p k20"]
     rows = []
     for role, T in (("elm", None), ("cd", cd_T), ("apd", apd_T)):
@@ -93,7 +96,7 @@ def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[f
                 raise ValueError(f"expected one {role} top-p k20 row at p={p:g} (found {len(sel)}); run those "
                                  "settings (table1_methods), or pass cd_T/apd_T to pick the temperature.")
             r = sel.iloc[0]
-            for metric, col in (("NE_ER", "NE_ER"), ("Entail_R", "true_rate"), ("Dist-2", "Dist-2"), ("Rep", "Rep")):
+            for metric, col in (("NE_ER", "NE_ER"), (true_metric, "true_rate"), ("Dist-2", "Dist-2"), ("Rep", "Rep")):
                 rows.append({"paper_table": 1, "role": role, "family": family, "setting": f"top-p k20, p={p:g}",
                              "dataset": dataset, "metric": metric, "value": 100.0 * float(r[col]),
                              "method": r["label"]})
@@ -115,9 +118,9 @@ def _tr(T_r: float) -> str:
 
 
 def table6_rows(results: pd.DataFrame, dataset: str, family: str, T_r: float = 4.0, cd_T: float = 2.0,
-                apd_T: float = 1.0, p: float = 0.8) -> pd.DataFrame:
+                apd_T: float = 1.0, p: float = 0.8, true_metric: str = "Entail_R") -> pd.DataFrame:
     """Our rows of the paper's Table 6, its automatic columns (Dist-2, Rep, NE_ER, Entail_R in %;
-    the human Likert columns cannot be regenerated), in the regenerated-table convention of
+    the human Likert columns cannot be regenerated; ``true_metric`` as in :func:`table1_rows`), in the regenerated-table convention of
     :func:`table1_rows`: the settings of :func:`apd.evaluation.factuality.table6_methods`, with the
     ``setting`` strings the paper prints (``T=2, REAL, T_r=4.0``, ...) so that the rows line up
     with the paper's. A setting missing from ``results`` is an error naming it.
@@ -138,25 +141,27 @@ def table6_rows(results: pd.DataFrame, dataset: str, family: str, T_r: float = 4
         if m.label not in by_label.index:
             raise ValueError(f"no {m.label!r} row for Table 6; run fx.table6_methods({T_r:g}, cd_T={cd_T:g}) in the sweep.")
         r = by_label.loc[m.label]
-        for metric, col in (("Dist-2", "Dist-2"), ("Rep", "Rep"), ("NE_ER", "NE_ER"), ("Entail_R", "true_rate")):
+        for metric, col in (("Dist-2", "Dist-2"), ("Rep", "Rep"), ("NE_ER", "NE_ER"), (true_metric, "true_rate")):
             rows.append({"paper_table": 6, "role": m.role, "family": family, "setting": setting, "dataset": dataset,
                          "metric": metric, "value": 100.0 * float(r[col]), "method": m.label})
     return pd.DataFrame(rows)
 
 
 def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Dist-2", y: str = "NE_ER",
-                  colors: Optional[dict] = None, annotate: bool = True, linestyles: Optional[dict] = None):
+                  colors: Optional[dict] = None, annotate: bool = True, linestyles: Optional[dict] = None,
+                  markers: Optional[dict] = None):
     """Draw each curve of ``results`` (rows of :func:`score_sweep`) as a line of its settings in
     the (x, y) plane, in percent, points annotated with their p, T_r (REAL) or T, with a one-standard-error bar
     on y where ``results`` has a ``<y>_se`` column. ``colors``/``linestyles``: per curve (e.g. one
-    colour per distribution, dashed for the settings without REAL). Returns ``ax``."""
-    colors, linestyles = colors or {}, linestyles or {}
+    colour per distribution, dashed for the settings without REAL); ``markers``: per curve (a
+    second cue beside the line style, so legend entries of one colour stay apart). Returns ``ax``."""
+    colors, linestyles, markers = colors or {}, linestyles or {}, markers or {}
     for i, c in enumerate(curves):
         d = results[results["curve"] == c].copy()
         if d.empty:
             continue
         d = d.sort_values(x)
-        style = dict(marker="o", lw=1.6, ms=4, label=c)
+        style = dict(marker=markers.get(c, "o"), lw=1.6, ms=4 if c not in markers else 5, label=c)
         if c in colors:
             style["color"] = colors[c]
         if c in linestyles:

@@ -1,0 +1,76 @@
+"""The book's first page (book/intro.md): a summary written by hand whose sentences are chosen by
+the paper-vs-book chapter's results (apd.report.pages.fill_page, apd.report.book.summary_page)."""
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from apd.report import book, pages
+
+ROOT = Path(__file__).resolve().parents[1]
+INTRO = (ROOT / "book" / "intro.md").read_text()
+
+ENGAGED_CLOSER = {
+    "summary_ready": True, "profile_name": "default", "summary_t1_err": 1.4e-14, "summary_t1_n": 20000,
+    "summary_n_members": 6, "summary_smallest": "12.8k", "summary_largest": "1.78M", "summary_scale_ratio": 3620,
+    "summary_engaged": True, "summary_not_engaged": False, "summary_variant": "distilled",
+    "summary_gate_reason": "the distilled variant: all gates pass", "summary_kl_gain": "+0.0031 ± 0.0013",
+    "summary_kl_n": 1200, "summary_kl_mde": 0.0036, "summary_apd_closer": True, "summary_cd_closer": False,
+    "summary_kl_tie": False, "summary_hours": 0.3333, "summary_device": "cpu (2 threads)",
+    "n_claims": 8, "n_reproduced": 2, "n_not_reproduced": 1, "n_inconclusive": 3, "n_not_testable": 2,
+}
+
+
+def _items(text):
+    answer = text.split("## The answer in five sentences", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^(\d)\. ", answer, re.M)
+
+
+def test_without_results_the_summary_says_how_to_get_it():
+    text = pages.fill_page(INTRO, {})
+    assert "{glue" not in text and "<!--" not in text
+    assert "appear here once every chapter" in text and _items(text) == []
+    assert "headline.png" not in text
+
+
+@pytest.mark.parametrize("change, expect", [
+    ({}, ("engaged its mechanism", "APD comes closer")),
+    ({"summary_apd_closer": False, "summary_kl_tie": True}, ("engaged its mechanism", "equally close")),
+    ({"summary_engaged": False, "summary_not_engaged": True, "summary_apd_closer": False, "summary_cd_closer": True},
+     ("No way of training ALM'", "CD comes closer")),
+])
+def test_one_sentence_per_point_chosen_by_the_numbers(change, expect):
+    text = pages.fill_page(INTRO, {**ENGAGED_CLOSER, **change})
+    assert _items(text) == ["1", "2", "3", "4", "5"], text[:2000]
+    assert all(e in text for e in expect)
+    assert "{glue" not in text and "<!--" not in text and "+0.0031 ± 0.0013" in text
+    assert "differ by at most 1.4e-14" in text and "20,000 random logits" in text and "1,200 questions" in text
+
+
+def test_every_value_the_summary_quotes_is_glued_by_the_paper_vs_book_chapter():
+    nb = json.loads((ROOT / "notebooks" / "paper_vs_book.ipynb").read_text())
+    code = "\n".join(c["source"] for c in nb["cells"] if c["cell_type"] == "code")
+    glued = set(re.findall(r"run\.glue(?:_text)?\(\"(\w+)\"", code))
+    quoted = {m.group(1) for m in pages.GLUE_ROLE.finditer(INTRO)}
+    conditions = {key for m in pages.BLOCK.finditer(INTRO) for _, key in pages.conditions(m.group(1).split())}
+    assert quoted and quoted <= glued, sorted(quoted - glued)
+    assert conditions - {"headline_figure"} <= glued, sorted(conditions - glued - {"headline_figure"})
+
+
+def test_summary_page_copies_the_headline_figure(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    (results / "p" / "figures").mkdir(parents=True)
+    (results / "p" / "paper_vs_book.json").write_text(json.dumps(ENGAGED_CLOSER))
+    (results / "p" / "figures" / "headline.png").write_bytes(b"\x89PNG")
+    monkeypatch.setenv("APD_RESULTS_DIR", str(results))
+    out = tmp_path / "book"
+    out.mkdir()
+    text = book.summary_page(INTRO, "p", out, tmp_path)
+    assert (out / "headline.png").is_file() and "```{figure} headline.png" in text
+    assert "Does APD come closer to the truth than CD?" in text
+
+
+def test_a_quoted_value_that_is_missing_is_an_error():
+    with pytest.raises(ValueError, match="summary_t1_err"):
+        pages.fill_page("A {glue:text}`summary_t1_err` here.", {})

@@ -79,13 +79,6 @@ def _reason(in_words: str) -> str:
     return text.strip()
 
 
-def _preconditions_sentence(pre) -> str:
-    """' Preconditions: ...' when the claim has preconditions to report, else ''."""
-    if pre is None or (isinstance(pre, float) and pre != pre) or str(pre).strip() in ("", "none"):
-        return ""
-    return f" Preconditions: {_clip(str(pre), 260).rstrip('.')}."
-
-
 def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: str, scale: str) -> str:
     """The findings (markdown): one item per claim, one sentence each: the claim, its verdict, the
     reason in words (what decided it) and links to the chapters its checks read; then the scale note.
@@ -108,7 +101,7 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: st
         reason = _clip(_reason(getattr(r, "in_words", None) or r.reason), 320).rstrip(".")
         strength = STRENGTH.get(r.verdict, "")
         rows.append(f"- **{short}**, *{text}*: **{r.verdict}**" + (f" ({strength})" if strength else "")
-                    + f": {reason}." + _preconditions_sentence(getattr(r, "preconditions", None))
+                    + f": {reason}."
                     + (f" Read in {links}." if links else ""))
     counts = judged["verdict"].value_counts()
     summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))

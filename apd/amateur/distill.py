@@ -11,7 +11,7 @@ Cost. The fitter runs 200 Adam steps per curve (TUNED_FIT's start and schedule, 
 APD on the fly); tokens whose largest member probability is below ``min_prob`` are not fitted
 (their asymptote is p_ELM: they hold a few per cent of a set's mass), and only every ``stride``-th
 position gets a target (16: 8 of a default pico chunk's 128 positions). The fit runs on one torch
-thread: its tensors are small, and on a shared 2-core machine two threads were up to 20x slower.
+thread: its tensors are small, and threads only contend on a shared CPU (design notes).
 Targets are cached per shard under
 ``<cache>/distill/<key>/`` (key: the collection, the members fitted, :data:`DISTILL_FIT`), written
 atomically with a digest under a lock, like the collection itself.
@@ -42,7 +42,7 @@ DISTILL_FIT = dict(version=1, fit=dict(curves.TUNED_FIT, iterations=200), min_pr
 @contextlib.contextmanager
 def _one_thread():
     """torch on one thread for the fit: its tensors are small ((curves, N) with N ~ 6), and on a
-    shared 2-core machine two threads made the fit up to 20x slower (measured); restored after."""
+    shared CPU two threads only contend (design notes); restored after."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

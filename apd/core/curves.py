@@ -28,18 +28,14 @@ and the total loss is a *sum* of per-curve losses, so every curve follows exactl
 would follow alone (:func:`fit_curves_one_by_one` is that slow reference path; see
 :func:`benchmark_fitter`).
 
-Choices the paper and the release leave open, made here (measured on 2,000
-:func:`synthetic_curves` (seed 1), curves still far from their asymptote at the ELM: median /
-90th-percentile |error| of the fitted asymptote; p_ELM itself scores 0.039 / 0.115, and a
-multi-start Nelder-Mead minimum of the same per-curve loss 0.013 / 0.046 on 200 of them):
-- :data:`PLAIN_FIT` (the plainest reading: start at c = p'_ELM, b = 1, d = x_ALM; Adam with
-  torch's default betas; constant lr) scores 0.036 / 0.115, no better than p_ELM: the square-root
-  hinge has an unbounded gradient at its kink, its spikes inflate Adam's second moment and the fit
-  stalls below the data.
+Choices the paper and the release leave open, made here (the measurements behind them are in
+``docs/design-notes.md``, "The on-the-fly fitter's start and schedule"):
+- :data:`PLAIN_FIT`: the plainest reading (start at c = p'_ELM, b = 1, d = x_ALM; Adam with
+  torch's default betas; constant lr), kept as a reference: the square-root hinge has an unbounded
+  gradient at its kink, its spikes inflate Adam's second moment and the fit stalls below the data.
 - :data:`TUNED_FIT` (the default) starts from :func:`grid_init` (closed-form least squares for
   (c, a) on a (b, d) grid), uses betas (0.9, 0.9) so the second moment forgets the spikes, and
-  decays the lr geometrically from 1e-2 to 1e-4 (the paper calls 1e-2 the *initial* lr): 0.014 / 0.059.
-  The grid start alone, with torch's Adam and a constant lr, scores 0.034 / 0.139.
+  decays the lr geometrically from 1e-2 to 1e-4 (the paper calls 1e-2 the *initial* lr).
 - sqrt(0) has an infinite derivative, and a hinge that is exactly 0 (common for a single curve)
   would turn every gradient into NaN. :func:`safe_sqrt` returns the same values with gradient 0
   at 0. The NaN restarts stay, for the overflows they were meant for.

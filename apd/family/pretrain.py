@@ -173,21 +173,11 @@ class PicoConfig:
     def default(cls) -> "PicoConfig":
         """Six members from ~13k to ~1.8M non-embedding parameters (139x, 2.2-3.5x apart).
 
-        Width grows at every step: at d_model=32, three layers (38k) reached the same held-out
-        loss as one (13k), while one layer of width 48 (28k) was clearly better.
-        Budget: 4 epochs capped at 1.25M tokens (305 steps of 32 x 128 tokens) per member. Measured
-        on an idle 2-core CPU (fp32, 2 threads) pico-13k, -100k, -336k, -793k and -1.8m train at
-        about 28k, 20k, 15k, 9k and 7k tokens/s (pico-28k about as fast as a 3-layer width-32 model,
-        22k): ~440 us per token for the whole family, ~9 minutes for 1.25M tokens. Training on the
-        CPU uses one thread (:data:`CPU_THREADS`), much faster when other processes share the CPU.
-        Knowledge needs repeated exposures: pair it with ~0.3M tokens of text (4 epochs).
-
-        Peak learning rate 4e-3 (it was 2e-3 until 2026-11-25). Measured on the default world's
-        evaluation questions (mean probability of the gold answer's first token, head bucket):
-        at 2e-3 the 793k member reached 0.16 and the 1.8M member 0.33, and doubling the epochs to 8
-        left the 793k member where it was (head top-1 0.33 against 0.35), so exposures were not the
-        limit; at 4e-3 the 793k member reaches 0.37 and the 1.8M member 0.50, and 8e-3 gave about the
-        same as 4e-3 (793k: 0.40). Same tokens, steps and cost as before.
+        Width grows at every step, one to four layers. Budget: 4 epochs capped at 1.25M tokens (305
+        steps of 32 x 128 tokens) per member, paired with ~0.3M tokens of text; peak learning rate
+        4e-3. Training on the CPU uses one thread (:data:`CPU_THREADS`). Why these shapes, this
+        budget and this learning rate, with the measurements behind them: ``docs/design-notes.md``
+        ("The pico family's shapes and budget").
         """
         return cls(
             members=(
@@ -209,8 +199,8 @@ class PicoConfig:
 
         Budget: 16 epochs of the gpu world's text capped at 24M tokens (1,464 steps of 64 x 256
         tokens) per member, about 5 tokens per parameter of the largest member, with the same
-        data, order and steps for every member. Not yet timed on a GPU (none was lent where this
-        was written); the smoke-size test builds the same code path on a CPU.
+        data, order and steps for every member. Its timings on one H100 are in
+        ``docs/gpu-profile.md``; the smoke-size test builds the same code path on a CPU.
         """
         return cls(
             members=(

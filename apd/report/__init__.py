@@ -73,6 +73,13 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "FINDINGS_MARKER": "apd.report.book", "insert_findings": "apd.report.book", "stage": "apd.report.book",
     "render": "apd.report.book", "resolve": "apd.report.book", "build": "apd.report.book",
     "main": "apd.report.book", "book": "apd.report.book",
+    "use_data_dir": "apd.report.book", "preflight_data": "apd.report.book",
+    # apd.report.data_check
+    "DATA_ENV": "apd.report.data_check", "DataNeed": "apd.report.data_check",
+    "DataUnavailable": "apd.report.data_check",
+    "data_needs": "apd.report.data_check", "hub_offline": "apd.report.data_check",
+    "reachable": "apd.report.data_check", "check_data": "apd.report.data_check",
+    "data_check": "apd.report.data_check",
     # apd.report.findings
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
     "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",

@@ -37,6 +37,7 @@ from typing import Any
 
 import yaml
 
+from apd.report import data_check
 from apd.report.pages import select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -320,6 +321,22 @@ def check_environment(params: dict[str, dict], stems: list[str]) -> None:
                 "book/rerun.md), or HF_HUB_OFFLINE=1 with the models already in the Hugging Face cache")
     if problems:
         raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
+
+
+def use_data_dir(folder: str | None) -> None:
+    """``--data-dir FOLDER``: set ``$APD_DATA_DIR`` (absolute) for this build and its kernels."""
+    if folder:
+        os.environ["APD_DATA_DIR"] = str(Path(folder).expanduser().resolve())
+
+
+def preflight_data(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
+    """Stop (BookError, one line naming ``APD_DATA_DIR``) when a dataset the chapters ``stems`` read
+    can be had neither from the data directory nor from the Hub (:mod:`apd.report.data_check`)."""
+    defaults = {s: notebook_parameters(notebook_path(s, root)) for s in stems}
+    try:
+        data_check.check_data(params, stems, root, defaults)
+    except data_check.DataUnavailable as err:
+        raise BookError(str(err)) from None
 
 
 # -- execution ----------------------------------------------------------------------------------
@@ -620,6 +637,7 @@ def build(profile: str, overrides: list[str] | None = None, only: list[str] | No
     build is finished (:func:`recover`)."""
     params, stems = resolve(profile, overrides, only, root)
     check_environment(params, [s for s in stems if not only or s in only])
+    preflight_data(params, [s for s in stems if not only or s in only], root)
     for stem in recover(profile, root):
         print(f"[apd] {stem}: finished moving the results of an interrupted build into place", flush=True)
     out_dir = root / "_build" / profile / "book" / "notebooks"
@@ -663,13 +681,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-html", action="store_true", help="execute notebooks, skip Jupyter Book")
     ap.add_argument("--check", action="store_true",
                     help="only validate the profile with every --set applied, and exit (0: valid)")
+    ap.add_argument("--data-dir", default=None, metavar="FOLDER",
+                    help="offline copies of the datasets (sets APD_DATA_DIR for this build; default: "
+                         "$APD_DATA_DIR, else the Hub and the original sources)")
     args = ap.parse_args(argv)
+    use_data_dir(args.data_dir)
     try:
         if args.check:
             params, stems = resolve(args.profile, args.set, args.only)
             print(f"profile {args.profile!r} is valid" + (" with " + " ".join(args.set) if args.set else ""))
             try:
                 check_environment(params, [s for s in stems if not args.only or s in args.only])
+                preflight_data(params, [s for s in stems if not args.only or s in args.only])
             except BookError as err:
                 print(f"apd: note: a build would stop here: {err}")
             return 0

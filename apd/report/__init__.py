@@ -73,7 +73,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "FINDINGS_MARKER": "apd.report.book", "insert_findings": "apd.report.book", "stage": "apd.report.book",
     "render": "apd.report.book", "resolve": "apd.report.book", "build": "apd.report.book",
     "main": "apd.report.book", "book": "apd.report.book",
-    "use_data_dir": "apd.report.book", "preflight_data": "apd.report.book",
+    "use_data_dir": "apd.report.book", "portable_notebook": "apd.report.book", "preflight_data": "apd.report.book",
     # apd.report.data_check
     "DATA_ENV": "apd.report.data_check", "DataNeed": "apd.report.data_check",
     "DataUnavailable": "apd.report.data_check",

@@ -548,9 +548,42 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     values_path = dest / f"{stem}.json"   # needs:/unless: cells: the paragraphs this run's results can fill
     select_cells(nb, json.loads(values_path.read_text()) if values_path.is_file() else {})
     nb["metadata"]["apd"] = {"cache_key": key, "parameters": params, "results_sha256": digests}
+    nb = portable_notebook(nb, stem, out, root)
     tmp.write_text(json.dumps(nb, indent=1))
     tmp.replace(out)
     return "executed"
+
+
+def portable_notebook(nb: dict, stem: str, out: Path, root: Path = ROOT) -> dict:
+    """``nb`` as the book offers it for download: no absolute path of the machine that built it.
+
+    papermill's ``input_path`` and ``output_path`` become paths relative to the project root, and
+    any other mention of the root, of ``$APD_CACHE_DIR``, ``$APD_DATA_DIR``, ``$APD_RESULTS_DIR``
+    or of the home folder in the cells and their outputs is written relative (``results/...``) or
+    by name (``$APD_CACHE_DIR/...``, ``~/...``).
+
+    Example:
+        >>> nb = {"metadata": {"papermill": {"input_path": "/x/proj/notebooks/a.ipynb"}},
+        ...       "cells": [{"outputs": [{"text": "wrote /x/proj/results/s/a.json"}]}]}
+        >>> p = portable_notebook(nb, "a", Path("/x/proj/_build/s/book/notebooks/a.ipynb"), Path("/x/proj"))
+        >>> p["metadata"]["papermill"], p["cells"][0]["outputs"][0]["text"]
+        ({'input_path': 'notebooks/a.ipynb', 'output_path': '_build/s/book/notebooks/a.ipynb'}, 'wrote results/s/a.json')
+    """
+    pm = nb.get("metadata", {}).get("papermill")
+    if isinstance(pm, dict):
+        pm["input_path"] = f"notebooks/{stem}.ipynb"
+        pm["output_path"] = Path(os.path.relpath(out, root)).as_posix()
+    named = {str(Path(root).resolve()): "", str(root): ""}
+    for var in ("APD_CACHE_DIR", "APD_DATA_DIR", "APD_RESULTS_DIR"):
+        if os.environ.get(var):
+            named.setdefault(str(Path(os.environ[var]).expanduser().resolve()), f"${var}")
+    named.setdefault(str(Path.home()), "~")
+    text = json.dumps(nb)
+    for prefix in sorted((p for p in named if len(p) > 1), key=len, reverse=True):
+        name = named[prefix]
+        text = text.replace(prefix + "/", f"{name}/" if name else "")
+        text = re.sub(re.escape(prefix) + r'(?=["\s\'),:;])', name or ".", text)
+    return json.loads(text)
 
 
 # -- rendering ----------------------------------------------------------------------------------

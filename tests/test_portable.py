@@ -46,3 +46,4 @@ def test_the_books_downloadable_notebooks_carry_no_absolute_path(root, smoke_htm
         text = path.read_text()
         found = [m for m in machine if m in text]
         assert not found, f"{path.relative_to(root)} names {found}"
+

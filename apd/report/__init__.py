@@ -80,6 +80,11 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "data_needs": "apd.report.data_check", "hub_offline": "apd.report.data_check",
     "reachable": "apd.report.data_check", "check_data": "apd.report.data_check",
     "data_check": "apd.report.data_check",
+    # apd.report.status
+    "STATUS_MARKER": "apd.report.status", "build_log_path": "apd.report.status",
+    "log_chapter": "apd.report.status", "results_digest": "apd.report.status",
+    "read_records": "apd.report.status", "status_markdown": "apd.report.status",
+    "insert_status": "apd.report.status", "status": "apd.report.status",
     # apd.report.findings
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
     "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",

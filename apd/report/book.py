@@ -38,6 +38,7 @@ from typing import Any
 import yaml
 
 from apd.report import data_check
+from apd.report import status as build_status
 from apd.report.pages import select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -623,6 +624,10 @@ def stage(profile: str, root: Path = ROOT) -> Path:
     if intro.is_file():
         intro.write_text(insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None,
                                          profile))
+    status_page = dest / "book" / "status.md"   # the build report: the run records of this profile
+    if status_page.is_file():
+        status_page.write_text(build_status.insert_status(status_page.read_text(), profile, toc_notebooks(root),
+                                                          results_root(root), root))
     mathjax = root / "node_modules" / "mathjax" / "es5"
     if not (mathjax / "tex-chtml.js").is_file():
         raise BookError(
@@ -689,6 +694,7 @@ def build(profile: str, overrides: list[str] | None = None, only: list[str] | No
             print(f"[apd] {stem}: executing under profile {profile!r} ...", flush=True)
             status = execute(stem, p, out, root, force=force, upstream=upstream)
             print(f"[apd] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
+            build_status.log_chapter(profile, stem, status, time.time() - t0, root)
         upstream = key
     print(f"[apd] notebooks done in {time.time() - t_all:.1f} s", flush=True)
     if not html:

@@ -72,7 +72,7 @@ def installed(tmp_path_factory):
     (site / "zz_borrowed_dependencies.pth").write_text("\n".join(sorted(deps)) + "\n")
     env = {k: v for k, v in os.environ.items()
            if k not in ("PYTHONPATH", "APD_CACHE_DIR", "APD_RESULTS_DIR", "APD_DATA_DIR", "VIRTUAL_ENV")}
-    env.update(XDG_CACHE_HOME=str(tmp / "user-cache"), MPLBACKEND="Agg", APD_PROGRESS="0",
+    env.update(XDG_CACHE_HOME=str(tmp / "user-cache"), MPLBACKEND="Agg", APD_PROGRESS="0", OMP_NUM_THREADS="1",
                TOKENIZERS_PARALLELISM="false")
     return python, env, tmp
 

@@ -21,6 +21,6 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.base.lazy
     "attach": "apd.base.lazy", "lazy": "apd.base.lazy",
     # apd.base.progress
-    "PROGRESS_ENV": "apd.base.progress", "progress_enabled": "apd.base.progress",
+    "PROGRESS_ENV": "apd.base.progress", "PROGRESS_FILE_ENV": "apd.base.progress", "progress_enabled": "apd.base.progress",
     "progress_bar": "apd.base.progress", "progress": "apd.base.progress",
 })

@@ -85,6 +85,10 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "log_chapter": "apd.report.status", "results_digest": "apd.report.status",
     "read_records": "apd.report.status", "status_markdown": "apd.report.status",
     "insert_status": "apd.report.status", "status": "apd.report.status",
+    # apd.report.terminal
+    "IPCKernelManager": "apd.report.terminal", "duration": "apd.report.terminal",
+    "last_wall_time": "apd.report.terminal", "progress_line": "apd.report.terminal",
+    "ChapterProgress": "apd.report.terminal", "terminal": "apd.report.terminal",
     # apd.report.findings
     "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
     "scale_note": "apd.report.findings", "findings_markdown": "apd.report.findings",

@@ -39,6 +39,7 @@ import yaml
 
 from apd.report import data_check
 from apd.report import status as build_status
+from apd.report import terminal
 from apd.report.pages import select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -522,6 +523,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
             pm.execute_notebook(
                 str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
                 kernel_name="python3", progress_bar=False, log_output=False,
+                kernel_manager_class=terminal.IPCKernelManager,   # IPC: no TCP port, no encryption warning
             )
         digests = commit_results(profile, stem, key, root)
         committed = True
@@ -692,7 +694,9 @@ def build(profile: str, overrides: list[str] | None = None, only: list[str] | No
         else:
             t0 = time.time()
             print(f"[apd] {stem}: executing under profile {profile!r} ...", flush=True)
-            status = execute(stem, p, out, root, force=force, upstream=upstream)
+            with terminal.ChapterProgress(stem, root / "_build" / profile / "progress",
+                                          terminal.last_wall_time(results_root(root) / profile / "runs" / f"{stem}.json")):
+                status = execute(stem, p, out, root, force=force, upstream=upstream)
             print(f"[apd] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
             build_status.log_chapter(profile, stem, status, time.time() - t0, root)
         upstream = key

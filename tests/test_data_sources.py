@@ -133,3 +133,11 @@ def test_preflight_without_data_folder_offline_stops_before_any_notebook(tmp_pat
     assert len(lines) == 1, done.stderr
     assert "APD_DATA_DIR" in lines[0] and "HF_HUB_OFFLINE=1" in lines[0] and "qa/lambada_openai.jsonl" in lines[0]
     assert "executing" not in done.stdout and not (tmp_path / "results").exists()
+
+
+def test_the_data_source_is_part_of_the_cache_key(monkeypatch, tmp_path):
+    """A chapter built from the Hub is not reused when the build switches to offline copies."""
+    monkeypatch.delenv("APD_DATA_DIR", raising=False)
+    hub = book.cache_key("qa", {"profile": "smoke"}, REPO)
+    monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
+    assert book.cache_key("qa", {"profile": "smoke"}, REPO) != hub

@@ -82,7 +82,7 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "validate_profile": "apd.report.book", "parse_value": "apd.report.book",
     "parse_overrides": "apd.report.book", "check_environment": "apd.report.book",
     "use_data_dir": "apd.report.book", "preflight_data": "apd.report.book", "cache_key": "apd.report.book",
-    "results_root": "apd.report.book", "chapter_files": "apd.report.book",
+    "data_source": "apd.report.book", "results_root": "apd.report.book", "chapter_files": "apd.report.book",
     "results_intact": "apd.report.book", "recover": "apd.report.book", "commit_results": "apd.report.book",
     "kernel_environment": "apd.report.book", "execute": "apd.report.book",
     "portable_notebook": "apd.report.book", "FINDINGS_MARKER": "apd.report.book",

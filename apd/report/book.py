@@ -363,7 +363,15 @@ def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") ->
     h.update(notebook_path(stem, root).read_bytes())
     h.update(json.dumps(params, sort_keys=True, default=str).encode())
     h.update(_source_fingerprint(root).encode())
+    h.update(data_source().encode())
     return h.hexdigest()[:16]
+
+
+def data_source() -> str:
+    """Where the chapters read their datasets, part of every cache key: the resolved
+    ``$APD_DATA_DIR``, else ``hub`` (the Hub and the original sources)."""
+    folder = os.environ.get("APD_DATA_DIR")
+    return f"data:{Path(folder).expanduser().resolve()}" if folder else "data:hub"
 
 
 def results_root(root: Path = ROOT) -> Path:

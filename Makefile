@@ -8,6 +8,11 @@ VENV := .venv
 PY := $(VENV)/bin/python
 SYSTEM_PYTHON ?= $(shell command -v python3.11 || command -v python3)
 STAMP := $(VENV)/.installed
+# Offline copies of the datasets: ../shared/data where that folder exists (unless APD_DATA_DIR is
+# set); elsewhere the chapters read the Hub and the original sources (see README.md).
+ifneq ($(wildcard ../shared/data),)
+export APD_DATA_DIR ?= $(abspath ../shared/data)
+endif
 
 .PHONY: book test env unit smoke browser pages lock clean-build help bench
 

@@ -25,8 +25,8 @@ PK = {"apd.base": ["io", "lock", "device", "paths", "lazy"],
       "apd.amateur": ["collect", "config", "data", "distill", "objective", "train", "runs", "tuning", "pipeline", "composition", "gates"],
       "apd.decoding": ["processors", "generation"],
       "apd.evaluation": ["text_metrics", "qa_metrics", "qa_data", "qa_scoring", "probcurves", "linearity", "blindness", "ablations", "known_answer"],
-      "apd.evaluation.factuality": ["methods", "sweeps", "world_scoring", "prompts", "ner", "nli", "scoring"],
-      "apd.report": ["results", "plots", "paper", "evidence", "claims", "coverage", "beside", "book", "schema"]}
+      "apd.evaluation.factuality": ["methods", "sweeps", "world_scoring", "sources", "prompts", "ner", "nli", "scoring"],
+      "apd.report": ["results", "plots", "paper", "evidence", "claims", "coverage", "beside", "data_check", "status", "terminal", "book", "schema"]}
 EXTRA = {"apd.decoding": {**{n: "apd.core.filters" for n in public("apd.core.filters")}, "contrastive_scores": "apd.core.contrastive"},
          "apd.family": {"default_device": "apd.base.device:resolve_device"}}
 for p, mods in PK.items():

@@ -2,6 +2,7 @@
 offline on the CPU: profile ``hub-smoke``, with the trained smoke pico members standing in for
 Pythia members under their registry names (``apd.family.pico.export_stand_in``). About a minute."""
 import json
+import os
 import subprocess
 import sys
 
@@ -24,7 +25,9 @@ def hub_smoke(root, shared_dir, tmp_path_factory):
         cmd += ["--only", stem]
     for stem in HUB_CHAPTERS:
         cmd += ["--set", f"{stem}.local_dir={folder}"]
-    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True)
+    env = dict(os.environ)
+    env.setdefault("APD_DATA_DIR", str(shared_dir / "data"))   # the offline QA and FactualityPrompts copies
+    done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return results_dir("hub-smoke")
 

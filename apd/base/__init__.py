@@ -19,12 +19,14 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # apd.base.device
     "resolve_device": "apd.base.device", "cpu_threads": "apd.base.device", "device": "apd.base.device",
     # apd.base.paths
-    "project_root": "apd.base.paths", "cache_dir": "apd.base.paths", "paths": "apd.base.paths",
+    "project_root": "apd.base.paths", "user_cache_dir": "apd.base.paths", "cache_dir": "apd.base.paths",
+    "paths": "apd.base.paths",
     # apd.base.lazy
     "attach": "apd.base.lazy", "lazy": "apd.base.lazy",
     # apd.base.checks
     "number": "apd.base.checks", "count": "apd.base.checks", "checks": "apd.base.checks",
     # apd.base.progress
     "PROGRESS_ENV": "apd.base.progress", "progress_enabled": "apd.base.progress",
-    "progress_bar": "apd.base.progress", "progress": "apd.base.progress",
+    "PROGRESS_FILE_ENV": "apd.base.progress", "progress_bar": "apd.base.progress",
+    "progress": "apd.base.progress",
 })

@@ -14,10 +14,26 @@ def project_root(start: Path | None = None) -> Path | None:
     return None
 
 
+def user_cache_dir() -> Path:
+    """The platform's per-user cache folder for ``apd``: ``$XDG_CACHE_HOME/apd``, else ``~/.cache/apd``
+    (where Hugging Face keeps its own cache, ``~/.cache/huggingface``)."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    return Path(base).expanduser() / "apd" if base else Path.home() / ".cache" / "apd"
+
+
 def cache_dir() -> Path:
-    """``$APD_CACHE_DIR``, else ``<project root>/cache``, else ``./cache``."""
+    """Where trained models and other artifacts are cached: ``$APD_CACHE_DIR``, else the checkout's
+    ``cache/`` when the working directory is inside one, else :func:`user_cache_dir` (so an
+    installed ``apd`` trains a family once per user, not once per folder).
+
+        >>> import os
+        >>> os.environ["APD_CACHE_DIR"] = "/tmp/apd-cache"
+        >>> str(cache_dir())
+        '/tmp/apd-cache'
+        >>> del os.environ["APD_CACHE_DIR"]
+    """
     env = os.environ.get("APD_CACHE_DIR")
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     root = project_root()
-    return (root / "cache") if root else Path("cache")
+    return (root / "cache") if root else user_cache_dir()

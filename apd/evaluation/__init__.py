@@ -23,9 +23,9 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "DatasetInvalid": "apd.evaluation.qa_data", "TEMPLATES": "apd.evaluation.qa_data",
     "render_prompt": "apd.evaluation.qa_data", "multirc_passage": "apd.evaluation.qa_data",
     "DatasetSpec": "apd.evaluation.qa_data", "DATASETS": "apd.evaluation.qa_data",
-    "resolve_data_dir": "apd.evaluation.qa_data", "subsample": "apd.evaluation.qa_data",
-    "load_dataset": "apd.evaluation.qa_data", "try_load": "apd.evaluation.qa_data",
-    "qa_data": "apd.evaluation.qa_data",
+    "resolve_data_dir": "apd.evaluation.qa_data", "offline_file": "apd.evaluation.qa_data",
+    "subsample": "apd.evaluation.qa_data", "load_dataset": "apd.evaluation.qa_data",
+    "try_load": "apd.evaluation.qa_data", "qa_data": "apd.evaluation.qa_data",
     # apd.evaluation.qa_scoring
     "PAPER_INV_T": "apd.evaluation.qa_scoring", "METRICS": "apd.evaluation.qa_scoring",
     "METHOD_ROLES": "apd.evaluation.qa_scoring", "PROTOCOLS": "apd.evaluation.qa_scoring",

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Optional, Union
 
 __all__ = [
     "QAExample", "DatasetSpec", "DATASETS", "TEMPLATES", "DatasetUnavailable", "DatasetInvalid",
-    "render_prompt", "multirc_passage", "resolve_data_dir", "subsample", "load_dataset", "try_load",
+    "render_prompt", "multirc_passage", "resolve_data_dir", "offline_file", "subsample", "load_dataset", "try_load",
 ]
 
 
@@ -401,16 +401,35 @@ def resolve_data_dir(data_dir: Union[str, os.PathLike, None] = None) -> Optional
     if not root.is_dir():
         raise FileNotFoundError(
             f"data directory {str(root)!r} does not exist; pass data_dir= (or set APD_DATA_DIR) to the "
-            "folder whose qa/ subfolder holds the offline JSONL files (e.g. ../shared/data), or "
+            "folder whose qa/ subfolder holds the offline JSONL files, or "
             "leave both unset to read the Hugging Face Hub.")
     return root / "qa" if (root / "qa").is_dir() else root
+
+
+def _offline_split(spec: DatasetSpec, split: Optional[str]) -> Optional[str]:
+    """The split read offline: ``split``, else the paper's when there is a copy of it, else the only one."""
+    if split is None and spec.local_files:
+        split = spec.hub_split if spec.hub_split in spec.local_files else next(iter(spec.local_files))
+    return split
+
+
+def offline_file(name: str, split: Optional[str] = None) -> Optional[str]:
+    """The file (relative to a data directory such as ``$APD_DATA_DIR``) that :func:`load_dataset`
+    reads offline for ``name`` and ``split``; None when there is no offline copy of it.
+
+    Example:
+        >>> offline_file("lambada"), offline_file("qasc")
+        ('qa/lambada_openai.jsonl', None)
+    """
+    spec = DATASETS[name]
+    split = _offline_split(spec, split)
+    return f"qa/{spec.local_files[split]}" if split in spec.local_files else None
 
 
 def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]) -> tuple[list, str]:
     if not spec.local_files:
         raise DatasetUnavailable(f"{name}: {spec.offline_note}")
-    if split is None:  # the paper's split when we have it offline, else the only one we have
-        split = spec.hub_split if spec.hub_split in spec.local_files else next(iter(spec.local_files))
+    split = _offline_split(spec, split)  # the paper's split when we have it offline, else the only one we have
     if split not in spec.local_files:
         raise DatasetUnavailable(
             f"{name}: no offline copy of split {split!r} (offline: {sorted(spec.local_files)}); "

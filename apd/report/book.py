@@ -43,7 +43,8 @@ import yaml
 
 from apd.base.io import NOTICES_ENV
 from apd.base.lock import LockBusy, held_lock
-from apd.report import schema
+from apd.report import data_check, schema, terminal
+from apd.report import status as build_status
 from apd.report.pages import fill_page, select_cells
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -426,8 +427,13 @@ def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = 
 
 
 def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
-    """The data every chapter of ``stems`` reads: can it be had? One line per problem (empty:
-    nothing). The hook for the data-folder checks; none yet."""
+    """The data every chapter of ``stems`` reads: can it be had, from the data directory or the Hub
+    (:mod:`apd.report.data_check`)? One line per problem, naming ``APD_DATA_DIR`` (empty: nothing)."""
+    defaults = {s: notebook_parameters(notebook_path(s, root)) for s in stems}
+    try:
+        data_check.check_data(params, stems, root, defaults)
+    except data_check.DataUnavailable as err:
+        return [str(err)]
     return []
 
 
@@ -441,6 +447,20 @@ def preflight(profile: str, params: dict[str, dict], stems: list[str], root: Pat
     if problems:
         raise BookError("a build would stop here: " + ("\n  - " + "\n  - ".join(problems)
                                                        if len(problems) > 1 else problems[0]))
+
+
+def use_data_dir(folder: str | None) -> None:
+    """``--data-dir FOLDER``: set ``$APD_DATA_DIR`` (absolute) for this build and its kernels."""
+    if folder:
+        os.environ["APD_DATA_DIR"] = str(Path(folder).expanduser().resolve())
+
+
+def preflight_data(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
+    """Stop (BookError, one line naming ``APD_DATA_DIR``) when a dataset the chapters ``stems`` read
+    can be had neither from the data directory nor from the Hub (:func:`data_problems`)."""
+    problems = data_problems(params, stems, root)
+    if problems:
+        raise BookError(problems[0])
 
 
 # -- execution ----------------------------------------------------------------------------------
@@ -465,7 +485,15 @@ def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") ->
     h.update(notebook_path(stem, root).read_bytes())
     h.update(json.dumps(params, sort_keys=True, default=str).encode())
     h.update(_source_fingerprint(root).encode())
+    h.update(data_source().encode())
     return h.hexdigest()[:16]
+
+
+def data_source() -> str:
+    """Where the chapters read their datasets, part of every cache key: the resolved
+    ``$APD_DATA_DIR``, else ``hub`` (the Hub and the original sources)."""
+    folder = os.environ.get("APD_DATA_DIR")
+    return f"data:{Path(folder).expanduser().resolve()}" if folder else "data:hub"
 
 
 def results_root(root: Path = ROOT) -> Path:
@@ -682,6 +710,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
             pm.execute_notebook(
                 str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
                 kernel_name="python3", progress_bar=False, log_output=False,
+                kernel_manager_class=terminal.IPCKernelManager,   # IPC: no TCP port, no encryption warning
             )
         digests = commit_results(profile, stem, key, root, staging)
         committed = True
@@ -710,6 +739,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     values_path = dest / f"{stem}.json"   # needs:/unless: cells: the paragraphs this run's results can fill
     select_cells(nb, json.loads(values_path.read_text()) if values_path.is_file() else {})
     nb["metadata"]["apd"] = {"cache_key": key, "parameters": params, "results_sha256": digests}
+    nb = portable_notebook(nb, stem, out, root)
     tmp.write_text(json.dumps(nb, indent=1))
     tmp.replace(out)
     return "executed"
@@ -749,6 +779,38 @@ def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
                     f"lock {path}): wait for it to finish, or run without --no-wait to wait for it; "
                     f"its results in results/{profile}/ are left to it") from None
         yield
+
+
+def portable_notebook(nb: dict, stem: str, out: Path, root: Path = ROOT) -> dict:
+    """``nb`` as the book offers it for download: no absolute path of the machine that built it.
+
+    papermill's ``input_path`` and ``output_path`` become paths relative to the project root, and
+    any other mention of the root, of ``$APD_CACHE_DIR``, ``$APD_DATA_DIR``, ``$APD_RESULTS_DIR``
+    or of the home folder in the cells and their outputs is written relative (``results/...``) or
+    by name (``$APD_CACHE_DIR/...``, ``~/...``).
+
+    Example:
+        >>> nb = {"metadata": {"papermill": {"input_path": "/x/proj/notebooks/a.ipynb"}},
+        ...       "cells": [{"outputs": [{"text": "wrote /x/proj/results/s/a.json"}]}]}
+        >>> p = portable_notebook(nb, "a", Path("/x/proj/_build/s/book/notebooks/a.ipynb"), Path("/x/proj"))
+        >>> p["metadata"]["papermill"], p["cells"][0]["outputs"][0]["text"]
+        ({'input_path': 'notebooks/a.ipynb', 'output_path': '_build/s/book/notebooks/a.ipynb'}, 'wrote results/s/a.json')
+    """
+    pm = nb.get("metadata", {}).get("papermill")
+    if isinstance(pm, dict):
+        pm["input_path"] = f"notebooks/{stem}.ipynb"
+        pm["output_path"] = Path(os.path.relpath(out, root)).as_posix()
+    named = {str(Path(root).resolve()): "", str(root): ""}
+    for var in ("APD_CACHE_DIR", "APD_DATA_DIR", "APD_RESULTS_DIR"):
+        if os.environ.get(var):
+            named.setdefault(str(Path(os.environ[var]).expanduser().resolve()), f"${var}")
+    named.setdefault(str(Path.home()), "~")
+    text = json.dumps(nb)
+    for prefix in sorted((p for p in named if len(p) > 1), key=len, reverse=True):
+        name = named[prefix]
+        text = text.replace(prefix + "/", f"{name}/" if name else "")
+        text = re.sub(re.escape(prefix) + r'(?=["\s\'),:;])', name or ".", text)
+    return json.loads(text)
 
 
 # -- rendering ----------------------------------------------------------------------------------
@@ -809,6 +871,10 @@ def stage(profile: str, root: Path = ROOT) -> Path:
     if intro.is_file():
         text = insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None, profile)
         intro.write_text(summary_page(text, profile, dest / "book", root))
+    status_page = dest / "book" / "status.md"   # the build report: the run records of this profile
+    if status_page.is_file():
+        status_page.write_text(build_status.insert_status(status_page.read_text(), profile, toc_notebooks(root),
+                                                          results_root(root), root))
     mathjax = root / "node_modules" / "mathjax" / "es5"
     if not (mathjax / "tex-chtml.js").is_file():
         raise BookError(
@@ -880,8 +946,11 @@ def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only:
         else:
             t0 = time.time()
             print(f"[apd] {stem}: executing under profile {profile!r} ...", flush=True)
-            status = execute(stem, p, out, root, force=force, upstream=upstream)
+            with terminal.ChapterProgress(stem, root / "_build" / profile / "progress",
+                                          terminal.last_wall_time(results_root(root) / profile / "runs" / f"{stem}.json")):
+                status = execute(stem, p, out, root, force=force, upstream=upstream)
             print(f"[apd] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
+            build_status.log_chapter(profile, stem, status, time.time() - t0, root)
         upstream = key
     print(f"[apd] notebooks done in {time.time() - t_all:.1f} s", flush=True)
     if not html:
@@ -910,7 +979,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true",
                     help="only validate the profile with every --set applied and check what a build "
                          "needs here, then exit (0: a build could start; 1: it would stop, and why)")
+    ap.add_argument("--data-dir", default=None, metavar="FOLDER",
+                    help="offline copies of the datasets (sets APD_DATA_DIR for this build; default: "
+                         "$APD_DATA_DIR, else the Hub and the original sources)")
     args = ap.parse_args(argv)
+    use_data_dir(args.data_dir)
     try:
         if args.check:
             params, stems = resolve(args.profile, args.set, args.only)

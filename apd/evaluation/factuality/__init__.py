@@ -31,8 +31,12 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     "WorldScorer": "apd.evaluation.factuality.world_scoring",
     "world_test_prompts": "apd.evaluation.factuality.world_scoring",
     "world_scoring": "apd.evaluation.factuality.world_scoring",
+    # apd.evaluation.factuality.sources
+    "KINDS": "apd.evaluation.factuality.sources", "FOLDER": "apd.evaluation.factuality.sources",
+    "SOURCES": "apd.evaluation.factuality.sources", "prompts_file": "apd.evaluation.factuality.sources",
+    "sources": "apd.evaluation.factuality.sources",
     # apd.evaluation.factuality.prompts
-    "KINDS": "apd.evaluation.factuality.prompts", "FactualityPrompt": "apd.evaluation.factuality.prompts",
+    "FactualityPrompt": "apd.evaluation.factuality.prompts",
     "resolve_data_dir": "apd.evaluation.factuality.prompts",
     "load_factuality_prompts": "apd.evaluation.factuality.prompts",
     "wiki_lead_evidence": "apd.evaluation.factuality.prompts",

@@ -16,23 +16,10 @@ import numpy as np
 from apd.base.io import check_file, read_json_checked, record_digest, write_json
 from apd.base.paths import cache_dir
 from apd.evaluation.factuality.ner import MeasureUnavailable
+from apd.evaluation.factuality.sources import KINDS, prompts_file
 from apd.evaluation.factuality.sweeps import config_key
 from apd.world import corpus
 
-KINDS = ("factual", "nonfactual")
-
-
-_SOURCES = {  # split -> (file name pattern, original URL pattern)
-    "all": ("fever_{kind}_final.jsonl",
-            "https://raw.githubusercontent.com/nayeon7lee/FactualityPrompt/"
-            "0adfc495821262cbdd4a90531a5ce9ffc890b7cd/prompts/fever_{kind}_final.jsonl"),
-    "validation": ("fever_{kind}_1000_final.jsonl",
-                   "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
-                   "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_1000_final.jsonl"),
-    "test": ("fever_{kind}_test7k_final.jsonl",
-             "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
-             "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_test7k_final.jsonl"),
-}
 
 
 @dataclass(frozen=True)
@@ -62,7 +49,7 @@ def _download(url: str, dest: Path) -> None:
         tmp.unlink(missing_ok=True)
         raise MeasureUnavailable(
             f"cannot download FactualityPrompts from {url} ({e}); without a network pass data_dir= (or set "
-            "APD_DATA_DIR) to a folder holding factuality_prompts/fever_*.jsonl, e.g. ../shared/data") from None
+            "APD_DATA_DIR) to a folder holding factuality_prompts/fever_*.jsonl") from None
     tmp.replace(dest)
     record_digest(dest)
 
@@ -78,21 +65,18 @@ def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir
     once into ``<cache>/factuality_prompts/`` (:class:`MeasureUnavailable` when offline).
     limit: a random subset of that many prompts (``numpy`` seeded by ``seed``), in file order.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}.")
-    if split not in _SOURCES:
-        raise ValueError(f"split must be one of {tuple(_SOURCES)}, got {split!r}.")
-    name, url = (s.format(kind=kind) for s in _SOURCES[split])
+    rel, url = prompts_file(kind, split)
+    name = rel.rsplit("/", 1)[-1]
     root = resolve_data_dir(data_dir)
     if root is not None:
-        path = root / "factuality_prompts" / name
+        path = root / rel
         if not path.is_file():
             raise FileNotFoundError(f"{path} not found: data_dir (or APD_DATA_DIR) must hold factuality_prompts/{name}, "
-                                    "e.g. data_dir='../shared/data'; or pass data_dir=None to download it.")
+                                    "or pass data_dir=None (and unset APD_DATA_DIR) to download it.")
     else:
         if cache is None:
             cache = cache_dir()
-        path = Path(cache) / "factuality_prompts" / name
+        path = Path(cache) / rel
         if not check_file(path, "downloaded FactualityPrompts file", "downloading it again"):
             _download(url, path)
     items = []

@@ -364,10 +364,11 @@ def cache_folder(root: Path = ROOT) -> Path:
 
 def _writable_problem(folder: Path, label: str, fix: str) -> str | None:
     """None if ``folder`` is (or can be made) a folder this process can write a file into, else one
-    line: ``label`` (what the folder is), why, and ``fix``. Creates the folder when missing (every
-    build would)."""
+    line: ``label`` (what the folder is), why, and ``fix``. A missing folder is made for the probe
+    and removed again, so a build that stops in its preflight leaves nothing behind."""
     if folder.exists() and not folder.is_dir():
         return f"{label} is a file, not a folder: {fix}"
+    made = [p for p in [folder, *folder.parents] if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
         probe = folder / f".apd-write-check-{os.getpid()}"
@@ -375,6 +376,10 @@ def _writable_problem(folder: Path, label: str, fix: str) -> str | None:
         probe.unlink()
     except OSError as err:
         return f"{label} cannot be written ({err.strerror or type(err).__name__}): {fix}"
+    finally:
+        for p in made:                      # deepest first
+            with contextlib.suppress(OSError):
+                p.rmdir()
     return None
 
 

@@ -35,7 +35,9 @@ print("APD-REPORT " + json.dumps({"apd_file": apd.__file__, "cache": str(paths.c
 
 def _tutorial_script() -> str:
     nb = json.loads(TUTORIAL.read_text())
-    code = [c for c in nb["cells"] if c["cell_type"] == "code"][:N_CODE_CELLS]
+    # the cells a user types: the book's bookkeeping cells (tagged remove-cell) are not for the reader
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"
+            and "remove-cell" not in c["metadata"].get("tags", [])][:N_CODE_CELLS]
     assert "parameters" in code[0]["metadata"].get("tags", []), "the tutorial's first code cell is its parameters"
     sources = ["".join(c["source"]) for c in code]
     return "\n\n".join([sources[0], OVERRIDES, *sources[1:], REPORT])

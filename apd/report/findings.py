@@ -88,7 +88,7 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: st
         >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"],
         ...                        "in_words": ["holds: CD extrapolates [t.csv['kl' where x] = 1 < t.csv['kl' where y] = 2]"]})
         >>> print(findings_markdown(judged, [Claim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[2])
-        - **C1**, *CD extrapolates*: **reproduced** (every test holds): holds: CD extrapolates.
+        - **C1**, *CD extrapolates*: **reproduced** (every test's 95% interval on the claim's side): holds: CD extrapolates.
     """
     by_id = {c.id: c for c in claims}
     rows = []

@@ -114,15 +114,26 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
     source: the path of ``kilt_knowledgesource.json`` (JSON lines ``{wikipedia_title, text: [...]}``,
     35 GB, from dl.fbaipublicfiles.com/KILT/) or ``"hub"`` to stream ``facebook/kilt_wikipedia``
     with the ``datasets`` package. One pass over the whole source (tens of minutes); the pages
-    found are cached, with a digest, in ``<cache>/factuality/kilt-<hash of titles and source>.json``.
+    found are cached, with a digest, in ``<cache>/factuality/kilt-<hash of titles and source>.json``,
+    the source named by its file name and size (a moved copy is found again); a second copy keyed
+    by the file name alone serves a later call whose source file has since been deleted.
     """
     wanted = sorted(set(titles))
     if cache is None:
         cache = cache_dir()
     # the source by its name and size, not its path: a moved copy (or a moved cache) is found again
-    ident = "hub" if str(source) == "hub" else (
-        [Path(source).name, Path(source).stat().st_size] if Path(source).is_file() else str(source))
-    out_path = Path(cache) / "factuality" / f"kilt-{config_key(wanted, ident)}.json"
+    folder = Path(cache) / "factuality"
+    by_name = folder / f"kilt_by_name-{config_key(wanted, Path(str(source)).name)}.json"
+    if str(source) == "hub":
+        ident = "hub"
+    elif Path(source).is_file():
+        ident = [Path(source).name, Path(source).stat().st_size]
+    else:   # the source is gone: what an earlier call extracted from a file of that name
+        cached = read_json_checked(by_name, "KILT evidence", "reading the knowledge source again")
+        if isinstance(cached, dict):
+            return cached
+        ident = str(source)
+    out_path = folder / f"kilt-{config_key(wanted, ident)}.json"
     cached = read_json_checked(out_path, "KILT evidence", "reading the knowledge source again")
     if isinstance(cached, dict):
         return cached
@@ -159,6 +170,8 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
                 if len(found) == len(want):
                     break
     write_json(out_path, found, indent=None, digest=True)
+    if str(source) != "hub":
+        write_json(by_name, found, indent=None, digest=True)
     return found
 
 

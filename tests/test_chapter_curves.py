@@ -1,4 +1,5 @@
 """The probability-curves chapter's module (apd.report.chapters.curves): pools, summaries, figures."""
+
 import dataclasses
 import doctest
 import json
@@ -20,13 +21,23 @@ PYTHIA = Path(__file__).parent / "data" / "pythia_results" / "curves.json"
 def _pool(seed=0, n_q=6, n_text=30, V=8):
     rng = np.random.default_rng(seed)
     members = rng.normal(size=(3, n_q, V))
-    q = chapter.Questions(members, rng.integers(0, V, n_q), np.array(["head", "tail"] * (n_q // 2)),
-                          [f"q{i}" for i in range(n_q)], [f"q{i}" for i in range(n_q)], "world QA")
+    q = chapter.Questions(
+        members,
+        rng.integers(0, V, n_q),
+        np.array(["head", "tail"] * (n_q // 2)),
+        [f"q{i}" for i in range(n_q)],
+        [f"q{i}" for i in range(n_q)],
+        "world QA",
+    )
     lp = rng.normal(size=(3, n_text, V))
     gold = lp[-1].argmax(-1)
-    lp[0, np.arange(n_text), gold] += 5.0             # the amateur agrees with the expert at most positions
-    held = {"member_logprobs": lp, "amateur_logprobs": lp[0] + rng.normal(scale=0.5, size=(n_text, V)),
-            "next_ids": gold, "contexts": [f"text {i}" for i in range(n_text)]}
+    lp[0, np.arange(n_text), gold] += 5.0  # the amateur agrees with the expert at most positions
+    held = {
+        "member_logprobs": lp,
+        "amateur_logprobs": lp[0] + rng.normal(scale=0.5, size=(n_text, V)),
+        "next_ids": gold,
+        "contexts": [f"text {i}" for i in range(n_text)],
+    }
     return q, chapter.pool(q, rng.normal(size=(n_q, V)), held)
 
 
@@ -35,7 +46,7 @@ def test_examples():
 
 
 def test_pool_orders_questions_then_text_and_groups_them():
-    q, p = _pool()
+    _, p = _pool()
     assert p.elm.shape == (36, 8) and p.is_q.sum() == 6 and p.labels[6] == "…text 0"
     assert list(p.groups) == ["world QA, head", "world QA, tail", "world QA, all", "held-out text", "all contexts"]
     assert p.groups["world QA, head"].sum() == 3 and p.groups["held-out text"].sum() == 30
@@ -64,21 +75,31 @@ def test_clearest_example_and_its_figure():
     if i is not None:
         assert b.blind[i]
         curve_lp = q.logprobs[:, i] if p.is_q[i] else np.zeros((3, 8))
-        fig, _ = chapter.plot_example(p, i, b, curve_lp, np.log([1e3, 1e4, 1e5]), ["a", "b", "c"], 1.0, 5,
-                                      lambda ids: str(ids))
+        fig, _ = chapter.plot_example(
+            p, i, b, curve_lp, np.log([1e3, 1e4, 1e5]), ["a", "b", "c"], 1.0, 5, lambda ids: str(ids)
+        )
         assert len(fig.axes) >= 2
 
 
 def test_linearity_and_hlm_summaries():
-    fits = SimpleNamespace(r2=np.array([[0.95, 0.5], [0.99, 0.92]]), curvature=np.array([[0.1, -0.2], [0.0, 0.3]]),
-                           slope=np.zeros((2, 2)))
+    fits = SimpleNamespace(
+        r2=np.array([[0.95, 0.5], [0.99, 0.92]]), curvature=np.array([[0.1, -0.2], [0.0, 0.3]]), slope=np.zeros((2, 2))
+    )
     lin = chapter.linearity_frame(fits, 2, 2)
     s = chapter.linearity_summary(lin)
     assert s["r2_median"] == 0.935 and s["curves_linear"] and s["r2_share_above_09"] == 0.75
     assert chapter.plot_linearity(lin).axes
     kcol, ecol = chapter.hlm_columns(5)
-    hlm = pd.DataFrame({"T": [2.0, 4.0], "ln s_HLM": [10.0, 9.0], kcol: [0.3, 0.1], ecol: [0.2, 0.2],
-                        "top-1 agrees, CD-HLM": [0.5, 0.6], "top-1 agrees, ELM": [0.7, 0.7]})
+    hlm = pd.DataFrame(
+        {
+            "T": [2.0, 4.0],
+            "ln s_HLM": [10.0, 9.0],
+            kcol: [0.3, 0.1],
+            ecol: [0.2, 0.2],
+            "top-1 agrees, CD-HLM": [0.5, 0.6],
+            "top-1 agrees, ELM": [0.7, 0.7],
+        }
+    )
     h = chapter.hlm_summary(hlm, 5)
     assert h["hlm_n_better"][0] == 1 and h["hlm_T_better"][0] == "4" and h["hlm_T_worse"][0] == "2"
     assert chapter.hlm_summary(hlm.iloc[:0], 5)["hlm_n_better"] == (None, "{}")
@@ -87,15 +108,32 @@ def test_linearity_and_hlm_summaries():
 
 def test_prompt_helpers():
     assert chapter.default_prompt(None, 0) == chapter.HUB_PROMPT
-    curves = pd.DataFrame({"position": [0, 1], "token_id": [1, 2], "next_token": ["a", "b"], "actual_next": ["a", "c"],
-                           "context": ["x", "y"], "p:s": [0.1, 0.2], "p:l": [0.3, 0.4], "cd:T=1": [0.5, 0.5]})
+    curves = pd.DataFrame(
+        {
+            "position": [0, 1],
+            "token_id": [1, 2],
+            "next_token": ["a", "b"],
+            "actual_next": ["a", "c"],
+            "context": ["x", "y"],
+            "p:s": [0.1, 0.2],
+            "p:l": [0.3, 0.4],
+            "cd:T=1": [0.5, 0.5],
+        }
+    )
     lp = np.log(np.full((2, 4), 0.25))
     curves["apd:T=1"] = chapter.apd_probs_at(curves, lp, lp, 4)
     assert chapter.plot_prompt(curves, np.array([1.0, 2.0]), ["s", "l"], [1.0], 4).axes
 
 
 def test_headline_has_every_key_the_claims_read():
-    keys = {k for c in claims.paper_claims() for e in c.evidence if e.stem == "curves" for k in e.keys if isinstance(k, str)}
+    keys = {
+        k
+        for c in claims.paper_claims()
+        for e in c.evidence
+        if e.stem == "curves"
+        for k in e.keys
+        if isinstance(k, str)
+    }
     assert keys and keys <= {f.name for f in dataclasses.fields(chapter.CurvesHeadline)}
     h = chapter.CurvesHeadline.from_values(json.loads(PYTHIA.read_text()))
     assert h.hlm_n_T == 3

@@ -1,4 +1,5 @@
 """The known-answer chapter's module (apd.report.chapters.known_answer): summaries, tables, figure."""
+
 import dataclasses
 import doctest
 
@@ -37,7 +38,9 @@ def test_recovery_summary_counts_cells_beaten_and_ranges():
     assert s["ka_fit_ratio_min"][0] == 0.8 and s["ka_fit_ratio_max"][0] == 1.2
     assert s["ka_tokens"] == 6 and s["ka_minutes"][0] == table.seconds.sum() / 60
     worse = table.assign(median_abs_error=table.median_abs_error.where(table.estimator != "fit_tuned", 0.02))
-    assert chapter.recovery_summary(worse)["ka_n_beating"] == 0 and not chapter.recovery_summary(worse)["ka_any_beating"]
+    assert (
+        chapter.recovery_summary(worse)["ka_n_beating"] == 0 and not chapter.recovery_summary(worse)["ka_any_beating"]
+    )
     run = _Run()
     glue_values(run, s)
     assert run.texts["ka_best_ratio"] == "0.80" and run.values["ka_beat_margin"] == "5%"
@@ -55,19 +58,38 @@ def test_tables_and_figure():
 
 def test_condition_noise_headline_and_table():
     assert chapter.condition_noise({"distilled_l1_curve": 0.02}, 0.005) == (
-        0.02, "the APD chapter's held-out residual of the on-the-fly fits")
+        0.02,
+        "the APD chapter's held-out residual of the on-the-fly fits",
+    )
     assert chapter.condition_noise({"distilled_l1_curve": 0.02}, 0.005, use_family=False)[0] == 0.005
     assert chapter.condition_noise({"distilled_l1_curve": "n/a"}, 0.005)[0] == 0.005
-    cond = pd.DataFrame(dict(decay=["exponential", "logistic"], grid=["pico"] * 2, regime=["saturating"] * 2,
-                             estimator=["fit_tuned"] * 2, ratio=[0.9, 1.1], ci_low=[0.85, 1.0], ci_high=[0.95, 1.2],
-                             beats=[True, False]))
+    cond = pd.DataFrame(
+        dict(
+            decay=["exponential", "logistic"],
+            grid=["pico"] * 2,
+            regime=["saturating"] * 2,
+            estimator=["fit_tuned"] * 2,
+            ratio=[0.9, 1.1],
+            ci_low=[0.85, 1.0],
+            ci_high=[0.95, 1.2],
+            beats=[True, False],
+        )
+    )
     h = chapter.headline({"ka_n_beating": 1, "ka_n_cells": 4}, cond, 0.02, 3)
     assert (h.ka_n_beating_family, h.ka_n_cells_family, h.ka_family_noise) == (1, 2, 0.02)
-    assert chapter.condition_by_cell(cond).loc["on-the-fly fitter, tuned settings", "logistic, saturating"] == \
-        "1.10 [1.00, 1.20]"
+    assert (
+        chapter.condition_by_cell(cond).loc["on-the-fly fitter, tuned settings", "logistic, saturating"]
+        == "1.10 [1.00, 1.20]"
+    )
 
 
 def test_headline_has_every_key_the_claims_read():
-    keys = {k for c in claims.paper_claims() for e in c.evidence if e.stem == "known_answer"
-            for k in e.keys if isinstance(k, str)}
+    keys = {
+        k
+        for c in claims.paper_claims()
+        for e in c.evidence
+        if e.stem == "known_answer"
+        for k in e.keys
+        if isinstance(k, str)
+    }
     assert keys and keys <= {f.name for f in dataclasses.fields(chapter.KnownAnswerHeadline)}

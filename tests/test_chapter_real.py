@@ -1,4 +1,5 @@
 """The REAL chapter's module (apd.report.chapters.real): held-out fit, truth comparison, thresholds."""
+
 import dataclasses
 import doctest
 
@@ -13,10 +14,19 @@ from apd.report.chapters import real as chapter
 def _frame(seed=0, n=30):
     rng = np.random.default_rng(seed)
     truth = np.where(np.arange(n) % 3 == 0, rng.uniform(0.5, 2.0, n), 0.0)
-    return pd.DataFrame({"bucket": np.array(["head", "torso", "tail"])[np.arange(n) % 3], "attribute": "a", "person": "p",
-                         "truth": truth, "H s": truth + rng.uniform(2, 3, n), "H l": truth + rng.uniform(1, 2, n),
-                         "THF c": truth + rng.uniform(0, 0.5, n), "THF H_last": truth + rng.uniform(1, 2, n),
-                         "THF direct last": truth + 1.0})
+    return pd.DataFrame(
+        {
+            "bucket": np.array(["head", "torso", "tail"])[np.arange(n) % 3],
+            "attribute": "a",
+            "person": "p",
+            "truth": truth,
+            "H s": truth + rng.uniform(2, 3, n),
+            "H l": truth + rng.uniform(1, 2, n),
+            "THF c": truth + rng.uniform(0, 0.5, n),
+            "THF H_last": truth + rng.uniform(1, 2, n),
+            "THF direct last": truth + 1.0,
+        }
+    )
 
 
 def test_examples():
@@ -50,7 +60,7 @@ def test_top_p_by_fact_kind():
 
 
 def test_heldout_fit_and_no_world():
-    h = np.abs(np.random.default_rng(0).normal(size=(3, 2, 4)))   # (chunks, members, S)
+    h = np.abs(np.random.default_rng(0).normal(size=(3, 2, 4)))  # (chunks, members, S)
     table, spread = chapter.heldout_fit_table({"mae_curve": {"s": 0.3, "l": 0.2}, "mae_last": 0.25}, h, ["s", "l"])
     assert spread.shape == (2,) and table.loc["direct last prediction", "constant (member's mean)"] == spread[-1]
     values = chapter.no_world_values()
@@ -58,5 +68,7 @@ def test_heldout_fit_and_no_world():
 
 
 def test_headline_has_every_key_the_claims_read():
-    keys = {k for c in claims.paper_claims() for e in c.evidence if e.stem == "real" for k in e.keys if isinstance(k, str)}
+    keys = {
+        k for c in claims.paper_claims() for e in c.evidence if e.stem == "real" for k in e.keys if isinstance(k, str)
+    }
     assert keys <= {f.name for f in dataclasses.fields(chapter.RealHeadline)}

@@ -1,4 +1,5 @@
 """The Theorem 1 chapter's module (apd.report.chapters.theorem1): draws, tables, figures, headline."""
+
 import dataclasses
 import doctest
 
@@ -14,7 +15,9 @@ matplotlib.use("Agg")
 
 def _read_keys(stem):
     """The keys of ``stem``'s results that the paper's claims read."""
-    return {k for c in claims.paper_claims() for e in c.evidence if e.stem == stem for k in e.keys if isinstance(k, str)}
+    return {
+        k for c in claims.paper_claims() for e in c.evidence if e.stem == stem for k in e.keys if isinstance(k, str)
+    }
 
 
 def test_examples():
@@ -34,7 +37,7 @@ def test_identity_holds_to_round_off_on_linear_families():
 
 def test_draws_consume_the_generator_as_the_notebook_did():
     a, b = np.random.default_rng(3), np.random.default_rng(3)
-    x_alm, x_elm, T, l_alm, l_elm = chapter.draw_linear_families(a, 4, 6)
+    _, _, T, _, l_elm = chapter.draw_linear_families(a, 4, 6)
     ref_x_alm = b.uniform(14.0, 20.0, size=(4, 1))
     ref_x_elm = ref_x_alm + b.uniform(0.5, 8.0, size=(4, 1))
     ref_T = b.uniform(1.05, 8.0, size=(4, 1))
@@ -52,8 +55,12 @@ def test_tables_and_figures():
     assert (flat < 1e-9).all() and (bend[bend.curvature == 0.1]["mean |error|"] > 1e-3).all()
     low = chapter.low_temperature_table(chapter.draw_linear_families(np.random.default_rng(1), 10, 5), [0.25, 0.9])
     assert low["HLM below ALM (all draws)"].all() and (low["scale 1 - 1/T"] < 0).all()
-    for fig in (chapter.proof_picture(16.7555, 22.5864, 2.0)[0], chapter.plot_hlm_size(22.5864, 16.7555, 9.6),
-                chapter.plot_bend(bend), chapter.plot_low_temperature(22.5864, 16.7555)):
+    for fig in (
+        chapter.proof_picture(16.7555, 22.5864, 2.0)[0],
+        chapter.plot_hlm_size(22.5864, 16.7555, 9.6),
+        chapter.plot_bend(bend),
+        chapter.plot_low_temperature(22.5864, 16.7555),
+    ):
         assert fig.axes
 
 

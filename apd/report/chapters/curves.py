@@ -4,6 +4,7 @@ Log-probabilities are natural-log next-token probabilities ``(..., V)``; ``x`` i
 size per member. Obvious blindness is :mod:`apd.evaluation.blindness`, the curves and their fits
 :mod:`apd.evaluation.probcurves` and :mod:`apd.evaluation.linearity`.
 """
+
 from __future__ import annotations
 
 import random
@@ -18,7 +19,6 @@ from apd.evaluation.blindness import cd_scores, clearest_example, find_obvious_b
 from apd.evaluation.probcurves import cd_probs_over_topk, score_answers
 from apd.evaluation.qa_data import load_dataset
 from apd.family.knowledge import score_world_qa
-from apd.family.logprobs import next_token_log_probs
 from apd.report.plots import COLORS, PALETTE, figure, legend, panels, probability_curve, wrap
 from apd.report.tables import plus_minus
 from apd.world.truth import dev_test_split, sample_per_bucket
@@ -34,13 +34,13 @@ HUB_PROMPT = "President of the United States Joe Biden"
 class CurvesHeadline:
     """The chapter's headline numbers, as ``results/<profile>/curves.json`` holds them."""
 
-    r2_median: float             # median R^2 of a line through a token's log-probabilities across members
-    hlm_n_T: int                 # temperatures whose HLM falls inside the family
-    all_blind_both_right: int    # contexts (questions and held-out text) both expert and amateur get right
-    all_blind_count: int         # of those, contexts where CD (first T of the grid) ranks another token first
-    all_blind_apd_rate: Any      # APD's (T = 1) blindness rate on them ("n/a" when none)
-    all_blind_cd1_rate: Any      # CD's at T = 1 on them ("n/a" when none or T = 1 not in the grid)
-    blind_both_right: int        # of which questions, the paper's setting
+    r2_median: float  # median R^2 of a line through a token's log-probabilities across members
+    hlm_n_T: int  # temperatures whose HLM falls inside the family
+    all_blind_both_right: int  # contexts (questions and held-out text) both expert and amateur get right
+    all_blind_count: int  # of those, contexts where CD (first T of the grid) ranks another token first
+    all_blind_apd_rate: Any  # APD's (T = 1) blindness rate on them ("n/a" when none)
+    all_blind_cd1_rate: Any  # CD's at T = 1 on them ("n/a" when none or T = 1 not in the grid)
+    blind_both_right: int  # of which questions, the paper's setting
 
     @classmethod
     def from_values(cls, values: dict) -> "CurvesHeadline":
@@ -68,14 +68,21 @@ def apd_probs_at(curves: pd.DataFrame, elm_lp, apd_lp, top_k: int) -> list[float
         >>> apd_probs_at(pd.DataFrame({"position": [0, 1], "token_id": [2, 3]}), lp, lp, 4)
         [0.25, 0.25]
     """
-    return [float(cd_probs_over_topk(elm_lp[t], apd_lp[t], 1.0, top_k)[w]) for t, w in zip(curves["position"], curves["token_id"])]
+    return [
+        float(cd_probs_over_topk(elm_lp[t], apd_lp[t], 1.0, top_k)[w])
+        for t, w in zip(curves["position"], curves["token_id"])
+    ]
 
 
 def plot_prompt(curves: pd.DataFrame, x, names, T_values, max_panels: int):
     """One panel per shown position (those whose top token is the actual next one, evenly spaced):
     the members' probability with CD's at each T and APD's as horizontal lines; returns the figure."""
     show = curves[curves["next_token"] == curves["actual_next"]]
-    show = show.iloc[np.linspace(0, len(show) - 1, min(max_panels, len(show))).astype(int)] if len(show) else curves.head(max_panels)
+    show = (
+        show.iloc[np.linspace(0, len(show) - 1, min(max_panels, len(show))).astype(int)]
+        if len(show)
+        else curves.head(max_panels)
+    )
     fig, axes = panels(max(1, len(show)), ncols=2, panel_height=3.2)
     colors = {1.0: COLORS["cd_t1"], 2.0: COLORS["cd_t2"]}
     for ax, (_, row) in zip(axes, show.iterrows()):
@@ -109,13 +116,25 @@ def questions(fam, built, rng, seed: int, per_bucket: int, dataset: str, limit: 
         _, test_items = dev_test_split(built.corpus.qa_items, built.corpus.world, seed)
         items = sample_per_bucket(test_items, per_bucket, rng, exclude=("drink", "hobby"))
         scored = score_world_qa(fam, built.corpus.world, items)
-        return Questions(scored.logprobs, scored.gold, np.array([it.bucket for it in items]),
-                         [it.prompt.splitlines()[0] for it in items], [it.prompt for it in items], "world QA")
+        return Questions(
+            scored.logprobs,
+            scored.gold,
+            np.array([it.bucket for it in items]),
+            [it.prompt.splitlines()[0] for it in items],
+            [it.prompt for it in items],
+            "world QA",
+        )
     examples = load_dataset(dataset, data_dir=data_dir, limit=limit, seed=seed)
     prompts = [e.prompt for e in examples]
     scored = score_answers(fam, prompts, [e.answer for e in examples])
-    return Questions(scored["logprobs"], scored["gold"], np.array(["all"] * len(examples)),
-                     [e.prompt[-80:] for e in examples], prompts, dataset)
+    return Questions(
+        scored["logprobs"],
+        scored["gold"],
+        np.array(["all"] * len(examples)),
+        [e.prompt[-80:] for e in examples],
+        prompts,
+        dataset,
+    )
 
 
 @dataclass
@@ -150,9 +169,15 @@ def pool(q: Questions, q_apd, held: dict) -> Pool:
     qg = np.concatenate([q.groups, [""] * lp.shape[1]])
     groups = {f"{q.source}, {g}": is_q & (qg == g) for g in dict.fromkeys(q.groups) if g != "all"}
     groups |= {f"{q.source}, all": is_q, "held-out text": ~is_q, "all contexts": np.ones(len(is_q), bool)}
-    return Pool(np.concatenate([q.logprobs[-1], lp[-1]]), np.concatenate([q.logprobs[0], lp[0]]),
-                np.concatenate([q_apd, held["amateur_logprobs"]]), np.concatenate([q.gold, held["next_ids"]]),
-                q.labels + ["…" + c[-70:].replace("\n", " ") for c in held["contexts"]], is_q, groups)
+    return Pool(
+        np.concatenate([q.logprobs[-1], lp[-1]]),
+        np.concatenate([q.logprobs[0], lp[0]]),
+        np.concatenate([q_apd, held["amateur_logprobs"]]),
+        np.concatenate([q.gold, held["next_ids"]]),
+        q.labels + ["…" + c[-70:].replace("\n", " ") for c in held["contexts"]],
+        is_q,
+        groups,
+    )
 
 
 def _cell(blind: pd.DataFrame, group: str, method: str, T: float) -> pd.Series:
@@ -182,15 +207,25 @@ def blindness_summary(blind: pd.DataFrame, p: Pool, source: str, T_grid, top_k: 
     moves with T, and APD's minus CD's rate at T = 1 (``all_blind_apd_minus_cd``) with the conditions
     ``blind_apd_fewer``, ``blind_apd_more`` and ``blind_apd_tie`` (95%)."""
     T0 = float(T_grid[0])
-    out: dict[str, Any] = {"blind_T": T0, "blind_source": source, "blind_n_questions": int(p.is_q.sum()),
-                           "blind_n_text": int((~p.is_q).sum())}
+    out: dict[str, Any] = {
+        "blind_T": T0,
+        "blind_source": source,
+        "blind_n_questions": int(p.is_q.sum()),
+        "blind_n_text": int((~p.is_q).sum()),
+    }
     for key, group in [("blind", f"{source}, all"), ("text_blind", "held-out text"), ("all_blind", "all contexts")]:
         cd, ap = _cell(blind, group, "CD", T0), _cell(blind, group, "APD", 1.0)
-        out |= {f"{key}_both_right": int(cd["ELM and ALM right"]), f"{key}_count": int(cd["wrong among those"]),
-                f"{key}_rate": (float(cd["blindness rate"]), "{:.3f}"), f"{key}_apd_count": int(ap["wrong among those"]),
-                f"{key}_apd_rate": (float(ap["blindness rate"]), "{:.3f}"),
-                f"{key}_cd1_rate": (float(_cell(blind, group, "CD", 1.0)["blindness rate"])
-                                    if 1.0 in map(float, T_grid) else None, "{:.3f}")}
+        out |= {
+            f"{key}_both_right": int(cd["ELM and ALM right"]),
+            f"{key}_count": int(cd["wrong among those"]),
+            f"{key}_rate": (float(cd["blindness rate"]), "{:.3f}"),
+            f"{key}_apd_count": int(ap["wrong among those"]),
+            f"{key}_apd_rate": (float(ap["blindness rate"]), "{:.3f}"),
+            f"{key}_cd1_rate": (
+                float(_cell(blind, group, "CD", 1.0)["blindness rate"]) if 1.0 in map(float, T_grid) else None,
+                "{:.3f}",
+            ),
+        }
     rates = [(float(T), float(_cell(blind, "all contexts", "CD", float(T))["blindness rate"])) for T in T_grid]
     rates = [(T, r) for T, r in rates if np.isfinite(r)]
     falls = len(rates) > 1 and all(b <= a for (_, a), (_, b) in zip(rates, rates[1:])) and rates[-1][1] < rates[0][1]
@@ -231,9 +266,14 @@ def plot_example(p: Pool, i: int, b, curve_lp, x, names, T: float, top_k: int, d
     apd_v = cd_probs_over_topk(p.elm[i], p.apd[i], 1.0, top_k)
     fig, axes = panels(2, ncols=2)
     for ax, tok, what in [(axes[0], p.gold[i], "right token"), (axes[1], b.cd_top[i], "CD's choice")]:
-        probability_curve(ax, x, np.exp(curve_lp[:, tok]), names=names,
-                          hlines={f"CD, T = {T:g}": (cd[tok], COLORS["cd_t1"]), "APD, T = 1": (apd_v[tok], COLORS["apd"])},
-                          title=f"{what}: {decode([int(tok)])!r}")
+        probability_curve(
+            ax,
+            x,
+            np.exp(curve_lp[:, tok]),
+            names=names,
+            hlines={f"CD, T = {T:g}": (cd[tok], COLORS["cd_t1"]), "APD, T = 1": (apd_v[tok], COLORS["apd"])},
+            title=f"{what}: {decode([int(tok)])!r}",
+        )
     legend(axes[0], fontsize=8)
     fig.suptitle(wrap(p.labels[i], 90), fontsize=9)
     return fig, int(np.argmax(apd_v)) == int(p.gold[i])
@@ -249,8 +289,14 @@ def linearity_frame(fits, top_k: int, n_positions: int) -> pd.DataFrame:
         >>> linearity_frame(f, 3, 2)["rank in ELM"].tolist()
         [1, 2, 3, 1, 2, 3]
     """
-    return pd.DataFrame({"R2": fits.r2.ravel(), "curvature": fits.curvature.ravel(), "slope": fits.slope.ravel(),
-                         "rank in ELM": np.tile(np.arange(1, top_k + 1), n_positions)})
+    return pd.DataFrame(
+        {
+            "R2": fits.r2.ravel(),
+            "curvature": fits.curvature.ravel(),
+            "slope": fits.slope.ravel(),
+            "rank in ELM": np.tile(np.arange(1, top_k + 1), n_positions),
+        }
+    )
 
 
 def linearity_summary(lin: pd.DataFrame) -> dict[str, Any]:
@@ -262,9 +308,13 @@ def linearity_summary(lin: pd.DataFrame) -> dict[str, Any]:
         True
     """
     r2, curv = lin["R2"].to_numpy(), lin["curvature"].to_numpy()
-    return {"r2_median": float(np.median(r2)), "r2_share_above_09": float((r2 > 0.9).mean()),
-            "curv_median_abs": float(np.median(np.abs(curv))), "curv_share_concave": float((curv < 0).mean()),
-            "curves_linear": bool(np.median(r2) >= R2_LINEAR)}
+    return {
+        "r2_median": float(np.median(r2)),
+        "r2_share_above_09": float((r2 > 0.9).mean()),
+        "curv_median_abs": float(np.median(np.abs(curv))),
+        "curv_share_concave": float((curv < 0).mean()),
+        "curves_linear": bool(np.median(r2) >= R2_LINEAR),
+    }
 
 
 def plot_linearity(lin: pd.DataFrame):
@@ -293,7 +343,8 @@ def hlm_summary(hlm: pd.DataFrame, top_k: int) -> dict[str, Any]:
     the expert, and which; missing ("n/a") when no HLM falls inside the family.
 
     Example:
-        >>> t = pd.DataFrame({"T": [2.0, 4.0], "KL(real || CD-HLM), ELM top-5": [0.1, 0.3], "KL(real || ELM), ELM top-5": [0.2, 0.2]})
+        >>> kcol, ecol = hlm_columns(5)
+        >>> t = pd.DataFrame({"T": [2.0, 4.0], kcol: [0.1, 0.3], ecol: [0.2, 0.2]})
         >>> hlm_summary(t, 5)["hlm_T_better"]
         ('2', '{}')
     """
@@ -301,8 +352,11 @@ def hlm_summary(hlm: pd.DataFrame, top_k: int) -> dict[str, Any]:
         return {k: (None, "{}") for k in ("hlm_n_better", "hlm_T_better", "hlm_T_worse")}
     kcol, ecol = hlm_columns(top_k)
     better = hlm[hlm[kcol] < hlm[ecol]]["T"].tolist()
-    return {"hlm_n_better": (len(better), "{:d}"), "hlm_T_better": (", ".join(f"{t:g}" for t in better) or None, "{}"),
-            "hlm_T_worse": (", ".join(f"{t:g}" for t in hlm["T"] if t not in better) or None, "{}")}
+    return {
+        "hlm_n_better": (len(better), "{:d}"),
+        "hlm_T_better": (", ".join(f"{t:g}" for t in better) or None, "{}"),
+        "hlm_T_worse": (", ".join(f"{t:g}" for t in hlm["T"] if t not in better) or None, "{}"),
+    }
 
 
 def plot_hlm(hlm: pd.DataFrame, top_k: int, alm: str, elm: str):

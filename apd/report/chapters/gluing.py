@@ -1,4 +1,5 @@
 """Gluing a chapter's summary values in one call (the chapter modules build them as plain dicts)."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -4,6 +4,7 @@ Errors are median ``|c_hat - c_true|`` in probability units; a *ratio* is an est
 over the expert's own probability's (``p_ELM``) on the same tokens. The estimators and the
 synthetic families are :mod:`apd.evaluation.known_answer`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,11 +26,11 @@ REFERENCES = ("p_elm", "oracle")
 class KnownAnswerHeadline:
     """The chapter's headline numbers, as ``results/<profile>/known_answer.json`` holds them."""
 
-    ka_n_beating: int          # recovery cells (grid x regime) where some estimator beats p_ELM by 5%
-    ka_n_cells: int            # recovery cells
-    ka_n_beating_family: int   # condition cells (decay x grid x regime) beaten beyond seed noise
-    ka_n_cells_family: int     # condition cells
-    ka_family_noise: float     # noise sd of the condition's families (probability units)
+    ka_n_beating: int  # recovery cells (grid x regime) where some estimator beats p_ELM by 5%
+    ka_n_cells: int  # recovery cells
+    ka_n_beating_family: int  # condition cells (decay x grid x regime) beaten beyond seed noise
+    ka_n_cells_family: int  # condition cells
+    ka_family_noise: float  # noise sd of the condition's families (probability units)
     ka_condition_n_seeds: int  # synthetic families (seeds) per condition cell
 
 
@@ -51,22 +52,33 @@ def recovery_summary(table: pd.DataFrame, beat: float = BEAT) -> dict[str, Any]:
     estimators = ratio[~ratio.estimator.isin(REFERENCES)]
     beats = estimators[estimators.ratio < beat]
     best = estimators.sort_values("ratio").iloc[0]
-    joint, cond_long, fitted = (ratio[ratio.estimator == e].ratio for e in ("joint_release", "joint_cond_long", "fit_tuned"))
+    joint, cond_long, fitted = (
+        ratio[ratio.estimator == e].ratio for e in ("joint_release", "joint_cond_long", "fit_tuned")
+    )
     alive = table[table.estimator == "joint_release"]
     return {
-        "ka_positions": cfg["n_positions"], "ka_tokens": cfg["n_positions"] * cfg["k"],
-        "ka_fit_iterations": cfg["fit_iterations"], "ka_release_steps": cfg["release_steps"],
-        "ka_long_steps": cfg["long_steps"], "ka_beat_margin": f"{1 - beat:.0%}", "ka_n_cells": len(cells),
-        "ka_n_beating": int(beats.groupby(["grid", "regime"]).ngroups), "ka_any_beating": len(beats) > 0,
-        "ka_best_estimator": LABELS[best.estimator], "ka_best_ratio": (best.ratio, "{:.2f}"),
+        "ka_positions": cfg["n_positions"],
+        "ka_tokens": cfg["n_positions"] * cfg["k"],
+        "ka_fit_iterations": cfg["fit_iterations"],
+        "ka_release_steps": cfg["release_steps"],
+        "ka_long_steps": cfg["long_steps"],
+        "ka_beat_margin": f"{1 - beat:.0%}",
+        "ka_n_cells": len(cells),
+        "ka_n_beating": int(beats.groupby(["grid", "regime"]).ngroups),
+        "ka_any_beating": len(beats) > 0,
+        "ka_best_estimator": LABELS[best.estimator],
+        "ka_best_ratio": (best.ratio, "{:.2f}"),
         "ka_best_cell": f"{best.grid}, {best.regime.replace('_', ' ')}",
-        "ka_joint_ratio_min": (joint.min(), "{:.2f}"), "ka_joint_ratio_max": (joint.max(), "{:.2f}"),
-        "ka_cond_long_ratio_min": (cond_long.min(), "{:.2f}"), "ka_cond_long_ratio_max": (cond_long.max(), "{:.2f}"),
+        "ka_joint_ratio_min": (joint.min(), "{:.2f}"),
+        "ka_joint_ratio_max": (joint.max(), "{:.2f}"),
+        "ka_cond_long_ratio_min": (cond_long.min(), "{:.2f}"),
+        "ka_cond_long_ratio_max": (cond_long.max(), "{:.2f}"),
         "ka_joint_collapsed_max": (table[table.estimator.str.startswith("joint")].share_collapsed.max(), "{:.0%}"),
         "ka_oracle_collapsed_max": (table[table.estimator == "oracle"].share_collapsed.max(), "{:.0%}"),
         "ka_release_alive_pythia": (alive[alive.grid == "pythia"].curve_alive.max(), "{:.2f}"),
         "ka_release_alive_pico": (alive[alive.grid == "pico"].curve_alive.max(), "{:.2f}"),
-        "ka_fit_ratio_min": (fitted.min(), "{:.2f}"), "ka_fit_ratio_max": (fitted.max(), "{:.2f}"),
+        "ka_fit_ratio_min": (fitted.min(), "{:.2f}"),
+        "ka_fit_ratio_max": (fitted.max(), "{:.2f}"),
         "ka_minutes": (table.seconds.sum() / 60, "{:.1f}"),
     }
 
@@ -108,8 +120,9 @@ def diagnostics(table: pd.DataFrame) -> pd.DataFrame:
         (3, 2)
     """
     diag = table[table.estimator.str.startswith(("joint", "diag", "fit"))]
-    out = diag.pivot_table(index="estimator", columns="grid", values=["curve_alive", "share_collapsed"],
-                           aggfunc="mean", sort=False)
+    out = diag.pivot_table(
+        index="estimator", columns="grid", values=["curve_alive", "share_collapsed"], aggfunc="mean", sort=False
+    )
     out.index = [LABELS[e] for e in out.index]
     out.columns = [f"{m.replace('_', ' ')}, {g} (mean of regimes)" for m, g in out.columns]
     return out
@@ -154,7 +167,9 @@ def condition_noise(apd_values: dict, noise: float, use_family: bool = True) -> 
     resid = apd_values.get("distilled_l1_curve")
     if use_family and isinstance(resid, (int, float)) and resid > 0:
         return float(resid), "the APD chapter's held-out residual of the on-the-fly fits"
-    return float(noise), "the APD chapter has not measured it under this profile, so this chapter's noise parameter stands in"
+    return float(
+        noise
+    ), "the APD chapter has not measured it under this profile, so this chapter's noise parameter stands in"
 
 
 def condition_by_cell(cond: pd.DataFrame) -> pd.DataFrame:
@@ -167,8 +182,10 @@ def condition_by_cell(cond: pd.DataFrame) -> pd.DataFrame:
         >>> condition_by_cell(cond).iloc[0, 0]
         '1.00 [1.00, 1.00]'
     """
-    shown = cond.assign(cell=cond.decay + ", " + cond.regime.str.replace("_", " "),
-                        shown=[f"{m:.2f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(cond.ratio, cond.ci_low, cond.ci_high)])
+    shown = cond.assign(
+        cell=cond.decay + ", " + cond.regime.str.replace("_", " "),
+        shown=[f"{m:.2f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in zip(cond.ratio, cond.ci_low, cond.ci_high)],
+    )
     wide = shown.pivot_table(index="estimator", columns="cell", values="shown", aggfunc="first", sort=False)
     wide.index = [LABELS[e] for e in wide.index]
     wide.index.name = "error / p_ELM's (95% interval over seeds)"
@@ -180,15 +197,20 @@ def headline(summary: dict[str, Any], cond: pd.DataFrame, noise: float, n_seeds:
     (:func:`apd.evaluation.known_answer.condition_table`, with its ``beats`` column).
 
     Example:
-        >>> cond = pd.DataFrame(dict(decay=["exponential"] * 2, grid=["pico"] * 2, regime=["saturating", "still_rising"],
-        ...                          beats=[True, False]))
+        >>> cond = pd.DataFrame(dict(decay=["exponential"] * 2, grid=["pico"] * 2,
+        ...                          regime=["saturating", "still_rising"], beats=[True, False]))
         >>> headline({"ka_n_beating": 0, "ka_n_cells": 4}, cond, 0.04, 3).ka_n_beating_family
         1
     """
     cells = ["decay", "grid", "regime"]
-    return KnownAnswerHeadline(int(summary["ka_n_beating"]), int(summary["ka_n_cells"]),
-                               int(cond[cond.beats].groupby(cells).ngroups), int(cond.groupby(cells).ngroups),
-                               float(noise), int(n_seeds))
+    return KnownAnswerHeadline(
+        int(summary["ka_n_beating"]),
+        int(summary["ka_n_cells"]),
+        int(cond[cond.beats].groupby(cells).ngroups),
+        int(cond.groupby(cells).ngroups),
+        float(noise),
+        int(n_seeds),
+    )
 
 
 def tiny_recovery_table() -> pd.DataFrame:
@@ -197,13 +219,35 @@ def tiny_recovery_table() -> pd.DataFrame:
     the examples and tests."""
     rows = []
     for regime, fit_err in (("saturating", 0.008), ("still_rising", 0.012)):
-        for est, err, alive in (("p_elm", 0.01, 0.0), ("oracle", 0.0, 0.0), ("joint_release", 0.02, 0.1),
-                                ("joint_cond_long", 0.011, 0.3), ("fit_tuned", fit_err, 0.5)):
-            rows.append(dict(estimator=est, grid="pico", regime=regime, median_abs_error=err, p_elm_error=0.01,
-                             share_collapsed=0.1, curve_alive=alive, seconds=1.5))
+        for est, err, alive in (
+            ("p_elm", 0.01, 0.0),
+            ("oracle", 0.0, 0.0),
+            ("joint_release", 0.02, 0.1),
+            ("joint_cond_long", 0.011, 0.3),
+            ("fit_tuned", fit_err, 0.5),
+        ):
+            rows.append(
+                dict(
+                    estimator=est,
+                    grid="pico",
+                    regime=regime,
+                    median_abs_error=err,
+                    p_elm_error=0.01,
+                    share_collapsed=0.1,
+                    curve_alive=alive,
+                    seconds=1.5,
+                )
+            )
     table = pd.DataFrame(rows)
     steps = {"step": [0, 10], "median_abs_error": [0.03, 0.02]}
-    table.attrs["config"] = dict(grids=["pico"], regimes=["saturating", "still_rising"], n_positions=2, k=3,
-                                 fit_iterations=5, release_steps=10, long_steps=20)
+    table.attrs["config"] = dict(
+        grids=["pico"],
+        regimes=["saturating", "still_rising"],
+        n_positions=2,
+        k=3,
+        fit_iterations=5,
+        release_steps=10,
+        long_steps=20,
+    )
     table.attrs["traces"] = {("joint_release", "pico", r): steps for r in ("saturating", "still_rising")}
     return table

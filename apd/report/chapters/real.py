@@ -4,6 +4,7 @@ Entropies are next-token entropies in nats; ``x`` is ln non-embedding size per m
 model is :mod:`apd.amateur.thf`, its comparison with the world's truth
 :mod:`apd.evaluation.entropy_truth`, REAL's threshold :func:`apd.core.filters.real_top_p`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,12 +30,12 @@ FACTS = ("one-valued", "distributional")
 class RealHeadline:
     """The chapter's headline numbers, as ``results/<profile>/real.json`` holds them."""
 
-    real_heldout_mae_elm: float   # THF curve's mean |error| at the expert on held-out text (nats)
+    real_heldout_mae_elm: float  # THF curve's mean |error| at the expert on held-out text (nats)
     real_heldout_spread_elm: Any  # the same for a constant at the expert's mean entropy (nats)
-    real_n_items: int             # world questions compared with the truth (0 for a Hub family)
-    real_err_c: Any               # mean |c - true entropy| (nats; "n/a" without a world)
-    real_err_elm: Any             # mean |expert's entropy - true entropy| (nats; "n/a" without a world)
-    real_n_buckets_closer: int    # frequency buckets where c is closer to the truth than the expert
+    real_n_items: int  # world questions compared with the truth (0 for a Hub family)
+    real_err_c: Any  # mean |c - true entropy| (nats; "n/a" without a world)
+    real_err_elm: Any  # mean |expert's entropy - true entropy| (nats; "n/a" without a world)
+    real_n_buckets_closer: int  # frequency buckets where c is closer to the truth than the expert
 
 
 def heldout_texts(built, docs: int) -> tuple[list, int]:
@@ -87,16 +88,21 @@ def truth_summary(frame: pd.DataFrame, err: pd.DataFrame, elm: str) -> dict[str,
     closer = [b for b in buckets if err.loc[c_row, b] < err.loc[elm_row, b]]
     d = paired_difference((frame[c_row] - frame["truth"]).abs(), (frame[elm_row] - frame["truth"]).abs())
     known = d.n > 1 and bool(np.isfinite([d.mean, d.se]).all())
-    return {"real_n_items": len(frame), "real_err_c": (err.loc[c_row, "all"], "{:.3f}"),
-            "real_err_elm": (err.loc[elm_row, "all"], "{:.3f}"), "real_err_hlast": (err.loc["THF H_last", "all"], "{:.3f}"),
-            "real_truth_mean": (err.loc["truth", "all"], "{:.2f}"),
-            "real_c_vs_elm": (better_word(err.loc[c_row, "all"], err.loc[elm_row, "all"], lower_is_better=True), "{}"),
-            "real_n_buckets": len(buckets), "real_n_buckets_closer": len(closer),
-            "real_buckets_closer": (", ".join(closer) if closer else "none", "{}"),
-            "real_c_minus_elm": (plus_minus(d.mean, d.se) if known else None, "{}"),
-            "real_c_closer": bool(known and d.mean < -Z_TEST * d.se),
-            "real_c_farther": bool(known and d.mean > Z_TEST * d.se),
-            "real_c_tie": bool(known and abs(d.mean) <= Z_TEST * d.se)}
+    return {
+        "real_n_items": len(frame),
+        "real_err_c": (err.loc[c_row, "all"], "{:.3f}"),
+        "real_err_elm": (err.loc[elm_row, "all"], "{:.3f}"),
+        "real_err_hlast": (err.loc["THF H_last", "all"], "{:.3f}"),
+        "real_truth_mean": (err.loc["truth", "all"], "{:.2f}"),
+        "real_c_vs_elm": (better_word(err.loc[c_row, "all"], err.loc[elm_row, "all"], lower_is_better=True), "{}"),
+        "real_n_buckets": len(buckets),
+        "real_n_buckets_closer": len(closer),
+        "real_buckets_closer": (", ".join(closer) if closer else "none", "{}"),
+        "real_c_minus_elm": (plus_minus(d.mean, d.se) if known else None, "{}"),
+        "real_c_closer": bool(known and d.mean < -Z_TEST * d.se),
+        "real_c_farther": bool(known and d.mean > Z_TEST * d.se),
+        "real_c_tie": bool(known and abs(d.mean) <= Z_TEST * d.se),
+    }
 
 
 def bucket_records(err: pd.DataFrame, elm: str) -> dict[str, float]:
@@ -104,9 +110,11 @@ def bucket_records(err: pd.DataFrame, elm: str) -> dict[str, float]:
     results JSON, for every column of the ``abs_error`` table ``err``."""
     out = {}
     for b in err.columns:
-        out |= {f"real_err_c_{b}": round(float(err.loc["THF c", b]), 4),
-                f"real_err_elm_{b}": round(float(err.loc[f"H {elm}", b]), 4),
-                f"real_truth_{b}": round(float(err.loc["truth", b]), 4)}
+        out |= {
+            f"real_err_c_{b}": round(float(err.loc["THF c", b]), 4),
+            f"real_err_elm_{b}": round(float(err.loc[f"H {elm}", b]), 4),
+            f"real_truth_{b}": round(float(err.loc["truth", b]), 4),
+        }
     return out
 
 
@@ -193,8 +201,22 @@ def no_world_values() -> dict[str, Any]:
         >>> no_world_values()["real_n_items"], no_world_values()["real_err_c"]
         (0, (None, '{:.3g}'))
     """
-    missing = ("real_err_c", "real_err_elm", "real_err_hlast", "real_c_vs_elm", "real_buckets_closer", "real_truth_mean",
-               "real_c_minus_elm", "real_mean_top_p", "real_top_p_one", "real_top_p_dist", "real_top_p_dist_minus_one")
+    missing = (
+        "real_err_c",
+        "real_err_elm",
+        "real_err_hlast",
+        "real_c_vs_elm",
+        "real_buckets_closer",
+        "real_truth_mean",
+        "real_c_minus_elm",
+        "real_mean_top_p",
+        "real_top_p_one",
+        "real_top_p_dist",
+        "real_top_p_dist_minus_one",
+    )
     flags = ("real_c_closer", "real_c_farther", "real_c_tie", "real_top_p_narrower_one", "real_top_p_not_narrower_one")
-    return ({k: (None, "{:.3g}") for k in missing} | {k: 0 for k in ("real_n_items", "real_n_buckets", "real_n_buckets_closer")}
-            | {k: False for k in flags})
+    return (
+        {k: (None, "{:.3g}") for k in missing}
+        | {k: 0 for k in ("real_n_items", "real_n_buckets", "real_n_buckets_closer")}
+        | {k: False for k in flags}
+    )

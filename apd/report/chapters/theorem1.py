@@ -3,6 +3,7 @@
 Log sizes are natural logs of non-embedding parameter counts; logits are in nats. The identity
 itself is :mod:`apd.core.theory`; this module only draws families, tabulates and plots.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,10 +24,10 @@ FLOAT64_EPS = float(np.finfo(np.float64).eps)
 class Theorem1Headline:
     """The chapter's headline numbers, as ``results/<profile>/theorem1.json`` holds them."""
 
-    n_logits_checked: int        # logits compared over all random linear families
-    max_abs_error: float         # max |L_CD - (1 - 1/T) L_HLM| over them (logits)
-    max_rel_error: float         # the same relative to max(|L_CD|, 1)
-    float64_eps: float           # float64's machine epsilon
+    n_logits_checked: int  # logits compared over all random linear families
+    max_abs_error: float  # max |L_CD - (1 - 1/T) L_HLM| over them (logits)
+    max_rel_error: float  # the same relative to max(|L_CD|, 1)
+    float64_eps: float  # float64's machine epsilon
     max_rel_error_in_eps: float  # max_rel_error in units of float64_eps
 
     @property
@@ -72,8 +73,9 @@ def headline(n_logits: int, max_abs_error: float, max_rel_error: float) -> Theor
         >>> headline(10, 1e-14, 2.2e-16).exact
         True
     """
-    return Theorem1Headline(int(n_logits), float(max_abs_error), float(max_rel_error), FLOAT64_EPS,
-                            float(max_rel_error / FLOAT64_EPS))
+    return Theorem1Headline(
+        int(n_logits), float(max_abs_error), float(max_rel_error), FLOAT64_EPS, float(max_rel_error / FLOAT64_EPS)
+    )
 
 
 def proof_picture(x_a: float, x_e: float, T: float, l_a: float = 6.0, l_e: float = 4.5):
@@ -92,18 +94,35 @@ def proof_picture(x_a: float, x_e: float, T: float, l_a: float = 6.0, l_e: float
     scale = 1 - 1 / T
     fig, ax = figure(width=7.0, height=4.2)
     width = 0.9
-    for x, l, name in [(x_a, l_a, "ALM"), (x_e, l_e, "ELM"), (x_h, l_h, "HLM")]:
-        ax.bar(x - width / 2, l, width=width, color=COLORS["logit"], alpha=0.85,
-               label="original logit" if name == "ALM" else None)
-        ax.bar(x + width / 2, scale * l, width=width, color=COLORS["scaled"], alpha=0.85,
-               label=f"logit x (1 - 1/T), T = {T:g}" if name == "ALM" else None)
+    for x, logit, name in [(x_a, l_a, "ALM"), (x_e, l_e, "ELM"), (x_h, l_h, "HLM")]:
+        ax.bar(
+            x - width / 2,
+            logit,
+            width=width,
+            color=COLORS["logit"],
+            alpha=0.85,
+            label="original logit" if name == "ALM" else None,
+        )
+        ax.bar(
+            x + width / 2,
+            scale * logit,
+            width=width,
+            color=COLORS["scaled"],
+            alpha=0.85,
+            label=f"logit x (1 - 1/T), T = {T:g}" if name == "ALM" else None,
+        )
         ax.text(x, -0.55, name, ha="center", va="top", fontsize=10, fontweight="bold")
     xs = np.linspace(x_a - 1, x_h + 1, 50)
     ax.plot(xs, line_logit(xs, x_a, l_a, x_e, l_e), color=COLORS["logit"], lw=1.2, ls="--")
     ax.plot(xs, scale * line_logit(xs, x_a, l_a, x_e, l_e), color=COLORS["scaled"], lw=1.2, ls="--")
     ax.axhline(l_cd, color="k", lw=0.8, ls=":")
-    ax.annotate(f"$L^{{CD}} = L^{{ELM}} - L^{{ALM}}/T$ = {l_cd:.2f}", (x_h + width / 2, l_cd),
-                xytext=(x_e + 0.9, 0.45), arrowprops=dict(arrowstyle="->", lw=0.8, color="k"), fontsize=9)
+    ax.annotate(
+        f"$L^{{CD}} = L^{{ELM}} - L^{{ALM}}/T$ = {l_cd:.2f}",
+        (x_h + width / 2, l_cd),
+        xytext=(x_e + 0.9, 0.45),
+        arrowprops=dict(arrowstyle="->", lw=0.8, color="k"),
+        fontsize=9,
+    )
     arrow = dict(arrowstyle="<->", lw=1.0, color="k")
     ax.annotate("", xy=(x_e, 7.3), xytext=(x_a, 7.3), arrowprops=arrow)
     ax.text((x_a + x_e) / 2, 7.45, "$S^d$", ha="center", fontsize=10)
@@ -114,7 +133,7 @@ def proof_picture(x_a: float, x_e: float, T: float, l_a: float = 6.0, l_e: float
     ax.set_xlabel(XLABEL_LOG_SIZE)
     ax.set_ylabel("logit of the token")
     ax.set_ylim(-1.2, 9.5)
-    ax.legend(loc="upper right", fontsize=9)   # bars: apd.plots.legend reads lines and markers
+    ax.legend(loc="upper right", fontsize=9)  # bars: apd.plots.legend reads lines and markers
     ax.set_title("CD's logit is the scaled logit of a larger hypothetical LM")
     return fig, l_cd, scale * l_h
 
@@ -130,8 +149,16 @@ def hlm_size_table(elm_log_size: float, alm_log_size: float, T_grid) -> pd.DataF
     rows = []
     for T in T_grid:
         x_h = float(hlm_log_size(elm_log_size, alm_log_size, T))
-        rows.append({"T": T, "1/T": 1 / T, "ln s_HLM": x_h, "s_HLM (non-embedding params)": np.exp(x_h),
-                     "s_HLM / s_ELM": np.exp(x_h - elm_log_size), "scale 1 - 1/T": 1 - 1 / T})
+        rows.append(
+            {
+                "T": T,
+                "1/T": 1 / T,
+                "ln s_HLM": x_h,
+                "s_HLM (non-embedding params)": np.exp(x_h),
+                "s_HLM / s_ELM": np.exp(x_h - elm_log_size),
+                "scale 1 - 1/T": 1 - 1 / T,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -147,8 +174,13 @@ def plot_hlm_size(elm_log_size: float, alm_log_size: float, T_max: float, T_mark
     ax.plot(Ts, hlm_log_size(elm_log_size, alm_log_size, Ts), color=COLORS["hlm"])
     ax.axhline(elm_log_size, color=COLORS["elm"], ls="--", lw=1, label="ELM (Pythia-6.9B)")
     ax.axhline(alm_log_size, color=COLORS["alm"], ls="--", lw=1, label="ALM (Pythia-70M)")
-    ax.scatter([T_mark], [float(hlm_log_size(elm_log_size, alm_log_size, T_mark))], color="k", zorder=3,
-               label=f"T = {T_mark:g} (the paper's best 1/T = {1 / T_mark:g})")
+    ax.scatter(
+        [T_mark],
+        [float(hlm_log_size(elm_log_size, alm_log_size, T_mark))],
+        color="k",
+        zorder=3,
+        label=f"T = {T_mark:g} (the paper's best 1/T = {1 / T_mark:g})",
+    )
     ax.set_xlabel("amateur temperature T")
     ax.set_ylabel("ln s_HLM\n(ln non-embedding parameters)")
     ax.set_ylim(alm_log_size - 1, min(60, float(hlm_log_size(elm_log_size, alm_log_size, 1.05))))
@@ -178,8 +210,14 @@ def bend_table(rng: np.random.Generator, n: int, vocab_size: int, T_grid, curvat
         for kappa in curvature_grid:
             err = np.abs(l_cd - (1 - 1 / T) * bent_logits(x_h, x_alm, l_alm, x_elm, l_elm, kappa))
             closed = np.abs(bent_extrapolation_error(kappa, x_elm, x_alm, T))
-            rows.append({"T": T, "curvature": kappa, "mean |error|": err.mean(),
-                         "max |numeric - closed form|": np.abs(err - closed).max()})
+            rows.append(
+                {
+                    "T": T,
+                    "curvature": kappa,
+                    "mean |error|": err.mean(),
+                    "max |numeric - closed form|": np.abs(err - closed).max(),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -215,8 +253,14 @@ def low_temperature_table(families, T_low) -> pd.DataFrame:
     rows = []
     for T in T_low:
         x_h = hlm_log_size(x_elm, x_alm, T)
-        rows.append({"T": T, "scale 1 - 1/T": 1 - 1 / T, "HLM below ALM (all draws)": bool((x_h < x_alm).all()),
-                     "max |L_CD - (1-1/T) L_HLM|": identity_errors(x_alm, x_elm, T, l_alm, l_elm)[0].max()})
+        rows.append(
+            {
+                "T": T,
+                "scale 1 - 1/T": 1 - 1 / T,
+                "HLM below ALM (all draws)": bool((x_h < x_alm).all()),
+                "max |L_CD - (1-1/T) L_HLM|": identity_errors(x_alm, x_elm, T, l_alm, l_elm)[0].max(),
+            }
+        )
     return pd.DataFrame(rows)
 
 

@@ -1,0 +1,1 @@
+"""Each chapter's bookkeeping: its tables, fallbacks and headline numbers, one module per notebook."""

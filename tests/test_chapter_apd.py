@@ -1,5 +1,6 @@
 """The APD chapter's bookkeeping (apd.report.chapters.apd): its headline numbers cover what the rest
 of the book reads, and its tables and values come out right on tiny inputs and the smoke family."""
+
 import json
 import math
 import re
@@ -23,10 +24,20 @@ def _keys_read_from_apd() -> set[str]:
         for spec in claim.evidence:
             if spec.stem == "apd":
                 keys |= {k for k in spec.keys if isinstance(k, str)} | ({spec.reason_key} - {None})
-    keys |= {"variant_used_note", "engaged_list", "n_variants", "kl_apd_gain", "kl_apd_gain_se", "kl_apd_gain_mde",
-             "kl_apd_gain_n", "n_test_items", "kl_apd_gain_people", "gate_verdict"}                 # apd.report.findings
-    keys |= {f"regime_{b}_{k}" for b in ("head", "torso", "tail") for k in ("gain", "flat")}        # apd.report.findings
-    for stem in ("known_answer", "ablations"):      # the chapters that read apd.json
+    keys |= {
+        "variant_used_note",
+        "engaged_list",
+        "n_variants",
+        "kl_apd_gain",
+        "kl_apd_gain_se",
+        "kl_apd_gain_mde",
+        "kl_apd_gain_n",
+        "n_test_items",
+        "kl_apd_gain_people",
+        "gate_verdict",
+    }  # apd.report.findings
+    keys |= {f"regime_{b}_{k}" for b in ("head", "torso", "tail") for k in ("gain", "flat")}  # apd.report.findings
+    for stem in ("known_answer", "ablations"):  # the chapters that read apd.json
         src = (ROOT / "notebooks" / f"{stem}.ipynb").read_text()
         keys |= set(re.findall(r'apd_values\.get\(\\"(\w+)\\"\)', src))
         keys |= set(re.findall(r'load_results\(profile, \\"apd\\"\)\.get\(\\"(\w+)\\"\)', src))
@@ -63,8 +74,9 @@ def test_glue_sends_numbers_and_text_to_their_run_methods():
 
 
 def test_loss_terms_and_fitter_values_on_tiny_inputs():
-    log = pd.DataFrame({"l1": [4.0, 3.0, 2.0, 1.0], "l2": [1.0] * 4, "l3": [0.0, 0.1, 0.2, 0.3],
-                        "loss": [5.0, 4.1, 3.2, 2.3]})
+    log = pd.DataFrame(
+        {"l1": [4.0, 3.0, 2.0, 1.0], "l2": [1.0] * 4, "l3": [0.0, 0.1, 0.2, 0.3], "loss": [5.0, 4.1, 3.2, 2.3]}
+    )
     table, values = ch.loss_terms(log, lambda2=2.0)
     assert values["log_window"] == (1, None) and table.loc["l3", "first steps"] == 0.0
     assert values["l3_dir"][0] == "rose" and math.isclose(values["l2_share"][0], 2.0 / 2.3)
@@ -78,10 +90,16 @@ def _frame():
     """A tiny method frame: 4 test questions about 2 people; CD and APD at two 1/T, the expert."""
     rows = []
     for q in range(4):
-        for method, knob, kl in (("ELM", 0.0, 1.0), ("CD", 0.5, 0.8), ("CD", 1.0, 0.9), ("APD", 0.5, 0.7 + 0.01 * q),
-                                 ("APD", 1.0, 0.75)):
-            rows.append(dict(method=method, knob=knob, kl=kl, nll=kl + 1, bucket="head", split="test",
-                             person=q // 2, item=q))
+        for method, knob, kl in (
+            ("ELM", 0.0, 1.0),
+            ("CD", 0.5, 0.8),
+            ("CD", 1.0, 0.9),
+            ("APD", 0.5, 0.7 + 0.01 * q),
+            ("APD", 1.0, 0.75),
+        ):
+            rows.append(
+                dict(method=method, knob=knob, kl=kl, nll=kl + 1, bucket="head", split="test", person=q // 2, item=q)
+            )
     return pd.DataFrame(rows)
 
 
@@ -117,8 +135,13 @@ def test_the_smoke_results_open_with_three_sentences():
     values = json.loads(path.read_text())
     ch.headline(values)
     nb = json.loads((ROOT / "notebooks" / "apd.ipynb").read_text())
-    shown = [c["id"] for c in nb["cells"][:12] if c["cell_type"] == "markdown"
-             and pages.cell_shown(c["metadata"].get("tags", []), values) and c["id"] != "c00"]
+    shown = [
+        c["id"]
+        for c in nb["cells"][:12]
+        if c["cell_type"] == "markdown"
+        and pages.cell_shown(c["metadata"].get("tags", []), values)
+        and c["id"] != "c00"
+    ]
     opening = [i for i in shown if i.startswith(("c00-s1", "c00b", "c00s3"))]
     assert len(opening) == 3, opening
 
@@ -128,7 +151,9 @@ def smoke():
     import apd
 
     fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
-    results = {v: apd.apd_model(fam, built, scale="smoke", variant=v, progress=False) for v in apd.amateur.VARIANT_NAMES}
+    results = {
+        v: apd.apd_model(fam, built, scale="smoke", variant=v, progress=False) for v in apd.amateur.VARIANT_NAMES
+    }
     sel = apd.apd_model(fam, built, scale="smoke", variant="engaged", progress=False).selection
     return fam, built, results, sel
 

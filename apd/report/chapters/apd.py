@@ -5,6 +5,7 @@ Most functions return ``(table, values)``; ``values`` maps a result key to ``(va
 by :func:`glue` (``fmt`` None: the number as is, :meth:`Run.glue`; a format: text for the prose,
 "n/a" when the value is missing, :meth:`Run.glue_text`).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,29 +25,44 @@ from apd.core.curves import flip_values, get_decay
 from apd.core.stats import holm, p_two_sided
 from apd.evaluation import known_answer
 from apd.evaluation.ablations import verdict
-from apd.family.logprobs import next_token_log_probs
 from apd.family.knowledge import score_world_qa
+from apd.family.logprobs import next_token_log_probs
 from apd.report.findings import family_saturation
 from apd.report.plots import COLORS, XLABEL_LOG_SIZE, figure, panels, wrap
 from apd.report.tables import compare_word, plus_minus
 from apd.world.corpus import CorpusConfig, build_corpus
-from apd.world.truth import (at, best_knobs, bucket_summary, dev_test_split, method_label, paired_methods,
-                             paired_table, sample_per_bucket)
+from apd.world.truth import (
+    at,
+    best_knobs,
+    bucket_summary,
+    dev_test_split,
+    method_label,
+    paired_methods,
+    paired_table,
+    sample_per_bucket,
+)
 from apd.world.world import BUCKETS
 
 Values = dict[str, tuple[Any, Optional[str]]]
 
 #: the release configuration's loss terms: (log column, panel title)
-LOSS_TERMS = (("l1", "$L_1$ (fit to smaller members)"), ("l2", "$L_2$ (not above the ELM)"),
-              ("l3", "$L_3$ (ALM' logits vs ALM)"), ("loss", "total $L_1 + \\lambda_2 L_2 + \\lambda_3 L_3$"))
+LOSS_TERMS = (
+    ("l1", "$L_1$ (fit to smaller members)"),
+    ("l2", "$L_2$ (not above the ELM)"),
+    ("l3", "$L_3$ (ALM' logits vs ALM)"),
+    ("loss", "total $L_1 + \\lambda_2 L_2 + \\lambda_3 L_3$"),
+)
 
 #: the measures against the world's truth: key -> axis title
 TRUTH_MEASURES = {"kl": "KL(truth || method), nats", "nll": "gold-token -log(p + 0.01), nats"}
 
 #: what a paired verdict of APD against CD reads as (apd.evaluation.ablations.verdict of APD's KL minus CD's)
-_APD_VS_CD = {"better": "APD is closer to the truth than CD by more than 1.96 standard errors",
-              "worse": "CD is closer to the truth than APD by more than 1.96 standard errors",
-              "tie": "the two are not distinguishable here (the 95% interval of the difference holds 0)", "n/a": None}
+_APD_VS_CD = {
+    "better": "APD is closer to the truth than CD by more than 1.96 standard errors",
+    "worse": "CD is closer to the truth than APD by more than 1.96 standard errors",
+    "tie": "the two are not distinguishable here (the 95% interval of the difference holds 0)",
+    "n/a": None,
+}
 
 
 def glue(run, values: Values) -> None:
@@ -79,11 +95,17 @@ def quote(table: pd.DataFrame, row: str, col: str = "all") -> float:
 
 def _where(value: float, grid) -> str:
     """Where ``value`` sits in the sorted ``grid``: at an edge (the optimum may lie beyond) or inside."""
-    return ("the smallest value of the grid" if np.isclose(value, grid[0]) else
-            "the largest value of the grid" if np.isclose(value, grid[-1]) else "inside the grid")
+    return (
+        "the smallest value of the grid"
+        if np.isclose(value, grid[0])
+        else "the largest value of the grid"
+        if np.isclose(value, grid[-1])
+        else "inside the grid"
+    )
 
 
 # -- training --------------------------------------------------------------------------------------
+
 
 def release_setup(result, x, names, top_k: int) -> Values:
     """The release configuration's training settings (``result``: an ``apd.amateur.APDResult``), the
@@ -91,10 +113,18 @@ def release_setup(result, x, names, top_k: int) -> Values:
     meta = json.loads((result.train_dir / "train_config.json").read_text())
     cfg, log = result.config, result.train_log()
     values: Values = {f"cfg_{k}": (getattr(cfg, k), None) for k in ("lr", "epochs", "batch_size", "data_fraction")}
-    values.update(cfg_lambda2=(cfg.lambda2, None), x_alm=(float(x[0]), None), top_k=(top_k, None),
-                  cfg_steps=(int(meta["total_steps"]), None), cfg_warmup=(int(meta["warmup_steps"]), None),
-                  cfg_chunks=(int(meta["data"]["n_chunks"]), None), lambda3=(result.lambda3, None),
-                  train_seconds=(float(log["seconds"].iloc[-1]), None), alm=(names[0], None), elm=(names[-1], None))
+    values.update(
+        cfg_lambda2=(cfg.lambda2, None),
+        x_alm=(float(x[0]), None),
+        top_k=(top_k, None),
+        cfg_steps=(int(meta["total_steps"]), None),
+        cfg_warmup=(int(meta["warmup_steps"]), None),
+        cfg_chunks=(int(meta["data"]["n_chunks"]), None),
+        lambda3=(result.lambda3, None),
+        train_seconds=(float(log["seconds"].iloc[-1]), None),
+        alm=(names[0], None),
+        elm=(names[-1], None),
+    )
     return values
 
 
@@ -104,23 +134,29 @@ def collection(collect_dir) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
     manifest = read_manifest(collect_dir)
     bpp, ccfg, corpus = manifest["bytes_per_position"], manifest["config"], manifest["corpus"]
     k = ccfg["top_k"] + ccfg["n_mid"] + ccfg["n_tail"]
-    data = pd.DataFrame([
-        {"quantity": "members (ALM ... ELM)", "value": ", ".join(manifest["members"])},
-        {"quantity": "positions", "value": f"{corpus['n_positions']:,}"},
-        {"quantity": "chunks x tokens", "value": f"{corpus['n_chunks']:,} x {ccfg['seq_len']}"},
-        {"quantity": "tokens per set (K)", "value": str(k)},
-        {"quantity": "bytes per position, measured", "value": f"{bpp['measured']:.1f}"},
-        {"quantity": "bytes per position, our format", "value": str(bpp["ours"])},
-        {"quantity": "bytes per position, release format", "value": str(bpp["release"])},
-    ])
+    data = pd.DataFrame(
+        [
+            {"quantity": "members (ALM ... ELM)", "value": ", ".join(manifest["members"])},
+            {"quantity": "positions", "value": f"{corpus['n_positions']:,}"},
+            {"quantity": "chunks x tokens", "value": f"{corpus['n_chunks']:,} x {ccfg['seq_len']}"},
+            {"quantity": "tokens per set (K)", "value": str(k)},
+            {"quantity": "bytes per position, measured", "value": f"{bpp['measured']:.1f}"},
+            {"quantity": "bytes per position, our format", "value": str(bpp["ours"])},
+            {"quantity": "bytes per position, release format", "value": str(bpp["release"])},
+        ]
+    )
     composition = token_set_composition(collect_dir)
     top = composition.iloc[0]
     values: Values = {
-        "n_positions": (f"{corpus['n_positions']:,}", None), "set_size": (k, None),
-        "bytes_measured": (bpp["measured"], None), "bytes_release": (bpp["release"], None),
+        "n_positions": (f"{corpus['n_positions']:,}", None),
+        "set_size": (k, None),
+        "bytes_measured": (bpp["measured"], None),
+        "bytes_release": (bpp["release"], None),
         "bytes_ratio": (bpp["release"] / bpp["measured"], None),
-        "top_mass": (float(top["ELM probability mass"]), None), "top_next": (float(top["share of next tokens"]), None),
-        "rising_top": (float(top["share of rising curves"]), None)}
+        "top_mass": (float(top["ELM probability mass"]), None),
+        "top_next": (float(top["share of next tokens"]), None),
+        "rising_top": (float(top["share of rising curves"]), None),
+    }
     return data, composition, values
 
 
@@ -130,18 +166,30 @@ def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
     value (a Hub family has no dev people)."""
     keys = ("tune_best", "tune_elm", "tune_cd", "tune_vs_elm", "tune_vs_cd", "tune_grid")
     if result.tuning is None:
-        return None, {}, {"lambda3_source": ("the paper's value for this family", "{}"),
-                          **{k: (None, "{:.3g}") for k in keys}}
+        return (
+            None,
+            {},
+            {"lambda3_source": ("the paper's value for this family", "{}"), **{k: (None, "{:.3g}") for k in keys}},
+        )
     tuning = result.tuning
     ref = tuning.attrs["reference"]
-    shown = tuning[["lambda3", "score", "n_scored", "n_items", "chosen"]].rename(columns={
-        "score": "dev KL(truth || APD 1/T=1)", "n_scored": "items scored", "n_items": "dev items"})
+    shown = tuning[["lambda3", "score", "n_scored", "n_items", "chosen"]].rename(
+        columns={"score": "dev KL(truth || APD 1/T=1)", "n_scored": "items scored", "n_items": "dev items"}
+    )
     best = float(tuning.loc[tuning["chosen"], "score"].iloc[0])
-    return shown, ref, {
-        "lambda3_source": ("tuned on the dev people", "{}"), "tune_best": (best, "{:.3f}"),
-        "tune_elm": (ref["ELM"], "{:.3f}"), "tune_cd": (ref["CD 1/T=1"], "{:.3f}"),
-        "tune_vs_elm": (compare_word(best, ref["ELM"]), "{}"), "tune_vs_cd": (compare_word(best, ref["CD 1/T=1"]), "{}"),
-        "tune_grid": (", ".join(f"{v:g}" for v in tuning["lambda3"]), "{}")}
+    return (
+        shown,
+        ref,
+        {
+            "lambda3_source": ("tuned on the dev people", "{}"),
+            "tune_best": (best, "{:.3f}"),
+            "tune_elm": (ref["ELM"], "{:.3f}"),
+            "tune_cd": (ref["CD 1/T=1"], "{:.3f}"),
+            "tune_vs_elm": (compare_word(best, ref["ELM"]), "{}"),
+            "tune_vs_cd": (compare_word(best, ref["CD 1/T=1"]), "{}"),
+            "tune_grid": (", ".join(f"{v:g}" for v in tuning["lambda3"]), "{}"),
+        },
+    )
 
 
 def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
@@ -156,12 +204,24 @@ def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
         values[f"{v}_lambda3"] = (r.lambda3, None)
         values[f"{v}_tune_grid"] = (", ".join(f"{g:g}" for g in rows["lambda3"]) if len(rows) else None, "{}")
         values[f"{v}_tune_steps"] = (steps, "{:,}")
-        values[f"{v}_lambda3_where"] = (None if not len(rows) else "its only value" if len(rows) == 1 else
-                                        "the largest value of its grid" if top else "inside its grid", "{}")
-        values[f"{v}_tune_note"] = (None if not len(rows) else
-                                    f"short runs of {steps:,} optimizer steps; the chosen value is then trained "
-                                    f"for {full:,} steps" if steps < full else
-                                    f"runs of {full:,} optimizer steps, its full budget", "{}")
+        values[f"{v}_lambda3_where"] = (
+            None
+            if not len(rows)
+            else "its only value"
+            if len(rows) == 1
+            else "the largest value of its grid"
+            if top
+            else "inside its grid",
+            "{}",
+        )
+        values[f"{v}_tune_note"] = (
+            None
+            if not len(rows)
+            else f"short runs of {steps:,} optimizer steps; the chosen value is then trained for {full:,} steps"
+            if steps < full
+            else f"runs of {full:,} optimizer steps, its full budget",
+            "{}",
+        )
     dist = results["distilled"].tuning
     ref = dist.attrs["reference"] if dist is not None else {}
     values["tune_cd_best"] = (ref.get("CD dev-best 1/T"), "{:.4f}")
@@ -184,11 +244,19 @@ def loss_terms(log: pd.DataFrame, lambda2: float) -> tuple[pd.DataFrame, Values]
     for key, _ in LOSS_TERMS:
         first, last = float(log[key].iloc[:n].mean()), float(log[key].iloc[-n:].mean())
         rows.append({"term": key, "first steps": first, "last steps": last})
-        values.update({f"{key}_first": (first, None), f"{key}_last": (last, None),
-                       f"{key}_dir": ("fell" if last < first else "rose", "{}")})
+        values.update(
+            {
+                f"{key}_first": (first, None),
+                f"{key}_last": (last, None),
+                f"{key}_dir": ("fell" if last < first else "rose", "{}"),
+            }
+        )
     end = log.iloc[-n:].mean(numeric_only=True)
-    values.update(log_window=(n, None), l2_share=(float(lambda2 * end["l2"] / end["loss"]), None),
-                  l1_share=(float(end["l1"] / end["loss"]), None))
+    values.update(
+        log_window=(n, None),
+        l2_share=(float(lambda2 * end["l2"] / end["loss"]), None),
+        l1_share=(float(end["l1"] / end["loss"]), None),
+    )
     return pd.DataFrame(rows).set_index("term"), values
 
 
@@ -217,9 +285,18 @@ def fitter_recovery(scale: str, noise: float, seed: int = 0) -> pd.DataFrame:
     for sd in (0.0, float(noise)):
         t = known_answer.recovery_table(size, noise=sd, seed=seed, estimators=["p_elm", "fit_tuned"])
         t = t[t["estimator"] == "fit_tuned"]
-        rows.append(pd.DataFrame({"noise": sd, "grid": t["grid"], "regime": t["regime"],
-                                  "fitter error": t["median_abs_error"], "p_ELM error": t["p_elm_error"],
-                                  "ratio": t["median_abs_error"] / t["p_elm_error"]}))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "noise": sd,
+                    "grid": t["grid"],
+                    "regime": t["regime"],
+                    "fitter error": t["median_abs_error"],
+                    "p_ELM error": t["p_elm_error"],
+                    "ratio": t["median_abs_error"] / t["p_elm_error"],
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -235,14 +312,20 @@ def fitter_values(table: pd.DataFrame) -> Values:
         (1.7, True, False)
     """
     clean, noisy = table.loc[table["noise"] == 0, "ratio"], table.loc[table["noise"] > 0, "ratio"]
-    return {"fit_noise": (float(table["noise"].max()), "{:g}"),
-            "fit_clean_ratio_min": (float(clean.min()), "{:.2f}"), "fit_clean_ratio_max": (float(clean.max()), "{:.2f}"),
-            "fit_noisy_ratio_min": (float(noisy.min()), "{:.2f}"), "fit_noisy_ratio_max": (float(noisy.max()), "{:.2f}"),
-            "fit_noisy_worse": (bool(noisy.min() > 1), None), "fit_noisy_beats": (bool(noisy.max() < 1), None),
-            "fit_noisy_mixed": (bool(noisy.min() <= 1 <= noisy.max()), None)}
+    return {
+        "fit_noise": (float(table["noise"].max()), "{:g}"),
+        "fit_clean_ratio_min": (float(clean.min()), "{:.2f}"),
+        "fit_clean_ratio_max": (float(clean.max()), "{:.2f}"),
+        "fit_noisy_ratio_min": (float(noisy.min()), "{:.2f}"),
+        "fit_noisy_ratio_max": (float(noisy.max()), "{:.2f}"),
+        "fit_noisy_worse": (bool(noisy.min() > 1), None),
+        "fit_noisy_beats": (bool(noisy.max() < 1), None),
+        "fit_noisy_mixed": (bool(noisy.min() <= 1 <= noisy.max()), None),
+    }
 
 
 # -- gates -----------------------------------------------------------------------------------------
+
 
 def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
     """Every variant's gates as the engaged-variant choice read them (``sel``: an
@@ -251,19 +334,46 @@ def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
     table = sel.table.assign(run=sel.table["variant"])
     if result.tuning is None:
         return table
-    extra = [dict(run=f"release, lambda3 = {r.lambda3:g}", variant="release", lambda3=r.lambda3,
-                  **run_gates(r.alm_prime, fam, built, scale=scale).to_dict())
-             for r in result.tuning.itertuples() if not r.chosen]
+    extra = [
+        dict(
+            run=f"release, lambda3 = {r.lambda3:g}",
+            variant="release",
+            lambda3=r.lambda3,
+            **run_gates(r.alm_prime, fam, built, scale=scale).to_dict(),
+        )
+        for r in result.tuning.itertuples()
+        if not r.chosen
+    ]
     return pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
 
 
 def gate_table_shown(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`gate_table`'s columns a reader reads, with names in words."""
-    return table[["run", "lambda3", "curve_alive", "l1_curve", "l1_flat", "collapsed", "collapsed_cd", "moved_kl",
-                  "toward_expert", "reason"]].rename(columns={
-        "curve_alive": "curve alive", "l1_curve": "L1 of the curves", "l1_flat": "L1 of a flat line",
-        "collapsed": "share at the expert", "collapsed_cd": "same for CD (T = 1)", "moved_kl": "KL(ALM || ALM')",
-        "toward_expert": "APD between CD (0) and the expert (1)", "reason": "gates"})
+    return table[
+        [
+            "run",
+            "lambda3",
+            "curve_alive",
+            "l1_curve",
+            "l1_flat",
+            "collapsed",
+            "collapsed_cd",
+            "moved_kl",
+            "toward_expert",
+            "reason",
+        ]
+    ].rename(
+        columns={
+            "curve_alive": "curve alive",
+            "l1_curve": "L1 of the curves",
+            "l1_flat": "L1 of a flat line",
+            "collapsed": "share at the expert",
+            "collapsed_cd": "same for CD (T = 1)",
+            "moved_kl": "KL(ALM || ALM')",
+            "toward_expert": "APD between CD (0) and the expert (1)",
+            "reason": "gates",
+        }
+    )
 
 
 def gate_values(sel, variant_names) -> Values:
@@ -273,27 +383,43 @@ def gate_values(sel, variant_names) -> Values:
     values: Values = {}
     for v in variant_names:
         row = by_variant.loc[v]
-        values.update({f"{v}_gate_engaged": (int(row["engaged"]), None), f"{v}_gate_reason": (row["reason"], None),
-                       f"{v}_gate_verdict": ("engaged" if row["engaged"] else f"not engaged ({row['reason']})", None)})
+        values.update(
+            {
+                f"{v}_gate_engaged": (int(row["engaged"]), None),
+                f"{v}_gate_reason": (row["reason"], None),
+                f"{v}_gate_verdict": ("engaged" if row["engaged"] else f"not engaged ({row['reason']})", None),
+            }
+        )
         for key in ("curve_alive", "l1_curve", "l1_flat", "collapsed", "moved_kl", "toward_expert"):
             values[f"{v}_{key}"] = (float(row[key]), None)
     engaged = [v for v in variant_names if by_variant.loc[v, "engaged"]]
-    values.update(n_variants=(len(variant_names), None), n_engaged=(len(engaged), None),
-                  engaged_list=(", ".join(engaged) or "none of them", None), any_engaged=(bool(engaged), None),
-                  variant_used=(sel.variant, None), variant_used_engaged=(int(sel.engaged), None),
-                  variant_used_note=(sel.note, None))
+    values.update(
+        n_variants=(len(variant_names), None),
+        n_engaged=(len(engaged), None),
+        engaged_list=(", ".join(engaged) or "none of them", None),
+        any_engaged=(bool(engaged), None),
+        variant_used=(sel.variant, None),
+        variant_used_engaged=(int(sel.engaged), None),
+        variant_used_note=(sel.note, None),
+    )
     g = sel.gates.to_dict()
     for key in ("curve_alive", "l1_curve", "l1_flat", "collapsed", "collapsed_cd", "moved_kl", "toward_expert"):
         values[f"gate_{key}"] = (g[key], None)
     for key in ("alive", "not_trivial", "moved", "engaged"):
         values[f"gate_{key}"] = (int(g[key]), None)
     what = "the release configuration" if sel.variant == "release" else f"the {sel.variant} variant"
-    values["gate_verdict"] = (f"engaged ({what})" if sel.engaged else
-                              f"not engaged ({what}: {sel.gates.reason}; no variant engages)", None)
+    values["gate_verdict"] = (
+        f"engaged ({what})" if sel.engaged else f"not engaged ({what}: {sel.gates.reason}; no variant engages)",
+        None,
+    )
     values["gate_reason"] = (f"{what}: {sel.gates.reason or 'all gates pass'}", None)
     values["gate_positions"] = (g["n_positions"], None)
-    values.update(gate_alive_min=(THRESHOLDS.alive_min, None), gate_collapse_tol=(THRESHOLDS.collapse_tol, None),
-                  gate_collapsed_max=(THRESHOLDS.collapsed_max, None), gate_moved_min=(THRESHOLDS.moved_min, None))
+    values.update(
+        gate_alive_min=(THRESHOLDS.alive_min, None),
+        gate_collapse_tol=(THRESHOLDS.collapse_tol, None),
+        gate_collapsed_max=(THRESHOLDS.collapsed_max, None),
+        gate_moved_min=(THRESHOLDS.moved_min, None),
+    )
     for v in variant_names:
         for w in ("apd", "elm", "cd"):
             values[f"{v}_fidelity_{w}"] = (by_variant.loc[v].get(f"fidelity_{w}"), "{:.3f}")
@@ -308,17 +434,25 @@ def gate_reading(sel, variant_names) -> tuple[pd.DataFrame, Values]:
     def word(g):
         return "engaged" if g.engaged else g.reason
 
-    table = pd.DataFrame([{
-        "variant": v, "KL(ALM || ALM')": by_variant.loc[v, "moved_kl"],
-        "fidelity: KL(target || c_APD)": by_variant.loc[v].get("fidelity_apd"),
-        "KL(target || p_ELM)": by_variant.loc[v].get("fidelity_elm"),
-        "KL(target || c_CD)": by_variant.loc[v].get("fidelity_cd"),
-        "former thresholds": word(sel.gates_of(v).under(FORMER_THRESHOLDS)),
-        "current thresholds": word(sel.gates_of(v))} for v in variant_names])
+    table = pd.DataFrame(
+        [
+            {
+                "variant": v,
+                "KL(ALM || ALM')": by_variant.loc[v, "moved_kl"],
+                "fidelity: KL(target || c_APD)": by_variant.loc[v].get("fidelity_apd"),
+                "KL(target || p_ELM)": by_variant.loc[v].get("fidelity_elm"),
+                "KL(target || c_CD)": by_variant.loc[v].get("fidelity_cd"),
+                "former thresholds": word(sel.gates_of(v).under(FORMER_THRESHOLDS)),
+                "current thresholds": word(sel.gates_of(v)),
+            }
+            for v in variant_names
+        ]
+    )
     return table, {f"{v}_gate_former": (f, None) for v, f in zip(variant_names, table["former thresholds"])}
 
 
 # -- the evaluation sets ---------------------------------------------------------------------------
+
 
 @dataclass
 class WorldQuestions:
@@ -348,11 +482,21 @@ def world_questions(fam, built, models: dict, seed: int, per_bucket: int, rng) -
     qa = score_world_qa(fam, world, items)
     prompts = [it.prompt for it in items]
     amateurs = {v: next_token_log_probs(m, fam.tokenizer, prompts, fam.vocab_size) for v, m in models.items()}
-    values: Values = {"n_dev_items": (len(dev), None), "n_test_items": (len(test), None),
-                      "n_dev_people": (len({it.person for it in dev}), None),
-                      "n_test_people": (len({it.person for it in test}), None)}
-    return WorldQuestions(items, qa, amateurs, np.array(["dev"] * len(dev) + ["test"] * len(test)),
-                          np.array([it.bucket for it in items]), np.array([it.person for it in items]), values)
+    values: Values = {
+        "n_dev_items": (len(dev), None),
+        "n_test_items": (len(test), None),
+        "n_dev_people": (len({it.person for it in dev}), None),
+        "n_test_people": (len({it.person for it in test}), None),
+    }
+    return WorldQuestions(
+        items,
+        qa,
+        amateurs,
+        np.array(["dev"] * len(dev) + ["test"] * len(test)),
+        np.array([it.bucket for it in items]),
+        np.array([it.person for it in items]),
+        values,
+    )
 
 
 def question_counts(wq: Optional[WorldQuestions]) -> Values:
@@ -372,6 +516,7 @@ def heldout_texts(built) -> list[str]:
 
 
 # -- fitted curves ---------------------------------------------------------------------------------
+
 
 @dataclass
 class CurveSource:
@@ -393,12 +538,27 @@ class CurveSource:
 def curve_source(wq: Optional[WorldQuestions], mdist, text: dict, tdist) -> CurveSource:
     """The test questions of the world (``wq``, ``mdist``) or, without a world, the held-out text."""
     if wq is not None:
-        return CurveSource(mdist, wq.qa.logprobs, wq.amateurs, wq.qa.gold, wq.qa.truth,
-                           np.nonzero(wq.split == "test")[0],
-                           [f"{it.bucket}: {it.prompt.splitlines()[0][:48]}" for it in wq.items], wq.bucket)
+        return CurveSource(
+            mdist,
+            wq.qa.logprobs,
+            wq.amateurs,
+            wq.qa.gold,
+            wq.qa.truth,
+            np.nonzero(wq.split == "test")[0],
+            [f"{it.bucket}: {it.prompt.splitlines()[0][:48]}" for it in wq.items],
+            wq.bucket,
+        )
     gold = text["next_ids"]
-    return CurveSource(tdist, text["member_logprobs"], text["amateurs_logprobs"], gold, None, np.arange(len(gold)),
-                       [f"held-out position {i}" for i in range(len(gold))], None)
+    return CurveSource(
+        tdist,
+        text["member_logprobs"],
+        text["amateurs_logprobs"],
+        gold,
+        None,
+        np.arange(len(gold)),
+        [f"held-out position {i}" for i in range(len(gold))],
+        None,
+    )
 
 
 def curve_examples(src: CurveSource, n: int) -> list[int]:
@@ -419,10 +579,13 @@ def curve_predictions(src: CurveSource, chosen: list[int], results: dict, n_memb
     if not chosen:
         return {}
     pick = np.array(chosen)
-    cid = src.dist.ids[pick]                                                                         # (n, k)
+    cid = src.dist.ids[pick]  # (n, k)
     lp_k = np.take_along_axis(src.logprobs[:, pick], np.broadcast_to(cid, (n_members,) + cid.shape), -1)  # (N, n, k)
-    return {v: predict_curves(r.alm_prime_path, lp_k, at(src.logprobs[-1][pick], cid), at(src.amateurs[v][pick], cid))
-            for v, r in results.items() if (r.alm_prime_path / "curve_mlp.pt").is_file()}
+    return {
+        v: predict_curves(r.alm_prime_path, lp_k, at(src.logprobs[-1][pick], cid), at(src.amateurs[v][pick], cid))
+        for v, r in results.items()
+        if (r.alm_prime_path / "curve_mlp.pt").is_file()
+    }
 
 
 def draw_fitted_curve(ax, src: CurveSource, preds: dict, j: int, i: int, x, top_k: int, tokenizer) -> None:
@@ -442,8 +605,8 @@ def draw_fitted_curve(ax, src: CurveSource, preds: dict, j: int, i: int, x, top_
     fit = src.dist.fly_fit
     if fit is not None and first is not None:
         r = i * top_k + w
-        fc = get_decay("exponential")(first.x, fit.c[r:r + 1], fit.params[r:r + 1])
-        fc = flip_values(fc, fit.flipped[r:r + 1, None])[0]
+        fc = get_decay("exponential")(first.x, fit.c[r : r + 1], fit.params[r : r + 1])
+        fc = flip_values(fc, fit.flipped[r : r + 1, None])[0]
         ax.plot(first.x.numpy(), fc.numpy(), color=COLORS["apd_fly"], label="on-the-fly curve")
     if src.truth is not None:
         t_k = at(src.truth[i][None], cid[None])[0]
@@ -458,8 +621,9 @@ def draw_fitted_curve(ax, src: CurveSource, preds: dict, j: int, i: int, x, top_
 def curve_values(preds: dict, chosen: list[int]) -> Values:
     """How far from flat each MLP's curves are (mean |curve at the ALM - asymptote| over the drawn
     tokens), the ALM-expert spread of the members' probabilities, and the number of examples."""
-    values: Values = {f"{v}_mlp_gap": (float((p.curve[..., 0] - p.asymptote).abs().mean()), "{:.3f}")
-                      for v, p in preds.items()}
+    values: Values = {
+        f"{v}_mlp_gap": (float((p.curve[..., 0] - p.asymptote).abs().mean()), "{:.3f}") for v, p in preds.items()
+    }
     if chosen:
         first = next(iter(preds.values()), None)
         spread = (first.observed[..., 0] - first.observed[..., -1]).abs().mean() if first is not None else float("nan")
@@ -475,14 +639,19 @@ def curve_values(preds: dict, chosen: list[int]) -> Values:
 
 # -- the world's truth -----------------------------------------------------------------------------
 
+
 def dev_knobs(dev_frame: pd.DataFrame, inv_T_grid) -> tuple[dict, Values]:
     """Each method's knob with the lowest KL on the dev questions ({method: 1/T or w}), and where CD's
     and APD's 1/T sit in the grid (at an edge the optimum may lie beyond it)."""
     knobs, grid = best_knobs(dev_frame, "kl"), sorted(inv_T_grid)
-    return knobs, {"cd_best_invT": (knobs["CD"], "{:g}"), "apd_best_invT": (knobs["APD"], "{:g}"),
-                   "cd_invT_where": (_where(knobs["CD"], grid), "{}"), "apd_invT_where": (_where(knobs["APD"], grid), "{}"),
-                   "invT_grid_text": (", ".join(f"{v:g}" for v in grid), "{}"),
-                   "fly_w": (knobs.get("APD on the fly"), "{:g}")}
+    return knobs, {
+        "cd_best_invT": (knobs["CD"], "{:g}"),
+        "apd_best_invT": (knobs["APD"], "{:g}"),
+        "cd_invT_where": (_where(knobs["CD"], grid), "{}"),
+        "apd_invT_where": (_where(knobs["APD"], grid), "{}"),
+        "invT_grid_text": (", ".join(f"{v:g}" for v in grid), "{}"),
+        "fly_w": (knobs.get("APD on the fly"), "{:g}"),
+    }
 
 
 def truth_table(test_frame: pd.DataFrame, measure: str, knobs: dict, fly: bool, label_of: dict) -> pd.DataFrame:
@@ -506,26 +675,56 @@ def truth_values(tab: pd.DataFrame, measure: str, knobs: dict, fly: bool) -> Val
     apdb = float(tab.loc[method_label("APD", knobs["APD"]), allcol])
     fly_v = float(tab.loc[method_label("APD on the fly", knobs["APD on the fly"]), allcol]) if fly else float("nan")
     cd1 = quote(tab, method_label("CD", 1.0), allcol)
-    values: Values = {f"{measure}_{k}": (v, "{:.4f}") for k, v in (("elm", elm), ("cd", cd), ("apd1", apd1),
-                                                                 ("apdbest", apdb), ("fly", fly_v), ("cd1", cd1))}
-    for k, (a, b) in {"apd1_vs_cd": (apd1, cd), "apd1_vs_elm": (apd1, elm), "apdbest_vs_cd": (apdb, cd),
-                      "fly_vs_cd": (fly_v, cd)}.items():
+    values: Values = {
+        f"{measure}_{k}": (v, "{:.4f}")
+        for k, v in (("elm", elm), ("cd", cd), ("apd1", apd1), ("apdbest", apdb), ("fly", fly_v), ("cd1", cd1))
+    }
+    for k, (a, b) in {
+        "apd1_vs_cd": (apd1, cd),
+        "apd1_vs_elm": (apd1, elm),
+        "apdbest_vs_cd": (apdb, cd),
+        "fly_vs_cd": (fly_v, cd),
+    }.items():
         values[f"{measure}_{k}"] = (compare_word(a, b), "{}")
     for name in ("tail", "head"):
         cols = [c for c in tab.columns if c.startswith(name)]
         a = float(tab.loc[method_label("APD", knobs["APD"]), cols[0]]) if cols else float("nan")
         c = float(tab.loc[method_label("CD", knobs["CD"]), cols[0]]) if cols else float("nan")
-        values.update({f"{measure}_{name}_apd_vs_cd": (compare_word(a, c), "{}"),
-                       f"{measure}_{name}_apd": (a, "{:.3f}"), f"{measure}_{name}_cd": (c, "{:.3f}")})
+        values.update(
+            {
+                f"{measure}_{name}_apd_vs_cd": (compare_word(a, c), "{}"),
+                f"{measure}_{name}_apd": (a, "{:.3f}"),
+                f"{measure}_{name}_cd": (c, "{:.3f}"),
+            }
+        )
     return values
 
 
 def no_truth_values() -> Values:
     """The world's measures as missing, for a Hub family (no world, no truth)."""
     names = ["cd_best_invT", "apd_best_invT", "cd_invT_where", "apd_invT_where", "invT_grid_text", "fly_w"]
-    names += [f"{m}_{k}" for m in TRUTH_MEASURES for k in (
-        "elm", "cd", "apd1", "apdbest", "fly", "cd1", "apd1_vs_cd", "apd1_vs_elm", "apdbest_vs_cd", "fly_vs_cd",
-        "tail_apd_vs_cd", "tail_apd", "tail_cd", "head_apd_vs_cd", "head_apd", "head_cd")]
+    names += [
+        f"{m}_{k}"
+        for m in TRUTH_MEASURES
+        for k in (
+            "elm",
+            "cd",
+            "apd1",
+            "apdbest",
+            "fly",
+            "cd1",
+            "apd1_vs_cd",
+            "apd1_vs_elm",
+            "apdbest_vs_cd",
+            "fly_vs_cd",
+            "tail_apd_vs_cd",
+            "tail_apd",
+            "tail_cd",
+            "head_apd_vs_cd",
+            "head_apd",
+            "head_cd",
+        )
+    ]
     return {k: (None, "{:.3g}") for k in names}
 
 
@@ -533,12 +732,22 @@ def draw_sweep(ax, tab: pd.DataFrame, col: str, inv_T_grid, fly_knob: Optional[f
     """CD's and APD's column ``col`` of ``tab`` against 1/T, the expert (dashed) and APD on the fly at
     ``fly_knob`` (dotted; None: not drawn)."""
     for method, color, marker in (("CD", COLORS["cd"], "o"), ("APD", COLORS["apd"], "s")):
-        ax.plot(inv_T_grid, [quote(tab, method_label(method, v), col) for v in inv_T_grid], marker=marker,
-                color=color, label=method)
+        ax.plot(
+            inv_T_grid,
+            [quote(tab, method_label(method, v), col) for v in inv_T_grid],
+            marker=marker,
+            color=color,
+            label=method,
+        )
     ax.axhline(quote(tab, "ELM", col), color=COLORS["elm"], ls="--", label="ELM")
     if fly_knob is not None:
-        ax.axhline(quote(tab, method_label("APD on the fly", fly_knob), col), color=COLORS["apd_fly"], ls=":", lw=2,
-                   label=f"on the fly, w = {fly_knob:g}")
+        ax.axhline(
+            quote(tab, method_label("APD on the fly", fly_knob), col),
+            color=COLORS["apd_fly"],
+            ls=":",
+            lw=2,
+            label=f"on the fly, w = {fly_knob:g}",
+        )
     ax.set_xlabel("1/T")
 
 
@@ -556,11 +765,13 @@ def plot_truth(tab: pd.DataFrame, inv_T_grid, fly_knob: Optional[float], title: 
 
 #: the paired comparisons over the test questions: key -> (method a, method b, measure); a's value minus b's,
 #: every method at its dev-best knob (``None``: the key of ``knobs``), the T = 1 comparison at 1/T = 1
-_PAIRS = {"kl_fly_gain": (("APD on the fly", None), ("APD", None), "kl"),
-          "kl_cd_gain": (("ELM", 0.0), ("CD", None), "kl"),
-          "kl_apd_gain": (("CD", None), ("APD", None), "kl"),
-          "nll_apd_gain": (("CD", None), ("APD", None), "nll"),
-          "kl_apd1_gain": (("CD", 1.0), ("APD", 1.0), "kl")}
+_PAIRS = {
+    "kl_fly_gain": (("APD on the fly", None), ("APD", None), "kl"),
+    "kl_cd_gain": (("ELM", 0.0), ("CD", None), "kl"),
+    "kl_apd_gain": (("CD", None), ("APD", None), "kl"),
+    "nll_apd_gain": (("CD", None), ("APD", None), "nll"),
+    "kl_apd1_gain": (("CD", 1.0), ("APD", 1.0), "kl"),
+}
 
 
 def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
@@ -574,23 +785,35 @@ def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
         a, b = (a[0], knobs.get(a[0]) if a[1] is None else a[1]), (b[0], knobs.get(b[0]) if b[1] is None else b[1])
         ok = test_frame is not None and None not in (a[1], b[1])
         r = paired[name] = paired_methods(test_frame, a, b, measure, cluster="person") if ok else None
-        values.update({name: (r.mean if r else None, "{:+.4f}" if "apd_gain" in name else "{:.4f}"),
-                       f"{name}_se": (r.se if r else None, "{:.4f}"), f"{name}_mde": (r.mde if r else None, "{:.4f}"),
-                       f"{name}_n": (r.n if r else None, "{:d}"), f"{name}_people": (r.n_groups if r else None, "{:d}")})
+        values.update(
+            {
+                name: (r.mean if r else None, "{:+.4f}" if "apd_gain" in name else "{:.4f}"),
+                f"{name}_se": (r.se if r else None, "{:.4f}"),
+                f"{name}_mde": (r.mde if r else None, "{:.4f}"),
+                f"{name}_n": (r.n if r else None, "{:d}"),
+                f"{name}_people": (r.n_groups if r else None, "{:d}"),
+            }
+        )
     r = paired["kl_apd_gain"]
-    word = verdict(-r.mean, r.se, z=1.96) if r else None      # 'better': APD's KL is lower
+    word = verdict(-r.mean, r.se, z=1.96) if r else None  # 'better': APD's KL is lower
     values["apd_vs_cd_sentence"] = (None if r is None else _APD_VS_CD[word], "{}")
     values["apd_vs_cd_verdict"] = (word, "{}")
-    values.update(apd_closer=(word == "better", None), cd_closer=(word == "worse", None), apd_cd_tie=(word == "tie", None))
+    values.update(
+        apd_closer=(word == "better", None), cd_closer=(word == "worse", None), apd_cd_tie=(word == "tie", None)
+    )
     values["kl_apd_gain_pm"] = (plus_minus(r.mean, r.se) if r else None, "{}")
-    cd_rows = (test_frame[(test_frame["method"] == "CD") & np.isclose(test_frame["knob"], knobs["CD"])]
-               if test_frame is not None else None)
+    cd_rows = (
+        test_frame[(test_frame["method"] == "CD") & np.isclose(test_frame["knob"], knobs["CD"])]
+        if test_frame is not None
+        else None
+    )
     values["kl_apd_gain_rel"] = (r.mean / cd_rows["kl"].mean() if r else None, "{:.2%}")
     return values
 
 
-def variants_against_cd(test_frame: Optional[pd.DataFrame], knobs: dict, sel, results: dict, records: dict,
-                        label_of: dict) -> tuple[Optional[pd.DataFrame], Optional[dict], Values]:
+def variants_against_cd(
+    test_frame: Optional[pd.DataFrame], knobs: dict, sel, results: dict, records: dict, label_of: dict
+) -> tuple[Optional[pd.DataFrame], Optional[dict], Values]:
     """Every variant (``label_of``: {variant: its method label}) against CD on the test questions,
     each at its dev-best 1/T (:func:`apd.world.paired_table`, standard errors over people): the table
     (gates, lambda3, 1/T, KL and NLL, CD's minus its own with se and MDE, per bucket), the paired
@@ -601,13 +824,22 @@ def variants_against_cd(test_frame: Optional[pd.DataFrame], knobs: dict, sel, re
     if test_frame is not None:
         rows = {v: (label_of[v], knobs[label_of[v]]) for v in names}
         gains = {m: paired_table(test_frame, rows, ("CD", knobs["CD"]), m, cluster="person") for m in ("kl", "nll")}
-        vt = pd.DataFrame({"variant": names, "engaged": [bool(by_variant.loc[v, "engaged"]) for v in names],
-                           "used": [v == sel.variant for v in names], "lambda3": [results[v].lambda3 for v in names],
-                           "1/T (dev)": [knobs[label_of[v]] for v in names]})
+        vt = pd.DataFrame(
+            {
+                "variant": names,
+                "engaged": [bool(by_variant.loc[v, "engaged"]) for v in names],
+                "used": [v == sel.variant for v in names],
+                "lambda3": [results[v].lambda3 for v in names],
+                "1/T (dev)": [knobs[label_of[v]] for v in names],
+            }
+        )
         for m in ("kl", "nll"):
             g = gains[m].loc[names]
-            vt[f"{m}"], vt[f"{m} gain over CD"], vt[f"{m} gain se"] = (g["mean"].to_numpy(), g["gain"].to_numpy(),
-                                                                      g["gain_se"].to_numpy())
+            vt[f"{m}"], vt[f"{m} gain over CD"], vt[f"{m} gain se"] = (
+                g["mean"].to_numpy(),
+                g["gain"].to_numpy(),
+                g["gain_se"].to_numpy(),
+            )
             vt[f"{m} smallest detectable"] = g["gain_mde"].to_numpy()
         for b in BUCKETS:
             vt[f"kl gain, {b}"] = gains["kl"].loc[names, f"gain_{b}"].to_numpy()
@@ -618,16 +850,28 @@ def variants_against_cd(test_frame: Optional[pd.DataFrame], knobs: dict, sel, re
         values[f"{v}_inv_T"] = (None if vt is None else vt["1/T (dev)"].iloc[i], "{:g}")
         values[f"{v}_dev_kl"] = (by_variant.loc[v, "dev_kl"], "{:.4f}")
         for m in ("kl", "nll"):
-            for key, col, fmt in (("", "mean", "{:.4f}"), ("_gain", "gain", "{:+.4f}"), ("_gain_se", "gain_se", "{:.4f}"),
-                                  ("_gain_mde", "gain_mde", "{:.4f}")):
+            for key, col, fmt in (
+                ("", "mean", "{:.4f}"),
+                ("_gain", "gain", "{:+.4f}"),
+                ("_gain_se", "gain_se", "{:.4f}"),
+                ("_gain_mde", "gain_mde", "{:.4f}"),
+            ):
                 values[f"{v}_{m}{key}"] = (None if g[m] is None else g[m][col], fmt)
         w = None if g["kl"] is None else verdict(-g["kl"]["gain"], g["kl"]["gain_se"], z=1.96)
-        values[f"{v}_vs_cd"] = ({"better": "closer to the truth than CD", "worse": "farther from the truth than CD",
-                                 "tie": "not distinguishable from CD"}.get(w), "{}")
+        values[f"{v}_vs_cd"] = (
+            {
+                "better": "closer to the truth than CD",
+                "worse": "farther from the truth than CD",
+                "tie": "not distinguishable from CD",
+            }.get(w),
+            "{}",
+        )
     return vt, gains, values
 
 
-def regime(profile: str, gains: Optional[dict], variant_used: str, variant_names) -> tuple[Optional[pd.DataFrame], Values]:
+def regime(
+    profile: str, gains: Optional[dict], variant_used: str, variant_names
+) -> tuple[Optional[pd.DataFrame], Values]:
     """Per frequency bucket, each variant's KL gain over CD ± se (``gains``: :func:`variants_against_cd`'s)
     beside the family chapter's shares of rising gold curves and of those flattening
     (:func:`apd.report.family_saturation`); for the variant the book uses, the gains, the bucket
@@ -653,24 +897,37 @@ def regime(profile: str, gains: Optional[dict], variant_used: str, variant_names
         values[f"regime_{b}_gain_se"] = (table.loc[b, se] if have else None, "{:.4f}")
         values[f"regime_{b}_flat"] = (table.loc[b, "of which flattening (family)"] if flat_known else None, "{:.0%}")
     values["regime_best_bucket"] = (table[gain].idxmax() if have else None, "{}")
-    values["regime_flat_order"] = (None if not flat_known else
-                                   ", ".join(table["of which flattening (family)"].sort_values(ascending=False).index), "{}")
+    values["regime_flat_order"] = (
+        None
+        if not flat_known
+        else ", ".join(table["of which flattening (family)"].sort_values(ascending=False).index),
+        "{}",
+    )
     # three buckets, three tests: Holm's correction keeps the chance of any false "significant" at 5%
     pv = [p_two_sided(table.loc[b, gain], table.loc[b, se]) if have else float("nan") for b in BUCKETS]
     signif = [b for b, ok in zip(BUCKETS, holm(pv)) if ok]
     values.update({f"regime_{b}_p": (p, "{:.3g}") for b, p in zip(BUCKETS, pv)})
-    values["regime_sentence"] = (None if not have else (
-        "no bucket's gain differs from zero after Holm's correction for three buckets (standard errors over people), "
-        "so this build cannot tell how the gain depends on the regime" if not signif else
-        "after Holm's correction for three buckets (standard errors over people) the gain differs from zero on "
-        + " and ".join([", ".join(signif[:-1]), signif[-1]] if len(signif) > 1 else signif) + " questions"), "{}")
+    holm_note = "after Holm's correction for three buckets (standard errors over people)"
+    if not have:
+        sentence = None
+    elif not signif:
+        sentence = (
+            f"no bucket's gain differs from zero {holm_note}, so this build cannot tell how the gain "
+            "depends on the regime"
+        )
+    else:
+        listed = " and ".join([", ".join(signif[:-1]), signif[-1]] if len(signif) > 1 else signif)
+        sentence = f"{holm_note} the gain differs from zero on {listed} questions"
+    values["regime_sentence"] = (sentence, "{}")
     return table, values
 
 
 # -- held-out text ---------------------------------------------------------------------------------
 
-def text_summary(tframe: pd.DataFrame, knobs: dict, world: bool, inv_T_grid, fly: bool,
-                 label_of: dict) -> tuple[pd.DataFrame, Optional[float], Values]:
+
+def text_summary(
+    tframe: pd.DataFrame, knobs: dict, world: bool, inv_T_grid, fly: bool, label_of: dict
+) -> tuple[pd.DataFrame, Optional[float], Values]:
     """The next-token -log(p + 0.01) on held-out text per method row (the variants aside), the on-the-fly
     w used (chosen on the world's dev questions, or without a ``world`` the best here) and the values:
     the expert, the best CD and APD over the grid, APD at T = 1, on the fly, their comparisons in
@@ -684,14 +941,24 @@ def text_summary(tframe: pd.DataFrame, knobs: dict, world: bool, inv_T_grid, fly
     apd1 = quote(ttab, method_label("APD", 1.0))
     fly_t = quote(ttab, method_label("APD on the fly", w_text)) if fly else float("nan")
     values: Values = {"text_outside": (float(tframe.loc[tframe["method"] == "ELM", "nll"].isna().mean()), None)}
-    values.update({f"text_{k}": (v, "{:.3f}") for k, v in (("elm", elm), ("cdbest", cd_best), ("apdbest", apd_best),
-                                                           ("apd1", apd1), ("fly", fly_t))})
-    values.update(text_apd_vs_cd=(compare_word(apd_best, cd_best), "{}"), text_apd_vs_elm=(compare_word(apd_best, elm), "{}"),
-                  text_cd_vs_elm=(compare_word(cd_best, elm), "{}"), text_fly_vs_elm=(compare_word(fly_t, elm), "{}"))
+    values.update(
+        {
+            f"text_{k}": (v, "{:.3f}")
+            for k, v in (("elm", elm), ("cdbest", cd_best), ("apdbest", apd_best), ("apd1", apd1), ("fly", fly_t))
+        }
+    )
+    values.update(
+        text_apd_vs_cd=(compare_word(apd_best, cd_best), "{}"),
+        text_apd_vs_elm=(compare_word(apd_best, elm), "{}"),
+        text_cd_vs_elm=(compare_word(cd_best, elm), "{}"),
+        text_fly_vs_elm=(compare_word(fly_t, elm), "{}"),
+    )
     # paired over positions: the on-the-fly fit's nll minus the best APD's (positive: APD is better)
     apd_knob = min(inv_T_grid, key=lambda v: quote(ttab, method_label("APD", v)))
     rt = paired_methods(tframe, ("APD on the fly", w_text), ("APD", apd_knob), "nll") if fly else None
-    values.update(text_fly_gain=(rt.mean if rt else None, "{:.4f}"), text_fly_gain_se=(rt.se if rt else None, "{:.4f}"))
+    values.update(
+        text_fly_gain=(rt.mean if rt else None, "{:.4f}"), text_fly_gain_se=(rt.se if rt else None, "{:.4f}")
+    )
     return ttab, w_text, values
 
 
@@ -706,26 +973,42 @@ def plot_text(ttab: pd.DataFrame, inv_T_grid, fly_knob: Optional[float]):
     return fig
 
 
-def text_variants(tframe: pd.DataFrame, knobs: dict, world: bool, label_of: dict) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
+def text_variants(
+    tframe: pd.DataFrame, knobs: dict, world: bool, label_of: dict
+) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
     """Every variant on held-out text at its 1/T chosen on the world's dev questions (without a
     ``world``: the best 1/T here), paired over positions with CD chosen the same way: the table, its
     columns as shown, and the values."""
     tk = knobs if world else best_knobs(tframe, "nll")
-    gain = paired_table(tframe, {v: (label, tk[label]) for v, label in label_of.items()}, ("CD", tk["CD"]), "nll", by=None)
+    gain = paired_table(
+        tframe, {v: (label, tk[label]) for v, label in label_of.items()}, ("CD", tk["CD"]), "nll", by=None
+    )
     values: Values = {}
     for v in label_of:
-        values.update({f"{v}_text_nll": (gain.loc[v, "mean"], "{:.4f}"), f"{v}_text_gain": (gain.loc[v, "gain"], "{:+.4f}"),
-                       f"{v}_text_gain_se": (gain.loc[v, "gain_se"], "{:.4f}")})
+        values.update(
+            {
+                f"{v}_text_nll": (gain.loc[v, "mean"], "{:.4f}"),
+                f"{v}_text_gain": (gain.loc[v, "gain"], "{:+.4f}"),
+                f"{v}_text_gain_se": (gain.loc[v, "gain_se"], "{:.4f}"),
+            }
+        )
     values["text_cd_knob"] = (tk["CD"], "{:g}")
     values["text_knob_source"] = ("the world's dev questions" if world else "these positions", "{}")
-    shown = gain[["knob", "mean", "gain", "gain_se", "n"]].rename(columns={
-        "knob": "1/T", "mean": "-log(p + 0.01)", "gain": "CD minus variant", "gain_se": "se", "n": "positions"})
+    shown = gain[["knob", "mean", "gain", "gain_se", "n"]].rename(
+        columns={
+            "knob": "1/T",
+            "mean": "-log(p + 0.01)",
+            "gain": "CD minus variant",
+            "gain_se": "se",
+            "n": "positions",
+        }
+    )
     return gain, shown, values
 
 
 # -- the headline ----------------------------------------------------------------------------------
 
-Number = Optional[float | int | str]   # a glued value: a number, or the text a missing one reads as ("n/a")
+Number = Optional[float | int | str]  # a glued value: a number, or the text a missing one reads as ("n/a")
 
 
 @dataclass(frozen=True)
@@ -733,38 +1016,38 @@ class ApdHeadline:
     """The APD chapter's headline numbers: what other chapters, the claims (:mod:`apd.report.claims`)
     and the findings (:mod:`apd.report.findings`) read from ``results/<profile>/apd.json``."""
 
-    n_variants: int                 # variants of ALM' trained (apd.amateur.VARIANTS)
-    engaged_list: str               # the variants that pass every mechanism gate, "none of them" if none
-    variant_used_note: str          # the ALM' every chapter uses, in words (apd.amateur.VariantSelection.note)
-    gate_engaged: int               # 1 when that ALM' passes every mechanism gate
-    gate_reason: str                # which of its gates fail ("...: all gates pass" if none)
-    gate_verdict: str               # its gates' verdict in words ("engaged (...)" / "not engaged (...)")
-    release_gate_engaged: int       # 1 when the release configuration passes every gate
-    release_gate_reason: str        # the release configuration's failed gates
+    n_variants: int  # variants of ALM' trained (apd.amateur.VARIANTS)
+    engaged_list: str  # the variants that pass every mechanism gate, "none of them" if none
+    variant_used_note: str  # the ALM' every chapter uses, in words (apd.amateur.VariantSelection.note)
+    gate_engaged: int  # 1 when that ALM' passes every mechanism gate
+    gate_reason: str  # which of its gates fail ("...: all gates pass" if none)
+    gate_verdict: str  # its gates' verdict in words ("engaged (...)" / "not engaged (...)")
+    release_gate_engaged: int  # 1 when the release configuration passes every gate
+    release_gate_reason: str  # the release configuration's failed gates
     distilled_toward_expert: float  # the distilled variant's APD between CD at T = 1 (0) and the expert (1)
-    distilled_l1_curve: float       # the distilled variant's refitted curves' L1 on the held-out tokens
-    n_test_items: int               # world questions about the test people (0 for a Hub family)
-    kl_elm: Number                  # the expert's KL(truth || method) on the test questions, nats
-    kl_cd: Number                   # CD's, at its dev-best 1/T
-    kl_cd_gain: Number              # the expert's KL minus CD's, paired (the positive control)
-    kl_cd_gain_se: Number           # its standard error over people
-    kl_apd_gain: Number             # CD's KL minus APD's, paired over the test questions, nats
-    kl_apd_gain_se: Number          # its standard error over people
-    kl_apd_gain_mde: Number         # the smallest difference this comparison detects (5% test, 80% power)
-    kl_apd_gain_n: Number           # test questions the pair defines
-    kl_apd_gain_people: Number      # people those questions are about (the clusters of the se)
-    kl_fly_gain: Number             # APD on the fly's KL minus APD's, paired
-    kl_fly_gain_se: Number          # its standard error over people
-    regime_head_gain: Number        # CD's KL minus APD's on head questions
-    regime_torso_gain: Number       # ... on torso questions
-    regime_tail_gain: Number        # ... on tail questions
-    regime_head_flat: Number        # share of head questions' rising gold curves that flatten (family chapter)
-    regime_torso_flat: Number       # ... of torso questions'
-    regime_tail_flat: Number        # ... of tail questions'
-    text_apdbest: Number            # held-out text: the best APD's -log(p + 0.01) over the 1/T grid
-    text_fly: Number                # held-out text: APD on the fly's
-    text_fly_gain: Number           # held-out text: on the fly minus the best APD, paired over positions
-    text_fly_gain_se: Number        # its standard error over positions
+    distilled_l1_curve: float  # the distilled variant's refitted curves' L1 on the held-out tokens
+    n_test_items: int  # world questions about the test people (0 for a Hub family)
+    kl_elm: Number  # the expert's KL(truth || method) on the test questions, nats
+    kl_cd: Number  # CD's, at its dev-best 1/T
+    kl_cd_gain: Number  # the expert's KL minus CD's, paired (the positive control)
+    kl_cd_gain_se: Number  # its standard error over people
+    kl_apd_gain: Number  # CD's KL minus APD's, paired over the test questions, nats
+    kl_apd_gain_se: Number  # its standard error over people
+    kl_apd_gain_mde: Number  # the smallest difference this comparison detects (5% test, 80% power)
+    kl_apd_gain_n: Number  # test questions the pair defines
+    kl_apd_gain_people: Number  # people those questions are about (the clusters of the se)
+    kl_fly_gain: Number  # APD on the fly's KL minus APD's, paired
+    kl_fly_gain_se: Number  # its standard error over people
+    regime_head_gain: Number  # CD's KL minus APD's on head questions
+    regime_torso_gain: Number  # ... on torso questions
+    regime_tail_gain: Number  # ... on tail questions
+    regime_head_flat: Number  # share of head questions' rising gold curves that flatten (family chapter)
+    regime_torso_flat: Number  # ... of torso questions'
+    regime_tail_flat: Number  # ... of tail questions'
+    text_apdbest: Number  # held-out text: the best APD's -log(p + 0.01) over the 1/T grid
+    text_fly: Number  # held-out text: APD on the fly's
+    text_fly_gain: Number  # held-out text: on the fly minus the best APD, paired over positions
+    text_fly_gain_se: Number  # its standard error over positions
 
 
 def headline(values: dict) -> ApdHeadline:

@@ -174,3 +174,9 @@ def test_tables_of_the_smoke_family(smoke):
     assert rec["conditioned_a0"][1] == "{:.3f}" and records["release"]["steps"] > 0
     assert ch.question_counts(None)["n_test_items"] == (0, None)
     assert np.all([isinstance(t, str) for t in ch.heldout_texts(built)[:3]])
+
+
+def test_module_examples_run():
+    import doctest
+
+    assert doctest.testmod(ch, optionflags=doctest.ELLIPSIS).failed == 0

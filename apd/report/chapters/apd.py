@@ -500,7 +500,12 @@ def world_questions(fam, built, models: dict, seed: int, per_bucket: int, rng) -
 
 
 def question_counts(wq: Optional[WorldQuestions]) -> Values:
-    """The numbers of dev and test questions and people (all 0 without a world)."""
+    """The numbers of dev and test questions and people (all 0 without a world).
+
+    Example:
+        >>> question_counts(None)["n_test_items"]
+        (0, None)
+    """
     if wq is None:
         return {k: (0, None) for k in ("n_dev_items", "n_test_items", "n_dev_people", "n_test_people")}
     return wq.values
@@ -642,7 +647,14 @@ def curve_values(preds: dict, chosen: list[int]) -> Values:
 
 def dev_knobs(dev_frame: pd.DataFrame, inv_T_grid) -> tuple[dict, Values]:
     """Each method's knob with the lowest KL on the dev questions ({method: 1/T or w}), and where CD's
-    and APD's 1/T sit in the grid (at an edge the optimum may lie beyond it)."""
+    and APD's 1/T sit in the grid (at an edge the optimum may lie beyond it).
+
+    Example:
+        >>> f = pd.DataFrame({"method": ["CD", "CD", "APD"], "knob": [0.5, 1.0, 1.0], "kl": [0.8, 0.9, 0.7]})
+        >>> knobs, values = dev_knobs(f, [0.5, 1.0])
+        >>> knobs["CD"], values["cd_invT_where"][0], values["apd_invT_where"][0]
+        (0.5, 'the smallest value of the grid', 'the largest value of the grid')
+    """
     knobs, grid = best_knobs(dev_frame, "kl"), sorted(inv_T_grid)
     return knobs, {
         "cd_best_invT": (knobs["CD"], "{:g}"),
@@ -701,7 +713,13 @@ def truth_values(tab: pd.DataFrame, measure: str, knobs: dict, fly: bool) -> Val
 
 
 def no_truth_values() -> Values:
-    """The world's measures as missing, for a Hub family (no world, no truth)."""
+    """The world's measures as missing, for a Hub family (no world, no truth).
+
+    Example:
+        >>> values = no_truth_values()
+        >>> values["kl_elm"], len(values)
+        ((None, '{:.3g}'), 38)
+    """
     names = ["cd_best_invT", "apd_best_invT", "cd_invT_where", "apd_invT_where", "invT_grid_text", "fly_w"]
     names += [
         f"{m}_{k}"
@@ -778,7 +796,15 @@ def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
     """The paired differences of :data:`_PAIRS` over the test questions (standard errors over people,
     :func:`apd.world.paired_methods`): mean, se, smallest detectable difference, questions and people;
     the verdict of APD against CD (1.96 standard errors) in words and as three conditions
-    (``apd_closer``, ``cd_closer``, ``apd_cd_tie``), and CD's KL minus APD's as ``difference ± se``."""
+    (``apd_closer``, ``cd_closer``, ``apd_cd_tie``), and CD's KL minus APD's as ``difference ± se``.
+
+    Example:
+        >>> f = pd.DataFrame([dict(method=m, knob=1.0, item=i, person=i // 2, kl=kl + 0.01 * i, nll=1.0)
+        ...                   for i in range(4) for m, kl in (("ELM", 1.0), ("CD", 0.8), ("APD", 0.7))])
+        >>> v = paired_world(f, {"CD": 1.0, "APD": 1.0})
+        >>> v["kl_apd_gain_pm"][0], v["apd_closer"][0], paired_world(None, {})["apd_cd_tie"][0]
+        ('+0.100 ± 0.000', True, False)
+    """
     values: Values = {}
     paired = {}
     for name, (a, b, measure) in _PAIRS.items():

@@ -1,0 +1,1088 @@
+"""The APD chapter's bookkeeping (``notebooks/apd.ipynb``): its tables, the values it glues, the
+fallbacks of a Hub family (no world) and its headline numbers, :class:`ApdHeadline`.
+
+Most functions return ``(table, values)``; ``values`` maps a result key to ``(value, fmt)``, glued
+by :func:`glue` (``fmt`` None: the number as is, :meth:`Run.glue`; a format: text for the prose,
+"n/a" when the value is missing, :meth:`Run.glue_text`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from apd.amateur.collect import read_manifest
+from apd.amateur.composition import token_set_composition
+from apd.amateur.gates import FORMER_THRESHOLDS, THRESHOLDS
+from apd.amateur.objective import CurveMLP, predict_curves
+from apd.amateur.pipeline import run_gates, tuning_table
+from apd.amateur.runs import run_record
+from apd.core.curves import flip_values, get_decay
+from apd.core.stats import holm, p_two_sided
+from apd.evaluation import known_answer
+from apd.evaluation.ablations import verdict
+from apd.family.knowledge import score_world_qa
+from apd.family.logprobs import next_token_log_probs
+from apd.report.findings import family_saturation
+from apd.report.plots import COLORS, XLABEL_LOG_SIZE, figure, panels, wrap
+from apd.report.tables import compare_word, plus_minus
+from apd.world.corpus import CorpusConfig, build_corpus
+from apd.world.truth import (
+    at,
+    best_knobs,
+    bucket_summary,
+    dev_test_split,
+    method_label,
+    paired_methods,
+    paired_table,
+    sample_per_bucket,
+)
+from apd.world.world import BUCKETS
+
+Values = dict[str, tuple[Any, Optional[str]]]
+
+#: the release configuration's loss terms: (log column, panel title)
+LOSS_TERMS = (
+    ("l1", "$L_1$ (fit to smaller members)"),
+    ("l2", "$L_2$ (not above the ELM)"),
+    ("l3", "$L_3$ (ALM' logits vs ALM)"),
+    ("loss", "total $L_1 + \\lambda_2 L_2 + \\lambda_3 L_3$"),
+)
+
+#: the measures against the world's truth: key -> axis title
+TRUTH_MEASURES = {"kl": "KL(truth || method), nats", "nll": "gold-token -log(p + 0.01), nats"}
+
+#: what a paired verdict of APD against CD reads as (apd.evaluation.ablations.verdict of APD's KL minus CD's)
+_APD_VS_CD = {
+    "better": "APD is closer to the truth than CD by more than 1.96 standard errors",
+    "worse": "CD is closer to the truth than APD by more than 1.96 standard errors",
+    "tie": "the two are not distinguishable here (the 95% interval of the difference holds 0)",
+    "n/a": None,
+}
+
+
+def glue(run, values: Values) -> None:
+    """Glue every ``{key: (value, fmt)}`` of ``values`` on ``run`` (see the module docstring).
+
+    Example:
+        >>> class R:
+        ...     def glue(self, k, v): print("glue", k, v)
+        ...     def glue_text(self, k, v, fmt): print("text", k, v, fmt)
+        >>> glue(R(), {"n": (3, None), "kl": (0.25, "{:.3f}")})
+        glue n 3
+        text kl 0.25 {:.3f}
+    """
+    for name, (value, fmt) in values.items():
+        if fmt is None:
+            run.glue(name, value)
+        else:
+            run.glue_text(name, value, fmt)
+
+
+def quote(table: pd.DataFrame, row: str, col: str = "all") -> float:
+    """``table.loc[row, col]`` as a float, NaN when the row is absent.
+
+    Example:
+        >>> quote(pd.DataFrame({"all": [0.5]}, index=["ELM"]), "ELM"), quote(pd.DataFrame({"all": []}), "CD")
+        (0.5, nan)
+    """
+    return float(table.loc[row, col]) if row in table.index else float("nan")
+
+
+def _where(value: float, grid) -> str:
+    """Where ``value`` sits in the sorted ``grid``: at an edge (the optimum may lie beyond) or inside."""
+    return (
+        "the smallest value of the grid"
+        if np.isclose(value, grid[0])
+        else "the largest value of the grid"
+        if np.isclose(value, grid[-1])
+        else "inside the grid"
+    )
+
+
+# -- training --------------------------------------------------------------------------------------
+
+
+def release_setup(result, x, names, top_k: int) -> Values:
+    """The release configuration's training settings (``result``: an ``apd.amateur.APDResult``), the
+    ALM's log size ``x[0]`` and the members' names ``names`` (ALM first, ELM last)."""
+    meta = json.loads((result.train_dir / "train_config.json").read_text())
+    cfg, log = result.config, result.train_log()
+    values: Values = {f"cfg_{k}": (getattr(cfg, k), None) for k in ("lr", "epochs", "batch_size", "data_fraction")}
+    values.update(
+        cfg_lambda2=(cfg.lambda2, None),
+        x_alm=(float(x[0]), None),
+        top_k=(top_k, None),
+        cfg_steps=(int(meta["total_steps"]), None),
+        cfg_warmup=(int(meta["warmup_steps"]), None),
+        cfg_chunks=(int(meta["data"]["n_chunks"]), None),
+        lambda3=(result.lambda3, None),
+        train_seconds=(float(log["seconds"].iloc[-1]), None),
+        alm=(names[0], None),
+        elm=(names[-1], None),
+    )
+    return values
+
+
+def collection(collect_dir) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
+    """The collected training data of ``collect_dir``: what it holds (one row per quantity), the
+    token sets' composition (:func:`apd.amateur.token_set_composition`) and their glue values."""
+    manifest = read_manifest(collect_dir)
+    bpp, ccfg, corpus = manifest["bytes_per_position"], manifest["config"], manifest["corpus"]
+    k = ccfg["top_k"] + ccfg["n_mid"] + ccfg["n_tail"]
+    data = pd.DataFrame(
+        [
+            {"quantity": "members (ALM ... ELM)", "value": ", ".join(manifest["members"])},
+            {"quantity": "positions", "value": f"{corpus['n_positions']:,}"},
+            {"quantity": "chunks x tokens", "value": f"{corpus['n_chunks']:,} x {ccfg['seq_len']}"},
+            {"quantity": "tokens per set (K)", "value": str(k)},
+            {"quantity": "bytes per position, measured", "value": f"{bpp['measured']:.1f}"},
+            {"quantity": "bytes per position, our format", "value": str(bpp["ours"])},
+            {"quantity": "bytes per position, release format", "value": str(bpp["release"])},
+        ]
+    )
+    composition = token_set_composition(collect_dir)
+    top = composition.iloc[0]
+    values: Values = {
+        "n_positions": (f"{corpus['n_positions']:,}", None),
+        "set_size": (k, None),
+        "bytes_measured": (bpp["measured"], None),
+        "bytes_release": (bpp["release"], None),
+        "bytes_ratio": (bpp["release"] / bpp["measured"], None),
+        "top_mass": (float(top["ELM probability mass"]), None),
+        "top_next": (float(top["share of next tokens"]), None),
+        "rising_top": (float(top["share of rising curves"]), None),
+    }
+    return data, composition, values
+
+
+def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
+    """The release configuration's lambda3 tuning on the dev people: (its table as shown, the ELM's
+    and CD's dev scores on the same items, values); ``(None, {}, ...)`` when lambda3 is the paper's
+    value (a Hub family has no dev people)."""
+    keys = ("tune_best", "tune_elm", "tune_cd", "tune_vs_elm", "tune_vs_cd", "tune_grid")
+    if result.tuning is None:
+        return (
+            None,
+            {},
+            {"lambda3_source": ("the paper's value for this family", "{}"), **{k: (None, "{:.3g}") for k in keys}},
+        )
+    tuning = result.tuning
+    ref = tuning.attrs["reference"]
+    shown = tuning[["lambda3", "score", "n_scored", "n_items", "chosen"]].rename(
+        columns={"score": "dev KL(truth || APD 1/T=1)", "n_scored": "items scored", "n_items": "dev items"}
+    )
+    best = float(tuning.loc[tuning["chosen"], "score"].iloc[0])
+    return (
+        shown,
+        ref,
+        {
+            "lambda3_source": ("tuned on the dev people", "{}"),
+            "tune_best": (best, "{:.3f}"),
+            "tune_elm": (ref["ELM"], "{:.3f}"),
+            "tune_cd": (ref["CD 1/T=1"], "{:.3f}"),
+            "tune_vs_elm": (compare_word(best, ref["ELM"]), "{}"),
+            "tune_vs_cd": (compare_word(best, ref["CD 1/T=1"]), "{}"),
+            "tune_grid": (", ".join(f"{v:g}" for v in tuning["lambda3"]), "{}"),
+        },
+    )
+
+
+def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
+    """Every variant's lambda3 runs (``results``: {variant: APDResult}; :func:`apd.amateur.tuning_table`),
+    with, per variant, its grid, its runs' steps and where the chosen value sits in the grid."""
+    table = tuning_table(results)
+    values: Values = {}
+    for v, r in results.items():
+        rows = table[table["variant"] == v]
+        steps, full = (int(rows["steps"].iloc[0]) if len(rows) else None), run_record(r)["steps"]
+        top = len(rows) > 1 and np.isclose(r.lambda3, rows["lambda3"].max())
+        values[f"{v}_lambda3"] = (r.lambda3, None)
+        values[f"{v}_tune_grid"] = (", ".join(f"{g:g}" for g in rows["lambda3"]) if len(rows) else None, "{}")
+        values[f"{v}_tune_steps"] = (steps, "{:,}")
+        values[f"{v}_lambda3_where"] = (
+            None
+            if not len(rows)
+            else "its only value"
+            if len(rows) == 1
+            else "the largest value of its grid"
+            if top
+            else "inside its grid",
+            "{}",
+        )
+        values[f"{v}_tune_note"] = (
+            None
+            if not len(rows)
+            else f"short runs of {steps:,} optimizer steps; the chosen value is then trained for {full:,} steps"
+            if steps < full
+            else f"runs of {full:,} optimizer steps, its full budget",
+            "{}",
+        )
+    dist = results["distilled"].tuning
+    ref = dist.attrs["reference"] if dist is not None else {}
+    values["tune_cd_best"] = (ref.get("CD dev-best 1/T"), "{:.4f}")
+    values["tune_cd_best_invT"] = (ref.get("CD dev-best 1/T value"), "{:g}")
+    return table, values
+
+
+def loss_terms(log: pd.DataFrame, lambda2: float) -> tuple[pd.DataFrame, Values]:
+    """Each loss term of a training log averaged over its first and last steps (at most 10, a
+    quarter of the log), and the shares of lambda2 L2 and L1 in the final total.
+
+    Example:
+        >>> log = pd.DataFrame({"l1": [4.0, 2.0], "l2": [1.0, 1.0], "l3": [0.0, 0.5], "loss": [5.0, 3.5]})
+        >>> table, values = loss_terms(log, lambda2=1.0)
+        >>> float(table.loc["l1", "last steps"]), values["l1_dir"], round(values["l2_share"][0], 3)
+        (2.0, ('fell', '{}'), 0.286)
+    """
+    n = max(1, min(10, len(log) // 4))
+    rows, values = [], {}
+    for key, _ in LOSS_TERMS:
+        first, last = float(log[key].iloc[:n].mean()), float(log[key].iloc[-n:].mean())
+        rows.append({"term": key, "first steps": first, "last steps": last})
+        values.update(
+            {
+                f"{key}_first": (first, None),
+                f"{key}_last": (last, None),
+                f"{key}_dir": ("fell" if last < first else "rose", "{}"),
+            }
+        )
+    end = log.iloc[-n:].mean(numeric_only=True)
+    values.update(
+        log_window=(n, None),
+        l2_share=(float(lambda2 * end["l2"] / end["loss"]), None),
+        l1_share=(float(end["l1"] / end["loss"]), None),
+    )
+    return pd.DataFrame(rows).set_index("term"), values
+
+
+def variant_records(results: dict, seconds: dict) -> tuple[dict, Values]:
+    """Every variant's run record (:func:`apd.amateur.run_record`: steps, warm-up, joint steps,
+    training seconds), the seconds this run spent on it (``seconds``) and the conditioned start's a0."""
+    records = {v: run_record(r) for v, r in results.items()}
+    values: Values = {}
+    for v, rec in records.items():
+        values.update({f"{v}_{k}": (rec[k], None) for k in ("steps", "mlp_warmup_steps", "joint_steps")})
+        values[f"{v}_train_seconds"] = (rec["train_seconds"], "{:.0f}")
+        values[f"{v}_seconds"] = (seconds[v], "{:.0f}")
+    a0 = CurveMLP.load(results["conditioned"].alm_prime_path).settings.get("a0")
+    values["conditioned_a0"] = (a0, "{:.3f}")
+    return records, values
+
+
+def fitter_recovery(scale: str, noise: float, seed: int = 0) -> pd.DataFrame:
+    """The on-the-fly fitter (tuned settings) and p_ELM on the known-answer chapter's synthetic
+    families (:func:`apd.evaluation.known_answer.recovery_table`, two grids x two regimes), without
+    noise and with Gaussian noise of sd ``noise`` on every member's probability. One row per
+    (noise, grid, regime): the fitter's and p_ELM's median |c_hat - c_true| and their ratio.
+    ``scale``: a size of ``known_answer.SIZES`` (another pico scale reads as ``"default"``)."""
+    size = scale if scale in known_answer.SIZES else "default"
+    rows = []
+    for sd in (0.0, float(noise)):
+        t = known_answer.recovery_table(size, noise=sd, seed=seed, estimators=["p_elm", "fit_tuned"])
+        t = t[t["estimator"] == "fit_tuned"]
+        rows.append(
+            pd.DataFrame(
+                {
+                    "noise": sd,
+                    "grid": t["grid"],
+                    "regime": t["regime"],
+                    "fitter error": t["median_abs_error"],
+                    "p_ELM error": t["p_elm_error"],
+                    "ratio": t["median_abs_error"] / t["p_elm_error"],
+                }
+            )
+        )
+    return pd.concat(rows, ignore_index=True)
+
+
+def fitter_values(table: pd.DataFrame) -> Values:
+    """The fitter's error as a multiple of p_ELM's (:func:`fitter_recovery`), smallest and largest
+    over the cells, without noise (``fit_clean_ratio_*``) and with it (``fit_noisy_ratio_*``), and which
+    sentence holds with noise: worse than p_ELM in every cell, better in every cell, or mixed.
+
+    Example:
+        >>> t = pd.DataFrame({"noise": [0.0, 0.0, 0.005, 0.005], "ratio": [0.01, 0.02, 1.7, 2.4]})
+        >>> v = fitter_values(t)
+        >>> v["fit_noisy_ratio_min"][0], v["fit_noisy_worse"][0], v["fit_noisy_beats"][0]
+        (1.7, True, False)
+    """
+    clean, noisy = table.loc[table["noise"] == 0, "ratio"], table.loc[table["noise"] > 0, "ratio"]
+    return {
+        "fit_noise": (float(table["noise"].max()), "{:g}"),
+        "fit_clean_ratio_min": (float(clean.min()), "{:.2f}"),
+        "fit_clean_ratio_max": (float(clean.max()), "{:.2f}"),
+        "fit_noisy_ratio_min": (float(noisy.min()), "{:.2f}"),
+        "fit_noisy_ratio_max": (float(noisy.max()), "{:.2f}"),
+        "fit_noisy_worse": (bool(noisy.min() > 1), None),
+        "fit_noisy_beats": (bool(noisy.max() < 1), None),
+        "fit_noisy_mixed": (bool(noisy.min() <= 1 <= noisy.max()), None),
+    }
+
+
+# -- gates -----------------------------------------------------------------------------------------
+
+
+def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
+    """Every variant's gates as the engaged-variant choice read them (``sel``: an
+    ``apd.amateur.VariantSelection``), plus the release configuration's other lambda3 runs
+    (:func:`apd.amateur.run_gates`, cached beside each run), one row per run."""
+    table = sel.table.assign(run=sel.table["variant"])
+    if result.tuning is None:
+        return table
+    extra = [
+        dict(
+            run=f"release, lambda3 = {r.lambda3:g}",
+            variant="release",
+            lambda3=r.lambda3,
+            **run_gates(r.alm_prime, fam, built, scale=scale).to_dict(),
+        )
+        for r in result.tuning.itertuples()
+        if not r.chosen
+    ]
+    return pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
+
+
+def gate_table_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`gate_table`'s columns a reader reads, with names in words."""
+    return table[
+        [
+            "run",
+            "lambda3",
+            "curve_alive",
+            "l1_curve",
+            "l1_flat",
+            "collapsed",
+            "collapsed_cd",
+            "moved_kl",
+            "toward_expert",
+            "reason",
+        ]
+    ].rename(
+        columns={
+            "curve_alive": "curve alive",
+            "l1_curve": "L1 of the curves",
+            "l1_flat": "L1 of a flat line",
+            "collapsed": "share at the expert",
+            "collapsed_cd": "same for CD (T = 1)",
+            "moved_kl": "KL(ALM || ALM')",
+            "toward_expert": "APD between CD (0) and the expert (1)",
+            "reason": "gates",
+        }
+    )
+
+
+def gate_values(sel, variant_names) -> Values:
+    """Per variant its gates' measurements and verdict; which variants engage; the gates of the
+    ALM' the book uses (``gate_*``) and the thresholds (:data:`apd.amateur.THRESHOLDS`)."""
+    by_variant = sel.table.set_index("variant")
+    values: Values = {}
+    for v in variant_names:
+        row = by_variant.loc[v]
+        values.update(
+            {
+                f"{v}_gate_engaged": (int(row["engaged"]), None),
+                f"{v}_gate_reason": (row["reason"], None),
+                f"{v}_gate_verdict": ("engaged" if row["engaged"] else f"not engaged ({row['reason']})", None),
+            }
+        )
+        for key in ("curve_alive", "l1_curve", "l1_flat", "collapsed", "moved_kl", "toward_expert"):
+            values[f"{v}_{key}"] = (float(row[key]), None)
+    engaged = [v for v in variant_names if by_variant.loc[v, "engaged"]]
+    values.update(
+        n_variants=(len(variant_names), None),
+        n_engaged=(len(engaged), None),
+        engaged_list=(", ".join(engaged) or "none of them", None),
+        any_engaged=(bool(engaged), None),
+        variant_used=(sel.variant, None),
+        variant_used_engaged=(int(sel.engaged), None),
+        variant_used_note=(sel.note, None),
+    )
+    g = sel.gates.to_dict()
+    for key in ("curve_alive", "l1_curve", "l1_flat", "collapsed", "collapsed_cd", "moved_kl", "toward_expert"):
+        values[f"gate_{key}"] = (g[key], None)
+    for key in ("alive", "not_trivial", "moved", "engaged"):
+        values[f"gate_{key}"] = (int(g[key]), None)
+    what = "the release configuration" if sel.variant == "release" else f"the {sel.variant} variant"
+    values["gate_verdict"] = (
+        f"engaged ({what})" if sel.engaged else f"not engaged ({what}: {sel.gates.reason}; no variant engages)",
+        None,
+    )
+    values["gate_reason"] = (f"{what}: {sel.gates.reason or 'all gates pass'}", None)
+    values["gate_positions"] = (g["n_positions"], None)
+    values.update(
+        gate_alive_min=(THRESHOLDS.alive_min, None),
+        gate_collapse_tol=(THRESHOLDS.collapse_tol, None),
+        gate_collapsed_max=(THRESHOLDS.collapsed_max, None),
+        gate_moved_min=(THRESHOLDS.moved_min, None),
+    )
+    for v in variant_names:
+        for w in ("apd", "elm", "cd"):
+            values[f"{v}_fidelity_{w}"] = (by_variant.loc[v].get(f"fidelity_{w}"), "{:.3f}")
+    return values
+
+
+def gate_reading(sel, variant_names) -> tuple[pd.DataFrame, Values]:
+    """Every variant under the former thresholds (:data:`apd.amateur.FORMER_THRESHOLDS`) and the
+    current ones, beside its moved KL and its fidelity to the distillation targets."""
+    by_variant = sel.table.set_index("variant")
+
+    def word(g):
+        return "engaged" if g.engaged else g.reason
+
+    table = pd.DataFrame(
+        [
+            {
+                "variant": v,
+                "KL(ALM || ALM')": by_variant.loc[v, "moved_kl"],
+                "fidelity: KL(target || c_APD)": by_variant.loc[v].get("fidelity_apd"),
+                "KL(target || p_ELM)": by_variant.loc[v].get("fidelity_elm"),
+                "KL(target || c_CD)": by_variant.loc[v].get("fidelity_cd"),
+                "former thresholds": word(sel.gates_of(v).under(FORMER_THRESHOLDS)),
+                "current thresholds": word(sel.gates_of(v)),
+            }
+            for v in variant_names
+        ]
+    )
+    return table, {f"{v}_gate_former": (f, None) for v, f in zip(variant_names, table["former thresholds"])}
+
+
+# -- the evaluation sets ---------------------------------------------------------------------------
+
+
+@dataclass
+class WorldQuestions:
+    """The world's questions of the chapter: ``items`` (dev first, then test), ``qa`` (every member's
+    scores, :func:`apd.family.score_world_qa`), ``amateurs`` ({variant: (n, V) log-probabilities of
+    its ALM'}), ``split`` ("dev"/"test"), ``bucket`` and ``person`` per item, and the glue ``values``."""
+
+    items: list
+    qa: Any
+    amateurs: dict
+    split: np.ndarray
+    bucket: np.ndarray
+    person: np.ndarray
+    values: Values
+
+
+def world_questions(fam, built, models: dict, seed: int, per_bucket: int, rng) -> Optional[WorldQuestions]:
+    """At most ``per_bucket`` questions per frequency bucket from each half (dev, test) of the world's
+    evaluation people (``rng`` draws them, dev first), scored by every member and every ALM' of
+    ``models``; None for a Hub family (``built`` None)."""
+    if built is None:
+        return None
+    world = built.corpus.world
+    dev_all, test_all = dev_test_split(built.corpus.qa_items, world, seed)
+    dev, test = sample_per_bucket(dev_all, per_bucket, rng), sample_per_bucket(test_all, per_bucket, rng)
+    items = dev + test
+    qa = score_world_qa(fam, world, items)
+    prompts = [it.prompt for it in items]
+    amateurs = {v: next_token_log_probs(m, fam.tokenizer, prompts, fam.vocab_size) for v, m in models.items()}
+    values: Values = {
+        "n_dev_items": (len(dev), None),
+        "n_test_items": (len(test), None),
+        "n_dev_people": (len({it.person for it in dev}), None),
+        "n_test_people": (len({it.person for it in test}), None),
+    }
+    return WorldQuestions(
+        items,
+        qa,
+        amateurs,
+        np.array(["dev"] * len(dev) + ["test"] * len(test)),
+        np.array([it.bucket for it in items]),
+        np.array([it.person for it in items]),
+        values,
+    )
+
+
+def question_counts(wq: Optional[WorldQuestions]) -> Values:
+    """The numbers of dev and test questions and people (all 0 without a world).
+
+    Example:
+        >>> question_counts(None)["n_test_items"]
+        (0, None)
+    """
+    if wq is None:
+        return {k: (0, None) for k in ("n_dev_items", "n_test_items", "n_dev_people", "n_test_people")}
+    return wq.values
+
+
+def heldout_texts(built) -> list[str]:
+    """The held-out documents: pico's validation split, or for a Hub family the Wikipedia leads of
+    the synthetic corpus's validation split."""
+    if built is not None:
+        return built.corpus.validation
+    corp = build_corpus(CorpusConfig())
+    return [d for d, s in zip(corp.validation, corp.sources["validation"]) if s == "wiki"]
+
+
+# -- fitted curves ---------------------------------------------------------------------------------
+
+
+@dataclass
+class CurveSource:
+    """Where the fitted-curve examples come from: the method distributions ``dist`` (their top-k
+    ``ids`` and on-the-fly fit), every member's (N, n, V) ``logprobs``, every ALM''s ``amateurs``,
+    the ``gold`` ids, the ``truth`` (None on held-out text), the candidate rows ``pool``, a ``label``
+    per row and the ``bucket`` per row (None on held-out text)."""
+
+    dist: Any
+    logprobs: Any
+    amateurs: dict
+    gold: Any
+    truth: Any
+    pool: np.ndarray
+    label: list
+    bucket: Optional[np.ndarray]
+
+
+def curve_source(wq: Optional[WorldQuestions], mdist, text: dict, tdist) -> CurveSource:
+    """The test questions of the world (``wq``, ``mdist``) or, without a world, the held-out text."""
+    if wq is not None:
+        return CurveSource(
+            mdist,
+            wq.qa.logprobs,
+            wq.amateurs,
+            wq.qa.gold,
+            wq.qa.truth,
+            np.nonzero(wq.split == "test")[0],
+            [f"{it.bucket}: {it.prompt.splitlines()[0][:48]}" for it in wq.items],
+            wq.bucket,
+        )
+    gold = text["next_ids"]
+    return CurveSource(
+        tdist,
+        text["member_logprobs"],
+        text["amateurs_logprobs"],
+        gold,
+        None,
+        np.arange(len(gold)),
+        [f"held-out position {i}" for i in range(len(gold))],
+        None,
+    )
+
+
+def curve_examples(src: CurveSource, n: int) -> list[int]:
+    """Up to ``n`` rows whose gold token is among the expert's top tokens: one per frequency bucket
+    first (on the world), then the first others."""
+    candidates = [int(i) for i in src.pool if (src.dist.ids[i] == src.gold[i]).any()]
+    chosen = []
+    if src.bucket is not None:
+        for b in BUCKETS:
+            chosen += [i for i in candidates if src.bucket[i] == b][:1]
+    chosen += [i for i in candidates if i not in chosen]
+    return chosen[:n]
+
+
+def curve_predictions(src: CurveSource, chosen: list[int], results: dict, n_members: int) -> dict:
+    """{variant: its curve MLP's prediction (:func:`apd.amateur.predict_curves`) on the ``chosen``
+    rows' top-k tokens} for every variant with a curve MLP (``results``: {variant: APDResult})."""
+    if not chosen:
+        return {}
+    pick = np.array(chosen)
+    cid = src.dist.ids[pick]  # (n, k)
+    lp_k = np.take_along_axis(src.logprobs[:, pick], np.broadcast_to(cid, (n_members,) + cid.shape), -1)  # (N, n, k)
+    return {
+        v: predict_curves(r.alm_prime_path, lp_k, at(src.logprobs[-1][pick], cid), at(src.amateurs[v][pick], cid))
+        for v, r in results.items()
+        if (r.alm_prime_path / "curve_mlp.pt").is_file()
+    }
+
+
+def draw_fitted_curve(ax, src: CurveSource, preds: dict, j: int, i: int, x, top_k: int, tokenizer) -> None:
+    """Panel ``j`` (row ``i`` of ``src``): the members' probabilities of the gold token at their log
+    sizes ``x``, each MLP's curve and asymptote (``preds``, :func:`curve_predictions`), the on-the-fly
+    curve and the truth, all renormalised over the expert's top ``top_k`` tokens."""
+    cid = src.dist.ids[i]
+    w = int(np.nonzero(cid == src.gold[i])[0][0])
+    first = next(iter(preds.values()), None)
+    if first is not None:
+        ax.plot(x, first.observed[j, w].numpy(), "o", color=COLORS["members"], label="members", zorder=3)
+    styles = {"release": (COLORS["apd"], "-"), "conditioned": (COLORS["apd_conditioned"], "-")}
+    for v, pred in preds.items():
+        color, ls = styles.get(v, (COLORS["apd"], "--"))
+        ax.plot(pred.x.numpy(), pred.curve[j, w].numpy(), color=color, ls=ls, label=f"MLP curve, {v}")
+        ax.axhline(float(pred.asymptote[j, w]), color=color, ls="--", lw=1, label=f"its c (APD {v}, T = 1)")
+    fit = src.dist.fly_fit
+    if fit is not None and first is not None:
+        r = i * top_k + w
+        fc = get_decay("exponential")(first.x, fit.c[r : r + 1], fit.params[r : r + 1])
+        fc = flip_values(fc, fit.flipped[r : r + 1, None])[0]
+        ax.plot(first.x.numpy(), fc.numpy(), color=COLORS["apd_fly"], label="on-the-fly curve")
+    if src.truth is not None:
+        t_k = at(src.truth[i][None], cid[None])[0]
+        if t_k.sum() > 0:
+            ax.axhline(float(t_k[w] / t_k.sum()), color=COLORS["truth"], lw=1.2, label="truth")
+    ax.set_xlabel(XLABEL_LOG_SIZE)
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(wrap(f"{src.label[i]} → {tokenizer.decode([int(src.gold[i])])!r}", 48), fontsize=9)
+    ax.set_ylabel("probability\n(renormalised over the ELM top 20)")
+
+
+def curve_values(preds: dict, chosen: list[int]) -> Values:
+    """How far from flat each MLP's curves are (mean |curve at the ALM - asymptote| over the drawn
+    tokens), the ALM-expert spread of the members' probabilities, and the number of examples."""
+    values: Values = {
+        f"{v}_mlp_gap": (float((p.curve[..., 0] - p.asymptote).abs().mean()), "{:.3f}") for v, p in preds.items()
+    }
+    if chosen:
+        first = next(iter(preds.values()), None)
+        spread = (first.observed[..., 0] - first.observed[..., -1]).abs().mean() if first is not None else float("nan")
+        values["member_spread"] = (float(spread), "{:.3f}")
+    else:
+        values["member_spread"] = (None, "{:.3g}")
+    for v in ("release", "conditioned"):
+        if not (chosen and v in preds):
+            values[f"{v}_mlp_gap"] = (None, "{:.3g}")
+    values["n_curve_examples_drawn"] = (len(chosen), None)
+    return values
+
+
+# -- the world's truth -----------------------------------------------------------------------------
+
+
+def dev_knobs(dev_frame: pd.DataFrame, inv_T_grid) -> tuple[dict, Values]:
+    """Each method's knob with the lowest KL on the dev questions ({method: 1/T or w}), and where CD's
+    and APD's 1/T sit in the grid (at an edge the optimum may lie beyond it).
+
+    Example:
+        >>> f = pd.DataFrame({"method": ["CD", "CD", "APD"], "knob": [0.5, 1.0, 1.0], "kl": [0.8, 0.9, 0.7]})
+        >>> knobs, values = dev_knobs(f, [0.5, 1.0])
+        >>> knobs["CD"], values["cd_invT_where"][0], values["apd_invT_where"][0]
+        (0.5, 'the smallest value of the grid', 'the largest value of the grid')
+    """
+    knobs, grid = best_knobs(dev_frame, "kl"), sorted(inv_T_grid)
+    return knobs, {
+        "cd_best_invT": (knobs["CD"], "{:g}"),
+        "apd_best_invT": (knobs["APD"], "{:g}"),
+        "cd_invT_where": (_where(knobs["CD"], grid), "{}"),
+        "apd_invT_where": (_where(knobs["APD"], grid), "{}"),
+        "invT_grid_text": (", ".join(f"{v:g}" for v in grid), "{}"),
+        "fly_w": (knobs.get("APD on the fly"), "{:g}"),
+    }
+
+
+def truth_table(test_frame: pd.DataFrame, measure: str, knobs: dict, fly: bool, label_of: dict) -> pd.DataFrame:
+    """Mean ``measure`` on the test questions per method row (every 1/T of CD and APD, the expert,
+    APD on the fly at its dev-chosen w) and frequency bucket; the variants (``label_of``'s methods)
+    have their own table. Columns carry their item counts, ``"head (n=40)"``, the last is all items."""
+    keep = {"APD on the fly": knobs["APD on the fly"]} if fly else {}
+    tab = bucket_summary(test_frame[~test_frame["method"].isin(list(label_of.values()))], measure, knobs=keep)
+    counts = tab.attrs["n"]
+    tab.columns = [f"{c} (n={counts[c]})" for c in tab.columns]
+    return tab
+
+
+def truth_values(tab: pd.DataFrame, measure: str, knobs: dict, fly: bool) -> Values:
+    """The expert, CD (dev-best and T = 1), APD (T = 1 and dev-best) and APD on the fly over all test
+    questions of :func:`truth_table`, their comparisons in words, and APD against CD on tail and head."""
+    allcol = tab.columns[-1]
+    elm = float(tab.loc["ELM", allcol])
+    cd = float(tab.loc[method_label("CD", knobs["CD"]), allcol])
+    apd1 = quote(tab, method_label("APD", 1.0), allcol)
+    apdb = float(tab.loc[method_label("APD", knobs["APD"]), allcol])
+    fly_v = float(tab.loc[method_label("APD on the fly", knobs["APD on the fly"]), allcol]) if fly else float("nan")
+    cd1 = quote(tab, method_label("CD", 1.0), allcol)
+    values: Values = {
+        f"{measure}_{k}": (v, "{:.4f}")
+        for k, v in (("elm", elm), ("cd", cd), ("apd1", apd1), ("apdbest", apdb), ("fly", fly_v), ("cd1", cd1))
+    }
+    for k, (a, b) in {
+        "apd1_vs_cd": (apd1, cd),
+        "apd1_vs_elm": (apd1, elm),
+        "apdbest_vs_cd": (apdb, cd),
+        "fly_vs_cd": (fly_v, cd),
+    }.items():
+        values[f"{measure}_{k}"] = (compare_word(a, b), "{}")
+    for name in ("tail", "head"):
+        cols = [c for c in tab.columns if c.startswith(name)]
+        a = float(tab.loc[method_label("APD", knobs["APD"]), cols[0]]) if cols else float("nan")
+        c = float(tab.loc[method_label("CD", knobs["CD"]), cols[0]]) if cols else float("nan")
+        values.update(
+            {
+                f"{measure}_{name}_apd_vs_cd": (compare_word(a, c), "{}"),
+                f"{measure}_{name}_apd": (a, "{:.3f}"),
+                f"{measure}_{name}_cd": (c, "{:.3f}"),
+            }
+        )
+    return values
+
+
+def no_truth_values() -> Values:
+    """The world's measures as missing, for a Hub family (no world, no truth).
+
+    Example:
+        >>> values = no_truth_values()
+        >>> values["kl_elm"], len(values)
+        ((None, '{:.3g}'), 38)
+    """
+    names = ["cd_best_invT", "apd_best_invT", "cd_invT_where", "apd_invT_where", "invT_grid_text", "fly_w"]
+    names += [
+        f"{m}_{k}"
+        for m in TRUTH_MEASURES
+        for k in (
+            "elm",
+            "cd",
+            "apd1",
+            "apdbest",
+            "fly",
+            "cd1",
+            "apd1_vs_cd",
+            "apd1_vs_elm",
+            "apdbest_vs_cd",
+            "fly_vs_cd",
+            "tail_apd_vs_cd",
+            "tail_apd",
+            "tail_cd",
+            "head_apd_vs_cd",
+            "head_apd",
+            "head_cd",
+        )
+    ]
+    return {k: (None, "{:.3g}") for k in names}
+
+
+def draw_sweep(ax, tab: pd.DataFrame, col: str, inv_T_grid, fly_knob: Optional[float] = None) -> None:
+    """CD's and APD's column ``col`` of ``tab`` against 1/T, the expert (dashed) and APD on the fly at
+    ``fly_knob`` (dotted; None: not drawn)."""
+    for method, color, marker in (("CD", COLORS["cd"], "o"), ("APD", COLORS["apd"], "s")):
+        ax.plot(
+            inv_T_grid,
+            [quote(tab, method_label(method, v), col) for v in inv_T_grid],
+            marker=marker,
+            color=color,
+            label=method,
+        )
+    ax.axhline(quote(tab, "ELM", col), color=COLORS["elm"], ls="--", label="ELM")
+    if fly_knob is not None:
+        ax.axhline(
+            quote(tab, method_label("APD on the fly", fly_knob), col),
+            color=COLORS["apd_fly"],
+            ls=":",
+            lw=2,
+            label=f"on the fly, w = {fly_knob:g}",
+        )
+    ax.set_xlabel("1/T")
+
+
+def plot_truth(tab: pd.DataFrame, inv_T_grid, fly_knob: Optional[float], title: str):
+    """One :func:`draw_sweep` panel per column of :func:`truth_table` (per bucket, then all); the figure."""
+    fig, axes = panels(len(tab.columns), ncols=2, panel_height=3.2)
+    for ax, col in zip(axes, tab.columns):
+        draw_sweep(ax, tab, col, inv_T_grid, fly_knob)
+        ax.set_title(col, fontsize=10)
+        ax.set_ylabel(wrap(title, 30))
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"World questions about the test people: {title} (lower is better)", fontsize=11)
+    return fig
+
+
+#: the paired comparisons over the test questions: key -> (method a, method b, measure); a's value minus b's,
+#: every method at its dev-best knob (``None``: the key of ``knobs``), the T = 1 comparison at 1/T = 1
+_PAIRS = {
+    "kl_fly_gain": (("APD on the fly", None), ("APD", None), "kl"),
+    "kl_cd_gain": (("ELM", 0.0), ("CD", None), "kl"),
+    "kl_apd_gain": (("CD", None), ("APD", None), "kl"),
+    "nll_apd_gain": (("CD", None), ("APD", None), "nll"),
+    "kl_apd1_gain": (("CD", 1.0), ("APD", 1.0), "kl"),
+}
+
+
+def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
+    """The paired differences of :data:`_PAIRS` over the test questions (standard errors over people,
+    :func:`apd.world.paired_methods`): mean, se, smallest detectable difference, questions and people;
+    the verdict of APD against CD (1.96 standard errors) in words and as three conditions
+    (``apd_closer``, ``cd_closer``, ``apd_cd_tie``), and CD's KL minus APD's as ``difference ± se``.
+
+    Example:
+        >>> f = pd.DataFrame([dict(method=m, knob=1.0, item=i, person=i // 2, kl=kl + 0.01 * i, nll=1.0)
+        ...                   for i in range(4) for m, kl in (("ELM", 1.0), ("CD", 0.8), ("APD", 0.7))])
+        >>> v = paired_world(f, {"CD": 1.0, "APD": 1.0})
+        >>> v["kl_apd_gain_pm"][0], v["apd_closer"][0], paired_world(None, {})["apd_cd_tie"][0]
+        ('+0.100 ± 0.000', True, False)
+    """
+    values: Values = {}
+    paired = {}
+    for name, (a, b, measure) in _PAIRS.items():
+        a, b = (a[0], knobs.get(a[0]) if a[1] is None else a[1]), (b[0], knobs.get(b[0]) if b[1] is None else b[1])
+        ok = test_frame is not None and None not in (a[1], b[1])
+        r = paired[name] = paired_methods(test_frame, a, b, measure, cluster="person") if ok else None
+        values.update(
+            {
+                name: (r.mean if r else None, "{:+.4f}" if "apd_gain" in name else "{:.4f}"),
+                f"{name}_se": (r.se if r else None, "{:.4f}"),
+                f"{name}_mde": (r.mde if r else None, "{:.4f}"),
+                f"{name}_n": (r.n if r else None, "{:d}"),
+                f"{name}_people": (r.n_groups if r else None, "{:d}"),
+            }
+        )
+    r = paired["kl_apd_gain"]
+    word = verdict(-r.mean, r.se, z=1.96) if r else None  # 'better': APD's KL is lower
+    values["apd_vs_cd_sentence"] = (None if r is None else _APD_VS_CD[word], "{}")
+    values["apd_vs_cd_verdict"] = (word, "{}")
+    values.update(
+        apd_closer=(word == "better", None), cd_closer=(word == "worse", None), apd_cd_tie=(word == "tie", None)
+    )
+    values["kl_apd_gain_pm"] = (plus_minus(r.mean, r.se) if r else None, "{}")
+    cd_rows = (
+        test_frame[(test_frame["method"] == "CD") & np.isclose(test_frame["knob"], knobs["CD"])]
+        if test_frame is not None
+        else None
+    )
+    values["kl_apd_gain_rel"] = (r.mean / cd_rows["kl"].mean() if r else None, "{:.2%}")
+    return values
+
+
+def variants_against_cd(
+    test_frame: Optional[pd.DataFrame], knobs: dict, sel, results: dict, records: dict, label_of: dict
+) -> tuple[Optional[pd.DataFrame], Optional[dict], Values]:
+    """Every variant (``label_of``: {variant: its method label}) against CD on the test questions,
+    each at its dev-best 1/T (:func:`apd.world.paired_table`, standard errors over people): the table
+    (gates, lambda3, 1/T, KL and NLL, CD's minus its own with se and MDE, per bucket), the paired
+    tables {"kl", "nll"}, and the values; ``(None, None, missing values)`` without a world."""
+    names = list(label_of)
+    by_variant = sel.table.set_index("variant")
+    vt = gains = None
+    if test_frame is not None:
+        rows = {v: (label_of[v], knobs[label_of[v]]) for v in names}
+        gains = {m: paired_table(test_frame, rows, ("CD", knobs["CD"]), m, cluster="person") for m in ("kl", "nll")}
+        vt = pd.DataFrame(
+            {
+                "variant": names,
+                "engaged": [bool(by_variant.loc[v, "engaged"]) for v in names],
+                "used": [v == sel.variant for v in names],
+                "lambda3": [results[v].lambda3 for v in names],
+                "1/T (dev)": [knobs[label_of[v]] for v in names],
+            }
+        )
+        for m in ("kl", "nll"):
+            g = gains[m].loc[names]
+            vt[f"{m}"], vt[f"{m} gain over CD"], vt[f"{m} gain se"] = (
+                g["mean"].to_numpy(),
+                g["gain"].to_numpy(),
+                g["gain_se"].to_numpy(),
+            )
+            vt[f"{m} smallest detectable"] = g["gain_mde"].to_numpy()
+        for b in BUCKETS:
+            vt[f"kl gain, {b}"] = gains["kl"].loc[names, f"gain_{b}"].to_numpy()
+        vt["steps"] = [records[v]["steps"] for v in names]
+    values: Values = {}
+    for i, v in enumerate(names):
+        g = {m: (gains[m].loc[v] if vt is not None else None) for m in ("kl", "nll")}
+        values[f"{v}_inv_T"] = (None if vt is None else vt["1/T (dev)"].iloc[i], "{:g}")
+        values[f"{v}_dev_kl"] = (by_variant.loc[v, "dev_kl"], "{:.4f}")
+        for m in ("kl", "nll"):
+            for key, col, fmt in (
+                ("", "mean", "{:.4f}"),
+                ("_gain", "gain", "{:+.4f}"),
+                ("_gain_se", "gain_se", "{:.4f}"),
+                ("_gain_mde", "gain_mde", "{:.4f}"),
+            ):
+                values[f"{v}_{m}{key}"] = (None if g[m] is None else g[m][col], fmt)
+        w = None if g["kl"] is None else verdict(-g["kl"]["gain"], g["kl"]["gain_se"], z=1.96)
+        values[f"{v}_vs_cd"] = (
+            {
+                "better": "closer to the truth than CD",
+                "worse": "farther from the truth than CD",
+                "tie": "not distinguishable from CD",
+            }.get(w),
+            "{}",
+        )
+    return vt, gains, values
+
+
+def regime(
+    profile: str, gains: Optional[dict], variant_used: str, variant_names
+) -> tuple[Optional[pd.DataFrame], Values]:
+    """Per frequency bucket, each variant's KL gain over CD ± se (``gains``: :func:`variants_against_cd`'s)
+    beside the family chapter's shares of rising gold curves and of those flattening
+    (:func:`apd.report.family_saturation`); for the variant the book uses, the gains, the bucket
+    where it is highest, and which buckets' gains differ from zero after Holm's correction."""
+    sat = family_saturation(profile)
+    table = None
+    if gains is not None:
+        kl = gains["kl"]
+        table = pd.DataFrame(index=list(BUCKETS))
+        if sat is not None:
+            table["gold curves rising (family)"] = sat["share rising"].reindex(table.index)
+            table["of which flattening (family)"] = sat["share flattening (of rising)"].reindex(table.index)
+        table["test questions"] = [int(kl.loc[variant_used, f"n_{b}"]) for b in table.index]
+        table["CD KL"] = [kl.loc[variant_used, f"mean_{b}"] + kl.loc[variant_used, f"gain_{b}"] for b in table.index]
+        for v in variant_names:
+            table[f"{v}: gain"] = [kl.loc[v, f"gain_{b}"] for b in table.index]
+            table[f"{v}: se"] = [kl.loc[v, f"gain_{b}_se"] for b in table.index]
+    have, flat_known = table is not None, table is not None and sat is not None
+    gain, se = f"{variant_used}: gain", f"{variant_used}: se"
+    values: Values = {}
+    for b in BUCKETS:
+        values[f"regime_{b}_gain"] = (table.loc[b, gain] if have else None, "{:+.4f}")
+        values[f"regime_{b}_gain_se"] = (table.loc[b, se] if have else None, "{:.4f}")
+        values[f"regime_{b}_flat"] = (table.loc[b, "of which flattening (family)"] if flat_known else None, "{:.0%}")
+    values["regime_best_bucket"] = (table[gain].idxmax() if have else None, "{}")
+    values["regime_flat_order"] = (
+        None
+        if not flat_known
+        else ", ".join(table["of which flattening (family)"].sort_values(ascending=False).index),
+        "{}",
+    )
+    # three buckets, three tests: Holm's correction keeps the chance of any false "significant" at 5%
+    pv = [p_two_sided(table.loc[b, gain], table.loc[b, se]) if have else float("nan") for b in BUCKETS]
+    signif = [b for b, ok in zip(BUCKETS, holm(pv)) if ok]
+    values.update({f"regime_{b}_p": (p, "{:.3g}") for b, p in zip(BUCKETS, pv)})
+    holm_note = "after Holm's correction for three buckets (standard errors over people)"
+    if not have:
+        sentence = None
+    elif not signif:
+        sentence = (
+            f"no bucket's gain differs from zero {holm_note}, so this build cannot tell how the gain "
+            "depends on the regime"
+        )
+    else:
+        listed = " and ".join([", ".join(signif[:-1]), signif[-1]] if len(signif) > 1 else signif)
+        sentence = f"{holm_note} the gain differs from zero on {listed} questions"
+    values["regime_sentence"] = (sentence, "{}")
+    return table, values
+
+
+# -- held-out text ---------------------------------------------------------------------------------
+
+
+def text_summary(
+    tframe: pd.DataFrame, knobs: dict, world: bool, inv_T_grid, fly: bool, label_of: dict
+) -> tuple[pd.DataFrame, Optional[float], Values]:
+    """The next-token -log(p + 0.01) on held-out text per method row (the variants aside), the on-the-fly
+    w used (chosen on the world's dev questions, or without a ``world`` the best here) and the values:
+    the expert, the best CD and APD over the grid, APD at T = 1, on the fly, their comparisons in
+    words, and the on-the-fly fit minus the best APD paired over positions."""
+    w_text = knobs.get("APD on the fly") if world else best_knobs(tframe, "nll").get("APD on the fly")
+    core = tframe[~tframe["method"].isin(list(label_of.values()))]
+    ttab = bucket_summary(core, "nll", by=None, knobs={"APD on the fly": w_text} if fly else None)
+    elm = quote(ttab, "ELM")
+    cd_best = min(quote(ttab, method_label("CD", v)) for v in inv_T_grid)
+    apd_best = min(quote(ttab, method_label("APD", v)) for v in inv_T_grid)
+    apd1 = quote(ttab, method_label("APD", 1.0))
+    fly_t = quote(ttab, method_label("APD on the fly", w_text)) if fly else float("nan")
+    values: Values = {"text_outside": (float(tframe.loc[tframe["method"] == "ELM", "nll"].isna().mean()), None)}
+    values.update(
+        {
+            f"text_{k}": (v, "{:.3f}")
+            for k, v in (("elm", elm), ("cdbest", cd_best), ("apdbest", apd_best), ("apd1", apd1), ("fly", fly_t))
+        }
+    )
+    values.update(
+        text_apd_vs_cd=(compare_word(apd_best, cd_best), "{}"),
+        text_apd_vs_elm=(compare_word(apd_best, elm), "{}"),
+        text_cd_vs_elm=(compare_word(cd_best, elm), "{}"),
+        text_fly_vs_elm=(compare_word(fly_t, elm), "{}"),
+    )
+    # paired over positions: the on-the-fly fit's nll minus the best APD's (positive: APD is better)
+    apd_knob = min(inv_T_grid, key=lambda v: quote(ttab, method_label("APD", v)))
+    rt = paired_methods(tframe, ("APD on the fly", w_text), ("APD", apd_knob), "nll") if fly else None
+    values.update(
+        text_fly_gain=(rt.mean if rt else None, "{:.4f}"), text_fly_gain_se=(rt.se if rt else None, "{:.4f}")
+    )
+    return ttab, w_text, values
+
+
+def plot_text(ttab: pd.DataFrame, inv_T_grid, fly_knob: Optional[float]):
+    """:func:`draw_sweep` of the held-out text's loss (:func:`text_summary`'s table); the figure."""
+    fig, ax = figure()
+    draw_sweep(ax, ttab, "all", inv_T_grid, fly_knob)
+    ax.set_ylabel("next-token -log(p + 0.01), nats")
+    ax.set_title("Held-out text (lower is better)", fontsize=11)
+    ax.legend(fontsize=8)
+    fig.set_layout_engine("constrained")
+    return fig
+
+
+def text_variants(
+    tframe: pd.DataFrame, knobs: dict, world: bool, label_of: dict
+) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
+    """Every variant on held-out text at its 1/T chosen on the world's dev questions (without a
+    ``world``: the best 1/T here), paired over positions with CD chosen the same way: the table, its
+    columns as shown, and the values."""
+    tk = knobs if world else best_knobs(tframe, "nll")
+    gain = paired_table(
+        tframe, {v: (label, tk[label]) for v, label in label_of.items()}, ("CD", tk["CD"]), "nll", by=None
+    )
+    values: Values = {}
+    for v in label_of:
+        values.update(
+            {
+                f"{v}_text_nll": (gain.loc[v, "mean"], "{:.4f}"),
+                f"{v}_text_gain": (gain.loc[v, "gain"], "{:+.4f}"),
+                f"{v}_text_gain_se": (gain.loc[v, "gain_se"], "{:.4f}"),
+            }
+        )
+    values["text_cd_knob"] = (tk["CD"], "{:g}")
+    values["text_knob_source"] = ("the world's dev questions" if world else "these positions", "{}")
+    shown = gain[["knob", "mean", "gain", "gain_se", "n"]].rename(
+        columns={
+            "knob": "1/T",
+            "mean": "-log(p + 0.01)",
+            "gain": "CD minus variant",
+            "gain_se": "se",
+            "n": "positions",
+        }
+    )
+    return gain, shown, values
+
+
+# -- the headline ----------------------------------------------------------------------------------
+
+Number = Optional[float | int | str]  # a glued value: a number, or the text a missing one reads as ("n/a")
+
+
+@dataclass(frozen=True)
+class ApdHeadline:
+    """The APD chapter's headline numbers: what other chapters, the claims (:mod:`apd.report.claims`)
+    and the findings (:mod:`apd.report.findings`) read from ``results/<profile>/apd.json``."""
+
+    n_variants: int  # variants of ALM' trained (apd.amateur.VARIANTS)
+    engaged_list: str  # the variants that pass every mechanism gate, "none of them" if none
+    variant_used_note: str  # the ALM' every chapter uses, in words (apd.amateur.VariantSelection.note)
+    gate_engaged: int  # 1 when that ALM' passes every mechanism gate
+    gate_reason: str  # which of its gates fail ("...: all gates pass" if none)
+    gate_verdict: str  # its gates' verdict in words ("engaged (...)" / "not engaged (...)")
+    release_gate_engaged: int  # 1 when the release configuration passes every gate
+    release_gate_reason: str  # the release configuration's failed gates
+    distilled_toward_expert: float  # the distilled variant's APD between CD at T = 1 (0) and the expert (1)
+    distilled_l1_curve: float  # the distilled variant's refitted curves' L1 on the held-out tokens
+    n_test_items: int  # world questions about the test people (0 for a Hub family)
+    kl_elm: Number  # the expert's KL(truth || method) on the test questions, nats
+    kl_cd: Number  # CD's, at its dev-best 1/T
+    kl_cd_gain: Number  # the expert's KL minus CD's, paired (the positive control)
+    kl_cd_gain_se: Number  # its standard error over people
+    kl_apd_gain: Number  # CD's KL minus APD's, paired over the test questions, nats
+    kl_apd_gain_se: Number  # its standard error over people
+    kl_apd_gain_mde: Number  # the smallest difference this comparison detects (5% test, 80% power)
+    kl_apd_gain_n: Number  # test questions the pair defines
+    kl_apd_gain_people: Number  # people those questions are about (the clusters of the se)
+    kl_fly_gain: Number  # APD on the fly's KL minus APD's, paired
+    kl_fly_gain_se: Number  # its standard error over people
+    regime_head_gain: Number  # CD's KL minus APD's on head questions
+    regime_torso_gain: Number  # ... on torso questions
+    regime_tail_gain: Number  # ... on tail questions
+    regime_head_flat: Number  # share of head questions' rising gold curves that flatten (family chapter)
+    regime_torso_flat: Number  # ... of torso questions'
+    regime_tail_flat: Number  # ... of tail questions'
+    text_apdbest: Number  # held-out text: the best APD's -log(p + 0.01) over the 1/T grid
+    text_fly: Number  # held-out text: APD on the fly's
+    text_fly_gain: Number  # held-out text: on the fly minus the best APD, paired over positions
+    text_fly_gain_se: Number  # its standard error over positions
+
+
+def headline(values: dict) -> ApdHeadline:
+    """The :class:`ApdHeadline` of a chapter's results ``values`` (a run's ``values`` or a loaded
+    ``apd.json``); raises KeyError naming the first missing key.
+
+    Example:
+        >>> h = headline({f.name: 0 for f in fields(ApdHeadline)})
+        >>> h.kl_apd_gain
+        0
+    """
+    return ApdHeadline(**{f.name: values[f.name] for f in fields(ApdHeadline)})

@@ -1,0 +1,182 @@
+"""The APD chapter's bookkeeping (apd.report.chapters.apd): its headline numbers cover what the rest
+of the book reads, and its tables and values come out right on tiny inputs and the smoke family."""
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import apd.report.chapters.apd as ch
+from apd.report import claims, pages
+from apd.world.truth import method_label
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _keys_read_from_apd() -> set[str]:
+    """Every result key of the APD chapter that the claims, the findings and other chapters read."""
+    keys = set()
+    for claim in claims.paper_claims():
+        for spec in claim.evidence:
+            if spec.stem == "apd":
+                keys |= {k for k in spec.keys if isinstance(k, str)} | ({spec.reason_key} - {None})
+    keys |= {
+        "variant_used_note",
+        "engaged_list",
+        "n_variants",
+        "kl_apd_gain",
+        "kl_apd_gain_se",
+        "kl_apd_gain_mde",
+        "kl_apd_gain_n",
+        "n_test_items",
+        "kl_apd_gain_people",
+        "gate_verdict",
+    }  # apd.report.findings
+    keys |= {f"regime_{b}_{k}" for b in ("head", "torso", "tail") for k in ("gain", "flat")}  # apd.report.findings
+    for stem in ("known_answer", "ablations"):  # the chapters that read apd.json
+        src = (ROOT / "notebooks" / f"{stem}.ipynb").read_text()
+        keys |= set(re.findall(r'apd_values\.get\(\\"(\w+)\\"\)', src))
+        keys |= set(re.findall(r'load_results\(profile, \\"apd\\"\)\.get\(\\"(\w+)\\"\)', src))
+    return keys
+
+
+def test_the_headline_has_every_key_the_book_reads_from_the_chapter():
+    keys = _keys_read_from_apd()
+    assert {"gate_engaged", "kl_cd_gain", "text_fly", "distilled_l1_curve", "distilled_toward_expert"} <= keys
+    fields = {f.name for f in ch.fields(ch.ApdHeadline)}
+    assert not keys - fields, f"read from apd.json but not in ApdHeadline: {sorted(keys - fields)}"
+
+
+def test_headline_reads_a_results_dict_and_names_a_missing_key():
+    values = {f.name: 1 for f in ch.fields(ch.ApdHeadline)}
+    assert ch.headline(values).kl_apd_gain == 1
+    del values["kl_cd"]
+    with pytest.raises(KeyError, match="kl_cd"):
+        ch.headline(values)
+
+
+def test_glue_sends_numbers_and_text_to_their_run_methods():
+    calls = []
+
+    class Run:
+        def glue(self, k, v):
+            calls.append(("glue", k, v))
+
+        def glue_text(self, k, v, fmt):
+            calls.append(("text", k, v, fmt))
+
+    ch.glue(Run(), {"n": (3, None), "kl": (None, "{:.3f}")})
+    assert calls == [("glue", "n", 3), ("text", "kl", None, "{:.3f}")]
+
+
+def test_loss_terms_and_fitter_values_on_tiny_inputs():
+    log = pd.DataFrame(
+        {"l1": [4.0, 3.0, 2.0, 1.0], "l2": [1.0] * 4, "l3": [0.0, 0.1, 0.2, 0.3], "loss": [5.0, 4.1, 3.2, 2.3]}
+    )
+    table, values = ch.loss_terms(log, lambda2=2.0)
+    assert values["log_window"] == (1, None) and table.loc["l3", "first steps"] == 0.0
+    assert values["l3_dir"][0] == "rose" and math.isclose(values["l2_share"][0], 2.0 / 2.3)
+    t = pd.DataFrame({"noise": [0.0, 0.0, 0.005, 0.005], "ratio": [0.3, 1.6, 0.9, 2.4]})
+    v = ch.fitter_values(t)
+    assert v["fit_noisy_mixed"][0] and not v["fit_noisy_worse"][0] and not v["fit_noisy_beats"][0]
+    assert v["fit_clean_ratio_max"] == (1.6, "{:.2f}")
+
+
+def _frame():
+    """A tiny method frame: 4 test questions about 2 people; CD and APD at two 1/T, the expert."""
+    rows = []
+    for q in range(4):
+        for method, knob, kl in (
+            ("ELM", 0.0, 1.0),
+            ("CD", 0.5, 0.8),
+            ("CD", 1.0, 0.9),
+            ("APD", 0.5, 0.7 + 0.01 * q),
+            ("APD", 1.0, 0.75),
+        ):
+            rows.append(
+                dict(method=method, knob=knob, kl=kl, nll=kl + 1, bucket="head", split="test", person=q // 2, item=q)
+            )
+    return pd.DataFrame(rows)
+
+
+def test_paired_world_chooses_exactly_one_verdict_sentence():
+    frame = _frame()
+    values = ch.paired_world(frame, {"CD": 0.5, "APD": 0.5})
+    verdicts = [k for k in ("apd_closer", "cd_closer", "apd_cd_tie") if values[k][0]]
+    assert len(verdicts) == 1
+    assert values["kl_apd_gain_n"][0] == 4 and values["kl_apd_gain_people"][0] == 2
+    assert values["kl_apd_gain_pm"][0].startswith("+0.0")
+    missing = ch.paired_world(None, {})
+    assert not any(missing[k][0] for k in ("apd_closer", "cd_closer", "apd_cd_tie"))
+    assert missing["kl_apd_gain"][0] is None and missing["apd_vs_cd_sentence"][0] is None
+
+
+def test_truth_values_and_the_dev_knobs():
+    frame = _frame()
+    knobs, values = ch.dev_knobs(frame, [0.5, 1.0])
+    assert knobs["CD"] == 0.5 and values["cd_invT_where"][0] == "the smallest value of the grid"
+    tab = ch.truth_table(frame, "kl", knobs, fly=False, label_of={})
+    assert tab.columns[-1].startswith("all") and method_label("APD", 0.5) in tab.index
+    v = ch.truth_values(tab, "kl", knobs, fly=False)
+    assert v["kl_elm"][0] == 1.0 and v["kl_apdbest_vs_cd"][0] == "lower than" and math.isnan(v["kl_fly"][0])
+    assert set(ch.no_truth_values()) >= {"kl_elm", "nll_head_cd", "fly_w"}
+
+
+def test_the_smoke_results_open_with_three_sentences():
+    """On a built smoke chapter: the opening shows one sentence per condition (gates, APD vs CD, the
+    fitter with noise), and every key the headline lists is in the results."""
+    path = ROOT / "results" / "smoke" / "apd.json"
+    if not path.is_file():
+        pytest.skip("no smoke build of the APD chapter")
+    values = json.loads(path.read_text())
+    ch.headline(values)
+    nb = json.loads((ROOT / "notebooks" / "apd.ipynb").read_text())
+    shown = [
+        c["id"]
+        for c in nb["cells"][:12]
+        if c["cell_type"] == "markdown"
+        and pages.cell_shown(c["metadata"].get("tags", []), values)
+        and c["id"] != "c00"
+    ]
+    opening = [i for i in shown if i.startswith(("c00-s1", "c00b", "c00s3"))]
+    assert len(opening) == 3, opening
+
+
+@pytest.fixture(scope="module")
+def smoke():
+    import apd
+
+    fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
+    results = {
+        v: apd.apd_model(fam, built, scale="smoke", variant=v, progress=False) for v in apd.amateur.VARIANT_NAMES
+    }
+    sel = apd.apd_model(fam, built, scale="smoke", variant="engaged", progress=False).selection
+    return fam, built, results, sel
+
+
+def test_tables_of_the_smoke_family(smoke):
+    fam, built, results, sel = smoke
+    names = list(results)
+    data, composition, values = ch.collection(results["release"].collect_dir)
+    assert len(data) == 7 and values["set_size"][0] > 20 and len(composition)
+    tune, tv = ch.variant_tuning(results)
+    assert {f"{v}_tune_grid" for v in names} <= set(tv)
+    values = ch.gate_values(sel, names)
+    assert values["n_variants"] == (len(names), None)
+    assert values["any_engaged"][0] == bool(values["n_engaged"][0])
+    reading, rv = ch.gate_reading(sel, names)
+    assert list(reading["variant"]) == names and set(rv) == {f"{v}_gate_former" for v in names}
+    records, rec = ch.variant_records(results, {v: 1.0 for v in names})
+    assert rec["conditioned_a0"][1] == "{:.3f}" and records["release"]["steps"] > 0
+    assert ch.question_counts(None)["n_test_items"] == (0, None)
+    assert np.all([isinstance(t, str) for t in ch.heldout_texts(built)[:3]])
+
+
+def test_module_examples_run():
+    import doctest
+
+    assert doctest.testmod(ch, optionflags=doctest.ELLIPSIS).failed == 0

@@ -1,0 +1,1 @@
+"""Chapter logic the book's notebooks call: table assembly, fallbacks and bookkeeping, one module per chapter."""

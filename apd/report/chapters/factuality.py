@@ -302,9 +302,12 @@ def figure4(res: pd.DataFrame, x: str, y: str, ylabel: str, title: str, cd_T: fl
     """One row of the paper's Figure 4 as a figure of three panels (:func:`figure4_curves`, rows of
     two): ``y`` against ``x`` (columns of a scored sweep, drawn in %). Returns the figure."""
     fig, axes = plots.panels(3, ncols=2, panel_width=5.0, panel_height=4.0)
-    colors = curve_colors(cd_T)
+    colors, markers = curve_colors(cd_T), {}
+    others = [t for t in sorted(set(map(float, cd_T_grid))) if not math.isclose(t, cd_T)]
+    for t, colour, marker in zip(others, [plots.PALETTE[i] for i in (0, 5, 3, 9)], ("s", "^", "D", "v")):
+        colors[f"CD T={t:g} + top-p k20"], markers[f"CD T={t:g} + top-p k20"] = colour, marker   # CD's other T apart
     for ax, (panel, curves) in zip(axes, figure4_curves(cd_T, cd_T_grid).items()):
-        scoring.plot_tradeoff(ax, res, curves, x=x, y=y, colors=colors)
+        scoring.plot_tradeoff(ax, res, curves, x=x, y=y, colors=colors, markers=markers)
         ax.set_title(panel)
         ax.set_ylabel(ylabel)
         plots.legend(ax, fontsize=8)

@@ -1,0 +1,231 @@
+"""The factuality chapter's bookkeeping (apd.report.chapters.factuality): its typed headline holds
+every key the verdicts read, its fallbacks glue every key as missing, and its tables and figures
+are built from a scored sweep."""
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from apd.report import pages
+from apd.report.chapters import factuality as ch
+from apd.report.claims import paper_claims
+from apd.world.world import World, WorldConfig
+
+matplotlib.use("Agg")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class FakeRun:
+    """What the chapter's helpers call on a Run: glue, glue_text (a missing value reads "n/a")."""
+
+    def __init__(self):
+        self.values = {}
+
+    def glue(self, key, value):
+        self.values[key] = value
+
+    def glue_text(self, key, value, fmt):
+        missing = value is None or (isinstance(value, float) and not math.isfinite(value))
+        self.values[key] = "n/a" if missing else value
+
+
+def test_every_key_the_verdicts_read_from_factuality_is_a_headline_field():
+    read = {k for claim in paper_claims() for e in claim.evidence if e.stem == "factuality" for k in e.keys}
+    read |= {e.reason_key for claim in paper_claims() for e in claim.evidence
+             if e.stem == "factuality" and getattr(e, "reason_key", None)}
+    assert read, "the claims read nothing from the factuality chapter?"
+    assert read <= set(ch.headline_keys()), sorted(read - set(ch.headline_keys()))
+
+
+def test_headline_from_values_reads_missing_as_none_and_names_an_absent_field():
+    values = {k: "n/a" for k in ch.headline_keys()}
+    values.update(ne_er_apd=0.55, ne_er_cd=float("nan"), headline_source="the world (exact checker)")
+    h = ch.FactualityHeadline.from_values(values)
+    assert (h.ne_er_apd, h.ne_er_cd, h.comp_apd_diff) == (0.55, None, None)
+    with pytest.raises(KeyError, match="ne_er_cd_gain"):
+        ch.FactualityHeadline.from_values({k: v for k, v in values.items() if k != "ne_er_cd_gain"})
+
+
+def test_conditions_follow_the_interval_and_are_false_where_nothing_ran():
+    h = ch.FactualityHeadline(ne_er_diff_verdict=-0.0155, ne_er_diff_se_verdict=0.0109, comp_apd_diff=-0.084,
+                              comp_apd_diff_se=0.0093, ne_er_cd_gain=0.05, ne_er_cd_gain_se=0.01)
+    c = h.conditions()
+    assert c["verdict_apd_undecided"] and not (c["verdict_apd_fewer"] or c["verdict_apd_more"])
+    assert c["comp_real_more"] and not (c["comp_real_fewer"] or c["comp_real_undecided"])
+    assert c["cd_control_holds"] and not c["cd_control_fails"]
+    assert not any(ch.FactualityHeadline().conditions().values())
+
+
+def test_record_headline_glues_each_field_once_with_its_conditions():
+    run = FakeRun()
+    got = ch.glue_values(run, {"n_methods": (3, None), "ne_er_apd": (0.5, "{:.3f}"), "x": (None, "{:.1%}")})
+    assert got == {"n_methods": 3, "ne_er_apd": 0.5, "x": None}
+    assert run.values == {"n_methods": 3, "x": "n/a"}   # a headline field waits for record_headline
+    values = {**dict.fromkeys(ch.headline_keys()), **got}
+    ch.record_headline(run, ch.FactualityHeadline.from_values(values))
+    assert run.values["ne_er_apd"] == 0.5 and run.values["ne_er_cd"] == "n/a"
+    assert run.values["verdict_apd_fewer"] is False and run.values["cd_control_fails"] is False
+
+
+def test_sweep_methods_add_real_and_table6_rows_only_with_a_T_r_grid():
+    args = ([0.8], [1.0], 2.0, [1.0], [2.0], 0.1, 1.0, [0.8, 0.6], ["low"])
+    methods, grid = ch.sweep_methods(*args, [4.0, 1.0], 4.0)
+    assert grid == [1.0, 4.0] and len(methods) == len({m.label for m in methods})
+    assert {"APD + REAL", "ELM + REAL"} <= {m.curve for m in methods}
+    plain, none = ch.sweep_methods(*args, [], 4.0)
+    assert none == [] and not any(m.threshold == "REAL" for m in plain)
+    assert ch.settings_values(2.0, [0.8, 0.6], 4.0, [])["real_T_r_used"] == (None, "{:g}")
+
+
+@pytest.fixture(scope="module")
+def world():
+    return World(WorldConfig.smoke())
+
+
+def test_world_prompts_and_the_checker_example(world):
+    prompts, n_test = ch.world_prompts(world, 0, 5)
+    assert len(prompts) == 5 and n_test >= 5 and len({p.person for p in prompts}) == 5
+    again, _ = ch.world_prompts(world, 0, 5)
+    assert [p.prompt for p in again] == [p.prompt for p in prompts]   # the draw is the seed's
+    lines = ch.checker_example(world, prompts[0])
+    assert lines[0].startswith(prompts[0].prompt) and lines[1].startswith("entities:")
+    assert "wrong" not in lines[2] or "claims about the person" in lines[2]
+
+
+def _sweep(cd_T=2.0, apd_T=1.0):
+    """A scored sweep of two p per ELM, CD and APD with top-p k20 and the three REAL settings."""
+    rows = []
+    for role, T, base in (("elm", None, 0.50), ("cd", cd_T, 0.45), ("apd", apd_T, 0.40)):
+        name = {"elm": "ELM", "cd": f"CD T={cd_T:g}", "apd": "APD"}[role]
+        for p in (0.8, 0.6):
+            rows.append({"role": role, "threshold": "top-p k20", "value": p, "T": T, "curve": f"{name} + top-p k20",
+                         "label": f"{name} + top-p k20 (p={p:g})", "NE_ER": base + p / 10, "NE_ER_se": 0.02,
+                         "true_rate": 0.3 + p / 10, "Dist-2": 0.3 + p / 5, "Rep": 0.01, "seconds": 1.0,
+                         "mean_top_p": np.nan})
+        rows.append({"role": role, "threshold": "REAL", "value": 4.0, "T": T, "curve": f"{name} + REAL",
+                     "label": f"{name} + REAL (T_r=4)", "NE_ER": base, "NE_ER_se": 0.02, "true_rate": 0.35,
+                     "Dist-2": 0.5, "Rep": 0.0, "seconds": 2.0, "mean_top_p": 0.9})
+    return pd.DataFrame(rows)
+
+
+def test_comparison_values_state_the_difference_and_its_se(monkeypatch):
+    res = _sweep()
+    out = ch.compare(res, 0.8, "", apd_T=1.0, cd_T=2.0)
+    assert out["ne_er_diff"] == pytest.approx(0.05) and out["ne_er_diff_se"] == pytest.approx(math.hypot(0.02, 0.02))
+    assert out["ne_er_word"] == "lower than"
+    glued = ch.comparison_values(res, [0.8, 0.6], "_world", 1.0, 2.0)
+    assert glued["ne_er_diff_p2_world"][0] == pytest.approx(0.05) and glued["ne_er_apd_world"][1] == "{:.1%}"
+    empty = ch.comparison_values(None, [0.8, 0.6], "_world", 1.0, 2.0)
+    assert set(empty) == set(glued) and all(v is None for v, _ in empty.values())
+
+
+def test_real_values_and_the_fallbacks_of_the_headline(monkeypatch):
+    res = _sweep()
+    trio = ch.real_trio(4.0, 2.0, 1.0)
+    monkeypatch.setattr(ch.scoring, "row_of", lambda r, m: r[r["curve"] == m.curve].iloc[0])
+    glued, rows = ch.real_values(res, trio, "", "_world")
+    assert glued["ne_er_apd_real_world"][0] == pytest.approx(0.40) and set(rows) == {"apd", "cd", "elm"}
+    none, no_rows = ch.real_values(None, trio, "fp_", "")
+    assert no_rows == {} and all(v is None for v, _ in none.values()) and "fp_rep_elm_real" in none
+    k20 = ch.apd_k20(0.8, 1.0)
+    world = ch.real_world_values(res, rows, k20, {"gap": 0.01, "se": 0.02, "n": 1, "n_outside": 0})
+    assert world["real_seconds_ratio_world"][0] == pytest.approx(2.0) and world["ne_er_word_apd_real_world"][0]
+    assert all(v is None for v, _ in ch.real_world_values().values())
+    head = ch.real_headline_values({}, rows, res, {}, None, k20)
+    assert head["real_headline_source"][0] == "the world (exact checker)"
+    assert head["ne_er_apd_k20"][0] == pytest.approx(0.48)
+    assert ch.real_headline_values({}, {}, None, {}, None, k20)["ne_er_apd_real"] == (None, "{:.3f}")
+
+
+def test_headline_values_prefer_the_verdict_then_the_sweep_then_factuality_prompts():
+    sweep = ch.compare(_sweep(), 0.8, "", 1.0, 2.0)
+    verdict = {f"{m}_{w}": 0.1 for m in ("ne_er", "true_rate", "dist2") for w in ("apd", "cd")}
+    assert ch.headline_values(True, verdict, sweep, {})["ne_er_apd"][0] == 0.1
+    from_sweep = ch.headline_values(True, {}, sweep, {})
+    assert from_sweep["ne_er_apd"][0] == pytest.approx(0.48) and from_sweep["headline_source"][0].startswith("the world")
+    fp = ch.compare(_sweep(), 0.8, "fp_", 1.0, 2.0)
+    assert ch.headline_values(False, {}, {}, fp)["headline_source"] == ("FactualityPrompts", None)
+
+
+def test_paired_comparison_values_are_all_missing_where_nothing_ran():
+    assert all(v is None for v, _ in ch.verdict_values().values())
+    comp = ch.complementarity_values({}, {}, 8, 0)
+    assert all(v is None for v, _ in comp.values()) and "comp_apd_diff_se" in comp
+    assert ch.control_values(None)["ne_er_cd_gain"] == (None, "{:.2%}")
+
+
+def test_factuality_prompts_bookkeeping():
+    methods, _ = ch.sweep_methods([0.8], [1.0], 2.0, [1.0], [2.0], 0.1, 1.0, [0.8, 0.6], ["low"], [4.0], 4.0)
+    table1 = ch.fp_method_list(methods, "table1", [0.8, 0.6], 2.0, 1.0, 4.0, real_run=False)
+    with_real = ch.fp_method_list(methods, "table1", [0.8, 0.6], 2.0, 1.0, 4.0, real_run=True)
+    assert len(table1) == 6 and set(table1) < set(with_real) and ch.real_trio(4.0, 2.0, 1.0)["elm"] in with_real
+    assert ch.fp_method_list(methods, "all", [0.8], 2.0, 1.0, 4.0, True) is methods
+    res = _sweep().assign(ne_units=3)
+    assert ch.fp_status("Entail_R", {"Entail_R": "run_nli = False"}, res) == "not run: run_nli = False"
+    assert ch.fp_status("NE_ER", {}, res).startswith("computed on 3")
+    shown, caption = ch.fp_sweep_table(res.assign(true_rate=np.nan))
+    assert "true_rate" not in shown and caption.startswith("not shown: true_rate")
+    glued, vals = ch.fp_comparison_values(res, 0.8, 1.0, 2.0)
+    assert glued["fp_ne_er_diff"][0] == pytest.approx(0.05) and vals["fp_ne_er_apd"] == pytest.approx(0.48)
+    assert all(v is None for v, _ in ch.fp_comparison_values(None, 0.8, 1.0, 2.0)[0].values())
+    start = ch.fp_values_start("test", True)
+    assert start["fp_n_used"] == 0 and start["fp_sampling"].startswith("sampled among those")
+
+
+def test_beside_paper_keeps_the_metrics_asked_for():
+    ours = pd.DataFrame({"role": ["apd", "apd"], "setting": ["p=0.8"] * 2, "metric": ["NE_ER", "Rep"],
+                         "value": [40.0, 1.0]})
+    side = ch.beside_paper(ours, ours.assign(value=[39.2, 2.0]), "ours", "paper", metrics=("NE_ER",))
+    assert list(side.columns) == [("ours", "NE_ER"), ("paper", "NE_ER")]
+
+
+def test_figures_draw_every_curve_of_the_sweep():
+    res = _sweep()
+    fig = ch.figure4(res, "Dist-2", "NE_ER", "NE_ER (%), lower is better", "t", 2.0, [1.0])
+    assert len(fig.axes) == 3 and fig.axes[1].get_legend() is not None
+    assert len(fig.axes[1].get_lines()) >= 3
+    fig = ch.figure_real(res, "true claims", "t", 2.0)
+    assert len(fig.axes) == 2 and {"APD + REAL", "APD + top-p k20"} <= set(fig.axes[0].get_legend_handles_labels()[1])
+
+
+def test_continuation_examples_skip_empty_continuations():
+    gens = {"A": [[""], [" Kelmor."], [" x"]]}
+    lines = ch.continuation_examples(gens, "A", ["p0", "p1", "p2"], 1)
+    assert lines == ["A, the first 1 non-empty continuations:", "'p1' -> ' Kelmor.'"]
+    assert ch.continuation_examples({"A": [[""]]}, "A", ["p"], 2)[0].endswith("(the model ended the text at once)")
+
+
+def _opening(values):
+    nb = json.loads((ROOT / "notebooks" / "factuality.ipynb").read_text())
+    shown = pages.page_markdown(nb, values)
+    start = next(i for i, md in enumerate(shown) if md.startswith("**What this chapter finds.**"))
+    end = next(i for i, md in enumerate(shown) if md.startswith("The paper's main experiment"))
+    return shown[start:end]
+
+
+@pytest.mark.parametrize("case", ["undecided", "more", "fewer"])
+def test_the_opening_has_three_sentences_chosen_by_the_numbers(case):
+    d = {"undecided": -0.015, "more": -0.05, "fewer": 0.05}[case]
+    h = ch.FactualityHeadline(ne_er_diff_verdict=d, ne_er_diff_se_verdict=0.01, comp_apd_diff=-0.08,
+                              comp_apd_diff_se=0.009, ne_er_cd_gain=-0.003, ne_er_cd_gain_se=0.034)
+    values = {**{k: v for k, v in dataclasses.asdict(h).items() if v is not None}, **h.conditions(),
+              "ne_er_apd_verdict": 0.55, "ne_er_apd_world": 0.47, "real_T_r_used": 4.0, "comp_apd_n_pairs": 1857,
+              "verdict_reading": "inconclusive", "comp_apd_reading": "significant in the other direction",
+              "fp_ne_er_diff": 0.01}
+    opening = _opening(values)
+    assert len(opening) == 3, opening
+    assert {"undecided": "cannot tell", "more": "more wrong entities than CD",
+            "fewer": "fewer wrong entities than CD"}[case] in opening[0]
+    assert "makes APD name more wrong" in opening[1] and "not clearly there" in opening[2]
+
+
+def test_the_opening_under_a_hub_family_reads_without_the_world():
+    values = {"gate_verdict": "not engaged", "fp_ne_er_diff": 0.01, "fp_ne_er_diff_se": 0.02, "fp_n_used": 4}
+    opening = _opening(values)
+    assert opening[0].startswith("**What this chapter finds.** There are no world prompts here")
+    assert len(opening) == 3 and "gates" in opening[2]

@@ -19,6 +19,7 @@ from apd.amateur.thf import load_thf, thf_model
 from apd.core import stats
 from apd.evaluation.factuality import methods as fm
 from apd.evaluation.factuality import ner, nli, power, prompts, scoring, world_scoring
+from apd.report.chapters import gluing
 from apd.report import plots
 from apd.report.tables import compare_word
 
@@ -150,13 +151,7 @@ def glue_values(run, values: Glued) -> dict:
         {'n': 3, 'x': 'n/a'}
     """
     skip = set(headline_keys())
-    for key, (value, fmt) in values.items():
-        if key in skip:
-            continue
-        if fmt is None:
-            run.glue(key, value)
-        else:
-            run.glue_text(key, value, fmt)
+    gluing.glue_values(run, {key: pair for key, pair in values.items() if key not in skip})
     return {key: value for key, (value, _) in values.items()}
 
 

@@ -8,7 +8,7 @@ from typing import Any
 def glue_values(run, values: dict[str, Any]) -> None:
     """Glue every ``key: value`` of ``values`` on ``run`` (an :class:`apd.report.results.Run`):
     ``(value, fmt)`` goes through ``run.glue_text(key, value, fmt)`` (a missing value reads "n/a"),
-    anything else through ``run.glue(key, value)``.
+    ``(value, None)`` and anything else through ``run.glue(key, value)``.
 
     Example:
         >>> class Demo:
@@ -19,7 +19,9 @@ def glue_values(run, values: dict[str, Any]) -> None:
         {'n': 3, 'ratio': '0.51'}
     """
     for key, value in values.items():
-        if isinstance(value, tuple):
+        if isinstance(value, tuple) and value[1] is None:
+            run.glue(key, value[0])
+        elif isinstance(value, tuple):
             run.glue_text(key, value[0], value[1])
         else:
             run.glue(key, value)

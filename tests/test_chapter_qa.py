@@ -1,13 +1,14 @@
 """apd.report.chapters.qa on the smoke family: the world's questions, their summaries and glue."""
+
 import numpy as np
 import pandas as pd
 import pytest
+from chapter_keys import keys_read
 
 from apd.evaluation.qa_scoring import score_qa, world_examples
 from apd.report.chapters import qa
 from apd.report.chapters.headlines import record_headline, result_keys
 from apd.report.results import Run
-from chapter_keys import keys_read
 
 
 @pytest.fixture
@@ -31,13 +32,18 @@ def test_world_questions_summaries_and_glue(smoke_family, run):
     assert world.is_test.sum() == len(test)
     means, chosen = qa.world_tables(world, qa.method_names(fam))
     assert set(chosen.index) <= {"CD", "APD"} and len(means)
+    assert list(qa.held_out(means).columns) == ["ppl", "acc", "MRR"]
     gain = qa.gain_by_bucket(world)
     assert list(gain.index) == list(qa.RANKS) and gain.columns[0] == "ppl: CD - APD"
     qa.glue_world(run, world, gain)
     qa.glue_world_counts(run, world)
-    assert run.values["world_easy_not"] == (not (run.values["world_easy_significant"] or run.values["world_easy_direction_only"]))
+    assert run.values["world_easy_not"] == (
+        not (run.values["world_easy_significant"] or run.values["world_easy_direction_only"])
+    )
     h = qa.headline(world, qa.DatasetsQA(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}))
-    assert h.world_ho_ppl_gain == pytest.approx(h.world_ho_ppl_cd - h.world_ho_ppl_apd, abs=1e-9) or np.isnan(h.world_ho_ppl_cd)
+    assert h.world_ho_ppl_gain == pytest.approx(h.world_ho_ppl_cd - h.world_ho_ppl_apd, abs=1e-9) or np.isnan(
+        h.world_ho_ppl_cd
+    )
     record_headline(run, h)
     assert run.values["datasets_ppl_gain"] == "n/a" and "world_ho_ppl_gain_pm" in run.values
     fig = qa.plot_improvements(world)
@@ -55,8 +61,15 @@ def test_without_a_world_every_value_reads_missing(run):
 
 
 def test_easy_claim_reads_significance():
-    gain = pd.DataFrame({"ppl: CD - APD": [0.02, 0.01, -0.01], "ELM acc": [0.9, 0.6, 0.3],
-                         "p (ppl, paired)": [0.01, 0.5, 0.5], "questions (ppl)": [30, 30, 30]}, index=list(qa.RANKS))
+    gain = pd.DataFrame(
+        {
+            "ppl: CD - APD": [0.02, 0.01, -0.01],
+            "ELM acc": [0.9, 0.6, 0.3],
+            "p (ppl, paired)": [0.01, 0.5, 0.5],
+            "questions (ppl)": [30, 30, 30],
+        },
+        index=list(qa.RANKS),
+    )
     out = qa.easy_claim(gain)
     assert out["world_best_bucket"] == "head" and out["world_easy_significant"] and not out["world_easy_not"]
     gain.loc["head", "p (ppl, paired)"] = 0.2
@@ -64,8 +77,15 @@ def test_easy_claim_reads_significance():
 
 
 def test_pooled_gain_over_datasets():
-    sig = pd.DataFrame({"protocol": ["held-out"] * 2, "metric": ["ppl"] * 2, "group": ["all"] * 2,
-                        "diff": [-0.2, -0.4], "se_paired": [0.3, 0.4]})
+    sig = pd.DataFrame(
+        {
+            "protocol": ["held-out"] * 2,
+            "metric": ["ppl"] * 2,
+            "group": ["all"] * 2,
+            "diff": [-0.2, -0.4],
+            "se_paired": [0.3, 0.4],
+        }
+    )
     g, se = qa.pooled(sig)
     assert g == pytest.approx(0.3) and se == pytest.approx(0.25)
     assert qa.pooled(pd.DataFrame()) == (None, None)

@@ -4,6 +4,7 @@ summaries, the paper's datasets, and the numbers the prose quotes (``notebooks/q
 Every mean and test comes from :mod:`apd.evaluation.qa_scoring`; this module only selects rows,
 assembles tables and glues values. "ppl" is the paper's mean ``-log(p + 0.01)`` in nats.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -16,8 +17,16 @@ from apd.amateur.pipeline import apd_model
 from apd.amateur.runs import load_alm_prime
 from apd.core.stats import min_detectable_effect
 from apd.evaluation.qa_data import try_load
-from apd.evaluation.qa_scoring import (METHOD_ROLES, METRICS, PAPER_DATASETS, chance_accuracy, gap_rows,
-                                       qa_summary, score_qa, significance)
+from apd.evaluation.qa_scoring import (
+    METHOD_ROLES,
+    METRICS,
+    PAPER_DATASETS,
+    chance_accuracy,
+    gap_rows,
+    qa_summary,
+    score_qa,
+    significance,
+)
 from apd.family.loading import load_family
 from apd.report.beside import paper_rows
 from apd.report.chapters.headlines import fmt
@@ -29,7 +38,7 @@ from apd.world.truth import dev_test_split
 from apd.world.world import BUCKETS
 
 RANKS = ("head", "torso", "tail")
-DISTRIBUTIONAL = ("drink", "hobby")   # attributes without a single correct answer
+DISTRIBUTIONAL = ("drink", "hobby")  # attributes without a single correct answer
 
 
 @dataclass(frozen=True)
@@ -61,20 +70,26 @@ def alm_prime_for(fam, built, path, scale: str, seed: int):
     if path:
         return load_alm_prime(path, fam.device), f"loaded from {path}"
     res = apd_model(fam, built, scale=scale, progress=False, seed=seed, variant="engaged")
-    return (load_alm_prime(res, fam.device),
-            f"the {res.variant} variant of apd.apd_model (variant='engaged'), lambda3 = {res.lambda3:g}")
+    return (
+        load_alm_prime(res, fam.device),
+        f"the {res.variant} variant of apd.apd_model (variant='engaged'), lambda3 = {res.lambda3:g}",
+    )
 
 
 def reference_for(fam, family: str, use_reference: bool, local_dir=None, load_kwargs=None):
     """``(the family's bigger reference model or None, a sentence on what it is used for)``."""
     ref_spec = fam.spec.reference
     if ref_spec is not None and use_reference:
-        ref = load_family(family, members=[ref_spec.name], local_dir=local_dir, device=fam.device, **(load_kwargs or {}))
+        ref = load_family(
+            family, members=[ref_spec.name], local_dir=local_dir, device=fam.device, **(load_kwargs or {})
+        )
         return ref, f"{ref_spec.name} is the bigger reference model: it filters the answers too and gives the gap rows"
     if ref_spec is not None:
         return None, f"the reference model {ref_spec.name} is not run (use_reference=False): no gap rows"
-    return None, (f"the {fam.spec.name} family has no model bigger than its ELM, so there is no "
-                  "'LLM (bigger)' row and no gap-closure row, and the filter uses the ELM alone")
+    return None, (
+        f"the {fam.spec.name} family has no model bigger than its ELM, so there is no "
+        "'LLM (bigger)' row and no gap-closure row, and the filter uses the ELM alone"
+    )
 
 
 def glue_setup(run, *, top_k: int, inv_T_grid, profile: str, alm_prime_source: str, reference_note: str) -> None:
@@ -104,13 +119,27 @@ def world_questions(built, per_bucket: int | None, seed: int, split_seed: int):
 
 
 def value(table: pd.DataFrame, protocol: str, metric: str, method: str, group: str = "all") -> float:
-    """One mean of a :func:`apd.evaluation.qa_scoring.qa_summary` table (NaN when absent)."""
-    r = table[(table.protocol == protocol) & (table.metric == metric) & (table.method == method) & (table.group == group)]
+    """One mean of a :func:`apd.evaluation.qa_scoring.qa_summary` table (NaN when absent).
+
+    Example:
+        >>> t = pd.DataFrame({"protocol": ["paper"], "metric": ["ppl"], "method": ["cd"], "group": ["all"],
+        ...                   "value": [1.25]})
+        >>> value(t, "paper", "ppl", "cd"), value(t, "paper", "ppl", "apd")
+        (1.25, nan)
+    """
+    r = table[
+        (table.protocol == protocol) & (table.metric == metric) & (table.method == method) & (table.group == group)
+    ]
     return float(r["value"].iloc[0]) if len(r) else float("nan")
 
 
 def direction(apd_value: float, cd_value: float, metric: str) -> str:
-    """APD against CD in words ("better than", "worse than", "the same as" to 1e-9, ...)."""
+    """APD against CD in words ("better than", "worse than", "the same as" to 1e-9, ...).
+
+    Example:
+        >>> direction(1.2, 1.3, "ppl"), direction(0.5, 0.6, "acc")
+        ('better than', 'worse than')
+    """
     return better_word(apd_value, cd_value, lower_is_better=not METRICS[metric], digits=9)
 
 
@@ -132,13 +161,21 @@ class WorldQA:
     sig_acc: pd.DataFrame
 
     @classmethod
-    def from_scores(cls, scores, n_dev: int) -> "WorldQA":
+    def from_scores(cls, scores, n_dev: int) -> WorldQA:
         """Summarise ``scores`` of ``n_dev`` dev questions followed by the test questions."""
         is_test = np.arange(len(scores)) >= n_dev
         bucket, person = scores.meta_column("bucket"), scores.meta_column("person")
-        kw = dict(report=is_test, select=~is_test, by=bucket)
-        return cls(scores, n_dev, is_test, bucket, person, qa_summary(scores, **kw),
-                   significance(scores, cluster=person, **kw), significance(scores, metric="acc", **kw))
+        kw = {"report": is_test, "select": ~is_test, "by": bucket}
+        return cls(
+            scores,
+            n_dev,
+            is_test,
+            bucket,
+            person,
+            qa_summary(scores, **kw),
+            significance(scores, cluster=person, **kw),
+            significance(scores, metric="acc", **kw),
+        )
 
     def ttests(self) -> pd.DataFrame:
         """The ppl and accuracy t-tests in one frame (ppl first)."""
@@ -147,21 +184,30 @@ class WorldQA:
     def contrast(self, a: str, b: str, metric: str = "ppl", by_bucket: bool = False) -> pd.DataFrame:
         """Held-out ``a`` minus ``b`` (``significance`` rows indexed by group): by bucket, or over
         every test question with standard errors over people."""
-        kw = dict(by=self.bucket) if by_bucket else dict(cluster=self.person)
+        kw = {"by": self.bucket} if by_bucket else {"cluster": self.person}
         s = significance(self.scores, a, b, metric, report=self.is_test, select=~self.is_test, **kw)
         return s[s.protocol == "held-out"].set_index("group")
 
 
 def world_tables(world: WorldQA, names: dict[str, str]):
-    """``(means, chosen 1/T)``: every method's test-half mean by bucket, protocol and metric, and the
-    1/T each protocol chose for CD and APD."""
+    """``(means, chosen 1/T)``: every method's test-half mean by bucket (rows: bucket, method;
+    columns: protocol, metric), and the 1/T each protocol chose for CD and APD."""
     wt = world.summary
     means = wt.assign(method=wt["method"].map(names)).pivot_table(
-        index=["group", "method"], columns=["protocol", "metric"], values="value", sort=False)
-    chosen = (wt[(wt.group == "all") & (wt.method.isin(["cd", "apd"]))]
-              .pivot_table(index="method", columns=["protocol", "metric"], values="inv_T", aggfunc="first", sort=False)
-              .rename(index=names))
+        index=["group", "method"], columns=["protocol", "metric"], values="value", sort=False
+    )
+    chosen = (
+        wt[(wt.group == "all") & (wt.method.isin(["cd", "apd"]))]
+        .pivot_table(index="method", columns=["protocol", "metric"], values="inv_T", aggfunc="first", sort=False)
+        .rename(index=names)
+    )
     return means, chosen
+
+
+def held_out(means: pd.DataFrame) -> pd.DataFrame:
+    """The held-out protocol's columns of :func:`world_tables`' means (one per metric), the protocol
+    the verdicts read: five columns with the row labels, so the table fits the text."""
+    return means["held-out"]
 
 
 def glue_world_counts(run, world: WorldQA | None) -> None:
@@ -188,14 +234,17 @@ def gain_by_bucket(world: WorldQA | None) -> pd.DataFrame | None:
     def v(metric, method, b):
         return value(wt, "held-out", metric, method, b)
 
-    return pd.DataFrame({
-        "ppl: CD - APD": [v("ppl", "cd", b) - v("ppl", "apd", b) for b in RANKS],
-        "acc: APD - CD": [v("acc", "apd", b) - v("acc", "cd", b) for b in RANKS],
-        "MRR: APD - CD": [v("MRR", "apd", b) - v("MRR", "cd", b) for b in RANKS],
-        "ELM acc": [v("acc", "elm", b) for b in RANKS],
-        "p (ppl, paired)": [float(ho.loc[b, "p_paired"]) for b in RANKS],
-        "questions (ppl)": [int(ho.loc[b, "n"]) for b in RANKS],
-    }, index=list(RANKS))
+    return pd.DataFrame(
+        {
+            "ppl: CD - APD": [v("ppl", "cd", b) - v("ppl", "apd", b) for b in RANKS],
+            "acc: APD - CD": [v("acc", "apd", b) - v("acc", "cd", b) for b in RANKS],
+            "MRR: APD - CD": [v("MRR", "apd", b) - v("MRR", "cd", b) for b in RANKS],
+            "ELM acc": [v("acc", "elm", b) for b in RANKS],
+            "p (ppl, paired)": [float(ho.loc[b, "p_paired"]) for b in RANKS],
+            "questions (ppl)": [int(ho.loc[b, "n"]) for b in RANKS],
+        },
+        index=list(RANKS),
+    )
 
 
 def easy_claim(gain: pd.DataFrame) -> dict:
@@ -207,7 +256,8 @@ def easy_claim(gain: pd.DataFrame) -> dict:
     best_p = None if best is None else float(gain.loc[best, "p (ppl, paired)"])
     significant = best_p is not None and best_p < 0.05
     return {
-        "world_gain_text": "; ".join(f"{b} {v:+.3f}" for b, v in gain["ppl: CD - APD"].items() if not np.isnan(v)) or "n/a",
+        "world_gain_text": "; ".join(f"{b} {v:+.3f}" for b, v in gain["ppl: CD - APD"].items() if not np.isnan(v))
+        or "n/a",
         "world_gain_buckets": ", ".join(b for b, v in valid.items() if v > 1e-9) or "none",
         "world_best_bucket": best if len(valid) and valid.max() > 1e-9 else "none (APD gains in no bucket)",
         "world_easiest_bucket": easiest.idxmax() if len(easiest) else "n/a",
@@ -220,8 +270,13 @@ def easy_claim(gain: pd.DataFrame) -> dict:
     }
 
 
-_WORLD_NUMBERS = ("world_ho_ppl_p", "world_ho_ppl_p2", "world_ho_ppl_gain_mde", "world_ho_ppl_gain_se_unclustered",
-                  "world_ho_ppl_n_people")
+_WORLD_NUMBERS = (
+    "world_ho_ppl_p",
+    "world_ho_ppl_p2",
+    "world_ho_ppl_gain_mde",
+    "world_ho_ppl_gain_se_unclustered",
+    "world_ho_ppl_n_people",
+)
 
 
 def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
@@ -234,8 +289,13 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
             if name not in headline:
                 run.glue_text(name, None)
         for name in [f"world_{t}_{m}_dir" for _, t, m in means] + [
-                "world_gain_text", "world_gain_buckets", "world_best_bucket", "world_easiest_bucket", "world_easy_claim",
-                "world_best_bucket_n"]:
+            "world_gain_text",
+            "world_gain_buckets",
+            "world_best_bucket",
+            "world_easiest_bucket",
+            "world_easy_claim",
+            "world_best_bucket_n",
+        ]:
             run.glue(name, "n/a")
         run.glue_text("world_best_bucket_p", None)
         run.glue_text("world_ho_ppl_gain_pm", None)
@@ -247,7 +307,10 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
         for m in ("elm", "cd", "apd"):
             if f"world_{tag}_{metric}_{m}" not in headline:
                 run.glue_text(f"world_{tag}_{metric}_{m}", value(wt, proto, metric, m), "{:.3f}")
-        run.glue(f"world_{tag}_{metric}_dir", direction(value(wt, proto, metric, "apd"), value(wt, proto, metric, "cd"), metric))
+        run.glue(
+            f"world_{tag}_{metric}_dir",
+            direction(value(wt, proto, metric, "apd"), value(wt, proto, metric, "cd"), metric),
+        )
     s = world.sig[(world.sig.protocol == "held-out") & (world.sig.group == "all")].iloc[0]
     run.glue_text("world_ho_ppl_p", s["p_paired"], "{:.3g}")
     run.glue_text("world_ho_ppl_p2", s["p_two_sample"], "{:.3g}")
@@ -280,17 +343,28 @@ def plot_improvements(world: WorldQA):
     imp = improvements(world)
     fig, axes = panels(3, ncols=2)
     width, groups = 0.38, list(RANKS) + ["all"]
-    for ax, metric, label in zip(axes, ("ppl", "acc", "MRR"), ("ppl decrease (nats)", "accuracy increase", "MRR increase")):
+    for ax, metric, label in zip(
+        axes, ("ppl", "acc", "MRR"), ("ppl decrease (nats)", "accuracy increase", "MRR increase")
+    ):
         for j, (a, b, name) in enumerate((("apd", "cd", "APD over CD"), ("cd", "elm", "CD over the ELM"))):
             mean, se = imp[(metric, a, b)]
-            ax.bar(np.arange(len(groups)) + (j - 0.5) * width, mean.reindex(groups), width,
-                   yerr=se.reindex(groups).fillna(0), capsize=3, color=COLORS[a], label=name)
+            ax.bar(
+                np.arange(len(groups)) + (j - 0.5) * width,
+                mean.reindex(groups),
+                width,
+                yerr=se.reindex(groups).fillna(0),
+                capsize=3,
+                color=COLORS[a],
+                label=name,
+            )
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(np.arange(len(groups)), groups)
         ax.set_xlabel("frequency bucket of the person")
         ax.set_ylabel(f"{label} (> 0: better)")
     axes[0].legend(fontsize=8, loc="best")
-    fig.suptitle("World QA, test half: improvements (1/T picked on the dev half; bars: ±1 standard error)", fontsize=11)
+    fig.suptitle(
+        "World QA, test half: improvements (1/T picked on the dev half; bars: ±1 standard error)", fontsize=11
+    )
     return fig
 
 
@@ -349,11 +423,22 @@ def score_datasets(fam, jobs, *, seed: int = 0, **score_kwargs) -> DatasetsQA:
 
 def pooled(sig: pd.DataFrame):
     """``(mean over datasets of b's ppl minus a's, its standard error)`` at held-out 1/T, or
-    ``(None, None)``; the datasets are independent, so the se is sqrt(sum se^2) / n."""
+    ``(None, None)``; the datasets are independent, so the se is sqrt(sum se^2) / n.
+
+    Example:
+        >>> sig = pd.DataFrame({"protocol": ["held-out"] * 2, "metric": ["ppl"] * 2, "group": ["all"] * 2,
+        ...                     "diff": [-0.2, -0.4], "se_paired": [0.3, 0.4]})
+        >>> [round(x, 3) for x in pooled(sig)]
+        [0.3, 0.25]
+    """
     if not len(sig):
         return None, None
-    s = sig[(sig.protocol == "held-out") & (sig.metric == "ppl") & (sig.group == "all")].dropna(subset=["diff", "se_paired"])
-    return (None, None) if s.empty else (float(-s["diff"].mean()), float(np.sqrt((s["se_paired"] ** 2).sum()) / len(s)))
+    s = sig[(sig.protocol == "held-out") & (sig.metric == "ppl") & (sig.group == "all")].dropna(
+        subset=["diff", "se_paired"]
+    )
+    return (
+        (None, None) if s.empty else (float(-s["diff"].mean()), float(np.sqrt((s["se_paired"] ** 2).sum()) / len(s)))
+    )
 
 
 def save_datasets(run, ds: DatasetsQA, not_run: pd.DataFrame) -> None:
@@ -371,7 +456,7 @@ def glue_datasets(run, ds: DatasetsQA, jobs, not_run: pd.DataFrame) -> None:
     run.glue("qa_run_names", ", ".join(shown for _, _, shown in jobs) or "none")
     run.glue("qa_n_not_run", len(not_run))
     kept_text, scored = [], []
-    for _, t in (ds.table.groupby("dataset", sort=False) if len(ds.table) else []):
+    for _, t in ds.table.groupby("dataset", sort=False) if len(ds.table) else []:
         r = t[(t.protocol == "paper") & (t.metric == "ppl") & (t.method == "elm") & (t.group == "all")].iloc[0]
         kept_text.append(f"{r['dataset']} {r['n']} of {r['examples']}")
         if r["n"] > 0:
@@ -385,12 +470,14 @@ def dataset_tables(ds: DatasetsQA):
     """``(sizes, chosen)``: questions kept per metric with the examples and chance accuracy, and the
     1/T each protocol chose for CD and APD, per dataset."""
     t = ds.table
-    sizes = (t[(t.protocol == "paper") & (t.method == "elm") & (t.group == "all")]
-             .pivot_table(index="dataset", columns="metric", values="n", sort=False))
+    sizes = t[(t.protocol == "paper") & (t.method == "elm") & (t.group == "all")].pivot_table(
+        index="dataset", columns="metric", values="n", sort=False
+    )
     sizes["examples"] = t.groupby("dataset", sort=False)["examples"].first()
     sizes["chance acc"] = pd.Series(ds.chance)
     chosen = t[(t.group == "all") & t.method.isin(["cd", "apd"])].pivot_table(
-        index=["dataset", "metric"], columns=["protocol", "method"], values="inv_T", aggfunc="first", sort=False)
+        index=["dataset", "metric"], columns=["protocol", "method"], values="inv_T", aggfunc="first", sort=False
+    )
     return sizes, chosen
 
 
@@ -412,28 +499,40 @@ def glue_dataset_counts(run, ds: DatasetsQA) -> None:
     t, gap = ds.table, []
     for protocol, tag in (("paper", "pp"), ("held-out", "ho")):
         for metric in ("ppl", "acc", "MRR"):
-            run.glue(f"qa_{tag}_{metric}_better", "{} of {}".format(*count_better(t, protocol, metric)) if len(t) else "n/a")
-        sig = ds.sig[(ds.sig.protocol == protocol) & (ds.sig.p_two_sample < 0.05) & (ds.sig["diff"] < 0)] if len(t) else None
+            run.glue(
+                f"qa_{tag}_{metric}_better", "{} of {}".format(*count_better(t, protocol, metric)) if len(t) else "n/a"
+            )
+        sig = (
+            ds.sig[(ds.sig.protocol == protocol) & (ds.sig.p_two_sample < 0.05) & (ds.sig["diff"] < 0)]
+            if len(t)
+            else None
+        )
         run.glue(f"qa_{tag}_sig", "n/a" if sig is None else ", ".join(sig["dataset"]) or "none")
     if len(t):
         mc = [d for d, c in ds.chance.items() if not np.isnan(c)]
-        gap = [g for g in (value(t[t.dataset == d], "paper", "acc", "elm") - ds.chance[d] for d in mc) if not np.isnan(g)]
+        gap = [
+            g for g in (value(t[t.dataset == d], "paper", "acc", "elm") - ds.chance[d] for d in mc) if not np.isnan(g)
+        ]
     run.glue_text("qa_elm_above_chance", float(np.mean(gap)) if gap else None, "{:+.3f}")
 
 
 def reading(fam, built, family: str) -> str:
     """What the datasets' numbers are for this family: a pipeline check (pico) or a reproduction."""
     if built is not None:
-        return (f"These numbers are a check of the pipeline, not a reproduction. The pico family's largest member "
-                f"({fam.elm}, {int(fam.n_nonembedding[-1]):,} non-embedding parameters) was trained on a small corpus of "
-                "mostly synthetic biographies, and these are small subsets: the differences between ELM, CD and APD "
-                "above are no evidence for or against the paper's claims. What they do show is that "
-                "the datasets load, the templates render, and the filter, both 1/T protocols, the t-tests and the "
-                "table layout run end to end. Under the pythia profile (Pythia 70M to 6.9B and 12B from the Hub, on "
-                "a GPU) the same cells are a reproduction, with the paper's numbers beside ours below.")
-    return (f"The {family} family is one the paper ran, so these numbers are a reproduction: the table below "
-            "puts the paper's numbers beside ours where the rows match (our subsets are smaller than the "
-            "paper's when qa_limit is set, and the offline stand-ins are different datasets).")
+        return (
+            f"These numbers are a check of the pipeline, not a reproduction. The pico family's largest member "
+            f"({fam.elm}, {int(fam.n_nonembedding[-1]):,} non-embedding parameters) was trained on a small corpus of "
+            "mostly synthetic biographies, and these are small subsets: the differences between ELM, CD and APD "
+            "above are no evidence for or against the paper's claims. What they do show is that "
+            "the datasets load, the templates render, and the filter, both 1/T protocols, the t-tests and the "
+            "table layout run end to end. Under the pythia profile (Pythia 70M to 6.9B and 12B from the Hub, on "
+            "a GPU) the same cells are a reproduction, with the paper's numbers beside ours below."
+        )
+    return (
+        f"The {family} family is one the paper ran, so these numbers are a reproduction: the table below "
+        "puts the paper's numbers beside ours where the rows match (our subsets are smaller than the "
+        "paper's when qa_limit is set, and the offline stand-ins are different datasets)."
+    )
 
 
 def beside_paper(family: str, ds: DatasetsQA) -> pd.DataFrame | None:
@@ -462,8 +561,12 @@ def headline(world: WorldQA | None, ds: DatasetsQA) -> QAHeadline:
                 out[f"world_{tag}_ppl_{m}"] = value(wt, proto, "ppl", m)
         s = world.sig[(world.sig.protocol == "held-out") & (world.sig.group == "all")].iloc[0]
         ce = world.contrast("cd", "elm").loc["all"]
-        out.update(world_ho_ppl_gain=-s["diff"], world_ho_ppl_gain_se=s["se_clustered"],
-                   world_ho_ppl_cd_gain=-ce["diff"], world_ho_ppl_cd_gain_se=ce["se_clustered"])
+        out.update(
+            world_ho_ppl_gain=-s["diff"],
+            world_ho_ppl_gain_se=s["se_clustered"],
+            world_ho_ppl_cd_gain=-ce["diff"],
+            world_ho_ppl_cd_gain_se=ce["se_clustered"],
+        )
     for key, sig in (("datasets_ppl_gain", ds.sig), ("datasets_ppl_cd_gain", ds.sig_cd_elm)):
         out[key], out[f"{key}_se"] = pooled(sig)
     return QAHeadline(**out)

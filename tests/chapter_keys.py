@@ -1,4 +1,5 @@
 """The results keys the paper's claims read from a chapter, for the chapter modules' tests."""
+
 from apd.report.claims import paper_claims
 
 

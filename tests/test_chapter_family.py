@@ -1,11 +1,12 @@
 """apd.report.chapters.family on the smoke family: tables, losses, knowledge, saturation, headline."""
+
 import numpy as np
 import pytest
+from chapter_keys import keys_read
 
 from apd.report.chapters import family as ch
 from apd.report.chapters.headlines import record_headline, result_keys
 from apd.report.results import Run
-from chapter_keys import keys_read
 
 
 @pytest.fixture
@@ -20,9 +21,9 @@ def test_the_claims_read_no_family_key_outside_the_headline():
 
 def test_family_chapter_on_the_smoke_family(smoke_family, run):
     fam, built, _ = smoke_family
-    stats, per_bucket, values = ch.corpus_tables(built)
+    _, per_bucket, values = ch.corpus_tables(built)
     assert list(per_bucket.index) == list(ch.BUCKETS) and set(values) == set(ch.CORPUS_KEYS)
-    sizes, seconds = ch.member_table(fam, built)
+    sizes, _ = ch.member_table(fam, built)
     assert len(sizes) == len(fam.names) and "train time (s)" in sizes
     loss = ch.heldout_losses(fam, built, 600)
     losses = loss["held-out loss (nats/token)"].tolist()

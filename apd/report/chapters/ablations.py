@@ -4,6 +4,7 @@ verdicts, the comparisons the prose quotes, and one figure per group (``notebook
 Every run, score and paired difference comes from :mod:`apd.evaluation.ablations`; KL and NLL are
 in nats, lower is better.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,10 +12,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from apd.amateur.runs import collect_config, collect_family
 from apd.amateur.gates import gates_or_none
-from apd.evaluation.ablations import (GROUP_TITLES, MAIN, gate_sentence, label, paired_difference, reference_of,
-                                      verdict, verdicts)
+from apd.amateur.runs import collect_config, collect_family
+from apd.evaluation.ablations import (
+    GROUP_TITLES,
+    MAIN,
+    gate_sentence,
+    label,
+    paired_difference,
+    reference_of,
+    verdict,
+    verdicts,
+)
 from apd.family.text import texts_for_tokens
 from apd.report.chapters.headlines import fmt, per_name
 from apd.report.plots import COLORS, figure
@@ -23,13 +32,33 @@ from apd.report.tables import plus_minus
 
 UNTESTABLE = "untestable (gates)"
 DISTILLED = "distilled"
-WORDS = {"better": "lower (better) than", "worse": "higher (worse) than", "tie": "not clearly different from",
-         UNTESTABLE: "not comparable (a mechanism gate failed) with"}
+WORDS = {
+    "better": "lower (better) than",
+    "worse": "higher (worse) than",
+    "tie": "not clearly different from",
+    UNTESTABLE: "not comparable (a mechanism gate failed) with",
+}
 NOT_RUN = "not compared (not run in this build) with"
 # the table in the text: each run's verdict first, its paired KL difference with the standard error
 SHOWN = ["label", "verdict_kl", "kl_diff", "kl_diff_se", "engaged"]
-COLUMNS = ["label", "changes", "reference", "inv_T", "kl", "kl_diff", "kl_diff_se", "verdict_kl", "nll", "nll_diff",
-           "verdict_nll", "kl_head", "kl_torso", "kl_tail", "steps", "train_seconds"]
+COLUMNS = [
+    "label",
+    "changes",
+    "reference",
+    "inv_T",
+    "kl",
+    "kl_diff",
+    "kl_diff_se",
+    "verdict_kl",
+    "nll",
+    "nll_diff",
+    "verdict_nll",
+    "kl_head",
+    "kl_torso",
+    "kl_tail",
+    "steps",
+    "train_seconds",
+]
 # the paper's headline orderings: (run, against, the verdict the paper's ordering needs)
 ORDERINGS = {
     "probability space beats logit space": ("logit", MAIN, "worse"),
@@ -41,10 +70,17 @@ ORDERINGS = {
 }
 # the prose's comparisons: glue key -> (run, against)
 CLAIMS = {
-    "logit_vs_main": ("logit", MAIN), "noflip_vs_main": ("no-flip", MAIN), "ends_vs_main": ("alm+elm", MAIN),
-    "mid_vs_ends": ("alm+mid+elm", "alm+elm"), "main_vs_mid": (MAIN, "alm+mid+elm"),
-    "nosmall_vs_main": ("no-small", MAIN), "ends_vs_cd": ("alm+elm", "CD"), "half_vs_main": ("half-data", MAIN),
-    "l2_vs_main": ("lambda2=0", MAIN), "l30_vs_main": ("lambda3=0", MAIN), "l3x2_vs_main": ("lambda3x2", MAIN),
+    "logit_vs_main": ("logit", MAIN),
+    "noflip_vs_main": ("no-flip", MAIN),
+    "ends_vs_main": ("alm+elm", MAIN),
+    "mid_vs_ends": ("alm+mid+elm", "alm+elm"),
+    "main_vs_mid": (MAIN, "alm+mid+elm"),
+    "nosmall_vs_main": ("no-small", MAIN),
+    "ends_vs_cd": ("alm+elm", "CD"),
+    "half_vs_main": ("half-data", MAIN),
+    "l2_vs_main": ("lambda2=0", MAIN),
+    "l30_vs_main": ("lambda3=0", MAIN),
+    "l3x2_vs_main": ("lambda3x2", MAIN),
     "l3x6_vs_main": ("lambda3x6", MAIN),
 }
 
@@ -71,14 +107,26 @@ class AblationsHeadline:
 
 
 def check_family(family: str) -> None:
-    """Raise ValueError unless ``family`` is ``"pico"`` (the chapter scores against the world's truth)."""
+    """Raise ValueError unless ``family`` is ``"pico"`` (the chapter scores against the world's truth).
+
+    Example:
+        >>> check_family("pico")
+    """
     if family != "pico":
-        raise ValueError(f"the ablations chapter scores against the pico world's truth; family={family!r} has none. "
-                         "Run it with family='pico'.")
+        raise ValueError(
+            f"the ablations chapter scores against the pico world's truth; family={family!r} has none. "
+            "Run it with family='pico'."
+        )
 
 
 def budget_overrides(main_config, epochs=None, batch_size=None, data_fraction: float = 1.0) -> dict:
-    """The configuration fields every run (the main one too) changes to fit the chapter's budget."""
+    """The configuration fields every run (the main one too) changes to fit the chapter's budget.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> budget_overrides(SimpleNamespace(data_fraction=0.5), epochs=1, data_fraction=0.5)
+        {'epochs': 1, 'data_fraction': 0.25}
+    """
     out = {k: v for k, v in (("epochs", epochs), ("batch_size", batch_size)) if v is not None}
     if data_fraction != 1.0:
         out["data_fraction"] = data_fraction * main_config.data_fraction
@@ -107,15 +155,19 @@ def ablation_table(res, ref: pd.DataFrame, gates: dict, z: float, min_effect: fl
     table["share_at_expert"] = [(x.collapsed if x is not None else None) for x in g]
     table["gates"] = [((x.reason or "all gates pass") if x is not None else "") for x in g]
     failed = {n for n, x in gates.items() if x is not None and not x.engaged}
-    untestable = table["name"].map(lambda n: n in gates and n != MAIN and bool({n, reference_of(n)} & failed)).astype(bool)
+    untestable = (
+        table["name"].map(lambda n: n in gates and n != MAIN and bool({n, reference_of(n)} & failed)).astype(bool)
+    )
     table.loc[untestable, ["verdict_kl", "verdict_nll"]] = UNTESTABLE
     return table
 
 
 def measure_gates(paths: dict, data_dir, val_chunks: int, device) -> dict:
     """``{run: Gates or None}``: the mechanism gates of every trained run (:mod:`apd.amateur.gates`)."""
-    return {name: gates_or_none(path, data_dir, max_chunks=max(val_chunks, 4), device=device)
-            for name, path in paths.items()}
+    return {
+        name: gates_or_none(path, data_dir, max_chunks=max(val_chunks, 4), device=device)
+        for name, path in paths.items()
+    }
 
 
 def budget_note(main_config, overrides: dict, epochs=None, batch_size=None, data_fraction: float = 1.0) -> str:
@@ -126,14 +178,21 @@ def budget_note(main_config, overrides: dict, epochs=None, batch_size=None, data
     if "batch_size" in overrides:
         changes.append(f"batches of {batch_size} chunks instead of {main_config.batch_size}")
     if "data_fraction" in overrides:
-        changes.append(f"{data_fraction:g} of the main configuration's training chunks (data_fraction "
-                       f"{overrides['data_fraction']:g} instead of {main_config.data_fraction:g})")
+        changes.append(
+            f"{data_fraction:g} of the main configuration's training chunks (data_fraction "
+            f"{overrides['data_fraction']:g} instead of {main_config.data_fraction:g})"
+        )
     if not changes:
-        return "Every run uses the main configuration's budget, so the main APD below is exactly the APD chapter's model."
-    return ("To keep this chapter cheap, every run here, the main configuration included, uses "
-            + " and ".join(changes) + ". The main APD below is therefore retrained with the same "
-            "budget as its ablations, so the comparison stays fair, and its numbers differ from "
-            "the APD chapter's.")
+        return (
+            "Every run uses the main configuration's budget, so the main APD below is exactly the APD chapter's model."
+        )
+    return (
+        "To keep this chapter cheap, every run here, the main configuration included, uses "
+        + " and ".join(changes)
+        + ". The main APD below is therefore retrained with the same "
+        "budget as its ablations, so the comparison stays fair, and its numbers differ from "
+        "the APD chapter's."
+    )
 
 
 def glue_training(run, main_config, note: str, n_ablations: int, trained: pd.DataFrame, wall_seconds: float) -> None:
@@ -176,7 +235,9 @@ class Comparisons:
             return None
         if self.failed(a) or self.failed(b):
             return UNTESTABLE
-        return verdict(*paired_difference(self.per[a], self.per[b], measure, groups=self.people), self.z, self.min_effect)
+        return verdict(
+            *paired_difference(self.per[a], self.per[b], measure, groups=self.people), self.z, self.min_effect
+        )
 
     def word(self, a: str, b: str) -> str:
         """:meth:`vs` as a comparative the prose follows with ``b`` ("lower (better) than", ...)."""
@@ -199,14 +260,21 @@ def headline(cmp: Comparisons) -> AblationsHeadline:
     gated = {n: g for n, g in cmp.gates.items() if g is not None}
     ends_engaged = all(cmp.gates.get(n) is not None and cmp.gates[n].engaged for n in (MAIN, "alm+elm"))
     return AblationsHeadline(
-        kl_main=cmp.kl(MAIN), kl_cd=cmp.kl("CD"), kl_elm=cmp.kl("ELM"),
+        kl_main=cmp.kl(MAIN),
+        kl_cd=cmp.kl("CD"),
+        kl_elm=cmp.kl("ELM"),
         kl_cd_minus_main=plus_minus(t.loc["CD", "kl_diff"], t.loc["CD", "kl_diff_se"]),
-        n_engaged=int(sum(bool(g.engaged) for g in gated.values())), n_gated=len(gated),
-        variant_apd=cmp.kl(MAIN), variant_logit=cmp.kl("logit"), variant_no_flip=cmp.kl("no-flip"),
-        midsize_all=cmp.kl(MAIN), midsize_ends_only=cmp.kl("alm+elm") if ends_engaged else None,
+        n_engaged=int(sum(bool(g.engaged) for g in gated.values())),
+        n_gated=len(gated),
+        variant_apd=cmp.kl(MAIN),
+        variant_logit=cmp.kl("logit"),
+        variant_no_flip=cmp.kl("no-flip"),
+        midsize_all=cmp.kl(MAIN),
+        midsize_ends_only=cmp.kl("alm+elm") if ends_engaged else None,
         midsize_cd=cmp.kl("CD"),
         gate_engaged={n: int(g.engaged) for n, g in gated.items()},
-        gate_reason={n: g.reason or "all gates pass" for n, g in gated.items()})
+        gate_reason={n: g.reason or "all gates pass" for n, g in gated.items()},
+    )
 
 
 def glue_overview(run, cmp: Comparisons) -> None:
@@ -248,21 +316,31 @@ def glue_claims(run, cmp: Comparisons) -> None:
     """Glue each comparison the prose's list quotes, the best decay, and the runs equal to the main APD."""
     for key, (a, b) in CLAIMS.items():
         run.glue(key, cmp.word(a, b))
-    decays = {"exponential": cmp.kl(MAIN), **{d: cmp.kl(d) for d in ("logistic", "poly1", "poly3") if d in cmp.table.index}}
+    decays = {
+        "exponential": cmp.kl(MAIN),
+        **{d: cmp.kl(d) for d in ("logistic", "poly1", "poly3") if d in cmp.table.index},
+    }
     run.glue("best_decay", min(decays, key=decays.get) if len(decays) > 1 else "n/a")
     run.glue("poly3_vs_main", cmp.word("poly3", MAIN))
     run.glue("dmid_vs_dist", cmp.word("distilled-alm+mid+elm", DISTILLED))
     run.glue("dnosmall_vs_dist", cmp.word("distilled-no-small", DISTILLED))
     main = cmp.per[MAIN][["kl", "nll"]].to_numpy()
-    same = [n for n in cmp.names if np.allclose(cmp.per[n][["kl", "nll"]].to_numpy(), main, rtol=0, atol=1e-6, equal_nan=True)]
+    same = [
+        n
+        for n in cmp.names
+        if np.allclose(cmp.per[n][["kl", "nll"]].to_numpy(), main, rtol=0, atol=1e-6, equal_nan=True)
+    ]
     run.glue("identical_to_main", ", ".join(same) or "none")
 
 
 def orderings(cmp: Comparisons) -> dict:
     """The paper's orderings (:data:`ORDERINGS`): True / False where both runs engage,
     ``'untestable (gates)'`` where one does not, None where one did not run."""
-    return {k: (v if v in (None, UNTESTABLE) else v == want)
-            for k, (a, b, want) in ORDERINGS.items() for v in [cmp.vs(a, b)]}
+    return {
+        k: (v if v in (None, UNTESTABLE) else v == want)
+        for k, (a, b, want) in ORDERINGS.items()
+        for v in [cmp.vs(a, b)]
+    }
 
 
 def glue_orderings(run, hold: dict) -> pd.DataFrame:
@@ -271,8 +349,12 @@ def glue_orderings(run, hold: dict) -> pd.DataFrame:
     run.glue("n_paper_orderings", len(tested))
     run.glue("paper_orderings_hold", ", ".join(k for k in tested if hold[k]) or "none")
     run.glue("n_paper_orderings_hold", sum(bool(hold[k]) for k in tested))
-    return pd.DataFrame({"holds here (clearly, KL)": [("not run" if v is None else v) for v in hold.values()],
-                         "paper's ordering": list(hold)})
+    return pd.DataFrame(
+        {
+            "holds here (clearly, KL)": [("not run" if v is None else v) for v in hold.values()],
+            "paper's ordering": list(hold),
+        }
+    )
 
 
 def glue_distilled(run, cmp: Comparisons, profile: str, data_fraction: float) -> None:
@@ -280,7 +362,11 @@ def glue_distilled(run, cmp: Comparisons, profile: str, data_fraction: float) ->
     member subsets, its training time, and how far the APD chapter's distilled ALM' moves toward the expert."""
     g = cmp.gates.get(DISTILLED)
     run.glue_text("ablation_budget", data_fraction, "{:.0%}")
-    apd_toward = load_results(profile, "apd").get("distilled_toward_expert") if (results_dir(profile) / "apd.json").is_file() else None
+    apd_toward = (
+        load_results(profile, "apd").get("distilled_toward_expert")
+        if (results_dir(profile) / "apd.json").is_file()
+        else None
+    )
     run.glue_text("apd_distilled_toward_expert", apd_toward, "{:.2f}", missing="n/a (the APD chapter has not run)")
     run.glue("distilled_gates", gate_sentence(g))
     run.glue("distilled_engaged", bool(g is not None and g.engaged))
@@ -289,9 +375,12 @@ def glue_distilled(run, cmp: Comparisons, profile: str, data_fraction: float) ->
     run.glue_text("distilled_kl", cmp.kl(DISTILLED), "{:.4f}")
     run.glue("distilled_vs_cd", cmp.word(DISTILLED, "CD"))
     run.glue("distilled_vs_main", cmp.word(DISTILLED, MAIN))
-    pairs = {"distilled_kl_diff_cd": (DISTILLED, "CD"), "distilled_kl_diff_main": (DISTILLED, MAIN),
-             "distilled_mid_kl_diff": ("distilled-alm+mid+elm", DISTILLED),
-             "distilled_nosmall_kl_diff": ("distilled-no-small", DISTILLED)}
+    pairs = {
+        "distilled_kl_diff_cd": (DISTILLED, "CD"),
+        "distilled_kl_diff_main": (DISTILLED, MAIN),
+        "distilled_mid_kl_diff": ("distilled-alm+mid+elm", DISTILLED),
+        "distilled_nosmall_kl_diff": ("distilled-no-small", DISTILLED),
+    }
     for key, (a, b) in pairs.items():
         d, se = cmp.difference(a, b) if a in cmp.per else (None, None)
         run.glue_text(key, d, "{:+.4f}")

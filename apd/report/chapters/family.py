@@ -3,6 +3,7 @@ frequency bucket and the saturation of its curves (``notebooks/family.ipynb``).
 
 Losses are in nats per token; accuracies are shares of questions; sizes are non-embedding parameters.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,10 +46,15 @@ def corpus_tables(built):
     stats = built.corpus.stats(built.tokenizer)
     people = world.people_frame()
     per_bucket = people.groupby("bucket")["mentions"].agg(["count", "min", "max", "sum"]).loc[list(BUCKETS)]
-    values = {"n_people": len(people), "pretrain_tokens": int(stats.loc[stats["split"] == "pretrain", "tokens"].sum()),
-              "tail_max_mentions": int(per_bucket.loc["tail", "max"]), "head_min_mentions": int(per_bucket.loc["head", "min"])}
-    per_bucket = per_bucket.rename(columns={"count": "people", "min": "min mentions", "max": "max mentions",
-                                            "sum": "biographies"})
+    values = {
+        "n_people": len(people),
+        "pretrain_tokens": int(stats.loc[stats["split"] == "pretrain", "tokens"].sum()),
+        "tail_max_mentions": int(per_bucket.loc["tail", "max"]),
+        "head_min_mentions": int(per_bucket.loc["head", "min"]),
+    }
+    per_bucket = per_bucket.rename(
+        columns={"count": "people", "min": "min mentions", "max": "max mentions", "sum": "biographies"}
+    )
     return stats, per_bucket, values
 
 
@@ -73,12 +79,23 @@ def heldout_losses(fam, built, n_tokens: int) -> pd.DataFrame:
     for name in fam.names:
         with fam.on_device(name) as model:
             losses.append(evaluate_loss(model, ids, seq_len=128, batch_size=16))
-    return pd.DataFrame({"member": fam.names, "ln non-embedding size": fam.log_sizes, "held-out loss (nats/token)": losses})
+    return pd.DataFrame(
+        {"member": fam.names, "ln non-embedding size": fam.log_sizes, "held-out loss (nats/token)": losses}
+    )
 
 
 def loss_falls(losses) -> str:
-    """Whether the losses fall at every step up in size, as the prose's words."""
-    return "falls with every step up in size" if bool(np.all(np.diff(losses) < 0)) else "does NOT fall at every step up in size"
+    """Whether the losses (nats/token, smallest member first) fall at every step up in size, in words.
+
+    Example:
+        >>> loss_falls([3.1, 2.8, 2.5]), loss_falls([3.1, 3.2])
+        ('falls with every step up in size', 'does NOT fall at every step up in size')
+    """
+    return (
+        "falls with every step up in size"
+        if bool(np.all(np.diff(losses) < 0))
+        else "does NOT fall at every step up in size"
+    )
 
 
 def plot_losses(fam, losses):
@@ -110,10 +127,17 @@ def knowledge(fam, built, per_bucket: int, rng) -> Knowledge:
     """Ask every member ``per_bucket`` questions per bucket about single-valued attributes."""
     items = sample_per_bucket(built.corpus.qa_items, per_bucket, rng, exclude=("drink", "hobby"))
     scores = score_world_qa(fam, built.corpus.world, items, batch_size=64)
-    gains = pd.DataFrame([{"bucket": b, **paired_gain(scores.frame, fam.names[0], fam.names[-1], bucket=b)}
-                          for b in BUCKETS]).set_index("bucket")
-    return Knowledge(items, scores, accuracy_table(scores.frame, "mc_correct"), accuracy_table(scores.frame, "top1"),
-                     gains, 1 / len(items[0].choices))
+    gains = pd.DataFrame(
+        [{"bucket": b, **paired_gain(scores.frame, fam.names[0], fam.names[-1], bucket=b)} for b in BUCKETS]
+    ).set_index("bucket")
+    return Knowledge(
+        items,
+        scores,
+        accuracy_table(scores.frame, "mc_correct"),
+        accuracy_table(scores.frame, "top1"),
+        gains,
+        1 / len(items[0].choices),
+    )
 
 
 def knowledge_values(k: Knowledge | None, alpha: float) -> dict:
@@ -122,14 +146,24 @@ def knowledge_values(k: Knowledge | None, alpha: float) -> dict:
         return {}
     tail = k.gains.loc["tail"]
     clearly = tail["gain"] > 0 and tail["p_value"] < alpha
-    return {"qa_items": len(k.items), "chance": k.chance,
-            "tail_acc_smallest": float(k.acc["tail"].iloc[0]), "tail_acc_largest": float(k.acc["tail"].iloc[-1]),
-            "head_acc_smallest": float(k.acc["head"].iloc[0]), "head_acc_largest": float(k.acc["head"].iloc[-1]),
-            "tail_verdict": ("significant: the largest member knows clearly more tail facts than the smallest" if clearly
-                             else "not significant: on these items the largest member does not know clearly more "
-                                  "tail facts than the smallest"),
-            "tail_gain": float(tail["gain"]), "tail_p": float(tail["p_value"]),
-            "tail_only_largest": int(tail["only_larger"]), "tail_only_smallest": int(tail["only_smaller"])}
+    return {
+        "qa_items": len(k.items),
+        "chance": k.chance,
+        "tail_acc_smallest": float(k.acc["tail"].iloc[0]),
+        "tail_acc_largest": float(k.acc["tail"].iloc[-1]),
+        "head_acc_smallest": float(k.acc["head"].iloc[0]),
+        "head_acc_largest": float(k.acc["head"].iloc[-1]),
+        "tail_verdict": (
+            "significant: the largest member knows clearly more tail facts than the smallest"
+            if clearly
+            else "not significant: on these items the largest member does not know clearly more "
+            "tail facts than the smallest"
+        ),
+        "tail_gain": float(tail["gain"]),
+        "tail_p": float(tail["p_value"]),
+        "tail_only_largest": int(tail["only_larger"]),
+        "tail_only_smallest": int(tail["only_smaller"]),
+    }
 
 
 def glue_knowledge(run, k: Knowledge | None, values: dict, alpha: float) -> None:
@@ -141,10 +175,23 @@ def glue_knowledge(run, k: Knowledge | None, values: dict, alpha: float) -> None
         rising = {b: bool(k.acc[b].iloc[-1] > k.acc[b].iloc[0]) for b in BUCKETS}
         run.glue("rising_buckets", ", ".join(b for b, r in rising.items() if r) or "none")
     run.glue_text("alpha", alpha, "{:g}")
-    formats = {"qa_items": "{:d}", "tail_gain": "{:+.2f}", "tail_p": "{:.2g}", "tail_only_largest": "{:d}",
-               "tail_only_smallest": "{:d}"}
-    for name in ("qa_items", "chance", "head_acc_smallest", "head_acc_largest", "tail_gain", "tail_p",
-                 "tail_only_largest", "tail_only_smallest"):
+    formats = {
+        "qa_items": "{:d}",
+        "tail_gain": "{:+.2f}",
+        "tail_p": "{:.2g}",
+        "tail_only_largest": "{:d}",
+        "tail_only_smallest": "{:d}",
+    }
+    for name in (
+        "qa_items",
+        "chance",
+        "head_acc_smallest",
+        "head_acc_largest",
+        "tail_gain",
+        "tail_p",
+        "tail_only_largest",
+        "tail_only_smallest",
+    ):
         run.glue_text(name, values.get(name), formats.get(name, "{:.2f}"))
 
 
@@ -188,11 +235,16 @@ def glue_saturation(run, k: Knowledge | None) -> pd.DataFrame | None:
         p_b = k.scores.frame[k.scores.frame["bucket"] == b].groupby("member", sort=False)["p_gold"].mean()
         run.glue_text(f"sat_{b}_p_first", float(p_b.iloc[0]) if len(p_b) else None, "{:.3f}")
         run.glue_text(f"sat_{b}_p_last", float(p_b.iloc[-1]) if len(p_b) else None, "{:.3f}")
-    slope = {(b, s): (float(sat.loc[b, f"mean {s} slope"]) if b in sat.index else None)
-             for b in ("head", "tail") for s in ("first", "last")}
+    slope = {
+        (b, s): (float(sat.loc[b, f"mean {s} slope"]) if b in sat.index else None)
+        for b in ("head", "tail")
+        for s in ("first", "last")
+    }
     for (b, s), v in slope.items():
         run.glue_text(f"sat_{b}_{s}_slope", v, "{:.3f}")
-    regime = None not in slope.values() and slope["head", "last"] < slope["head", "first"] and slope["tail", "last"] > 0
+    regime = (
+        None not in slope.values() and slope["head", "last"] < slope["head", "first"] and slope["tail", "last"] > 0
+    )
     run.glue("sat_regime_as_pythia", bool(regime))
     run.glue("sat_regime_not_as_pythia", not regime)
     return sat
@@ -200,7 +252,13 @@ def glue_saturation(run, k: Knowledge | None) -> pd.DataFrame | None:
 
 def headline(fam, losses, values: dict) -> FamilyHeadline:
     """The chapter's :class:`FamilyHeadline` from its losses and :func:`knowledge_values`."""
-    return FamilyHeadline(n_members=len(fam.names), size_span=float(fam.n_nonembedding[-1] / fam.n_nonembedding[0]),
-                          loss_smallest=losses[0], loss_largest=losses[-1], loss_monotone=loss_falls(losses),
-                          tail_acc_smallest=values.get("tail_acc_smallest"),
-                          tail_acc_largest=values.get("tail_acc_largest"), tail_verdict=values.get("tail_verdict"))
+    return FamilyHeadline(
+        n_members=len(fam.names),
+        size_span=float(fam.n_nonembedding[-1] / fam.n_nonembedding[0]),
+        loss_smallest=losses[0],
+        loss_largest=losses[-1],
+        loss_monotone=loss_falls(losses),
+        tail_acc_smallest=values.get("tail_acc_smallest"),
+        tail_acc_largest=values.get("tail_acc_largest"),
+        tail_verdict=values.get("tail_verdict"),
+    )

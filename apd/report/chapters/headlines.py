@@ -5,6 +5,7 @@ A field's ``metadata["fmt"]`` is the format its value is glued with for the pros
 glued as it is (:meth:`apd.report.results.Run.glue`). A field marked :func:`per_name` holds a
 ``{name: value}`` mapping, glued as one key per name, ``<field>_<name>``.
 """
+
 from __future__ import annotations
 
 import dataclasses

@@ -1,5 +1,6 @@
 """The testbed chapter's bookkeeping: the configurations tried and their controls, and the controls
 of this build's family (``notebooks/testbed.ipynb``). Gains are in nats (the expert's minus CD's)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -8,12 +9,26 @@ import pandas as pd
 from apd.report.tables import plus_minus
 
 # the control gains of this build's family: glue key -> format (a gain signed, its se not)
-GAIN_KEYS = ("kl_gain_dev_T", "kl_gain_dev_T_se", "nll_gain_dev_T", "nll_gain_dev_T_se", "kl_gain_paper_T",
-             "kl_gain_paper_T_se")
-RATIOS = {"cur_ka_ratio": ("ka_ratio_saturating", "{:.2f}"), "cur_head_ratio": ("fit_ratio_head", "{:.2f}"),
-          "cur_flat_head": ("flat_head", "{:.0%}"), "cur_flat_tail": ("flat_tail", "{:.0%}")}
-NE_ER = {"cur_ne_er_elm": ("ne_er_elm", "{:.3f}"), "cur_ne_er_cd": ("ne_er_cd", "{:.3f}"),
-         "cur_ne_er_gain": ("ne_er_gain", "{:+.3f}"), "cur_ne_er_gain_se": ("ne_er_gain_se", "{:.3f}")}
+GAIN_KEYS = (
+    "kl_gain_dev_T",
+    "kl_gain_dev_T_se",
+    "nll_gain_dev_T",
+    "nll_gain_dev_T_se",
+    "kl_gain_paper_T",
+    "kl_gain_paper_T_se",
+)
+RATIOS = {
+    "cur_ka_ratio": ("ka_ratio_saturating", "{:.2f}"),
+    "cur_head_ratio": ("fit_ratio_head", "{:.2f}"),
+    "cur_flat_head": ("flat_head", "{:.0%}"),
+    "cur_flat_tail": ("flat_tail", "{:.0%}"),
+}
+NE_ER = {
+    "cur_ne_er_elm": ("ne_er_elm", "{:.3f}"),
+    "cur_ne_er_cd": ("ne_er_cd", "{:.3f}"),
+    "cur_ne_er_gain": ("ne_er_gain", "{:+.3f}"),
+    "cur_ne_er_gain_se": ("ne_er_gain_se", "{:.3f}"),
+}
 
 
 def n_passed(passes: pd.Series) -> pd.Series:
@@ -43,7 +58,12 @@ def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame) -> None
 
 
 def verdict_first(summary: pd.DataFrame) -> pd.DataFrame:
-    """``summary`` with its ``passes`` column first (the verdict)."""
+    """``summary`` with its ``passes`` column first (the verdict).
+
+    Example:
+        >>> verdict_first(pd.DataFrame({"gain": [0.3], "passes": ["1 of 4"]})).columns.tolist()
+        ['passes', 'gain']
+    """
     return summary[["passes", *[c for c in summary.columns if c != "passes"]]] if "passes" in summary else summary
 
 
@@ -57,6 +77,7 @@ def glue_controls(run, cur) -> None:
     run.glue_text("cur_dev_inv_T", cur.dev_inv_T, "{:g}")
     for key in GAIN_KEYS:
         run.glue_text(f"cur_{key}", row[key], "{:.4f}" if key.endswith("_se") else "{:+.4f}")
+    run.glue_text("cur_kl_gain_dev_T_pm", plus_minus(row["kl_gain_dev_T"], row["kl_gain_dev_T_se"]), "{}")
     run.glue_text("cur_residual", cur.residual_noise, "{:.3f}")
     for name, (key, spec) in RATIOS.items():
         run.glue_text(name, row.get(key), spec)
@@ -69,8 +90,14 @@ def glue_controls(run, cur) -> None:
 
 
 # the controls table in the text: the verdict, then one number per control (every column folds below it)
-IN_TEXT = ["passes", "CD KL gain (dev 1/T) ± se", "NE_ER, ELM minus CD", "world head fit/p_ELM", "head flatten",
-           "tail flatten"]
+IN_TEXT = [
+    "passes",
+    "CD KL gain (dev 1/T) ± se",
+    "NE_ER, ELM minus CD",
+    "world head fit/p_ELM",
+    "head flatten",
+    "tail flatten",
+]
 
 
 def in_text(summary: pd.DataFrame) -> pd.DataFrame:
@@ -79,5 +106,22 @@ def in_text(summary: pd.DataFrame) -> pd.DataFrame:
     index, at most 7 columns, so the table is not folded."""
     out = summary.copy()
     if {"CD KL gain (dev 1/T)", "its se"} <= set(out.columns):
-        out["CD KL gain (dev 1/T) ± se"] = [plus_minus(v, e) for v, e in zip(out["CD KL gain (dev 1/T)"], out["its se"])]
+        out["CD KL gain (dev 1/T) ± se"] = [
+            plus_minus(v, e) for v, e in zip(out["CD KL gain (dev 1/T)"], out["its se"])
+        ]
     return out[[c for c in IN_TEXT if c in out.columns]]
+
+
+def control_tables(cur):
+    """``(CD against the expert per 1/T, the fitter against p_ELM per bucket)`` as the text shows
+    them: the gain the control reads first, beside its standard error (the CSVs keep every column)."""
+    cd = cur.cd_gain[
+        [
+            c
+            for c in ("kl_gain", "kl_gain_se", "nll_gain", "nll_gain_se", "kl_elm", "kl_cd")
+            if c in cur.cd_gain.columns
+        ]
+    ]
+    asym = cur.asymptote
+    asym = asym[[c for c in ("ratio", "gain", "gain_se", "tv_elm", "tv_fitter", "n") if c in asym.columns]]
+    return cd, asym

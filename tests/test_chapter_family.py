@@ -5,7 +5,7 @@ import pytest
 from chapter_keys import keys_read
 
 from apd.report.chapters import family as ch
-from apd.report.chapters.headlines import record_headline, result_keys
+from apd.report.chapters.gluing import record_headline, result_keys
 from apd.report.results import Run
 
 

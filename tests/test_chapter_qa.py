@@ -7,7 +7,7 @@ from chapter_keys import keys_read
 
 from apd.evaluation.qa_scoring import score_qa, world_examples
 from apd.report.chapters import qa
-from apd.report.chapters.headlines import record_headline, result_keys
+from apd.report.chapters.gluing import record_headline, result_keys
 from apd.report.results import Run
 
 

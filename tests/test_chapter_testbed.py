@@ -33,8 +33,8 @@ def test_configurations_glue_and_the_table_in_the_text(tmp_path, monkeypatch):
 def test_docstring_examples_of_the_chapter_modules_run():
     import doctest
 
-    from apd.report.chapters import ablations, family, headlines, paper_vs_book, qa, testbed
+    from apd.report.chapters import ablations, family, gluing, paper_vs_book, qa, testbed
 
-    for module in (ablations, family, headlines, paper_vs_book, qa, testbed):
+    for module in (ablations, family, gluing, paper_vs_book, qa, testbed):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
         assert result.attempted and result.failed == 0, module.__name__

@@ -1,0 +1,211 @@
+"""The paper-vs-book chapter's bookkeeping: counts of the paper's tables, figures and verdicts, the
+per-claim record, and the values and figure that fill the book's first page
+(``notebooks/paper_vs_book.ipynb``). It reads the other chapters' results; it computes nothing new."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from apd.core.curves import PYTHIA_LOG_SIZES
+from apd.core.stats import Z_TEST
+from apd.report.book import toc_notebooks
+from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
+from apd.report.findings import findings_markdown, scale_note, size_in_words, variant_note
+from apd.report.plots import COLORS, figure
+from apd.report.results import describe_device, load_results, results_dir
+from apd.report.tables import plus_minus
+
+VERDICTS = {
+    "reproduced": REPRODUCED,
+    "not_reproduced": NOT_REPRODUCED,
+    "not_testable": NOT_TESTABLE,
+    "inconclusive": INCONCLUSIVE,
+}
+TABLE_STATUS = {
+    "same": "same rows",
+    "counterpart": "counterpart rows",
+    "missing": "not produced here",
+    "never": "cannot be regenerated",
+}
+FIGURE_STATUS = {"done": "regenerated", "missing": "not produced here", "never": "cannot be regenerated"}
+GLANCE = {
+    "verdict": "verdict",
+    "claim_id": "claim",
+    "n_tests": "tests",
+    "n_hold": "hold",
+    "n_fail": "fail",
+    "n_undecided": "too little data",
+    "n_missing": "not run",
+}
+
+
+def chapters_read(profile: str) -> list[str]:
+    """The chapters whose results this profile holds (but this one and the tutorial)."""
+    return sorted(p.stem for p in results_dir(profile).glob("*.json") if p.stem not in ("paper_vs_book", "tutorial"))
+
+
+def glue_status(run, frame: pd.DataFrame, prefix: str, statuses: dict) -> None:
+    """Glue ``n_<prefix>`` (rows of ``frame``) and ``n_<prefix>_<key>`` per status of ``statuses``."""
+    n = frame["status"].value_counts()
+    run.glue(f"n_{prefix}", len(frame))
+    for key, status in statuses.items():
+        run.glue(f"n_{prefix}_{key}", int(n.get(status, 0)))
+
+
+def status_first(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its ``status`` column first (the verdict of each row).
+
+    Example:
+        >>> status_first(pd.DataFrame({"paper": ["Table 1"], "status": ["same rows"]})).columns.tolist()
+        ['status', 'paper']
+    """
+    return frame[["status", *[c for c in frame.columns if c != "status"]]]
+
+
+def glance(judged: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim: its verdict first, then the tests that hold, fail or could not be run."""
+    return judged[list(GLANCE)].rename(columns=GLANCE)
+
+
+def glue_verdicts(run, judged: pd.DataFrame) -> dict:
+    """Glue the number of claims per verdict and their ids; return :func:`verdict_counts`."""
+    counts = verdict_counts(judged)
+    run.glue("n_claims", len(judged))
+    run.glue("n_reproduced", counts[REPRODUCED])
+    run.glue("n_not_reproduced", counts[NOT_REPRODUCED])
+    run.glue("n_not_testable", counts[NOT_TESTABLE])
+    run.glue("n_inconclusive", counts[INCONCLUSIVE])
+    for key, v in VERDICTS.items():
+        run.glue(f"ids_{key}", ", ".join(judged.loc[judged["verdict"] == v, "claim_id"]) or "none")
+    return counts
+
+
+def _num(v):
+    return round(float(v), 6) if pd.notna(v) else "n/a"
+
+
+def record_claims(run, judged: pd.DataFrame) -> None:
+    """Record per claim its verdict, reason, preconditions, the paper's effect on this testbed's
+    scale, and the estimate, se and 95% interval of the deciding difference (6 decimals, or "n/a")."""
+    for row in judged.itertuples():
+        c = row.claim_id
+        run.record(
+            **{
+                f"verdict_{c}": row.verdict,
+                f"reason_{c}": row.reason,
+                f"preconditions_{c}": row.preconditions,
+                f"n_preconditions_failed_{c}": int(row.n_preconditions_failed),
+                f"effect_scaled_{c}": _num(row.effect),
+                f"estimate_{c}": _num(row.estimate),
+                f"se_{c}": _num(row.se),
+                f"ci_low_{c}": _num(row.ci_low),
+                f"ci_high_{c}": _num(row.ci_high),
+            }
+        )
+
+
+def preconditions(detail: pd.DataFrame) -> pd.DataFrame:
+    """The precondition checks with their values and intervals."""
+    return detail[detail["kind"] == "precondition"][
+        ["claim_id", "description", "status", "values", "estimate", "ci_low", "ci_high"]
+    ]
+
+
+def members(profile: str) -> pd.DataFrame | None:
+    """The family chapter's member table under ``profile``, or None when it has not run."""
+    path = results_dir(profile) / "tables" / "family_members.csv"
+    return pd.read_csv(path) if path.is_file() else None
+
+
+def write_findings(run, judged, claims, profile: str) -> str:
+    """The findings, one sentence per claim (:func:`findings_markdown`), written to ``findings.md``
+    beside the results; glue which ALM' the APD claims were tested on."""
+    run.glue("variant_tested", variant_note(profile))
+    text = findings_markdown(judged, claims, profile, scale_note(members(profile), profile))
+    (run.dir / "findings.md").write_text(text)
+    return text
+
+
+def chapter_results(profile: str) -> dict:
+    """``{stem: results}`` of every chapter in the table of contents that ran (but this one)."""
+    out = {}
+    for stem in toc_notebooks():
+        if stem != "paper_vs_book":
+            out[stem] = load_results(profile, stem) if (results_dir(profile) / f"{stem}.json").is_file() else {}
+    return out
+
+
+def kl_gain(apd_values: dict):
+    """``(CD's KL to the truth minus APD's, its se)`` in nats from the APD chapter's results, or
+    ``(None, None)`` when either is missing.
+
+    Example:
+        >>> kl_gain({"kl_apd_gain": 0.01, "kl_apd_gain_se": 0.002}), kl_gain({"kl_apd_gain": "n/a"})
+        ((0.01, 0.002), (None, None))
+    """
+    gain, se = apd_values.get("kl_apd_gain"), apd_values.get("kl_apd_gain_se")
+    known = isinstance(gain, (int, float)) and isinstance(se, (int, float)) and np.isfinite([gain, se]).all()
+    return (gain, se) if known else (None, None)
+
+
+def glue_summary(run, done: dict, counts: dict, profile: str) -> None:
+    """Glue the values the book's first page reads (``summary_*``, see ``book/intro.md``): Theorem
+    1's error, the family's sizes, whether ALM' engages, APD's KL gain over CD with the sentence it
+    chooses, which verdicts occur, and the build's hours and device."""
+    t1, apd_v = done.get("theorem1", {}), done.get("apd", {})
+    run.glue_text("summary_t1_err", t1.get("max_abs_error"), "{:.1e}")
+    run.glue_text("summary_t1_n", t1.get("n_logits_checked"), "{:,}")
+    m = members(profile)
+    sizes = m["n_nonembedding"].astype(float) if m is not None and "n_nonembedding" in m else None
+    run.glue_text("summary_n_members", None if sizes is None else len(sizes), "{:d}")
+    run.glue_text("summary_smallest", None if sizes is None else size_in_words(sizes.min()), "{}")
+    run.glue_text("summary_largest", None if sizes is None else size_in_words(sizes.max()), "{}")
+    ratio = None if sizes is None else float(np.exp(PYTHIA_LOG_SIZES[-1])) / sizes.max()
+    run.glue_text("summary_scale_ratio", ratio, "{:,.0f}")
+    engaged = apd_v.get("gate_engaged")
+    run.glue("summary_engaged", engaged == 1)
+    run.glue("summary_not_engaged", engaged == 0)
+    run.glue("summary_variant", str(apd_v.get("variant_used", "n/a")))
+    run.glue("summary_gate_reason", str(apd_v.get("gate_reason", "n/a")))
+    gain, se = kl_gain(apd_v)
+    known = gain is not None
+    run.glue_text("summary_kl_gain", plus_minus(gain, se) if known else None, "{}")
+    run.glue_text("summary_kl_mde", apd_v.get("kl_apd_gain_mde") if known else None, "{:.2g}")
+    run.glue_text("summary_kl_n", apd_v.get("kl_apd_gain_n", apd_v.get("n_test_items")) if known else None, "{:,}")
+    run.glue("summary_apd_closer", bool(known and gain > Z_TEST * se))
+    run.glue("summary_cd_closer", bool(known and gain < -Z_TEST * se))
+    run.glue("summary_kl_tie", bool(known and abs(gain) <= Z_TEST * se))
+    run.glue("summary_some_not_reproduced", counts[NOT_REPRODUCED] > 0)
+    run.glue("summary_some_inconclusive", counts[INCONCLUSIVE] > 0)
+    run.glue("summary_some_not_testable", counts[NOT_TESTABLE] > 0)
+    seconds = sum(float(v.get("wall_time_s", 0) or 0) for v in done.values())
+    run.glue_text("summary_hours", seconds / 3600 if seconds else None, "{:.1f}")
+    run.glue("summary_device", describe_device())
+    run.glue("summary_ready", True)
+
+
+def headline_rows(profile: str, apd_values: dict) -> list | None:
+    """``[(label, CD's KL minus APD's, se)]`` per frequency bucket and over all test questions, for
+    the APD chapter's variant (``tables/apd_regime.csv``); None when the APD chapter did not report it."""
+    gain, se = kl_gain(apd_values)
+    path = results_dir(profile) / "tables" / "apd_regime.csv"
+    variant = apd_values.get("variant_used")
+    if gain is None or not path.is_file() or not variant:
+        return None
+    regime = pd.read_csv(path).set_index("bucket")
+    rows = [(b, regime.loc[b, f"{variant}: gain"], regime.loc[b, f"{variant}: se"]) for b in regime.index]
+    return rows + [("all questions", gain, se)]
+
+
+def plot_headline(rows: list, variant: str):
+    """The book's headline figure: CD's KL to the truth minus APD's with 95% intervals, one row each."""
+    fig, ax = figure(width=6.4, height=3.0)
+    y = np.arange(len(rows))
+    ax.errorbar([r[1] for r in rows], y, xerr=[Z_TEST * r[2] for r in rows], fmt="o", color=COLORS["apd"], capsize=4)
+    ax.axvline(0, color=COLORS["elm"], lw=1, ls="--")
+    ax.set_yticks(y, [r[0] for r in rows])
+    ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.set_xlabel("CD's KL to the truth minus APD's (nats; > 0: APD closer)")
+    ax.set_title(f"APD ({variant} ALM') against CD, world test questions")
+    return fig

@@ -1,0 +1,579 @@
+"""The QA chapter's bookkeeping: which ALM' and reference it runs, the world's questions and their
+summaries, the paper's datasets, and the numbers the prose quotes (``notebooks/qa.ipynb``).
+
+Every mean and test comes from :mod:`apd.evaluation.qa_scoring`; this module only selects rows,
+assembles tables and glues values. "ppl" is the paper's mean ``-log(p + 0.01)`` in nats.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from apd.amateur.pipeline import apd_model
+from apd.amateur.runs import load_alm_prime
+from apd.core.stats import min_detectable_effect
+from apd.evaluation.qa_data import try_load
+from apd.evaluation.qa_scoring import (
+    METHOD_ROLES,
+    METRICS,
+    PAPER_DATASETS,
+    chance_accuracy,
+    gap_rows,
+    qa_summary,
+    score_qa,
+    significance,
+)
+from apd.family.loading import load_family
+from apd.report.beside import paper_rows
+from apd.report.chapters.gluing import fmt
+from apd.report.claims import paper_qa_gain
+from apd.report.findings import gate_verdict
+from apd.report.plots import COLORS, panels
+from apd.report.tables import better_word, plus_minus
+from apd.world.truth import dev_test_split
+from apd.world.world import BUCKETS
+
+RANKS = ("head", "torso", "tail")
+DISTRIBUTIONAL = ("drink", "hobby")  # attributes without a single correct answer
+
+
+@dataclass(frozen=True)
+class QAHeadline:
+    """The QA chapter's headline numbers, read by the paper's claims (``apd.report.claims``)."""
+
+    world_ho_ppl_apd: float | None = fmt("{:.3f}", default=None)  # APD's mean ppl, world test half, 1/T from dev
+    world_ho_ppl_cd: float | None = fmt("{:.3f}", default=None)  # CD's, the same way
+    world_pp_ppl_apd: float | None = fmt("{:.3f}", default=None)  # APD's, 1/T picked on the test half (paper)
+    world_pp_ppl_cd: float | None = fmt("{:.3f}", default=None)  # CD's, the same way
+    world_ho_ppl_gain: float | None = fmt("{:.4f}", default=None)  # CD's ppl minus APD's (> 0: APD better)
+    world_ho_ppl_gain_se: float | None = fmt("{:.4f}", default=None)  # its paired standard error over people
+    world_ho_ppl_cd_gain: float | None = fmt("{:.4f}", default=None)  # the ELM's ppl minus CD's (positive control)
+    world_ho_ppl_cd_gain_se: float | None = fmt("{:.4f}", default=None)  # its standard error over people
+    datasets_ppl_gain: float | None = fmt("{:.4f}", default=None)  # CD's ppl minus APD's, mean over datasets
+    datasets_ppl_gain_se: float | None = fmt("{:.4f}", default=None)  # its standard error
+    datasets_ppl_cd_gain: float | None = fmt("{:.4f}", default=None)  # the ELM's ppl minus CD's, mean over datasets
+    datasets_ppl_cd_gain_se: float | None = fmt("{:.4f}", default=None)  # its standard error
+
+
+def method_names(fam) -> dict[str, str]:
+    """Row labels of the methods: ``{"elm": "ELM (<name>)", "cd": "CD", "apd": "APD", "ref": ...}``."""
+    return {"elm": f"ELM ({fam.elm})", "cd": "CD", "apd": "APD", "ref": "LLM (bigger)"}
+
+
+def alm_prime_for(fam, built, path, scale: str, seed: int):
+    """``(ALM', a sentence on where it comes from)``: loaded from ``path``, else the APD chapter's
+    engaged variant (``apd_model(..., variant="engaged")``, cached)."""
+    if path:
+        return load_alm_prime(path, fam.device), f"loaded from {path}"
+    res = apd_model(fam, built, scale=scale, progress=False, seed=seed, variant="engaged")
+    return (
+        load_alm_prime(res, fam.device),
+        f"the {res.variant} variant of apd.apd_model (variant='engaged'), lambda3 = {res.lambda3:g}",
+    )
+
+
+def reference_for(fam, family: str, use_reference: bool, local_dir=None, load_kwargs=None):
+    """``(the family's bigger reference model or None, a sentence on what it is used for)``."""
+    ref_spec = fam.spec.reference
+    if ref_spec is not None and use_reference:
+        ref = load_family(
+            family, members=[ref_spec.name], local_dir=local_dir, device=fam.device, **(load_kwargs or {})
+        )
+        return ref, f"{ref_spec.name} is the bigger reference model: it filters the answers too and gives the gap rows"
+    if ref_spec is not None:
+        return None, f"the reference model {ref_spec.name} is not run (use_reference=False): no gap rows"
+    return None, (
+        f"the {fam.spec.name} family has no model bigger than its ELM, so there is no "
+        "'LLM (bigger)' row and no gap-closure row, and the filter uses the ELM alone"
+    )
+
+
+def glue_setup(run, *, top_k: int, inv_T_grid, profile: str, alm_prime_source: str, reference_note: str) -> None:
+    """Glue the chapter's settings: top-k, the 1/T grid, which ALM' and reference, the gates' verdict."""
+    run.glue("top_k", top_k)
+    run.glue("alm_prime_source", alm_prime_source)
+    run.glue("reference_note", reference_note)
+    run.glue("n_inv_T", len(inv_T_grid))
+    run.glue_text("inv_T_min", min(inv_T_grid), "{:g}")
+    run.glue_text("inv_T_max", max(inv_T_grid), "{:g}")
+    run.glue("gate_verdict", gate_verdict(profile))
+    run.glue_text("paper_qa_gain", paper_qa_gain(), "{:.3f}")
+
+
+def world_questions(built, per_bucket: int | None, seed: int, split_seed: int):
+    """``(dev items, test items)``: the world's questions about single-valued attributes, at most
+    ``per_bucket`` per frequency bucket (drawn with ``seed``), split by person
+    (:func:`apd.world.truth.dev_test_split`)."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for bucket in BUCKETS:
+        pool = [it for it in built.corpus.qa_items if it.bucket == bucket and it.attribute not in DISTRIBUTIONAL]
+        if per_bucket is not None and len(pool) > per_bucket:
+            pool = [pool[i] for i in sorted(rng.choice(len(pool), per_bucket, replace=False))]
+        items += pool
+    return dev_test_split(items, built.corpus.world, split_seed)
+
+
+def value(table: pd.DataFrame, protocol: str, metric: str, method: str, group: str = "all") -> float:
+    """One mean of a :func:`apd.evaluation.qa_scoring.qa_summary` table (NaN when absent).
+
+    Example:
+        >>> t = pd.DataFrame({"protocol": ["paper"], "metric": ["ppl"], "method": ["cd"], "group": ["all"],
+        ...                   "value": [1.25]})
+        >>> value(t, "paper", "ppl", "cd"), value(t, "paper", "ppl", "apd")
+        (1.25, nan)
+    """
+    r = table[
+        (table.protocol == protocol) & (table.metric == metric) & (table.method == method) & (table.group == group)
+    ]
+    return float(r["value"].iloc[0]) if len(r) else float("nan")
+
+
+def direction(apd_value: float, cd_value: float, metric: str) -> str:
+    """APD against CD in words ("better than", "worse than", "the same as" to 1e-9, ...).
+
+    Example:
+        >>> direction(1.2, 1.3, "ppl"), direction(0.5, 0.6, "acc")
+        ('better than', 'worse than')
+    """
+    return better_word(apd_value, cd_value, lower_is_better=not METRICS[metric], digits=9)
+
+
+@dataclass
+class WorldQA:
+    """The world's questions scored (dev half first): per-question scores and their summaries.
+
+    summary: :func:`qa_summary` by bucket, reported on the test half with 1/T picked on the dev half;
+    sig / sig_acc: APD against CD on ppl (standard errors over people) and on accuracy.
+    """
+
+    scores: object
+    n_dev: int
+    is_test: np.ndarray
+    bucket: np.ndarray
+    person: np.ndarray
+    summary: pd.DataFrame
+    sig: pd.DataFrame
+    sig_acc: pd.DataFrame
+
+    @classmethod
+    def from_scores(cls, scores, n_dev: int) -> WorldQA:
+        """Summarise ``scores`` of ``n_dev`` dev questions followed by the test questions."""
+        is_test = np.arange(len(scores)) >= n_dev
+        bucket, person = scores.meta_column("bucket"), scores.meta_column("person")
+        kw = {"report": is_test, "select": ~is_test, "by": bucket}
+        return cls(
+            scores,
+            n_dev,
+            is_test,
+            bucket,
+            person,
+            qa_summary(scores, **kw),
+            significance(scores, cluster=person, **kw),
+            significance(scores, metric="acc", **kw),
+        )
+
+    def ttests(self) -> pd.DataFrame:
+        """The ppl and accuracy t-tests in one frame (ppl first)."""
+        return pd.concat([self.sig, self.sig_acc])
+
+    def contrast(self, a: str, b: str, metric: str = "ppl", by_bucket: bool = False) -> pd.DataFrame:
+        """Held-out ``a`` minus ``b`` (``significance`` rows indexed by group): by bucket, or over
+        every test question with standard errors over people."""
+        kw = {"by": self.bucket} if by_bucket else {"cluster": self.person}
+        s = significance(self.scores, a, b, metric, report=self.is_test, select=~self.is_test, **kw)
+        return s[s.protocol == "held-out"].set_index("group")
+
+
+def world_tables(world: WorldQA, names: dict[str, str]):
+    """``(means, chosen 1/T)``: every method's test-half mean by bucket (rows: bucket, method;
+    columns: protocol, metric), and the 1/T each protocol chose for CD and APD."""
+    wt = world.summary
+    means = wt.assign(method=wt["method"].map(names)).pivot_table(
+        index=["group", "method"], columns=["protocol", "metric"], values="value", sort=False
+    )
+    chosen = (
+        wt[(wt.group == "all") & (wt.method.isin(["cd", "apd"]))]
+        .pivot_table(index="method", columns=["protocol", "metric"], values="inv_T", aggfunc="first", sort=False)
+        .rename(index=names)
+    )
+    return means, chosen
+
+
+def held_out(means: pd.DataFrame) -> pd.DataFrame:
+    """The held-out protocol's columns of :func:`world_tables`' means (one per metric), the protocol
+    the verdicts read: five columns with the row labels, so the table fits the text. When no
+    held-out mean exists (too few dev questions to pick 1/T), ``means`` as it is.
+
+    Example:
+        >>> cols = pd.MultiIndex.from_product([["paper", "held-out"], ["ppl", "acc"]])
+        >>> held_out(pd.DataFrame([[1.0, 0.5, 1.1, 0.4]], columns=cols)).columns.tolist()
+        ['ppl', 'acc']
+    """
+    return means["held-out"] if "held-out" in means.columns.get_level_values(0) else means
+
+
+def glue_world_counts(run, world: WorldQA | None) -> None:
+    """Glue the dev and test sizes and how many test questions per bucket pass the filter."""
+    if world is None:
+        for name in ("world_n_dev", "world_n_test", "world_counts"):
+            run.glue(name, "n/a")
+        return
+    run.glue("world_n_dev", world.n_dev)
+    run.glue("world_n_test", int(world.is_test.sum()))
+    counts = {b: int((world.is_test & (world.bucket == b)).sum()) for b in BUCKETS}
+    kept = {b: int((world.is_test & (world.bucket == b) & world.scores.kept).sum()) for b in BUCKETS}
+    run.glue("world_counts", ", ".join(f"{b} {kept[b]} of {counts[b]}" for b in BUCKETS))
+
+
+def gain_by_bucket(world: WorldQA | None) -> pd.DataFrame | None:
+    """APD's gain over CD per bucket (held-out 1/T; positive: APD better), the ELM's accuracy, the
+    paired p of the ppl gain and the questions it counts; rows head, torso, tail. None without a world."""
+    if world is None:
+        return None
+    wt, sig = world.summary, world.sig
+    ho = sig[sig.protocol == "held-out"].set_index("group")
+
+    def v(metric, method, b):
+        return value(wt, "held-out", metric, method, b)
+
+    return pd.DataFrame(
+        {
+            "ppl: CD - APD": [v("ppl", "cd", b) - v("ppl", "apd", b) for b in RANKS],
+            "acc: APD - CD": [v("acc", "apd", b) - v("acc", "cd", b) for b in RANKS],
+            "MRR: APD - CD": [v("MRR", "apd", b) - v("MRR", "cd", b) for b in RANKS],
+            "ELM acc": [v("acc", "elm", b) for b in RANKS],
+            "p (ppl, paired)": [float(ho.loc[b, "p_paired"]) for b in RANKS],
+            "questions (ppl)": [int(ho.loc[b, "n"]) for b in RANKS],
+        },
+        index=list(RANKS),
+    )
+
+
+def easy_claim(gain: pd.DataFrame) -> dict:
+    """Whether APD gains most on the bucket the ELM finds easiest, and how surely: the values the
+    prose's conditions read (``world_best_bucket`` ... ``world_easy_not``)."""
+    valid, easiest = gain["ppl: CD - APD"].dropna(), gain["ELM acc"].dropna()
+    holds = bool(len(valid) and len(easiest) and valid.idxmax() == easiest.idxmax() and valid.max() > 1e-9)
+    best = valid.idxmax() if len(valid) else None
+    best_p = None if best is None else float(gain.loc[best, "p (ppl, paired)"])
+    significant = best_p is not None and best_p < 0.05
+    return {
+        "world_gain_text": "; ".join(f"{b} {v:+.3f}" for b, v in gain["ppl: CD - APD"].items() if not np.isnan(v))
+        or "n/a",
+        "world_gain_buckets": ", ".join(b for b, v in valid.items() if v > 1e-9) or "none",
+        "world_best_bucket": best if len(valid) and valid.max() > 1e-9 else "none (APD gains in no bucket)",
+        "world_easiest_bucket": easiest.idxmax() if len(easiest) else "n/a",
+        "world_easy_claim": "holds" if holds else "does not hold",
+        "world_best_bucket_p": best_p,
+        "world_best_bucket_n": int(gain.loc[best, "questions (ppl)"]) if best is not None else 0,
+        "world_easy_significant": bool(holds and significant),
+        "world_easy_direction_only": bool(holds and not significant),
+        "world_easy_not": not holds,
+    }
+
+
+_WORLD_NUMBERS = (
+    "world_ho_ppl_p",
+    "world_ho_ppl_p2",
+    "world_ho_ppl_gain_mde",
+    "world_ho_ppl_gain_se_unclustered",
+    "world_ho_ppl_n_people",
+)
+
+
+def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
+    """Glue every world number the prose quotes but the headline's: means and directions per
+    protocol and metric, the tests of the ppl gain, and the easy-question claim ("n/a" without a world)."""
+    headline = {f.name for f in dataclasses.fields(QAHeadline)}
+    means = [(p, t, m) for p, t in (("held-out", "ho"), ("paper", "pp")) for m in ("ppl", "acc", "MRR")]
+    if world is None:
+        for name in _WORLD_NUMBERS + tuple(f"world_{t}_{m}_{x}" for _, t, m in means for x in ("elm", "cd", "apd")):
+            if name not in headline:
+                run.glue_text(name, None)
+        for name in [f"world_{t}_{m}_dir" for _, t, m in means] + [
+            "world_gain_text",
+            "world_gain_buckets",
+            "world_best_bucket",
+            "world_easiest_bucket",
+            "world_easy_claim",
+            "world_best_bucket_n",
+        ]:
+            run.glue(name, "n/a")
+        run.glue_text("world_best_bucket_p", None)
+        run.glue_text("world_ho_ppl_gain_pm", None)
+        for name in ("world_easy_significant", "world_easy_direction_only", "world_easy_not"):
+            run.glue(name, False)
+        return
+    wt = world.summary
+    for proto, tag, metric in means:
+        for m in ("elm", "cd", "apd"):
+            if f"world_{tag}_{metric}_{m}" not in headline:
+                run.glue_text(f"world_{tag}_{metric}_{m}", value(wt, proto, metric, m), "{:.3f}")
+        run.glue(
+            f"world_{tag}_{metric}_dir",
+            direction(value(wt, proto, metric, "apd"), value(wt, proto, metric, "cd"), metric),
+        )
+    s = world.sig[(world.sig.protocol == "held-out") & (world.sig.group == "all")].iloc[0]
+    run.glue_text("world_ho_ppl_p", s["p_paired"], "{:.3g}")
+    run.glue_text("world_ho_ppl_p2", s["p_two_sample"], "{:.3g}")
+    run.glue_text("world_ho_ppl_gain_se_unclustered", s["se_paired"], "{:.4f}")
+    run.glue_text("world_ho_ppl_n_people", s["n_clusters"], "{:.0f}")
+    run.glue_text("world_ho_ppl_gain_mde", min_detectable_effect(s["se_clustered"]), "{:.4f}")
+    run.glue_text("world_ho_ppl_gain_pm", plus_minus(-s["diff"], s["se_clustered"]), "{}")
+    run.glue("world_ho_ppl_n", int(s["n"]))
+    for name, v in easy_claim(gain).items():
+        if name == "world_best_bucket_p":
+            run.glue_text(name, v, "{:.3g}")
+        else:
+            run.glue(name, v)
+
+
+def improvements(world: WorldQA) -> dict:
+    """``{(metric, a, b): (mean, se)}`` per bucket and "all": APD over CD and CD over the ELM,
+    signed so that positive is better (held-out 1/T)."""
+    out = {}
+    for metric in ("ppl", "acc", "MRR"):
+        sign = 1.0 if METRICS[metric] else -1.0
+        for a, b in (("apd", "cd"), ("cd", "elm")):
+            sg = world.contrast(a, b, metric, by_bucket=True)
+            out[(metric, a, b)] = (sign * sg["diff"], sg["se_paired"])
+    return out
+
+
+def plot_improvements(world: WorldQA):
+    """Three bar panels (ppl, accuracy, MRR) of :func:`improvements` by bucket, ±1 standard error."""
+    imp = improvements(world)
+    fig, axes = panels(3, ncols=2)
+    width, groups = 0.38, list(RANKS) + ["all"]
+    for ax, metric, label in zip(
+        axes, ("ppl", "acc", "MRR"), ("ppl decrease (nats)", "accuracy increase", "MRR increase")
+    ):
+        for j, (a, b, name) in enumerate((("apd", "cd", "APD over CD"), ("cd", "elm", "CD over the ELM"))):
+            mean, se = imp[(metric, a, b)]
+            ax.bar(
+                np.arange(len(groups)) + (j - 0.5) * width,
+                mean.reindex(groups),
+                width,
+                yerr=se.reindex(groups).fillna(0),
+                capsize=3,
+                color=COLORS[a],
+                label=name,
+            )
+        ax.axhline(0, color="black", lw=0.8)
+        ax.set_xticks(np.arange(len(groups)), groups)
+        ax.set_xlabel("frequency bucket of the person")
+        ax.set_ylabel(f"{label} (> 0: better)")
+    axes[0].legend(fontsize=8, loc="best")
+    fig.suptitle(
+        "World QA, test half: improvements (1/T picked on the dev half; bars: ±1 standard error)", fontsize=11
+    )
+    return fig
+
+
+def dataset_jobs(names, stand_ins: dict, *, data_dir=None, limit=None, seed: int = 0):
+    """``(jobs, not_run)``: ``(name, examples, shown name)`` per dataset that loads (an offline
+    stand-in under its own name where the paper's cannot be had), and a frame of the others with why."""
+    jobs, not_run = [], []
+    for name in names:
+        paper_name = PAPER_DATASETS.get(name, name)
+        examples, why = try_load(name, data_dir=data_dir, limit=limit, seed=seed)
+        if examples is not None:
+            jobs.append((name, examples, paper_name))
+            continue
+        not_run.append({"dataset": paper_name, "reason": why})
+        if name in stand_ins:
+            sub, why2 = try_load(stand_ins[name], data_dir=data_dir, limit=limit, seed=seed)
+            if sub is None:
+                not_run.append({"dataset": f"{stand_ins[name]} (stand-in)", "reason": why2})
+            else:
+                jobs.append((stand_ins[name], sub, f"{stand_ins[name]} (stand-in for {paper_name})"))
+    return jobs, pd.DataFrame(not_run, columns=["dataset", "reason"])
+
+
+@dataclass
+class DatasetsQA:
+    """The paper's QA datasets scored: the :func:`qa_summary` rows (with ``examples``), APD-vs-CD
+    and CD-vs-ELM t-tests, the gap rows, and the chance accuracy per dataset shown."""
+
+    table: pd.DataFrame
+    sig: pd.DataFrame
+    sig_cd_elm: pd.DataFrame
+    gaps: pd.DataFrame
+    chance: dict
+
+
+def score_datasets(fam, jobs, *, seed: int = 0, **score_kwargs) -> DatasetsQA:
+    """Score every job of :func:`dataset_jobs` (``score_kwargs`` go to
+    :func:`apd.evaluation.qa_scoring.score_qa`) and gather the summaries."""
+    tables, sigs, sigs_ce, gaps, chance = [], [], [], [], {}
+    for _, examples, shown in jobs:
+        sc = score_qa(fam, examples, **score_kwargs)
+        sc.dataset = shown
+        t = qa_summary(sc, seed=seed)
+        t["examples"] = len(sc)
+        tables.append(t)
+        sigs.append(significance(sc, seed=seed))
+        sigs_ce.append(significance(sc, "cd", "elm", "ppl", seed=seed))
+        gaps.append(gap_rows(t))
+        chance[shown] = chance_accuracy(sc)
+
+    def cat(frames):
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    return DatasetsQA(cat(tables), cat(sigs), cat(sigs_ce), cat(gaps), chance)
+
+
+def pooled(sig: pd.DataFrame):
+    """``(mean over datasets of b's ppl minus a's, its standard error)`` at held-out 1/T, or
+    ``(None, None)``; the datasets are independent, so the se is sqrt(sum se^2) / n.
+
+    Example:
+        >>> sig = pd.DataFrame({"protocol": ["held-out"] * 2, "metric": ["ppl"] * 2, "group": ["all"] * 2,
+        ...                     "diff": [-0.2, -0.4], "se_paired": [0.3, 0.4]})
+        >>> [round(x, 3) for x in pooled(sig)]
+        [0.3, 0.25]
+    """
+    if not len(sig):
+        return None, None
+    s = sig[(sig.protocol == "held-out") & (sig.metric == "ppl") & (sig.group == "all")].dropna(
+        subset=["diff", "se_paired"]
+    )
+    return (
+        (None, None) if s.empty else (float(-s["diff"].mean()), float(np.sqrt((s["se_paired"] ** 2).sum()) / len(s)))
+    )
+
+
+def save_datasets(run, ds: DatasetsQA, not_run: pd.DataFrame) -> None:
+    """Save the datasets' summary, t-tests, the not-run list and the gap rows as tables."""
+    run.save_table(ds.table, "qa_datasets_summary")
+    run.save_table(ds.sig, "qa_datasets_ttests")
+    run.save_table(not_run, "qa_datasets_not_run")
+    if len(ds.gaps):
+        run.save_table(ds.gaps, "qa_datasets_gaps")
+
+
+def glue_datasets(run, ds: DatasetsQA, jobs, not_run: pd.DataFrame) -> None:
+    """Glue which datasets ran, which did not, and how many gold answers pass the filter."""
+    run.glue("qa_n_run", len(jobs))
+    run.glue("qa_run_names", ", ".join(shown for _, _, shown in jobs) or "none")
+    run.glue("qa_n_not_run", len(not_run))
+    kept_text, scored = [], []
+    for _, t in ds.table.groupby("dataset", sort=False) if len(ds.table) else []:
+        r = t[(t.protocol == "paper") & (t.metric == "ppl") & (t.method == "elm") & (t.group == "all")].iloc[0]
+        kept_text.append(f"{r['dataset']} {r['n']} of {r['examples']}")
+        if r["n"] > 0:
+            scored.append(r["dataset"])
+    run.glue("qa_kept_text", "; ".join(kept_text) or "none")
+    run.glue_text("qa_datasets_scored", ", ".join(scored) if scored else None, "{}")
+    run.glue("qa_not_run_names", ", ".join(not_run["dataset"]) or "none")
+
+
+def dataset_tables(ds: DatasetsQA):
+    """``(sizes, chosen)``: questions kept per metric with the examples and chance accuracy, and the
+    1/T each protocol chose for CD and APD, per dataset."""
+    t = ds.table
+    sizes = t[(t.protocol == "paper") & (t.method == "elm") & (t.group == "all")].pivot_table(
+        index="dataset", columns="metric", values="n", sort=False
+    )
+    sizes["examples"] = t.groupby("dataset", sort=False)["examples"].first()
+    sizes["chance acc"] = pd.Series(ds.chance)
+    chosen = t[(t.group == "all") & t.method.isin(["cd", "apd"])].pivot_table(
+        index=["dataset", "metric"], columns=["protocol", "method"], values="inv_T", aggfunc="first", sort=False
+    )
+    return sizes, chosen
+
+
+def count_better(table: pd.DataFrame, protocol: str, metric: str) -> tuple[int, int]:
+    """``(datasets where APD's mean is better than CD's, datasets where both are defined)``."""
+    better = total = 0
+    for ds in table["dataset"].unique():
+        one = table[table.dataset == ds]
+        a, c = value(one, protocol, metric, "apd"), value(one, protocol, metric, "cd")
+        if not (np.isnan(a) or np.isnan(c)):
+            total += 1
+            better += direction(a, c, metric) == "better than"
+    return better, total
+
+
+def glue_dataset_counts(run, ds: DatasetsQA) -> None:
+    """Glue per protocol and metric the datasets where APD beats CD, the significant ones, and the
+    ELM's mean accuracy above chance ("n/a" when no dataset ran)."""
+    t, gap = ds.table, []
+    for protocol, tag in (("paper", "pp"), ("held-out", "ho")):
+        for metric in ("ppl", "acc", "MRR"):
+            run.glue(
+                f"qa_{tag}_{metric}_better", "{} of {}".format(*count_better(t, protocol, metric)) if len(t) else "n/a"
+            )
+        sig = (
+            ds.sig[(ds.sig.protocol == protocol) & (ds.sig.p_two_sample < 0.05) & (ds.sig["diff"] < 0)]
+            if len(t)
+            else None
+        )
+        run.glue(f"qa_{tag}_sig", "n/a" if sig is None else ", ".join(sig["dataset"]) or "none")
+    if len(t):
+        mc = [d for d, c in ds.chance.items() if not np.isnan(c)]
+        gap = [
+            g for g in (value(t[t.dataset == d], "paper", "acc", "elm") - ds.chance[d] for d in mc) if not np.isnan(g)
+        ]
+    run.glue_text("qa_elm_above_chance", float(np.mean(gap)) if gap else None, "{:+.3f}")
+
+
+def reading(fam, built, family: str) -> str:
+    """What the datasets' numbers are for this family: a pipeline check (pico) or a reproduction."""
+    if built is not None:
+        return (
+            f"These numbers are a check of the pipeline, not a reproduction. The pico family's largest member "
+            f"({fam.elm}, {int(fam.n_nonembedding[-1]):,} non-embedding parameters) was trained on a small corpus of "
+            "mostly synthetic biographies, and these are small subsets: the differences between ELM, CD and APD "
+            "above are no evidence for or against the paper's claims. What they do show is that "
+            "the datasets load, the templates render, and the filter, both 1/T protocols, the t-tests and the "
+            "table layout run end to end. Under the pythia profile (Pythia 70M to 6.9B and 12B from the Hub, on "
+            "a GPU) the same cells are a reproduction, with the paper's numbers beside ours below."
+        )
+    return (
+        f"The {family} family is one the paper ran, so these numbers are a reproduction: the table below "
+        "puts the paper's numbers beside ours where the rows match (our subsets are smaller than the "
+        "paper's when qa_limit is set, and the offline stand-ins are different datasets)."
+    )
+
+
+def beside_paper(family: str, ds: DatasetsQA) -> pd.DataFrame | None:
+    """The paper's QA numbers beside ours (paper protocol; gap rows as fractions), one row per
+    dataset, metric and role; None when the paper has none for ``family`` or nothing ran."""
+    paper = paper_rows(family)
+    if not (len(paper) and len(ds.table)):
+        return None
+    ours = ds.table[(ds.table.group == "all") & (ds.table.protocol == "paper")].copy()
+    ours["role"] = ours["method"].map(METHOD_ROLES)
+    ours = ours[["dataset", "metric", "role", "value"]]
+    if len(ds.gaps):
+        g = ds.gaps[(ds.gaps.protocol == "paper") & (ds.gaps.group == "all")].copy()
+        g["role"] = g["row"].map({"APD vs CD": "gap_apd_vs_cd", "APD vs LLM": "gap_apd_vs_elm"})
+        ours = pd.concat([ours, g[["dataset", "metric", "role", "value"]]])
+    return paper.merge(ours, on=["dataset", "metric", "role"], how="inner", suffixes=(" (paper)", " (ours)"))
+
+
+def headline(world: WorldQA | None, ds: DatasetsQA) -> QAHeadline:
+    """The chapter's :class:`QAHeadline` from its world and dataset results (None where missing)."""
+    out = {}
+    if world is not None:
+        wt = world.summary
+        for tag, proto in (("ho", "held-out"), ("pp", "paper")):
+            for m in ("apd", "cd"):
+                out[f"world_{tag}_ppl_{m}"] = value(wt, proto, "ppl", m)
+        s = world.sig[(world.sig.protocol == "held-out") & (world.sig.group == "all")].iloc[0]
+        ce = world.contrast("cd", "elm").loc["all"]
+        out.update(
+            world_ho_ppl_gain=-s["diff"],
+            world_ho_ppl_gain_se=s["se_clustered"],
+            world_ho_ppl_cd_gain=-ce["diff"],
+            world_ho_ppl_cd_gain_se=ce["se_clustered"],
+        )
+    for key, sig in (("datasets_ppl_gain", ds.sig), ("datasets_ppl_cd_gain", ds.sig_cd_elm)):
+        out[key], out[f"{key}_se"] = pooled(sig)
+    return QAHeadline(**out)

@@ -1,0 +1,127 @@
+"""The testbed chapter's bookkeeping: the configurations tried and their controls, and the controls
+of this build's family (``notebooks/testbed.ipynb``). Gains are in nats (the expert's minus CD's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from apd.report.tables import plus_minus
+
+# the control gains of this build's family: glue key -> format (a gain signed, its se not)
+GAIN_KEYS = (
+    "kl_gain_dev_T",
+    "kl_gain_dev_T_se",
+    "nll_gain_dev_T",
+    "nll_gain_dev_T_se",
+    "kl_gain_paper_T",
+    "kl_gain_paper_T_se",
+)
+RATIOS = {
+    "cur_ka_ratio": ("ka_ratio_saturating", "{:.2f}"),
+    "cur_head_ratio": ("fit_ratio_head", "{:.2f}"),
+    "cur_flat_head": ("flat_head", "{:.0%}"),
+    "cur_flat_tail": ("flat_tail", "{:.0%}"),
+}
+NE_ER = {
+    "cur_ne_er_elm": ("ne_er_elm", "{:.3f}"),
+    "cur_ne_er_cd": ("ne_er_cd", "{:.3f}"),
+    "cur_ne_er_gain": ("ne_er_gain", "{:+.3f}"),
+    "cur_ne_er_gain_se": ("ne_er_gain_se", "{:.3f}"),
+}
+
+
+def n_passed(passes: pd.Series) -> pd.Series:
+    """The number of controls passed, from ``"k of n"`` texts.
+
+    Example:
+        >>> n_passed(pd.Series(["2 of 4", "4 of 4"])).tolist()
+        [2, 4]
+    """
+    return passes.str.split(" of ").str[0].astype(int)
+
+
+def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame) -> None:
+    """Glue how many configurations were tried, the best one with its passes, and those passing all four."""
+    run.glue("n_configs", len(table))
+    run.glue("configs_tried", "; ".join(map(str, table["configuration"])) if len(table) else "none")
+    if not len(summary):
+        run.glue("best_passes", "none")
+        run.glue("best_config", "no configuration recorded")
+        run.glue_text("all_pass_configs", None, missing="none")
+        return
+    n = n_passed(summary["passes"])
+    best = summary.index[int(np.argmax(n.to_numpy()))]
+    run.glue("best_passes", summary.loc[best, "passes"])
+    run.glue("best_config", best)
+    run.glue_text("all_pass_configs", ", ".join(summary.index[n == 4]) or None, "{}", missing="none")
+
+
+def verdict_first(summary: pd.DataFrame) -> pd.DataFrame:
+    """``summary`` with its ``passes`` column first (the verdict).
+
+    Example:
+        >>> verdict_first(pd.DataFrame({"gain": [0.3], "passes": ["1 of 4"]})).columns.tolist()
+        ['passes', 'gain']
+    """
+    return summary[["passes", *[c for c in summary.columns if c != "passes"]]] if "passes" in summary else summary
+
+
+def glue_controls(run, cur) -> None:
+    """Glue the controls of this build's family (an :func:`apd.evaluation.measure_controls` result):
+    questions, the chosen 1/T, CD's gains, the fitter's noise and error ratios, flattening shares,
+    NE_ER when measured, and each pass ("not measured" where a control did not run)."""
+    row = cur.row()
+    run.glue("cur_dev_people", cur.n_people)
+    run.glue("cur_dev_items", cur.n_items)
+    run.glue_text("cur_dev_inv_T", cur.dev_inv_T, "{:g}")
+    for key in GAIN_KEYS:
+        run.glue_text(f"cur_{key}", row[key], "{:.4f}" if key.endswith("_se") else "{:+.4f}")
+    run.glue_text("cur_kl_gain_dev_T_pm", plus_minus(row["kl_gain_dev_T"], row["kl_gain_dev_T_se"]), "{}")
+    run.glue_text("cur_residual", cur.residual_noise, "{:.3f}")
+    for name, (key, spec) in RATIOS.items():
+        run.glue_text(name, row.get(key), spec)
+    if cur.ne_er is not None:
+        for name, (key, spec) in NE_ER.items():
+            run.glue_text(name, row[key], spec)
+        run.glue("cur_ne_er_people", row["ne_er_people"])
+    for name, ok in cur.passes().items():
+        run.glue(f"cur_pass_{name}", "not measured" if ok is None else ok)
+
+
+# the controls table in the text: the verdict, then one number per control (every column folds below it)
+IN_TEXT = [
+    "passes",
+    "CD KL gain (dev 1/T) ± se",
+    "NE_ER, ELM minus CD",
+    "world head fit/p_ELM",
+    "head flatten",
+    "tail flatten",
+]
+
+
+def in_text(summary: pd.DataFrame) -> pd.DataFrame:
+    """The columns of :data:`IN_TEXT` that ``summary`` has, the verdict first and CD's KL gain with
+    its standard error in one column (:func:`apd.report.tables.plus_minus`): with the configurations'
+    index, at most 7 columns, so the table is not folded."""
+    out = summary.copy()
+    if {"CD KL gain (dev 1/T)", "its se"} <= set(out.columns):
+        out["CD KL gain (dev 1/T) ± se"] = [
+            plus_minus(v, e) for v, e in zip(out["CD KL gain (dev 1/T)"], out["its se"])
+        ]
+    return out[[c for c in IN_TEXT if c in out.columns]]
+
+
+def control_tables(cur):
+    """``(CD against the expert per 1/T, the fitter against p_ELM per bucket)`` as the text shows
+    them: the gain the control reads first, beside its standard error (the CSVs keep every column)."""
+    cd = cur.cd_gain[
+        [
+            c
+            for c in ("kl_gain", "kl_gain_se", "nll_gain", "nll_gain_se", "kl_elm", "kl_cd")
+            if c in cur.cd_gain.columns
+        ]
+    ]
+    asym = cur.asymptote
+    asym = asym[[c for c in ("ratio", "gain", "gain_se", "tv_elm", "tv_fitter", "n") if c in asym.columns]]
+    return cd, asym

@@ -1,0 +1,117 @@
+"""apd.report.chapters.ablations on tiny hand-made runs: the table, its gates, comparisons, headline."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from chapter_keys import keys_read
+
+from apd.report.chapters import ablations as ab
+from apd.report.chapters.gluing import record_headline, result_keys
+from apd.report.results import Run
+
+NAMES = ["logit", "alm+elm", "distilled", "distilled-no-small"]
+
+
+def gate(engaged, reason=None):
+    return SimpleNamespace(engaged=engaged, curve_alive=engaged, collapsed=0.0, reason=reason, toward_expert=0.5)
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.4, 40)
+    shift = {
+        "APD": 0.0,
+        "logit": 0.05,
+        "alm+elm": 0.0,
+        "distilled": -0.05,
+        "distilled-no-small": 0.0,
+        "CD": 0.02,
+        "ELM": 0.1,
+    }
+    per = {n: pd.DataFrame({"kl": base + d + rng.normal(0, 1e-3, 40), "nll": base}) for n, d in shift.items()}
+    people = np.repeat(np.arange(20), 2)
+    rows = []
+    for n in ["APD", *NAMES, "CD", "ELM"]:
+        ref = ab.reference_of(n) if n not in ("APD",) else "APD"
+        d = per[n]["kl"] - per[ref]["kl"]
+        rows.append(
+            {
+                "name": n,
+                "group": "other",
+                "kl": per[n]["kl"].mean(),
+                "nll": per[n]["nll"].mean(),
+                "inv_T": 0.5,
+                "kl_diff": d.mean(),
+                "kl_diff_se": d.std() / np.sqrt(len(d)),
+                "nll_diff": 0.0,
+                "nll_diff_se": 0.0,
+                "train_seconds": 1.0,
+                "wall_seconds": 2.0,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    res = SimpleNamespace(table=frame[~frame.name.isin(["CD", "ELM"])], configs={})
+    gates = {
+        "APD": gate(True),
+        "logit": gate(False, "curve inert"),
+        "alm+elm": gate(True),
+        "distilled": gate(True),
+        "distilled-no-small": gate(True),
+    }
+    table = ab.ablation_table(res, frame[frame.name.isin(["CD", "ELM"])], gates, z=2.0, min_effect=0.001)
+    cmp = ab.Comparisons(table.set_index("name"), per, gates, people, z=2.0, min_effect=0.001, names=NAMES)
+    return Run(stem="ablations", profile="p", parameters={}), table, cmp
+
+
+def test_every_key_the_claims_read_from_ablations_is_a_headline_field():
+    names = [
+        *ab.ORDERINGS,
+        "APD",
+        "logit",
+        "no-flip",
+        "alm+elm",
+        "distilled",
+        "distilled-alm+mid+elm",
+        "distilled-no-small",
+    ]
+    assert keys_read("ablations") <= result_keys(ab.AblationsHeadline, names)
+
+
+def test_table_marks_failed_gates_untestable(tiny):
+    _, table, _ = tiny
+    t = table.set_index("name")
+    assert t.loc["logit", "verdict_kl"] == ab.UNTESTABLE and t.loc["APD", "verdict_kl"] == "main"
+    assert t.loc["distilled", "verdict_kl"] == "better" and t.loc["logit", "engaged"] == 0
+    assert list(table[ab.SHOWN].columns[:2]) == ["label", "verdict_kl"]
+
+
+def test_comparisons_headline_and_orderings(tiny):
+    run, _, cmp = tiny
+    assert cmp.vs("logit", "APD") == ab.UNTESTABLE and cmp.vs("missing", "APD") is None
+    assert cmp.word("distilled", "APD") == "lower (better) than"
+    h = ab.headline(cmp)
+    assert h.n_gated == 5 and h.n_engaged == 4 and h.gate_reason["logit"] == "curve inert"
+    record_headline(run, h)
+    assert run.values["gate_engaged_logit"] == 0 and run.values["midsize_ends_only"] == pytest.approx(
+        cmp.kl("alm+elm")
+    )
+    hold = ab.orderings(cmp)
+    assert hold["probability space beats logit space"] == ab.UNTESTABLE and hold["the flip helps"] is None
+    shown = ab.glue_orderings(run, hold)
+    assert shown.columns[0].startswith("holds here") and run.values["n_paper_orderings"] == 3
+    ab.glue_distilled(run, cmp, "p", 1.0)
+    assert run.values["distilled_kl_diff_main"] < 0 and run.values["apd_distilled_toward_expert"].startswith("n/a")
+
+
+def test_budget():
+    cfg = SimpleNamespace(epochs=3, batch_size=8, data_fraction=0.5)
+    over = ab.budget_overrides(cfg, epochs=1, data_fraction=0.5)
+    assert over == {"epochs": 1, "data_fraction": 0.25}
+    assert "1 epochs instead of 3" in ab.budget_note(cfg, over, epochs=1, data_fraction=0.5)
+    assert ab.budget_note(cfg, {}).startswith("Every run uses")
+    with pytest.raises(ValueError):
+        ab.check_family("pythia")

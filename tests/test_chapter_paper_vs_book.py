@@ -1,0 +1,56 @@
+"""apd.report.chapters.paper_vs_book on an empty and a tiny results folder."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from apd.report.chapters import paper_vs_book as ch
+from apd.report.claims import paper_claims
+from apd.report.evidence import judge
+from apd.report.results import Run
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    (tmp_path / "p").mkdir()
+    return Run(stem="paper_vs_book", profile="p", parameters={})
+
+
+def test_verdicts_glance_and_record(run):
+    judged = judge(paper_claims(), "p")
+    counts = ch.glue_verdicts(run, judged)
+    assert sum(counts.values()) == run.values["n_claims"] == len(judged)
+    assert ch.glance(judged).columns[0] == "verdict" and ch.glance(judged).shape[1] <= 7
+    ch.record_claims(run, judged)
+    first = judged["claim_id"].iloc[0]
+    assert run.values[f"verdict_{first}"] == judged["verdict"].iloc[0]
+
+
+def test_status_counts_put_the_status_first(run):
+    frame = pd.DataFrame({"paper": ["Table 1", "Table 2"], "status": ["same rows", "cannot be regenerated"]})
+    ch.glue_status(run, frame, "tables", ch.TABLE_STATUS)
+    assert run.values["n_tables"] == 2 and run.values["n_tables_same"] == 1 and run.values["n_tables_missing"] == 0
+    assert list(ch.status_first(frame).columns) == ["status", "paper"]
+
+
+def test_summary_values_choose_one_apd_sentence(run, tmp_path):
+    apd_values = {
+        "gate_engaged": 1,
+        "variant_used": "distilled",
+        "kl_apd_gain": 0.01,
+        "kl_apd_gain_se": 0.002,
+        "kl_apd_gain_n": 100,
+        "wall_time_s": 7200,
+    }
+    (tmp_path / "p" / "apd.json").write_text(json.dumps(apd_values))
+    done = ch.chapter_results("p")
+    assert done["apd"]["variant_used"] == "distilled" and done.get("theorem1") == {}
+    counts = ch.glue_verdicts(run, judge(paper_claims(), "p"))
+    ch.glue_summary(run, done, counts, "p")
+    v = run.values
+    assert v["summary_engaged"] and v["summary_apd_closer"] and not (v["summary_kl_tie"] or v["summary_cd_closer"])
+    assert v["summary_t1_err"] == "n/a" and v["summary_hours"] == pytest.approx(2.0)
+    assert ch.headline_rows("p", done["apd"]) is None  # no apd_regime table
+    assert ch.kl_gain({"kl_apd_gain": float("nan"), "kl_apd_gain_se": 0.1}) == (None, None)

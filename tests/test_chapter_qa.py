@@ -1,0 +1,96 @@
+"""apd.report.chapters.qa on the smoke family: the world's questions, their summaries and glue."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from chapter_keys import keys_read
+
+from apd.evaluation.qa_scoring import score_qa, world_examples
+from apd.report.chapters import qa
+from apd.report.chapters.gluing import record_headline, result_keys
+from apd.report.results import Run
+
+
+@pytest.fixture
+def run(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    return Run(stem="qa", profile="p", parameters={})
+
+
+def test_every_key_the_claims_read_from_qa_is_a_headline_field():
+    assert keys_read("qa") and keys_read("qa") <= result_keys(qa.QAHeadline)
+
+
+def test_world_questions_summaries_and_glue(smoke_family, run):
+    fam, built, res = smoke_family
+    dev, test = qa.world_questions(built, 4, seed=0, split_seed=0)
+    assert dev and test and not {it.attribute for it in dev + test} & set(qa.DISTRIBUTIONAL)
+    alm_prime, source = qa.alm_prime_for(fam, built, res.alm_prime_path, "smoke", 0)
+    assert source.startswith("loaded from")
+    scores = score_qa(fam, world_examples(dev + test), alm_prime=alm_prime, inv_T=[0.0, 0.5, 1.0], k=20)
+    world = qa.WorldQA.from_scores(scores, n_dev=len(dev))
+    assert world.is_test.sum() == len(test)
+    means, chosen = qa.world_tables(world, qa.method_names(fam))
+    assert set(chosen.index) <= {"CD", "APD"} and len(means)
+    assert qa.held_out(means).shape[1] <= 6
+    gain = qa.gain_by_bucket(world)
+    assert list(gain.index) == list(qa.RANKS) and gain.columns[0] == "ppl: CD - APD"
+    qa.glue_world(run, world, gain)
+    qa.glue_world_counts(run, world)
+    assert run.values["world_easy_not"] == (
+        not (run.values["world_easy_significant"] or run.values["world_easy_direction_only"])
+    )
+    h = qa.headline(world, qa.DatasetsQA(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {}))
+    assert h.world_ho_ppl_gain == pytest.approx(h.world_ho_ppl_cd - h.world_ho_ppl_apd, abs=1e-9) or np.isnan(
+        h.world_ho_ppl_cd
+    )
+    record_headline(run, h)
+    assert run.values["datasets_ppl_gain"] == "n/a" and "world_ho_ppl_gain_pm" in run.values
+    fig = qa.plot_improvements(world)
+    assert len(fig.axes) >= 3
+
+
+def test_without_a_world_every_value_reads_missing(run):
+    qa.glue_world(run, None, None)
+    qa.glue_world_counts(run, None)
+    ds = qa.DatasetsQA(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+    qa.glue_dataset_counts(run, ds)
+    record_headline(run, qa.headline(None, ds))
+    assert run.values["world_best_bucket"] == "n/a" and run.values["world_easy_not"] is False
+    assert run.values["world_ho_ppl_apd"] == "n/a" and run.values["qa_pp_ppl_better"] == "n/a"
+
+
+def test_easy_claim_reads_significance():
+    gain = pd.DataFrame(
+        {
+            "ppl: CD - APD": [0.02, 0.01, -0.01],
+            "ELM acc": [0.9, 0.6, 0.3],
+            "p (ppl, paired)": [0.01, 0.5, 0.5],
+            "questions (ppl)": [30, 30, 30],
+        },
+        index=list(qa.RANKS),
+    )
+    out = qa.easy_claim(gain)
+    assert out["world_best_bucket"] == "head" and out["world_easy_significant"] and not out["world_easy_not"]
+    gain.loc["head", "p (ppl, paired)"] = 0.2
+    assert qa.easy_claim(gain)["world_easy_direction_only"]
+
+
+def test_pooled_gain_over_datasets():
+    sig = pd.DataFrame(
+        {
+            "protocol": ["held-out"] * 2,
+            "metric": ["ppl"] * 2,
+            "group": ["all"] * 2,
+            "diff": [-0.2, -0.4],
+            "se_paired": [0.3, 0.4],
+        }
+    )
+    g, se = qa.pooled(sig)
+    assert g == pytest.approx(0.3) and se == pytest.approx(0.25)
+    assert qa.pooled(pd.DataFrame()) == (None, None)
+
+
+def test_dataset_jobs_report_what_cannot_be_had(tmp_path):
+    jobs, not_run = qa.dataset_jobs(["qasc"], {}, data_dir=tmp_path, limit=2)
+    assert jobs == [] and list(not_run.columns) == ["dataset", "reason"] and len(not_run) == 1

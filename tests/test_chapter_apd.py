@@ -37,10 +37,12 @@ def _keys_read_from_apd() -> set[str]:
         "gate_verdict",
     }  # apd.report.findings
     keys |= {f"regime_{b}_{k}" for b in ("head", "torso", "tail") for k in ("gain", "flat")}  # apd.report.findings
-    for stem in ("known_answer", "ablations"):  # the chapters that read apd.json
-        src = (ROOT / "notebooks" / f"{stem}.ipynb").read_text()
-        keys |= set(re.findall(r'apd_values\.get\(\\"(\w+)\\"\)', src))
-        keys |= set(re.findall(r'load_results\(profile, \\"apd\\"\)\.get\(\\"(\w+)\\"\)', src))
+    for stem in ("known_answer", "ablations"):  # the chapters that read apd.json (notebook and module)
+        for path in (ROOT / "notebooks" / f"{stem}.ipynb", ROOT / "apd" / "report" / "chapters" / f"{stem}.py"):
+            src = path.read_text().replace('\\"', '"')
+            keys |= set(re.findall(r'apd_values\.get\("(\w+)"', src))
+            keys |= set(re.findall(r'apd_values\[["\'](\w+)["\']\]', src))
+            keys |= set(re.findall(r'load_results\(profile, "apd"\)\.get\("(\w+)"', src))
     return keys
 
 

@@ -156,14 +156,9 @@ def glue_values(run, values: Glued) -> dict:
 
 
 def record_headline(run, headline: FactualityHeadline) -> None:
-    """Glue every field of ``headline`` under its own key with its format, and the conditions of
-    :meth:`FactualityHeadline.conditions` as booleans."""
-    for f in dataclasses.fields(headline):
-        value = getattr(headline, f.name)
-        if f.metadata["fmt"] is None:
-            run.glue(f.name, value)
-        else:
-            run.glue_text(f.name, value, f.metadata["fmt"])
+    """Glue every field of ``headline`` (:func:`apd.report.chapters.gluing.record_headline`) and the
+    conditions of :meth:`FactualityHeadline.conditions` as booleans."""
+    gluing.record_headline(run, headline)
     for key, holds in headline.conditions().items():
         run.glue(key, bool(holds))
 

@@ -84,7 +84,7 @@ def record_headline(run, headline) -> None:
         if f.metadata.get("per_name"):
             for name, v in value.items():
                 run.glue(f"{f.name}_{name}", v)
-        elif "fmt" in f.metadata:
+        elif f.metadata.get("fmt") is not None:
             run.glue_text(f.name, value, f.metadata["fmt"])
         else:
             run.glue(f.name, value)

@@ -53,7 +53,7 @@ def test_objective_field_unknown_name_and_keys_of_paper_runs_unchanged():
     assert d.to_dict()["objective"] == "distill"
     assert config.APDTrainConfig.from_dict(d.to_dict()) == d
     assert config.APDTrainConfig.from_dict(paper.to_dict()) == paper
-    assert runs._key("a", d.to_dict()) != runs._key("a", paper.to_dict())
+    assert runs.hash_key("a", d.to_dict()) != runs.hash_key("a", paper.to_dict())
 
 
 def test_fit_targets_bad_input_is_a_clear_error():

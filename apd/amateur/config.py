@@ -160,7 +160,7 @@ LATER_DEFAULTS = {"objective": "paper", "start": "release", "mlp_warmup_steps": 
 
 
 # Fields that do not change the trained weights (left out of the run's fingerprint).
-_NOT_FINGERPRINTED = ("device", "checkpoint_every", "keep_checkpoints", "log_every")
+NOT_FINGERPRINTED = ("device", "checkpoint_every", "keep_checkpoints", "log_every")
 
 
 def warmup_for(config: APDTrainConfig, total_steps: int) -> int:

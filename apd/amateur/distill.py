@@ -134,10 +134,10 @@ def collection_targets(collect_dir, members=None, n_chunks: Optional[int] = None
         if want is not None and len(out) >= want:
             break
         path = folder / f"targets-{j:05d}.safetensors"
-        arr = collect._load_checked(path, "distillation targets")
+        arr = collect.load_checked(path, "distillation targets")
         if arr is None:
             with file_lock(folder.parent / f"{folder.name}.lock"):
-                arr = collect._load_checked(path, "distillation targets")
+                arr = collect.load_checked(path, "distillation targets")
                 if arr is None:
                     remove_stale_tmp(folder)
                     shard = collect.load_shard(Path(collect_dir) / s["file"], as_torch=True)

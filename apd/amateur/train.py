@@ -24,7 +24,7 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from apd.amateur.config import _NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig, lr_at, warmup_for
+from apd.amateur.config import NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig, lr_at, warmup_for
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
 from apd.amateur.distill import DISTILL_FIT, WithTargets, targets_for_records
 from apd.amateur.objective import APDObjective, ConditionedCurveMLP, CurveMLP, DistillObjective, start_amplitude
@@ -76,7 +76,7 @@ def _data_digest(data: CollectedChunks) -> dict:
 
 
 def _fingerprint(cfg: dict, data_info: dict, model_digest: str) -> str:
-    keep = {k: v for k, v in cfg.items() if k not in _NOT_FINGERPRINTED}
+    keep = {k: v for k, v in cfg.items() if k not in NOT_FINGERPRINTED}
     blob = json.dumps({"config": keep, "data": data_info, "alm": model_digest}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -64,7 +64,7 @@ def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
     return torch.where(positive, torch.sqrt(torch.where(positive, x, torch.ones_like(x))), torch.zeros_like(x))
 
 
-def _check_space(space: str) -> None:
+def check_space(space: str) -> None:
     if space not in SPACES:
         raise ValueError(f"space must be one of {SPACES}, got {space!r}: 'prob' fits probability "
                          "curves (the paper), 'logit' fits their logarithms (the ablation).")
@@ -87,7 +87,7 @@ def flip_values(values: torch.Tensor, mask: torch.Tensor, space: str = "prob") -
     broadcasts against ``values`` (add a trailing axis to flip whole curves). Applying it twice is
     the identity.
     """
-    _check_space(space)
+    check_space(space)
     reflected = 1.0 - values if space == "prob" else -values
     return torch.where(mask, reflected, values)
 

@@ -55,7 +55,7 @@ def _check_expert(scores: torch.Tensor, V: int) -> None:
             "half precision: try dtype=torch.float32) and any logits processor that runs before this one.")
 
 
-def _check_ids(model, input_ids: torch.Tensor, who: str) -> None:
+def check_ids(model, input_ids: torch.Tensor, who: str) -> None:
     """Raise when ``input_ids`` hold an id outside ``model``'s embedding rows (not torch's IndexError)."""
     n = model.get_input_embeddings().num_embeddings
     if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= n):
@@ -240,7 +240,7 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         else:
             new_mask = self._start(input_ids)
             new_ids = input_ids
-            _check_ids(self.amateur, new_ids, "amateur")
+            check_ids(self.amateur, new_ids, "amateur")
         mask = torch.cat([self._mask, new_mask], dim=1)
         positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -new_ids.shape[1]:]
         device = next(self.amateur.parameters()).device

@@ -22,7 +22,7 @@ import torch
 from apd.base.device import resolve_device
 from apd.base.io import check_folder
 from apd.family.logprobs import prompt_log_probs
-from apd.family.registry import FamilySpec, MemberSpec, _count_from_config, count_nonembedding, get_family_spec
+from apd.family.registry import FamilySpec, MemberSpec, count_from_config, count_nonembedding, get_family_spec
 
 _DTYPES = {
     "fp32": torch.float32, "float32": torch.float32, "float": torch.float32,
@@ -533,7 +533,7 @@ def load_family(
     counts, totals, out_rows = {}, {}, {}
     for n, loc in locations.items():
         config = _from_pretrained(AutoConfig.from_pretrained, loc, n, "config", **hub_kwargs)
-        counts[n], totals[n], out_rows[n] = _count_from_config(
+        counts[n], totals[n], out_rows[n] = count_from_config(
             config, spec.count_untied_unembedding, hub_kwargs)
     names = list(locations)
     if sort_by_size:

@@ -561,7 +561,7 @@ def _finished_member(folder: Path) -> dict | None:
     return read_json_checked(folder / "training.json", "member training record", f"retraining {folder.name}")
 
 
-def _family_intact(family_dir: Path) -> bool:
+def family_intact(family_dir: Path) -> bool:
     """True if ``family.json`` and every member it lists are intact (damaged ones are set aside)."""
     manifest = read_json_checked(family_dir / "family.json", "family manifest", "rebuilding it")
     if manifest is None:
@@ -578,11 +578,11 @@ def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progre
                   checkpoint_every, max_steps_this_run, threads) -> Path:
     ids, ids_hash, tok_hash, precision, key, family_dir = _identity(config, tokenizer, documents_or_ids,
                                                                     cache_dir, device, threads)
-    if (family_dir / "family.json").exists() and _family_intact(family_dir):
+    if (family_dir / "family.json").exists() and family_intact(family_dir):
         return family_dir
     # One writer per family: a second build waits here, then finds the family done.
     with file_lock(family_dir.parent / f"{family_dir.name}.lock"):
-        if (family_dir / "family.json").exists() and _family_intact(family_dir):
+        if (family_dir / "family.json").exists() and family_intact(family_dir):
             return family_dir
         family_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_tmp(family_dir)   # member folders a dead writer was saving

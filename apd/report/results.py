@@ -509,11 +509,11 @@ def last_run_outputs(profile: str, stem: str) -> dict[str, set]:
     return {"figures": set(record.get("figures") or ()), "tables": set(record.get("tables") or ())}
 
 
-def _artefact_exists(profile: str, stem: str, name: str) -> bool:
+def artefact_exists(profile: str, stem: str, name: str) -> bool:
     d, out = results_dir(profile), last_run_outputs(profile, stem)
     return ((name in out["figures"] and (d / "figures" / f"{name}.png").is_file())
             or (name in out["tables"] and (d / "tables" / f"{name}.csv").is_file()))
 
 
-def _chapter_ran(profile: str, stem: str) -> bool:
+def chapter_ran(profile: str, stem: str) -> bool:
     return (results_dir(profile) / f"{stem}.json").is_file()

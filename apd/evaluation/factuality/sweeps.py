@@ -222,7 +222,7 @@ def diversity(continuations: Sequence[str]) -> dict:
     return {"Dist-2": d2, "Rep": text_metrics.repetition_ratio(list(continuations))}
 
 
-def _flat(continuations: Sequence[Sequence[str]]) -> list[str]:
+def flatten(continuations: Sequence[Sequence[str]]) -> list[str]:
     return [c for per_prompt in continuations for c in per_prompt]
 
 

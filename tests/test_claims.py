@@ -7,7 +7,7 @@ import pytest
 from apd.report import beside, coverage, paper
 from apd.report import claims as claims_mod
 from apd.report import evidence as evidence_mod
-from apd.report.evidence import Cell, Claim
+from apd.report.evidence import Cell, PaperClaim
 from apd.report.evidence import EvidenceSpec as E
 
 
@@ -93,7 +93,7 @@ def test_bad_specs_fail_loudly():
 
 
 def claim(*evidence):
-    return Claim("X", "a claim", evidence)
+    return PaperClaim("X", "a claim", evidence)
 
 
 def test_reproduced_when_every_test_holds(results):
@@ -591,7 +591,7 @@ def test_a_broken_results_file_is_not_testable_not_a_crash(results):
 
 def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results):
     results("curves", {"blind_both_right": 3, "blind_count": 1, "r2_median": 0.5})
-    claims = [Claim("C_x", "CD's *claim* about L_CD", (
+    claims = [PaperClaim("C_x", "CD's *claim* about L_CD", (
         E("curves", "blind_count", evidence_mod.at_least(1), "CD blind"),
         E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
         E("curves", "blind_both_right", evidence_mod.at_least(1), "both right", kind="precondition")))]

@@ -170,7 +170,7 @@ def test_cached_targets_gates_and_ablation_config(tmp_path):
     assert g.alive == (g.fidelity_apd < g.fidelity_elm)
     # the ablations chapter's row
     main = small_config()
-    v = ablations.variant_config(main, "distilled", ["m0", "m1", "m2", "m3"], sizes)
+    v = ablations.ablation_config(main, "distilled", ["m0", "m1", "m2", "m3"], sizes)
     assert v.objective == "distill" and ablations.config_changes(v, main) == "objective=distill"
     assert ablations.label("distilled", v) == "distilled on the fly"
     assert ablations.validation_losses(out, v, cdir, 1) == {}

@@ -25,10 +25,9 @@ from apd.base import paths
 from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
 from apd.base.lock import file_lock
+from apd.family.registry import SCALES
 from apd.family.text import token_stream
 from apd.world import corpus
-
-SCALES = ("smoke", "default", "gpu")
 
 
 #: ALM' training of the pico family, per scale (see :func:`train_config` for the reasons).

@@ -1,5 +1,6 @@
 """Evaluation: QA and open-ended factuality as in the paper, probability curves, blindness, ablations.
 """
+from apd.base.deprecation import renamed
 from apd.evaluation import (
     text_metrics, qa_metrics, qa_data, qa_scoring, probcurves, linearity, blindness, ablations, known_answer, controls,
     entropy_truth, factuality,
@@ -27,9 +28,9 @@ from apd.evaluation.linearity import LineFits, fit_lines, interpolate_members, h
 from apd.evaluation.blindness import cd_scores, Blindness, find_obvious_blindness, blindness_table, clearest_example
 from apd.evaluation.ablations import (
     GROUPS, GROUP_TITLES, LAMBDA3_FACTORS, MEMBER_SUBSETS, Ablation, ABLATIONS, ABLATION_NAMES, MAIN, DISTILLED,
-    distilled_subset, reference_of, get_ablation, member_subset, with_members, variant_config, variant_configs,
+    distilled_subset, reference_of, get_ablation, member_subset, with_members, ablation_config, ablation_configs,
     config_changes, QASet, score_amateur, pick_inv_T, summarise, AblationResults, training_record, validation_losses,
-    run_ablations, reference_rows, paired_difference, verdict, verdicts, gate_sentence, label,
+    run_ablations, reference_rows, measure_difference, verdict, verdicts, gate_sentence, label,
 )
 from apd.evaluation.known_answer import (
     PICO_NONEMBEDDING, PICO_X, PYTHIA_X, GRIDS, REGIMES, COLLAPSE_TOL, SYNTHETIC_DECAYS, synthetic_family,
@@ -62,9 +63,9 @@ __all__ = [
     "hlm_prediction_check", "hlm_vs_real_table", "cd_scores", "Blindness", "find_obvious_blindness", "blindness_table",
     "clearest_example", "GROUPS", "GROUP_TITLES", "LAMBDA3_FACTORS", "MEMBER_SUBSETS", "Ablation", "ABLATIONS",
     "ABLATION_NAMES", "MAIN", "DISTILLED", "distilled_subset", "reference_of", "get_ablation", "member_subset",
-    "with_members", "variant_config", "variant_configs", "config_changes", "QASet", "score_amateur", "pick_inv_T",
+    "with_members", "ablation_config", "ablation_configs", "config_changes", "QASet", "score_amateur", "pick_inv_T",
     "summarise", "AblationResults", "training_record", "validation_losses", "run_ablations", "reference_rows",
-    "paired_difference", "verdict", "verdicts", "gate_sentence", "label", "PICO_NONEMBEDDING", "PICO_X", "PYTHIA_X",
+    "measure_difference", "verdict", "verdicts", "gate_sentence", "label", "PICO_NONEMBEDDING", "PICO_X", "PYTHIA_X",
     "GRIDS", "REGIMES", "COLLAPSE_TOL", "SYNTHETIC_DECAYS", "synthetic_family", "median_abs_error", "share_collapsed",
     "share_beyond", "dead_curve_loss", "Estimate", "estimate_p_elm", "estimate_cd", "estimate_fitter",
     "loss_l2_mean_hinge", "estimate_joint", "SIZES", "LABELS", "estimator_specs", "recovery_table",
@@ -73,3 +74,7 @@ __all__ = [
     "ne_er_gain", "measure_controls", "true_entropy", "member_entropies", "thf_at_prompts", "entropy_vs_truth",
     "entropy_truth_table",
 ]
+
+# old names, renamed to say which of two things they are
+__getattr__ = renamed(__name__, {"variant_config": "ablation_config", "variant_configs": "ablation_configs",
+                                 "paired_difference": "measure_difference"}, globals())

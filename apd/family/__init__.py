@@ -7,7 +7,7 @@ each member knows of the world), ``pretrain`` / ``pico`` (the embedded family, t
 import importlib
 
 from apd.family import registry, loading, select, text, logprobs, heldout
-from apd.family.registry import MemberSpec, FamilySpec, FAMILIES, get_family_spec, count_nonembedding
+from apd.family.registry import MemberSpec, FamilySpec, FAMILIES, SCALES, get_family_spec, count_nonembedding
 from apd.family.loading import default_dtype, needs_offload, Family, load_family
 from apd.family.select import get_family
 from apd.family.text import left_padded_batches, token_stream, texts_for_tokens, tokenizer_identity
@@ -23,7 +23,7 @@ _ON_FIRST_USE = {
     "pretrain": ("FORMAT_VERSION", "TrainingInterrupted", "Member", "PicoConfig", "nonembedding_count",
         "member_configs", "learning_rate", "training_plan", "chunk_order", "data_hash", "tokenizer_hash", "family_key",
         "CPU_THREADS", "training_threads", "train_family", "family_dir", "evaluate_loss",),
-    "pico": ("SCALES", "configs", "PicoBuild", "build", "build_configured", "find_cached", "STAND_IN_NAMES",
+    "pico": ("configs", "PicoBuild", "build", "build_configured", "find_cached", "STAND_IN_NAMES",
         "export_stand_in",),
 }
 
@@ -41,7 +41,7 @@ def __dir__():
 
 
 __all__ = [
-    "registry", "loading", "select", "text", "logprobs", "heldout", "MemberSpec", "FamilySpec", "FAMILIES",
+    "registry", "loading", "select", "text", "logprobs", "heldout", "MemberSpec", "FamilySpec", "FAMILIES", "SCALES",
     "get_family_spec", "count_nonembedding", "default_dtype", "needs_offload", "Family", "load_family", "get_family",
     "left_padded_batches", "token_stream", "texts_for_tokens", "tokenizer_identity", "prompt_log_probs",
     "text_log_probs", "next_token_log_probs", "window_log_probs", "heldout_positions", "sample_positions",

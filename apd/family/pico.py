@@ -17,9 +17,8 @@ from pathlib import Path
 from apd.base.paths import cache_dir
 from apd.family import pretrain
 from apd.family.loading import load_family
+from apd.family.registry import SCALES
 from apd.world import corpus as corpus_mod
-
-SCALES = ("smoke", "default", "gpu")
 
 
 def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
+#: The scales of the embedded pico family (:mod:`apd.family.pico`); ALM's runs use the same ones.
+SCALES = ("smoke", "default", "gpu")
+
 
 @dataclass(frozen=True)
 class MemberSpec:

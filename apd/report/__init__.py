@@ -2,6 +2,8 @@
 """
 import importlib
 
+from apd.base.deprecation import renamed
+
 from apd.report import (
     results, plots, paper, evidence, claims, coverage, beside, data_check, status, terminal, schema, findings, pages,
     tables, testbed,
@@ -23,7 +25,7 @@ from apd.report.paper import (
 from apd.report.evidence import (
     REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE, VERDICTS, PICO_PROFILES, HUB_PROFILES, KINDS, Cell,
     Missing, Outcome, Comparison, less_than, greater_than, at_most, at_least, within_relative, more_than_z_se, detects,
-    significant, is_largest, difference_larger, non_increasing, EvidenceSpec, Claim, Results, check, checks,
+    significant, is_largest, difference_larger, non_increasing, EvidenceSpec, PaperClaim, Results, check, checks,
     verdict_of, in_words, preconditions_text, judge, verdict_counts, claims_markdown,
 )
 from apd.report.claims import (
@@ -75,7 +77,14 @@ _ON_FIRST_USE = {
 }
 
 
+# old names, renamed to say which of two things they are
+_RENAMED = {"Claim": "PaperClaim"}
+_renamed = renamed(__name__, _RENAMED, globals(), stacklevel=3)
+
+
 def __getattr__(name: str):
+    if name in _RENAMED:
+        return _renamed(name)
     for module, names in _ON_FIRST_USE.items():
         if name == module or name in names:
             loaded = importlib.import_module(f"{__name__}.{module}")
@@ -100,7 +109,7 @@ __all__ = [
     "NOT_REPRODUCED", "NOT_TESTABLE", "INCONCLUSIVE", "VERDICTS", "PICO_PROFILES", "HUB_PROFILES", "KINDS", "Cell",
     "Missing", "Outcome", "Comparison", "less_than", "greater_than", "at_most", "at_least", "within_relative",
     "more_than_z_se", "detects", "significant", "is_largest", "difference_larger", "non_increasing", "EvidenceSpec",
-    "Claim", "Results", "check", "checks", "verdict_of", "in_words", "preconditions_text", "judge", "verdict_counts",
+    "PaperClaim", "Results", "check", "checks", "verdict_of", "in_words", "preconditions_text", "judge", "verdict_counts",
     "claims_markdown", "ABLATIONS_TABLE", "QA_WORLD_GAIN_TABLE", "QA_DATASETS_TABLE", "RELEASE_CONTEXT",
     "paper_qa_gain", "paper_qa_share", "paper_fly_share", "paper_ne_er_gain", "paper_ne_er_share", "paper_real_gain",
     "paper_real_share", "KNOWN_ANSWER", "paper_claims", "figure_status", "MIN_SAME_ROWS_ITEMS", "table_status",

@@ -1,6 +1,6 @@
 """Judging a claim against the results the chapters wrote.
 
-A :class:`Claim` lists :class:`EvidenceSpec` s: values read from ``results/<profile>/<stem>.json``
+A :class:`PaperClaim` lists :class:`EvidenceSpec` s: values read from ``results/<profile>/<stem>.json``
 (a key) or a table CSV (a :class:`Cell`) and an explicit comparison. A check is a ``test``, a
 ``precondition`` or ``context``. :func:`judge` gives one verdict per claim; a missing value never
 counts for or against a claim. Only what a chapter's last run wrote counts.
@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from apd.base.deprecation import renamed
 from apd.core.stats import Z_POWER, Z_TEST, detected, interval, min_detectable_effect
 from apd.report.results import last_run_outputs, results_dir
 
@@ -321,7 +322,7 @@ class EvidenceSpec:
 
 
 @dataclass(frozen=True)
-class Claim:
+class PaperClaim:
     """One of the paper's claims (``text``) and the checks that test it here."""
 
     id: str
@@ -449,7 +450,7 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
     return {"status": HOLDS if out.holds else FAILS, "text": text, **extra}
 
 
-def checks(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
+def checks(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
     """One row per (claim, applicable check): claim_id, kind (test/precondition/context), description,
     chapter, status (holds / does not hold / too little data / missing), the text with the numbers,
     ``values`` (each key read = its value) and, for interval checks, ``estimate``, ``se``,
@@ -568,7 +569,7 @@ def _deciding_interval(rows: pd.DataFrame) -> dict:
     return {k: float(r[k]) for k in _NUMBERS}
 
 
-def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
+def judge(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
     """One row per claim: claim_id, claim, verdict, reason, in_words (:func:`in_words`), evidence
     (every check's kind, status and text, one per line), preconditions (:func:`preconditions_text`),
     n_preconditions, n_preconditions_failed, the deciding interval (the first interval test's
@@ -630,3 +631,7 @@ def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame) -> str:
                        f"{_md_text(r['evidence'])}")
         out.append("")
     return "\n".join(out)
+
+
+# old name (``apd.world.Claim`` is a claim found in generated text)
+__getattr__ = renamed(__name__, {"Claim": "PaperClaim"}, globals())

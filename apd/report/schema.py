@@ -29,7 +29,7 @@ TOP_KEYS = {"description": "one line saying what the profile is for",
             "notebooks": "a mapping {notebook: {parameter: value}}"}
 
 #: Known values, copied here so that validation needs no torch; tests compare them with their
-#: sources (apd.family.pico.SCALES, apd.family.registry.FAMILIES, apd.evaluation.known_answer.SIZES).
+#: sources (apd.family.registry.SCALES, apd.family.registry.FAMILIES, apd.evaluation.known_answer.SIZES).
 PICO_SCALES = ("smoke", "default", "gpu")
 FAMILIES = ("pico", "pythia", "opt", "qwen1.5", "qwen")
 KNOWN_ANSWER_SIZES = ("smoke", "default", "full")

@@ -6,9 +6,10 @@
     gens = fx.sweep(dec, methods, prompts, seeds=(0, 1), max_new_tokens=32, cache=fx.sweep_cache(...))
     table = fx.score_sweep(methods, gens, fx.WorldScorer(world, prompts))
 """
+from apd.base.deprecation import renamed
 from apd.evaluation.factuality import methods, sweeps, world_scoring, sources, prompts, ner, nli, scoring, power
 from apd.evaluation.factuality.methods import (
-    DISTRIBUTIONS, THRESHOLDS, Method, paper_methods, REAL_DISTRIBUTIONS, real_methods, table6_methods, table1_methods,
+    DISTRIBUTIONS, THRESHOLD_NAMES, Method, paper_methods, REAL_DISTRIBUTIONS, real_methods, table6_methods, table1_methods,
     TemperatureLogitsProcessor, Decoders,
 )
 from apd.evaluation.factuality.sweeps import (
@@ -34,7 +35,7 @@ from apd.evaluation.factuality.power import (
 
 __all__ = [
     "methods", "sweeps", "world_scoring", "sources", "prompts", "ner", "nli", "scoring", "power", "DISTRIBUTIONS",
-    "THRESHOLDS", "Method", "paper_methods", "REAL_DISTRIBUTIONS", "real_methods", "table6_methods", "table1_methods",
+    "THRESHOLD_NAMES", "Method", "paper_methods", "REAL_DISTRIBUTIONS", "real_methods", "table6_methods", "table1_methods",
     "TemperatureLogitsProcessor", "Decoders", "batch_seed", "generate_continuations", "config_key", "model_identity",
     "decoder_identity", "sweep_cache", "sweep", "diversity", "score_sweep", "WorldFacts", "world_facts", "WorldScorer",
     "world_test_prompts", "KINDS", "FOLDER", "SOURCES", "prompts_file", "FactualityPrompt", "resolve_data_dir",
@@ -45,3 +46,6 @@ __all__ = [
     "world_verdict_prompts", "ne_er_units", "PairedVerdict", "paired_verdict", "reading", "summary",
     "matched_gap_paired",
 ]
+
+# old names, renamed to say which of two things they are
+__getattr__ = renamed(__name__, {"THRESHOLDS": "THRESHOLD_NAMES"}, globals())

@@ -612,7 +612,8 @@ def test_same_rows_need_thirty_qualifying_items(results):
 
 
 def test_findings_read_one_sentence_per_claim(results, tmp_path):
-    from apd.report import book, findings
+    from apd.book import runner as book
+    from apd.report import findings
 
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
     claims = claims_mod.paper_claims()

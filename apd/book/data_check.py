@@ -5,7 +5,8 @@ parameter, else ``$APD_DATA_DIR``), else from the Hugging Face Hub (QA data) or 
 (FactualityPrompts), cached in the user's cache. :func:`check_data` raises one line naming
 ``APD_DATA_DIR`` and the files needed when neither way works: the folder is missing or lacks a
 file, or the source cannot be reached (``HF_HUB_OFFLINE=1``, or no connection within 2 s) and the
-file is not already cached. Standard library only, so a build stops in about a second.
+file is not already cached. Standard library only (the datasets' specifications are read from
+:mod:`apd.evaluation` when a chapter needs them), so a build stops in seconds.
 
     >>> needs = data_needs({"qa": {"qa_datasets": ["lambada", "qasc"], "data_dir": None}}, ["qa"])
     >>> [(n.chapter, n.file, n.source) for n in needs]
@@ -19,9 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
-
-from apd.evaluation import qa_data
-from apd.evaluation.factuality import sources as fp_sources
 
 #: The environment variable that names the folder of offline copies (``qa/``, ``factuality_prompts/``).
 DATA_ENV = "APD_DATA_DIR"
@@ -58,6 +56,11 @@ def data_needs(params: dict[str, dict], stems: list[str], defaults: dict[str, di
         p = params.get(stem) or {}
         if stem not in ("qa", "factuality", "curves"):
             continue
+        # the datasets' specifications, read only for a chapter that needs them: importing apd.evaluation
+        # loads torch, and a profile without these chapters is checked in about a second
+        from apd.evaluation import qa_data
+        from apd.evaluation.factuality import sources as fp_sources
+
         d = (defaults or {}).get(stem) or {}
         data_dir = _param(p, d, "data_dir")
         data_dir = str(data_dir) if data_dir else None

@@ -16,7 +16,7 @@ Results are written per chapter through a staging folder: the kernel's ``Run`` w
 succeeds do its files replace the chapter's files in ``results/<profile>/`` (:func:`commit_results`);
 a failed or interrupted run leaves them as the last successful build left them. Everything is
 validated before any kernel starts: the profile's shape and keys, parameter names, types and ranges
-(``--set`` included; :mod:`apd.report.schema`), and what the build needs here (:func:`preflight`:
+(``--set`` included; :mod:`apd.book.schema`), and what the build needs here (:func:`preflight`:
 the CUDA device and the Hub access the profile asks for, writable cache, results and build folders).
 
 One build per checkout and profile runs at a time (:func:`build_lock`): a second one waits for the
@@ -25,7 +25,6 @@ first (or stops, ``--no-wait``), and every run stages its results in a folder of
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import hashlib
 import json
@@ -36,23 +35,29 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from apd.base.deprecation import renamed
 from apd.base.io import NOTICES_ENV
-from apd.base.lock import LockBusy, held_lock
-from apd.report import data_check, schema, terminal
-from apd.report import status as build_status
-from apd.report.pages import fill_page, select_cells
+from apd.base.lock import LockBusy, file_lock
+from apd.book import data_check, schema, terminal
+from apd.book import status as build_status
+from apd.book.pages import fill_page, select_cells
+from apd.base.notebooks import (
+    KEY_ENV,
+    RUNNER_ENV,
+    STAGING_ENV,
+    BookError,
+    notebook_parameters,
+    parameter_defaults,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 INJECTED_TAG = "injected-parameters"
-#: Environment variables the runner sets for its kernels (read by ``apd.report.results.Run``).
-RUNNER_ENV = "APD_BOOK_RUNNER"          # "1": this kernel runs under the book runner
-STAGING_ENV = "APD_RESULTS_STAGING"     # the folder the running chapter writes its results into
-KEY_ENV = "APD_RUN_CACHE_KEY"           # the cache key of this execution (kept in the run record)
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
 #: Environment of the kernels that execute the chapters: no progress bars (apd's own, tqdm's,
@@ -71,10 +76,6 @@ KERNEL_ENV = {
     # tqdm.auto warns at import time (transformers imports it) when ipywidgets is missing
     "PYTHONWARNINGS": "ignore:IProgress not found",
 }
-
-
-class BookError(RuntimeError):
-    """A build step failed; the message names the notebook/cell/file and the fix."""
 
 
 # -- table of contents and parameters -----------------------------------------------------------
@@ -105,32 +106,6 @@ def notebook_path(stem: str, root: Path = ROOT) -> Path:
     if not path.is_file():
         raise BookError(f"notebook {path} does not exist (listed in _toc.yml or a profile?)")
     return path
-
-
-def notebook_parameters(path: Path) -> dict[str, Any]:
-    """Names and default values assigned in the cell tagged ``parameters`` of a notebook."""
-    return {name: value for name, (value, _) in parameter_defaults(path).items()}
-
-
-def parameter_defaults(path: Path) -> dict[str, tuple[Any, bool]]:
-    """``{name: (default, literal)}`` of a notebook's parameters cell; ``literal`` is False when the
-    default is an expression (then ``default`` is its source text and any value is accepted)."""
-    nb = json.loads(Path(path).read_text())
-    cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if len(cells) != 1:
-        raise BookError(f"{path} must have exactly one cell tagged 'parameters', found {len(cells)}")
-    source = "".join(cells[0]["source"])
-    out: dict[str, tuple[Any, bool]] = {}
-    for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) else [])
-        for t in targets:
-            if isinstance(t, ast.Name):
-                try:
-                    out[t.id] = (ast.literal_eval(node.value), True)
-                except ValueError:
-                    out[t.id] = (ast.unparse(node.value), False)
-    return out
 
 
 _KINDS = ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "a string"),
@@ -180,7 +155,7 @@ def load_profile(profile: str, root: Path = ROOT) -> dict[str, dict[str, Any]]:
 
 def read_profile_file(path: Path) -> dict[str, dict]:
     """The ``notebooks`` mapping of a profile file, after its YAML (duplicate keys refused) and its
-    shape are checked (:mod:`apd.report.schema`). Raises BookError listing every problem."""
+    shape are checked (:mod:`apd.book.schema`). Raises BookError listing every problem."""
     try:
         data = schema.load_yaml(path.read_text())
     except schema.ProfileShapeError as err:
@@ -196,7 +171,7 @@ def read_profile_file(path: Path) -> dict[str, dict]:
 def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
     """Every toc notebook appears in the profile; every profile notebook is in the toc; every
     parameter exists in its notebook's parameters cell, with a value of its default's type
-    (:func:`check_type`) and in its declared range (:func:`apd.report.schema.check_value`).
+    (:func:`check_type`) and in its declared range (:func:`apd.book.schema.check_value`).
     Raises BookError listing every problem."""
     stems = toc_notebooks(root)
     problems = []
@@ -302,13 +277,7 @@ def _cuda_available() -> bool:
 
 def _hub_reachable(timeout: float = 2.0) -> bool:
     """A TCP connection to the Hub (``$HF_ENDPOINT`` or huggingface.co:443) within ``timeout`` s."""
-    from urllib.parse import urlparse
-    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    try:
-        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
-        return True
-    except OSError:
-        return False
+    return data_check.reachable(os.environ.get("HF_ENDPOINT") or "https://huggingface.co", timeout)
 
 
 def _hub_cached(family: str) -> bool:
@@ -319,17 +288,10 @@ def _hub_cached(family: str) -> bool:
     return any(key in p.name.lower() for p in Path(hub).glob("models--*"))
 
 
-def check_environment(params: dict[str, dict], stems: list[str]) -> None:
-    """Fail fast (BookError) when a notebook of ``stems`` asks for what this machine lacks: a CUDA
+def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]:
+    """What this machine lacks for the chapters ``stems``, one line each (empty: nothing): a CUDA
     device (``device: cuda``) or the Hub (a Hub family with no ``local_dir``, while
     ``HF_HUB_OFFLINE=1`` and no local Hugging Face copy, or no connection to the Hub in 2 s)."""
-    problems = environment_problems(params, stems)
-    if problems:
-        raise BookError("this machine cannot run the profile as set: " + "; ".join(problems))
-
-
-def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]:
-    """What :func:`check_environment` finds missing, one line each (empty: nothing)."""
     problems = []
     cuda = [s for s in stems if str(params[s].get("device") or "").startswith("cuda")]
     if cuda and not _cuda_available():
@@ -433,7 +395,7 @@ def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = 
 
 def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
     """The data every chapter of ``stems`` reads: can it be had, from the data directory or the Hub
-    (:mod:`apd.report.data_check`)? One line per problem, naming ``APD_DATA_DIR`` (empty: nothing)."""
+    (:mod:`apd.book.data_check`)? One line per problem, naming ``APD_DATA_DIR`` (empty: nothing)."""
     defaults = {s: notebook_parameters(notebook_path(s, root)) for s in stems}
     try:
         data_check.check_data(params, stems, root, defaults)
@@ -442,13 +404,23 @@ def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) 
     return []
 
 
-def preflight(profile: str, params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
+#: What :func:`preflight` checks, each ``(profile, params, stems, root) -> problem lines``.
+PREFLIGHT_CHECKS = {
+    "machine": lambda profile, params, stems, root: environment_problems(params, stems),
+    "folders": lambda profile, params, stems, root: folder_problems(profile, root),
+    "inputs": lambda profile, params, stems, root: input_path_problems(params, stems, root),
+    "data": lambda profile, params, stems, root: data_problems(params, stems, root),
+}
+
+
+def preflight(profile: str | None, params: dict[str, dict], stems: list[str], root: Path = ROOT,
+              checks=tuple(PREFLIGHT_CHECKS)) -> None:
     """Everything a build needs, checked before the first notebook starts: this machine (CUDA, the
     Hub: :func:`environment_problems`), the folders it writes (:func:`folder_problems`), the files
-    and folders it reads (:func:`input_path_problems`) and its data (:func:`data_problems`). Raises
-    one BookError with a line per problem."""
-    problems = (environment_problems(params, stems) + folder_problems(profile, root)
-                + input_path_problems(params, stems, root) + data_problems(params, stems, root))
+    and folders it reads (:func:`input_path_problems`) and its data (:func:`data_problems`); or only
+    the ``checks`` named (keys of :data:`PREFLIGHT_CHECKS`; ``profile`` may be None without
+    ``"folders"``). Raises one BookError with a line per problem."""
+    problems = [line for name in checks for line in PREFLIGHT_CHECKS[name](profile, params, stems, root)]
     if problems:
         raise BookError("a build would stop here: " + ("\n  - " + "\n  - ".join(problems)
                                                        if len(problems) > 1 else problems[0]))
@@ -458,14 +430,6 @@ def use_data_dir(folder: str | None) -> None:
     """``--data-dir FOLDER``: set ``$APD_DATA_DIR`` (absolute) for this build and its kernels."""
     if folder:
         os.environ["APD_DATA_DIR"] = str(Path(folder).expanduser().resolve())
-
-
-def preflight_data(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
-    """Stop (BookError, one line naming ``APD_DATA_DIR``) when a dataset the chapters ``stems`` read
-    can be had neither from the data directory nor from the Hub (:func:`data_problems`)."""
-    problems = data_problems(params, stems, root)
-    if problems:
-        raise BookError(problems[0])
 
 
 # -- execution ----------------------------------------------------------------------------------
@@ -777,7 +741,7 @@ def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
     with contextlib.ExitStack() as stack:
         for path in lock_paths(profile, root):
             try:
-                stack.enter_context(held_lock(path, holder, wait=wait, on_busy=busy))
+                stack.enter_context(file_lock(path, holder, wait=wait, on_busy=busy))
             except LockBusy as err:
                 raise BookError(
                     f"another build of profile {profile!r} is running here ({err.holder or 'a process'}; "
@@ -846,7 +810,7 @@ SUMMARY_STEM, HEADLINE_FIGURE = "paper_vs_book", "headline"
 
 def summary_page(page: str, profile: str, book_dir: Path, root: Path = ROOT) -> str:
     """The summary page (``book/intro.md``) filled from :data:`SUMMARY_STEM`'s results under
-    ``profile`` (:func:`apd.report.pages.fill_page`), with its headline figure copied beside it as
+    ``profile`` (:func:`apd.book.pages.fill_page`), with its headline figure copied beside it as
     ``headline.png`` (the value ``headline_figure`` says whether it exists)."""
     results = results_root(root) / profile
     path = results / f"{SUMMARY_STEM}.json"
@@ -920,8 +884,8 @@ def resolve(profile: str, overrides: list[str] | None = None, only: list[str] | 
     return {stem: {**params[stem], **extra.get(stem, {}), "profile": profile} for stem in stems}, stems
 
 
-def build(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
-          force: bool = False, html: bool = True, root: Path = ROOT, wait: bool = True) -> Path | None:
+def build_book(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
+               force: bool = False, html: bool = True, root: Path = ROOT, wait: bool = True) -> Path | None:
     """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book. Everything is
     checked first (:func:`resolve`, :func:`preflight`); then the profile's build lock is
     taken for the whole build (:func:`build_lock`; ``wait=False``: stop if another build holds it)
@@ -934,7 +898,7 @@ def build(profile: str, overrides: list[str] | None = None, only: list[str] | No
 
 def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only: list[str] | None,
                   force: bool, html: bool, root: Path) -> Path | None:
-    """The body of :func:`build`, run while holding the profile's build lock."""
+    """The body of :func:`build_book`, run while holding the profile's build lock."""
     for stem in recover(profile, root):
         print(f"[apd] {stem}: finished moving the results of an interrupted build into place", flush=True)
     out_dir = root / "_build" / profile / "book" / "notebooks"
@@ -996,7 +960,7 @@ def main(argv: list[str] | None = None) -> int:
             preflight(args.profile, params, [s for s in stems if not args.only or s in args.only])
             print("this machine has what a build needs")
             return 0
-        build(args.profile, args.set, args.only, args.force, not args.no_html, wait=not args.no_wait)
+        build_book(args.profile, args.set, args.only, args.force, not args.no_html, wait=not args.no_wait)
     except BookError as err:
         print(f"apd: {err}", file=sys.stderr)
         return 1
@@ -1009,3 +973,21 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def check_environment(params: dict[str, dict], stems: list[str]) -> None:
+    """The old check of this machine alone (deprecated): ``preflight(None, params, stems, checks=("machine",))``."""
+    warnings.warn('check_environment is deprecated; use preflight(None, params, stems, checks=("machine",))',
+                  DeprecationWarning, stacklevel=2)
+    preflight(None, params, stems, checks=("machine",))
+
+
+def preflight_data(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
+    """The old check of the data alone (deprecated): ``preflight(None, params, stems, root, checks=("data",))``."""
+    warnings.warn('preflight_data is deprecated; use preflight(None, params, stems, root, checks=("data",))',
+                  DeprecationWarning, stacklevel=2)
+    preflight(None, params, stems, root, checks=("data",))
+
+
+# old name (``build`` also names the pico family's builder, apd.family.pico.build)
+__getattr__ = renamed(__name__, {"build": "build_book"}, globals())

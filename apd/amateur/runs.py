@@ -215,10 +215,8 @@ def train_config(family: str, scale: str = "default", lambda3: Optional[float] =
     paper's ~20,000, and at 1e-4 ALM' hardly moves in that many (on the smoke family, even at 1e-3
     L3 reached only 0.05 after 20 steps with lambda3 = 1). Batches of 8 chunks (the paper: 64)
     to get more steps from the same data; one epoch (default: ~160 steps over all ~1,270 chunks;
-    smoke: half of the chunks), warm-up over 10% of the steps. On an idle 2-core CPU a default run
-    took 7 s per 80 steps; on the default family a second epoch or lr 3e-3 changed the dev score
-    by under 0.005 nats (noise), and one epoch over all chunks beat half of them (dev KL at 1/T = 1
-    2.187 vs 2.203, lambda3 = 0.2). The curve x stays the raw log size (the release's); the
+    smoke: half of the chunks), warm-up over 10% of the steps (the runs behind these choices: design
+    notes, "ALM' training cost"). The curve x stays the raw log size (the release's); the
     micro-batch is fixed (8 chunks) so that CPU and GPU runs of the same configuration share a
     fingerprint.
     Hub families: the paper's lr 1e-4 and 5 epochs, batches of 16 chunks of 128 tokens (our corpus

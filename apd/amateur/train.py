@@ -138,8 +138,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     ``stop_after``: leave after this many optimizer steps of this call (a checkpoint is written;
     e.g. to fit a time slot) and return that checkpoint's path instead.
     ``callback(step, record)``: called after every optimizer step with the logged loss terms.
-    On the CPU the run uses one torch thread (:data:`CPU_THREADS`): its matrices are small, and on a
-    shared 2-core machine two threads made a default pico step 2 to 30 times slower (measured).
+    On the CPU the run uses one torch thread (:data:`CPU_THREADS`; its matrices are small, and threads
+    contend on a shared CPU: design notes, "ALM' training cost").
 
     Example (what :func:`apd.apd_model` does, by hand):
         >>> import apd, tempfile

@@ -105,9 +105,9 @@ def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, g
 
 
 def scoring_threads(fam):
-    """A context in which a family's scoring runs: one torch thread on the CPU (the models are small; on
-    the shared 2-core machine, scoring the default dev questions took 2.3 s on one thread and 24.5 s on
-    two), the device's own setting elsewhere."""
+    """A context in which a family's scoring runs: one torch thread on the CPU (the models are small and
+    threads contend on a shared CPU: design notes, "ALM' training cost"), the device's own setting
+    elsewhere."""
     return cpu_threads(1 if getattr(getattr(fam, "device", None), "type", "cpu") == "cpu" else None)
 
 

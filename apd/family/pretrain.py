@@ -340,9 +340,8 @@ def family_key(config: PicoConfig, ids_hash: str, tok_hash: str, precision: str 
 
 #: torch threads of pretraining on the CPU, on every machine. The trained weights depend on the
 #: thread count (torch splits float sums differently), so the count is fixed, not picked for the
-#: machine found, and it enters the family's key. One thread, because a CPU is rarely idle: on a
-#: 2-core machine that another process shares, two threads train several times slower than one
-#: (measured by scripts/bench_threads.py), and pico's matrices are small.
+#: machine found, and it enters the family's key. One thread, because a CPU is rarely idle and
+#: pico's matrices are small (design notes, apd.family.pretrain: "One thread, on every machine").
 CPU_THREADS = 1
 
 
@@ -373,7 +372,7 @@ def _autocast(device: torch.device, dtype: str):
 def _no_padding(batch_size: int, seq_len: int, device) -> torch.Tensor:
     """An all-ones (batch_size, seq_len) attention mask. Passing it (rather than None) lets
     transformers hand SDPA ``is_causal=True``; with None, transformers 4.53 checks the position ids
-    for packed sequences and builds an explicit 4-D mask every step (~50 ms on a CPU)."""
+    for packed sequences and builds an explicit 4-D mask every step (design notes, apd.family.pretrain)."""
     return torch.ones(batch_size, seq_len, dtype=torch.long, device=device)
 
 

@@ -147,7 +147,8 @@ def test_score_amateur_by_hand():
     assert s.loc[0, "kl"] == pytest.approx(float((t * np.log(t / q)).sum()), rel=1e-9)
     assert s.loc[0, "nll"] == pytest.approx(-math.log(q[1] + 0.01), rel=1e-9)
     # item 1: the truth has no mass on {2, 3} -> KL undefined; gold 2 is inside -> NLL defined
-    q1 = np.array([0.2 / 0.25, 0.6 / 0.25]); q1 = q1 / q1.sum()                       # tokens 2, 3
+    q1 = np.array([0.2 / 0.25, 0.6 / 0.25])
+    q1 = q1 / q1.sum()                                                            # tokens 2, 3
     assert np.isnan(s.loc[1, "kl"])
     assert s.loc[1, "nll"] == pytest.approx(-math.log(q1[0] + 0.01), rel=1e-9)
     # 1/T = 0 is the ELM renormalised, whatever the amateur
@@ -212,7 +213,7 @@ def word_tokenizer():
 def tiny_setup(tmp_path_factory):
     """Four saved tiny members, their collection on random text, and a synthetic QA dev/test set."""
     root = tmp_path_factory.mktemp("abl")
-    models = [tiny_neox(i, h, l) for i, (h, l) in enumerate([(8, 1), (16, 1), (16, 2), (24, 2)])]
+    models = [tiny_neox(i, h, layers) for i, (h, layers) in enumerate([(8, 1), (16, 1), (16, 2), (24, 2)])]
     names = ["s0", "s1", "s2", "s3"]
     locations = {}
     for n, m in zip(names, models):

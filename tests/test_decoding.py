@@ -6,8 +6,18 @@ import torch
 import torch.nn.functional as F
 from transformers import GPTNeoXConfig, LogitsProcessorList, TopPLogitsWarper
 
+import tiny_models
+
+from apd.core import contrastive, curves
+from apd.core import filters as filters_mod
 from apd.core.filters import AlphaMask, TopK, TopP
-from apd.decoding.processors import APDLogitsProcessor, ContrastiveLogitsProcessor, FilteredLogitsProcessor
+from apd.decoding import generation
+from apd.decoding.processors import (
+    APDLogitsProcessor,
+    ContrastiveLogitsProcessor,
+    FilteredLogitsProcessor,
+    OnTheFlyLogitsProcessor,
+)
 
 V = 60          # the shared "tokenizer" vocabulary
 PAD, EOS = 2, 1
@@ -338,12 +348,6 @@ def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
 # APD on the fly as a logits processor (appended with scripts/benchmarks.py)
 # --------------------------------------------------------------------------------------------
 
-import tiny_models
-
-from apd.core import contrastive, curves
-from apd.core import filters as filters_mod
-from apd.decoding import generation
-from apd.decoding.processors import OnTheFlyLogitsProcessor
 
 OTF_SIZES = [1.0, 2.0, 3.5]   # x of (smallest, mid, ELM); any increasing values
 

@@ -1,13 +1,12 @@
 """The APD variants (apd.amateur.variants), apd_model(variant=...), and the choice of the engaged
 variant (apd.amateur.pipeline.engaged_variant), on the registry alone and on the smoke family."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from apd.amateur import gates, pipeline, runs, train, tuning, variants
+from apd.amateur import gates, pipeline, runs, tuning, variants
 
 #: Chunks of the default pico collection (the fine-tuning split cut into 128-token windows).
 DEFAULT_CHUNKS = 1277

@@ -171,7 +171,7 @@ def warmup_for(config: APDTrainConfig, total_steps: int) -> int:
     if steps >= total_steps and total_steps > 0:
         scaled = max(1, int(math.ceil(0.1 * total_steps)))
         warnings.warn(f"warmup_steps={w} is not shorter than the whole run ({total_steps} steps); using "
-                      f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.")
+                      f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.", stacklevel=2)
         steps = scaled
     return steps
 

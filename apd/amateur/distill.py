@@ -145,7 +145,7 @@ def collection_targets(collect_dir, members=None, n_chunks: Optional[int] = None
                     t = fit_targets(lp, x, min_prob=settings["min_prob"], stride=settings["stride"],
                                     fit=settings["fit"]).numpy()
                     folder.mkdir(parents=True, exist_ok=True)
-                    atomic_write(path, lambda tmp: save_file({"targets": np.ascontiguousarray(t)}, str(tmp)),
+                    atomic_write(path, lambda tmp, t=t: save_file({"targets": np.ascontiguousarray(t)}, str(tmp)),
                                  digest=True)
                     arr = {"targets": t}
         out.extend(list(arr["targets"]))

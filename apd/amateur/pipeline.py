@@ -27,7 +27,6 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from apd.amateur import collect
 from apd.amateur.config import APDTrainConfig
 from apd.amateur.distill import DISTILL_FIT
 from apd.amateur.gates import THRESHOLDS, Gates, measure_gates

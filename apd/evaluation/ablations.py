@@ -298,7 +298,6 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
             out[f"{m}_{bucket}"] = float(v[sel].mean()) if sel.any() else float("nan")
         if reference is not None:
             r = reference[m].to_numpy(dtype=float)
-            both = ok & ~np.isnan(r)
             pd_ = stats.paired_difference(v, r, groups=groups)
             out[f"{m}_diff"], out[f"{m}_diff_se"] = pd_.mean, pd_.se
     return out

@@ -248,7 +248,7 @@ def member_configs(config: PicoConfig, vocab_size: int, **special_token_ids):
     if not isinstance(vocab_size, (int, np.integer)) or vocab_size < 2:
         raise ValueError(f"vocab_size must be an int >= 2 (use len(tokenizer)), got {vocab_size!r}.")
     out = []
-    for name, m in zip(config.names, config.members):
+    for m in config.members:
         out.append(GPTNeoXConfig(
             vocab_size=int(vocab_size),
             hidden_size=m.d_model,

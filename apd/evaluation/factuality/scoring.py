@@ -156,7 +156,7 @@ def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Di
     colour per distribution, dashed for the settings without REAL); ``markers``: per curve (a
     second cue beside the line style, so legend entries of one colour stay apart). Returns ``ax``."""
     colors, linestyles, markers = colors or {}, linestyles or {}, markers or {}
-    for i, c in enumerate(curves):
+    for c in curves:
         d = results[results["curve"] == c].copy()
         if d.empty:
             continue

@@ -22,7 +22,6 @@ from apd.amateur.runs import member_identity
 from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.paths import cache_dir
 from apd.base.progress import progress_bar, progress_enabled
-from apd.core.stats import mean_se
 from apd.decoding import generation
 from apd.evaluation import text_metrics
 from apd.evaluation.factuality.methods import Decoders, Method

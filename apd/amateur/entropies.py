@@ -20,13 +20,19 @@ from typing import Optional
 
 import numpy as np
 import torch
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
-from apd.amateur.collect import corpus_chunks, chunks_fingerprint, token_id_dtype, member_logits_on_device
+from apd.amateur.collect import (
+    chunks_fingerprint,
+    corpus_chunks,
+    load_checked,
+    member_logits_on_device,
+    token_id_dtype,
+)
 from apd.amateur.runs import hash_key, member_identity
 from apd.base import paths
 from apd.base.device import cpu_threads
-from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, set_aside, write_json
+from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, write_json
 from apd.base.lock import file_lock
 from apd.base.progress import progress_bar
 from apd.core.entropy import entropy_from_logits
@@ -55,16 +61,6 @@ class EntropyLabels:
 def _save(arrays: dict, path: Path) -> None:
     atomic_write(path, lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp)),
                  digest=True)
-
-
-def _load(path: Path, what: str) -> Optional[dict]:
-    if not check_file(path, what, "computing it again"):
-        return None
-    try:
-        return load_file(str(path))
-    except Exception as err:
-        set_aside(path, what, f"unreadable: {type(err).__name__}", "computing it again")
-        return None
 
 
 def collect_entropies(family, token_ids, out_dir, seq_len: int = 128, *, batch_size: int = 8,
@@ -107,7 +103,7 @@ def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress
     bar = progress_bar(total=len(names), progress=progress, desc="entropy labels", unit="member")
     for m, name in enumerate(names):
         part = out / f"member-{m:02d}.safetensors"
-        got = _load(part, "entropy-label part")
+        got = load_checked(part, "entropy-label part")
         if got is None:
             rows = []
             with member_logits_on_device(family, name, V) as member_logits, torch.no_grad():
@@ -167,7 +163,7 @@ def load_entropies(folder) -> EntropyLabels:
     manifest = read_json_checked(folder / MANIFEST, "entropy-label manifest", "stopping")
     if not manifest or not manifest.get("complete") or manifest.get("format") != FORMAT:
         raise FileNotFoundError(f"no finished entropy labels in {folder}: run apd.amateur.entropy_labels(fam, texts).")
-    arrays = _load(folder / LABELS, "entropy labels")
+    arrays = load_checked(folder / LABELS, "entropy labels")
     if arrays is None:
         raise ValueError(f"the entropy labels in {folder} were damaged and set aside; run entropy_labels again.")
     return EntropyLabels(input_ids=arrays["input_ids"].astype(np.int64), entropies=arrays["entropies"],

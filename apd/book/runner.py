@@ -41,7 +41,7 @@ from typing import Any
 
 import yaml
 
-from apd.base.deprecation import renamed
+from apd.base.names import renamed
 from apd.base.io import NOTICES_ENV
 from apd.base.lock import LockBusy, file_lock
 from apd.book import data_check, schema, terminal

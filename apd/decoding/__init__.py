@@ -11,9 +11,10 @@ from apd.decoding.generation import generate, dola_candidate_layers, dola_genera
 from apd.core.filters import TopP, TopK, AlphaMask, real_top_p, REAL, make_filters, keep_mask
 from apd.core.contrastive import contrastive_scores
 
+
 __all__ = [
-    "processors", "generation", "NEG_INF", "FilteredLogitsProcessor", "ContrastiveLogitsProcessor",
-    "APDLogitsProcessor", "OnTheFlyLogitsProcessor", "REALLogitsProcessor", "generate", "dola_candidate_layers",
-    "dola_generate_kwargs", "TopP", "TopK", "AlphaMask", "real_top_p", "REAL", "make_filters", "keep_mask",
-    "contrastive_scores",
+    "APDLogitsProcessor", "AlphaMask", "ContrastiveLogitsProcessor", "FilteredLogitsProcessor", "NEG_INF",
+    "OnTheFlyLogitsProcessor", "REAL", "REALLogitsProcessor", "TopK", "TopP", "contrastive_scores",
+    "dola_candidate_layers", "dola_generate_kwargs", "generate", "generation", "keep_mask", "make_filters",
+    "processors", "real_top_p",
 ]

@@ -21,7 +21,7 @@ import pandas as pd
 from apd.amateur import collect, data, objective, runs, train
 from apd.amateur.config import LATER_DEFAULTS, APDTrainConfig
 from apd.amateur.tuning import scoring_threads
-from apd.base.deprecation import renamed
+from apd.base.names import renamed
 from apd.base.device import resolve_device
 from apd.core import stats
 from apd.family import logprobs

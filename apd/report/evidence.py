@@ -16,7 +16,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from apd.base.deprecation import renamed
+from apd.base.names import renamed
 from apd.core.stats import Z_POWER, Z_TEST, detected, interval, min_detectable_effect
 from apd.report.results import last_run_outputs, results_dir
 

@@ -6,7 +6,7 @@
     gens = fx.sweep(dec, methods, prompts, seeds=(0, 1), max_new_tokens=32, cache=fx.sweep_cache(...))
     table = fx.score_sweep(methods, gens, fx.WorldScorer(world, prompts))
 """
-from apd.base.deprecation import renamed
+from apd.base.names import renamed as _renamed_getattr
 from apd.evaluation.factuality import methods, sweeps, world_scoring, sources, prompts, ner, nli, scoring, power
 from apd.evaluation.factuality.methods import (
     DISTRIBUTIONS, THRESHOLD_NAMES, Method, paper_methods, REAL_DISTRIBUTIONS, real_methods, table6_methods, table1_methods,
@@ -33,19 +33,21 @@ from apd.evaluation.factuality.power import (
     world_verdict_prompts, ne_er_units, PairedVerdict, paired_verdict, reading, summary, matched_gap_paired,
 )
 
-__all__ = [
-    "methods", "sweeps", "world_scoring", "sources", "prompts", "ner", "nli", "scoring", "power", "DISTRIBUTIONS",
-    "THRESHOLD_NAMES", "Method", "paper_methods", "REAL_DISTRIBUTIONS", "real_methods", "table6_methods", "table1_methods",
-    "TemperatureLogitsProcessor", "Decoders", "batch_seed", "generate_continuations", "config_key", "model_identity",
-    "decoder_identity", "sweep_cache", "sweep", "diversity", "score_sweep", "WorldFacts", "world_facts", "WorldScorer",
-    "world_test_prompts", "KINDS", "FOLDER", "SOURCES", "prompts_file", "FactualityPrompt", "resolve_data_dir",
-    "load_factuality_prompts", "wiki_lead_evidence", "kilt_evidence", "evidence_coverage", "MeasureUnavailable",
-    "SPACY_MODELS", "SPACY_INSTALL", "IMPORTANT_TYPES", "DROPPED_TYPES", "load_ner", "Unit", "checkworthy",
-    "entity_supported", "continuation_units", "unit_ne_error", "load_nli", "top_evidence_sentences",
-    "FactualityPromptsScorer", "table1_rows", "row_of", "table6_rows", "plot_tradeoff", "matched_gap",
-    "world_verdict_prompts", "ne_er_units", "PairedVerdict", "paired_verdict", "reading", "summary",
-    "matched_gap_paired",
-]
 
 # old names, renamed to say which of two things they are
-__getattr__ = renamed(__name__, {"THRESHOLDS": "THRESHOLD_NAMES"}, globals())
+__getattr__ = _renamed_getattr(__name__, {"THRESHOLDS": "THRESHOLD_NAMES"}, globals())
+
+
+__all__ = [
+    "DISTRIBUTIONS", "DROPPED_TYPES", "Decoders", "FOLDER", "FactualityPrompt", "FactualityPromptsScorer",
+    "IMPORTANT_TYPES", "KINDS", "MeasureUnavailable", "Method", "PairedVerdict", "REAL_DISTRIBUTIONS", "SOURCES",
+    "SPACY_INSTALL", "SPACY_MODELS", "THRESHOLD_NAMES", "TemperatureLogitsProcessor", "Unit", "WorldFacts",
+    "WorldScorer", "batch_seed", "checkworthy", "config_key", "continuation_units", "decoder_identity", "diversity",
+    "entity_supported", "evidence_coverage", "generate_continuations", "kilt_evidence", "load_factuality_prompts",
+    "load_ner", "load_nli", "matched_gap", "matched_gap_paired", "methods", "model_identity", "ne_er_units", "ner",
+    "nli", "paired_verdict", "paper_methods", "plot_tradeoff", "power", "prompts", "prompts_file", "reading",
+    "real_methods", "resolve_data_dir", "row_of", "score_sweep", "scoring", "sources", "summary", "sweep",
+    "sweep_cache", "sweeps", "table1_methods", "table1_rows", "table6_methods", "table6_rows",
+    "top_evidence_sentences", "unit_ne_error", "wiki_lead_evidence", "world_facts", "world_scoring",
+    "world_test_prompts", "world_verdict_prompts",
+]

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from transformers import LogitsProcessor
 
-from apd.base.deprecation import renamed
+from apd.base.names import renamed
 from apd.base.checks import count, number
 from apd.core.filters import make_filters
 from apd.decoding import generation, processors

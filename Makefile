@@ -14,11 +14,12 @@ ifneq ($(wildcard ../shared/data),)
 export APD_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: book test env unit smoke browser pages lock clean-build help bench
+.PHONY: book test env unit lint smoke browser pages lock clean-build help bench
 
 help:
 	@echo "make book [PROFILE=smoke|default|pythia] [SET='nb.param=value ...'] [ONLY=nb]   build the book"
-	@echo "make test                                     unit tests, smoke build, browser test"
+	@echo "make test                                     ruff, unit tests, smoke build, browser test"
+	@echo "make lint                                     ruff check and ruff format --check"
 	@echo "make pages [PROFILE=default]                  browser and page-text checks of an existing build"
 
 env: $(STAMP)
@@ -35,7 +36,12 @@ $(STAMP): requirements.lock package.json pyproject.toml
 book: env
 	$(PY) -m apd --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(if $(ONLY),--only $(ONLY))
 
-unit: env
+# ruff (configured in pyproject.toml): lint, and the formatting it would change (nothing, to pass)
+lint: env
+	$(VENV)/bin/ruff check apd scripts tests
+	$(VENV)/bin/ruff format --check apd scripts tests
+
+unit: lint
 	$(PY) -m pytest -m "not book" tests
 
 smoke: env
@@ -48,7 +54,7 @@ browser: env
 pages: env
 	APD_BOOK_PROFILE=$(PROFILE) $(PY) -m pytest -m book tests/test_browser.py
 
-test: env
+test: lint
 	$(PY) -m pytest -m "not book" tests
 	$(PY) -m apd --profile smoke
 	$(PY) -m pytest -m book tests

@@ -16,11 +16,12 @@ The package is laid out as the data flows, one subpackage per stage:
 ``base`` -> ``core`` -> ``world`` -> ``family`` -> ``amateur`` -> ``decoding`` -> ``evaluation`` -> ``report``.
 A module imports only from its own stage or earlier ones.
 """
-from apd.base.lazy import attach
+import importlib
 
 __version__ = "0.1.0"
 
-__getattr__, __dir__, __all__ = attach(__name__, {
+# name -> the module that defines it (a name equal to the module's last part is the module itself)
+_EXPORTS = {
     # a family of LMs (Hub or the embedded pico family)
     "get_family": "apd.family.select", "load_family": "apd.family.loading", "Family": "apd.family.loading",
     # ALM', the fine-tuned amateur
@@ -48,4 +49,17 @@ __getattr__, __dir__, __all__ = attach(__name__, {
     # the stages, for everything else: apd.world.method_distributions, apd.evaluation.find_obvious_blindness, ...
     "core": "apd.core", "world": "apd.world", "family": "apd.family", "amateur": "apd.amateur",
     "decoding": "apd.decoding", "evaluation": "apd.evaluation", "report": "apd.report",
-})
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded = importlib.import_module(module)
+    return loaded if module.rsplit(".", 1)[-1] == name else getattr(loaded, name)
+
+
+def __dir__():
+    return __all__

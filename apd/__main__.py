@@ -1,6 +1,6 @@
-"""``python -m apd --profile default``: execute the book's notebooks and render the book (:mod:`apd.report.book`)."""
+"""``python -m apd --profile default``: execute the book's notebooks and render the book (:mod:`apd.book`)."""
 import sys
 
-from apd.report.book import main
+from apd.book.runner import main
 
 sys.exit(main())

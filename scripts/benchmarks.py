@@ -68,10 +68,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from apd.amateur import collect
-from apd.core import curves
-from apd.decoding import generation, processors
-from apd.family.registry import count_nonembedding
+from apd.amateur import collect  # noqa: E402 (after the sys.path line above)
+from apd.core import curves  # noqa: E402
+from apd.decoding import generation, processors  # noqa: E402
+from apd.family.registry import count_nonembedding  # noqa: E402
 
 TARGET_APD_OVER_CD = 1.05
 TARGET_CD_TOLERANCE = 0.10
@@ -277,7 +277,7 @@ def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
         elif method == "apd":
             procs = [processors.APDLogitsProcessor(alm_prime, T=1.0, vocab_size=V)]
         else:
-            procs = [processors.OnTheFlyLogitsProcessor(setup.models[:-1], setup.log_sizes, w=0.5, top_k=20,
+            procs = [processors.OnTheFlyLogitsProcessor(setup.models[:-1], setup.log_sizes, T=2.0, top_k=20,
                                                       vocab_size=V, iterations=s.otf_iterations)]
 
         def run():
@@ -415,8 +415,9 @@ def bench_collection(setup: Setup, s: Settings, workdir: Path, log) -> dict:
     times, first = [], None
     for r in range(s.collect_repeats):
         out = workdir / f"collect-{r}"
-        t, _, _ = timed(lambda: collect.collect(setup.family, ids, out, cfg, batch_size=s.collect_batch,
-                                             progress=False), setup.elm.device)
+        t, _, _ = timed(lambda out=out: collect.collect_probabilities(setup.family, ids, out, cfg,
+                                                                      batch_size=s.collect_batch, progress=False),
+                        setup.elm.device)
         times.append(t)
         first = first or out
     pos_s = n_pos / median(times)

@@ -42,7 +42,7 @@ def test_member_subsets_by_hand():
 
 def test_every_ablation_changes_exactly_its_fields():
     main = main_config()
-    cfgs = ablations.variant_configs(main, NAMES, X)
+    cfgs = ablations.ablation_configs(main, NAMES, X)
     assert list(cfgs) == ["APD", *ablations.ABLATION_NAMES] and len(cfgs) == 17
     assert cfgs["APD"] == main
     expect = {
@@ -81,7 +81,7 @@ def test_every_ablation_changes_exactly_its_fields():
 
 
 def test_overrides_reach_the_main_run_and_every_ablation():
-    cfgs = ablations.variant_configs(main_config(), NAMES, X, names=["half-data", "lambda3x2"],
+    cfgs = ablations.ablation_configs(main_config(), NAMES, X, names=["half-data", "lambda3x2"],
                                      overrides={"epochs": 1, "data_fraction": 0.5})
     assert list(cfgs) == ["APD", "half-data", "lambda3x2"]
     assert all(c.epochs == 1 for c in cfgs.values())
@@ -90,7 +90,7 @@ def test_overrides_reach_the_main_run_and_every_ablation():
 
 
 def test_lambda3_factors_use_the_published_value_when_the_config_has_none():
-    cfgs = ablations.variant_configs(APDTrainConfig(family="pythia"), PYTHIA, PYTHIA_X,
+    cfgs = ablations.ablation_configs(APDTrainConfig(family="pythia"), PYTHIA, PYTHIA_X,
                                      names=["lambda3x2", "lambda3x6"])
     assert cfgs["lambda3x2"].lambda3 == pytest.approx(1.6) and cfgs["lambda3x6"].lambda3 == pytest.approx(5.0)
 
@@ -117,15 +117,15 @@ def test_invalid_member_subsets_raise_clearly():
 
 def test_bad_ablation_requests_raise():
     with pytest.raises(ValueError, match="unknown ablation"):
-        ablations.variant_configs(main_config(), NAMES, X, names=["lambda4=0"])
+        ablations.ablation_configs(main_config(), NAMES, X, names=["lambda4=0"])
     with pytest.raises(ValueError, match="repeat"):
-        ablations.variant_configs(main_config(), NAMES, X, names=["logit", "logit"])
+        ablations.ablation_configs(main_config(), NAMES, X, names=["logit", "logit"])
     with pytest.raises(ValueError, match="already selects members"):
-        ablations.variant_configs(main_config(members=("m0", "m5")), NAMES, X, names=["logit"])
+        ablations.ablation_configs(main_config(members=("m0", "m5")), NAMES, X, names=["logit"])
     with pytest.raises(ValueError, match="lambda3"):
-        ablations.variant_configs(APDTrainConfig(family="pico"), NAMES, X)
+        ablations.ablation_configs(APDTrainConfig(family="pico"), NAMES, X)
     with pytest.raises(ValueError, match="compared with 'distilled'; add 'distilled'"):
-        ablations.variant_configs(main_config(), NAMES, X, names=["distilled-no-small"])
+        ablations.ablation_configs(main_config(), NAMES, X, names=["distilled-no-small"])
 
 
 # ----------------------------------------------------------------------------- the metric, by hand
@@ -147,7 +147,8 @@ def test_score_amateur_by_hand():
     assert s.loc[0, "kl"] == pytest.approx(float((t * np.log(t / q)).sum()), rel=1e-9)
     assert s.loc[0, "nll"] == pytest.approx(-math.log(q[1] + 0.01), rel=1e-9)
     # item 1: the truth has no mass on {2, 3} -> KL undefined; gold 2 is inside -> NLL defined
-    q1 = np.array([0.2 / 0.25, 0.6 / 0.25]); q1 = q1 / q1.sum()                       # tokens 2, 3
+    q1 = np.array([0.2 / 0.25, 0.6 / 0.25])
+    q1 = q1 / q1.sum()                                                            # tokens 2, 3
     assert np.isnan(s.loc[1, "kl"])
     assert s.loc[1, "nll"] == pytest.approx(-math.log(q1[0] + 0.01), rel=1e-9)
     # 1/T = 0 is the ELM renormalised, whatever the amateur
@@ -212,7 +213,7 @@ def word_tokenizer():
 def tiny_setup(tmp_path_factory):
     """Four saved tiny members, their collection on random text, and a synthetic QA dev/test set."""
     root = tmp_path_factory.mktemp("abl")
-    models = [tiny_neox(i, h, l) for i, (h, l) in enumerate([(8, 1), (16, 1), (16, 2), (24, 2)])]
+    models = [tiny_neox(i, h, layers) for i, (h, layers) in enumerate([(8, 1), (16, 1), (16, 2), (24, 2)])]
     names = ["s0", "s1", "s2", "s3"]
     locations = {}
     for n, m in zip(names, models):
@@ -302,7 +303,7 @@ def test_distilled_member_subsets_are_compared_with_the_distilled_variant(tiny_s
 def test_paired_difference_verdict_and_labels():
     a = pd.DataFrame({"kl": [1.0, 2.0, np.nan, 4.0]})
     b = pd.DataFrame({"kl": [0.5, 1.0, 9.0, 3.0]})
-    d, se = ablations.paired_difference(a, b)                     # pairs: 0.5, 1.0, 1.0
+    d, se = ablations.measure_difference(a, b)                     # pairs: 0.5, 1.0, 1.0
     assert d == pytest.approx(2.5 / 3)
     assert se == pytest.approx(np.std([0.5, 1.0, 1.0], ddof=1) / math.sqrt(3))
     assert ablations.verdict(d, se) == "worse" and ablations.verdict(-d, se) == "better"
@@ -310,8 +311,8 @@ def test_paired_difference_verdict_and_labels():
     assert ablations.verdict(-0.0005, 1e-5) == "better"
     assert ablations.verdict(-0.0005, 1e-5, min_effect=0.001) == "tie"     # clear, but too small to matter
     with pytest.raises(ValueError, match="same QA set"):
-        ablations.paired_difference(a, b.iloc[:2])
-    cfgs = ablations.variant_configs(main_config(), NAMES, X)
+        ablations.measure_difference(a, b.iloc[:2])
+    cfgs = ablations.ablation_configs(main_config(), NAMES, X)
     assert ablations.label("lambda3x2", cfgs["lambda3x2"]) == "λ3 = 1.2"
     assert ablations.label("alm+elm", cfgs["alm+elm"]) == "alm+elm: m0, m5"
     assert ablations.label("half-data", cfgs["half-data"]) == "half data (0.5 of the chunks)"
@@ -338,8 +339,8 @@ def test_ablation_differences_cluster_by_person():
 
     a = pd.DataFrame({"kl": [1.0, 3.0, 0.0, 0.0], "nll": [0.0] * 4})
     b = pd.DataFrame({"kl": [0.0] * 4, "nll": [0.0] * 4})
-    d, se = ablations.paired_difference(a, b, "kl", groups=np.array(["p", "p", "q", "q"]))
+    d, se = ablations.measure_difference(a, b, "kl", groups=np.array(["p", "p", "q", "q"]))
     assert d == pytest.approx(1.0) and se == pytest.approx(1.0)
-    assert ablations.paired_difference(a, b, "kl")[1] == pytest.approx(np.std([1, 3, 0, 0], ddof=1) / 2)
+    assert ablations.measure_difference(a, b, "kl")[1] == pytest.approx(np.std([1, 3, 0, 0], ddof=1) / 2)
     s = ablations.summarise(a, np.array(["head"] * 4), b, np.array(["p", "p", "q", "q"]))
     assert s["kl_diff_se"] == pytest.approx(1.0)

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from apd.report import book
+from apd.book import runner as book
 from apd.report.results import results_dir
 
 pytestmark = pytest.mark.book

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apd.report import book
+from apd.book import runner as book
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +113,7 @@ def test_cache_keys_chain_through_upstream_chapters(tmp_path):
 
 
 def test_execution_hides_the_cells_whose_results_are_missing(tmp_path):
-    # needs:/unless: markdown cells (apd.report.pages): after the run, the chapter's results decide
+    # needs:/unless: markdown cells (apd.book.pages): after the run, the chapter's results decide
     write = ("import json, os, pathlib\n"
              "pathlib.Path(os.environ['APD_RESULTS_STAGING'], 'nb.json').write_text(json.dumps({'kl': 'n/a', 'n': 3}))")
     root = make_project(tmp_path, [write], {"nb": {}})

@@ -42,7 +42,7 @@ def test_cache_keys_are_unchanged(scale):
     members = [("pico-13k", "sha256:" + "a" * 16), ("pico-1.8m", "sha256:" + "b" * 16)]
     assert runs.collection_key(members, [9.4, 14.4], ids, asdict(collect_config)) == want["collect"]
     config = runs.train_config("pico", scale, lambda3=0.6)
-    assert runs._key("abc", {"n": 1}, ["m1", "m2"], config.to_dict()) == want["train"]
+    assert runs.hash_key("abc", {"n": 1}, ["m1", "m2"], config.to_dict()) == want["train"]
     assert train._fingerprint(config.to_dict(), {"n_chunks": 3}, "d" * 16) == want["fingerprint"]
 
 

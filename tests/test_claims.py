@@ -7,7 +7,7 @@ import pytest
 from apd.report import beside, coverage, paper
 from apd.report import claims as claims_mod
 from apd.report import evidence as evidence_mod
-from apd.report.evidence import Cell, Claim
+from apd.report.evidence import Cell, PaperClaim
 from apd.report.evidence import EvidenceSpec as E
 
 
@@ -93,7 +93,7 @@ def test_bad_specs_fail_loudly():
 
 
 def claim(*evidence):
-    return Claim("X", "a claim", evidence)
+    return PaperClaim("X", "a claim", evidence)
 
 
 def test_reproduced_when_every_test_holds(results):
@@ -591,7 +591,7 @@ def test_a_broken_results_file_is_not_testable_not_a_crash(results):
 
 def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results):
     results("curves", {"blind_both_right": 3, "blind_count": 1, "r2_median": 0.5})
-    claims = [Claim("C_x", "CD's *claim* about L_CD", (
+    claims = [PaperClaim("C_x", "CD's *claim* about L_CD", (
         E("curves", "blind_count", evidence_mod.at_least(1), "CD blind"),
         E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
         E("curves", "blind_both_right", evidence_mod.at_least(1), "both right", kind="precondition")))]
@@ -612,7 +612,8 @@ def test_same_rows_need_thirty_qualifying_items(results):
 
 
 def test_findings_read_one_sentence_per_claim(results, tmp_path):
-    from apd.report import book, findings
+    from apd.book import runner as book
+    from apd.report import findings
 
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
     claims = claims_mod.paper_claims()

@@ -41,7 +41,7 @@ def corpus():
 @pytest.fixture(scope="module")
 def collected(family, corpus, tmp_path_factory):
     out = tmp_path_factory.mktemp("collect") / "clean"
-    manifest = collect.collect(family, corpus, out, CFG, batch_size=2, progress=False)
+    manifest = collect.collect_probabilities(family, corpus, out, CFG, batch_size=2, progress=False)
     return out, manifest
 
 
@@ -181,7 +181,7 @@ def test_resume_after_interruptions_gives_identical_shards(collected, family, co
     out = tmp_path / "resumed"
     # batch_size=2 -> shards of 2 chunks take one forward each: 3 forwards per member
     with pytest.raises(Interrupt):
-        collect.collect(InterruptingFamily(family, "big", 3), corpus, out, CFG, batch_size=2, progress=False)
+        collect.collect_probabilities(InterruptingFamily(family, "big", 3), corpus, out, CFG, batch_size=2, progress=False)
     manifest = collect.read_manifest(out)
     assert not manifest["complete"] and manifest["shards"] == []
     assert len(list((out / "parts").glob("*.m02.safetensors"))) == 2   # two ELM parts were finished
@@ -189,12 +189,12 @@ def test_resume_after_interruptions_gives_identical_shards(collected, family, co
         next(collect.iter_records(out))
     second = InterruptingFamily(family, "mid", 2)                # fails in the last pass
     with pytest.raises(Interrupt):
-        collect.collect(second, corpus, out, CFG, batch_size=2, progress=False)
+        collect.collect_probabilities(second, corpus, out, CFG, batch_size=2, progress=False)
     assert second.calls.count("big") == 1                         # only the missing ELM shard
     assert len(collect.read_manifest(out)["shards"]) == 1            # shard 0 finished before the failure
     assert len(list(collect.iter_records(out, allow_incomplete=True))) == 2
     third = InterruptingFamily(family)
-    manifest = collect.collect(third, corpus, out, CFG, batch_size=2, progress=False)
+    manifest = collect.collect_probabilities(third, corpus, out, CFG, batch_size=2, progress=False)
     assert third.calls == ["mid", "mid"]                          # shards 1 and 2 of the last pass
     assert manifest["complete"] and manifest["shards"] == clean_manifest["shards"]
     for s in manifest["shards"]:
@@ -204,33 +204,33 @@ def test_resume_after_interruptions_gives_identical_shards(collected, family, co
 def test_rerun_is_a_no_op_and_other_settings_are_refused(collected, family, corpus):
     out, manifest = collected
     fam = InterruptingFamily(family)
-    assert collect.collect(fam, corpus, out, CFG, batch_size=2, progress=False) == manifest
+    assert collect.collect_probabilities(fam, corpus, out, CFG, batch_size=2, progress=False) == manifest
     assert fam.calls == []
     with pytest.raises(ValueError, match="config"):
-        collect.collect(family, corpus, out, CollectConfig(seq_len=16, chunks_per_shard=2, seed=4), progress=False)
+        collect.collect_probabilities(family, corpus, out, CollectConfig(seq_len=16, chunks_per_shard=2, seed=4), progress=False)
     with pytest.raises(ValueError, match="corpus"):
-        collect.collect(family, corpus[::-1].copy(), out, CFG, progress=False)
+        collect.collect_probabilities(family, corpus[::-1].copy(), out, CFG, progress=False)
 
 
 def test_bad_inputs(family, tmp_path):
     with pytest.raises(ValueError, match="mid_end"):
-        collect.collect(family, np.zeros(64, dtype=np.int64), tmp_path, CollectConfig(seq_len=16, mid_end=158))
+        collect.collect_probabilities(family, np.zeros(64, dtype=np.int64), tmp_path, CollectConfig(seq_len=16, mid_end=158))
     with pytest.raises(ValueError, match=r"\[0, 160\)"):
-        collect.collect(family, np.full(64, V), tmp_path, CollectConfig(seq_len=16))
+        collect.collect_probabilities(family, np.full(64, V), tmp_path, CollectConfig(seq_len=16))
     with pytest.raises(ValueError, match="fewer than seq_len"):
-        collect.collect(family, np.zeros(10, dtype=np.int64), tmp_path, CollectConfig(seq_len=16))
+        collect.collect_probabilities(family, np.zeros(10, dtype=np.int64), tmp_path, CollectConfig(seq_len=16))
     with pytest.raises(TypeError, match="integer"):
-        collect.collect(family, np.zeros(64), tmp_path, CollectConfig(seq_len=16))
-    with pytest.raises(FileNotFoundError, match="run apd.amateur.collect.collect"):
+        collect.collect_probabilities(family, np.zeros(64), tmp_path, CollectConfig(seq_len=16))
+    with pytest.raises(FileNotFoundError, match="run apd.amateur.collect_probabilities"):
         collect.read_manifest(tmp_path / "nothing")
 
 
 def test_list_of_models_and_torch_records(models, tmp_path):
     tokens = torch.randint(0, V, (2, 16), generator=torch.Generator().manual_seed(1))
     with pytest.raises(ValueError, match="ModelFamily"):
-        collect.collect(models[:2], tokens, tmp_path, CFG, progress=False)   # 168 vs 176 output ids
+        collect.collect_probabilities(models[:2], tokens, tmp_path, CFG, progress=False)   # 168 vs 176 output ids
     same = [tiny_neox(4, 8, 1, 168), tiny_neox(5, 16, 1, 168)]
-    manifest = collect.collect(same, tokens, tmp_path, CFG, progress=False)
+    manifest = collect.collect_probabilities(same, tokens, tmp_path, CFG, progress=False)
     assert manifest["vocab_size"] == 168 and manifest["members"] == ["member0", "member1"]
     rec = next(collect.iter_records(tmp_path, as_torch=True))
     assert rec["member_logprobs"].shape == (2, 16, 30) and rec["member_logprobs"].dtype == torch.float16
@@ -255,7 +255,7 @@ def test_with_a_loaded_family_over_the_pythia_tokenizer(tmp_path):
     assert fam.vocab_size == 50277
     text = tok("The capital of Kenya is Nairobi, a city in East Africa.")["input_ids"][:8]
     cfg = CollectConfig(seq_len=8, chunks_per_shard=1)
-    collect.collect(fam, np.array(text), tmp_path / "out", cfg, progress=False)
+    collect.collect_probabilities(fam, np.array(text), tmp_path / "out", cfg, progress=False)
     rec = next(collect.iter_records(tmp_path / "out"))
     assert rec["token_ids"].max() < 50277
     exact = F.log_softmax(direct_logits_v(fam.model("b"), text, 50277), -1).gather(

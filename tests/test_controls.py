@@ -5,7 +5,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apd.core import stats
 from apd.evaluation import controls as ct
 from apd.report import testbed as tb
 

@@ -209,7 +209,7 @@ def test_on_the_fly_distribution():
     assert torch.allclose(curves.mix_on_the_fly(p_elm, p_ap, 0.0), p_elm)
     mixed = curves.mix_on_the_fly(p_elm, p_ap, 0.3)
     assert torch.allclose(mixed, 0.7 * p_elm + 0.3 * p_ap) and torch.allclose(mixed.sum(-1), torch.ones(2, 3))
-    with pytest.raises(ValueError, match="w must be"):
+    with pytest.raises(ValueError, match="inv_T must be"):
         curves.mix_on_the_fly(p_elm, p_ap, 1.5)
 
 

@@ -18,7 +18,8 @@ import yaml
 from apd.base import paths
 from apd.evaluation import qa_data
 from apd.evaluation.factuality import prompts as fp
-from apd.report import book, data_check
+from apd.book import data_check
+from apd.book import runner as book
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -111,13 +112,13 @@ def test_preflight_names_the_files_a_data_folder_lacks(monkeypatch, tmp_path):
         (tmp_path / rel).write_text("{}\n")
     monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
     with pytest.raises(book.BookError) as err:
-        book.preflight_data(params, stems, REPO)
+        book.preflight(None, params, stems, REPO, checks=("data",))
     message = str(err.value)
     assert "\n" not in message and f"APD_DATA_DIR={tmp_path}" in message and files[0] in message
     assert files[1] not in message
     (tmp_path / files[0]).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / files[0]).write_text("{}\n")
-    book.preflight_data(params, stems, REPO)           # every file there: the build may start
+    book.preflight(None, params, stems, REPO, checks=("data",))           # every file there: the build may start
 
 
 def test_preflight_without_data_folder_offline_stops_before_any_notebook(tmp_path):

@@ -6,8 +6,18 @@ import torch
 import torch.nn.functional as F
 from transformers import GPTNeoXConfig, LogitsProcessorList, TopPLogitsWarper
 
+import tiny_models
+
+from apd.core import contrastive, curves
+from apd.core import filters as filters_mod
 from apd.core.filters import AlphaMask, TopK, TopP
-from apd.decoding.processors import APDLogitsProcessor, ContrastiveLogitsProcessor, FilteredLogitsProcessor
+from apd.decoding import generation
+from apd.decoding.processors import (
+    APDLogitsProcessor,
+    ContrastiveLogitsProcessor,
+    FilteredLogitsProcessor,
+    OnTheFlyLogitsProcessor,
+)
 
 V = 60          # the shared "tokenizer" vocabulary
 PAD, EOS = 2, 1
@@ -338,12 +348,6 @@ def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
 # APD on the fly as a logits processor (appended with scripts/benchmarks.py)
 # --------------------------------------------------------------------------------------------
 
-import tiny_models
-
-from apd.core import contrastive, curves
-from apd.core import filters as filters_mod
-from apd.decoding import generation
-from apd.decoding.processors import OnTheFlyLogitsProcessor
 
 OTF_SIZES = [1.0, 2.0, 3.5]   # x of (smallest, mid, ELM); any increasing values
 
@@ -370,7 +374,7 @@ def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smal
         return real(logits, log_sizes, **kw)
 
     monkeypatch.setattr(curves, "on_the_fly_asymptotes", spy)
-    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.4, top_k=8, vocab_size=V, **fit)
+    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, inv_T=0.4, top_k=8, vocab_size=V, **fit)
     out = generation.generate(elm, ids, mask, proc, max_new_tokens=3, do_sample=False,
                             output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     L = ids.shape[1]
@@ -396,7 +400,7 @@ def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
     ids, mask = batch
     plain = generation.generate(elm, ids, mask, FilteredLogitsProcessor(vocab_size=V), max_new_tokens=4,
                               do_sample=False, pad_token_id=PAD)   # greedy ELM over the shared vocabulary
-    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.0, vocab_size=V, iterations=5)
+    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=float("inf"), vocab_size=V, iterations=5)
     out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False, pad_token_id=PAD)
     assert torch.equal(out, plain)
 
@@ -404,10 +408,17 @@ def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
 def test_on_the_fly_bad_arguments(models, smallest):
     _, mid = models
     with pytest.raises(ValueError, match="log_sizes has 2 values"):
-        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 2.0], w=0.5)
+        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 2.0], T=2.0)
     with pytest.raises(ValueError, match="must increase"):
-        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 3.0, 2.0], w=0.5)
-    with pytest.raises(ValueError, match="w must be in"):
-        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=1.5)
+        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 3.0, 2.0], T=2.0)
+    with pytest.raises(ValueError, match="inv_T must be in"):
+        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, inv_T=1.5)
+    with pytest.raises(ValueError, match="T must be >= 1"):
+        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=0.5)
+    with pytest.raises(TypeError, match="exactly one of T and inv_T"):
+        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=2.0, inv_T=0.5)
     with pytest.raises(ValueError, match="at least 3 members"):
-        OnTheFlyLogitsProcessor([smallest], [1.0, 2.0], w=0.5)
+        OnTheFlyLogitsProcessor([smallest], [1.0, 2.0], T=2.0)
+    with pytest.warns(DeprecationWarning, match="pass T"):
+        old = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.25)
+    assert old.inv_T == old.w == 0.25 == OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=4.0).inv_T

@@ -53,7 +53,7 @@ def test_objective_field_unknown_name_and_keys_of_paper_runs_unchanged():
     assert d.to_dict()["objective"] == "distill"
     assert config.APDTrainConfig.from_dict(d.to_dict()) == d
     assert config.APDTrainConfig.from_dict(paper.to_dict()) == paper
-    assert runs._key("a", d.to_dict()) != runs._key("a", paper.to_dict())
+    assert runs.hash_key("a", d.to_dict()) != runs.hash_key("a", paper.to_dict())
 
 
 def test_fit_targets_bad_input_is_a_clear_error():
@@ -170,7 +170,7 @@ def test_cached_targets_gates_and_ablation_config(tmp_path):
     assert g.alive == (g.fidelity_apd < g.fidelity_elm)
     # the ablations chapter's row
     main = small_config()
-    v = ablations.variant_config(main, "distilled", ["m0", "m1", "m2", "m3"], sizes)
+    v = ablations.ablation_config(main, "distilled", ["m0", "m1", "m2", "m3"], sizes)
     assert v.objective == "distill" and ablations.config_changes(v, main) == "objective=distill"
     assert ablations.label("distilled", v) == "distilled on the fly"
     assert ablations.validation_losses(out, v, cdir, 1) == {}

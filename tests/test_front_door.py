@@ -6,7 +6,7 @@ import types
 import pytest
 
 import apd
-from apd.base import device, io, lazy, lock
+from apd.base import device, io, lock, names
 from apd.core import contrastive, entropy, filters, stats, theory
 from apd.report import findings
 
@@ -35,7 +35,7 @@ def test_front_door_examples_run(name, smoke_family):
     assert n and result.failed == 0, f"{result.failed} of {result.attempted} examples of apd.{name} failed"
 
 
-@pytest.mark.parametrize("module", [contrastive, entropy, filters, theory, stats, io, lock, device, lazy, findings],
+@pytest.mark.parametrize("module", [contrastive, entropy, filters, theory, stats, io, lock, device, names, findings],
                          ids=lambda m: m.__name__)
 def test_module_examples_run(module):
     result = doctest.testmod(module, optionflags=OPTIONS, verbose=False)

@@ -6,7 +6,7 @@ import pytest
 import apd
 from apd.amateur import runs
 from apd.family import pico, pretrain
-from apd.report import book
+from apd.book import runner as book
 from apd.world.world import World, WorldConfig
 
 

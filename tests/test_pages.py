@@ -1,4 +1,4 @@
-"""Which paragraphs a chapter's page shows (``apd.report.pages``), and the chapters' text under a
+"""Which paragraphs a chapter's page shows (``apd.book.pages``), and the chapters' text under a
 Hub family (the ``pythia`` profile) read from a synthetic results file, without running anything.
 
 ``tests/data/pythia_results/<stem>.json`` hold what the chapters glue under a Hub family: the
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from apd.report import book, pages
+from apd.book import pages
+from apd.book import runner as book
 
 DATA = Path(__file__).parent / "data" / "pythia_results"
 HUB_CHAPTERS = ["family", "curves", "apd", "qa", "factuality", "paper_vs_book"]

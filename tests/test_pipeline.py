@@ -207,7 +207,7 @@ def test_train_configs_per_family():
     assert runs.train_config("qwen").lambda3_value == 1.0
     assert runs.train_config("pico", lambda3=0.6).lambda3_value == 0.6
     with pytest.raises(ValueError, match="lambda3"):
-        runs.train_config("pico").lambda3_value       # pico has no published value: tune it
+        _ = runs.train_config("pico").lambda3_value   # pico has no published value: tune it
     assert runs.collect_config("opt").n_tail == 10 and runs.collect_config("pythia").n_tail == 5
 
 

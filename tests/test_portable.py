@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
-from apd.report import book
+from apd.book import runner as book
 
 REPO = Path(__file__).resolve().parents[1]
 

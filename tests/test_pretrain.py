@@ -171,7 +171,7 @@ def test_default_family_spans_two_orders_of_magnitude():
     cfg = PicoConfig.default()
     assert len(cfg.members) >= 6
     counts = []
-    for name, member, mcfg in zip(cfg.names, cfg.members, pretrain.member_configs(cfg, 4096)):
+    for _name, member, mcfg in zip(cfg.names, cfg.members, pretrain.member_configs(cfg, 4096)):
         with torch.device("meta"):
             model = GPTNeoXForCausalLM(mcfg)
         n = count_nonembedding(model)

@@ -277,7 +277,7 @@ def test_two_concurrent_pretraining_builders_share_one_cache(tmp_path):
     procs = [subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate(timeout=240) for p in procs]
-    for p, (out, err) in zip(procs, outs):
+    for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
     assert {out.strip().splitlines()[-1] for out, _ in outs} == {str(folder)}
     assert (folder / "family.json").is_file()

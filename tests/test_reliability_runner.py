@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apd.report import book, results
+from apd.book import runner as book
+from apd.report import results
 from apd.report.results import Run, UnknownParameterError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -257,17 +258,17 @@ def test_cuda_and_hub_needs_fail_before_any_kernel_names_the_fix(monkeypatch, tm
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
     t0 = time.time()
     with pytest.raises(book.BookError) as err:
-        book.build("pythia", html=False)
+        book.build_book("pythia", html=False)
     assert time.time() - t0 < 1.0
     msg = str(err.value)
     assert "--set family.device=cpu" in msg and "--set family.local_dir=FOLDER" in msg and "HF_HUB_OFFLINE" in msg
     params = {"a": {"device": "cpu", "family": "pythia", "local_dir": "/models"}, "b": {"family": "pico"},
               "c": {"device": "auto"}}
-    book.check_environment(params, ["a", "b", "c"])  # local copies, pico, auto: nothing needed
+    book.preflight(None, params, ["a", "b", "c"], checks=("machine",))  # local copies, pico, auto: nothing needed
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
     with pytest.raises(book.BookError, match="the Hub cannot be reached"):
-        book.check_environment({"a": {"family": "opt"}}, ["a"])
+        book.preflight(None, {"a": {"family": "opt"}}, ["a"], checks=("machine",))
 
 
 def test_every_real_profile_passes_type_and_range_checks():
@@ -306,9 +307,9 @@ SLOW_BODY = ("import time\n"
              "fig, ax = plt.subplots()\n"
              "run.savefig(fig, 'picture')\n"
              "run.finish(show=False)\n")
-BUILD = ("import sys\nfrom pathlib import Path\nfrom apd.report import book\n"
+BUILD = ("import sys\nfrom pathlib import Path\nfrom apd.book import runner as book\n"
          "try:\n"
-         "    book.build('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
+         "    book.build_book('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
          "except book.BookError as err:\n"
          "    print(f'apd: {err}', file=sys.stderr)\n"
          "    sys.exit(1)\n")
@@ -432,7 +433,7 @@ def test_in_range_edge_values_pass(item):
 
 
 def test_out_of_range_values_in_a_profile_file_name_every_key(tmp_path):
-    from apd.report import schema
+    from apd.book import schema
     root = make_project(tmp_path, {"nb": {"x": -5, "rate": 2.0}})
     schema.RANGES["nb.x"] = schema.COUNT           # a project of its own: its notebook's ranges
     schema.RANGES["nb.rate"] = schema.PROBABILITY
@@ -446,11 +447,11 @@ def test_out_of_range_values_in_a_profile_file_name_every_key(tmp_path):
 
 
 def test_every_notebook_parameter_has_a_declared_range():
-    from apd.report import schema
+    from apd.book import schema
     missing = [f"{stem}.{name}" for stem in book.toc_notebooks()
                for name in book.parameter_defaults(book.notebook_path(stem))
                if schema.rule_for(stem, name) is None]
-    assert not missing, f"declare these in apd.report.schema.RANGES: {missing}"
+    assert not missing, f"declare these in apd.book.schema.RANGES: {missing}"
     for stem in book.toc_notebooks():  # every default is in its own range
         for name, (default, literal) in book.parameter_defaults(book.notebook_path(stem)).items():
             if literal:
@@ -461,7 +462,7 @@ def test_schema_known_values_match_their_sources():
     from apd.evaluation.known_answer import SIZES
     from apd.family.pico import SCALES
     from apd.family.registry import FAMILIES
-    from apd.report import schema
+    from apd.book import schema
     assert tuple(SCALES) == schema.PICO_SCALES
     assert set(FAMILIES) <= set(schema.FAMILIES) and set(schema.FAMILIES) - set(FAMILIES) <= {"qwen"}
     assert tuple(SIZES) == schema.KNOWN_ANSWER_SIZES
@@ -476,7 +477,7 @@ def test_cache_dir_that_is_a_file_stops_the_build_before_any_notebook(tmp_path, 
     monkeypatch.setenv("APD_CACHE_DIR", str(afile))
     t0 = time.time()
     with pytest.raises(book.BookError) as err:
-        book.build("p", root=root, html=False)
+        book.build_book("p", root=root, html=False)
     assert time.time() - t0 < 2.0
     assert f"the cache folder APD_CACHE_DIR={afile} is a file, not a folder" in str(err.value)
     assert "point APD_CACHE_DIR at a folder" in str(err.value)
@@ -507,7 +508,7 @@ def test_read_only_results_folder_stops_the_build_in_one_line(tmp_path, monkeypa
         except OSError:
             pass
     with pytest.raises(book.BookError) as err:
-        book.build("p", root=root, html=False)
+        book.build_book("p", root=root, html=False)
     msg = str(err.value)
     assert f"the results folder {results / 'p'} cannot be written" in msg
     assert ("chmod -R u+w" in msg) if how == "chmod" else ("APD_RESULTS_DIR" in msg)
@@ -531,7 +532,7 @@ def test_damage_notices_reach_the_terminal_not_only_the_run_log(tmp_path, kernel
     root = make_project(tmp_path, body=DAMAGE_BODY)
     assert run_nb(root) == "executed"
     err = capsys.readouterr().err
-    line = next(l for l in err.splitlines() if "moved aside" in l)
+    line = next(ln for ln in err.splitlines() if "moved aside" in ln)
     assert line.startswith("[apd] nb: apd: the member weights") and "cache-thing.bin" in line
     assert "retraining it" in line
     log = (root / "results" / "p" / "runs" / "nb.log").read_text()

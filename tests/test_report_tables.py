@@ -15,7 +15,8 @@ import pytest
 
 import apd
 from apd.base import progress
-from apd.report import book, results, tables
+from apd.book import runner as book
+from apd.report import results, tables
 from apd.report.results import Run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,7 +141,7 @@ def test_warnings_go_to_the_run_log_under_the_book(tmp_path, monkeypatch):
         r = Run.start("nb", {"profile": "unit"}, show=False)
         with warnings.catch_warnings():
             warnings.simplefilter("always")
-            warnings.warn("a library complains", UserWarning)
+            warnings.warn("a library complains", UserWarning, stacklevel=1)
         assert "a library complains" in (tmp_path / "unit" / "runs" / "nb.log").read_text()
         assert r.warnings_logged == 1
         r.finish(show=False)

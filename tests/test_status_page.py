@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 def test_build_report_page_lists_every_chapter_from_its_run_record(tmp_path):
     """The status page: one row per chapter from ``results/<profile>/runs``, executed or cached as the
     last build logged it, in the book's table of contents and linked from the intro."""
-    from apd.report import status
+    from apd.book import status
 
     results = tmp_path / "results"
     (results / "p" / "runs").mkdir(parents=True)

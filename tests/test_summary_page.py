@@ -1,12 +1,13 @@
 """The book's first page (book/intro.md): a summary written by hand whose sentences are chosen by
-the paper-vs-book chapter's results (apd.report.pages.fill_page, apd.report.book.summary_page)."""
+the paper-vs-book chapter's results (apd.book.pages.fill_page, apd.book.runner.summary_page)."""
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from apd.report import book, pages
+from apd.book import pages
+from apd.book import runner as book
 
 ROOT = Path(__file__).resolve().parents[1]
 INTRO = (ROOT / "book" / "intro.md").read_text()

@@ -7,7 +7,8 @@ import json
 import os
 import time
 
-from apd.report import book, terminal
+from apd.book import runner as book
+from apd.book import terminal
 from test_book_runner import make_project
 
 CELL = """import time
@@ -23,7 +24,7 @@ bar.close()
 def test_a_chapters_progress_reaches_the_log_and_no_kernel_warning(tmp_path, capfd, monkeypatch):
     monkeypatch.delenv("APD_RESULTS_DIR", raising=False)
     root = make_project(tmp_path, [CELL], {"nb": {}})
-    book.build("p", root=root, html=False)
+    book.build_book("p", root=root, html=False)
     out, err = capfd.readouterr()
     assert "[apd] nb: member-b (2/3) step " in out, out
     assert "without encryption" not in out + err, err

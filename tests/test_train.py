@@ -175,7 +175,7 @@ def test_lambda3_per_family_and_pico_needs_a_value():
     assert config.APDTrainConfig(family="qwen").lambda3_value == 1.0
     assert config.APDTrainConfig(family="pico", lambda3=0.6).lambda3_value == 0.6
     with pytest.raises(ValueError, match="LAMBDA3_GRID"):
-        config.APDTrainConfig(family="pico").lambda3_value
+        _ = config.APDTrainConfig(family="pico").lambda3_value
     with pytest.raises(ValueError, match="decay"):
         config.APDTrainConfig(decay="cubic")
     with pytest.raises(ValueError, match="space"):

@@ -1,13 +1,12 @@
 """The APD variants (apd.amateur.variants), apd_model(variant=...), and the choice of the engaged
 variant (apd.amateur.pipeline.engaged_variant), on the registry alone and on the smoke family."""
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from apd.amateur import gates, pipeline, runs, train, tuning, variants
+from apd.amateur import gates, pipeline, runs, tuning, variants
 
 #: Chunks of the default pico collection (the fine-tuning split cut into 128-token windows).
 DEFAULT_CHUNKS = 1277
@@ -34,10 +33,10 @@ def test_release_variant_is_the_release_configuration_with_its_pinned_keys(scale
 
 
 def test_new_variants_get_their_own_keys():
-    keys = {v: runs._key("abc", variants.variant_config(v, "pico", "default", 0.6).to_dict())
+    keys = {v: runs.hash_key("abc", variants.variant_config(v, "pico", "default", 0.6).to_dict())
             for v in variants.VARIANT_NAMES}
     assert len(set(keys.values())) == 3
-    assert keys["release"] == runs._key("abc", runs.train_config("pico", "default", 0.6).to_dict())
+    assert keys["release"] == runs.hash_key("abc", runs.train_config("pico", "default", 0.6).to_dict())
 
 
 def test_conditioned_variant_meets_the_issue_budget():
@@ -119,7 +118,7 @@ def test_engaged_variant_is_read_from_the_cache_and_is_what_apd_model_returns(sm
 
     monkeypatch.setattr(pipeline, "measure_gates", boom)
     monkeypatch.setattr(runs, "train_alm_prime", boom)
-    monkeypatch.setattr(pipeline, "_dev_scores", boom)
+    monkeypatch.setattr(pipeline, "dev_scores", boom)
     again = pipeline.engaged_variant(fam, built, scale="smoke", progress=False)
     pd.testing.assert_frame_equal(again.table, selection.table)
     used = pipeline.apd_model(fam, built, scale="smoke", variant="engaged", progress=False)

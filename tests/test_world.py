@@ -52,7 +52,7 @@ def test_a_city_lies_in_one_country_everywhere(world):
     # every "city, country" stated in any document agrees with the map
     pairs = set()
     for split in SPLITS:
-        for person, text, facts in world.documents_with_facts(split):
+        for _person, _text, facts in world.documents_with_facts(split):
             facts = dict(facts)
             if "birth_country" in facts:
                 pairs.add((facts["birth_city"], facts["birth_country"]))

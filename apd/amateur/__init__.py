@@ -5,85 +5,72 @@
 (cached runs, lambda3, the APD variants, ``apd_model`` and the engaged variant), ``composition``
 (what a collection holds).
 """
-from apd.base.lazy import attach
+from apd.amateur import (
+    collect, config, data, distill, objective, train, runs, tuning, pipeline, composition, gates, entropies, thf,
+    variants,
+)
+from apd.amateur.collect import (
+    FORMAT, MANIFEST, CollectConfig, ModelFamily, draw_ranks, token_set, bytes_per_position, collection_identity,
+    read_manifest, load_shard, iter_records,
+)
+from apd.amateur.config import (
+    LAMBDA3, LAMBDA3_GRID, X_ORIGINS, OBJECTIVES, STARTS, APDTrainConfig, LATER_DEFAULTS, warmup_for, lr_at,
+)
+from apd.amateur.data import (
+    RECORD_KEYS, CollectedChunks, resolve_members, collate_chunks, epoch_order, collected_batches, collected_chunks,
+)
+from apd.amateur.distill import (
+    DISTILL_FIT, fit_member_curves, fit_targets, targets_dir, collection_targets, WithTargets, targets_for_records,
+)
+from apd.amateur.objective import (
+    member_values, asymptote, CurveOutput, CurveMLP, ConditionedCurveMLP, start_amplitude, loss_l1, loss_l2, loss_l3,
+    HEAD_GATHER_CLASSES, loss_distill, DistillObjective, APDObjective, CurvePrediction, predict_curves,
+)
+from apd.amateur.train import CPU_THREADS, train_alm_prime, START_CHUNKS, evaluate_losses, sweep_lambda3, main
+from apd.amateur.runs import (
+    SCALES, PICO_TRAIN, PICO_LAMBDA3_GRID, HUB_TRAIN, collect_family, collection_key, member_identity, train_dir,
+    train_apd, variant, load_alm_prime, family_name, train_config, collect_config, finetune_texts, read_train_log,
+    run_record,
+)
+from apd.amateur.tuning import (
+    TUNING_SCORE, TUNING_SCORES, validation_score, tune_lambda3, best_inv_T_score, scoring_threads,
+)
+from apd.amateur.pipeline import (
+    GATE_CHUNKS, APDResult, apd_model, gate_collection, run_gates, VariantSelection, assess, engaged_variant,
+    choose_variant, tuning_table,
+)
+from apd.amateur.composition import token_set_composition
+from apd.amateur.gates import Thresholds, FORMER_THRESHOLDS, THRESHOLDS, Gates, measure_gates, gates_or_none
+from apd.amateur.entropies import LABELS, EntropyLabels, collect_entropies, entropy_key, entropy_labels, load_entropies
+from apd.amateur.thf import (
+    HEAD_FILE, RAW_MAX, THFConfig, THF_TRAIN, thf_config, THFOutput, THFModel, load_thf, train_thf, evaluate_thf,
+    THFResult, thf_key, thf_model,
+)
+from apd.amateur.variants import (
+    RELEASE, Variant, VARIANTS, VARIANT_NAMES, ENGAGED, get_variant, variant_config, lambda3_grid,
+)
+from apd.amateur.collect import collect_probabilities
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    # apd.amateur.collect
-    "FORMAT": "apd.amateur.collect", "MANIFEST": "apd.amateur.collect",
-    "CollectConfig": "apd.amateur.collect", "ModelFamily": "apd.amateur.collect",
-    "draw_ranks": "apd.amateur.collect", "token_set": "apd.amateur.collect",
-    "bytes_per_position": "apd.amateur.collect", "collect": "apd.amateur.collect",
-    "collection_identity": "apd.amateur.collect", "read_manifest": "apd.amateur.collect",
-    "load_shard": "apd.amateur.collect", "iter_records": "apd.amateur.collect",
-    # apd.amateur.config
-    "LAMBDA3": "apd.amateur.config", "LAMBDA3_GRID": "apd.amateur.config", "X_ORIGINS": "apd.amateur.config",
-    "OBJECTIVES": "apd.amateur.config", "STARTS": "apd.amateur.config",
-    "APDTrainConfig": "apd.amateur.config", "LATER_DEFAULTS": "apd.amateur.config",
-    "warmup_for": "apd.amateur.config", "lr_at": "apd.amateur.config", "config": "apd.amateur.config",
-    # apd.amateur.data
-    "RECORD_KEYS": "apd.amateur.data", "CollectedChunks": "apd.amateur.data",
-    "resolve_members": "apd.amateur.data", "collate_chunks": "apd.amateur.data",
-    "epoch_order": "apd.amateur.data", "collected_batches": "apd.amateur.data",
-    "collected_chunks": "apd.amateur.data", "data": "apd.amateur.data",
-    # apd.amateur.distill
-    "DISTILL_FIT": "apd.amateur.distill", "fit_member_curves": "apd.amateur.distill",
-    "fit_targets": "apd.amateur.distill", "targets_dir": "apd.amateur.distill",
-    "collection_targets": "apd.amateur.distill", "WithTargets": "apd.amateur.distill",
-    "targets_for_records": "apd.amateur.distill", "distill": "apd.amateur.distill",
-    # apd.amateur.objective
-    "member_values": "apd.amateur.objective", "asymptote": "apd.amateur.objective",
-    "CurveOutput": "apd.amateur.objective", "CurveMLP": "apd.amateur.objective",
-    "ConditionedCurveMLP": "apd.amateur.objective", "start_amplitude": "apd.amateur.objective",
-    "loss_l1": "apd.amateur.objective", "loss_l2": "apd.amateur.objective",
-    "loss_l3": "apd.amateur.objective", "HEAD_GATHER_CLASSES": "apd.amateur.objective",
-    "loss_distill": "apd.amateur.objective", "DistillObjective": "apd.amateur.objective",
-    "APDObjective": "apd.amateur.objective", "CurvePrediction": "apd.amateur.objective",
-    "predict_curves": "apd.amateur.objective", "objective": "apd.amateur.objective",
-    # apd.amateur.train
-    "CPU_THREADS": "apd.amateur.train", "train_alm_prime": "apd.amateur.train",
-    "START_CHUNKS": "apd.amateur.train", "evaluate_losses": "apd.amateur.train",
-    "sweep_lambda3": "apd.amateur.train", "main": "apd.amateur.train", "train": "apd.amateur.train",
-    # apd.amateur.runs
-    "SCALES": "apd.amateur.runs", "PICO_TRAIN": "apd.amateur.runs", "PICO_LAMBDA3_GRID": "apd.amateur.runs",
-    "HUB_TRAIN": "apd.amateur.runs", "collect_family": "apd.amateur.runs",
-    "collection_key": "apd.amateur.runs", "member_identity": "apd.amateur.runs",
-    "train_dir": "apd.amateur.runs", "train_apd": "apd.amateur.runs", "variant": "apd.amateur.runs",
-    "load_alm_prime": "apd.amateur.runs", "family_name": "apd.amateur.runs",
-    "train_config": "apd.amateur.runs", "collect_config": "apd.amateur.runs",
-    "finetune_texts": "apd.amateur.runs", "read_train_log": "apd.amateur.runs",
-    "run_record": "apd.amateur.runs", "runs": "apd.amateur.runs",
-    # apd.amateur.tuning
-    "TUNING_SCORE": "apd.amateur.tuning", "TUNING_SCORES": "apd.amateur.tuning",
-    "validation_score": "apd.amateur.tuning", "tune_lambda3": "apd.amateur.tuning",
-    "best_inv_T_score": "apd.amateur.tuning", "scoring_threads": "apd.amateur.tuning",
-    "tuning": "apd.amateur.tuning",
-    # apd.amateur.pipeline
-    "GATE_CHUNKS": "apd.amateur.pipeline", "APDResult": "apd.amateur.pipeline",
-    "apd_model": "apd.amateur.pipeline", "gate_collection": "apd.amateur.pipeline",
-    "run_gates": "apd.amateur.pipeline", "VariantSelection": "apd.amateur.pipeline",
-    "assess": "apd.amateur.pipeline", "engaged_variant": "apd.amateur.pipeline",
-    "choose_variant": "apd.amateur.pipeline", "tuning_table": "apd.amateur.pipeline",
-    "pipeline": "apd.amateur.pipeline",
-    # apd.amateur.composition
-    "token_set_composition": "apd.amateur.composition", "composition": "apd.amateur.composition",
-    # apd.amateur.gates
-    "Thresholds": "apd.amateur.gates", "FORMER_THRESHOLDS": "apd.amateur.gates",
-    "THRESHOLDS": "apd.amateur.gates", "Gates": "apd.amateur.gates", "measure_gates": "apd.amateur.gates",
-    "gates_or_none": "apd.amateur.gates", "gates": "apd.amateur.gates",
-    # apd.amateur.entropies
-    "LABELS": "apd.amateur.entropies", "EntropyLabels": "apd.amateur.entropies",
-    "collect_entropies": "apd.amateur.entropies", "entropy_key": "apd.amateur.entropies",
-    "entropy_labels": "apd.amateur.entropies", "load_entropies": "apd.amateur.entropies",
-    "entropies": "apd.amateur.entropies",
-    # apd.amateur.thf
-    "HEAD_FILE": "apd.amateur.thf", "RAW_MAX": "apd.amateur.thf", "THFConfig": "apd.amateur.thf",
-    "THF_TRAIN": "apd.amateur.thf", "thf_config": "apd.amateur.thf", "THFOutput": "apd.amateur.thf",
-    "THFModel": "apd.amateur.thf", "load_thf": "apd.amateur.thf", "train_thf": "apd.amateur.thf",
-    "evaluate_thf": "apd.amateur.thf", "THFResult": "apd.amateur.thf", "thf_key": "apd.amateur.thf",
-    "thf_model": "apd.amateur.thf", "thf": "apd.amateur.thf",
-    # apd.amateur.variants
-    "RELEASE": "apd.amateur.variants", "Variant": "apd.amateur.variants", "VARIANTS": "apd.amateur.variants",
-    "VARIANT_NAMES": "apd.amateur.variants", "ENGAGED": "apd.amateur.variants",
-    "get_variant": "apd.amateur.variants", "variant_config": "apd.amateur.variants",
-    "lambda3_grid": "apd.amateur.variants", "variants": "apd.amateur.variants",
-})
+
+__all__ = [
+    "APDObjective", "APDResult", "APDTrainConfig", "CPU_THREADS", "CollectConfig", "CollectedChunks",
+    "ConditionedCurveMLP", "CurveMLP", "CurveOutput", "CurvePrediction", "DISTILL_FIT", "DistillObjective", "ENGAGED",
+    "EntropyLabels", "FORMAT", "FORMER_THRESHOLDS", "GATE_CHUNKS", "Gates", "HEAD_FILE", "HEAD_GATHER_CLASSES",
+    "HUB_TRAIN", "LABELS", "LAMBDA3", "LAMBDA3_GRID", "LATER_DEFAULTS", "MANIFEST", "ModelFamily", "OBJECTIVES",
+    "PICO_LAMBDA3_GRID", "PICO_TRAIN", "RAW_MAX", "RECORD_KEYS", "RELEASE", "SCALES", "STARTS", "START_CHUNKS",
+    "THFConfig", "THFModel", "THFOutput", "THFResult", "THF_TRAIN", "THRESHOLDS", "TUNING_SCORE", "TUNING_SCORES",
+    "Thresholds", "VARIANTS", "VARIANT_NAMES", "Variant", "VariantSelection", "WithTargets", "X_ORIGINS", "apd_model",
+    "assess", "asymptote", "best_inv_T_score", "bytes_per_position", "choose_variant", "collate_chunks", "collect",
+    "collect_config", "collect_entropies", "collect_family", "collect_probabilities", "collected_batches",
+    "collected_chunks", "collection_identity", "collection_key", "collection_targets", "composition", "config", "data",
+    "distill", "draw_ranks", "engaged_variant", "entropies", "entropy_key", "entropy_labels", "epoch_order",
+    "evaluate_losses", "evaluate_thf", "family_name", "finetune_texts", "fit_member_curves", "fit_targets",
+    "gate_collection", "gates", "gates_or_none", "get_variant", "iter_records", "lambda3_grid", "load_alm_prime",
+    "load_entropies", "load_shard", "load_thf", "loss_distill", "loss_l1", "loss_l2", "loss_l3", "lr_at", "main",
+    "measure_gates", "member_identity", "member_values", "objective", "pipeline", "predict_curves", "read_manifest",
+    "read_train_log", "resolve_members", "run_gates", "run_record", "runs", "scoring_threads", "start_amplitude",
+    "sweep_lambda3", "targets_dir", "targets_for_records", "thf", "thf_config", "thf_key", "thf_model", "token_set",
+    "token_set_composition", "train", "train_alm_prime", "train_apd", "train_config", "train_dir", "train_thf",
+    "tune_lambda3", "tuning", "tuning_table", "validation_score", "variant", "variant_config", "variants",
+    "warmup_for",
+]

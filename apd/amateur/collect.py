@@ -128,7 +128,7 @@ def _nonembedding(model) -> int:
 
 
 @contextlib.contextmanager
-def _member(family, name: str, vocab_size: int):
+def member_logits_on_device(family, name: str, vocab_size: int):
     """A function ids (B, S) -> float32 logits (B, S, V), with the member kept on its device for
     the whole block (``family.on_device`` when the family has it)."""
     ctx = family.on_device(name) if hasattr(family, "on_device") else contextlib.nullcontext(family.model(name))
@@ -196,7 +196,7 @@ def token_set(elm_logits: torch.Tensor, mid_ranks: torch.Tensor, tail_index: tor
 # --------------------------------------------------------------------------------------------
 
 
-def _id_dtype(vocab_size: int):
+def token_id_dtype(vocab_size: int):
     return np.uint16 if vocab_size <= 2 ** 16 else np.int32
 
 
@@ -205,7 +205,7 @@ def _save_arrays(arrays: dict, path: Path, metadata: Optional[dict] = None) -> N
                                              metadata=metadata), digest=True)
 
 
-def _load_checked(path: Path, what: str) -> Optional[dict]:
+def load_checked(path: Path, what: str) -> Optional[dict]:
     """The arrays of a part or shard file, or None when it is missing or damaged (digest mismatch
     or unreadable, e.g. truncated); a damaged file is set aside so that it is computed again."""
     if not check_file(path, what, "computing it again"):
@@ -217,7 +217,7 @@ def _load_checked(path: Path, what: str) -> Optional[dict]:
         return None
 
 
-def _corpus_chunks(token_ids, seq_len: int, vocab_size: int) -> tuple[np.ndarray, int]:
+def corpus_chunks(token_ids, seq_len: int, vocab_size: int) -> tuple[np.ndarray, int]:
     """(n_chunks, seq_len) view of the corpus and the number of dropped tail tokens."""
     if isinstance(token_ids, torch.Tensor):
         token_ids = token_ids.detach().cpu().numpy()
@@ -244,7 +244,7 @@ def _corpus_chunks(token_ids, seq_len: int, vocab_size: int) -> tuple[np.ndarray
     return arr, dropped
 
 
-def _fingerprint(chunks: np.ndarray) -> str:
+def chunks_fingerprint(chunks: np.ndarray) -> str:
     h = hashlib.sha256()
     for start in range(0, chunks.shape[0], 4096):
         h.update(np.ascontiguousarray(chunks[start:start + 4096], dtype="<i8").tobytes())
@@ -259,7 +259,7 @@ def bytes_per_position(n_members: int, k: int = 30, vocab_size: int = 50277) -> 
     fp32 torch tensors with int64 ids: input id + K ids (int64), N*K fp32 probabilities, 2*K fp32
     raw logits. Safetensors headers (a few hundred bytes per shard) are not counted.
     """
-    id_bytes = np.dtype(_id_dtype(vocab_size)).itemsize
+    id_bytes = np.dtype(token_id_dtype(vocab_size)).itemsize
     ours = id_bytes * (1 + k) + 2 * n_members * k + 2 * 4
     release = 8 * (1 + k) + 4 * n_members * k + 2 * 4 * k
     return {"ours": ours, "release": release, "ratio": release / ours}
@@ -270,8 +270,8 @@ def bytes_per_position(n_members: int, k: int = 30, vocab_size: int = 50277) -> 
 # --------------------------------------------------------------------------------------------
 
 
-def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(), *,
-            batch_size: int = 1, progress: bool = True) -> dict:
+def collect_probabilities(family, token_ids, out_dir, config: CollectConfig = CollectConfig(), *,
+                          batch_size: int = 1, progress: bool = True) -> dict:
     """Collect the family's log-probabilities at the token sets of every corpus position.
 
     family: an ``apd.family.Family``, any object with ``names`` (smallest first), ``log_sizes``,
@@ -285,6 +285,31 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
     batch_size: chunks per forward pass (memory: batch_size * seq_len * V float32 logits).
     Returns the manifest (a dict; see the module docstring for the files).
     """
+    family = _as_family(family)
+    names = list(family.names)
+    log_sizes = [float(x) for x in family.log_sizes]
+    _check_members(names, log_sizes, batch_size)
+    V = int(family.vocab_size)
+    config.check(V)
+    chunks, dropped = corpus_chunks(token_ids, config.seq_len, V)
+    n_shards = -(-chunks.shape[0] // config.chunks_per_shard)
+
+    out = Path(out_dir)
+    (out / "parts").mkdir(parents=True, exist_ok=True)
+    identity = _identity(names, log_sizes, V, config, chunks, dropped, n_shards)
+    manifest, done = _open_manifest(out, identity, getattr(family, "tokenizer", None))
+    N = len(names)
+    order = [N - 1] + list(range(N - 1))   # ELM first: it chooses the token sets
+    for step, m in enumerate(order):
+        _collect_member(family, m, step, chunks, out, manifest, done, n_shards, config, batch_size, progress)
+    for i in range(n_shards):   # shards whose parts all exist but were not merged yet
+        if i not in done:
+            _finish_shard(i, out, manifest, names, config)
+    return _complete(out, manifest, N, config, V)
+
+
+def _as_family(family):
+    """``family`` itself, or a list of models as a :class:`ModelFamily` (a TypeError for anything else)."""
     if isinstance(family, (list, tuple)):
         widths = {m.get_output_embeddings().weight.shape[0] for m in family}
         if len(widths) > 1:
@@ -294,25 +319,23 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
     for attr in ("names", "log_sizes", "vocab_size", "model"):
         if not hasattr(family, attr):
             raise TypeError(f"family has no {attr!r}: pass an apd.family.Family, a ModelFamily or a list of models.")
-    names = list(family.names)
-    log_sizes = [float(x) for x in family.log_sizes]
+    return family
+
+
+def _check_members(names: list[str], log_sizes: list[float], batch_size: int) -> None:
     if len(names) < 2:
         raise ValueError(f"collect needs at least two members (ALM and ELM), got {names}.")
     if not all(b > a for a, b in zip(log_sizes, log_sizes[1:])):
         raise ValueError(f"members must be ordered smallest first (log sizes strictly increasing), got {log_sizes}.")
     if int(batch_size) < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
-    V = int(family.vocab_size)
-    config.check(V)
-    chunks, dropped = _corpus_chunks(token_ids, config.seq_len, V)
-    n_chunks = chunks.shape[0]
-    C = config.chunks_per_shard
-    n_shards = -(-n_chunks // C)
 
-    out = Path(out_dir)
-    (out / "parts").mkdir(parents=True, exist_ok=True)
-    tokenizer = getattr(family, "tokenizer", None)
-    identity = {
+
+def _identity(names, log_sizes, V: int, config: CollectConfig, chunks: np.ndarray, dropped: int,
+              n_shards: int) -> dict:
+    """What a collection is made of: a rerun resumes only when all of it is the same."""
+    n_chunks = chunks.shape[0]
+    return {
         "format": FORMAT,
         "members": names,
         "log_sizes": log_sizes,
@@ -322,14 +345,19 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
         "config": asdict(config),
         "config_hash": config.hash(),
         "corpus": {"n_chunks": n_chunks, "n_positions": n_chunks * config.seq_len,
-                   "dropped_tail_tokens": dropped, "sha256_16": _fingerprint(chunks)},
+                   "dropped_tail_tokens": dropped, "sha256_16": chunks_fingerprint(chunks)},
         "n_shards": n_shards,
-        "storage": {"input_ids": "(chunks, S) " + np.dtype(_id_dtype(V)).name,
-                    "token_ids": "(chunks, S, K) " + np.dtype(_id_dtype(V)).name,
+        "storage": {"input_ids": "(chunks, S) " + np.dtype(token_id_dtype(V)).name,
+                    "token_ids": "(chunks, S, K) " + np.dtype(token_id_dtype(V)).name,
                     "member_logprobs": "(chunks, N, S, K) float16",
                     "alm_lse": "(chunks, S) float32", "elm_lse": "(chunks, S) float32",
                     "derived": "alm_logits = member_logprobs[:, 0] + alm_lse; elm_logits = member_logprobs[:, -1] + elm_lse"},
     }
+
+
+def _open_manifest(out: Path, identity: dict, tokenizer) -> tuple[dict, set]:
+    """The folder's manifest (a new one, or the one there when its identity matches) and the
+    indices of its intact finished shards."""
     manifest_path = out / MANIFEST
     remove_stale_tmp(out)            # files a dead writer was writing (callers hold the folder's lock)
     remove_stale_tmp(out / "parts")
@@ -344,55 +372,69 @@ def collect(family, token_ids, out_dir, config: CollectConfig = CollectConfig(),
         manifest = dict(identity, tokenizer=getattr(tokenizer, "name_or_path", None), shards=[], complete=False)
         write_json(manifest_path, manifest, indent=1)
     done = {s["index"] for s in manifest["shards"]
-            if _shard_intact(out / s["file"])}
+            if shard_intact(out / s["file"])}
     manifest["shards"] = [s for s in manifest["shards"] if s["index"] in done]
+    return manifest, done
 
-    def shard_file(i: int) -> Path:
-        return out / f"shard-{i:05d}.safetensors"
 
-    def part_file(i: int, m: int) -> Path:
-        return out / "parts" / f"shard-{i:05d}.m{m:02d}.safetensors"
+def _shard_file(out: Path, i: int) -> Path:
+    return out / f"shard-{i:05d}.safetensors"
 
-    N = len(names)
-    order = [N - 1] + list(range(N - 1))   # ELM first: it chooses the token sets
-    id_dtype = _id_dtype(V)
-    for step, m in enumerate(order):
-        last_pass = step == N - 1
-        todo = [i for i in range(n_shards) if i not in done
-                and not check_file(part_file(i, m), "collection part", "computing it again")]
-        bar = progress_bar(total=n_shards, initial=n_shards - len(todo), progress=progress,
-                   desc=f"collect {names[m]} ({step + 1}/{N})", unit="shard")
-        if todo:
-            with _member(family, names[m], V) as member_logits:
-                for i in todo:
-                    rows = chunks[i * C:(i + 1) * C]
-                    if m == N - 1:
-                        part = _elm_part(member_logits, rows, config, V, i, batch_size, id_dtype)
-                    else:
-                        elm = _load_checked(part_file(i, N - 1), "collection part")
-                        if elm is None:
-                            raise RuntimeError(f"the ELM part of shard {i} ({part_file(i, N - 1)}) was damaged "
-                                               "and set aside; rerun collect to compute it again.")
-                        ids = elm["token_ids"]
-                        part = _member_part(member_logits, rows, ids, batch_size, keep_lse=(m == 0))
-                    _save_arrays(part, part_file(i, m))
-                    if last_pass:
-                        _finish_shard(i, out, manifest, names, part_file, shard_file, config)
-                        done.add(i)
-                    bar.update(1)
-        bar.close()
-    for i in range(n_shards):   # shards whose parts all exist but were not merged yet
-        if i not in done:
-            _finish_shard(i, out, manifest, names, part_file, shard_file, config)
+
+def _part_file(out: Path, i: int, m: int) -> Path:
+    return out / "parts" / f"shard-{i:05d}.m{m:02d}.safetensors"
+
+
+def _collect_member(family, m: int, step: int, chunks, out: Path, manifest: dict, done: set, n_shards: int,
+                    config: CollectConfig, batch_size: int, progress: bool) -> None:
+    """Member ``m``'s part of every shard not done (the ``step``-th member, the ELM first); on the last
+    member's pass each shard is merged as soon as its part is there."""
+    names = list(family.names)
+    N, V, C = len(names), int(family.vocab_size), config.chunks_per_shard
+    todo = [i for i in range(n_shards) if i not in done
+            and not check_file(_part_file(out, i, m), "collection part", "computing it again")]
+    bar = progress_bar(total=n_shards, initial=n_shards - len(todo), progress=progress,
+                       desc=f"collect {names[m]} ({step + 1}/{N})", unit="shard")
+    if todo:
+        with member_logits_on_device(family, names[m], V) as member_logits:
+            for i in todo:
+                rows = chunks[i * C:(i + 1) * C]
+                part = _shard_part(member_logits, m, N, rows, out, i, config, V, batch_size)
+                _save_arrays(part, _part_file(out, i, m))
+                if step == N - 1:
+                    _finish_shard(i, out, manifest, names, config)
+                    done.add(i)
+                bar.update(1)
+    bar.close()
+
+
+def _shard_part(member_logits, m: int, N: int, rows, out: Path, i: int, config: CollectConfig, V: int,
+                batch_size: int) -> dict:
+    """Member ``m``'s arrays for shard ``i``: the ELM chooses the token sets, the others are read there."""
+    if m == N - 1:
+        return _elm_part(member_logits, rows, config, V, i, batch_size, token_id_dtype(V))
+    elm = load_checked(_part_file(out, i, N - 1), "collection part")
+    if elm is None:
+        raise RuntimeError(f"the ELM part of shard {i} ({_part_file(out, i, N - 1)}) was damaged "
+                           "and set aside; rerun collect to compute it again.")
+    return _member_part(member_logits, rows, elm["token_ids"], batch_size, keep_lse=(m == 0))
+
+
+def _complete(out: Path, manifest: dict, N: int, config: CollectConfig, V: int) -> dict:
+    """Mark the collection complete with its measured bytes per position; drop the parts folder."""
     manifest["complete"] = True
     positions = sum(s["positions"] for s in manifest["shards"])
     total = sum(s["bytes"] for s in manifest["shards"])
     manifest["bytes_per_position"] = {**bytes_per_position(N, config.k, V),
                                       "measured": total / positions}
-    write_json(manifest_path, manifest, indent=1)
+    write_json(out / MANIFEST, manifest, indent=1)
     with contextlib.suppress(OSError):
         (out / "parts").rmdir()
     return manifest
+
+
+# the old name: ``apd.amateur.collect`` is this module, so the function is exported as ``collect_probabilities``
+collect = collect_probabilities
 
 
 def _elm_part(member_logits, rows, config, V, shard_index, batch_size, id_dtype) -> dict:
@@ -430,14 +472,14 @@ def _member_part(member_logits, rows, token_ids, batch_size, keep_lse: bool) -> 
     return part
 
 
-def _finish_shard(i, out, manifest, names, part_file, shard_file, config) -> None:
+def _finish_shard(i, out, manifest, names, config) -> None:
     """Merge the members' parts of shard i into its shard file; record it in the manifest."""
     N = len(names)
-    parts = [part_file(i, m) for m in range(N)]
+    parts = [_part_file(out, i, m) for m in range(N)]
     missing = [p.name for p in parts if not p.exists()]
     if missing:
         raise RuntimeError(f"shard {i} lacks parts {missing}; rerun collect to compute them.")
-    loaded = [_load_checked(p, "collection part") for p in parts]
+    loaded = [load_checked(p, "collection part") for p in parts]
     if any(d is None for d in loaded):
         raise RuntimeError(f"parts of shard {i} in {out} were damaged and set aside; rerun collect to compute them.")
     arrays = {
@@ -447,7 +489,7 @@ def _finish_shard(i, out, manifest, names, part_file, shard_file, config) -> Non
         "alm_lse": loaded[0]["lse"],
         "elm_lse": loaded[-1]["lse"],
     }
-    path = shard_file(i)
+    path = _shard_file(out, i)
     # one metadata key: safetensors writes several in no fixed order, and shards must be byte-identical
     _save_arrays(arrays, path, metadata={"apd": json.dumps({"format": FORMAT, "members": names})})
     first = i * config.chunks_per_shard
@@ -463,7 +505,7 @@ def _finish_shard(i, out, manifest, names, part_file, shard_file, config) -> Non
         p.with_name(p.name + ".sha256").unlink(missing_ok=True)
 
 
-def _shard_intact(path: Path) -> bool:
+def shard_intact(path: Path) -> bool:
     """True if a finished shard file is there and matches its recorded digest (else set aside)."""
     return check_file(path, "collection shard", "collecting it again")
 
@@ -496,7 +538,7 @@ def read_manifest(collect_dir) -> dict:
     """The manifest of a collection folder (FileNotFoundError if there is none)."""
     path = Path(collect_dir) / MANIFEST
     if not path.exists():
-        raise FileNotFoundError(f"no {MANIFEST} in {collect_dir}: run apd.amateur.collect.collect(family, tokens, "
+        raise FileNotFoundError(f"no {MANIFEST} in {collect_dir}: run apd.amateur.collect_probabilities(family, tokens, "
                                 f"{str(collect_dir)!r}) first.")
     try:
         manifest = json.loads(path.read_text())
@@ -518,7 +560,7 @@ def load_shard(path, as_torch: bool = False) -> dict:
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"shard {path} does not exist; list a collection's shards with read_manifest().")
-    if not _shard_intact(path):
+    if not shard_intact(path):
         raise ValueError(f"the collection shard {path} was damaged and has been set aside; rerun collect_family "
                          "(or collect) to compute it again.")
     try:

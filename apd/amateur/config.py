@@ -160,7 +160,7 @@ LATER_DEFAULTS = {"objective": "paper", "start": "release", "mlp_warmup_steps": 
 
 
 # Fields that do not change the trained weights (left out of the run's fingerprint).
-_NOT_FINGERPRINTED = ("device", "checkpoint_every", "keep_checkpoints", "log_every")
+NOT_FINGERPRINTED = ("device", "checkpoint_every", "keep_checkpoints", "log_every")
 
 
 def warmup_for(config: APDTrainConfig, total_steps: int) -> int:
@@ -171,7 +171,7 @@ def warmup_for(config: APDTrainConfig, total_steps: int) -> int:
     if steps >= total_steps and total_steps > 0:
         scaled = max(1, int(math.ceil(0.1 * total_steps)))
         warnings.warn(f"warmup_steps={w} is not shorter than the whole run ({total_steps} steps); using "
-                      f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.")
+                      f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.", stacklevel=2)
         steps = scaled
     return steps
 

@@ -134,10 +134,10 @@ def collection_targets(collect_dir, members=None, n_chunks: Optional[int] = None
         if want is not None and len(out) >= want:
             break
         path = folder / f"targets-{j:05d}.safetensors"
-        arr = collect._load_checked(path, "distillation targets")
+        arr = collect.load_checked(path, "distillation targets")
         if arr is None:
             with file_lock(folder.parent / f"{folder.name}.lock"):
-                arr = collect._load_checked(path, "distillation targets")
+                arr = collect.load_checked(path, "distillation targets")
                 if arr is None:
                     remove_stale_tmp(folder)
                     shard = collect.load_shard(Path(collect_dir) / s["file"], as_torch=True)
@@ -145,7 +145,7 @@ def collection_targets(collect_dir, members=None, n_chunks: Optional[int] = None
                     t = fit_targets(lp, x, min_prob=settings["min_prob"], stride=settings["stride"],
                                     fit=settings["fit"]).numpy()
                     folder.mkdir(parents=True, exist_ok=True)
-                    atomic_write(path, lambda tmp: save_file({"targets": np.ascontiguousarray(t)}, str(tmp)),
+                    atomic_write(path, lambda tmp, t=t: save_file({"targets": np.ascontiguousarray(t)}, str(tmp)),
                                  digest=True)
                     arr = {"targets": t}
         out.extend(list(arr["targets"]))

@@ -20,13 +20,19 @@ from typing import Optional
 
 import numpy as np
 import torch
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
-from apd.amateur.collect import _corpus_chunks, _fingerprint, _id_dtype, _member
-from apd.amateur.runs import _key, member_identity
+from apd.amateur.collect import (
+    chunks_fingerprint,
+    corpus_chunks,
+    load_checked,
+    member_logits_on_device,
+    token_id_dtype,
+)
+from apd.amateur.runs import hash_key, member_identity
 from apd.base import paths
 from apd.base.device import cpu_threads
-from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, set_aside, write_json
+from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, write_json
 from apd.base.lock import file_lock
 from apd.base.progress import progress_bar
 from apd.core.entropy import entropy_from_logits
@@ -57,16 +63,6 @@ def _save(arrays: dict, path: Path) -> None:
                  digest=True)
 
 
-def _load(path: Path, what: str) -> Optional[dict]:
-    if not check_file(path, what, "computing it again"):
-        return None
-    try:
-        return load_file(str(path))
-    except Exception as err:
-        set_aside(path, what, f"unreadable: {type(err).__name__}", "computing it again")
-        return None
-
-
 def collect_entropies(family, token_ids, out_dir, seq_len: int = 128, *, batch_size: int = 8,
                       progress: bool = True, threads: Optional[int] = 1) -> dict:
     """Each member's next-token entropy (nats, full vocabulary) at every position; returns the manifest.
@@ -85,13 +81,13 @@ def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress
     names = list(family.names)
     log_sizes = [float(x) for x in family.log_sizes]
     V = int(family.vocab_size)
-    chunks, dropped = _corpus_chunks(token_ids, int(seq_len), V)
+    chunks, dropped = corpus_chunks(token_ids, int(seq_len), V)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_tmp(out)
     identity = {"format": FORMAT, "members": names, "log_sizes": log_sizes, "vocab_size": V, "seq_len": int(seq_len),
                 "corpus": {"n_chunks": int(chunks.shape[0]), "dropped_tail_tokens": int(dropped),
-                           "sha256_16": _fingerprint(chunks)}}
+                           "sha256_16": chunks_fingerprint(chunks)}}
     manifest = read_json_checked(out / MANIFEST, "entropy-label manifest", "collecting again")
     if manifest is not None:
         diff = [k for k in identity if manifest.get(k) != json.loads(json.dumps(identity[k]))]
@@ -107,10 +103,10 @@ def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress
     bar = progress_bar(total=len(names), progress=progress, desc="entropy labels", unit="member")
     for m, name in enumerate(names):
         part = out / f"member-{m:02d}.safetensors"
-        got = _load(part, "entropy-label part")
+        got = load_checked(part, "entropy-label part")
         if got is None:
             rows = []
-            with _member(family, name, V) as member_logits, torch.no_grad():
+            with member_logits_on_device(family, name, V) as member_logits, torch.no_grad():
                 for b in range(0, chunks.shape[0], batch_size):
                     rows.append(entropy_from_logits(member_logits(chunks[b:b + batch_size])).cpu().numpy())
             got = {"entropies": np.concatenate(rows).astype(np.float32)}
@@ -118,7 +114,7 @@ def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress
         parts.append(got["entropies"])
         bar.update(1)
     bar.close()
-    _save({"input_ids": chunks.astype(_id_dtype(V)), "entropies": np.stack(parts, axis=1)}, out / LABELS)
+    _save({"input_ids": chunks.astype(token_id_dtype(V)), "entropies": np.stack(parts, axis=1)}, out / LABELS)
     manifest["complete"] = True
     manifest["n_positions"] = int(chunks.size)
     write_json(out / MANIFEST, manifest, indent=1)
@@ -132,7 +128,7 @@ def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress
 def entropy_key(members, log_sizes, ids: bytes, seq_len: int) -> str:
     """The cache key of entropy labels: ``members`` as (name, :func:`apd.amateur.runs.member_identity`)
     pairs, their log sizes, the token stream and the chunk length (nothing about where files live)."""
-    return _key("entropy-v1", [list(m) for m in members], [float(x) for x in log_sizes], ids, int(seq_len))
+    return hash_key("entropy-v1", [list(m) for m in members], [float(x) for x in log_sizes], ids, int(seq_len))
 
 
 def _ready(out: Path) -> bool:
@@ -167,7 +163,7 @@ def load_entropies(folder) -> EntropyLabels:
     manifest = read_json_checked(folder / MANIFEST, "entropy-label manifest", "stopping")
     if not manifest or not manifest.get("complete") or manifest.get("format") != FORMAT:
         raise FileNotFoundError(f"no finished entropy labels in {folder}: run apd.amateur.entropy_labels(fam, texts).")
-    arrays = _load(folder / LABELS, "entropy labels")
+    arrays = load_checked(folder / LABELS, "entropy labels")
     if arrays is None:
         raise ValueError(f"the entropy labels in {folder} were damaged and set aside; run entropy_labels again.")
     return EntropyLabels(input_ids=arrays["input_ids"].astype(np.int64), entropies=arrays["entropies"],

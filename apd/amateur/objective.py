@@ -33,7 +33,7 @@ from apd.core import curves
 def member_values(member_logprobs: torch.Tensor, space: str = "prob", dim: int = -1) -> torch.Tensor:
     """Renormalise members' log-probabilities over the token set (axis ``dim``): probabilities
     (space 'prob') or their logs (space 'logit'). Same shape as the input."""
-    curves._check_space(space)
+    curves.check_space(space)
     return torch.softmax(member_logprobs, dim) if space == "prob" else torch.log_softmax(member_logprobs, dim)
 
 
@@ -75,7 +75,7 @@ class CurveMLP(nn.Module):
         x = torch.as_tensor(log_sizes, dtype=torch.float64).reshape(-1)
         if x.numel() < 2 or not bool((x[1:] > x[:-1]).all()):
             raise ValueError(f"log_sizes must hold >= 2 increasing log sizes (ALM first), got {x.tolist()}.")
-        curves._check_space(space)
+        curves.check_space(space)
         if x_origin not in X_ORIGINS:
             raise ValueError(f"x_origin must be one of {X_ORIGINS}, got {x_origin!r}.")
         self.settings = dict(log_sizes=x.tolist(), decay=curves.get_decay(decay).name, space=space, flip=bool(flip),

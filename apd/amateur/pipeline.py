@@ -27,13 +27,12 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from apd.amateur import collect
 from apd.amateur.config import APDTrainConfig
 from apd.amateur.distill import DISTILL_FIT
 from apd.amateur.gates import THRESHOLDS, Gates, measure_gates
 from apd.amateur.runs import (
-    _check_scale,
-    _key,
+    check_scale,
+    hash_key,
     collect_config,
     collect_family,
     family_name,
@@ -43,7 +42,7 @@ from apd.amateur.runs import (
     run_record,
     train_apd,
 )
-from apd.amateur.tuning import _dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
+from apd.amateur.tuning import dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
 from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, lambda3_grid, variant_config
 from apd.base.checks import number
 from apd.base.io import read_json_checked, write_json
@@ -119,7 +118,7 @@ def apd_model(fam, built=None, *, scale: str = "default", lambda3: Optional[floa
         >>> used.variant == used.selection.variant
         True
     """
-    _check_scale(scale, built)
+    check_scale(scale, built)
     if lambda3 is not None and not 0.0 <= number("lambda3", lambda3, "e.g. lambda3=0.8") < math.inf:
         raise ValueError(f"lambda3 must be a finite number >= 0 (the weight of L3 in the ALM' loss), got {lambda3!r}; "
                          "the paper uses 0.8 (Pythia), 0.4 (OPT), 1.0 (Qwen); None tunes it (pico).")
@@ -131,7 +130,7 @@ def apd_model(fam, built=None, *, scale: str = "default", lambda3: Optional[floa
         return replace(sel.result, selection=sel)
     spec = get_variant(variant)
     name = family_name(fam)
-    _check_scale(scale)
+    check_scale(scale)
     if name == "pico" and built is None:
         raise ValueError("the pico family needs its build (corpus, world): pass both values of "
                          "pico.get_family('pico', scale), i.e. apd_model(fam, built, scale=...).")
@@ -152,7 +151,7 @@ def gate_collection(fam, built=None, *, scale: str = "default", cache=None, prog
     """The held-out chunks the mechanism gates are measured on: the first :data:`GATE_CHUNKS` chunks'
     worth of the validation split (pico), or of its Wikipedia leads (Hub families), collected like the
     training data (cached)."""
-    _check_scale(scale, built)
+    check_scale(scale, built)
     if built is not None:
         texts = list(built.corpus.validation)
     else:
@@ -169,7 +168,7 @@ def run_gates(alm_prime, fam, built=None, *, scale: str = "default", cache=None)
     folder = Path(getattr(alm_prime, "alm_prime_path", alm_prime))
     val_dir = gate_collection(fam, built, scale=scale, cache=cache)
     n = GATE_CHUNKS[scale]
-    key = _key("gates-v2", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
+    key = hash_key("gates-v2", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
     path = folder.parent / f"gates-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "mechanism gates", "measuring them again")
@@ -247,7 +246,7 @@ def assess(result: APDResult, fam, built=None, *, scale: str = "default", cache=
         return row
     dev, _ = truth.dev_test_split(built.corpus.qa_items, built.corpus.world, seed)
     folder = Path(result.alm_prime_path)
-    key = _key("dev-kl-v1", _run_identity(folder), [(it.prompt, it.gold) for it in dev], list(truth.INV_T_GRID))
+    key = hash_key("dev-kl-v1", _run_identity(folder), [(it.prompt, it.gold) for it in dev], list(truth.INV_T_GRID))
     path = folder.parent / f"dev-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "dev score", "scoring again")
@@ -255,7 +254,7 @@ def assess(result: APDResult, fam, built=None, *, scale: str = "default", cache=
             with scoring_threads(fam):
                 qa = dev_qa() if callable(dev_qa) else dev_qa
                 if qa is None:
-                    qa = _dev_scores(fam, built.corpus.world, dev)
+                    qa = dev_scores(fam, built.corpus.world, dev)
                 model = load_alm_prime(folder, device=fam.device)
                 lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
                 saved = best_inv_T_score(qa.logprobs[-1], lp, qa.truth)
@@ -289,7 +288,7 @@ def engaged_variant(fam, built=None, *, scale: str = "default", progress: bool =
     def dev_qa():
         if "qa" not in qa_cache:
             dev, _ = truth.dev_test_split(built.corpus.qa_items, built.corpus.world, seed)
-            qa_cache["qa"] = _dev_scores(fam, built.corpus.world, dev)
+            qa_cache["qa"] = dev_scores(fam, built.corpus.world, dev)
         return qa_cache["qa"]
 
     rows = [assess(r, fam, built, scale=scale, cache=cache, seed=seed, dev_qa=dev_qa) for r in results.values()]

@@ -25,10 +25,9 @@ from apd.base import paths
 from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
 from apd.base.lock import file_lock
+from apd.family.registry import SCALES
 from apd.family.text import token_stream
 from apd.world import corpus
-
-SCALES = ("smoke", "default", "gpu")
 
 
 #: ALM' training of the pico family, per scale (see :func:`train_config` for the reasons).
@@ -52,7 +51,7 @@ HUB_TRAIN = {
 }
 
 
-def _key(*parts) -> str:
+def hash_key(*parts) -> str:
     h = hashlib.sha256()
     for p in parts:
         h.update(json.dumps(p, sort_keys=True, default=str).encode() if not isinstance(p, bytes) else p)
@@ -76,7 +75,7 @@ def collect_family(family, texts, config: collect.CollectConfig | None = None, c
         return out
     with file_lock(out.parent / f"{key}.lock"):
         if not _collection_ready(out):
-            collect.collect(family, ids, out, config, batch_size=batch_size, progress=progress)
+            collect.collect_probabilities(family, ids, out, config, batch_size=batch_size, progress=progress)
     return out
 
 
@@ -84,7 +83,7 @@ def collection_key(members, log_sizes, ids: bytes, config: dict) -> str:
     """The cache key of a collection: ``members`` as (name, :func:`member_identity`) pairs, their log
     sizes, the token stream and the collection config. Nothing in it depends on where the cache or
     the members' folders live, so a moved cache is found again."""
-    return _key("collection-v2", [list(m) for m in members], log_sizes, ids, config)
+    return hash_key("collection-v2", [list(m) for m in members], log_sizes, ids, config)
 
 
 def member_identity(location) -> str:
@@ -106,7 +105,7 @@ def _collection_ready(out: Path) -> bool:
     manifest = read_json_checked(out / collect.MANIFEST, "collection manifest", "collecting again")
     if not manifest or not manifest.get("complete"):
         return False
-    intact = [collect._shard_intact(out / s["file"]) for s in manifest.get("shards", [])]
+    intact = [collect.shard_intact(out / s["file"]) for s in manifest.get("shards", [])]
     return all(intact)
 
 
@@ -115,7 +114,7 @@ def train_dir(collect_dir, config: APDTrainConfig, cache=None) -> Path:
     parts = [*collect.collection_identity(collect_dir), config.to_dict()]
     if config.objective == "distill":   # only then: the keys of the paper's runs stay as they were
         parts.append(distill.DISTILL_FIT)
-    key = _key(*parts)
+    key = hash_key(*parts)
     return Path(cache or paths.cache_dir()) / "apd" / key
 
 
@@ -197,7 +196,7 @@ def family_name(fam) -> str:
     return "qwen" if name.startswith("qwen") else name
 
 
-def _check_scale(scale: str, built=None) -> None:
+def check_scale(scale: str, built=None) -> None:
     """Raise unless ``scale`` is known and, given a pico build, is the scale ``built`` was built at."""
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; use one of {SCALES} (pass the chapter's pico_scale).")
@@ -216,16 +215,14 @@ def train_config(family: str, scale: str = "default", lambda3: Optional[float] =
     paper's ~20,000, and at 1e-4 ALM' hardly moves in that many (on the smoke family, even at 1e-3
     L3 reached only 0.05 after 20 steps with lambda3 = 1). Batches of 8 chunks (the paper: 64)
     to get more steps from the same data; one epoch (default: ~160 steps over all ~1,270 chunks;
-    smoke: half of the chunks), warm-up over 10% of the steps. On an idle 2-core CPU a default run
-    took 7 s per 80 steps; on the default family a second epoch or lr 3e-3 changed the dev score
-    by under 0.005 nats (noise), and one epoch over all chunks beat half of them (dev KL at 1/T = 1
-    2.187 vs 2.203, lambda3 = 0.2). The curve x stays the raw log size (the release's); the
+    smoke: half of the chunks), warm-up over 10% of the steps (the runs behind these choices: design
+    notes, "ALM' training cost"). The curve x stays the raw log size (the release's); the
     micro-batch is fixed (8 chunks) so that CPU and GPU runs of the same configuration share a
     fingerprint.
     Hub families: the paper's lr 1e-4 and 5 epochs, batches of 16 chunks of 128 tokens (our corpus
     has only ~50 k tokens, see the module docstring).
     """
-    _check_scale(scale)
+    check_scale(scale)
     if family == "pico":
         fields = PICO_TRAIN[scale]
     elif family in LAMBDA3:
@@ -239,7 +236,7 @@ def train_config(family: str, scale: str = "default", lambda3: Optional[float] =
 def collect_config(family: str, scale: str = "default", built=None) -> collect.CollectConfig:
     """Token sets as the release (top 20 + 5 from ranks 20-100 + 5 (10 for OPT) from the rest);
     chunks as long as the pico members' training windows (pico) or 128 tokens (Hub families)."""
-    _check_scale(scale)
+    check_scale(scale)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
     return collect.CollectConfig(seq_len=seq_len, chunks_per_shard=64, n_tail=10 if family == "opt" else 5)
 

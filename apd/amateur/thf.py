@@ -31,7 +31,7 @@ from torch import nn
 from apd.amateur.config import lr_at, warmup_for
 from apd.amateur.data import epoch_order
 from apd.amateur.entropies import EntropyLabels, entropy_labels, load_entropies
-from apd.amateur.runs import _check_scale, _key, family_name, finetune_texts
+from apd.amateur.runs import check_scale, hash_key, family_name, finetune_texts
 from apd.base import paths
 from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
@@ -113,7 +113,7 @@ THF_TRAIN = {
 
 def thf_config(family: str, scale: str = "default", **changes) -> THFConfig:
     """The THF training configuration of a family ('pico' or a Hub family) at a scale."""
-    _check_scale(scale)
+    check_scale(scale)
     fields = THF_TRAIN[("pico" if family == "pico" else "hub", scale)]
     return THFConfig(**{**fields, **changes})
 
@@ -462,7 +462,7 @@ def _finished(out: Path) -> Optional[Path]:
 
 def thf_key(labels_key: str, config: THFConfig) -> str:
     """The cache key of a THF run: its entropy labels' key and the configuration's weight-changing fields."""
-    return _key("thf-v1", labels_key, config.fingerprinted())
+    return hash_key("thf-v1", labels_key, config.fingerprinted())
 
 
 def thf_model(fam, built=None, *, scale: str = "default", config: Optional[THFConfig] = None, cache=None,
@@ -480,7 +480,7 @@ def thf_model(fam, built=None, *, scale: str = "default", config: Optional[THFCo
         ('poly10', 'thf')
     """
     name = family_name(fam)
-    _check_scale(scale, built)
+    check_scale(scale, built)
     config = config or thf_config(name, scale)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
     labels_dir = entropy_labels(fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress,

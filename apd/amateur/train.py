@@ -24,7 +24,7 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from apd.amateur.config import _NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig, lr_at, warmup_for
+from apd.amateur.config import NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig, lr_at, warmup_for
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
 from apd.amateur.distill import DISTILL_FIT, WithTargets, targets_for_records
 from apd.amateur.objective import APDObjective, ConditionedCurveMLP, CurveMLP, DistillObjective, start_amplitude
@@ -76,7 +76,7 @@ def _data_digest(data: CollectedChunks) -> dict:
 
 
 def _fingerprint(cfg: dict, data_info: dict, model_digest: str) -> str:
-    keep = {k: v for k, v in cfg.items() if k not in _NOT_FINGERPRINTED}
+    keep = {k: v for k, v in cfg.items() if k not in NOT_FINGERPRINTED}
     blob = json.dumps({"config": keep, "data": data_info, "alm": model_digest}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -138,8 +138,8 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     ``stop_after``: leave after this many optimizer steps of this call (a checkpoint is written;
     e.g. to fit a time slot) and return that checkpoint's path instead.
     ``callback(step, record)``: called after every optimizer step with the logged loss terms.
-    On the CPU the run uses one torch thread (:data:`CPU_THREADS`): its matrices are small, and on a
-    shared 2-core machine two threads made a default pico step 2 to 30 times slower (measured).
+    On the CPU the run uses one torch thread (:data:`CPU_THREADS`; its matrices are small, and threads
+    contend on a shared CPU: design notes, "ALM' training cost").
 
     Example (what :func:`apd.apd_model` does, by hand):
         >>> import apd, tempfile
@@ -158,21 +158,53 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
                                 callback=callback, progress=progress)
 
 
-def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir, *, tokenizer=None,
-                    log_sizes=None, member_names=None, stop_after: Optional[int] = None,
-                     callback: Optional[Callable[[int, dict], None]] = None, progress: bool = True) -> Path:
-    out_dir = Path(out_dir)
+@dataclasses.dataclass
+class _Plan:
+    """What one ALM' run needs to know before its first step: processes, data, batch geometry, identity."""
+
+    out_dir: Path
+    acc: object            # an accelerate.Accelerator, or None on one process
+    world: int
+    rank: int
+    device: torch.device
+    data: CollectedChunks
+    micro: int             # chunks per forward pass
+    accum: int             # forward passes per optimizer step
+    steps_per_epoch: int
+    total: int
+    warmup: int
+    lambda3: float
+    cfg: dict              # the recorded configuration (with lambda3 and the micro-batch size)
+    data_info: dict
+    fingerprint: str
+
+    @property
+    def main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def final(self) -> Path:
+        return self.out_dir / "alm_prime"
+
+    @property
+    def meta_path(self) -> Path:
+        return self.out_dir / "train_config.json"
+
+    @property
+    def log_path(self) -> Path:
+        return self.out_dir / "train_log.jsonl"
+
+
+def _plan(config: APDTrainConfig, alm_model_or_path, records, out_dir, log_sizes, member_names):
+    """The run's :class:`_Plan` and the ALM it starts from (a copy)."""
     acc = _accelerator()
     world = acc.num_processes if acc else 1
     rank = acc.process_index if acc else 0
-    main = rank == 0
     device = acc.device if acc else resolve_device(config.device)
-
     if isinstance(records, CollectedChunks):  # the config decides members and data fraction
         records, log_sizes, member_names = records.records, records.all_log_sizes, records.all_member_names
     data = CollectedChunks(records, log_sizes=log_sizes, member_names=member_names, members=config.members,
                            data_fraction=config.data_fraction)
-    distill = config.objective == "distill"
     micro = _micro_batch(config, device, world)
     accum = config.batch_size // (world * micro)
     steps_per_epoch = len(data) // config.batch_size
@@ -186,50 +218,60 @@ def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir
     alm = _load_alm(alm_model_or_path)
     cfg = config.to_dict()
     cfg.update(lambda3=lambda3, micro_batch_size=micro)
-    if distill:
+    if config.objective == "distill":
         cfg["distill_fit"] = DISTILL_FIT
     data_info = _data_digest(data)
     fingerprint = _fingerprint(cfg, data_info, _model_digest(alm))
-    final = out_dir / "alm_prime"
-    meta_path = out_dir / "train_config.json"
-    meta = read_json_checked(meta_path, "ALM' run record", "training again")
-    if meta is not None:
-        if meta.get("fingerprint") != fingerprint:
-            raise ValueError(f"{out_dir} holds a different run (fingerprint {meta.get('fingerprint')} != {fingerprint}: "
-                             "other config, data or initial ALM); use a new out_dir or delete that one.")
-        if meta.get("status") == "done" and final.exists():
-            return final
+    plan = _Plan(Path(out_dir), acc, world, rank, device, data, micro, accum, steps_per_epoch, total, warmup,
+                 lambda3, cfg, data_info, fingerprint)
+    return plan, alm
 
-    if distill and "targets" not in data.records[0]:   # records given by hand: fit the targets here
-        data.records = WithTargets(data.records, targets_for_records(data.records, data.all_log_sizes,
-                                                                     data.member_index, len(data)))
+
+def _already_done(plan: _Plan) -> bool:
+    """True when ``out_dir`` holds this run finished; a ValueError when it holds another run."""
+    meta = read_json_checked(plan.meta_path, "ALM' run record", "training again")
+    if meta is None:
+        return False
+    if meta.get("fingerprint") != plan.fingerprint:
+        raise ValueError(f"{plan.out_dir} holds a different run (fingerprint {meta.get('fingerprint')} != "
+                         f"{plan.fingerprint}: other config, data or initial ALM); use a new out_dir or delete that one.")
+    return meta.get("status") == "done" and plan.final.exists()
+
+
+def _check_mlp_warmup(config: APDTrainConfig, plan: _Plan) -> int:
+    """The MLP-only warm-up steps, refused when they leave no joint step or the run is data-parallel."""
     mlp_warmup = int(config.mlp_warmup_steps)
-    if mlp_warmup >= total:
-        raise ValueError(f"mlp_warmup_steps={mlp_warmup} leaves no joint step of the {total} in this run; lower it "
-                         "or train for more epochs.")
-    if mlp_warmup and acc is not None:
+    if mlp_warmup >= plan.total:
+        raise ValueError(f"mlp_warmup_steps={mlp_warmup} leaves no joint step of the {plan.total} in this run; lower "
+                         "it or train for more epochs.")
+    if mlp_warmup and plan.acc is not None:
         raise ValueError("mlp_warmup_steps freezes ALM' for the first steps, which data-parallel training over "
                          "several processes does not support here; train on one process (or leave it at 0).")
+    return mlp_warmup
+
+
+def _objective_and_optimizer(config: APDTrainConfig, alm, plan: _Plan, mlp_warmup: int):
+    """The objective (ALM' and, unless distilled, the curve MLP, seeded) on the device and its AdamW."""
     torch.manual_seed(config.seed)
-    if distill:
+    if config.objective == "distill":
         mlp = None
-        objective = DistillObjective(alm, lambda3=lambda3, bf16=config.bf16).to(device)
+        objective = DistillObjective(alm, lambda3=plan.lambda3, bf16=config.bf16).to(plan.device)
     else:
-        mlp = _curve_mlp(config, data)
-        objective = APDObjective(alm, mlp, lambda2=config.lambda2, lambda3=lambda3, bf16=config.bf16).to(device)
+        mlp = _curve_mlp(config, plan.data)
+        objective = APDObjective(alm, mlp, lambda2=config.lambda2, lambda3=plan.lambda3,
+                                 bf16=config.bf16).to(plan.device)
     objective.train()
     if mlp_warmup:   # two groups: ALM' starts its own lr schedule when the MLP-only warm-up ends
         groups = [{"params": list(objective.alm.parameters())}, {"params": list(objective.mlp.parameters())}]
         optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
     else:
         optimizer = torch.optim.AdamW(objective.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    return objective, mlp, optimizer
 
-    step = 0
-    log_path = out_dir / "train_log.jsonl"
-    if main:
-        remove_stale_tmp(out_dir / "checkpoints")   # what a dead writer was saving (callers hold the run's lock)
-    state = None
-    for path in reversed(_checkpoints(out_dir)):   # the latest intact checkpoint
+
+def _latest_checkpoint(plan: _Plan) -> Optional[dict]:
+    """The state of the latest intact checkpoint of this run (damaged ones set aside), or None."""
+    for path in reversed(_checkpoints(plan.out_dir)):
         if not check_file(path, "ALM' checkpoint", "resuming from an earlier one"):
             continue
         try:
@@ -237,124 +279,194 @@ def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir
         except Exception as err:
             set_aside(path, "ALM' checkpoint", f"unreadable: {type(err).__name__}", "resuming from an earlier one")
             continue
-        if state["fingerprint"] != fingerprint:
-            raise ValueError(f"checkpoint {path} belongs to another run; delete {out_dir / 'checkpoints'}.")
-        break
-    if state is not None:
-        objective.alm.load_state_dict(state["alm"])
-        if mlp is not None:
-            objective.mlp.load_state_dict(state["mlp"])
-        optimizer.load_state_dict(state["optimizer"])
-        step = int(state["step"])
-    if main:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        write_json(meta_path, {"fingerprint": fingerprint, "status": "running", "config": cfg, "data": data_info,
-                                "total_steps": total, "steps_per_epoch": steps_per_epoch, "warmup_steps": warmup,
-                                "grad_accum": accum, "world_size": world, "device": str(device)}, digest=True)
-        lines = log_path.read_text().splitlines() if log_path.exists() else []
-        kept = [ln for ln in lines if ln.strip() and (_log_step(ln, log_path) or step + 1) <= step]
-        log_path.write_text("".join(ln + "\n" for ln in kept))
+        if state["fingerprint"] != plan.fingerprint:
+            raise ValueError(f"checkpoint {path} belongs to another run; delete {plan.out_dir / 'checkpoints'}.")
+        return state
+    return None
 
-    model = objective
-    if acc:
-        model, optimizer = acc.prepare(objective, optimizer)
 
-    def save_checkpoint() -> Path:
-        path = out_dir / "checkpoints" / f"step_{step:08d}.pt"
-        if main:
-            torch_save({"step": step, "fingerprint": fingerprint, "alm": objective.alm.state_dict(),
-                          "mlp": None if mlp is None else objective.mlp.state_dict(),
-                          "optimizer": optimizer.state_dict()}, path,
-                       digest=True)
-            for old in _checkpoints(out_dir)[:-config.keep_checkpoints]:
-                old.unlink()
-                old.with_name(old.name + ".sha256").unlink(missing_ok=True)
-        if acc:
-            acc.wait_for_everyone()
-        return path
+def _resume(plan: _Plan, objective, mlp, optimizer) -> int:
+    """Load the latest checkpoint into the objective and optimizer; the step it reached (0 without one)."""
+    if plan.main:
+        remove_stale_tmp(plan.out_dir / "checkpoints")   # what a dead writer was saving (callers hold the run's lock)
+    state = _latest_checkpoint(plan)
+    if state is None:
+        return 0
+    objective.alm.load_state_dict(state["alm"])
+    if mlp is not None:
+        objective.mlp.load_state_dict(state["mlp"])
+    optimizer.load_state_dict(state["optimizer"])
+    return int(state["step"])
 
-    bar = progress_bar(total=total, initial=step, desc="ALM'", progress=progress and main)
-    done_here = 0
-    t0 = time.time()
-    while step < total:
-        if stop_after is not None and done_here >= stop_after:
-            path = save_checkpoint()
-            if bar is not None:
-                bar.close()
-            return path
-        epoch, pos = divmod(step, steps_per_epoch)
-        order = epoch_order(len(data), config.seed, epoch)
-        chunk_ids = order[pos * config.batch_size:(pos + 1) * config.batch_size]
-        mine = chunk_ids[rank * micro * accum:(rank + 1) * micro * accum]
-        lr = lr_at(step, total, warmup, config.lr)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
-        if mlp_warmup:   # ALM' frozen (no gradient, no update, no weight decay) for the first mlp_warmup steps
-            objective.freeze_alm = step < mlp_warmup
-            optimizer.param_groups[0]["lr"] = 0.0 if step < mlp_warmup else lr_at(
-                step - mlp_warmup, total - mlp_warmup, warmup_for(config, total - mlp_warmup), config.lr)
-        torch.manual_seed((config.seed * 1_000_003 + step) * 997 + rank)  # dropout draws of this step
-        sums = {}
-        for j in range(accum):
-            batch = collate_chunks([data[int(i)] for i in mine[j * micro:(j + 1) * micro]])
-            batch = {k: v.to(device, non_blocking=True) for k, v in batch.items()}
-            sync = contextlib.nullcontext() if (acc is None or j == accum - 1) else acc.no_sync(model)
-            with sync:
-                out = model(**batch)
-                if acc:
-                    acc.backward(out["loss"] / accum)
-                else:
-                    (out["loss"] / accum).backward()
-            for k, v in out.items():
-                sums[k] = sums.get(k, 0.0) + v.detach() / accum
-        if not all(bool(torch.isfinite(v)) for v in sums.values()):
-            raise FloatingPointError(f"non-finite loss at step {step}: { {k: float(v) for k, v in sums.items()} }; "
-                                     "lower lr, or check the collected data for inf/NaN.")
-        if config.grad_clip > 0:
-            params = objective.parameters()
-            (acc.clip_grad_norm_(params, config.grad_clip) if acc else torch.nn.utils.clip_grad_norm_(params, config.grad_clip))
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-        step += 1
-        done_here += 1
-        if acc:
-            sums = {k: acc.reduce(v, reduction="mean") for k, v in sums.items()}
-        record = {"step": step, "epoch": epoch, "lr": lr, **{k: float(v) for k, v in sums.items()},
-                  "seconds": round(time.time() - t0, 3)}
-        if mlp_warmup:
-            record["alm_lr"] = optimizer.param_groups[0]["lr"]
-        if main and (step % config.log_every == 0 or step == total):
-            with open(log_path, "a") as f:
-                f.write(json.dumps(record) + "\n")
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(**{k: f"{record[k]:.4f}" for k in ("loss", "l1", "l2", "distill", "l3") if k in record})
-        if callback is not None:
-            callback(step, record)
-        if step % config.checkpoint_every == 0 and step < total:
-            save_checkpoint()
+
+def _start_record(plan: _Plan, step: int) -> None:
+    """Write the run record (status "running") and cut the log back to ``step`` (main process only)."""
+    if not plan.main:
+        return
+    plan.out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(plan.meta_path, {"fingerprint": plan.fingerprint, "status": "running", "config": plan.cfg,
+                                "data": plan.data_info, "total_steps": plan.total,
+                                "steps_per_epoch": plan.steps_per_epoch, "warmup_steps": plan.warmup,
+                                "grad_accum": plan.accum, "world_size": plan.world, "device": str(plan.device)},
+               digest=True)
+    log_path = plan.log_path
+    lines = log_path.read_text().splitlines() if log_path.exists() else []
+    kept = [ln for ln in lines if ln.strip() and (_log_step(ln, log_path) or step + 1) <= step]
+    log_path.write_text("".join(ln + "\n" for ln in kept))
+
+
+def _save_checkpoint(plan: _Plan, config: APDTrainConfig, step: int, objective, mlp, optimizer) -> Path:
+    """Save the step's checkpoint (keeping the last ``keep_checkpoints``); its path."""
+    path = plan.out_dir / "checkpoints" / f"step_{step:08d}.pt"
+    if plan.main:
+        torch_save({"step": step, "fingerprint": plan.fingerprint, "alm": objective.alm.state_dict(),
+                    "mlp": None if mlp is None else objective.mlp.state_dict(),
+                    "optimizer": optimizer.state_dict()}, path,
+                   digest=True)
+        for old in _checkpoints(plan.out_dir)[:-config.keep_checkpoints]:
+            old.unlink()
+            old.with_name(old.name + ".sha256").unlink(missing_ok=True)
+    if plan.acc:
+        plan.acc.wait_for_everyone()
+    return path
+
+
+def _set_learning_rates(config: APDTrainConfig, plan: _Plan, optimizer, objective, step: int,
+                        mlp_warmup: int) -> float:
+    """Set this step's learning rates (ALM' frozen during an MLP-only warm-up); the schedule's lr."""
+    lr = lr_at(step, plan.total, plan.warmup, config.lr)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    if mlp_warmup:   # ALM' frozen (no gradient, no update, no weight decay) for the first mlp_warmup steps
+        objective.freeze_alm = step < mlp_warmup
+        optimizer.param_groups[0]["lr"] = 0.0 if step < mlp_warmup else lr_at(
+            step - mlp_warmup, plan.total - mlp_warmup, warmup_for(config, plan.total - mlp_warmup), config.lr)
+    return lr
+
+
+def _accumulate(plan: _Plan, model, chunk_ids) -> dict:
+    """Forward and backward passes over this process's chunks of the step; the loss terms' means."""
+    acc, micro, accum = plan.acc, plan.micro, plan.accum
+    mine = chunk_ids[plan.rank * micro * accum:(plan.rank + 1) * micro * accum]
+    sums = {}
+    for j in range(accum):
+        batch = collate_chunks([plan.data[int(i)] for i in mine[j * micro:(j + 1) * micro]])
+        batch = {k: v.to(plan.device, non_blocking=True) for k, v in batch.items()}
+        sync = contextlib.nullcontext() if (acc is None or j == accum - 1) else acc.no_sync(model)
+        with sync:
+            out = model(**batch)
+            if acc:
+                acc.backward(out["loss"] / accum)
+            else:
+                (out["loss"] / accum).backward()
+        for k, v in out.items():
+            sums[k] = sums.get(k, 0.0) + v.detach() / accum
+    return sums
+
+
+def _optimizer_step(config: APDTrainConfig, plan: _Plan, model, objective, optimizer, step: int,
+                    mlp_warmup: int, t0: float) -> dict:
+    """One optimizer step (the ``step``-th, counted from 0); its log record."""
+    epoch, pos = divmod(step, plan.steps_per_epoch)
+    order = epoch_order(len(plan.data), config.seed, epoch)
+    chunk_ids = order[pos * config.batch_size:(pos + 1) * config.batch_size]
+    lr = _set_learning_rates(config, plan, optimizer, objective, step, mlp_warmup)
+    torch.manual_seed((config.seed * 1_000_003 + step) * 997 + plan.rank)  # dropout draws of this step
+    sums = _accumulate(plan, model, chunk_ids)
+    if not all(bool(torch.isfinite(v)) for v in sums.values()):
+        raise FloatingPointError(f"non-finite loss at step {step}: { {k: float(v) for k, v in sums.items()} }; "
+                                 "lower lr, or check the collected data for inf/NaN.")
+    if config.grad_clip > 0:
+        params = objective.parameters()
+        if plan.acc:
+            plan.acc.clip_grad_norm_(params, config.grad_clip)
+        else:
+            torch.nn.utils.clip_grad_norm_(params, config.grad_clip)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    step += 1
+    if plan.acc:
+        sums = {k: plan.acc.reduce(v, reduction="mean") for k, v in sums.items()}
+    record = {"step": step, "epoch": epoch, "lr": lr, **{k: float(v) for k, v in sums.items()},
+              "seconds": round(time.time() - t0, 3)}
+    if mlp_warmup:
+        record["alm_lr"] = optimizer.param_groups[0]["lr"]
+    return record
+
+
+def _report_step(config: APDTrainConfig, plan: _Plan, record: dict, bar, callback) -> None:
+    """Log the step's record (every ``log_every`` steps and the last), advance the bar, call back."""
+    step = record["step"]
+    if plan.main and (step % config.log_every == 0 or step == plan.total):
+        with open(plan.log_path, "a") as f:
+            f.write(json.dumps(record) + "\n")
     if bar is not None:
-        bar.close()
+        bar.update(1)
+        bar.set_postfix(**{k: f"{record[k]:.4f}" for k in ("loss", "l1", "l2", "distill", "l3") if k in record})
+    if callback is not None:
+        callback(step, record)
 
-    if main:
-        tmp = out_dir / "alm_prime.tmp"
+
+def _save_final(plan: _Plan, objective, mlp, tokenizer) -> None:
+    """Write ``alm_prime/`` (ALM', its tokenizer, the curve MLP, digests), mark the run done, drop checkpoints."""
+    if plan.main:
+        tmp = plan.out_dir / "alm_prime.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         objective.alm.save_pretrained(tmp)
         if tokenizer is not None:
             tokenizer.save_pretrained(tmp)
         if mlp is not None:
             objective.mlp.save(tmp / "curve_mlp.pt")
-        write_json(tmp / "apd_train_config.json", {"fingerprint": fingerprint, "config": cfg, "data": data_info})
+        write_json(tmp / "apd_train_config.json", {"fingerprint": plan.fingerprint, "config": plan.cfg,
+                                                   "data": plan.data_info})
         write_folder_digests(tmp)   # checked when the run is found again (runs._finished)
-        shutil.rmtree(final, ignore_errors=True)
-        os.replace(tmp, final)
-        meta = json.loads(meta_path.read_text())
+        shutil.rmtree(plan.final, ignore_errors=True)
+        os.replace(tmp, plan.final)
+        meta = json.loads(plan.meta_path.read_text())
         meta["status"] = "done"
-        write_json(meta_path, meta, digest=True)
-        remove_checkpoints(out_dir / "checkpoints")
-    if acc:
-        acc.wait_for_everyone()
-    return final
+        write_json(plan.meta_path, meta, digest=True)
+        remove_checkpoints(plan.out_dir / "checkpoints")
+    if plan.acc:
+        plan.acc.wait_for_everyone()
+
+
+def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir, *, tokenizer=None,
+                     log_sizes=None, member_names=None, stop_after: Optional[int] = None,
+                     callback: Optional[Callable[[int, dict], None]] = None, progress: bool = True) -> Path:
+    plan, alm = _plan(config, alm_model_or_path, records, out_dir, log_sizes, member_names)
+    if _already_done(plan):
+        return plan.final
+    data = plan.data
+    if config.objective == "distill" and "targets" not in data.records[0]:   # records by hand: fit targets here
+        data.records = WithTargets(data.records, targets_for_records(data.records, data.all_log_sizes,
+                                                                     data.member_index, len(data)))
+    mlp_warmup = _check_mlp_warmup(config, plan)
+    objective, mlp, optimizer = _objective_and_optimizer(config, alm, plan, mlp_warmup)
+    step = _resume(plan, objective, mlp, optimizer)
+    _start_record(plan, step)
+    model = objective
+    if plan.acc:
+        model, optimizer = plan.acc.prepare(objective, optimizer)
+
+    bar = progress_bar(total=plan.total, initial=step, desc="ALM'", progress=progress and plan.main)
+    done_here = 0
+    t0 = time.time()
+    while step < plan.total:
+        if stop_after is not None and done_here >= stop_after:
+            path = _save_checkpoint(plan, config, step, objective, mlp, optimizer)
+            if bar is not None:
+                bar.close()
+            return path
+        record = _optimizer_step(config, plan, model, objective, optimizer, step, mlp_warmup, t0)
+        step += 1
+        done_here += 1
+        _report_step(config, plan, record, bar, callback)
+        if step % config.checkpoint_every == 0 and step < plan.total:
+            _save_checkpoint(plan, config, step, objective, mlp, optimizer)
+    if bar is not None:
+        bar.close()
+    _save_final(plan, objective, mlp, tokenizer)
+    return plan.final
 
 
 #: Chunks whose ALM-ELM spread sets a conditioned start's amplitude a0 (the first ones of the data).

@@ -16,7 +16,7 @@ import pandas as pd
 
 from apd.amateur import collect
 from apd.amateur.config import APDTrainConfig
-from apd.amateur.runs import _key, load_alm_prime, train_apd, train_dir
+from apd.amateur.runs import hash_key, load_alm_prime, train_apd, train_dir
 from apd.base import paths
 from apd.base.device import cpu_threads
 from apd.base.io import read_json_checked, set_aside, write_json
@@ -70,7 +70,7 @@ def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=N
              [float(g) for g in grid], [(it.prompt, it.gold) for it in dev]]
     if score != SCORE_APD_T1:   # only then: the release's tuning key stays as it was
         parts.append([score, list(truth.INV_T_GRID)])
-    key = _key(*parts)
+    key = hash_key(*parts)
     path = Path(cache or paths.cache_dir()) / "apd" / f"tuning-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "lambda3 tuning table", "tuning again")
@@ -105,9 +105,9 @@ def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, g
 
 
 def scoring_threads(fam):
-    """A context in which a family's scoring runs: one torch thread on the CPU (the models are small; on
-    the shared 2-core machine, scoring the default dev questions took 2.3 s on one thread and 24.5 s on
-    two), the device's own setting elsewhere."""
+    """A context in which a family's scoring runs: one torch thread on the CPU (the models are small and
+    threads contend on a shared CPU: design notes, "ALM' training cost"), the device's own setting
+    elsewhere."""
     return cpu_threads(1 if getattr(getattr(fam, "device", None), "type", "cpu") == "cpu" else None)
 
 
@@ -117,7 +117,7 @@ def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score
 
 
 def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score) -> dict:
-    qa = _dev_scores(fam, world, dev)
+    qa = dev_scores(fam, world, dev)
     elm = qa.logprobs[-1]
     reference = {"ELM": validation_score(elm, elm, qa.truth, inv_T=0.0)["score"],
                  "CD 1/T=1": validation_score(elm, qa.logprobs[0], qa.truth)["score"]}
@@ -139,7 +139,7 @@ def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, 
             "reference": reference}
 
 
-def _dev_scores(fam, world, dev):
+def dev_scores(fam, world, dev):
 
     if not dev:
         raise ValueError("the world has no dev people to tune lambda3 on; use a larger world.")

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional
 
 from apd.amateur.config import APDTrainConfig
-from apd.amateur.runs import PICO_LAMBDA3_GRID, _check_scale, train_config
+from apd.amateur.runs import PICO_LAMBDA3_GRID, check_scale, train_config
 from apd.amateur.tuning import SCORE_APD_T1, SCORE_BEST_INV_T
 
 RELEASE = "release"
@@ -116,7 +116,7 @@ def variant_config(name: str, family: str, scale: str = "default", lambda3: Opti
         >>> variant_config("release", "pico", "default", 0.2) == train_config("pico", "default", 0.2)
         True
     """
-    _check_scale(scale)
+    check_scale(scale)
     v = get_variant(name)
     cfg = replace(train_config(family, scale, lambda3), **_fields(v.fields, family, scale))
     if tuning:
@@ -126,7 +126,7 @@ def variant_config(name: str, family: str, scale: str = "default", lambda3: Opti
 
 def lambda3_grid(name: str, family: str, scale: str = "default") -> Optional[tuple]:
     """The lambda3 values variant ``name`` is tuned over (pico), or None (Hub families: the paper's value)."""
-    _check_scale(scale)
+    check_scale(scale)
     if family != "pico":
         return None
     return tuple(get_variant(name).grid[scale])

@@ -3,30 +3,22 @@ progress bars.
 
 Nothing here imports another part of ``apd``.
 """
-from apd.base.lazy import attach
+from apd.base import io, lock, device, paths, checks, progress
+from apd.base.io import (
+    atomic_write, write_json, torch_save, DIGESTS, NOTICES_ENV, notify, file_sha256, record_digest, recorded_digest,
+    write_folder_digests, set_aside, check_file, check_folder, read_json_checked, remove_stale_tmp, remove_checkpoints,
+)
+from apd.base.lock import file_lock, LockBusy, held_lock
+from apd.base.device import resolve_device, cpu_threads
+from apd.base.paths import project_root, user_cache_dir, cache_dir
+from apd.base.checks import number, count
+from apd.base.progress import PROGRESS_ENV, progress_enabled, PROGRESS_FILE_ENV, progress_bar
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    # apd.base.io
-    "atomic_write": "apd.base.io", "write_json": "apd.base.io", "torch_save": "apd.base.io",
-    "DIGESTS": "apd.base.io", "NOTICES_ENV": "apd.base.io", "notify": "apd.base.io",
-    "file_sha256": "apd.base.io", "record_digest": "apd.base.io", "recorded_digest": "apd.base.io",
-    "write_folder_digests": "apd.base.io", "set_aside": "apd.base.io", "check_file": "apd.base.io",
-    "check_folder": "apd.base.io", "read_json_checked": "apd.base.io", "remove_stale_tmp": "apd.base.io",
-    "remove_checkpoints": "apd.base.io", "io": "apd.base.io",
-    # apd.base.lock
-    "file_lock": "apd.base.lock", "LockBusy": "apd.base.lock", "held_lock": "apd.base.lock",
-    "lock": "apd.base.lock",
-    # apd.base.device
-    "resolve_device": "apd.base.device", "cpu_threads": "apd.base.device", "device": "apd.base.device",
-    # apd.base.paths
-    "project_root": "apd.base.paths", "user_cache_dir": "apd.base.paths", "cache_dir": "apd.base.paths",
-    "paths": "apd.base.paths",
-    # apd.base.lazy
-    "attach": "apd.base.lazy", "lazy": "apd.base.lazy",
-    # apd.base.checks
-    "number": "apd.base.checks", "count": "apd.base.checks", "checks": "apd.base.checks",
-    # apd.base.progress
-    "PROGRESS_ENV": "apd.base.progress", "progress_enabled": "apd.base.progress",
-    "PROGRESS_FILE_ENV": "apd.base.progress", "progress_bar": "apd.base.progress",
-    "progress": "apd.base.progress",
-})
+
+__all__ = [
+    "DIGESTS", "LockBusy", "NOTICES_ENV", "PROGRESS_ENV", "PROGRESS_FILE_ENV", "atomic_write", "cache_dir",
+    "check_file", "check_folder", "checks", "count", "cpu_threads", "device", "file_lock", "file_sha256", "held_lock",
+    "io", "lock", "notify", "number", "paths", "progress", "progress_bar", "progress_enabled", "project_root",
+    "read_json_checked", "record_digest", "recorded_digest", "remove_checkpoints", "remove_stale_tmp",
+    "resolve_device", "set_aside", "torch_save", "user_cache_dir", "write_folder_digests", "write_json",
+]

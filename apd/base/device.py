@@ -1,9 +1,12 @@
-"""Which torch device to run on."""
+"""Which torch device to run on. torch is imported when a function here is called, so that
+``apd.base`` (which the book runner imports) stays light."""
 from __future__ import annotations
 
 import contextlib
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 
 def resolve_device(device=None) -> torch.device:
@@ -15,6 +18,8 @@ def resolve_device(device=None) -> torch.device:
         >>> resolve_device("cpu")
         device(type='cpu')
     """
+    import torch
+
     if device is None or (isinstance(device, str) and device == "auto"):
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
@@ -30,10 +35,13 @@ def cpu_threads(n=1):
     Tiny models on a shared CPU run many times faster on one thread than on contended threads.
 
     Example:
+        >>> import torch
         >>> with cpu_threads(1):
         ...     torch.get_num_threads()
         1
     """
+    import torch
+
     before = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(int(n))

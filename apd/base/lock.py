@@ -3,34 +3,8 @@ per checkout and profile at a time."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
-
-
-@contextlib.contextmanager
-def file_lock(path):
-    """Hold an exclusive POSIX ``flock`` on ``path`` while the block runs (a no-op without ``fcntl``).
-
-    Two processes asking for the same cached artifact compute it once: the second waits, then
-    finds it done.
-
-    Example:
-        >>> import tempfile
-        >>> with file_lock(Path(tempfile.mkdtemp()) / "x.lock"):
-        ...     pass
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover (Windows)
-        yield
-        return
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 class LockBusy(RuntimeError):
@@ -42,16 +16,21 @@ class LockBusy(RuntimeError):
 
 
 @contextlib.contextmanager
-def held_lock(path, holder: str, wait: bool = True, on_busy=None):
-    """Hold an exclusive ``flock`` on ``path`` for the block, with ``holder`` (one line saying who)
-    written into the file. The lock dies with its process, so a killed holder never leaves it stuck.
+def file_lock(path, holder: str | None = None, *, wait: bool = True, on_busy=None):
+    """Hold an exclusive POSIX ``flock`` on ``path`` while the block runs (a no-op without ``fcntl``).
+    The lock dies with its process, so a killed holder never leaves it stuck.
 
-    When another process holds it: ``on_busy(its holder line)`` is called, then this waits for it
-    (``wait=True``) or raises :class:`LockBusy` (``wait=False``). Without ``fcntl`` it is a no-op.
+    Two processes asking for the same cached artifact compute it once: the second waits, then
+    finds it done. ``holder``: one line saying who holds the lock, written into the file while it
+    is held (the book runner's build lock). When another process holds it, ``on_busy(its holder
+    line)`` is called, then this waits for it (``wait=True``) or raises :class:`LockBusy`
+    (``wait=False``).
 
     Example:
         >>> import tempfile
-        >>> with held_lock(Path(tempfile.mkdtemp()) / "b.lock", "pid 1"):
+        >>> with file_lock(Path(tempfile.mkdtemp()) / "x.lock"):
+        ...     pass
+        >>> with file_lock(Path(tempfile.mkdtemp()) / "b.lock", "pid 1", wait=False):
         ...     pass
     """
     try:
@@ -73,13 +52,22 @@ def held_lock(path, holder: str, wait: bool = True, on_busy=None):
                 raise LockBusy(path, other) from None
             fcntl.flock(f, fcntl.LOCK_EX)
         try:
-            f.seek(0)
-            f.truncate()
-            f.write(holder + "\n")
-            f.flush()
-            yield
-        finally:
-            with contextlib.suppress(OSError):
+            if holder is not None:
                 f.seek(0)
                 f.truncate()
+                f.write(holder + "\n")
+                f.flush()
+            yield
+        finally:
+            if holder is not None:
+                with contextlib.suppress(OSError):
+                    f.seek(0)
+                    f.truncate()
             fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def held_lock(path, holder: str, wait: bool = True, on_busy=None):
+    """The old name of :func:`file_lock` with a ``holder`` (deprecated)."""
+    warnings.warn("apd.base.lock.held_lock is deprecated; use apd.base.lock.file_lock(path, holder, ...)",
+                  DeprecationWarning, stacklevel=2)
+    return file_lock(path, holder, wait=wait, on_busy=on_busy)

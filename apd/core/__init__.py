@@ -4,42 +4,39 @@
 ``filters`` (top-p, top-k, alpha and REAL on the ELM), ``curves`` (decay functions, flip, the on-the-fly
 fitter), ``entropy`` (REAL's entropy curves and loss), ``stats`` (standard errors, paired differences, power).
 """
-from apd.base.lazy import attach
+from apd.core import theory, contrastive, filters, curves, entropy, stats
+from apd.core.theory import (
+    check_sizes, MAX_LOG_SIZE, check_log_sizes, cd_logits, hlm_log_size, line_logit, hlm_logits, hlm_size, bent_logits,
+    bent_extrapolation_error,
+)
+from apd.core.contrastive import TIES, RENORMALIZE, check_temperature, top_k_keep, contrastive_scores
+from apd.core.filters import TopP, TopK, AlphaMask, real_top_p, REAL, make_filters, keep_mask
+from apd.core.curves import (
+    SPACES, safe_sqrt, flip_mask, flip_values, exponential_decay, logistic_decay, polynomial_decay, Decay, get_decay,
+    DECAY_NAMES, CurveFit, curve_losses, grid_init, simple_init, TUNED_FIT, PLAIN_FIT, fit_curves,
+    fit_curves_one_by_one, on_the_fly_asymptotes, mix_on_the_fly, ON_THE_FLY_WEIGHTS, PYTHIA_LOG_SIZES,
+    synthetic_curves, benchmark_fitter,
+)
+from apd.core.entropy import (
+    DECAYS, CONDITIONS, NORMALISED_SPAN, WEIGHT_RATIO, check_decay, condition_x, entropy_curve, loss_weights, thf_loss,
+    entropy_from_logits,
+)
+from apd.core.stats import (
+    mean_se, min_detectable_effect, interval, detected, ruled_out, p_two_sided, holm, PairedDifference,
+    paired_difference, VarianceComponents, variance_components, projected_se, groups_needed,
+)
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    # apd.core.theory
-    "check_sizes": "apd.core.theory", "MAX_LOG_SIZE": "apd.core.theory", "check_log_sizes": "apd.core.theory",
-    "cd_logits": "apd.core.theory", "hlm_log_size": "apd.core.theory", "line_logit": "apd.core.theory",
-    "hlm_logits": "apd.core.theory", "hlm_size": "apd.core.theory", "bent_logits": "apd.core.theory",
-    "bent_extrapolation_error": "apd.core.theory", "theory": "apd.core.theory",
-    # apd.core.contrastive
-    "TIES": "apd.core.contrastive", "RENORMALIZE": "apd.core.contrastive",
-    "check_temperature": "apd.core.contrastive", "top_k_keep": "apd.core.contrastive",
-    "contrastive_scores": "apd.core.contrastive", "contrastive": "apd.core.contrastive",
-    # apd.core.filters
-    "TopP": "apd.core.filters", "TopK": "apd.core.filters", "AlphaMask": "apd.core.filters",
-    "real_top_p": "apd.core.filters", "REAL": "apd.core.filters", "make_filters": "apd.core.filters",
-    "keep_mask": "apd.core.filters", "filters": "apd.core.filters",
-    # apd.core.curves
-    "SPACES": "apd.core.curves", "safe_sqrt": "apd.core.curves", "flip_mask": "apd.core.curves",
-    "flip_values": "apd.core.curves", "exponential_decay": "apd.core.curves",
-    "logistic_decay": "apd.core.curves", "polynomial_decay": "apd.core.curves", "Decay": "apd.core.curves",
-    "get_decay": "apd.core.curves", "DECAY_NAMES": "apd.core.curves", "CurveFit": "apd.core.curves",
-    "curve_losses": "apd.core.curves", "grid_init": "apd.core.curves", "simple_init": "apd.core.curves",
-    "TUNED_FIT": "apd.core.curves", "PLAIN_FIT": "apd.core.curves", "fit_curves": "apd.core.curves",
-    "fit_curves_one_by_one": "apd.core.curves", "on_the_fly_asymptotes": "apd.core.curves",
-    "mix_on_the_fly": "apd.core.curves", "ON_THE_FLY_WEIGHTS": "apd.core.curves",
-    "PYTHIA_LOG_SIZES": "apd.core.curves", "synthetic_curves": "apd.core.curves",
-    "benchmark_fitter": "apd.core.curves", "curves": "apd.core.curves",
-    # apd.core.entropy
-    "DECAYS": "apd.core.entropy", "CONDITIONS": "apd.core.entropy", "NORMALISED_SPAN": "apd.core.entropy",
-    "WEIGHT_RATIO": "apd.core.entropy", "check_decay": "apd.core.entropy", "condition_x": "apd.core.entropy",
-    "entropy_curve": "apd.core.entropy", "loss_weights": "apd.core.entropy", "thf_loss": "apd.core.entropy",
-    "entropy_from_logits": "apd.core.entropy", "entropy": "apd.core.entropy",
-    # apd.core.stats
-    "mean_se": "apd.core.stats", "min_detectable_effect": "apd.core.stats", "interval": "apd.core.stats",
-    "detected": "apd.core.stats", "ruled_out": "apd.core.stats", "p_two_sided": "apd.core.stats",
-    "holm": "apd.core.stats", "PairedDifference": "apd.core.stats", "paired_difference": "apd.core.stats",
-    "VarianceComponents": "apd.core.stats", "variance_components": "apd.core.stats",
-    "projected_se": "apd.core.stats", "groups_needed": "apd.core.stats", "stats": "apd.core.stats",
-})
+
+__all__ = [
+    "AlphaMask", "CONDITIONS", "CurveFit", "DECAYS", "DECAY_NAMES", "Decay", "MAX_LOG_SIZE", "NORMALISED_SPAN",
+    "ON_THE_FLY_WEIGHTS", "PLAIN_FIT", "PYTHIA_LOG_SIZES", "PairedDifference", "REAL", "RENORMALIZE", "SPACES", "TIES",
+    "TUNED_FIT", "TopK", "TopP", "VarianceComponents", "WEIGHT_RATIO", "benchmark_fitter", "bent_extrapolation_error",
+    "bent_logits", "cd_logits", "check_decay", "check_log_sizes", "check_sizes", "check_temperature", "condition_x",
+    "contrastive", "contrastive_scores", "curve_losses", "curves", "detected", "entropy", "entropy_curve",
+    "entropy_from_logits", "exponential_decay", "filters", "fit_curves", "fit_curves_one_by_one", "flip_mask",
+    "flip_values", "get_decay", "grid_init", "groups_needed", "hlm_log_size", "hlm_logits", "hlm_size", "holm",
+    "interval", "keep_mask", "line_logit", "logistic_decay", "loss_weights", "make_filters", "mean_se",
+    "min_detectable_effect", "mix_on_the_fly", "on_the_fly_asymptotes", "p_two_sided", "paired_difference",
+    "polynomial_decay", "projected_se", "real_top_p", "ruled_out", "safe_sqrt", "simple_init", "stats",
+    "synthetic_curves", "theory", "thf_loss", "top_k_keep", "variance_components",
+]

@@ -132,6 +132,42 @@ def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}.")
     if renormalize not in RENORMALIZE:
         raise ValueError(f"renormalize must be one of {RENORMALIZE}, got {renormalize!r}.")
+    elm, amateur, is_torch = _matched(elm, amateur, vocab_size)
+    if inv_T is None:
+        check_temperature(T)
+    if normalize:
+        elm, amateur = _log_softmax(elm, is_torch), _log_softmax(amateur, is_torch)
+    if ids is not None:
+        elm, amateur = _at_ids(elm, amateur, ids, is_torch)
+    keep = _kept(elm, top_k, ties, filters, is_torch)
+    if check_finite and keep is not None:
+        _check_amateur_finite(amateur, keep, is_torch)
+    if keep is not None:  # outside the kept set the amateur is irrelevant (and may be -inf)
+        where = torch.where if is_torch else np.where
+        amateur = where(keep, amateur, torch.zeros_like(amateur) if is_torch else 0.0)
+    if inv_T is not None:
+        inv = _inv_T(inv_T, elm)
+        scores = elm if (not isinstance(inv, (torch.Tensor, np.ndarray)) and inv == 0.0) else elm - inv * amateur
+    else:
+        scores = elm - amateur / T
+    scores = _outside_kept(scores, elm, keep, is_torch)
+    if renormalize and not bool((scores > -math.inf).any(-1).all()):
+        raise ValueError("every token of some row scores -inf (the ELM's logits there are all -inf, e.g. a fully "
+                         "masked row), so there is no distribution to renormalise; drop such rows or use "
+                         "renormalize=False (they then score -inf).")
+    if renormalize == "log":
+        return _log_softmax(scores, is_torch)
+    if renormalize == "prob":
+        return torch.softmax(scores, dim=-1) if is_torch else scipy.special.softmax(scores, axis=-1)
+    return scores
+
+
+def _log_softmax(x, is_torch: bool):
+    return torch.log_softmax(x, dim=-1) if is_torch else scipy.special.log_softmax(x, axis=-1)
+
+
+def _matched(elm, amateur, vocab_size):
+    """The expert and the amateur of one kind (torch or numpy), float, on one device, of one shape."""
     is_torch = isinstance(elm, torch.Tensor)
     if is_torch != isinstance(amateur, torch.Tensor):
         raise TypeError("elm and amateur must both be torch tensors or both numpy arrays.")
@@ -146,19 +182,20 @@ def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (
             f"elm {tuple(elm.shape)} and amateur {tuple(amateur.shape)} differ in shape; both must score "
             "the same positions over the same vocabulary (slice both to the tokenizer's vocabulary, e.g. "
             "x[..., :len(tokenizer)], since Pythia members pad their embeddings differently).")
-    if inv_T is None:
-        check_temperature(T)
-    log_softmax = (lambda x: torch.log_softmax(x, dim=-1)) if is_torch else (lambda x: scipy.special.log_softmax(x, axis=-1))
-    if normalize:
-        elm, amateur = log_softmax(elm), log_softmax(amateur)
-    if ids is not None:
-        if is_torch:
-            ids = torch.as_tensor(ids, device=elm.device)
-            elm, amateur = elm.gather(-1, ids), amateur.gather(-1, ids)
-        else:
-            ids = np.asarray(ids)
-            elm, amateur = np.take_along_axis(elm, ids, axis=-1), np.take_along_axis(amateur, ids, axis=-1)
-    where = torch.where if is_torch else np.where
+    return elm, amateur, is_torch
+
+
+def _at_ids(elm, amateur, ids, is_torch: bool):
+    """Both inputs at the candidate ids only, ``(..., k)``."""
+    if is_torch:
+        ids = torch.as_tensor(ids, device=elm.device)
+        return elm.gather(-1, ids), amateur.gather(-1, ids)
+    ids = np.asarray(ids)
+    return np.take_along_axis(elm, ids, axis=-1), np.take_along_axis(amateur, ids, axis=-1)
+
+
+def _kept(elm, top_k, ties, filters, is_torch: bool):
+    """The tokens the ELM keeps (its top k and the filters' masks, all of them), or None for all."""
     keep = None
     if top_k is not None:
         keep = top_k_keep(elm, top_k, ties)
@@ -168,18 +205,18 @@ def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (
             raise TypeError("filters work on torch tensors; pass torch inputs or use top_k=.")
         fk = keep_mask(elm, filters)
         keep = fk if keep is None else keep & fk
-    if check_finite and keep is not None:
-        bad = ~(torch.isfinite(amateur[keep]).all() if is_torch else np.isfinite(amateur[keep]).all())
-        if bad:
-            raise ValueError("the amateur is -inf/inf at some of the ELM's kept tokens, so the contrastive score "
-                             "would be infinite there; the amateur must give every kept token a finite log-probability.")
-    if keep is not None:  # outside the kept set the amateur is irrelevant (and may be -inf)
-        amateur = where(keep, amateur, torch.zeros_like(amateur) if is_torch else 0.0)
-    if inv_T is not None:
-        inv = _inv_T(inv_T, elm)
-        scores = elm if (not isinstance(inv, (torch.Tensor, np.ndarray)) and inv == 0.0) else elm - inv * amateur
-    else:
-        scores = elm - amateur / T
+    return keep
+
+
+def _check_amateur_finite(amateur, keep, is_torch: bool) -> None:
+    bad = ~(torch.isfinite(amateur[keep]).all() if is_torch else np.isfinite(amateur[keep]).all())
+    if bad:
+        raise ValueError("the amateur is -inf/inf at some of the ELM's kept tokens, so the contrastive score "
+                         "would be infinite there; the amateur must give every kept token a finite log-probability.")
+
+
+def _outside_kept(scores, elm, keep, is_torch: bool):
+    """-inf outside the kept set and wherever the ELM rules a token out; a ValueError for a NaN left."""
     # A token the ELM rules out (-inf; every token of an all -inf row, whose log-softmax is NaN) scores
     # -inf whatever the amateur says: -inf - (-inf) would otherwise be NaN.
     dead = ~(elm > -math.inf)
@@ -194,12 +231,4 @@ def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (
         raise ValueError("the amateur has no finite log-probability in some row (all its logits -inf or NaN) "
                          "where the ELM keeps tokens, so the contrastive score is undefined there; check the "
                          "amateur's inputs (attention mask, vocabulary slice).")
-    if renormalize and not bool((scores > -math.inf).any(-1).all()):
-        raise ValueError("every token of some row scores -inf (the ELM's logits there are all -inf, e.g. a fully "
-                         "masked row), so there is no distribution to renormalise; drop such rows or use "
-                         "renormalize=False (they then score -inf).")
-    if renormalize == "log":
-        return log_softmax(scores)
-    if renormalize == "prob":
-        return torch.softmax(scores, dim=-1) if is_torch else scipy.special.softmax(scores, axis=-1)
     return scores

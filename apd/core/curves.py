@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import re
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -64,7 +65,7 @@ def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
     return torch.where(positive, torch.sqrt(torch.where(positive, x, torch.ones_like(x))), torch.zeros_like(x))
 
 
-def _check_space(space: str) -> None:
+def check_space(space: str) -> None:
     if space not in SPACES:
         raise ValueError(f"space must be one of {SPACES}, got {space!r}: 'prob' fits probability "
                          "curves (the paper), 'logit' fits their logarithms (the ablation).")
@@ -87,7 +88,7 @@ def flip_values(values: torch.Tensor, mask: torch.Tensor, space: str = "prob") -
     broadcasts against ``values`` (add a trailing axis to flip whole curves). Applying it twice is
     the identity.
     """
-    _check_space(space)
+    check_space(space)
     reflected = 1.0 - values if space == "prob" else -values
     return torch.where(mask, reflected, values)
 
@@ -392,12 +393,20 @@ def on_the_fly_asymptotes(member_logits, log_sizes: Sequence[float], *, top_k: i
     return top_ids, p_elm, p_ap, fit
 
 
-def mix_on_the_fly(p_elm: torch.Tensor, p_ap: torch.Tensor, w: float) -> torch.Tensor:
-    """(1 - w) * p_ELM + w * p_AP, over the same top-k tokens (the paper's w = 1/T, best of
-    {0.05, ..., 0.6, 0.8, 1.0})."""
-    if not 0.0 <= float(w) <= 1.0:
-        raise ValueError(f"w must be in [0, 1] (a mixing weight), got {w}.")
-    return (1.0 - w) * p_elm + w * p_ap
+def mix_on_the_fly(p_elm: torch.Tensor, p_ap: torch.Tensor, inv_T: float | None = None, *,
+                   w: float | None = None) -> torch.Tensor:
+    """(1 - 1/T) * p_ELM + (1/T) * p_AP, over the same top-k tokens: ``inv_T`` = 1/T in [0, 1] is the
+    paper's mixing weight w, best of :data:`ON_THE_FLY_WEIGHTS` ({0.05, ..., 0.6, 0.8, 1.0}).
+    ``w=`` is the old name of ``inv_T`` (deprecated)."""
+    if w is not None:
+        warnings.warn("mix_on_the_fly(w=...) is deprecated; pass inv_T (the paper's w is 1/T)", DeprecationWarning,
+                      stacklevel=2)
+        inv_T = w
+    if inv_T is None:
+        raise TypeError("mix_on_the_fly needs inv_T, the weight 1/T in [0, 1] of the asymptotic probabilities.")
+    if not 0.0 <= float(inv_T) <= 1.0:
+        raise ValueError(f"inv_T must be in [0, 1] (the mixing weight 1/T, the paper's w), got {inv_T}.")
+    return (1.0 - inv_T) * p_elm + inv_T * p_ap
 
 
 ON_THE_FLY_WEIGHTS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.8, 1.0)

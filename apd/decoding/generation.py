@@ -11,7 +11,7 @@ from typing import Optional, Sequence, Union
 import torch
 from transformers import LogitsProcessor, LogitsProcessorList
 
-from apd.decoding.processors import _check_ids
+from apd.decoding.processors import check_ids
 
 # HF's sampling warpers, run AFTER custom processors, at values that make them do nothing
 _WARPERS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "typical_p": 1.0, "min_p": None,
@@ -59,7 +59,7 @@ def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Ten
             f"{', '.join(stateful)} does not support beam search (num_beams={beams}): the amateur keeps one "
             "cache per sequence and beam search reorders sequences. Use greedy decoding or sampling "
             "(num_beams=1, with do_sample=True or False).")
-    _check_ids(expert, input_ids, "expert")
+    check_ids(expert, input_ids, "expert")
     if attention_mask is not None:
         if tuple(attention_mask.shape) != tuple(input_ids.shape):
             raise ValueError(f"attention_mask {tuple(attention_mask.shape)} and input_ids {tuple(input_ids.shape)} "

@@ -1,102 +1,82 @@
 """Evaluation: QA and open-ended factuality as in the paper, probability curves, blindness, ablations.
 """
-from apd.base.lazy import attach
+from apd.base.names import renamed as _renamed_getattr
+from apd.evaluation import (
+    text_metrics, qa_metrics, qa_data, qa_scoring, probcurves, linearity, blindness, ablations, known_answer, controls,
+    entropy_truth, factuality,
+)
+from apd.evaluation.text_metrics import (
+    word_tokenize, split_sentences, first_sentences, distinct_n, distinct_n_per_prompt, repeated_suffix,
+    ends_in_repetition, repetition_ratio, ne_error_rate, entailment_ratio,
+)
+from apd.evaluation.qa_metrics import (
+    top_k_mask, cd_scores_over_topk, elm_over_topk, gold_rank, answer_ppl, accuracy_lowest_ppl, mrr, in_topk_filter,
+    keep_multiple_choice, ttest_from_stats, ttest_per_question, gap_closure,
+)
+from apd.evaluation.qa_data import (
+    QAExample, DatasetUnavailable, DatasetInvalid, TEMPLATES, render_prompt, multirc_passage, DatasetSpec, DATASETS,
+    resolve_data_dir, offline_file, subsample, load_dataset, try_load,
+)
+from apd.evaluation.qa_scoring import (
+    PAPER_INV_T, METRICS, METHOD_ROLES, PROTOCOLS, PAPER_DATASETS, EncodedPairs, encode_pairs, iter_answer_log_probs,
+    ExpertTopK, expert_topk, amateur_at, method_token_scores, answer_ppl_matrix, answer_rr_matrix, answers_in_topk,
+    QAScores, question_group, world_examples, score_qa, NothingToChoose, best_index, Picked, half_split, pick,
+    picked_values, qa_summary, significance, gap_rows, chance_accuracy, LAYOUT_ROWS, table_layout,
+)
+from apd.evaluation.probcurves import cd_probs_over_topk, prompt_curves, top_token_curves, score_answers
+from apd.evaluation.linearity import LineFits, fit_lines, interpolate_members, hlm_prediction_check, hlm_vs_real_table
+from apd.evaluation.blindness import cd_scores, Blindness, find_obvious_blindness, blindness_table, clearest_example
+from apd.evaluation.ablations import (
+    GROUPS, GROUP_TITLES, LAMBDA3_FACTORS, MEMBER_SUBSETS, Ablation, ABLATIONS, ABLATION_NAMES, MAIN, DISTILLED,
+    distilled_subset, reference_of, get_ablation, member_subset, with_members, ablation_config, ablation_configs,
+    config_changes, QASet, score_amateur, pick_inv_T, summarise, AblationResults, training_record, validation_losses,
+    run_ablations, reference_rows, measure_difference, verdict, verdicts, gate_sentence, label,
+)
+from apd.evaluation.known_answer import (
+    PICO_NONEMBEDDING, PICO_X, PYTHIA_X, GRIDS, REGIMES, COLLAPSE_TOL, SYNTHETIC_DECAYS, synthetic_family,
+    median_abs_error, share_collapsed, share_beyond, dead_curve_loss, Estimate, estimate_p_elm, estimate_cd,
+    estimate_fitter, loss_l2_mean_hinge, estimate_joint, SIZES, LABELS, estimator_specs, recovery_table,
+    CONDITION_ESTIMATORS, condition_table,
+)
+from apd.evaluation.controls import (
+    CONTROL_INV_T_GRID, CD_PAPER_INV_T, CONTROL_THRESHOLDS, Controls, cd_gain_table, heldout_residual,
+    known_answer_at_noise, asymptote_errors, dev_bio_prompts, ne_er_gain, measure_controls,
+)
+from apd.evaluation.entropy_truth import (
+    true_entropy, member_entropies, thf_at_prompts, entropy_vs_truth, entropy_truth_table,
+)
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    # apd.evaluation.text_metrics
-    "word_tokenize": "apd.evaluation.text_metrics", "split_sentences": "apd.evaluation.text_metrics",
-    "first_sentences": "apd.evaluation.text_metrics", "distinct_n": "apd.evaluation.text_metrics",
-    "distinct_n_per_prompt": "apd.evaluation.text_metrics", "repeated_suffix": "apd.evaluation.text_metrics",
-    "ends_in_repetition": "apd.evaluation.text_metrics", "repetition_ratio": "apd.evaluation.text_metrics",
-    "ne_error_rate": "apd.evaluation.text_metrics", "entailment_ratio": "apd.evaluation.text_metrics",
-    "text_metrics": "apd.evaluation.text_metrics",
-    # apd.evaluation.qa_metrics
-    "top_k_mask": "apd.evaluation.qa_metrics", "cd_scores_over_topk": "apd.evaluation.qa_metrics",
-    "elm_over_topk": "apd.evaluation.qa_metrics", "gold_rank": "apd.evaluation.qa_metrics",
-    "answer_ppl": "apd.evaluation.qa_metrics", "accuracy_lowest_ppl": "apd.evaluation.qa_metrics",
-    "mrr": "apd.evaluation.qa_metrics", "in_topk_filter": "apd.evaluation.qa_metrics",
-    "keep_multiple_choice": "apd.evaluation.qa_metrics", "ttest_from_stats": "apd.evaluation.qa_metrics",
-    "ttest_per_question": "apd.evaluation.qa_metrics", "gap_closure": "apd.evaluation.qa_metrics",
-    "qa_metrics": "apd.evaluation.qa_metrics",
-    # apd.evaluation.qa_data
-    "QAExample": "apd.evaluation.qa_data", "DatasetUnavailable": "apd.evaluation.qa_data",
-    "DatasetInvalid": "apd.evaluation.qa_data", "TEMPLATES": "apd.evaluation.qa_data",
-    "render_prompt": "apd.evaluation.qa_data", "multirc_passage": "apd.evaluation.qa_data",
-    "DatasetSpec": "apd.evaluation.qa_data", "DATASETS": "apd.evaluation.qa_data",
-    "resolve_data_dir": "apd.evaluation.qa_data", "offline_file": "apd.evaluation.qa_data",
-    "subsample": "apd.evaluation.qa_data", "load_dataset": "apd.evaluation.qa_data",
-    "try_load": "apd.evaluation.qa_data", "qa_data": "apd.evaluation.qa_data",
-    # apd.evaluation.qa_scoring
-    "PAPER_INV_T": "apd.evaluation.qa_scoring", "METRICS": "apd.evaluation.qa_scoring",
-    "METHOD_ROLES": "apd.evaluation.qa_scoring", "PROTOCOLS": "apd.evaluation.qa_scoring",
-    "PAPER_DATASETS": "apd.evaluation.qa_scoring", "EncodedPairs": "apd.evaluation.qa_scoring",
-    "encode_pairs": "apd.evaluation.qa_scoring", "iter_answer_log_probs": "apd.evaluation.qa_scoring",
-    "ExpertTopK": "apd.evaluation.qa_scoring", "expert_topk": "apd.evaluation.qa_scoring",
-    "amateur_at": "apd.evaluation.qa_scoring", "method_token_scores": "apd.evaluation.qa_scoring",
-    "answer_ppl_matrix": "apd.evaluation.qa_scoring", "answer_rr_matrix": "apd.evaluation.qa_scoring",
-    "answers_in_topk": "apd.evaluation.qa_scoring", "QAScores": "apd.evaluation.qa_scoring",
-    "question_group": "apd.evaluation.qa_scoring", "world_examples": "apd.evaluation.qa_scoring",
-    "score_qa": "apd.evaluation.qa_scoring", "NothingToChoose": "apd.evaluation.qa_scoring",
-    "best_index": "apd.evaluation.qa_scoring", "Picked": "apd.evaluation.qa_scoring",
-    "half_split": "apd.evaluation.qa_scoring", "pick": "apd.evaluation.qa_scoring",
-    "picked_values": "apd.evaluation.qa_scoring", "qa_summary": "apd.evaluation.qa_scoring",
-    "significance": "apd.evaluation.qa_scoring", "gap_rows": "apd.evaluation.qa_scoring",
-    "chance_accuracy": "apd.evaluation.qa_scoring", "LAYOUT_ROWS": "apd.evaluation.qa_scoring",
-    "table_layout": "apd.evaluation.qa_scoring", "qa_scoring": "apd.evaluation.qa_scoring",
-    # apd.evaluation.probcurves
-    "cd_probs_over_topk": "apd.evaluation.probcurves", "prompt_curves": "apd.evaluation.probcurves",
-    "top_token_curves": "apd.evaluation.probcurves", "score_answers": "apd.evaluation.probcurves",
-    "probcurves": "apd.evaluation.probcurves",
-    # apd.evaluation.linearity
-    "LineFits": "apd.evaluation.linearity", "fit_lines": "apd.evaluation.linearity",
-    "interpolate_members": "apd.evaluation.linearity", "hlm_prediction_check": "apd.evaluation.linearity",
-    "hlm_vs_real_table": "apd.evaluation.linearity", "linearity": "apd.evaluation.linearity",
-    # apd.evaluation.blindness
-    "cd_scores": "apd.evaluation.blindness", "Blindness": "apd.evaluation.blindness",
-    "find_obvious_blindness": "apd.evaluation.blindness", "blindness_table": "apd.evaluation.blindness",
-    "clearest_example": "apd.evaluation.blindness", "blindness": "apd.evaluation.blindness",
-    # apd.evaluation.ablations
-    "GROUPS": "apd.evaluation.ablations", "GROUP_TITLES": "apd.evaluation.ablations",
-    "LAMBDA3_FACTORS": "apd.evaluation.ablations", "MEMBER_SUBSETS": "apd.evaluation.ablations",
-    "Ablation": "apd.evaluation.ablations", "ABLATIONS": "apd.evaluation.ablations",
-    "ABLATION_NAMES": "apd.evaluation.ablations", "MAIN": "apd.evaluation.ablations",
-    "DISTILLED": "apd.evaluation.ablations", "distilled_subset": "apd.evaluation.ablations",
-    "reference_of": "apd.evaluation.ablations", "get_ablation": "apd.evaluation.ablations",
-    "member_subset": "apd.evaluation.ablations", "with_members": "apd.evaluation.ablations",
-    "variant_config": "apd.evaluation.ablations", "variant_configs": "apd.evaluation.ablations",
-    "config_changes": "apd.evaluation.ablations", "QASet": "apd.evaluation.ablations",
-    "score_amateur": "apd.evaluation.ablations", "pick_inv_T": "apd.evaluation.ablations",
-    "summarise": "apd.evaluation.ablations", "AblationResults": "apd.evaluation.ablations",
-    "training_record": "apd.evaluation.ablations", "validation_losses": "apd.evaluation.ablations",
-    "run_ablations": "apd.evaluation.ablations", "reference_rows": "apd.evaluation.ablations",
-    "paired_difference": "apd.evaluation.ablations", "verdict": "apd.evaluation.ablations",
-    "verdicts": "apd.evaluation.ablations", "gate_sentence": "apd.evaluation.ablations",
-    "label": "apd.evaluation.ablations", "ablations": "apd.evaluation.ablations",
-    # apd.evaluation.known_answer
-    "PICO_NONEMBEDDING": "apd.evaluation.known_answer", "PICO_X": "apd.evaluation.known_answer",
-    "PYTHIA_X": "apd.evaluation.known_answer", "GRIDS": "apd.evaluation.known_answer",
-    "REGIMES": "apd.evaluation.known_answer", "COLLAPSE_TOL": "apd.evaluation.known_answer",
-    "SYNTHETIC_DECAYS": "apd.evaluation.known_answer", "synthetic_family": "apd.evaluation.known_answer",
-    "median_abs_error": "apd.evaluation.known_answer", "share_collapsed": "apd.evaluation.known_answer",
-    "share_beyond": "apd.evaluation.known_answer", "dead_curve_loss": "apd.evaluation.known_answer",
-    "Estimate": "apd.evaluation.known_answer", "estimate_p_elm": "apd.evaluation.known_answer",
-    "estimate_cd": "apd.evaluation.known_answer", "estimate_fitter": "apd.evaluation.known_answer",
-    "loss_l2_mean_hinge": "apd.evaluation.known_answer", "estimate_joint": "apd.evaluation.known_answer",
-    "SIZES": "apd.evaluation.known_answer", "LABELS": "apd.evaluation.known_answer",
-    "estimator_specs": "apd.evaluation.known_answer", "recovery_table": "apd.evaluation.known_answer",
-    "CONDITION_ESTIMATORS": "apd.evaluation.known_answer", "condition_table": "apd.evaluation.known_answer",
-    "known_answer": "apd.evaluation.known_answer",
-    # apd.evaluation.controls
-    "CONTROL_INV_T_GRID": "apd.evaluation.controls", "CD_PAPER_INV_T": "apd.evaluation.controls",
-    "CONTROL_THRESHOLDS": "apd.evaluation.controls", "Controls": "apd.evaluation.controls",
-    "cd_gain_table": "apd.evaluation.controls", "heldout_residual": "apd.evaluation.controls",
-    "known_answer_at_noise": "apd.evaluation.controls", "asymptote_errors": "apd.evaluation.controls",
-    "dev_bio_prompts": "apd.evaluation.controls", "ne_er_gain": "apd.evaluation.controls",
-    "measure_controls": "apd.evaluation.controls", "controls": "apd.evaluation.controls",
-    # apd.evaluation.entropy_truth
-    "true_entropy": "apd.evaluation.entropy_truth", "member_entropies": "apd.evaluation.entropy_truth",
-    "thf_at_prompts": "apd.evaluation.entropy_truth", "entropy_vs_truth": "apd.evaluation.entropy_truth",
-    "entropy_truth_table": "apd.evaluation.entropy_truth", "entropy_truth": "apd.evaluation.entropy_truth",
-    # apd.evaluation.factuality
-    "factuality": "apd.evaluation.factuality",
-})
+
+# old names, renamed to say which of two things they are
+__getattr__ = _renamed_getattr(__name__, {"variant_config": "ablation_config", "variant_configs": "ablation_configs",
+                                 "paired_difference": "measure_difference"}, globals())
+
+
+__all__ = [
+    "ABLATIONS", "ABLATION_NAMES", "Ablation", "AblationResults", "Blindness", "CD_PAPER_INV_T", "COLLAPSE_TOL",
+    "CONDITION_ESTIMATORS", "CONTROL_INV_T_GRID", "CONTROL_THRESHOLDS", "Controls", "DATASETS", "DISTILLED",
+    "DatasetInvalid", "DatasetSpec", "DatasetUnavailable", "EncodedPairs", "Estimate", "ExpertTopK", "GRIDS", "GROUPS",
+    "GROUP_TITLES", "LABELS", "LAMBDA3_FACTORS", "LAYOUT_ROWS", "LineFits", "MAIN", "MEMBER_SUBSETS", "METHOD_ROLES",
+    "METRICS", "NothingToChoose", "PAPER_DATASETS", "PAPER_INV_T", "PICO_NONEMBEDDING", "PICO_X", "PROTOCOLS",
+    "PYTHIA_X", "Picked", "QAExample", "QAScores", "QASet", "REGIMES", "SIZES", "SYNTHETIC_DECAYS", "TEMPLATES",
+    "ablation_config", "ablation_configs", "ablations", "accuracy_lowest_ppl", "amateur_at", "answer_ppl",
+    "answer_ppl_matrix", "answer_rr_matrix", "answers_in_topk", "asymptote_errors", "best_index", "blindness",
+    "blindness_table", "cd_gain_table", "cd_probs_over_topk", "cd_scores", "cd_scores_over_topk", "chance_accuracy",
+    "clearest_example", "condition_table", "config_changes", "controls", "dead_curve_loss", "dev_bio_prompts",
+    "distilled_subset", "distinct_n", "distinct_n_per_prompt", "elm_over_topk", "encode_pairs", "ends_in_repetition",
+    "entailment_ratio", "entropy_truth", "entropy_truth_table", "entropy_vs_truth", "estimate_cd", "estimate_fitter",
+    "estimate_joint", "estimate_p_elm", "estimator_specs", "expert_topk", "factuality", "find_obvious_blindness",
+    "first_sentences", "fit_lines", "gap_closure", "gap_rows", "gate_sentence", "get_ablation", "gold_rank",
+    "half_split", "heldout_residual", "hlm_prediction_check", "hlm_vs_real_table", "in_topk_filter",
+    "interpolate_members", "iter_answer_log_probs", "keep_multiple_choice", "known_answer", "known_answer_at_noise",
+    "label", "linearity", "load_dataset", "loss_l2_mean_hinge", "measure_controls", "measure_difference",
+    "median_abs_error", "member_entropies", "member_subset", "method_token_scores", "mrr", "multirc_passage",
+    "ne_er_gain", "ne_error_rate", "offline_file", "pick", "pick_inv_T", "picked_values", "probcurves",
+    "prompt_curves", "qa_data", "qa_metrics", "qa_scoring", "qa_summary", "question_group", "recovery_table",
+    "reference_of", "reference_rows", "render_prompt", "repeated_suffix", "repetition_ratio", "resolve_data_dir",
+    "run_ablations", "score_amateur", "score_answers", "score_qa", "share_beyond", "share_collapsed", "significance",
+    "split_sentences", "subsample", "summarise", "synthetic_family", "table_layout", "text_metrics", "thf_at_prompts",
+    "top_k_mask", "top_token_curves", "training_record", "true_entropy", "try_load", "ttest_from_stats",
+    "ttest_per_question", "validation_losses", "verdict", "verdicts", "with_members", "word_tokenize",
+    "world_examples",
+]

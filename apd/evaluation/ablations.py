@@ -1,7 +1,7 @@
 """Ablations of APD (the paper's Figure 3 d-f, appendix "Decay Parameterization Comparison").
 
 Each ablation (:data:`ABLATIONS`, in the groups ``loss``, ``members``, ``decay``, ``other``) is an
-:class:`apd.amateur.config.APDTrainConfig` derived from the main one (:func:`variant_config`),
+:class:`apd.amateur.config.APDTrainConfig` derived from the main one (:func:`ablation_config`),
 trained by :func:`apd.amateur.runs.train_apd` on the same collected data, and scored exactly as the
 main results (:mod:`apd.world.truth`) on the world QA test half: per item, KL(truth || method) over
 the ELM's top 20 and the gold first token's -ln(q + 0.01), both in nats, lower is better, with 1/T
@@ -21,6 +21,7 @@ import pandas as pd
 from apd.amateur import collect, data, objective, runs, train
 from apd.amateur.config import LATER_DEFAULTS, APDTrainConfig
 from apd.amateur.tuning import scoring_threads
+from apd.base.names import renamed
 from apd.base.device import resolve_device
 from apd.core import stats
 from apd.family import logprobs
@@ -135,7 +136,7 @@ def with_members(config: APDTrainConfig, members: Sequence, member_names: Sequen
     return runs.variant(config, members=tuple(member_names[i] for i in idx))
 
 
-def variant_config(base: APDTrainConfig, name: str, member_names: Sequence[str],
+def ablation_config(base: APDTrainConfig, name: str, member_names: Sequence[str],
                    log_sizes: Sequence[float]) -> APDTrainConfig:
     """The configuration of ablation ``name`` derived from ``base`` (the main config, after any
     common overrides). ``member_names``/``log_sizes``: the collected data's members, ALM first."""
@@ -165,7 +166,7 @@ def variant_config(base: APDTrainConfig, name: str, member_names: Sequence[str],
     raise AssertionError(name)  # pragma: no cover
 
 
-def variant_configs(main: APDTrainConfig, member_names: Sequence[str], log_sizes: Sequence[float],
+def ablation_configs(main: APDTrainConfig, member_names: Sequence[str], log_sizes: Sequence[float],
                     names: Optional[Sequence[str]] = None, overrides: Optional[dict] = None
                     ) -> dict[str, APDTrainConfig]:
     """``{"APD": base, <ablation>: config, ...}``. ``base`` is ``main`` with ``overrides`` (e.g. fewer
@@ -184,7 +185,7 @@ def variant_configs(main: APDTrainConfig, member_names: Sequence[str], log_sizes
                              "ablation names.")
     out = {MAIN: base}
     for n in chosen:
-        out[n] = variant_config(base, n, member_names, log_sizes)
+        out[n] = ablation_config(base, n, member_names, log_sizes)
     return out
 
 
@@ -297,7 +298,6 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
             out[f"{m}_{bucket}"] = float(v[sel].mean()) if sel.any() else float("nan")
         if reference is not None:
             r = reference[m].to_numpy(dtype=float)
-            both = ok & ~np.isnan(r)
             pd_ = stats.paired_difference(v, r, groups=groups)
             out[f"{m}_diff"], out[f"{m}_diff_se"] = pd_.mean, pd_.se
     return out
@@ -351,13 +351,13 @@ def run_ablations(family, collect_dir, main_config: APDTrainConfig, test: QASet,
     family: what :func:`apd.amateur.runs.train_apd` takes (``locations``, ``alm``, ``tokenizer``; the
     tokenizer also reads the prompts for :func:`apd.family.logprobs.next_token_log_probs`).
     main_config: the main results' config (``pipeline.apd_model(...).config``); ``overrides`` apply
-    to it AND to every ablation (:func:`variant_configs`). val_dir: a collection of held-out text
+    to it AND to every ablation (:func:`ablation_configs`). val_dir: a collection of held-out text
     for the training losses (None or ``val_chunks=0``: skipped). Rows: main first, then ablations.
     """
     if dev is None and len(inv_T_grid) != 1:
         raise ValueError(f"without a dev set 1/T cannot be picked from {list(inv_T_grid)}; pass dev= or one value.")
     manifest = collect.read_manifest(collect_dir)
-    configs = variant_configs(main_config, manifest["members"], manifest["log_sizes"], names, overrides)
+    configs = ablation_configs(main_config, manifest["members"], manifest["log_sizes"], names, overrides)
     base = configs[MAIN]
     dev_device = resolve_device(device)
     res = AblationResults(table=pd.DataFrame(), configs=configs)
@@ -406,7 +406,7 @@ def reference_rows(test: QASet, dev: Optional[QASet] = None, *, inv_T_grid: Sequ
     return pd.DataFrame(rows), per
 
 
-def paired_difference(a: pd.DataFrame, b: pd.DataFrame, measure: str = "kl", groups=None) -> tuple[float, float]:
+def measure_difference(a: pd.DataFrame, b: pd.DataFrame, measure: str = "kl", groups=None) -> tuple[float, float]:
     """Mean and standard error of ``a - b`` per item (two per-item frames of :func:`score_amateur`
     on the same items), over the items where both are defined; with ``groups`` (one label per item,
     e.g. :attr:`QASet.people`) the differences are averaged per group and the se taken over groups."""
@@ -470,3 +470,9 @@ def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
     return {"logistic": "logistic decay", "poly1": "poly1 decay", "poly3": "poly3 decay", "no-flip": "no flip",
             "logit": "logit space", "half-data": f"half data ({config.data_fraction:g} of the chunks)",
             "distilled": "distilled on the fly"}[name]
+
+
+# old names (``variant_config`` also names an APD variant's configuration in ``apd.amateur``;
+# ``paired_difference`` is :func:`apd.core.stats.paired_difference`, which returns more)
+__getattr__ = renamed(__name__, {"variant_config": "ablation_config", "variant_configs": "ablation_configs",
+                                 "paired_difference": "measure_difference"}, globals())

@@ -149,7 +149,7 @@ def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 
         pred_k = _topk_renorm(out["pred_logits"], keep)
         elm_k = _topk_renorm(lp[elm], keep)
 
-        def centred_gap(a):
+        def centred_gap(a, out=out):
             a = np.where(keep, a, np.nan)
             b = np.where(keep, out["real_logits"], np.nan)
             a = a - np.nanmean(a, -1, keepdims=True)

@@ -22,7 +22,7 @@ import torch
 from apd.base.device import resolve_device
 from apd.base.io import check_folder
 from apd.family.logprobs import prompt_log_probs
-from apd.family.registry import FamilySpec, MemberSpec, _count_from_config, count_nonembedding, get_family_spec
+from apd.family.registry import FamilySpec, MemberSpec, count_from_config, count_nonembedding, get_family_spec
 
 _DTYPES = {
     "fp32": torch.float32, "float32": torch.float32, "float": torch.float32,
@@ -472,6 +472,111 @@ class Family:
         return prompt_log_probs(self, prompts, batch_size, members=members, progress=progress)
 
 
+def _count_members(spec: FamilySpec, locations: Mapping[str, str], hub_kwargs: dict):
+    """Non-embedding and total parameter counts and output rows of every member, counted from each
+    config on the meta device (no weights are loaded)."""
+    from transformers import AutoConfig
+
+    counts, totals, out_rows = {}, {}, {}
+    for n, loc in locations.items():
+        config = _from_pretrained(AutoConfig.from_pretrained, loc, n, "config", **hub_kwargs)
+        counts[n], totals[n], out_rows[n] = count_from_config(
+            config, spec.count_untied_unembedding, hub_kwargs)
+    return counts, totals, out_rows
+
+
+def _given_log_sizes(log_sizes: Sequence[float], names: list[str]) -> list[float]:
+    """The x-axis given by hand: one finite float per member."""
+    xs = [float(v) for v in log_sizes]
+    if len(xs) != len(names) or not all(math.isfinite(v) for v in xs):
+        raise ValueError(
+            f"log_sizes must hold one finite float per member ({len(names)}: {names}), got {list(log_sizes)}."
+        )
+    return xs
+
+
+def _registry_log_sizes(spec: FamilySpec, names: list[str], locations: Mapping[str, str], counts: dict,
+                        check_sizes: bool, size_tolerance: float) -> list[float]:
+    """The x-axis: the registry's value of a registered member (after checking the counted size
+    against it), ln of the counted size otherwise."""
+    xs = []
+    for n in names:
+        registered = spec.member(n) if spec.all_members() else None
+        counted_x = math.log(counts[n])
+        if check_sizes and registered is not None and registered.n_nonembedding:
+            ref_x = math.log(registered.n_nonembedding)
+            if abs(counted_x - ref_x) > size_tolerance:
+                raise ValueError(
+                    f"member {n!r} at {locations[n]!r} has {counts[n]:,} non-embedding "
+                    f"parameters (ln = {counted_x:.4f}), but the {spec.name} registry says "
+                    f"{registered.n_nonembedding:,} (ln = {ref_x:.4f}). If this is meant to "
+                    f"be a different model under this name, pass check_sizes=False (x-axis = "
+                    f"ln of the counted sizes) or log_sizes=[...] (your own x-axis)."
+                )
+            xs.append(registered.x)
+        else:
+            xs.append(counted_x)
+    return xs
+
+
+def _check_increasing(names: list[str], xs: list[float]) -> None:
+    order_ok = all(b > a for a, b in zip(xs, xs[1:]))
+    if not order_ok:
+        listing = ", ".join(f"{n} (x={x:.4f})" for n, x in zip(names, xs))
+        smallest_first = [n for _, n in sorted(zip(xs, names))]
+        raise ValueError(
+            f"log sizes must be strictly increasing from the first member to the last, got: "
+            f"{listing}. List the members smallest first ({smallest_first}) and do not use two "
+            f"models of the same size."
+        )
+
+
+def _shared_tokenizer(names: list[str], locations: Mapping[str, str], out_rows: dict, hub_kwargs: dict):
+    """The members' one tokenizer (each distinct location loaded once, vocabularies compared), set to
+    pad on the left, and its vocabulary size, which every member's output rows must cover."""
+    from transformers import AutoTokenizer
+
+    tokenizers, vocab0 = {}, None
+    for n in names:
+        loc = locations[n]
+        if loc not in tokenizers:
+            tokenizers[loc] = _from_pretrained(AutoTokenizer.from_pretrained, loc, n, "tokenizer", **hub_kwargs)
+        vocab = tokenizers[loc].get_vocab()
+        if vocab0 is None:
+            vocab0 = vocab
+        elif vocab != vocab0:
+            raise ValueError(
+                f"members {names[0]!r} and {n!r} have different tokenizers ("
+                f"{_vocab_difference(vocab0, vocab)}). Their probabilities cannot be compared token "
+                f"by token: use members of one family, which share one tokenizer."
+            )
+    tokenizer = tokenizers[locations[names[0]]]
+    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
+        tokenizer.pad_token = tokenizer.eos_token  # for padding=True; attention_mask does the work
+    tokenizer.padding_side = "left"   # a padded batch ends every prompt at the last column, as generation needs
+    vocab_size = max(vocab0.values()) + 1
+    for n in names:
+        if out_rows[n] < vocab_size:
+            raise ValueError(
+                f"member {n!r} has {out_rows[n]} output rows but the tokenizer has {vocab_size} "
+                f"tokens; the tokenizer does not belong to this model."
+            )
+    return tokenizer, vocab_size
+
+
+def _decide_offload(offload: bool | None, device: torch.device, dtype: torch.dtype, totals: list[int]) -> bool:
+    """Whether members wait on the CPU and visit the GPU one at a time (None: from their sizes)."""
+    if device.type == "cuda" and offload is None:
+        free, _ = torch.cuda.mem_get_info(device)
+        need = [total * torch.tensor([], dtype=dtype).element_size() for total in totals]
+        offload = needs_offload(need, free)
+        if max(need) > 0.8 * free:
+            warnings.warn(
+                f"the largest member needs ~{max(need) / 2**30:.1f} GiB in {dtype} but the GPU has "
+                f"{free / 2**30:.1f} GiB free; it may not fit even alone.", stacklevel=3)
+    return bool(offload) and device.type != "cpu"
+
+
 def load_family(
     name: str,
     members: Sequence[str] | Mapping[str, str] | None = None,
@@ -520,96 +625,23 @@ def load_family(
         >>> fam.log_sizes                                                                         # doctest: +SKIP
         array([16.7555, 19.527 ])
     """
-    from transformers import AutoConfig, AutoTokenizer
-
     spec = get_family_spec(name)
     hub_kwargs = dict(hub_kwargs or {})
     locations, sort_by_size = _member_locations(spec, members, local_dir)
     locations = {n: _check_location(loc, n) for n, loc in locations.items()}
     device = resolve_device(device)
     dtype = _resolve_dtype(dtype, device)
-
-    # Sizes, counted from each config on the meta device (no weights are loaded).
-    counts, totals, out_rows = {}, {}, {}
-    for n, loc in locations.items():
-        config = _from_pretrained(AutoConfig.from_pretrained, loc, n, "config", **hub_kwargs)
-        counts[n], totals[n], out_rows[n] = _count_from_config(
-            config, spec.count_untied_unembedding, hub_kwargs)
+    counts, totals, out_rows = _count_members(spec, locations, hub_kwargs)
     names = list(locations)
     if sort_by_size:
         names.sort(key=counts.get)
-
     if log_sizes is not None:
-        xs = [float(v) for v in log_sizes]
-        if len(xs) != len(names) or not all(math.isfinite(v) for v in xs):
-            raise ValueError(
-                f"log_sizes must hold one finite float per member ({len(names)}: {names}), got {list(log_sizes)}."
-            )
+        xs = _given_log_sizes(log_sizes, names)
     else:
-        xs = []
-        for n in names:
-            registered = spec.member(n) if spec.all_members() else None
-            counted_x = math.log(counts[n])
-            if check_sizes and registered is not None and registered.n_nonembedding:
-                ref_x = math.log(registered.n_nonembedding)
-                if abs(counted_x - ref_x) > size_tolerance:
-                    raise ValueError(
-                        f"member {n!r} at {locations[n]!r} has {counts[n]:,} non-embedding "
-                        f"parameters (ln = {counted_x:.4f}), but the {spec.name} registry says "
-                        f"{registered.n_nonembedding:,} (ln = {ref_x:.4f}). If this is meant to "
-                        f"be a different model under this name, pass check_sizes=False (x-axis = "
-                        f"ln of the counted sizes) or log_sizes=[...] (your own x-axis)."
-                    )
-                xs.append(registered.x)
-            else:
-                xs.append(counted_x)
-    order_ok = all(b > a for a, b in zip(xs, xs[1:]))
-    if not order_ok:
-        listing = ", ".join(f"{n} (x={x:.4f})" for n, x in zip(names, xs))
-        smallest_first = [n for _, n in sorted(zip(xs, names))]
-        raise ValueError(
-            f"log sizes must be strictly increasing from the first member to the last, got: "
-            f"{listing}. List the members smallest first ({smallest_first}) and do not use two "
-            f"models of the same size."
-        )
-
-    # One shared tokenizer: load each distinct location once and compare vocabularies.
-    tokenizers, vocab0 = {}, None
-    for n in names:
-        loc = locations[n]
-        if loc not in tokenizers:
-            tokenizers[loc] = _from_pretrained(AutoTokenizer.from_pretrained, loc, n, "tokenizer", **hub_kwargs)
-        vocab = tokenizers[loc].get_vocab()
-        if vocab0 is None:
-            vocab0 = vocab
-        elif vocab != vocab0:
-            raise ValueError(
-                f"members {names[0]!r} and {n!r} have different tokenizers ("
-                f"{_vocab_difference(vocab0, vocab)}). Their probabilities cannot be compared token "
-                f"by token: use members of one family, which share one tokenizer."
-            )
-    tokenizer = tokenizers[locations[names[0]]]
-    if tokenizer.pad_token is None and tokenizer.eos_token is not None:
-        tokenizer.pad_token = tokenizer.eos_token  # for padding=True; attention_mask does the work
-    tokenizer.padding_side = "left"   # a padded batch ends every prompt at the last column, as generation needs
-    vocab_size = max(vocab0.values()) + 1
-    for n in names:
-        if out_rows[n] < vocab_size:
-            raise ValueError(
-                f"member {n!r} has {out_rows[n]} output rows but the tokenizer has {vocab_size} "
-                f"tokens; the tokenizer does not belong to this model."
-            )
-
-    if device.type == "cuda" and offload is None:
-        free, _ = torch.cuda.mem_get_info(device)
-        need = [totals[n] * torch.tensor([], dtype=dtype).element_size() for n in names]
-        offload = needs_offload(need, free)
-        if max(need) > 0.8 * free:
-            warnings.warn(
-                f"the largest member needs ~{max(need) / 2**30:.1f} GiB in {dtype} but the GPU has "
-                f"{free / 2**30:.1f} GiB free; it may not fit even alone.", stacklevel=2)
-    offload = bool(offload) and device.type != "cpu"
-
+        xs = _registry_log_sizes(spec, names, locations, counts, check_sizes, size_tolerance)
+    _check_increasing(names, xs)
+    tokenizer, vocab_size = _shared_tokenizer(names, locations, out_rows, hub_kwargs)
+    offload = _decide_offload(offload, device, dtype, [totals[n] for n in names])
     loaded = [
         MemberSpec(n, locations[n], counts[n], x,
                    spec.member(n).role if spec.all_members() else "member")

@@ -17,9 +17,8 @@ from pathlib import Path
 from apd.base.paths import cache_dir
 from apd.family import pretrain
 from apd.family.loading import load_family
+from apd.family.registry import SCALES
 from apd.world import corpus as corpus_mod
-
-SCALES = ("smoke", "default", "gpu")
 
 
 def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
@@ -92,7 +91,7 @@ def find_cached(scale: str = "default", cache: Path | str | None = None, device=
     corp = corpus_mod.build_corpus(corpus_cfg)
     tok = corp.tokenizer(cache_dir=cache / "tokenizers")
     folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, cache / "families", device=device)
-    intact = (folder / "family.json").is_file() and pretrain._family_intact(folder)  # sets damage aside
+    intact = (folder / "family.json").is_file() and pretrain.family_intact(folder)  # sets damage aside
     return PicoBuild(scale, corp, tok, folder, pico_cfg) if intact else None
 
 

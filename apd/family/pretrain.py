@@ -248,7 +248,7 @@ def member_configs(config: PicoConfig, vocab_size: int, **special_token_ids):
     if not isinstance(vocab_size, (int, np.integer)) or vocab_size < 2:
         raise ValueError(f"vocab_size must be an int >= 2 (use len(tokenizer)), got {vocab_size!r}.")
     out = []
-    for name, m in zip(config.names, config.members):
+    for m in config.members:
         out.append(GPTNeoXConfig(
             vocab_size=int(vocab_size),
             hidden_size=m.d_model,
@@ -340,9 +340,8 @@ def family_key(config: PicoConfig, ids_hash: str, tok_hash: str, precision: str 
 
 #: torch threads of pretraining on the CPU, on every machine. The trained weights depend on the
 #: thread count (torch splits float sums differently), so the count is fixed, not picked for the
-#: machine found, and it enters the family's key. One thread, because a CPU is rarely idle: on a
-#: 2-core machine that another process shares, two threads train several times slower than one
-#: (measured by scripts/bench_threads.py), and pico's matrices are small.
+#: machine found, and it enters the family's key. One thread, because a CPU is rarely idle and
+#: pico's matrices are small (design notes, apd.family.pretrain: "One thread, on every machine").
 CPU_THREADS = 1
 
 
@@ -373,7 +372,7 @@ def _autocast(device: torch.device, dtype: str):
 def _no_padding(batch_size: int, seq_len: int, device) -> torch.Tensor:
     """An all-ones (batch_size, seq_len) attention mask. Passing it (rather than None) lets
     transformers hand SDPA ``is_causal=True``; with None, transformers 4.53 checks the position ids
-    for packed sequences and builds an explicit 4-D mask every step (~50 ms on a CPU)."""
+    for packed sequences and builds an explicit 4-D mask every step (design notes, apd.family.pretrain)."""
     return torch.ones(batch_size, seq_len, dtype=torch.long, device=device)
 
 
@@ -386,97 +385,144 @@ def _optimizer(model: torch.nn.Module, config: PicoConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
 
 
-def _train_member(name, model_config, config, inputs, targets, order, folder: Path, tokenizer,
-                  key: str, device, progress, checkpoint_every, steps_left, position) -> tuple[dict, int]:
-    """Train (or resume) one member; save it to ``folder``. Returns (training record, steps run)."""
-    from transformers import GPTNeoXForCausalLM
+@dataclass
+class _Pretraining:
+    """What every member's training shares: the configuration, the windows and their order, the
+    tokenizer saved beside each member, the family key, the device and how to report and checkpoint."""
 
-    n_steps, batch_size = order.shape
-    ckpt_dir = folder.parent / "_checkpoints"
-    ckpt_path = ckpt_dir / f"{name}.pt"
-    cuda = [device] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=cuda):
-        torch.manual_seed(config.seed)
-        model = GPTNeoXForCausalLM(model_config)  # seeded init, on the CPU for every device
-        model.to(device).train()
-        opt = _optimizer(model, config)
-        step, losses, elapsed = 0, [], 0.0
-        state = None
-        if check_file(ckpt_path, "pretraining checkpoint", f"training {name} from the start"):
-            # To the CPU: RNG states must stay CPU byte tensors; load_state_dict moves the rest.
-            try:
-                state = torch.load(ckpt_path, map_location="cpu", weights_only=True)
-            except Exception as err:  # truncated or otherwise unreadable
-                set_aside(ckpt_path, "pretraining checkpoint", f"unreadable: {type(err).__name__}",
-                          f"training {name} from the start")
-        if state is not None:
-            if state["key"] != key or state["n_steps"] != n_steps:
-                raise ValueError(f"checkpoint {ckpt_path} belongs to another training run; delete it.")
-            model.load_state_dict(state["model"])
-            opt.load_state_dict(state["optimizer"])
-            step, losses, elapsed = state["step"], state["losses"], state["elapsed"]
-            torch.set_rng_state(state["rng"])
-            if cuda and state.get("cuda_rng") is not None:
-                torch.cuda.set_rng_state(state["cuda_rng"], device)
+    config: PicoConfig
+    inputs: torch.Tensor        # (n_chunks, seq_len) token ids, on the device
+    targets: torch.Tensor       # the same shifted by one
+    order: torch.Tensor         # (n_steps, batch_size) window indices, on the device
+    tokenizer: object
+    key: str
+    device: torch.device
+    progress: bool
+    checkpoint_every: float | None
 
-        def save_checkpoint():
-            ckpt_dir.mkdir(exist_ok=True)
-            torch_save({"key": key, "n_steps": n_steps, "step": step, "losses": losses,
-                          "elapsed": elapsed, "model": model.state_dict(),
-                          "optimizer": opt.state_dict(), "rng": torch.get_rng_state(),
-                          "cuda_rng": torch.cuda.get_rng_state(device) if cuda else None}, ckpt_path,
-                       digest=True)
+    @property
+    def cuda(self) -> list:
+        return [self.device] if self.device.type == "cuda" else []
 
-        autocast, precision = _autocast(device, config.dtype)
-        tokens_per_step = batch_size * config.seq_len
-        mask = _no_padding(batch_size, config.seq_len, device)
-        bar = progress_bar(total=n_steps, initial=step, desc=f"{name} ({position})", unit="step",
-                           progress=progress, dynamic_ncols=True, leave=True)
-        run_steps, t_last_ckpt, updating = 0, time.perf_counter(), False
-        t_run = time.perf_counter()
+
+@dataclass
+class _MemberState:
+    """One member's training in progress: what its checkpoint holds."""
+
+    model: torch.nn.Module
+    opt: torch.optim.Optimizer
+    step: int = 0
+    losses: list = dataclasses.field(default_factory=list)
+    elapsed: float = 0.0
+
+
+def _checkpoint_path(folder: Path) -> Path:
+    return folder.parent / "_checkpoints" / f"{folder.name}.pt"
+
+
+def _resume_member(job: _Pretraining, name: str, ckpt_path: Path, state: _MemberState) -> None:
+    """Load the member's intact checkpoint of this run into ``state`` (a damaged one is set aside)."""
+    n_steps = job.order.shape[0]
+    saved = None
+    if check_file(ckpt_path, "pretraining checkpoint", f"training {name} from the start"):
+        # To the CPU: RNG states must stay CPU byte tensors; load_state_dict moves the rest.
         try:
-            while step < n_steps:
-                if steps_left is not None and run_steps >= steps_left:
-                    save_checkpoint()
-                    raise TrainingInterrupted(
-                        f"stopped {name} at step {step}/{n_steps} after max_steps_this_run; call "
-                        f"train_family again with the same arguments to resume.")
-                t0 = time.perf_counter()
-                idx = order[step]  # (batch_size,) window indices, on the device
-                x, y = inputs[idx], targets[idx]
-                with autocast:
-                    logits = model(input_ids=x, attention_mask=mask, use_cache=False).logits
-                loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
-                loss.backward()
-                if config.grad_clip:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-                for group in opt.param_groups:
-                    group["lr"] = learning_rate(step, n_steps, config)
-                loss_value = loss.item()
-                updating = True  # the state is inconsistent from here until step is advanced
-                opt.step()
-                opt.zero_grad(set_to_none=True)
-                step += 1
-                losses.append(loss_value)
-                updating = False
-                run_steps += 1
-                now = time.perf_counter()
-                elapsed += now - t0
-                bar.update(1)
-                bar.set_postfix(loss=f"{losses[-1]:.3f}", refresh=False,
-                                tok_s=f"{run_steps * tokens_per_step / max(now - t_run, 1e-9):,.0f}")
-                if checkpoint_every is not None and now - t_last_ckpt >= checkpoint_every and step < n_steps:
-                    save_checkpoint()
-                    t_last_ckpt = time.perf_counter()
-        except KeyboardInterrupt:
-            if not updating:  # a consistent state: resume from here
-                save_checkpoint()
-            raise
-        finally:
-            bar.close()
+            saved = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+        except Exception as err:  # truncated or otherwise unreadable
+            set_aside(ckpt_path, "pretraining checkpoint", f"unreadable: {type(err).__name__}",
+                      f"training {name} from the start")
+    if saved is None:
+        return
+    if saved["key"] != job.key or saved["n_steps"] != n_steps:
+        raise ValueError(f"checkpoint {ckpt_path} belongs to another training run; delete it.")
+    state.model.load_state_dict(saved["model"])
+    state.opt.load_state_dict(saved["optimizer"])
+    state.step, state.losses, state.elapsed = saved["step"], saved["losses"], saved["elapsed"]
+    torch.set_rng_state(saved["rng"])
+    if job.cuda and saved.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state(saved["cuda_rng"], job.device)
 
+
+def _save_member_checkpoint(job: _Pretraining, ckpt_path: Path, state: _MemberState) -> None:
+    ckpt_path.parent.mkdir(exist_ok=True)
+    torch_save({"key": job.key, "n_steps": job.order.shape[0], "step": state.step, "losses": state.losses,
+                "elapsed": state.elapsed, "model": state.model.state_dict(),
+                "optimizer": state.opt.state_dict(), "rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state(job.device) if job.cuda else None}, ckpt_path,
+               digest=True)
+
+
+def _pretraining_loss(job: _Pretraining, state: _MemberState, autocast, mask: torch.Tensor) -> torch.Tensor:
+    """The step's cross-entropy on its windows, with the gradients computed."""
+    idx = job.order[state.step]  # (batch_size,) window indices, on the device
+    x, y = job.inputs[idx], job.targets[idx]
+    with autocast:
+        logits = state.model(input_ids=x, attention_mask=mask, use_cache=False).logits
+    loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
+    loss.backward()
+    return loss
+
+
+def _run_steps(job: _Pretraining, name: str, position: str, ckpt_path: Path, state: _MemberState,
+               steps_left: int | None) -> int:
+    """Train from ``state.step`` to the end (or ``steps_left`` steps); the steps run. A checkpoint is
+    saved every ``checkpoint_every`` seconds, when stopped early and on a KeyboardInterrupt."""
+    config, model, opt = job.config, state.model, state.opt
+    n_steps, batch_size = job.order.shape
+    autocast, _ = _autocast(job.device, config.dtype)
+    tokens_per_step = batch_size * config.seq_len
+    mask = _no_padding(batch_size, config.seq_len, job.device)
+    bar = progress_bar(total=n_steps, initial=state.step, desc=f"{name} ({position})", unit="step",
+                       progress=job.progress, dynamic_ncols=True, leave=True)
+    run_steps, t_last_ckpt, updating = 0, time.perf_counter(), False
+    t_run = time.perf_counter()
+    try:
+        while state.step < n_steps:
+            if steps_left is not None and run_steps >= steps_left:
+                _save_member_checkpoint(job, ckpt_path, state)
+                raise TrainingInterrupted(
+                    f"stopped {name} at step {state.step}/{n_steps} after max_steps_this_run; call "
+                    f"train_family again with the same arguments to resume.")
+            t0 = time.perf_counter()
+            loss = _pretraining_loss(job, state, autocast, mask)
+            if config.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            for group in opt.param_groups:
+                group["lr"] = learning_rate(state.step, n_steps, config)
+            loss_value = loss.item()
+            updating = True  # the state is inconsistent from here until step is advanced
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            state.step += 1
+            state.losses.append(loss_value)
+            updating = False
+            run_steps += 1
+            now = time.perf_counter()
+            state.elapsed += now - t0
+            bar.update(1)
+            bar.set_postfix(loss=f"{state.losses[-1]:.3f}", refresh=False,
+                            tok_s=f"{run_steps * tokens_per_step / max(now - t_run, 1e-9):,.0f}")
+            if (job.checkpoint_every is not None and now - t_last_ckpt >= job.checkpoint_every
+                    and state.step < n_steps):
+                _save_member_checkpoint(job, ckpt_path, state)
+                t_last_ckpt = time.perf_counter()
+    except KeyboardInterrupt:
+        if not updating:  # a consistent state: resume from here
+            _save_member_checkpoint(job, ckpt_path, state)
+        raise
+    finally:
+        bar.close()
+    return run_steps
+
+
+def _member_record(job: _Pretraining, name: str, state: _MemberState) -> dict:
+    """The member's ``training.json``: sizes, the loss curve, tokens, time, device and precision."""
+    config, model, losses, elapsed = job.config, state.model, state.losses, state.elapsed
+    n_steps, batch_size = job.order.shape
+    tokens_per_step = batch_size * config.seq_len
+    _, precision = _autocast(job.device, config.dtype)
     tail = max(1, n_steps // 20)
-    record = {
+    return {
         "name": name,
         "n_nonembedding": count_nonembedding(model),
         "n_parameters": sum(p.numel() for p in model.parameters()),
@@ -487,24 +533,44 @@ def _train_member(name, model_config, config, inputs, targets, order, folder: Pa
         "tokens_seen": n_steps * tokens_per_step,
         "wall_seconds": round(elapsed, 2),
         "tokens_per_second": round(n_steps * tokens_per_step / max(elapsed, 1e-9), 1),
-        "device": str(device),
+        "device": str(job.device),
         "precision": precision,
         "torch_threads": torch.get_num_threads(),   # during training (keyed on the CPU)
-        "family_key": key,
+        "family_key": job.key,
         "config": config.to_dict(),
         "torch_version": torch.__version__,
     }
-    # Save to a temporary folder, then rename: a member folder exists only when complete.
+
+
+def _save_member(job: _Pretraining, folder: Path, ckpt_path: Path, model: torch.nn.Module, record: dict) -> None:
+    """Save the member to a temporary folder, then rename: a member folder exists only when complete."""
     tmp = folder.with_name(folder.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.to("cpu").eval()
     model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
+    job.tokenizer.save_pretrained(tmp)
     (tmp / "training.json").write_text(json.dumps(record, indent=1))
     write_folder_digests(tmp)   # checked whenever the member is found again (_finished_member, load_family)
     os.replace(tmp, folder)
     ckpt_path.unlink(missing_ok=True)
     ckpt_path.with_name(ckpt_path.name + ".sha256").unlink(missing_ok=True)
+
+
+def _train_member(job: _Pretraining, name: str, model_config, folder: Path, steps_left: int | None,
+                  position: str) -> tuple[dict, int]:
+    """Train (or resume) one member; save it to ``folder``. Returns (training record, steps run)."""
+    from transformers import GPTNeoXForCausalLM
+
+    ckpt_path = _checkpoint_path(folder)
+    with torch.random.fork_rng(devices=job.cuda):
+        torch.manual_seed(job.config.seed)
+        model = GPTNeoXForCausalLM(model_config)  # seeded init, on the CPU for every device
+        model.to(job.device).train()
+        state = _MemberState(model, _optimizer(model, job.config))
+        _resume_member(job, name, ckpt_path, state)
+        run_steps = _run_steps(job, name, position, ckpt_path, state, steps_left)
+    record = _member_record(job, name, state)
+    _save_member(job, folder, ckpt_path, model, record)
     return record, run_steps
 
 
@@ -561,7 +627,7 @@ def _finished_member(folder: Path) -> dict | None:
     return read_json_checked(folder / "training.json", "member training record", f"retraining {folder.name}")
 
 
-def _family_intact(family_dir: Path) -> bool:
+def family_intact(family_dir: Path) -> bool:
     """True if ``family.json`` and every member it lists are intact (damaged ones are set aside)."""
     manifest = read_json_checked(family_dir / "family.json", "family manifest", "rebuilding it")
     if manifest is None:
@@ -578,11 +644,11 @@ def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progre
                   checkpoint_every, max_steps_this_run, threads) -> Path:
     ids, ids_hash, tok_hash, precision, key, family_dir = _identity(config, tokenizer, documents_or_ids,
                                                                     cache_dir, device, threads)
-    if (family_dir / "family.json").exists() and _family_intact(family_dir):
+    if (family_dir / "family.json").exists() and family_intact(family_dir):
         return family_dir
     # One writer per family: a second build waits here, then finds the family done.
     with file_lock(family_dir.parent / f"{family_dir.name}.lock"):
-        if (family_dir / "family.json").exists() and _family_intact(family_dir):
+        if (family_dir / "family.json").exists() and family_intact(family_dir):
             return family_dir
         family_dir.mkdir(parents=True, exist_ok=True)
         remove_stale_tmp(family_dir)   # member folders a dead writer was saving
@@ -603,6 +669,7 @@ def _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family
                if getattr(tokenizer, k) is not None}
     configs = dict(zip(config.names, member_configs(config, len(tokenizer), **special)))
 
+    job = _Pretraining(config, inputs, targets, order, tokenizer, key, device, progress, checkpoint_every)
     records, run_steps = [], 0
     ladder = config.sorted_members()
     for i, (name, _) in enumerate(ladder):
@@ -612,9 +679,7 @@ def _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family
             records.append(done)
             continue
         left = None if max_steps_this_run is None else max_steps_this_run - run_steps
-        record, ran = _train_member(name, configs[name], config, inputs, targets, order, folder,
-                                    tokenizer, key, device, progress, checkpoint_every, left,
-                                    f"{i + 1}/{len(ladder)}")
+        record, ran = _train_member(job, name, configs[name], folder, left, f"{i + 1}/{len(ladder)}")
         records.append(record)
         run_steps += ran
 

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
+#: The scales of the embedded pico family (:mod:`apd.family.pico`); ALM's runs use the same ones.
+SCALES = ("smoke", "default", "gpu")
+
 
 @dataclass(frozen=True)
 class MemberSpec:
@@ -177,7 +180,7 @@ def count_nonembedding(model: torch.nn.Module, count_untied_unembedding: bool = 
     return int(n)
 
 
-def _count_from_config(config, count_untied_unembedding: bool, hub_kwargs: dict):
+def count_from_config(config, count_untied_unembedding: bool, hub_kwargs: dict):
     """(non-embedding count, total count, output rows) of a model built on the meta device."""
     from transformers import AutoModelForCausalLM
 

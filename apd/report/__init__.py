@@ -1,136 +1,116 @@
-"""Report: results and run records, tables (``show``, ``compare_word``), the house plot style, the paper's numbers, claims and verdicts, the book runner.
+"""Report: results and run records, tables (``show``, ``compare_word``), the house plot style, the paper's
+numbers, claims and verdicts, findings. The book runner is :mod:`apd.book`, which this stage never imports.
 """
-from apd.base.lazy import attach
+from apd.base.names import on_first_use as _on_first_use
+from apd.base.names import renamed as _renamed_getattr
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    # apd.report.results
-    "RECORDED_PACKAGES": "apd.report.results", "BY_HAND_SUFFIX": "apd.report.results",
-    "UnknownParameterError": "apd.report.results", "results_dir": "apd.report.results",
-    "write_dir": "apd.report.results", "injected_parameters": "apd.report.results",
-    "check_injected": "apd.report.results", "package_versions": "apd.report.results",
-    "describe_device": "apd.report.results", "parameters_from_namespace": "apd.report.results",
-    "format_value": "apd.report.results", "Run": "apd.report.results",
-    "notebook_defaults": "apd.report.results", "run_record_html": "apd.report.results",
-    "run_record_markdown": "apd.report.results", "load_results": "apd.report.results",
-    "last_run_outputs": "apd.report.results", "results": "apd.report.results",
-    # apd.report.plots
-    "XLABEL_LOG_SIZE": "apd.report.plots", "COLORS": "apd.report.plots", "PALETTE": "apd.report.plots",
-    "use_style": "apd.report.plots", "figure": "apd.report.plots", "probability_curve": "apd.report.plots",
-    "wrap": "apd.report.plots", "panels": "apd.report.plots", "legend": "apd.report.plots",
-    "caption_metadata": "apd.report.plots", "figure_cells": "apd.report.plots",
-    "sphinx_setup": "apd.report.plots", "plots": "apd.report.plots",
-    # apd.report.paper
-    "COLUMNS": "apd.report.paper", "NA": "apd.report.paper", "QA_PPL_COLUMNS": "apd.report.paper",
-    "MRC_COLUMNS": "apd.report.paper", "MRR_DATASETS": "apd.report.paper",
-    "table1_factuality_prompts": "apd.report.paper", "table2_qa_pythia": "apd.report.paper",
-    "table3_qa_opt_qwen": "apd.report.paper", "table4_mrc": "apd.report.paper",
-    "table5_mrr": "apd.report.paper", "table6_human_eval": "apd.report.paper",
-    "table7_story_writing": "apd.report.paper", "TABLES": "apd.report.paper", "table": "apd.report.paper",
-    "all_tables": "apd.report.paper", "qa_accuracy_sizes": "apd.report.paper",
-    "claim_texts": "apd.report.paper", "PaperItem": "apd.report.paper", "PAPER_TABLES": "apd.report.paper",
-    "PAPER_FIGURES": "apd.report.paper", "paper": "apd.report.paper",
-    # apd.report.evidence
-    "REPRODUCED": "apd.report.evidence", "NOT_REPRODUCED": "apd.report.evidence",
-    "NOT_TESTABLE": "apd.report.evidence", "INCONCLUSIVE": "apd.report.evidence",
-    "VERDICTS": "apd.report.evidence", "PICO_PROFILES": "apd.report.evidence",
-    "HUB_PROFILES": "apd.report.evidence", "KINDS": "apd.report.evidence", "Cell": "apd.report.evidence",
-    "Missing": "apd.report.evidence", "Outcome": "apd.report.evidence", "Comparison": "apd.report.evidence",
-    "less_than": "apd.report.evidence", "greater_than": "apd.report.evidence",
-    "at_most": "apd.report.evidence", "at_least": "apd.report.evidence",
-    "within_relative": "apd.report.evidence", "more_than_z_se": "apd.report.evidence",
-    "detects": "apd.report.evidence", "significant": "apd.report.evidence",
-    "is_largest": "apd.report.evidence", "difference_larger": "apd.report.evidence",
-    "non_increasing": "apd.report.evidence", "EvidenceSpec": "apd.report.evidence",
-    "Claim": "apd.report.evidence", "Results": "apd.report.evidence", "check": "apd.report.evidence",
-    "checks": "apd.report.evidence", "verdict_of": "apd.report.evidence", "in_words": "apd.report.evidence",
-    "preconditions_text": "apd.report.evidence", "judge": "apd.report.evidence",
-    "verdict_counts": "apd.report.evidence", "claims_markdown": "apd.report.evidence",
-    "evidence": "apd.report.evidence",
-    # apd.report.claims
-    "ABLATIONS_TABLE": "apd.report.claims", "QA_WORLD_GAIN_TABLE": "apd.report.claims",
-    "QA_DATASETS_TABLE": "apd.report.claims", "RELEASE_CONTEXT": "apd.report.claims",
-    "paper_qa_gain": "apd.report.claims", "paper_qa_share": "apd.report.claims",
-    "paper_fly_share": "apd.report.claims", "paper_ne_er_gain": "apd.report.claims",
-    "paper_ne_er_share": "apd.report.claims", "paper_real_gain": "apd.report.claims",
-    "paper_real_share": "apd.report.claims", "KNOWN_ANSWER": "apd.report.claims",
-    "paper_claims": "apd.report.claims", "claims": "apd.report.claims",
-    # apd.report.coverage
-    "figure_status": "apd.report.coverage", "MIN_SAME_ROWS_ITEMS": "apd.report.coverage",
-    "table_status": "apd.report.coverage", "coverage": "apd.report.coverage",
-    # apd.report.beside
-    "REGENERATED_COLUMNS": "apd.report.beside", "qa_summary_rows": "apd.report.beside",
-    "qa_gap_rows": "apd.report.beside", "ADAPTERS": "apd.report.beside",
-    "regenerated_rows": "apd.report.beside", "ROLE_NAMES": "apd.report.beside", "Beside": "apd.report.beside",
-    "paper_beside_ours": "apd.report.beside", "paper_rows": "apd.report.beside",
-    "beside": "apd.report.beside",
-    # apd.report.data_check
-    "DATA_ENV": "apd.report.data_check", "DataNeed": "apd.report.data_check",
-    "DataUnavailable": "apd.report.data_check", "data_needs": "apd.report.data_check",
-    "hub_offline": "apd.report.data_check", "reachable": "apd.report.data_check",
-    "check_data": "apd.report.data_check", "data_check": "apd.report.data_check",
-    # apd.report.status
-    "STATUS_MARKER": "apd.report.status", "build_log_path": "apd.report.status",
-    "log_chapter": "apd.report.status", "results_digest": "apd.report.status",
-    "read_records": "apd.report.status", "status_markdown": "apd.report.status",
-    "insert_status": "apd.report.status", "status": "apd.report.status",
-    # apd.report.terminal
-    "IPCKernelManager": "apd.report.terminal", "duration": "apd.report.terminal",
-    "last_wall_time": "apd.report.terminal", "progress_line": "apd.report.terminal",
-    "ChapterProgress": "apd.report.terminal", "terminal": "apd.report.terminal",
-    # apd.report.book
-    "ROOT": "apd.report.book", "INJECTED_TAG": "apd.report.book", "RUNNER_ENV": "apd.report.book",
-    "STAGING_ENV": "apd.report.book", "KEY_ENV": "apd.report.book", "PROFILE_NAME": "apd.report.book",
-    "KERNEL_ENV": "apd.report.book", "BookError": "apd.report.book", "toc_notebooks": "apd.report.book",
-    "notebook_path": "apd.report.book", "notebook_parameters": "apd.report.book",
-    "parameter_defaults": "apd.report.book", "check_type": "apd.report.book",
-    "profile_path": "apd.report.book", "load_profile": "apd.report.book",
-    "read_profile_file": "apd.report.book", "validate_profile": "apd.report.book",
-    "parse_value": "apd.report.book", "parse_overrides": "apd.report.book",
-    "check_environment": "apd.report.book", "environment_problems": "apd.report.book",
-    "cache_folder": "apd.report.book", "folder_problems": "apd.report.book", "INPUT_PATHS": "apd.report.book",
-    "input_path_problems": "apd.report.book", "data_problems": "apd.report.book",
-    "preflight": "apd.report.book", "use_data_dir": "apd.report.book", "preflight_data": "apd.report.book",
-    "cache_key": "apd.report.book", "data_source": "apd.report.book", "results_root": "apd.report.book",
-    "chapter_files": "apd.report.book", "results_intact": "apd.report.book", "recover": "apd.report.book",
-    "commit_results": "apd.report.book", "kernel_environment": "apd.report.book",
-    "relay_notices": "apd.report.book", "execute": "apd.report.book", "lock_paths": "apd.report.book",
-    "build_lock": "apd.report.book", "portable_notebook": "apd.report.book",
-    "FINDINGS_MARKER": "apd.report.book", "insert_findings": "apd.report.book",
-    "summary_page": "apd.report.book", "stage": "apd.report.book", "render": "apd.report.book",
-    "resolve": "apd.report.book", "build": "apd.report.book", "main": "apd.report.book",
-    "book": "apd.report.book",
-    # apd.report.schema
-    "TOP_KEYS": "apd.report.schema", "PICO_SCALES": "apd.report.schema", "FAMILIES": "apd.report.schema",
-    "KNOWN_ANSWER_SIZES": "apd.report.schema", "DEVICE": "apd.report.schema",
-    "ProfileShapeError": "apd.report.schema", "UniqueKeyLoader": "apd.report.schema",
-    "load_yaml": "apd.report.schema", "shape_problems": "apd.report.schema", "Rule": "apd.report.schema",
-    "number": "apd.report.schema", "one_of": "apd.report.schema", "list_of": "apd.report.schema",
-    "ANY": "apd.report.schema", "TEXT": "apd.report.schema", "NAME": "apd.report.schema",
-    "FLAG": "apd.report.schema", "COUNT": "apd.report.schema", "COUNT0": "apd.report.schema",
-    "SEED": "apd.report.schema", "POSITIVE": "apd.report.schema", "NONNEG": "apd.report.schema",
-    "PROBABILITY": "apd.report.schema", "DEVICE_RULE": "apd.report.schema", "RANGES": "apd.report.schema",
-    "rule_for": "apd.report.schema", "check_value": "apd.report.schema", "schema": "apd.report.schema",
-    # apd.report.findings
-    "STRENGTH": "apd.report.findings", "CHAPTER_TITLES": "apd.report.findings",
-    "size_in_words": "apd.report.findings", "scale_note": "apd.report.findings",
-    "findings_markdown": "apd.report.findings", "variant_note": "apd.report.findings",
-    "gate_verdict": "apd.report.findings", "family_saturation": "apd.report.findings",
-    "findings": "apd.report.findings",
-    # apd.report.pages
-    "GLUE_ROLE": "apd.report.pages", "MISSING_TEXT": "apd.report.pages", "present": "apd.report.pages",
-    "conditions": "apd.report.pages", "cell_shown": "apd.report.pages", "select_cells": "apd.report.pages",
-    "render_markdown": "apd.report.pages", "page_markdown": "apd.report.pages",
-    "MISSING_WORD": "apd.report.pages", "missing_walls": "apd.report.pages", "paragraphs": "apd.report.pages",
-    "BLOCK": "apd.report.pages", "fill_page": "apd.report.pages", "pages": "apd.report.pages",
-    # apd.report.tables
-    "MISSING": "apd.report.tables", "TABLE_CSS": "apd.report.tables", "MAX_COLUMNS": "apd.report.tables",
-    "Folded": "apd.report.tables", "format_number": "apd.report.tables", "format_label": "apd.report.tables",
-    "show": "apd.report.tables", "compare_word": "apd.report.tables", "better_word": "apd.report.tables",
-    "short_path": "apd.report.tables", "se_decimals": "apd.report.tables", "plus_minus": "apd.report.tables",
-    "tables": "apd.report.tables",
-    # apd.report.testbed
-    "TESTBED_TABLE": "apd.report.testbed", "TESTBED_KEY": "apd.report.testbed",
-    "table_path": "apd.report.testbed", "read_configurations": "apd.report.testbed",
-    "append_configuration": "apd.report.testbed", "TESTBED_SUMMARY": "apd.report.testbed",
-    "summary_table": "apd.report.testbed", "testbed": "apd.report.testbed",
-})
+from apd.report import (
+    results, plots, paper, evidence, claims, coverage, beside, findings, tables, testbed,
+)
+from apd.report.results import (
+    RECORDED_PACKAGES, BY_HAND_SUFFIX, UnknownParameterError, results_dir, write_dir, injected_parameters,
+    check_injected, package_versions, describe_device, parameters_from_namespace, format_value, Run, notebook_defaults,
+    run_record_html, run_record_markdown, load_results, last_run_outputs,
+)
+from apd.report.plots import (
+    XLABEL_LOG_SIZE, COLORS, PALETTE, use_style, figure, probability_curve, wrap, panels, legend, caption_metadata,
+    figure_cells, sphinx_setup,
+)
+from apd.report.paper import (
+    COLUMNS, NA, QA_PPL_COLUMNS, MRC_COLUMNS, MRR_DATASETS, table1_factuality_prompts, table2_qa_pythia,
+    table3_qa_opt_qwen, table4_mrc, table5_mrr, table6_human_eval, table7_story_writing, TABLES, table, all_tables,
+    qa_accuracy_sizes, claim_texts, PaperItem, PAPER_TABLES, PAPER_FIGURES,
+)
+from apd.report.evidence import (
+    REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE, VERDICTS, PICO_PROFILES, HUB_PROFILES, KINDS, Cell,
+    Missing, Outcome, Comparison, less_than, greater_than, at_most, at_least, within_relative, more_than_z_se, detects,
+    significant, is_largest, difference_larger, non_increasing, EvidenceSpec, PaperClaim, Results, check, checks,
+    verdict_of, in_words, preconditions_text, judge, verdict_counts, claims_markdown,
+)
+from apd.report.claims import (
+    ABLATIONS_TABLE, QA_WORLD_GAIN_TABLE, QA_DATASETS_TABLE, RELEASE_CONTEXT, paper_qa_gain, paper_qa_share,
+    paper_fly_share, paper_ne_er_gain, paper_ne_er_share, paper_real_gain, paper_real_share, KNOWN_ANSWER,
+    paper_claims,
+)
+from apd.report.coverage import figure_status, MIN_SAME_ROWS_ITEMS, table_status
+from apd.report.beside import (
+    REGENERATED_COLUMNS, qa_summary_rows, qa_gap_rows, ADAPTERS, regenerated_rows, ROLE_NAMES, Beside,
+    paper_beside_ours, paper_rows,
+)
+from apd.report.findings import (
+    STRENGTH, CHAPTER_TITLES, size_in_words, scale_note, findings_markdown, variant_note, gate_verdict,
+    family_saturation,
+)
+from apd.report.tables import (
+    MISSING, TABLE_CSS, MAX_COLUMNS, Folded, format_number, format_label, show, compare_word, better_word, short_path,
+    se_decimals, plus_minus,
+)
+from apd.report.testbed import (
+    TESTBED_TABLE, TESTBED_KEY, table_path, read_configurations, append_configuration, TESTBED_SUMMARY, summary_table,
+)
+
+# The book runner and the modules only it uses live in apd.book (the stages never import it);
+# their old names here load it on first use.
+_ON_FIRST_USE = {
+    "data_check": ("apd.book.data_check", (
+        "DATA_ENV", "DataNeed", "DataUnavailable", "data_needs", "hub_offline", "reachable", "check_data",
+    )),
+    "status": ("apd.book.status", (
+        "STATUS_MARKER", "build_log_path", "log_chapter", "results_digest", "read_records", "status_markdown",
+        "insert_status",
+    )),
+    "terminal": ("apd.book.terminal", (
+        "IPCKernelManager", "duration", "last_wall_time", "progress_line", "ChapterProgress",
+    )),
+    "schema": ("apd.book.schema", (
+        "TOP_KEYS", "PICO_SCALES", "FAMILIES", "KNOWN_ANSWER_SIZES", "DEVICE", "ProfileShapeError", "UniqueKeyLoader",
+        "load_yaml", "shape_problems", "Rule", "number", "one_of", "list_of", "ANY", "TEXT", "NAME", "FLAG", "COUNT",
+        "COUNT0", "SEED", "POSITIVE", "NONNEG", "PROBABILITY", "DEVICE_RULE", "RANGES", "rule_for", "check_value",
+    )),
+    "pages": ("apd.book.pages", (
+        "GLUE_ROLE", "MISSING_TEXT", "present", "conditions", "cell_shown", "select_cells", "render_markdown",
+        "page_markdown", "MISSING_WORD", "missing_walls", "paragraphs", "BLOCK", "fill_page",
+    )),
+    "book": ("apd.book.runner", (
+        "ROOT", "INJECTED_TAG", "RUNNER_ENV", "STAGING_ENV", "KEY_ENV", "PROFILE_NAME", "KERNEL_ENV", "BookError",
+        "toc_notebooks", "notebook_path", "notebook_parameters", "parameter_defaults", "check_type", "profile_path",
+        "load_profile", "read_profile_file", "validate_profile", "parse_value", "parse_overrides", "check_environment",
+        "environment_problems", "cache_folder", "folder_problems", "INPUT_PATHS", "input_path_problems",
+        "data_problems", "preflight", "use_data_dir", "preflight_data", "cache_key", "data_source", "results_root",
+        "chapter_files", "results_intact", "recover", "commit_results", "kernel_environment", "relay_notices",
+        "execute", "lock_paths", "build_lock", "portable_notebook", "FINDINGS_MARKER", "insert_findings",
+        "summary_page", "stage", "render", "resolve", "build", "main",
+    )),
+}
+
+
+# the names above load on first use; old names, renamed to say which of two things they are, warn
+__getattr__ = _on_first_use(__name__, _ON_FIRST_USE,
+                            then=_renamed_getattr(__name__, {"Claim": "PaperClaim"}, globals(), stacklevel=3))
+
+
+__all__ = [
+    "ABLATIONS_TABLE", "ADAPTERS", "BY_HAND_SUFFIX", "Beside", "CHAPTER_TITLES", "COLORS", "COLUMNS", "Cell",
+    "Comparison", "EvidenceSpec", "Folded", "HUB_PROFILES", "INCONCLUSIVE", "KINDS", "KNOWN_ANSWER", "MAX_COLUMNS",
+    "MIN_SAME_ROWS_ITEMS", "MISSING", "MRC_COLUMNS", "MRR_DATASETS", "Missing", "NA", "NOT_REPRODUCED", "NOT_TESTABLE",
+    "Outcome", "PALETTE", "PAPER_FIGURES", "PAPER_TABLES", "PICO_PROFILES", "PaperClaim", "PaperItem",
+    "QA_DATASETS_TABLE", "QA_PPL_COLUMNS", "QA_WORLD_GAIN_TABLE", "RECORDED_PACKAGES", "REGENERATED_COLUMNS",
+    "RELEASE_CONTEXT", "REPRODUCED", "ROLE_NAMES", "Results", "Run", "STRENGTH", "TABLES", "TABLE_CSS", "TESTBED_KEY",
+    "TESTBED_SUMMARY", "TESTBED_TABLE", "UnknownParameterError", "VERDICTS", "XLABEL_LOG_SIZE", "all_tables",
+    "append_configuration", "at_least", "at_most", "beside", "better_word", "caption_metadata", "check",
+    "check_injected", "checks", "claim_texts", "claims", "claims_markdown", "compare_word", "coverage",
+    "describe_device", "detects", "difference_larger", "evidence", "family_saturation", "figure", "figure_cells",
+    "figure_status", "findings", "findings_markdown", "format_label", "format_number", "format_value", "gate_verdict",
+    "greater_than", "in_words", "injected_parameters", "is_largest", "judge", "last_run_outputs", "legend",
+    "less_than", "load_results", "more_than_z_se", "non_increasing", "notebook_defaults", "package_versions", "panels",
+    "paper", "paper_beside_ours", "paper_claims", "paper_fly_share", "paper_ne_er_gain", "paper_ne_er_share",
+    "paper_qa_gain", "paper_qa_share", "paper_real_gain", "paper_real_share", "paper_rows",
+    "parameters_from_namespace", "plots", "plus_minus", "preconditions_text", "probability_curve", "qa_accuracy_sizes",
+    "qa_gap_rows", "qa_summary_rows", "read_configurations", "regenerated_rows", "results", "results_dir",
+    "run_record_html", "run_record_markdown", "scale_note", "se_decimals", "short_path", "show", "significant",
+    "size_in_words", "sphinx_setup", "summary_table", "table", "table1_factuality_prompts", "table2_qa_pythia",
+    "table3_qa_opt_qwen", "table4_mrc", "table5_mrr", "table6_human_eval", "table7_story_writing", "table_path",
+    "table_status", "tables", "testbed", "use_style", "variant_note", "verdict_counts", "verdict_of",
+    "within_relative", "wrap", "write_dir",
+]
+__all__ += [name for attribute, (_, names) in _ON_FIRST_USE.items() for name in (attribute, *names)]

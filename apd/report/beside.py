@@ -14,7 +14,7 @@ import pandas as pd
 
 from apd.report import paper as published
 from apd.report.paper import PAPER_TABLES, PaperItem
-from apd.report.results import _chapter_ran, last_run_outputs, results_dir
+from apd.report.results import chapter_ran, last_run_outputs, results_dir
 
 REGENERATED_COLUMNS = ("paper_table", "role", "dataset", "metric", "value")
 
@@ -193,7 +193,7 @@ def paper_beside_ours(number: int, profile: str, family: str | None = None,
     if item.never:
         note = f"{item.name} cannot be regenerated: {item.never}"
     elif ours.empty:
-        ran = _chapter_ran(profile, item.stem)
+        ran = chapter_ran(profile, item.stem)
         why = (f"chapter {item.stem} wrote no rows for {item.name} under profile {profile}" if ran
                else f"chapter {item.stem} has not run under profile {profile}")
         if unscored:

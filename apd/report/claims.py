@@ -1,4 +1,4 @@
-"""The paper's eight claims as evidence specifications (:class:`apd.report.evidence.Claim`).
+"""The paper's eight claims as evidence specifications (:class:`apd.report.evidence.PaperClaim`).
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from apd.report.evidence import (
     HUB_PROFILES,
     PICO_PROFILES,
     Cell,
-    Claim,
+    PaperClaim,
     EvidenceSpec,
     at_least,
     at_most,
@@ -75,7 +75,7 @@ RELEASE_CONTEXT = EvidenceSpec("apd", "release_gate_engaged", at_least(1),
                                kind="context", reason_key="release_gate_reason")
 
 
-def _with_release_context(claim: Claim) -> Claim:
+def _with_release_context(claim: PaperClaim) -> PaperClaim:
     """``claim`` with :data:`RELEASE_CONTEXT` added when it is tested on the APD chapter's ALM'."""
     if not any(s.stem == "apd" and s.keys == ("gate_engaged",) for s in claim.evidence):
         return claim
@@ -186,12 +186,12 @@ def _point(stem, keys, comparison, description, hub_test: bool = True) -> list[E
     return out
 
 
-def _claim(id: str, evidence: list[EvidenceSpec]) -> Claim:
+def _claim(id: str, evidence: list[EvidenceSpec]) -> PaperClaim:
     c = _CLAIM_TEXT[id]
-    return Claim(id, c["claim"], tuple(evidence), c["evidence"])
+    return PaperClaim(id, c["claim"], tuple(evidence), c["evidence"])
 
 
-def paper_claims() -> list[Claim]:
+def paper_claims() -> list[PaperClaim]:
     """The paper's eight main claims (:func:`apd.report.claim_texts`) with their checks.
 
     Thresholds are stated in each description. "Better" means: lower perplexity, lower NE_ER,

@@ -9,7 +9,7 @@ import pandas as pd
 from apd.report import paper
 from apd.report.beside import regenerated_rows
 from apd.report.paper import PAPER_FIGURES, PAPER_TABLES, PaperItem
-from apd.report.results import _artefact_exists, _chapter_ran
+from apd.report.results import artefact_exists, chapter_ran
 
 
 def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGURES)) -> pd.DataFrame:
@@ -18,12 +18,12 @@ def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGUR
     for item in figures:
         if item.never:
             status, ours = "cannot be regenerated", item.never
-        elif not _chapter_ran(profile, item.stem):
+        elif not chapter_ran(profile, item.stem):
             status = "not produced here"
             ours = f"chapter {item.stem} has not run under profile {profile}"
             ours += f"; {item.needs}" if item.needs else ""
         elif item.artefacts:
-            found = [a for a in item.artefacts if _artefact_exists(profile, item.stem, a)]
+            found = [a for a in item.artefacts if artefact_exists(profile, item.stem, a)]
             if found:
                 status, ours = "regenerated", f"chapter {item.stem}: figure {', '.join(found)}"
                 rest = [a for a in item.artefacts if a not in found]
@@ -58,7 +58,7 @@ def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES))
         if item.never:
             status, text = "cannot be regenerated", item.never
         elif mine.empty:
-            ran = _chapter_ran(profile, item.stem)
+            ran = chapter_ran(profile, item.stem)
             status = "not produced here"
             text = (f"chapter {item.stem} scored nothing for it under profile {profile} (no question qualified)"
                     if unscored else f"chapter {item.stem} wrote no rows for it under profile {profile}" if ran

@@ -1,6 +1,6 @@
 """Judging a claim against the results the chapters wrote.
 
-A :class:`Claim` lists :class:`EvidenceSpec` s: values read from ``results/<profile>/<stem>.json``
+A :class:`PaperClaim` lists :class:`EvidenceSpec` s: values read from ``results/<profile>/<stem>.json``
 (a key) or a table CSV (a :class:`Cell`) and an explicit comparison. A check is a ``test``, a
 ``precondition`` or ``context``. :func:`judge` gives one verdict per claim; a missing value never
 counts for or against a claim. Only what a chapter's last run wrote counts.
@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
+from apd.base.names import renamed
 from apd.core.stats import Z_POWER, Z_TEST, detected, interval, min_detectable_effect
 from apd.report.results import last_run_outputs, results_dir
 
@@ -160,19 +161,19 @@ def greater_than(margin: float = 0.0) -> Comparison:
 def at_most(limit: float) -> Comparison:
     """a <= limit (one key)."""
     return Comparison(f"at_most({limit:g})", 1, lambda v: v[0] <= limit,
-                      lambda l, v: f"{l[0]} = {_fmt(v[0])} <= {_fmt(limit)}")
+                      lambda labels, v: f"{labels[0]} = {_fmt(v[0])} <= {_fmt(limit)}")
 
 
 def at_least(limit: float) -> Comparison:
     """a >= limit (one key)."""
     return Comparison(f"at_least({limit:g})", 1, lambda v: v[0] >= limit,
-                      lambda l, v: f"{l[0]} = {_fmt(v[0])} >= {_fmt(limit)}")
+                      lambda labels, v: f"{labels[0]} = {_fmt(v[0])} >= {_fmt(limit)}")
 
 
 def within_relative(tol: float) -> Comparison:
     """|a - b| <= tol * max(|a|, |b|) (two keys; unit-free "similar")."""
-    def show(l, v):
-        return (f"|{l[0]} - {l[1]}| = |{_fmt(v[0])} - {_fmt(v[1])}| = {_fmt(abs(v[0] - v[1]))} "
+    def show(labels, v):
+        return (f"|{labels[0]} - {labels[1]}| = |{_fmt(v[0])} - {_fmt(v[1])}| = {_fmt(abs(v[0] - v[1]))} "
                 f"<= {tol:g} x {_fmt(max(abs(v[0]), abs(v[1])))}")
     return Comparison(f"within_relative({tol:g})", 2,
                       lambda v: abs(v[0] - v[1]) <= tol * max(abs(v[0]), abs(v[1])), show)
@@ -181,7 +182,7 @@ def within_relative(tol: float) -> Comparison:
 def more_than_z_se(z: float = 2.0) -> Comparison:
     """A mean difference exceeds ``z`` of its standard errors: d > z * se (two keys: d, se)."""
     return Comparison(f"more_than_z_se({z:g})", 2, lambda v: v[0] > z * v[1],
-                      lambda l, v: f"{l[0]} = {_fmt(v[0])} > {z:g} x {l[1]} = {z:g} x {_fmt(v[1])}")
+                      lambda labels, v: f"{labels[0]} = {_fmt(v[0])} > {z:g} x {labels[1]} = {z:g} x {_fmt(v[1])}")
 
 
 def _ci_text(d: float, se: float, z: float) -> str:
@@ -219,15 +220,15 @@ def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float
     def test(v):
         return detected(v[0], v[1], effect_of(v), z, power_z)
 
-    def show(l, v):
+    def show(labels, v):
         mde = min_detectable_effect(v[1], z, power_z)
         eff = effect_of(v)
         if share is not None:
-            paper = (f"the paper's effect on this scale {_fmt(share)} x {l[2]} = {_fmt(eff)}" if eff is not None else
-                     f"no effect on this scale ({l[2]} = {_fmt(v[2])} <= 0)")
+            paper = (f"the paper's effect on this scale {_fmt(share)} x {labels[2]} = {_fmt(eff)}" if eff is not None else
+                     f"no effect on this scale ({labels[2]} = {_fmt(v[2])} <= 0)")
         else:
             paper = (f"the paper's effect {_fmt(eff)}" if eff is not None else "no paper effect in these units")
-        return (f"{l[0]} = {_fmt(v[0])}, se {l[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} against 0 and "
+        return (f"{labels[0]} = {_fmt(v[0])}, se {labels[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} against 0 and "
                 f"{paper} (smallest detectable effect {_fmt(mde)}, context)")
 
     def numbers(v):
@@ -249,8 +250,8 @@ def significant(z: float = Z_TEST) -> Comparison:
         >>> significant()(["d", "se"], [0.009, 0.014]).holds
         False
     """
-    def show(l, v):
-        return f"{l[0]} = {_fmt(v[0])}, se {l[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} above 0"
+    def show(labels, v):
+        return f"{labels[0]} = {_fmt(v[0])}, se {labels[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} above 0"
 
     def numbers(v):
         lo, hi = interval(v[0], v[1], z)
@@ -262,16 +263,16 @@ def significant(z: float = Z_TEST) -> Comparison:
 def is_largest() -> Comparison:
     """The first value is strictly larger than every other value (two or more keys; a tie does
     not hold: "largest on X" needs X to stand out)."""
-    def show(l, v):
-        others = ", ".join(f"{a} = {_fmt(b)}" for a, b in zip(l[1:], v[1:]))
-        return f"{l[0]} = {_fmt(v[0])} > each of ({others})"
+    def show(labels, v):
+        others = ", ".join(f"{a} = {_fmt(b)}" for a, b in zip(labels[1:], v[1:]))
+        return f"{labels[0]} = {_fmt(v[0])} > each of ({others})"
     return Comparison("is_largest", None, lambda v: all(v[0] > x for x in v[1:]), show)
 
 
 def difference_larger() -> Comparison:
     """(a - b) > (c - d) (four keys), e.g. CD's ppl minus APD's on one dataset against another."""
-    def show(l, v):
-        return (f"({l[0]} - {l[1]}) = {_fmt(v[0] - v[1])} > ({l[2]} - {l[3]}) = {_fmt(v[2] - v[3])} "
+    def show(labels, v):
+        return (f"({labels[0]} - {labels[1]}) = {_fmt(v[0] - v[1])} > ({labels[2]} - {labels[3]}) = {_fmt(v[2] - v[3])} "
                 f"[{_fmt(v[0])}, {_fmt(v[1])}, {_fmt(v[2])}, {_fmt(v[3])}]")
     return Comparison("difference_larger", 4, lambda v: v[0] - v[1] > v[2] - v[3], show)
 
@@ -279,7 +280,7 @@ def difference_larger() -> Comparison:
 def non_increasing() -> Comparison:
     """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added)."""
     return Comparison("non_increasing", None, lambda v: all(a >= b for a, b in zip(v, v[1:])),
-                      lambda l, v: " >= ".join(f"{a} = {_fmt(b)}" for a, b in zip(l, v)))
+                      lambda labels, v: " >= ".join(f"{a} = {_fmt(b)}" for a, b in zip(labels, v)))
 
 
 @dataclass(frozen=True)
@@ -321,7 +322,7 @@ class EvidenceSpec:
 
 
 @dataclass(frozen=True)
-class Claim:
+class PaperClaim:
     """One of the paper's claims (``text``) and the checks that test it here."""
 
     id: str
@@ -437,7 +438,7 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
     except Missing as err:
         return {"status": MISSING, "text": str(err)}
     out = spec.comparison(spec.labels(), values)
-    extra = {"values": ", ".join(f"{l} = {_fmt(v)}" for l, v in zip(spec.labels(), values)), **out.numbers}
+    extra = {"values": ", ".join(f"{labels} = {_fmt(v)}" for labels, v in zip(spec.labels(), values)), **out.numbers}
     if out.inconclusive:
         return {"status": UNDECIDED, "text": out.text, **extra}
     text = out.text
@@ -449,7 +450,7 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
     return {"status": HOLDS if out.holds else FAILS, "text": text, **extra}
 
 
-def checks(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
+def checks(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
     """One row per (claim, applicable check): claim_id, kind (test/precondition/context), description,
     chapter, status (holds / does not hold / too little data / missing), the text with the numbers,
     ``values`` (each key read = its value) and, for interval checks, ``estimate``, ``se``,
@@ -568,7 +569,7 @@ def _deciding_interval(rows: pd.DataFrame) -> dict:
     return {k: float(r[k]) for k in _NUMBERS}
 
 
-def judge(claims: Sequence[Claim], profile: str) -> pd.DataFrame:
+def judge(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
     """One row per claim: claim_id, claim, verdict, reason, in_words (:func:`in_words`), evidence
     (every check's kind, status and text, one per line), preconditions (:func:`preconditions_text`),
     n_preconditions, n_preconditions_failed, the deciding interval (the first interval test's
@@ -630,3 +631,7 @@ def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame) -> str:
                        f"{_md_text(r['evidence'])}")
         out.append("")
     return "\n".join(out)
+
+
+# old name (``apd.world.Claim`` is a claim found in generated text)
+__getattr__ = renamed(__name__, {"Claim": "PaperClaim"}, globals())

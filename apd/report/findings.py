@@ -12,7 +12,7 @@ from typing import Sequence
 import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
-from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, Claim
+from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, PaperClaim
 from apd.report.results import format_value, load_results, results_dir
 
 #: How strong each verdict is, in the words of the table.
@@ -79,15 +79,15 @@ def _reason(in_words: str) -> str:
     return text.strip()
 
 
-def findings_markdown(judged: pd.DataFrame, claims: Sequence[Claim], profile: str, scale: str) -> str:
+def findings_markdown(judged: pd.DataFrame, claims: Sequence[PaperClaim], profile: str, scale: str) -> str:
     """The findings (markdown): one item per claim, one sentence each: the claim, its verdict, the
     reason in words (what decided it) and links to the chapters its checks read; then the scale note.
 
     Example:
-        >>> from apd.report.evidence import Claim
+        >>> from apd.report.evidence import PaperClaim
         >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"],
         ...                        "in_words": ["holds: CD extrapolates [t.csv['kl' where x] = 1 < t.csv['kl' where y] = 2]"]})
-        >>> print(findings_markdown(judged, [Claim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[2])
+        >>> print(findings_markdown(judged, [PaperClaim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[2])
         - **C1**, *CD extrapolates*: **reproduced** (every test's 95% interval on the claim's side): holds: CD extrapolates.
     """
     by_id = {c.id: c for c in claims}

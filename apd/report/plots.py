@@ -137,12 +137,12 @@ def legend(ax, **kwargs):
     axes = ax.axes if hasattr(ax, "get_legend_handles_labels") and not hasattr(ax, "legends") else ax
     handles, labels = (kwargs.pop("handles"), kwargs.pop("labels")) if "handles" in kwargs else ax.get_legend_handles_labels()
     seen: dict[tuple, str] = {}
-    for h, l in zip(handles, labels):
+    for h, label in zip(handles, labels):
         look = _look(h)
-        if look in seen and seen[look] != l:
-            raise ValueError(f"legend entries {seen[look]!r} and {l!r} are drawn alike "
+        if look in seen and seen[look] != label:
+            raise ValueError(f"legend entries {seen[look]!r} and {label!r} are drawn alike "
                              f"({look[0]}, {look[1]}, {look[2]}): give one another line style or marker")
-        seen.setdefault(look, l)
+        seen.setdefault(look, label)
     kwargs.setdefault("handlelength", 3.0)
     return axes.legend(handles, labels, **kwargs)
 

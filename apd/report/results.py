@@ -17,7 +17,7 @@ Where a run writes (reads always go to ``results_dir(profile)``):
 
 - under the book runner (``python -m apd``), into the chapter's staging folder
   ``$APD_RESULTS_STAGING``; the runner moves the files into ``results/<profile>/`` when the
-  notebook succeeds (:mod:`apd.report.book`);
+  notebook succeeds (:mod:`apd.book`);
 - with ``$APD_RESULTS_DIR`` set, into ``$APD_RESULTS_DIR/<profile>`` (the caller chose the place);
 - otherwise (a notebook run by hand, e.g. ``papermill ... -p profile smoke``) into
   ``results/<profile>-by-hand/``, so the book's results are never overwritten by a run that did
@@ -53,7 +53,7 @@ import numpy as np
 
 from apd.base.io import write_json
 from apd.base.paths import project_root
-from apd.report.book import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, notebook_parameters
+from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, notebook_parameters
 from apd.report.tables import show as show_table
 
 #: Packages whose versions every run record lists.
@@ -509,11 +509,11 @@ def last_run_outputs(profile: str, stem: str) -> dict[str, set]:
     return {"figures": set(record.get("figures") or ()), "tables": set(record.get("tables") or ())}
 
 
-def _artefact_exists(profile: str, stem: str, name: str) -> bool:
+def artefact_exists(profile: str, stem: str, name: str) -> bool:
     d, out = results_dir(profile), last_run_outputs(profile, stem)
     return ((name in out["figures"] and (d / "figures" / f"{name}.png").is_file())
             or (name in out["tables"] and (d / "tables" / f"{name}.csv").is_file()))
 
 
-def _chapter_ran(profile: str, stem: str) -> bool:
+def chapter_ran(profile: str, stem: str) -> bool:
     return (results_dir(profile) / f"{stem}.json").is_file()

@@ -642,7 +642,10 @@ class World:
                     raise AssertionError(f"{text!r} is both {index[text]} and {kind}")
                 index[text] = kind
         self._kind_of = index
-        alternation = lambda words: "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+
+        def alternation(words) -> str:
+            return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
+
         slot = {
             "city": rf"(?P<city>{_SPAN})", "country": rf"(?P<country>{_SPAN})",
             "employer": rf"(?P<employer>{_SPAN})", "university": rf"(?P<university>{_SPAN})",
@@ -691,7 +694,7 @@ class World:
             words = [(w.start() + m.start(), w.end() + m.start()) for w in re.finditer(r"\S+", m.group())]
             unknown: list[tuple[int, int]] = []
 
-            def flush() -> None:  # a run of capitalised words the world does not know
+            def flush(unknown: list = unknown) -> None:  # a run of capitalised words the world does not know
                 if unknown:
                     start, end = unknown[0][0], unknown[-1][1]
                     before = text[:start].rstrip(" ")

@@ -6,62 +6,48 @@
     gens = fx.sweep(dec, methods, prompts, seeds=(0, 1), max_new_tokens=32, cache=fx.sweep_cache(...))
     table = fx.score_sweep(methods, gens, fx.WorldScorer(world, prompts))
 """
-from apd.base.lazy import attach
+from apd.base.names import renamed as _renamed_getattr
+from apd.evaluation.factuality import methods, sweeps, world_scoring, sources, prompts, ner, nli, scoring, power
+from apd.evaluation.factuality.methods import (
+    DISTRIBUTIONS, THRESHOLD_NAMES, Method, paper_methods, REAL_DISTRIBUTIONS, real_methods, table6_methods, table1_methods,
+    TemperatureLogitsProcessor, Decoders,
+)
+from apd.evaluation.factuality.sweeps import (
+    batch_seed, generate_continuations, config_key, model_identity, decoder_identity, sweep_cache, sweep, diversity,
+    score_sweep,
+)
+from apd.evaluation.factuality.world_scoring import WorldFacts, world_facts, WorldScorer, world_test_prompts
+from apd.evaluation.factuality.sources import KINDS, FOLDER, SOURCES, prompts_file
+from apd.evaluation.factuality.prompts import (
+    FactualityPrompt, resolve_data_dir, load_factuality_prompts, wiki_lead_evidence, kilt_evidence, evidence_coverage,
+)
+from apd.evaluation.factuality.ner import (
+    MeasureUnavailable, SPACY_MODELS, SPACY_INSTALL, IMPORTANT_TYPES, DROPPED_TYPES, load_ner, Unit, checkworthy,
+    entity_supported, continuation_units, unit_ne_error,
+)
+from apd.evaluation.factuality.nli import load_nli, top_evidence_sentences
+from apd.evaluation.factuality.scoring import (
+    FactualityPromptsScorer, table1_rows, row_of, table6_rows, plot_tradeoff, matched_gap,
+)
+from apd.evaluation.factuality.power import (
+    world_verdict_prompts, ne_er_units, PairedVerdict, paired_verdict, reading, summary, matched_gap_paired,
+)
 
-__getattr__, __dir__, __all__ = attach(__name__, {
-    # apd.evaluation.factuality.methods
-    "DISTRIBUTIONS": "apd.evaluation.factuality.methods", "THRESHOLDS": "apd.evaluation.factuality.methods",
-    "Method": "apd.evaluation.factuality.methods", "paper_methods": "apd.evaluation.factuality.methods",
-    "REAL_DISTRIBUTIONS": "apd.evaluation.factuality.methods",
-    "real_methods": "apd.evaluation.factuality.methods",
-    "table6_methods": "apd.evaluation.factuality.methods",
-    "table1_methods": "apd.evaluation.factuality.methods",
-    "TemperatureLogitsProcessor": "apd.evaluation.factuality.methods",
-    "Decoders": "apd.evaluation.factuality.methods", "methods": "apd.evaluation.factuality.methods",
-    # apd.evaluation.factuality.sweeps
-    "batch_seed": "apd.evaluation.factuality.sweeps",
-    "generate_continuations": "apd.evaluation.factuality.sweeps",
-    "config_key": "apd.evaluation.factuality.sweeps", "model_identity": "apd.evaluation.factuality.sweeps",
-    "decoder_identity": "apd.evaluation.factuality.sweeps", "sweep_cache": "apd.evaluation.factuality.sweeps",
-    "sweep": "apd.evaluation.factuality.sweeps", "diversity": "apd.evaluation.factuality.sweeps",
-    "score_sweep": "apd.evaluation.factuality.sweeps", "sweeps": "apd.evaluation.factuality.sweeps",
-    # apd.evaluation.factuality.world_scoring
-    "WorldFacts": "apd.evaluation.factuality.world_scoring",
-    "world_facts": "apd.evaluation.factuality.world_scoring",
-    "WorldScorer": "apd.evaluation.factuality.world_scoring",
-    "world_test_prompts": "apd.evaluation.factuality.world_scoring",
-    "world_scoring": "apd.evaluation.factuality.world_scoring",
-    # apd.evaluation.factuality.sources
-    "KINDS": "apd.evaluation.factuality.sources", "FOLDER": "apd.evaluation.factuality.sources",
-    "SOURCES": "apd.evaluation.factuality.sources", "prompts_file": "apd.evaluation.factuality.sources",
-    "sources": "apd.evaluation.factuality.sources",
-    # apd.evaluation.factuality.prompts
-    "FactualityPrompt": "apd.evaluation.factuality.prompts",
-    "resolve_data_dir": "apd.evaluation.factuality.prompts",
-    "load_factuality_prompts": "apd.evaluation.factuality.prompts",
-    "wiki_lead_evidence": "apd.evaluation.factuality.prompts",
-    "kilt_evidence": "apd.evaluation.factuality.prompts",
-    "evidence_coverage": "apd.evaluation.factuality.prompts", "prompts": "apd.evaluation.factuality.prompts",
-    # apd.evaluation.factuality.ner
-    "MeasureUnavailable": "apd.evaluation.factuality.ner", "SPACY_MODELS": "apd.evaluation.factuality.ner",
-    "SPACY_INSTALL": "apd.evaluation.factuality.ner", "IMPORTANT_TYPES": "apd.evaluation.factuality.ner",
-    "DROPPED_TYPES": "apd.evaluation.factuality.ner", "load_ner": "apd.evaluation.factuality.ner",
-    "Unit": "apd.evaluation.factuality.ner", "checkworthy": "apd.evaluation.factuality.ner",
-    "entity_supported": "apd.evaluation.factuality.ner",
-    "continuation_units": "apd.evaluation.factuality.ner", "unit_ne_error": "apd.evaluation.factuality.ner",
-    "ner": "apd.evaluation.factuality.ner",
-    # apd.evaluation.factuality.nli
-    "load_nli": "apd.evaluation.factuality.nli", "top_evidence_sentences": "apd.evaluation.factuality.nli",
-    "nli": "apd.evaluation.factuality.nli",
-    # apd.evaluation.factuality.scoring
-    "FactualityPromptsScorer": "apd.evaluation.factuality.scoring",
-    "table1_rows": "apd.evaluation.factuality.scoring", "row_of": "apd.evaluation.factuality.scoring",
-    "table6_rows": "apd.evaluation.factuality.scoring", "plot_tradeoff": "apd.evaluation.factuality.scoring",
-    "matched_gap": "apd.evaluation.factuality.scoring", "scoring": "apd.evaluation.factuality.scoring",
-    # apd.evaluation.factuality.power
-    "world_verdict_prompts": "apd.evaluation.factuality.power",
-    "ne_er_units": "apd.evaluation.factuality.power", "PairedVerdict": "apd.evaluation.factuality.power",
-    "paired_verdict": "apd.evaluation.factuality.power", "reading": "apd.evaluation.factuality.power",
-    "summary": "apd.evaluation.factuality.power", "matched_gap_paired": "apd.evaluation.factuality.power",
-    "power": "apd.evaluation.factuality.power",
-})
+
+# old names, renamed to say which of two things they are
+__getattr__ = _renamed_getattr(__name__, {"THRESHOLDS": "THRESHOLD_NAMES"}, globals())
+
+
+__all__ = [
+    "DISTRIBUTIONS", "DROPPED_TYPES", "Decoders", "FOLDER", "FactualityPrompt", "FactualityPromptsScorer",
+    "IMPORTANT_TYPES", "KINDS", "MeasureUnavailable", "Method", "PairedVerdict", "REAL_DISTRIBUTIONS", "SOURCES",
+    "SPACY_INSTALL", "SPACY_MODELS", "THRESHOLD_NAMES", "TemperatureLogitsProcessor", "Unit", "WorldFacts",
+    "WorldScorer", "batch_seed", "checkworthy", "config_key", "continuation_units", "decoder_identity", "diversity",
+    "entity_supported", "evidence_coverage", "generate_continuations", "kilt_evidence", "load_factuality_prompts",
+    "load_ner", "load_nli", "matched_gap", "matched_gap_paired", "methods", "model_identity", "ne_er_units", "ner",
+    "nli", "paired_verdict", "paper_methods", "plot_tradeoff", "power", "prompts", "prompts_file", "reading",
+    "real_methods", "resolve_data_dir", "row_of", "score_sweep", "scoring", "sources", "summary", "sweep",
+    "sweep_cache", "sweeps", "table1_methods", "table1_rows", "table6_methods", "table6_rows",
+    "top_evidence_sentences", "unit_ne_error", "wiki_lead_evidence", "world_facts", "world_scoring",
+    "world_test_prompts", "world_verdict_prompts",
+]

@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from transformers import LogitsProcessor
 
+from apd.base.names import renamed
 from apd.base.checks import count, number
 from apd.core.filters import make_filters
 from apd.decoding import generation, processors
@@ -19,7 +20,7 @@ from apd.decoding import generation, processors
 DISTRIBUTIONS = ("ELM", "Temperature", "CD", "APD", "DoLa")
 
 
-THRESHOLDS = ("NA", "alpha", "top-p", "top-p k20", "REAL")
+THRESHOLD_NAMES = ("NA", "alpha", "top-p", "top-p k20", "REAL")
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,8 @@ class Method:
                 number(f"Method's {name}", getattr(self, name))
         if self.dist not in DISTRIBUTIONS:
             raise ValueError(f"unknown distribution {self.dist!r}; use one of {DISTRIBUTIONS}.")
-        if self.threshold not in THRESHOLDS:
-            raise ValueError(f"unknown threshold {self.threshold!r}; use one of {THRESHOLDS}.")
+        if self.threshold not in THRESHOLD_NAMES:
+            raise ValueError(f"unknown threshold {self.threshold!r}; use one of {THRESHOLD_NAMES}.")
         if (self.threshold == "NA") != (self.value is None):
             raise ValueError(f"{self.dist} + {self.threshold}: give value (p or alpha) exactly when the "
                              f"threshold is not 'NA', got value={self.value!r}.")
@@ -265,3 +266,7 @@ class Decoders:
             ids[i, L - len(e):] = torch.tensor(e, dtype=torch.long)
             mask[i, L - len(e):] = 1
         return ids.to(self.device), mask.to(self.device)
+
+
+# old name (``apd.amateur.THRESHOLDS`` are the gates' thresholds)
+__getattr__ = renamed(__name__, {"THRESHOLDS": "THRESHOLD_NAMES"}, globals())

@@ -84,7 +84,7 @@ def checkworthy(sentence: str, entities: Sequence[tuple[str, str]], subjects: Se
     return Unit(sentence, tuple(ents))
 
 
-def _words(text: str) -> set[str]:
+def word_set(text: str) -> set[str]:
     return set(re.findall(r"[a-z0-9]+", text.casefold()))
 
 
@@ -97,11 +97,11 @@ def entity_supported(text: str, label: str, evidence: str) -> bool:
     ent = ent[4:] if ent.startswith("the ") else ent
     if ent and ent in ev:
         return True
-    words = _words(ev)
+    words = word_set(ev)
     if label == "PERSON":
-        return any(w in words for w in _words(ent) if len(w) > 1)
+        return any(w in words for w in word_set(ent) if len(w) > 1)
     if label == "DATE":
-        toks = [re.sub(r"^(\d+)(st|nd|rd|th)$", r"\1", w) for w in _words(ent) if w != "of"]
+        toks = [re.sub(r"^(\d+)(st|nd|rd|th)$", r"\1", w) for w in word_set(ent) if w != "of"]
         return bool(toks) and all(t in words for t in toks)
     return False
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from apd.evaluation import text_metrics
-from apd.evaluation.factuality.ner import MeasureUnavailable, _words
+from apd.evaluation.factuality.ner import MeasureUnavailable, word_set
 
 
 def load_nli(name: str = "FacebookAI/roberta-large-mnli", device=None, batch_size: int = 32):
@@ -71,12 +71,12 @@ def top_evidence_sentences(claim: str, evidence: str, k: int = 2) -> list[str]:
     sents = [s for s in text_metrics.split_sentences(evidence.replace("\n", " ")) if s.strip()]
     if not sents:
         return []
-    bags = [_words(s) for s in sents]
+    bags = [word_set(s) for s in sents]
     df = {}
     for b in bags:
         for w in b:
             df[w] = df.get(w, 0) + 1
-    cw = _words(claim)
+    cw = word_set(claim)
     scores = [sum(math.log((1 + len(sents)) / (1 + df[w])) + 1 for w in b & cw) for b in bags]
     order = np.argsort(-np.asarray(scores), kind="stable")[:k]
     return [sents[i] for i in order]

@@ -16,7 +16,7 @@ import numpy as np
 from apd.base.io import check_file, read_json_checked, record_digest, write_json
 from apd.base.paths import cache_dir
 from apd.evaluation.factuality.ner import MeasureUnavailable
-from apd.evaluation.factuality.sources import KINDS, prompts_file
+from apd.evaluation.factuality.sources import prompts_file
 from apd.evaluation.factuality.sweeps import config_key
 from apd.world import corpus
 

@@ -13,7 +13,7 @@ from apd.evaluation.factuality.ner import SPACY_INSTALL, continuation_units, uni
 from apd.evaluation.factuality.nli import top_evidence_sentences
 from apd.evaluation.factuality.prompts import FactualityPrompt, evidence_coverage
 from apd.core.stats import mean_se
-from apd.evaluation.factuality.sweeps import _flat, diversity
+from apd.evaluation.factuality.sweeps import flatten, diversity
 
 
 class FactualityPromptsScorer:
@@ -49,7 +49,7 @@ class FactualityPromptsScorer:
     def __call__(self, continuations: Sequence[Sequence[str]]) -> dict:
         if len(continuations) != len(self.prompts):
             raise ValueError(f"{len(continuations)} prompts' continuations for {len(self.prompts)} prompts.")
-        row = {**diversity(_flat(continuations)), "NE_ER": float("nan"), "NE_ER_se": float("nan"),
+        row = {**diversity(flatten(continuations)), "NE_ER": float("nan"), "NE_ER_se": float("nan"),
                "true_rate": float("nan"), "true_rate_se": float("nan"), "ne_units": 0,
                "continuations": sum(map(len, continuations)), "coverage": self.coverage}
         if self.ner is None or not any(self.covered):
@@ -156,7 +156,7 @@ def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Di
     colour per distribution, dashed for the settings without REAL); ``markers``: per curve (a
     second cue beside the line style, so legend entries of one colour stay apart). Returns ``ax``."""
     colors, linestyles, markers = colors or {}, linestyles or {}, markers or {}
-    for i, c in enumerate(curves):
+    for c in curves:
         d = results[results["curve"] == c].copy()
         if d.empty:
             continue

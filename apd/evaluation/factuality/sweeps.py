@@ -22,7 +22,6 @@ from apd.amateur.runs import member_identity
 from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.paths import cache_dir
 from apd.base.progress import progress_bar, progress_enabled
-from apd.core.stats import mean_se
 from apd.decoding import generation
 from apd.evaluation import text_metrics
 from apd.evaluation.factuality.methods import Decoders, Method
@@ -222,7 +221,7 @@ def diversity(continuations: Sequence[str]) -> dict:
     return {"Dist-2": d2, "Rep": text_metrics.repetition_ratio(list(continuations))}
 
 
-def _flat(continuations: Sequence[Sequence[str]]) -> list[str]:
+def flatten(continuations: Sequence[Sequence[str]]) -> list[str]:
     return [c for per_prompt in continuations for c in per_prompt]
 
 

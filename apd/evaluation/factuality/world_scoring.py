@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np
 
 from apd.core.stats import mean_se
-from apd.evaluation.factuality.sweeps import _flat, diversity
+from apd.evaluation.factuality.sweeps import flatten, diversity
 from apd.world.truth import dev_test_people
 
 
@@ -62,13 +62,13 @@ class WorldScorer:
         return [[world_facts(self.world, p, c) for c in cs] for p, cs in zip(self.prompts, continuations)]
 
     def __call__(self, continuations: Sequence[Sequence[str]]) -> dict:
-        facts = _flat(self.facts(continuations))
+        facts = flatten(self.facts(continuations))
         ratios = [len(f.wrong_entities) / len(f.entities) for f in facts if f.entities]
         verdicts = [v for f in facts for v in f.verdicts]
         ne, ne_se = mean_se(ratios)
         true_rate = float(np.mean(verdicts)) if verdicts else float("nan")
         true_se = float(math.sqrt(true_rate * (1 - true_rate) / len(verdicts))) if verdicts else float("nan")
-        return {**diversity(_flat(continuations)), "NE_ER": ne, "NE_ER_se": ne_se,
+        return {**diversity(flatten(continuations)), "NE_ER": ne, "NE_ER_se": ne_se,
                 "true_rate": true_rate, "true_rate_se": true_se, "ne_units": len(ratios),
                 "claims": len(verdicts), "claims_per_continuation": len(verdicts) / max(len(facts), 1),
                 "entities_per_continuation": sum(len(f.entities) for f in facts) / max(len(facts), 1),

@@ -1,0 +1,166 @@
+"""Before the first notebook runs: can this machine have every dataset the profile's chapters read?
+
+A chapter reads its datasets from a data directory when one is given (the notebook's ``data_dir``
+parameter, else ``$APD_DATA_DIR``), else from the Hugging Face Hub (QA data) or the original source
+(FactualityPrompts), cached in the user's cache. :func:`check_data` raises one line naming
+``APD_DATA_DIR`` and the files needed when neither way works: the folder is missing or lacks a
+file, or the source cannot be reached (``HF_HUB_OFFLINE=1``, or no connection within 2 s) and the
+file is not already cached. Standard library only (the datasets' specifications are read from
+:mod:`apd.evaluation` when a chapter needs them), so a build stops in seconds.
+
+    >>> needs = data_needs({"qa": {"qa_datasets": ["lambada", "qasc"], "data_dir": None}}, ["qa"])
+    >>> [(n.chapter, n.file, n.source) for n in needs]
+    [('qa', 'qa/lambada_openai.jsonl', 'hub:EleutherAI/lambada_openai')]
+"""
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+#: The environment variable that names the folder of offline copies (``qa/``, ``factuality_prompts/``).
+DATA_ENV = "APD_DATA_DIR"
+_OFFLINE = ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class DataNeed:
+    """One file a chapter reads: ``file`` relative to a data directory; ``source`` where it comes
+    from without one (``hub:<dataset id>`` or a URL); ``data_dir`` the chapter's own ``data_dir``."""
+
+    chapter: str
+    file: str
+    source: str
+    data_dir: str | None = None
+
+
+def _param(params: dict, defaults: dict, name: str) -> Any:
+    return params[name] if name in params else defaults.get(name)
+
+
+class DataUnavailable(RuntimeError):
+    """A dataset a chapter needs can be had neither from the data directory nor from its source."""
+
+
+def data_needs(params: dict[str, dict], stems: list[str], defaults: dict[str, dict] | None = None) -> list[DataNeed]:
+    """The data files the chapters ``stems`` read with ``params`` (profile plus ``--set``; a missing
+    parameter takes ``defaults[stem]``, its notebook's default): the QA chapter's datasets (a stand-in's
+    where the dataset has no offline copy), FactualityPrompts when ``fp_n_prompts > 0``, and the
+    curves chapter's QA dataset for a Hub family. Datasets with neither an offline copy nor a
+    stand-in are left out: the QA chapter reports them as not run."""
+    out: list[DataNeed] = []
+    for stem in stems:
+        p = params.get(stem) or {}
+        if stem not in ("qa", "factuality", "curves"):
+            continue
+        # the datasets' specifications, read only for a chapter that needs them: importing apd.evaluation
+        # loads torch, and a profile without these chapters is checked in about a second
+        from apd.evaluation import qa_data
+        from apd.evaluation.factuality import sources as fp_sources
+
+        d = (defaults or {}).get(stem) or {}
+        data_dir = _param(p, d, "data_dir")
+        data_dir = str(data_dir) if data_dir else None
+        names: list[str] = []
+        if stem == "qa":
+            stand_ins = _param(p, d, "stand_ins") or {}
+            for name in _param(p, d, "qa_datasets") or ():
+                if qa_data.offline_file(name) is None and name in stand_ins:
+                    name = stand_ins[name]
+                names.append(name)
+        elif stem == "curves" and _param(p, d, "family") not in (None, "pico"):
+            names.append(_param(p, d, "qa_dataset"))
+        for name in names:
+            if name in qa_data.DATASETS and qa_data.offline_file(name) is not None:
+                out.append(DataNeed(stem, qa_data.offline_file(name), f"hub:{qa_data.DATASETS[name].hub_id}",
+                                    data_dir))
+        if stem == "factuality" and (_param(p, d, "fp_n_prompts") or 0) > 0:
+            for kind in _param(p, d, "fp_kinds") or ():
+                rel, url = fp_sources.prompts_file(kind, _param(p, d, "fp_split") or "test")
+                out.append(DataNeed(stem, rel, url, data_dir))
+    return out
+
+
+def hub_offline() -> bool:
+    """Whether Hugging Face is told to stay offline (``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE``)."""
+    return any(os.environ.get(v, "").strip().lower() in _OFFLINE for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
+
+
+def reachable(url: str, timeout: float = 2.0) -> bool:
+    """A TCP connection to ``url``'s host within ``timeout`` seconds."""
+    u = urlparse(url)
+    try:
+        socket.create_connection((u.hostname, u.port or 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def _hub_dataset_cached(dataset_id: str) -> bool:
+    """Whether the ``datasets`` cache holds ``dataset_id`` (``<namespace>___<name>``)."""
+    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
+    cache = Path(os.environ.get("HF_DATASETS_CACHE") or home / "datasets")
+    return (cache / dataset_id.replace("/", "___")).is_dir()
+
+
+def _source_host(need: DataNeed, cache: Path) -> str | None:
+    """The host to reach for ``need`` without a data directory; None when the file is cached already."""
+    if need.source.startswith("hub:"):
+        if _hub_dataset_cached(need.source[4:]):
+            return None
+        return os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    return None if (cache / need.file).is_file() else need.source
+
+
+def _probe(urls: set[str]) -> dict[str, bool]:
+    """``{url: reachable}``, all probed at once (so several hosts cost one timeout, not several)."""
+    if hub_offline():
+        return {u: False for u in urls}
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max_workers=max(1, len(urls))) as pool:
+        return dict(zip(urls, pool.map(reachable, urls)))
+
+
+def check_data(params: dict[str, dict], stems: list[str], root: Path,
+               defaults: dict[str, dict] | None = None) -> None:
+    """Raise :class:`DataUnavailable` in one line when a dataset the chapters ``stems`` need cannot be had
+    (see the module docstring); return quietly when every one can. A relative ``data_dir`` is
+    taken from ``root``, where the kernels run."""
+    needs = data_needs(params, stems, defaults)
+    if not needs:
+        return
+    cache = Path(os.environ["APD_CACHE_DIR"]) if os.environ.get("APD_CACHE_DIR") else root / "cache"
+    env_dir = os.environ.get(DATA_ENV) or None
+    missing: dict[str, list[str]] = {}     # the data directory (as named) -> files it lacks
+    from_source: list[tuple[DataNeed, str]] = []
+    for need in needs:
+        named = need.data_dir or env_dir
+        if named:
+            folder = Path(named).expanduser()
+            folder = folder if folder.is_absolute() else root / folder
+            qa_alone = need.file.startswith("qa/") and folder.name == "qa"   # the qa/ folder itself
+            path = folder / (need.file[3:] if qa_alone else need.file)
+            if not path.is_file():
+                missing.setdefault(named if need.data_dir else f"{DATA_ENV}={named}", []).append(need.file)
+        else:
+            host = _source_host(need, cache)
+            if host is not None:
+                from_source.append((need, host))
+    if missing:
+        where, files = next(iter(missing.items()))
+        files = sorted({f for fs in missing.values() for f in fs})
+        exists = Path(where.split("=", 1)[-1]).expanduser()
+        exists = (exists if exists.is_absolute() else root / exists).is_dir()
+        raise DataUnavailable(f"data: {where} {'lacks' if exists else 'does not exist, so it lacks'} "
+                        f"{', '.join(files)}; point {DATA_ENV} at a folder holding these files, "
+                        f"or unset it to read them from the Hub and their original sources")
+    ok = _probe({host for _, host in from_source})
+    unreachable = [need for need, host in from_source if not ok[host]]
+    if unreachable:
+        files = sorted({n.file for n in unreachable})
+        why = "HF_HUB_OFFLINE=1" if hub_offline() else "no connection within 2 s"
+        raise DataUnavailable(f"data: {DATA_ENV} is not set and the Hub and original sources cannot be reached "
+                        f"({why}); set {DATA_ENV}=FOLDER holding {', '.join(files)}")

@@ -45,3 +45,26 @@ def parameter_defaults(path: Path) -> dict[str, tuple[Any, bool]]:
                 except ValueError:
                     out[t.id] = (ast.unparse(node.value), False)
     return out
+
+
+def toc_notebooks(root: Path) -> list[str]:
+    """Stems of the notebooks listed in ``_toc.yml`` (entries ``notebooks/<stem>``), in order."""
+    import yaml  # the book environment has it; a kernel that never reads the table of contents does not need it
+
+    toc = yaml.safe_load((Path(root) / "_toc.yml").read_text())
+    files: list[str] = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            for key in ("root", "file"):
+                if key in node:
+                    files.append(str(node[key]))
+            for value in node.values():
+                if isinstance(value, (list, dict)):
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return [f.split("/", 1)[1].removesuffix(".ipynb") for f in files if f.startswith("notebooks/")]

@@ -47,6 +47,7 @@ from apd.base.lock import LockBusy, file_lock
 from apd.book import data_check, schema, terminal
 from apd.book import status as build_status
 from apd.book.pages import fill_page, select_cells
+from apd.base.notebooks import toc_notebooks as _toc_notebooks
 from apd.base.notebooks import (
     KEY_ENV,
     RUNNER_ENV,
@@ -81,24 +82,8 @@ KERNEL_ENV = {
 # -- table of contents and parameters -----------------------------------------------------------
 
 def toc_notebooks(root: Path = ROOT) -> list[str]:
-    """Stems of the notebooks listed in ``_toc.yml`` (entries ``notebooks/<stem>``), in order."""
-    toc = yaml.safe_load((root / "_toc.yml").read_text())
-    files: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for key in ("root", "file"):
-                if key in node:
-                    files.append(str(node[key]))
-            for value in node.values():
-                if isinstance(value, (list, dict)):
-                    walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(toc)
-    return [f.split("/", 1)[1].removesuffix(".ipynb") for f in files if f.startswith("notebooks/")]
+    """Stems of the notebooks listed in ``root/_toc.yml``, in order (:func:`apd.base.notebooks.toc_notebooks`)."""
+    return _toc_notebooks(root)
 
 
 def notebook_path(stem: str, root: Path = ROOT) -> Path:

@@ -19,7 +19,7 @@ from apd.evaluation.ablations import (
     MAIN,
     gate_sentence,
     label,
-    paired_difference,
+    measure_difference,
     reference_of,
     verdict,
     verdicts,
@@ -236,7 +236,7 @@ class Comparisons:
         if self.failed(a) or self.failed(b):
             return UNTESTABLE
         return verdict(
-            *paired_difference(self.per[a], self.per[b], measure, groups=self.people), self.z, self.min_effect
+            *measure_difference(self.per[a], self.per[b], measure, groups=self.people), self.z, self.min_effect
         )
 
     def word(self, a: str, b: str) -> str:
@@ -247,7 +247,7 @@ class Comparisons:
         """``(mean KL of a minus b, its standard error over people)``, or ``(None, None)``."""
         if a not in self.per or b not in self.per:
             return None, None
-        return paired_difference(self.per[a], self.per[b], groups=self.people)
+        return measure_difference(self.per[a], self.per[b], groups=self.people)
 
     def with_verdict(self, v: str) -> list[str]:
         """The ablations run whose KL verdict against their reference is ``v``."""

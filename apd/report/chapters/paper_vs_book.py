@@ -4,12 +4,15 @@ per-claim record, and the values and figure that fill the book's first page
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
 from apd.core.stats import Z_TEST
-from apd.report.book import toc_notebooks
+from apd.base.notebooks import toc_notebooks
+from apd.base.paths import project_root
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
 from apd.report.findings import findings_markdown, scale_note, size_in_words, variant_note
 from apd.report.plots import COLORS, figure
@@ -130,7 +133,7 @@ def write_findings(run, judged, claims, profile: str) -> str:
 def chapter_results(profile: str) -> dict:
     """``{stem: results}`` of every chapter in the table of contents that ran (but this one)."""
     out = {}
-    for stem in toc_notebooks():
+    for stem in toc_notebooks(project_root() or Path(__file__).resolve().parents[3]):
         if stem != "paper_vs_book":
             out[stem] = load_results(profile, stem) if (results_dir(profile) / f"{stem}.json").is_file() else {}
     return out

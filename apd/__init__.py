@@ -16,6 +16,7 @@ The package is laid out as the data flows, one subpackage per stage:
 ``base`` -> ``core`` -> ``world`` -> ``family`` -> ``amateur`` -> ``decoding`` -> ``evaluation`` -> ``report``.
 A module imports only from its own stage or earlier ones.
 """
+
 import importlib
 
 __version__ = "0.1.0"
@@ -23,32 +24,51 @@ __version__ = "0.1.0"
 # name -> the module that defines it (a name equal to the module's last part is the module itself)
 _EXPORTS = {
     # a family of LMs (Hub or the embedded pico family)
-    "get_family": "apd.family.select", "load_family": "apd.family.loading", "Family": "apd.family.loading",
+    "get_family": "apd.family.select",
+    "load_family": "apd.family.loading",
+    "Family": "apd.family.loading",
     # ALM', the fine-tuned amateur
-    "apd_model": "apd.amateur.pipeline", "APDResult": "apd.amateur.pipeline",
-    "engaged_variant": "apd.amateur.pipeline", "VariantSelection": "apd.amateur.pipeline",
-    "load_alm_prime": "apd.amateur.runs", "APDTrainConfig": "apd.amateur.config",
+    "apd_model": "apd.amateur.pipeline",
+    "APDResult": "apd.amateur.pipeline",
+    "engaged_variant": "apd.amateur.pipeline",
+    "VariantSelection": "apd.amateur.pipeline",
+    "load_alm_prime": "apd.amateur.runs",
+    "APDTrainConfig": "apd.amateur.config",
     "train_alm_prime": "apd.amateur.train",
     # REAL sampling's THF model (entropy across sizes)
-    "thf_model": "apd.amateur.thf", "load_thf": "apd.amateur.thf",
+    "thf_model": "apd.amateur.thf",
+    "load_thf": "apd.amateur.thf",
     # the contrastive score, thresholds, logits processors and generate
     "contrastive_scores": "apd.core.contrastive",
-    "TopP": "apd.core.filters", "TopK": "apd.core.filters", "AlphaMask": "apd.core.filters",
-    "REAL": "apd.core.filters", "make_filters": "apd.core.filters",
-    "ContrastiveLogitsProcessor": "apd.decoding.processors", "APDLogitsProcessor": "apd.decoding.processors",
-    "OnTheFlyLogitsProcessor": "apd.decoding.processors", "FilteredLogitsProcessor": "apd.decoding.processors",
+    "TopP": "apd.core.filters",
+    "TopK": "apd.core.filters",
+    "AlphaMask": "apd.core.filters",
+    "REAL": "apd.core.filters",
+    "make_filters": "apd.core.filters",
+    "ContrastiveLogitsProcessor": "apd.decoding.processors",
+    "APDLogitsProcessor": "apd.decoding.processors",
+    "OnTheFlyLogitsProcessor": "apd.decoding.processors",
+    "FilteredLogitsProcessor": "apd.decoding.processors",
     "REALLogitsProcessor": "apd.decoding.processors",
     "generate": "apd.decoding.generation",
     # curves across sizes
     "fit_curves": "apd.core.curves",
     # Theorem 1
-    "cd_logits": "apd.core.theory", "hlm_log_size": "apd.core.theory", "hlm_size": "apd.core.theory",
+    "cd_logits": "apd.core.theory",
+    "hlm_log_size": "apd.core.theory",
+    "hlm_size": "apd.core.theory",
     "hlm_logits": "apd.core.theory",
     # the run record of a notebook, and the house style of its figures
-    "Run": "apd.report.results", "plots": "apd.report.plots",
+    "Run": "apd.report.results",
+    "plots": "apd.report.plots",
     # the stages, for everything else: apd.world.method_distributions, apd.evaluation.find_obvious_blindness, ...
-    "core": "apd.core", "world": "apd.world", "family": "apd.family", "amateur": "apd.amateur",
-    "decoding": "apd.decoding", "evaluation": "apd.evaluation", "report": "apd.report",
+    "core": "apd.core",
+    "world": "apd.world",
+    "family": "apd.family",
+    "amateur": "apd.amateur",
+    "decoding": "apd.decoding",
+    "evaluation": "apd.evaluation",
+    "report": "apd.report",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,4 +1,5 @@
 """``python -m apd --profile default``: execute the book's notebooks and render the book (:mod:`apd.book`)."""
+
 import sys
 
 from apd.book.runner import main

@@ -1,4 +1,5 @@
 """Old import path of :mod:`apd.core.curves` (kept so that ``from apd import curves`` keeps working)."""
+
 import sys
 
 from apd.core import curves as _curves

@@ -11,6 +11,7 @@ optimizer steps per member) on the smoke corpus with ``train_family(num_threads=
 ratio one thread / two threads (below 1: one thread is faster), and whether every member's
 ``model.safetensors`` is byte-identical across thread counts. Writes JSON to ``--out``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def weights_digest(family_dir: Path) -> dict[str, str]:
-    return {p.parent.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-            for p in sorted(family_dir.glob("*/model.safetensors"))}
+    return {
+        p.parent.name: hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+        for p in sorted(family_dir.glob("*/model.safetensors"))
+    }
 
 
 def main() -> int:
@@ -53,12 +56,12 @@ def main() -> int:
     def train(threads: int, tag: str) -> tuple[float, dict]:
         cache = work / f"fam-{tag}"
         t0 = time.perf_counter()
-        folder = pretrain.train_family(cfg, tok, corp.pretrain, cache, device="cpu", progress=False,
-                                       checkpoint_every=None, num_threads=threads)
+        folder = pretrain.train_family(
+            cfg, tok, corp.pretrain, cache, device="cpu", progress=False, checkpoint_every=None, num_threads=threads
+        )
         return time.perf_counter() - t0, weights_digest(Path(folder))
 
-    results = {"steps_per_member": args.steps, "members": [m.name or str(m) for m in cfg.members],
-               "phases": {}}
+    results = {"steps_per_member": args.steps, "members": [m.name or str(m) for m in cfg.members], "phases": {}}
     digests: dict[int, list[dict]] = {1: [], 2: []}
     for phase, n_busy in (("quiet", 0), ("busy", args.busy)):
         spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n_busy)]
@@ -76,17 +79,28 @@ def main() -> int:
                 p.kill()
                 p.wait()
         med = {t: statistics.median(v) for t, v in times.items()}
-        results["phases"][phase] = {"busy_processes": n_busy, "seconds": times,
-                                    "median_s": med, "ratio_1_over_2": med[1] / med[2]}
-        print(f"{phase}: median 1 thread {med[1]:.1f} s, 2 threads {med[2]:.1f} s, "
-              f"ratio 1/2 = {med[1] / med[2]:.2f}", flush=True)
+        results["phases"][phase] = {
+            "busy_processes": n_busy,
+            "seconds": times,
+            "median_s": med,
+            "ratio_1_over_2": med[1] / med[2],
+        }
+        print(
+            f"{phase}: median 1 thread {med[1]:.1f} s, 2 threads {med[2]:.1f} s, ratio 1/2 = {med[1] / med[2]:.2f}",
+            flush=True,
+        )
     same_within = all(d == digests[t][0] for t in (1, 2) for d in digests[t])
     same_across = digests[1][0] == digests[2][0]
-    results.update(weights_repeatable_per_thread_count=same_within,
-                   weights_identical_across_thread_counts=same_across,
-                   digests_1_thread=digests[1][0], digests_2_threads=digests[2][0])
-    print(f"weights repeatable at a fixed thread count: {same_within}; identical across 1 and 2 "
-          f"threads: {same_across}", flush=True)
+    results.update(
+        weights_repeatable_per_thread_count=same_within,
+        weights_identical_across_thread_counts=same_across,
+        digests_1_thread=digests[1][0],
+        digests_2_threads=digests[2][0],
+    )
+    print(
+        f"weights repeatable at a fixed thread count: {same_within}; identical across 1 and 2 threads: {same_across}",
+        flush=True,
+    )
     Path(args.out).write_text(json.dumps(results, indent=1) + "\n")
     return 0
 

@@ -46,6 +46,7 @@ The device is CUDA when available (GPU figures), else the CPU. On the CPU, torch
 ``--threads`` threads (default 1: tiny models gain nothing from more, and the machine is shared);
 the JSON records it with the machine's CPU count and load.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,6 +83,7 @@ LABELS = {"elm": "ELM alone", "cd": "CD (ELM + ALM)", "apd": "APD (ELM + ALM')",
 
 # ============================================================================ settings
 
+
 @dataclass
 class Settings:
     """Sizes of one run (full or --quick)."""
@@ -89,7 +91,7 @@ class Settings:
     prompt_len: int = 32
     new_tokens: int = 64
     batch_sizes: tuple = (1, 8)
-    repeats: int = 15                 # a multiple of 3: every method as often first, second, third
+    repeats: int = 15  # a multiple of 3: every method as often first, second, third
     otf_new_tokens: int = 4
     otf_repeats: int = 2
     otf_iterations: int = 400
@@ -104,9 +106,18 @@ class Settings:
 
     @classmethod
     def quick(cls) -> "Settings":
-        return cls(prompt_len=16, new_tokens=16, repeats=6, otf_new_tokens=2, otf_repeats=1,
-                   fitter_vectorised=1024, fitter_loop=4, fitter_repeats=1, collect_chunks=16,
-                   collect_repeats=2)
+        return cls(
+            prompt_len=16,
+            new_tokens=16,
+            repeats=6,
+            otf_new_tokens=2,
+            otf_repeats=1,
+            fitter_vectorised=1024,
+            fitter_loop=4,
+            fitter_repeats=1,
+            collect_chunks=16,
+            collect_repeats=2,
+        )
 
 
 @dataclass
@@ -120,8 +131,8 @@ class Setup:
     vocab_size: int
     pad_id: int
     eos_id: int
-    family: object            # what apd.amateur.collect.collect takes
-    stream: np.ndarray        # fine-tuning text as one token stream (int64)
+    family: object  # what apd.amateur.collect.collect takes
+    stream: np.ndarray  # fine-tuning text as one token stream (int64)
     notes: list = field(default_factory=list)
 
     @property
@@ -135,6 +146,7 @@ class Setup:
 
 # ============================================================================ the family
 
+
 def tiny_setup(device) -> Setup:
     """Four random GPT-NeoX members (about the size of the smoke pico family), random tokens."""
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
@@ -142,16 +154,36 @@ def tiny_setup(device) -> Setup:
     vocab, models = 512, []
     for i, (layers, hidden) in enumerate([(1, 16), (1, 32), (2, 32), (2, 64)]):
         torch.manual_seed(i)
-        cfg = GPTNeoXConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=2,
-                            intermediate_size=4 * hidden, max_position_embeddings=512, rotary_pct=0.25,
-                            bos_token_id=0, eos_token_id=0, pad_token_id=1, tie_word_embeddings=False)
+        cfg = GPTNeoXConfig(
+            vocab_size=vocab,
+            hidden_size=hidden,
+            num_hidden_layers=layers,
+            num_attention_heads=2,
+            intermediate_size=4 * hidden,
+            max_position_embeddings=512,
+            rotary_pct=0.25,
+            bos_token_id=0,
+            eos_token_id=0,
+            pad_token_id=1,
+            tie_word_embeddings=False,
+        )
         models.append(GPTNeoXForCausalLM(cfg).eval().to(device))
     names = [f"tiny-{count_nonembedding(m) / 1e3:.1f}k" for m in models]
     fam = collect.ModelFamily(models, vocab_size=vocab, names=names, device=device)
     g = np.random.default_rng(0)
     stream = g.integers(2, vocab, size=200_000).astype(np.int64)
-    return Setup("tiny (random weights)", models, names, [float(x) for x in fam.log_sizes], vocab, 1, 0, fam, stream,
-                 ["tiny: four randomly initialised GPT-NeoX models and random tokens (speed only)"])
+    return Setup(
+        "tiny (random weights)",
+        models,
+        names,
+        [float(x) for x in fam.log_sizes],
+        vocab,
+        1,
+        0,
+        fam,
+        stream,
+        ["tiny: four randomly initialised GPT-NeoX models and random tokens (speed only)"],
+    )
 
 
 def pico_setup(scale: str, device) -> Setup:
@@ -165,10 +197,12 @@ def pico_setup(scale: str, device) -> Setup:
     if scale == "default":
         built = pico.find_cached("default", device=device)
         if built is None:
-            notes.append(f"scale 'default' asked for, but no default pico family trained on {torch.device(device).type} "
-                         f"is cached under {paths.cache_dir() / 'families'} (the benchmark never trains it; "
-                         "`make book` does, or `python -c \"from apd import pico; pico.build('default')\"`): "
-                         "fell back to 'smoke'")
+            notes.append(
+                f"scale 'default' asked for, but no default pico family trained on {torch.device(device).type} "
+                f"is cached under {paths.cache_dir() / 'families'} (the benchmark never trains it; "
+                "`make book` does, or `python -c \"from apd import pico; pico.build('default')\"`): "
+                "fell back to 'smoke'"
+            )
             scale = "smoke"
         else:
             fam, corp = load_family("pico", local_dir=built.family_dir, device=device), built.corpus
@@ -178,12 +212,22 @@ def pico_setup(scale: str, device) -> Setup:
     models = [fam.model(n) for n in fam.names]
     stream = token_stream(fam.tokenizer, corp.finetune)
     tok = fam.tokenizer
-    return Setup(f"pico {scale}", models, list(fam.names), [float(x) for x in fam.log_sizes], fam.vocab_size,
-                 tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id, tok.eos_token_id, fam,
-                 stream, notes)
+    return Setup(
+        f"pico {scale}",
+        models,
+        list(fam.names),
+        [float(x) for x in fam.log_sizes],
+        fam.vocab_size,
+        tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id,
+        tok.eos_token_id,
+        fam,
+        stream,
+        notes,
+    )
 
 
 # ============================================================================ helpers
+
 
 def sync(device) -> None:
     if torch.device(device).type == "cuda":
@@ -215,16 +259,30 @@ def flops_per_token(model, ctx: float = 0.0) -> dict:
     n_non = count_nonembedding(model)
     base = 2 * (n_non + d * v_out)
     n_layer = model.config.num_hidden_layers
-    return {"n_nonembedding": int(n_non), "d_model": int(d), "v_out": int(v_out), "n_layer": int(n_layer),
-            "flops": float(base), "flops_with_attention": float(base + 4 * n_layer * d * ctx)}
+    return {
+        "n_nonembedding": int(n_non),
+        "d_model": int(d),
+        "v_out": int(v_out),
+        "n_layer": int(n_layer),
+        "flops": float(base),
+        "flops_with_attention": float(base + 4 * n_layer * d * ctx),
+    }
 
 
 def machine_info(device, threads) -> dict:
     import transformers
-    info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
-            "transformers": transformers.__version__, "cpu_count": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "threads_asked": threads, "device": str(device),
-            "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None}
+
+    info = {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+        "cpu_count": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "threads_asked": threads,
+        "device": str(device),
+        "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
     if torch.device(device).type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
@@ -232,12 +290,14 @@ def machine_info(device, threads) -> dict:
 
 # ============================================================================ generation
 
+
 def prompts(setup: Setup, batch: int, length: int, device) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch`` consecutive windows of the fine-tuning stream, all ``length`` tokens (no padding)."""
     need = batch * length
     if setup.stream.shape[0] < need:
-        raise ValueError(f"the fine-tuning stream has {setup.stream.shape[0]} tokens, fewer than {need}; "
-                         "lower --prompt-len.")
+        raise ValueError(
+            f"the fine-tuning stream has {setup.stream.shape[0]} tokens, fewer than {need}; lower --prompt-len."
+        )
     ids = torch.from_numpy(setup.stream[:need].reshape(batch, length).copy()).to(device)
     return ids, torch.ones_like(ids)
 
@@ -247,6 +307,7 @@ def forward_time_ratio(small, big, ids, steps: int, repeats: int, device) -> dic
     """Median time of ``steps`` one-token forward passes with a KV cache (after the prompt): small / big.
 
     Tells how far a model's forward time is from its FLOPs (fixed per-call costs dominate tiny models)."""
+
     def run(model):
         cache = model(input_ids=ids, use_cache=True).past_key_values
         tok = ids[:, -1:]
@@ -255,18 +316,23 @@ def forward_time_ratio(small, big, ids, steps: int, repeats: int, device) -> dic
             c = cache
             for _ in range(steps):
                 c = model(input_ids=tok, past_key_values=c, use_cache=True).past_key_values
+
         return go
+
     t_small, t_big = [], []
     for r in range(repeats):
         pair = [(small, t_small), (big, t_big)]
-        for model, acc in (pair if r % 2 == 0 else pair[::-1]):
+        for model, acc in pair if r % 2 == 0 else pair[::-1]:
             acc.append(timed(run(model), device)[0] / steps)
-    return {"alm_s_per_forward": median(t_small), "elm_s_per_forward": median(t_big),
-            "alm_over_elm": median([a / b for a, b in zip(t_small, t_big)])}
+    return {
+        "alm_s_per_forward": median(t_small),
+        "elm_s_per_forward": median(t_big),
+        "alm_over_elm": median([a / b for a, b in zip(t_small, t_big)]),
+    }
 
 
 def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
-    alm_prime = copy.deepcopy(setup.alm)   # stands in for ALM': same architecture, speed only
+    alm_prime = copy.deepcopy(setup.alm)  # stands in for ALM': same architecture, speed only
     V = setup.vocab_size
 
     def runner(method, ids, mask, n):
@@ -277,15 +343,28 @@ def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
         elif method == "apd":
             procs = [processors.APDLogitsProcessor(alm_prime, T=1.0, vocab_size=V)]
         else:
-            procs = [processors.OnTheFlyLogitsProcessor(setup.models[:-1], setup.log_sizes, T=2.0, top_k=20,
-                                                      vocab_size=V, iterations=s.otf_iterations)]
+            procs = [
+                processors.OnTheFlyLogitsProcessor(
+                    setup.models[:-1], setup.log_sizes, T=2.0, top_k=20, vocab_size=V, iterations=s.otf_iterations
+                )
+            ]
 
         def run():
-            out = generation.generate(setup.elm, ids, mask, procs, max_new_tokens=n, min_new_tokens=n,
-                                    do_sample=False, pad_token_id=setup.pad_id, eos_token_id=setup.eos_id)
+            out = generation.generate(
+                setup.elm,
+                ids,
+                mask,
+                procs,
+                max_new_tokens=n,
+                min_new_tokens=n,
+                do_sample=False,
+                pad_token_id=setup.pad_id,
+                eos_token_id=setup.eos_id,
+            )
             if out.shape[1] != ids.shape[1] + n:
                 raise RuntimeError(f"{method} generated {out.shape[1] - ids.shape[1]} tokens, not {n}")
             return out
+
         return run
 
     results = {}
@@ -293,16 +372,23 @@ def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
         ids, mask = prompts(setup, b, s.prompt_len, device)
         times = {m: [] for m in METHODS}
         cpu = {m: [] for m in METHODS}
-        for m in METHODS:                                   # warm-up (first-call costs)
+        for m in METHODS:  # warm-up (first-call costs)
             timed(runner(m, ids, mask, s.new_tokens), device)
         for r in range(s.repeats):
-            order = METHODS[r % 3:] + METHODS[:r % 3]       # rotate the order from repeat to repeat
+            order = METHODS[r % 3 :] + METHODS[: r % 3]  # rotate the order from repeat to repeat
             for m in order:
                 wall, c, _ = timed(runner(m, ids, mask, s.new_tokens), device)
                 times[m].append(wall)
                 cpu[m].append(c)
-        row = {m: {"times_s": times[m], "cpu_times_s": cpu[m], "median_s": median(times[m]),
-                   "tokens_per_s": b * s.new_tokens / median(times[m])} for m in METHODS}
+        row = {
+            m: {
+                "times_s": times[m],
+                "cpu_times_s": cpu[m],
+                "median_s": median(times[m]),
+                "tokens_per_s": b * s.new_tokens / median(times[m]),
+            }
+            for m in METHODS
+        }
         pairs = {"cd_over_elm": ("cd", "elm"), "apd_over_cd": ("apd", "cd"), "apd_over_elm": ("apd", "elm")}
         paired = {k: [x / y for x, y in zip(times[a], times[b_])] for k, (a, b_) in pairs.items()}
         paired_cpu = {k: [x / y for x, y in zip(cpu[a], cpu[b_])] for k, (a, b_) in pairs.items()}
@@ -314,32 +400,56 @@ def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
         warm = runner("otf", ids, mask, 1)
         timed(warm, device)
         otf = [timed(runner("otf", ids, mask, s.otf_new_tokens), device)[0] for _ in range(s.otf_repeats)]
-        row["otf"] = {"times_s": otf, "median_s": median(otf), "new_tokens": s.otf_new_tokens,
-                      "tokens_per_s": b * s.otf_new_tokens / median(otf)}
+        row["otf"] = {
+            "times_s": otf,
+            "median_s": median(otf),
+            "new_tokens": s.otf_new_tokens,
+            "tokens_per_s": b * s.otf_new_tokens / median(otf),
+        }
         row["ratios"]["otf_time_per_token_over_elm"] = row["elm"]["tokens_per_s"] / row["otf"]["tokens_per_s"]
         row["forward_time"] = forward_time_ratio(setup.alm, setup.elm, ids, s.new_tokens, 6, device)
         results[f"batch_{b}"] = row
-        log(f"  batch {b}: " + ", ".join(f"{m} {row[m]['tokens_per_s']:.1f} tok/s" for m in METHODS)
-            + f", on the fly {row['otf']['tokens_per_s']:.2f} tok/s")
+        log(
+            f"  batch {b}: "
+            + ", ".join(f"{m} {row[m]['tokens_per_s']:.1f} tok/s" for m in METHODS)
+            + f", on the fly {row['otf']['tokens_per_s']:.2f} tok/s"
+        )
 
     ctx = s.prompt_len + (s.new_tokens - 1) / 2
     f_elm, f_alm = flops_per_token(setup.elm, ctx), flops_per_token(setup.alm, ctx)
     return {
-        "settings": {"prompt_len": s.prompt_len, "new_tokens": s.new_tokens, "repeats": s.repeats,
-                     "batch_sizes": list(s.batch_sizes), "greedy": True, "cd_T": 2.0, "apd_T": 1.0, "filters": [],
-                     "otf": {"new_tokens": s.otf_new_tokens, "repeats": s.otf_repeats, "top_k": 20, "w": 0.5,
-                             "iterations": s.otf_iterations, "members": len(setup.models)},
-                     "alm_prime": "a copy of the ALM (same architecture and weights): speed does not depend on the weights",
-                     "order": "ELM, CD, APD interleaved, order rotated every repeat; ratios taken within a repeat",
-                     "timer": "wall clock (time.perf_counter, CUDA synchronised); cpu_time_ratios use this "
-                              "process's CPU time (time.process_time) as a cross-check on a shared CPU"},
-        "flops": {"elm": f_elm, "alm": f_alm,
-                  "formula": "F = 2 * (N_nonembedding + d_model * V_out) per token (unembedding matmul counted, "
-                             "embedding lookup 0); flops_with_attention adds 4 * n_layer * d_model * ctx at the "
-                             f"mean context ctx = prompt_len + (new_tokens - 1) / 2 = {ctx:g}",
-                  "alm_over_elm": f_alm["flops"] / f_elm["flops"],
-                  "alm_over_elm_with_attention": f_alm["flops_with_attention"] / f_elm["flops_with_attention"],
-                  "predicted_cd_over_elm": 1 + f_alm["flops"] / f_elm["flops"]},
+        "settings": {
+            "prompt_len": s.prompt_len,
+            "new_tokens": s.new_tokens,
+            "repeats": s.repeats,
+            "batch_sizes": list(s.batch_sizes),
+            "greedy": True,
+            "cd_T": 2.0,
+            "apd_T": 1.0,
+            "filters": [],
+            "otf": {
+                "new_tokens": s.otf_new_tokens,
+                "repeats": s.otf_repeats,
+                "top_k": 20,
+                "w": 0.5,
+                "iterations": s.otf_iterations,
+                "members": len(setup.models),
+            },
+            "alm_prime": "a copy of the ALM (same architecture and weights): speed does not depend on the weights",
+            "order": "ELM, CD, APD interleaved, order rotated every repeat; ratios taken within a repeat",
+            "timer": "wall clock (time.perf_counter, CUDA synchronised); cpu_time_ratios use this "
+            "process's CPU time (time.process_time) as a cross-check on a shared CPU",
+        },
+        "flops": {
+            "elm": f_elm,
+            "alm": f_alm,
+            "formula": "F = 2 * (N_nonembedding + d_model * V_out) per token (unembedding matmul counted, "
+            "embedding lookup 0); flops_with_attention adds 4 * n_layer * d_model * ctx at the "
+            f"mean context ctx = prompt_len + (new_tokens - 1) / 2 = {ctx:g}",
+            "alm_over_elm": f_alm["flops"] / f_elm["flops"],
+            "alm_over_elm_with_attention": f_alm["flops_with_attention"] / f_elm["flops_with_attention"],
+            "predicted_cd_over_elm": 1 + f_alm["flops"] / f_elm["flops"],
+        },
         "results": results,
     }
 
@@ -366,13 +476,24 @@ def bench_real(setup: Setup, s: Settings, device, log) -> dict:
         thf.at_last(ids, mask, window=window)
 
     def generate(real: bool):
-        procs = [processors.REALLogitsProcessor(thf, T_r=4.0, vocab_size=V, window=window) if real
-                 else processors.FilteredLogitsProcessor([TopP(0.9)], vocab_size=V)]
-        return lambda: generation.generate(setup.elm, ids, mask, procs, max_new_tokens=s.new_tokens,
-                                           min_new_tokens=s.new_tokens, do_sample=False,
-                                           pad_token_id=setup.pad_id, eos_token_id=setup.eos_id)
+        procs = [
+            processors.REALLogitsProcessor(thf, T_r=4.0, vocab_size=V, window=window)
+            if real
+            else processors.FilteredLogitsProcessor([TopP(0.9)], vocab_size=V)
+        ]
+        return lambda: generation.generate(
+            setup.elm,
+            ids,
+            mask,
+            procs,
+            max_new_tokens=s.new_tokens,
+            min_new_tokens=s.new_tokens,
+            do_sample=False,
+            pad_token_id=setup.pad_id,
+            eos_token_id=setup.eos_id,
+        )
 
-    for fn in (elm_step, thf_step, generate(False), generate(True)):   # warm-up
+    for fn in (elm_step, thf_step, generate(False), generate(True)):  # warm-up
         timed(fn, device)
     fwd, gen = [], []
     for r in range(s.repeats):
@@ -382,28 +503,51 @@ def bench_real(setup: Setup, s: Settings, device, log) -> dict:
         order = [("top_p", generate(False)), ("real", generate(True))]
         t = {name: timed(fn, device)[0] for name, fn in (order if r % 2 == 0 else order[::-1])}
         gen.append(t["real"] / t["top_p"])
-    out = {"settings": {"batch": b, "window": window, "new_tokens": s.new_tokens, "repeats": s.repeats,
-                        "thf": "a copy of the ALM with the THF head", "T_r": 4.0, "top_p": 0.9},
-           "thf_forward_over_elm_forward": median(fwd), "real_over_top_p_generation": median(gen)}
-    log(f"  REAL: THF window forward / ELM forward {out['thf_forward_over_elm_forward']:.2f}, "
-        f"ELM + REAL / ELM + top-p generation {out['real_over_top_p_generation']:.2f}")
+    out = {
+        "settings": {
+            "batch": b,
+            "window": window,
+            "new_tokens": s.new_tokens,
+            "repeats": s.repeats,
+            "thf": "a copy of the ALM with the THF head",
+            "T_r": 4.0,
+            "top_p": 0.9,
+        },
+        "thf_forward_over_elm_forward": median(fwd),
+        "real_over_top_p_generation": median(gen),
+    }
+    log(
+        f"  REAL: THF window forward / ELM forward {out['thf_forward_over_elm_forward']:.2f}, "
+        f"ELM + REAL / ELM + top-p generation {out['real_over_top_p_generation']:.2f}"
+    )
     return out
 
 
 # ============================================================================ fitter, collection, training
+
 
 def bench_fitter(s: Settings, device, log) -> dict:
     curves.fit_curves(curves.synthetic_curves(64)[0], curves.PYTHIA_LOG_SIZES, iterations=5, device=device)  # warm-up
     runs = []
     for r in range(s.fitter_repeats):
         runs.append(curves.benchmark_fitter(s.fitter_vectorised, s.fitter_loop, seed=r, device=device))
-        log(f"  repeat {r + 1}: {runs[-1]['curves_per_s_vectorised']:.0f} vs "
-            f"{runs[-1]['curves_per_s_one_by_one']:.2f} curves/s, {runs[-1]['speedup']:.0f}x")
-    return {"runs": runs, "curves_per_s_vectorised": median([x["curves_per_s_vectorised"] for x in runs]),
-            "curves_per_s_one_by_one": median([x["curves_per_s_one_by_one"] for x in runs]),
-            "speedup": median([x["speedup"] for x in runs]),
-            "settings": {"n_vectorised": s.fitter_vectorised, "n_loop": s.fitter_loop, "iterations": 400,
-                         "members": len(curves.PYTHIA_LOG_SIZES), "curves": "apd.core.curves.synthetic_curves"}}
+        log(
+            f"  repeat {r + 1}: {runs[-1]['curves_per_s_vectorised']:.0f} vs "
+            f"{runs[-1]['curves_per_s_one_by_one']:.2f} curves/s, {runs[-1]['speedup']:.0f}x"
+        )
+    return {
+        "runs": runs,
+        "curves_per_s_vectorised": median([x["curves_per_s_vectorised"] for x in runs]),
+        "curves_per_s_one_by_one": median([x["curves_per_s_one_by_one"] for x in runs]),
+        "speedup": median([x["speedup"] for x in runs]),
+        "settings": {
+            "n_vectorised": s.fitter_vectorised,
+            "n_loop": s.fitter_loop,
+            "iterations": 400,
+            "members": len(curves.PYTHIA_LOG_SIZES),
+            "curves": "apd.core.curves.synthetic_curves",
+        },
+    }
 
 
 def bench_collection(setup: Setup, s: Settings, workdir: Path, log) -> dict:
@@ -415,17 +559,29 @@ def bench_collection(setup: Setup, s: Settings, workdir: Path, log) -> dict:
     times, first = [], None
     for r in range(s.collect_repeats):
         out = workdir / f"collect-{r}"
-        t, _, _ = timed(lambda out=out: collect.collect_probabilities(setup.family, ids, out, cfg,
-                                                                      batch_size=s.collect_batch, progress=False),
-                        setup.elm.device)
+        t, _, _ = timed(
+            lambda out=out: collect.collect_probabilities(
+                setup.family, ids, out, cfg, batch_size=s.collect_batch, progress=False
+            ),
+            setup.elm.device,
+        )
         times.append(t)
         first = first or out
     pos_s = n_pos / median(times)
     log(f"  {pos_s:.0f} positions/s ({len(setup.names)} members)")
-    return {"positions": n_pos, "times_s": times, "positions_per_s": pos_s,
-            "member_positions_per_s": pos_s * len(setup.names),
-            "settings": {"seq_len": s.collect_seq_len, "chunks": s.collect_chunks, "batch_size": s.collect_batch,
-                         "members": len(setup.names), "token_set": cfg.k}}, first
+    return {
+        "positions": n_pos,
+        "times_s": times,
+        "positions_per_s": pos_s,
+        "member_positions_per_s": pos_s * len(setup.names),
+        "settings": {
+            "seq_len": s.collect_seq_len,
+            "chunks": s.collect_chunks,
+            "batch_size": s.collect_batch,
+            "members": len(setup.names),
+            "token_set": cfg.k,
+        },
+    }, first
 
 
 def bench_training(setup: Setup, s: Settings, collect_dir: Path, workdir: Path, device, log) -> dict:
@@ -434,28 +590,54 @@ def bench_training(setup: Setup, s: Settings, collect_dir: Path, workdir: Path, 
     from apd.amateur.train import train_alm_prime
 
     manifest = collect.read_manifest(collect_dir)
-    data = CollectedChunks(list(collect.iter_records(collect_dir)), log_sizes=manifest["log_sizes"],
-                           member_names=manifest["members"])
-    cfg = APDTrainConfig(family="pico", lambda3=0.8, batch_size=s.train_batch, micro_batch_size=s.train_batch,
-                         epochs=1, warmup_steps=0.1, checkpoint_every=10 ** 9, device=str(device))
+    data = CollectedChunks(
+        list(collect.iter_records(collect_dir)), log_sizes=manifest["log_sizes"], member_names=manifest["members"]
+    )
+    cfg = APDTrainConfig(
+        family="pico",
+        lambda3=0.8,
+        batch_size=s.train_batch,
+        micro_batch_size=s.train_batch,
+        epochs=1,
+        warmup_steps=0.1,
+        checkpoint_every=10**9,
+        device=str(device),
+    )
     stamps = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         t0 = time.perf_counter()
-        train_alm_prime(cfg, setup.alm, data, workdir / "train", progress=False,
-                        callback=lambda step, rec: (sync(device), stamps.append(time.perf_counter())))
+        train_alm_prime(
+            cfg,
+            setup.alm,
+            data,
+            workdir / "train",
+            progress=False,
+            callback=lambda step, rec: (sync(device), stamps.append(time.perf_counter())),
+        )
         total = time.perf_counter() - t0
     steps = np.diff([t0] + stamps)
-    per_step = median(list(steps[1:])) if len(steps) > 1 else float(steps[0])   # the first step carries warm-up
+    per_step = median(list(steps[1:])) if len(steps) > 1 else float(steps[0])  # the first step carries warm-up
     log(f"  {1 / per_step:.2f} steps/s ({len(stamps)} steps of {s.train_batch} x {s.collect_seq_len} positions)")
-    return {"steps": len(stamps), "step_times_s": steps.tolist(), "steps_per_s": 1 / per_step,
-            "positions_per_s": s.train_batch * s.collect_seq_len / per_step, "total_s_incl_setup_and_save": total,
-            "settings": {"batch_size": s.train_batch, "micro_batch_size": s.train_batch, "seq_len": s.collect_seq_len,
-                         "device": str(device), "bf16": torch.device(device).type == "cuda",
-                         "note": "median of the steps after the first; the paper's runs use 64 x 1024 per step"}}
+    return {
+        "steps": len(stamps),
+        "step_times_s": steps.tolist(),
+        "steps_per_s": 1 / per_step,
+        "positions_per_s": s.train_batch * s.collect_seq_len / per_step,
+        "total_s_incl_setup_and_save": total,
+        "settings": {
+            "batch_size": s.train_batch,
+            "micro_batch_size": s.train_batch,
+            "seq_len": s.collect_seq_len,
+            "device": str(device),
+            "bf16": torch.device(device).type == "cuda",
+            "note": "median of the steps after the first; the paper's runs use 64 x 1024 per step",
+        },
+    }
 
 
 # ============================================================================ report
+
 
 def verdicts(gen: dict, fitter: dict) -> list[dict]:
     rows = []
@@ -463,30 +645,49 @@ def verdicts(gen: dict, fitter: dict) -> list[dict]:
     for key, res in gen["results"].items():
         r = res["ratios"]
         cd = r["cd_over_elm"]
-        rows.append({"name": f"CD/ELM time, {key.replace('_', ' ')}", "value": cd,
-                     "target": f"within 10% of 1 + F(ALM)/F(ELM) = {pred:.3f}, i.e. "
-                               f"[{pred * (1 - TARGET_CD_TOLERANCE):.3f}, {pred * (1 + TARGET_CD_TOLERANCE):.3f}]",
-                     "status": "PASS" if abs(cd / pred - 1) <= TARGET_CD_TOLERANCE else "MISS"})
-        rows.append({"name": f"APD/CD time, {key.replace('_', ' ')}", "value": r["apd_over_cd"],
-                     "target": f"<= {TARGET_APD_OVER_CD}",
-                     "status": "PASS" if r["apd_over_cd"] <= TARGET_APD_OVER_CD else "MISS"})
+        rows.append(
+            {
+                "name": f"CD/ELM time, {key.replace('_', ' ')}",
+                "value": cd,
+                "target": f"within 10% of 1 + F(ALM)/F(ELM) = {pred:.3f}, i.e. "
+                f"[{pred * (1 - TARGET_CD_TOLERANCE):.3f}, {pred * (1 + TARGET_CD_TOLERANCE):.3f}]",
+                "status": "PASS" if abs(cd / pred - 1) <= TARGET_CD_TOLERANCE else "MISS",
+            }
+        )
+        rows.append(
+            {
+                "name": f"APD/CD time, {key.replace('_', ' ')}",
+                "value": r["apd_over_cd"],
+                "target": f"<= {TARGET_APD_OVER_CD}",
+                "status": "PASS" if r["apd_over_cd"] <= TARGET_APD_OVER_CD else "MISS",
+            }
+        )
     if fitter is not None:
-        rows.append({"name": "fitter speed-up, vectorised / one by one", "value": fitter["speedup"],
-                     "target": f">= {TARGET_FITTER_SPEEDUP:g}",
-                     "status": "PASS" if fitter["speedup"] >= TARGET_FITTER_SPEEDUP else "MISS"})
+        rows.append(
+            {
+                "name": "fitter speed-up, vectorised / one by one",
+                "value": fitter["speedup"],
+                "target": f">= {TARGET_FITTER_SPEEDUP:g}",
+                "status": "PASS" if fitter["speedup"] >= TARGET_FITTER_SPEEDUP else "MISS",
+            }
+        )
     return rows
 
 
 def table(report: dict) -> str:
-    lines = [f"apd benchmarks: {report['family']['name']} on {report['machine']['device']}, "
-             f"{report['machine']['torch_threads']} torch thread(s), {report['machine']['cpu_count']} CPUs, "
-             f"load {report['machine']['load_average_start']}"]
+    lines = [
+        f"apd benchmarks: {report['family']['name']} on {report['machine']['device']}, "
+        f"{report['machine']['torch_threads']} torch thread(s), {report['machine']['cpu_count']} CPUs, "
+        f"load {report['machine']['load_average_start']}"
+    ]
     for n in report["notes"]:
         lines.append(f"note: {n}")
     gen = report["generation"]
     st = gen["settings"]
-    lines.append(f"\nGeneration, greedy, prompt {st['prompt_len']} tokens, {st['new_tokens']} new tokens "
-                 f"(on the fly: {st['otf']['new_tokens']}), median of {st['repeats']} interleaved repeats")
+    lines.append(
+        f"\nGeneration, greedy, prompt {st['prompt_len']} tokens, {st['new_tokens']} new tokens "
+        f"(on the fly: {st['otf']['new_tokens']}), median of {st['repeats']} interleaved repeats"
+    )
     keys = list(gen["results"])
     lines.append(f"{'tokens/s':<22}" + "".join(f"{k.replace('_', ' '):>14}" for k in keys))
     for m in (*METHODS, "otf"):
@@ -499,33 +700,47 @@ def table(report: dict) -> str:
             lo, hi = res["ratios_iqr"][name]
             cells.append(f"{res['ratios'][name]:.3f} [{lo:.2f}, {hi:.2f}]; cpu {res['cpu_time_ratios'][name]:.3f}")
         lines.append(f"  {name:<14}" + "".join(f"{c:>32}" for c in cells))
-    lines.append(f"  {'otf_over_elm':<14}" + "".join(
-        f"{gen['results'][k]['ratios']['otf_time_per_token_over_elm']:>32.1f}" for k in keys)
-        + "   (time per new token)")
+    lines.append(
+        f"  {'otf_over_elm':<14}"
+        + "".join(f"{gen['results'][k]['ratios']['otf_time_per_token_over_elm']:>32.1f}" for k in keys)
+        + "   (time per new token)"
+    )
     fl = gen["flops"]
-    lines.append(f"FLOPs/token: ALM {fl['alm']['flops']:.4g}, ELM {fl['elm']['flops']:.4g}; F(ALM)/F(ELM) = "
-                 f"{fl['alm_over_elm']:.3f} ({fl['alm_over_elm_with_attention']:.3f} with attention) -> predicted "
-                 f"CD/ELM {fl['predicted_cd_over_elm']:.3f}")
-    lines.append("measured one-token forward time ALM/ELM (KV cache, no generate): " + ", ".join(
-        f"{k.replace('_', ' ')} {gen['results'][k]['forward_time']['alm_over_elm']:.3f}" for k in keys))
+    lines.append(
+        f"FLOPs/token: ALM {fl['alm']['flops']:.4g}, ELM {fl['elm']['flops']:.4g}; F(ALM)/F(ELM) = "
+        f"{fl['alm_over_elm']:.3f} ({fl['alm_over_elm_with_attention']:.3f} with attention) -> predicted "
+        f"CD/ELM {fl['predicted_cd_over_elm']:.3f}"
+    )
+    lines.append(
+        "measured one-token forward time ALM/ELM (KV cache, no generate): "
+        + ", ".join(f"{k.replace('_', ' ')} {gen['results'][k]['forward_time']['alm_over_elm']:.3f}" for k in keys)
+    )
     if report.get("real"):
         r = report["real"]
-        lines.append(f"REAL (batch {r['settings']['batch']}, window {r['settings']['window']}): THF forward / ELM "
-                     f"forward {r['thf_forward_over_elm_forward']:.2f}, ELM + REAL / ELM + top-p generation "
-                     f"{r['real_over_top_p_generation']:.2f}")
+        lines.append(
+            f"REAL (batch {r['settings']['batch']}, window {r['settings']['window']}): THF forward / ELM "
+            f"forward {r['thf_forward_over_elm_forward']:.2f}, ELM + REAL / ELM + top-p generation "
+            f"{r['real_over_top_p_generation']:.2f}"
+        )
     if report.get("fitter"):
         f = report["fitter"]
-        lines.append(f"\nFitter (400 iterations, {f['settings']['members']} members): vectorised "
-                     f"{f['curves_per_s_vectorised']:.0f} curves/s, one by one {f['curves_per_s_one_by_one']:.2f} "
-                     f"curves/s, speed-up {f['speedup']:.0f}x")
+        lines.append(
+            f"\nFitter (400 iterations, {f['settings']['members']} members): vectorised "
+            f"{f['curves_per_s_vectorised']:.0f} curves/s, one by one {f['curves_per_s_one_by_one']:.2f} "
+            f"curves/s, speed-up {f['speedup']:.0f}x"
+        )
     if report.get("collection"):
         c = report["collection"]
-        lines.append(f"Collection: {c['positions_per_s']:.0f} positions/s ({c['settings']['members']} members, "
-                     f"{c['positions']} positions, batch {c['settings']['batch_size']} x {c['settings']['seq_len']})")
+        lines.append(
+            f"Collection: {c['positions_per_s']:.0f} positions/s ({c['settings']['members']} members, "
+            f"{c['positions']} positions, batch {c['settings']['batch_size']} x {c['settings']['seq_len']})"
+        )
     if report.get("training"):
         t = report["training"]
-        lines.append(f"ALM' training: {t['steps_per_s']:.2f} steps/s ({t['settings']['batch_size']} x "
-                     f"{t['settings']['seq_len']} positions per step, {t['positions_per_s']:.0f} positions/s)")
+        lines.append(
+            f"ALM' training: {t['steps_per_s']:.2f} steps/s ({t['settings']['batch_size']} x "
+            f"{t['settings']['seq_len']} positions per step, {t['positions_per_s']:.0f} positions/s)"
+        )
     lines.append("\nTargets")
     for v in report["targets"]:
         lines.append(f"  [{v['status']}] {v['name']}: {v['value']:.3f} (target {v['target']})")
@@ -535,12 +750,18 @@ def table(report: dict) -> str:
 
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--scale", choices=("smoke", "default", "tiny"), default=None,
-                    help="pico 'smoke' (default), pico 'default' (only if already cached; else smoke), or "
-                         "'tiny' random models")
+    ap.add_argument(
+        "--scale",
+        choices=("smoke", "default", "tiny"),
+        default=None,
+        help="pico 'smoke' (default), pico 'default' (only if already cached; else smoke), or 'tiny' random models",
+    )
     ap.add_argument("--quick", action="store_true", help="tiny random models, fewer repeats (< 1 minute)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "bench" / "benchmarks.json"),
-                    help="the JSON file to write (default results/bench/benchmarks.json)")
+    ap.add_argument(
+        "--out",
+        default=str(ROOT / "results" / "bench" / "benchmarks.json"),
+        help="the JSON file to write (default results/bench/benchmarks.json)",
+    )
     ap.add_argument("--device", default="auto", help="auto (cuda if available), cpu or cuda")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default 1 on the CPU)")
     ap.add_argument("--repeats", type=int, default=None, help="interleaved repeats of each generation")
@@ -549,8 +770,11 @@ def main(argv=None) -> dict:
     if args.quick and args.scale not in (None, "tiny"):
         ap.error("--quick runs the tiny random models; leave out --scale or pass --scale tiny")
     scale = "tiny" if args.quick else (args.scale or "smoke")
-    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available()
-                          else ("cpu" if args.device == "auto" else args.device))
+    device = torch.device(
+        "cuda"
+        if args.device == "auto" and torch.cuda.is_available()
+        else ("cpu" if args.device == "auto" else args.device)
+    )
     if device.type == "cuda" and not torch.cuda.is_available():
         ap.error("--device cuda but CUDA is not available; use --device cpu or auto")
     threads = args.threads if args.threads is not None else (1 if device.type == "cpu" else torch.get_num_threads())
@@ -571,11 +795,19 @@ def main(argv=None) -> dict:
     t_start = time.perf_counter()
     log(f"setting up the {scale} family on {device} ({threads} thread(s))")
     setup = tiny_setup(device) if scale == "tiny" else pico_setup(scale, device)
-    report = {"machine": machine_info(device, threads), "scale_asked": scale, "quick": args.quick,
-              "family": {"name": setup.name, "members": setup.names, "log_sizes": setup.log_sizes,
-                         "vocab_size": setup.vocab_size,
-                         "n_nonembedding": [count_nonembedding(m) for m in setup.models]},
-              "notes": list(setup.notes)}
+    report = {
+        "machine": machine_info(device, threads),
+        "scale_asked": scale,
+        "quick": args.quick,
+        "family": {
+            "name": setup.name,
+            "members": setup.names,
+            "log_sizes": setup.log_sizes,
+            "vocab_size": setup.vocab_size,
+            "n_nonembedding": [count_nonembedding(m) for m in setup.models],
+        },
+        "notes": list(setup.notes),
+    }
     log("generation")
     report["generation"] = bench_generation(setup, s, device, log)
     log("REAL")

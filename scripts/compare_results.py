@@ -7,6 +7,7 @@ Timings (keys or columns naming seconds, time or wall) and the run records (``ru
 timings, versions and paths) are left out. Numbers must be equal up to ``--rtol`` (default 0:
 exactly equal). Prints each difference and exits 1 when there is any.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,7 @@ def compare_values(a, b, where: str, rtol: float, out: list) -> None:
         for i, (x, y) in enumerate(zip(a, b)):
             compare_values(x, y, f"{where}[{i}]", rtol, out)
     elif isinstance(a, str) and isinstance(b, str) and PATHLIKE.match(a) and PATHLIKE.match(b):
-        return   # absolute paths of the machine that ran it
+        return  # absolute paths of the machine that ran it
     elif not same(a, b, rtol):
         out.append(f"{where}: {a!r} -> {b!r}")
 
@@ -96,8 +97,10 @@ def main(argv=None) -> int:
     n_csv = len(list((args.before / "tables").glob("*.csv")))
     for d in diffs:
         print(d)
-    print(f"{len(diffs)} differences in {n_json} results files and {n_csv} tables "
-          f"({'exact' if not args.rtol else f'rtol {args.rtol:g}'}; timings and run records left out)")
+    print(
+        f"{len(diffs)} differences in {n_json} results files and {n_csv} tables "
+        f"({'exact' if not args.rtol else f'rtol {args.rtol:g}'}; timings and run records left out)"
+    )
     return 1 if diffs else 0
 
 

@@ -12,6 +12,7 @@ normal cached path (``APD_CACHE_DIR``; keyed by the configuration, resumable, pr
 a rerun only recomputes the controls. Appends one row to ``docs/testbed/configurations.csv``
 (``--table``) and prints the controls. Choose worlds by these controls, never by APD's results.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,14 +49,20 @@ def _pairs(items, what: str) -> dict:
 
 def _members(text: str):
     from apd.family.pretrain import Member
+
     return tuple(Member(*(int(v) for v in part.split(","))) for part in str(text).split(";") if part.strip())
 
 
 def configure(scale: str, world: dict, corpus: dict, pico: dict):
     """(CorpusConfig, PicoConfig, overrides as a JSON-able dict) of ``scale`` with the changes."""
     from apd.family import pico as pico_mod
+
     corpus_cfg, pico_cfg = pico_mod.configs(scale)
-    for name, fields, cfg in (("world", world, corpus_cfg.world), ("corpus", corpus, corpus_cfg), ("pico", pico, pico_cfg)):
+    for name, fields, cfg in (
+        ("world", world, corpus_cfg.world),
+        ("corpus", corpus, corpus_cfg),
+        ("pico", pico, pico_cfg),
+    ):
         known = {f.name for f in dataclasses.fields(cfg)}
         bad = sorted(set(fields) - known)
         if bad:
@@ -71,8 +78,12 @@ def configure(scale: str, world: dict, corpus: dict, pico: dict):
     overrides = {"scale": scale}
     overrides.update({f"world.{k}": v for k, v in world.items()})
     overrides.update({f"corpus.{k}": v for k, v in corpus.items()})
-    overrides.update({f"pico.{k}": (";".join(f"{m.n_layer},{m.d_model},{m.n_head}" for m in v) if k == "members" else v)
-                      for k, v in pico.items()})
+    overrides.update(
+        {
+            f"pico.{k}": (";".join(f"{m.n_layer},{m.d_model},{m.n_head}" for m in v) if k == "members" else v)
+            for k, v in pico.items()
+        }
+    )
     return corpus_cfg, pico_cfg, overrides
 
 
@@ -101,28 +112,41 @@ def main(argv=None) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    corpus_cfg, pico_cfg, overrides = configure(args.scale, _pairs(args.world, "world"), _pairs(args.corpus, "corpus"),
-                                                _pairs(args.pico, "pico"))
+    corpus_cfg, pico_cfg, overrides = configure(
+        args.scale, _pairs(args.world, "world"), _pairs(args.corpus, "corpus"), _pairs(args.pico, "pico")
+    )
     print(f"[testbed] {args.name}: {json.dumps(overrides)}", flush=True)
     t0 = time.time()
-    built = pico_mod.build_configured(corpus_cfg, pico_cfg, args.name, device=args.device, progress=True,
-                                         train=not args.no_train)
+    built = pico_mod.build_configured(
+        corpus_cfg, pico_cfg, args.name, device=args.device, progress=True, train=not args.no_train
+    )
     fam = built.family(device=args.device)
     manifest = json.loads((built.family_dir / "family.json").read_text())
-    print(f"[testbed] family {built.family_dir.name} ready in {time.time() - t0:.0f} s "
-          f"(trained in {manifest.get('total_train_seconds')} s)", flush=True)
+    print(
+        f"[testbed] family {built.family_dir.name} ready in {time.time() - t0:.0f} s "
+        f"(trained in {manifest.get('total_train_seconds')} s)",
+        flush=True,
+    )
     t1 = time.time()
-    c = measure_controls(fam, built, ne_er=not args.no_ne_er, cd_T=args.cd_T, fit_iterations=args.fit_iterations,
-                         progress=True)
+    c = measure_controls(
+        fam, built, ne_er=not args.no_ne_er, cd_T=args.cd_T, fit_iterations=args.fit_iterations, progress=True
+    )
     control_seconds = time.time() - t1
     world = built.corpus.world
-    row = {"configuration": args.name, "overrides": json.dumps(overrides, sort_keys=True), "device": str(fam.device),
-           "eval_people": len(world.eval_people), "people": len(world.people), **c.row(),
-           "family_key": built.family_dir.name, "train_seconds": manifest.get("total_train_seconds"),
-           "control_seconds": round(control_seconds, 1),
-           "machine": f"{platform.machine()}, {os.cpu_count()} cpus"
-                      + (f", {torch.cuda.get_device_name()}" if str(fam.device).startswith("cuda") else ""),
-           "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M")}
+    row = {
+        "configuration": args.name,
+        "overrides": json.dumps(overrides, sort_keys=True),
+        "device": str(fam.device),
+        "eval_people": len(world.eval_people),
+        "people": len(world.people),
+        **c.row(),
+        "family_key": built.family_dir.name,
+        "train_seconds": manifest.get("total_train_seconds"),
+        "control_seconds": round(control_seconds, 1),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cpus"
+        + (f", {torch.cuda.get_device_name()}" if str(fam.device).startswith("cuda") else ""),
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M"),
+    }
     append_configuration(row, args.table)
     print(c.cd_gain.round(4).to_string())
     print(f"dev 1/T = {c.dev_inv_T:g}; fitter's held-out residual = {c.residual_noise:.4f}")
@@ -132,10 +156,20 @@ def main(argv=None) -> int:
     print("NE_ER:", c.ne_er if c.ne_er is not None else c.ne_er_note)
     print("passes:", c.passes(), "seconds:", {k: round(v, 1) for k, v in c.seconds.items()})
     if args.json:
-        Path(args.json).write_text(json.dumps({"row": row, "cd_gain": c.cd_gain.reset_index().to_dict("records"),
-                                               "known_answer": c.known_answer.reset_index().to_dict("records"),
-                                               "asymptote": c.asymptote.reset_index().to_dict("records"),
-                                               "flattening": c.flattening.to_dict(), "ne_er": c.ne_er}, default=str, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "row": row,
+                    "cd_gain": c.cd_gain.reset_index().to_dict("records"),
+                    "known_answer": c.known_answer.reset_index().to_dict("records"),
+                    "asymptote": c.asymptote.reset_index().to_dict("records"),
+                    "flattening": c.flattening.to_dict(),
+                    "ne_er": c.ne_er,
+                },
+                default=str,
+                indent=1,
+            )
+        )
     return 0
 
 

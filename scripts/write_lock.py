@@ -6,6 +6,7 @@ The lock pins every installed package (``pip freeze``), with torch's local "+cpu
 the same pin installs the CPU wheel here and the CUDA wheel on a GPU machine. environment.yml
 carries exactly the same pins for conda users (tests/test_lock.py checks that they agree).
 """
+
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +28,19 @@ def main(pip: str) -> None:
         pins.append(f"{name}=={version.split('+')[0]}")
     pins.sort(key=str.lower)
     (ROOT / "requirements.lock").write_text("\n".join(HEADER + pins) + "\n")
-    env = ["# Conda environment with the same pins as requirements.lock (kept in sync by",
-           "# scripts/write_lock.py; checked by tests/test_lock.py).",
-           "#   conda env create -f environment.yml && conda activate apd && pip install --no-deps -e .",
-           "name: apd", "channels:", "  - conda-forge", "dependencies:", "  - python=3.11", "  - pip",
-           "  - nodejs  # for the local MathJax (npm install)", "  - pip:"]
+    env = [
+        "# Conda environment with the same pins as requirements.lock (kept in sync by",
+        "# scripts/write_lock.py; checked by tests/test_lock.py).",
+        "#   conda env create -f environment.yml && conda activate apd && pip install --no-deps -e .",
+        "name: apd",
+        "channels:",
+        "  - conda-forge",
+        "dependencies:",
+        "  - python=3.11",
+        "  - pip",
+        "  - nodejs  # for the local MathJax (npm install)",
+        "  - pip:",
+    ]
     env += [f"      - {p}" for p in pins]
     (ROOT / "environment.yml").write_text("\n".join(env) + "\n")
     print(f"wrote {len(pins)} pins to requirements.lock and environment.yml")

@@ -38,8 +38,10 @@ def book_html() -> Path:
     """The HTML of the build the browser test reads: ``_build/$APD_BOOK_PROFILE`` (smoke unless set)."""
     html = ROOT / "_build" / BOOK_PROFILE / "book" / "_build" / "html"
     if not (html / "index.html").is_file():
-        pytest.fail(f"{html}/index.html is missing: build it first (`make book PROFILE={BOOK_PROFILE}`; "
-                    "make test builds smoke)")
+        pytest.fail(
+            f"{html}/index.html is missing: build it first (`make book PROFILE={BOOK_PROFILE}`; "
+            "make test builds smoke)"
+        )
     return html
 
 

@@ -8,6 +8,7 @@ glue roles left unrendered (``{glue:text}`...```), figures without a numbered ca
 name for alt text, and sentences that contradict their own numbers: two equal numbers compared as
 better or worse, a result called significant at p >= 0.05, ``z x name_se = value`` where the value
 is the product (it reads as the standard error). Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
+
 import re
 
 from apd.book.pages import missing_walls
@@ -15,15 +16,17 @@ from apd.book.pages import missing_walls
 PROGRESS_LINE = re.compile(r"\d+%\|[^|\n]*\||\d+(?:\.\d+)?\s*(?:it|s|step|batch|shard)/s\]|\d+/\d+ \[\d+:\d\d<")
 TRACEBACK_OR_WARNING = re.compile(r"Traceback \(most recent call last\)|\b\w*Warning\b")
 RAW_MARKDOWN_TABLE = re.compile(r"\|\s*:?(?:-{3,}|[\u2014\u2013]+)\s*:?\|")
-NAN = re.compile(r"(?<![\w.])nan(?![\w(])|n/a n/a")   # how Python prints a missing number
+NAN = re.compile(r"(?<![\w.])nan(?![\w(])|n/a n/a")  # how Python prints a missing number
 MACHINE_PATH = re.compile(r"(?<![\w.:/~\-\\])/(?:[\w.\-]+/)+[\w.\-]+")
 DIGIT_END, DIGIT_START = re.compile(r"[\d%]$"), re.compile(r"^[-+\u2212]?\d")
 PADDED_CLASSES = {"dataframe", "table", "docutils", "highlighttable"}
 GLUE_LEFT = re.compile(r"\{glue(?::\w+)?\}|\{glue:")
 NUMBER = r"[-+\u2212]?\d+(?:[.,]\d+)*%?"
 #: "APD's ppl is 1.230, worse than CD's 1.230": a comparison of two numbers that print the same
-EQUAL_COMPARED = re.compile(rf"({NUMBER}),? (?:\w+ )?(?:\((?:better|worse)\) )?(?:better|worse|lower|higher|smaller|larger)"
-                            rf"(?: \((?:better|worse)\))? than [\w' ]{{0,40}}?({NUMBER})(?!\d|\.\d)")
+EQUAL_COMPARED = re.compile(
+    rf"({NUMBER}),? (?:\w+ )?(?:\((?:better|worse)\) )?(?:better|worse|lower|higher|smaller|larger)"
+    rf"(?: \((?:better|worse)\))? than [\w' ]{{0,40}}?({NUMBER})(?!\d|\.\d)"
+)
 #: "significant (p = 0.1": a result called significant at a p-value of 0.05 or more
 SIGNIFICANT_AT = re.compile(r"(?<!not )(?<!no )\bsignificant\b[^.;]{0,80}?\bp\s*[=<]\s*(\d*\.\d+|\d+)")
 #: "1.96 x gain_se = 0.0105": the value after '=' is the product, so write the se before it
@@ -40,7 +43,7 @@ def _page_parts(html_text):
     main = soup.find("main") or soup
     for tag in main.select("script, style, div.cell_input, nav, .headerlink, .toctree-wrapper"):
         tag.decompose()
-    for block in main.select("div.highlight, code"):   # code written in the prose (outputs are checked)
+    for block in main.select("div.highlight, code"):  # code written in the prose (outputs are checked)
         if not block.decomposed and not block.find_parent("div", class_="cell_output"):
             block.decompose()
     outputs = " \n".join(o.get_text(" ") for o in main.select("div.cell_output"))
@@ -74,13 +77,15 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
 
     def first(pattern, where):
         m = pattern.search(where)
-        return None if m is None else where[max(0, m.start() - 60):m.end() + 40].replace("\n", " ")
+        return None if m is None else where[max(0, m.start() - 60) : m.end() + 40].replace("\n", " ")
 
-    for what, pattern, where in (("a progress-bar line", PROGRESS_LINE, outputs),
-                                 ("a traceback or warning in an output", TRACEBACK_OR_WARNING, outputs),
-                                 ("a raw Markdown table", RAW_MARKDOWN_TABLE, text),
-                                 ("'nan' or 'n/a n/a'", NAN, text),
-                                 ("an absolute machine path", MACHINE_PATH, text)):
+    for what, pattern, where in (
+        ("a progress-bar line", PROGRESS_LINE, outputs),
+        ("a traceback or warning in an output", TRACEBACK_OR_WARNING, outputs),
+        ("a raw Markdown table", RAW_MARKDOWN_TABLE, text),
+        ("'nan' or 'n/a n/a'", NAN, text),
+        ("an absolute machine path", MACHINE_PATH, text),
+    ):
         hit = first(pattern, where)
         if hit:
             problems.append(f"{rel}: {what}: ...{hit}...")
@@ -101,8 +106,10 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
         cap = fig.find("figcaption") if fig else None
         where = img.get("src", "")[-40:]
         if cap is None or not cap.get_text(" ").strip():
-            problems.append(f"{rel}: a figure without a caption ({where}): add mystnb figure metadata "
-                            "(apd.report.plots.caption_metadata)")
+            problems.append(
+                f"{rel}: a figure without a caption ({where}): add mystnb figure metadata "
+                "(apd.report.plots.caption_metadata)"
+            )
         elif not re.search(r"\b(?:Fig(?:ure)?\.?)\s*\d", cap.get_text(" ")):
             problems.append(f"{rel}: a figure caption without a number ({where})")
         alt = (img.get("alt") or "").strip()
@@ -110,9 +117,11 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
             problems.append(f"{rel}: a figure whose alt text is not words ({alt[:40]!r})")
     for out in main.select("div.cell_output div.output.text_plain"):
         problems.append(f"{rel}: a stray output (a cell's bare value): {out.get_text(' ').strip()[:100]!r}")
-    prose = [" ".join(el.get_text(" ").split()) for el in main.select("p, li")
-             if not el.find_parent("div", class_="cell_output") and not el.find_parent("table")
-             and not el.find(["p", "li"])]
+    prose = [
+        " ".join(el.get_text(" ").split())
+        for el in main.select("p, li")
+        if not el.find_parent("div", class_="cell_output") and not el.find_parent("table") and not el.find(["p", "li"])
+    ]
     for wall in missing_walls(prose):
         problems.append(f"{rel}: a paragraph made of missing values: {wall[:160]!r}")
     for table in soup.find_all("table"):

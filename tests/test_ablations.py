@@ -1,5 +1,6 @@
 """apd.evaluation.ablations: each ablation maps to the right APDTrainConfig fields, member subsets (and their
 errors), the metric plumbing by hand, and train -> score end to end on a tiny random family."""
+
 import math
 from types import SimpleNamespace
 
@@ -16,10 +17,9 @@ from apd.family import logprobs, text
 from apd.world import truth
 
 NAMES = ["m0", "m1", "m2", "m3", "m4", "m5"]
-X = [9.45, 10.52, 11.51, 12.72, 13.58, 14.39]       # the default pico family's ln sizes, rounded
+X = [9.45, 10.52, 11.51, 12.72, 13.58, 14.39]  # the default pico family's ln sizes, rounded
 PYTHIA = ["70m", "160m", "410m", "1b", "1.4b", "2.8b", "6.9b"]
 PYTHIA_X = [16.7555, 18.2588, 19.5270, 20.5073, 20.9127, 21.6466, 22.5864]
-
 
 
 def main_config(**kw):
@@ -29,6 +29,7 @@ def main_config(**kw):
 
 
 # ----------------------------------------------------------------------------- configurations
+
 
 def test_member_subsets_by_hand():
     # midpoint of [9.45, 14.39] = 11.92: nearest mid-size member m2 (11.51); at or above it: m3, m4, m5
@@ -77,12 +78,16 @@ def test_every_ablation_changes_exactly_its_fields():
     assert all("objective" not in cfgs[n].to_dict() for n in cfgs if not n.startswith("distilled"))
     # the distilled member subsets are compared with the distilled variant, every other run with the main APD
     assert {n: ablations.reference_of(n) for n in cfgs if n.startswith("distilled")} == {
-        "distilled": "APD", "distilled-alm+mid+elm": "distilled", "distilled-no-small": "distilled"}
+        "distilled": "APD",
+        "distilled-alm+mid+elm": "distilled",
+        "distilled-no-small": "distilled",
+    }
 
 
 def test_overrides_reach_the_main_run_and_every_ablation():
-    cfgs = ablations.ablation_configs(main_config(), NAMES, X, names=["half-data", "lambda3x2"],
-                                     overrides={"epochs": 1, "data_fraction": 0.5})
+    cfgs = ablations.ablation_configs(
+        main_config(), NAMES, X, names=["half-data", "lambda3x2"], overrides={"epochs": 1, "data_fraction": 0.5}
+    )
     assert list(cfgs) == ["APD", "half-data", "lambda3x2"]
     assert all(c.epochs == 1 for c in cfgs.values())
     assert cfgs["APD"].data_fraction == 0.5 and cfgs["half-data"].data_fraction == 0.25
@@ -90,24 +95,25 @@ def test_overrides_reach_the_main_run_and_every_ablation():
 
 
 def test_lambda3_factors_use_the_published_value_when_the_config_has_none():
-    cfgs = ablations.ablation_configs(APDTrainConfig(family="pythia"), PYTHIA, PYTHIA_X,
-                                     names=["lambda3x2", "lambda3x6"])
+    cfgs = ablations.ablation_configs(
+        APDTrainConfig(family="pythia"), PYTHIA, PYTHIA_X, names=["lambda3x2", "lambda3x6"]
+    )
     assert cfgs["lambda3x2"].lambda3 == pytest.approx(1.6) and cfgs["lambda3x6"].lambda3 == pytest.approx(5.0)
 
 
 def test_invalid_member_subsets_raise_clearly():
     main = main_config()
     with pytest.raises(ValueError, match="ALM"):
-        ablations.with_members(main, ["m1", "m5"], NAMES)          # no ALM
+        ablations.with_members(main, ["m1", "m5"], NAMES)  # no ALM
     with pytest.raises(ValueError, match="ELM"):
-        ablations.with_members(main, ["m0", "m3"], NAMES)          # no ELM
+        ablations.with_members(main, ["m0", "m3"], NAMES)  # no ELM
     with pytest.raises(ValueError, match="unknown member"):
         ablations.with_members(main, ["m0", "mX", "m5"], NAMES)
     with pytest.raises(ValueError, match="out of range"):
         ablations.with_members(main, [0, 9], NAMES)
     with pytest.raises(ValueError, match="empty member subset"):
         ablations.with_members(main, [], NAMES)
-    ok = ablations.with_members(main, [0, "m3", -1], NAMES)        # indices and names mix; stored as names
+    ok = ablations.with_members(main, [0, "m3", -1], NAMES)  # indices and names mix; stored as names
     assert ok.members == ("m0", "m3", "m5")
     with pytest.raises(ValueError, match="mid-size member"):
         ablations.member_subset("alm+mid+elm", ["a", "b"], [1.0, 2.0])
@@ -130,11 +136,12 @@ def test_bad_ablation_requests_raise():
 
 # ----------------------------------------------------------------------------- the metric, by hand
 
+
 def tiny_qaset():
     """B = 2 items over V = 4 tokens; the ELM's top 2 are {0, 1} in item 0 and {2, 3} in item 1."""
     elm = np.log(np.array([[0.5, 0.3, 0.1, 0.1], [0.1, 0.1, 0.2, 0.6]]))
     alm = np.log(np.array([[0.6, 0.2, 0.1, 0.1], [0.25, 0.25, 0.25, 0.25]]))
-    tr = np.array([[0.2, 0.6, 0.2, 0.0], [1.0, 0.0, 0.0, 0.0]])   # item 1: no true mass on its top 2
+    tr = np.array([[0.2, 0.6, 0.2, 0.0], [1.0, 0.0, 0.0, 0.0]])  # item 1: no true mass on its top 2
     return ablations.QASet(["q0", "q1"], elm, alm, tr, np.array([1, 2]), np.array(["head", "tail"]))
 
 
@@ -148,7 +155,7 @@ def test_score_amateur_by_hand():
     assert s.loc[0, "nll"] == pytest.approx(-math.log(q[1] + 0.01), rel=1e-9)
     # item 1: the truth has no mass on {2, 3} -> KL undefined; gold 2 is inside -> NLL defined
     q1 = np.array([0.2 / 0.25, 0.6 / 0.25])
-    q1 = q1 / q1.sum()                                                            # tokens 2, 3
+    q1 = q1 / q1.sum()  # tokens 2, 3
     assert np.isnan(s.loc[1, "kl"])
     assert s.loc[1, "nll"] == pytest.approx(-math.log(q1[0] + 0.01), rel=1e-9)
     # 1/T = 0 is the ELM renormalised, whatever the amateur
@@ -163,11 +170,18 @@ def test_summarise_means_by_bucket_and_paired_differences():
     assert s["kl"] == pytest.approx(2.0) and s["n_kl"] == 3
     assert s["kl_head"] == pytest.approx(2.0) and s["kl_tail"] == pytest.approx(2.0)
     assert np.isnan(s["kl_torso"])
-    assert s["kl_diff"] == pytest.approx(0.0)                      # pairs: (1 - 2), (3 - 2)
+    assert s["kl_diff"] == pytest.approx(0.0)  # pairs: (1 - 2), (3 - 2)
     assert s["kl_diff_se"] == pytest.approx(math.sqrt(2) / math.sqrt(2))
     assert s["nll_diff"] == pytest.approx((0.5 - 0.5 + 0 + 1) / 4)
-    v = ablations.verdicts(pd.DataFrame({"name": ["a", "b", "c", "APD"], "kl_diff": [-1.0, 1.0, 0.1, np.nan],
-                                         "kl_diff_se": [0.1, 0.1, 0.1, np.nan]}))
+    v = ablations.verdicts(
+        pd.DataFrame(
+            {
+                "name": ["a", "b", "c", "APD"],
+                "kl_diff": [-1.0, 1.0, 0.1, np.nan],
+                "kl_diff_se": [0.1, 0.1, 0.1, np.nan],
+            }
+        )
+    )
     assert v.to_dict() == {"a": "better", "b": "worse", "c": "tie", "APD": "n/a"}
 
 
@@ -222,8 +236,14 @@ def tiny_setup(tmp_path_factory):
     mf = collect.ModelFamily(models, vocab_size=V, names=names, device="cpu")
     rng = np.random.default_rng(0)
     cdir = root / "collected"
-    collect.collect(mf, rng.integers(0, V, size=8 * 16), cdir, collect.CollectConfig(seq_len=16, chunks_per_shard=4),
-                    batch_size=4, progress=False)
+    collect.collect(
+        mf,
+        rng.integers(0, V, size=8 * 16),
+        cdir,
+        collect.CollectConfig(seq_len=16, chunks_per_shard=4),
+        batch_size=4,
+        progress=False,
+    )
     tok = word_tokenizer()
     fam = SimpleNamespace(names=names, locations=locations, alm=names[0], tokenizer=tok)
     B = 24
@@ -231,7 +251,7 @@ def tiny_setup(tmp_path_factory):
     lp = np.stack([logprobs.next_token_log_probs(m, tok, prompts, V) for m in (models[0], models[-1])])
     top = np.argsort(-lp[1], -1)[:, :20]
     tr = np.zeros((B, V), np.float32)
-    tr[np.arange(B), top[:, 0]] = 0.7                             # the truth lives on the ELM's top 20
+    tr[np.arange(B), top[:, 0]] = 0.7  # the truth lives on the ELM's top 20
     tr[np.arange(B), top[:, 5]] = 0.3
     qa = ablations.QASet(prompts, lp[1], lp[0], tr, top[:, 0], np.array(["head", "torso", "tail"] * 8))
     return fam, cdir, qa.subset(range(12)), qa.subset(range(12, B)), root
@@ -240,12 +260,20 @@ def tiny_setup(tmp_path_factory):
 def test_run_ablations_end_to_end_and_cached(tiny_setup):
     fam, cdir, dev, test, root = tiny_setup
     main = main_config(lr=1e-2, epochs=1, micro_batch_size=2)
-    kw = dict(names=["lambda2=0", "alm+elm"], overrides={"epochs": 2}, inv_T_grid=[0.5, 1.0], val_dir=cdir,
-              val_chunks=2, cache=root / "cache", device="cpu", progress=False)
+    kw = dict(
+        names=["lambda2=0", "alm+elm"],
+        overrides={"epochs": 2},
+        inv_T_grid=[0.5, 1.0],
+        val_dir=cdir,
+        val_chunks=2,
+        cache=root / "cache",
+        device="cpu",
+        progress=False,
+    )
     res = ablations.run_ablations(fam, cdir, main, test, dev, **kw)
     t = res.table.set_index("name")
     assert list(t.index) == ["APD", "lambda2=0", "alm+elm"]
-    assert (t["steps"] == 4).all()                                 # 8 chunks / batch 4 x 2 epochs (override)
+    assert (t["steps"] == 4).all()  # 8 chunks / batch 4 x 2 epochs (override)
     assert res.configs["alm+elm"].members == ("s0", "s3") and res.configs["APD"].epochs == 2
     assert objective.CurveMLP.load(res.paths["alm+elm"]).n_members == 2
     assert objective.CurveMLP.load(res.paths["APD"]).n_members == 4
@@ -265,11 +293,16 @@ def test_run_ablations_end_to_end_and_cached(tiny_setup):
     d = res.per_item["lambda2=0"]["kl"] - res.per_item["APD"]["kl"]
     assert t.loc["lambda2=0", "kl_diff"] == pytest.approx(float(d.mean()), rel=1e-9, abs=1e-12)
     assert np.isfinite(t[["val_loss", "val_l1", "val_l2", "val_l3"]].to_numpy()).all()
-    assert t.loc["lambda2=0", "val_loss"] == pytest.approx(t.loc["lambda2=0", "val_l1"]
-                                                           + 0.6 * t.loc["lambda2=0", "val_l3"], rel=1e-5)
+    assert t.loc["lambda2=0", "val_loss"] == pytest.approx(
+        t.loc["lambda2=0", "val_l1"] + 0.6 * t.loc["lambda2=0", "val_l3"], rel=1e-5
+    )
     # training changed ALM' (the ablation runs are not the untouched ALM)
-    assert not np.allclose(a_test, logprobs.next_token_log_probs(
-        AutoModelForCausalLM.from_pretrained(fam.locations["s0"]).eval(), fam.tokenizer, test.prompts, V))
+    assert not np.allclose(
+        a_test,
+        logprobs.next_token_log_probs(
+            AutoModelForCausalLM.from_pretrained(fam.locations["s0"]).eval(), fam.tokenizer, test.prompts, V
+        ),
+    )
     # a second call finds every run in the cache and reproduces the table
     again = ablations.run_ablations(fam, cdir, main, test, dev, **kw).table.set_index("name")
     pd.testing.assert_series_equal(again["kl"], t["kl"])
@@ -285,8 +318,18 @@ def test_run_ablations_end_to_end_and_cached(tiny_setup):
 def test_distilled_member_subsets_are_compared_with_the_distilled_variant(tiny_setup):
     fam, cdir, dev, test, root = tiny_setup
     main = main_config(lr=1e-2, epochs=1, micro_batch_size=2)
-    res = ablations.run_ablations(fam, cdir, main, test, dev, names=["distilled", "distilled-alm+mid+elm"],
-                                  inv_T_grid=[0.5, 1.0], cache=root / "cache", device="cpu", progress=False)
+    res = ablations.run_ablations(
+        fam,
+        cdir,
+        main,
+        test,
+        dev,
+        names=["distilled", "distilled-alm+mid+elm"],
+        inv_T_grid=[0.5, 1.0],
+        cache=root / "cache",
+        device="cpu",
+        progress=False,
+    )
     t = res.table.set_index("name")
     assert list(t["reference"]) == ["", "APD", "distilled"]
     cfg = res.configs["distilled-alm+mid+elm"]
@@ -296,20 +339,22 @@ def test_distilled_member_subsets_are_compared_with_the_distilled_variant(tiny_s
     d = (res.per_item["distilled"]["kl"] - res.per_item["APD"]["kl"]).dropna()
     assert t.loc["distilled", "kl_diff"] == pytest.approx(float(d.mean()), rel=1e-9, abs=1e-12)
     # the subset's targets were fitted on its three members only: its ALM' differs from the full variant's
-    assert not np.allclose(res.per_item["distilled-alm+mid+elm"]["kl"], res.per_item["distilled"]["kl"], equal_nan=True)
+    assert not np.allclose(
+        res.per_item["distilled-alm+mid+elm"]["kl"], res.per_item["distilled"]["kl"], equal_nan=True
+    )
     assert ablations.label("distilled-alm+mid+elm", cfg).startswith("distilled, alm+mid+elm: s0, ")
 
 
 def test_paired_difference_verdict_and_labels():
     a = pd.DataFrame({"kl": [1.0, 2.0, np.nan, 4.0]})
     b = pd.DataFrame({"kl": [0.5, 1.0, 9.0, 3.0]})
-    d, se = ablations.measure_difference(a, b)                     # pairs: 0.5, 1.0, 1.0
+    d, se = ablations.measure_difference(a, b)  # pairs: 0.5, 1.0, 1.0
     assert d == pytest.approx(2.5 / 3)
     assert se == pytest.approx(np.std([0.5, 1.0, 1.0], ddof=1) / math.sqrt(3))
     assert ablations.verdict(d, se) == "worse" and ablations.verdict(-d, se) == "better"
     assert ablations.verdict(0.1, 0.1) == "tie" and ablations.verdict(float("nan"), 0.1) == "n/a"
     assert ablations.verdict(-0.0005, 1e-5) == "better"
-    assert ablations.verdict(-0.0005, 1e-5, min_effect=0.001) == "tie"     # clear, but too small to matter
+    assert ablations.verdict(-0.0005, 1e-5, min_effect=0.001) == "tie"  # clear, but too small to matter
     with pytest.raises(ValueError, match="same QA set"):
         ablations.measure_difference(a, b.iloc[:2])
     cfgs = ablations.ablation_configs(main_config(), NAMES, X)
@@ -321,7 +366,7 @@ def test_paired_difference_verdict_and_labels():
 
 def test_texts_for_tokens_takes_the_shortest_prefix():
     tok = word_tokenizer()
-    texts = ["w1 w2 w3", "w4", "w5 w6", "w7"]                      # 3 + 1, 1 + 1, 2 + 1, 1 + 1 tokens with EOS
+    texts = ["w1 w2 w3", "w4", "w5 w6", "w7"]  # 3 + 1, 1 + 1, 2 + 1, 1 + 1 tokens with EOS
     assert text.texts_for_tokens(tok, texts, 4) == texts[:1]
     assert text.texts_for_tokens(tok, texts, 5) == texts[:2]
     assert text.texts_for_tokens(tok, texts, 7) == texts[:3]

@@ -1,4 +1,5 @@
 """The package's shape: stages in data-flow order, no import cycles, no hidden imports, a lazy front door."""
+
 import ast
 import subprocess
 import sys
@@ -13,15 +14,27 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "apd"
 STAGES = ("base", "core", "world", "family", "amateur", "decoding", "evaluation", "report")
 # old import paths kept for users (aliases of the new modules); they sit outside the stages
-COMPAT = {"apd", "apd.__main__", "apd.theory", "apd.curves", "apd.report.book", "apd.report.data_check",
-          "apd.report.schema", "apd.report.terminal", "apd.report.status", "apd.report.pages"}
+COMPAT = {
+    "apd",
+    "apd.__main__",
+    "apd.theory",
+    "apd.curves",
+    "apd.report.book",
+    "apd.report.data_check",
+    "apd.report.schema",
+    "apd.report.terminal",
+    "apd.report.status",
+    "apd.report.pages",
+}
 # the book runner: after the stages, and imported by none of them
 RUNNER = "apd.book"
 # imports inside functions that are deliberate (an optional, heavy builder loaded only when asked for)
-DEFERRED = {("apd.family.select", "apd.family.pico"),
-            # the runner reads the datasets' specifications only for a chapter that reads datasets
-            ("apd.book.data_check", "apd.evaluation.qa_data"),
-            ("apd.book.data_check", "apd.evaluation.factuality.sources")}
+DEFERRED = {
+    ("apd.family.select", "apd.family.pico"),
+    # the runner reads the datasets' specifications only for a chapter that reads datasets
+    ("apd.book.data_check", "apd.evaluation.qa_data"),
+    ("apd.book.data_check", "apd.evaluation.factuality.sources"),
+}
 
 
 def modules():
@@ -39,8 +52,17 @@ def apd_imports(tree, top_level_only=False):
     for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "apd":
             for alias in node.names:
-                found.append((node, f"{node.module}.{alias.name}" if (PKG.parent / (node.module + "." + alias.name).replace(".", "/")).with_suffix(".py").exists()
-                              or (PKG.parent / (node.module + "." + alias.name).replace(".", "/")).is_dir() else node.module))
+                found.append(
+                    (
+                        node,
+                        f"{node.module}.{alias.name}"
+                        if (PKG.parent / (node.module + "." + alias.name).replace(".", "/"))
+                        .with_suffix(".py")
+                        .exists()
+                        or (PKG.parent / (node.module + "." + alias.name).replace(".", "/")).is_dir()
+                        else node.module,
+                    )
+                )
         elif isinstance(node, ast.Import):
             found += [(node, a.name) for a in node.names if a.name.split(".")[0] == "apd"]
     return found
@@ -62,7 +84,7 @@ def test_every_module_is_in_a_stage():
 def test_no_import_runs_from_a_lower_stage_up():
     upward = []
     for name, tree in MODULES.items():
-        if name in COMPAT or stage(name) is None:   # the runner may import every stage
+        if name in COMPAT or stage(name) is None:  # the runner may import every stage
             continue
         for _node, target in apd_imports(tree):
             if stage(target) is not None and stage(target) > stage(name):
@@ -71,9 +93,13 @@ def test_no_import_runs_from_a_lower_stage_up():
 
 
 def test_no_stage_imports_the_book_runner():
-    into_runner = [f"{name} -> {target}" for name, tree in MODULES.items() if stage(name) is not None
-                   and name not in COMPAT for _, target in apd_imports(tree)
-                   if target == RUNNER or target.startswith(RUNNER + ".")]
+    into_runner = [
+        f"{name} -> {target}"
+        for name, tree in MODULES.items()
+        if stage(name) is not None and name not in COMPAT
+        for _, target in apd_imports(tree)
+        if target == RUNNER or target.startswith(RUNNER + ".")
+    ]
     assert not into_runner, into_runner
     loaded = _modules_after("import apd.report, apd.evaluation, apd.amateur, apd.report.results")
     assert not {m for m in loaded if m == RUNNER or m.startswith(RUNNER + ".")}, loaded
@@ -104,7 +130,7 @@ def test_no_import_cycles():
         stack.append(n)
         for m in graph[n]:
             if state.get(m) == "open":
-                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(m):] + [m]))
+                raise AssertionError("import cycle: " + " -> ".join(stack[stack.index(m) :] + [m]))
             if m not in state:
                 visit(m)
         stack.pop()
@@ -116,9 +142,25 @@ def test_no_import_cycles():
 
 
 def test_front_door_lists_what_a_notebook_needs():
-    for name in ("get_family", "load_family", "apd_model", "load_alm_prime", "ContrastiveLogitsProcessor",
-                 "APDLogitsProcessor", "OnTheFlyLogitsProcessor", "TopP", "TopK", "AlphaMask", "make_filters",
-                 "generate", "fit_curves", "contrastive_scores", "cd_logits", "hlm_log_size", "Run"):
+    for name in (
+        "get_family",
+        "load_family",
+        "apd_model",
+        "load_alm_prime",
+        "ContrastiveLogitsProcessor",
+        "APDLogitsProcessor",
+        "OnTheFlyLogitsProcessor",
+        "TopP",
+        "TopK",
+        "AlphaMask",
+        "make_filters",
+        "generate",
+        "fit_curves",
+        "contrastive_scores",
+        "cd_logits",
+        "hlm_log_size",
+        "Run",
+    ):
         assert name in apd.__all__
         assert getattr(apd, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
@@ -126,8 +168,13 @@ def test_front_door_lists_what_a_notebook_needs():
 
 
 def _modules_after(code: str) -> set:
-    out = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
-                         capture_output=True, text=True, check=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
     return set(out.stdout.split())
 
 
@@ -161,9 +208,13 @@ def test_names_users_may_hold_stay_importable():
     import json
 
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)   # a renamed name warns (tests/test_renamed_names.py)
-        missing = [f"{package}.{name}" for package, names in json.loads(OLD_NAMES.read_text()).items()
-                   for name in names if not hasattr(importlib.import_module(package), name)]
+        warnings.simplefilter("ignore", DeprecationWarning)  # a renamed name warns (tests/test_renamed_names.py)
+        missing = [
+            f"{package}.{name}"
+            for package, names in json.loads(OLD_NAMES.read_text()).items()
+            for name in names
+            if not hasattr(importlib.import_module(package), name)
+        ]
     assert not missing, missing
 
 
@@ -182,7 +233,7 @@ def test_subpackages_import_their_modules_plainly():
         namespace = __import__(package, fromlist=["_"])
         assert sorted(set(namespace.__all__)) == sorted(namespace.__all__), f"{package}: a name listed twice"
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)   # an old name listed beside its new one
+            warnings.simplefilter("ignore", DeprecationWarning)  # an old name listed beside its new one
             for name in namespace.__all__:
                 assert getattr(namespace, name) is not None, f"{package}.{name}"
 
@@ -198,10 +249,16 @@ def test_no_private_name_crosses_a_module_boundary():
                         crossing.append(f"{name}:{node.lineno} imports {node.module}.{alias.name}")
                     modules[alias.asname or alias.name] = node.module
             elif isinstance(node, ast.Import):
-                modules.update({(a.asname or a.name).split(".")[0]: a.name for a in node.names
-                                if a.name.split(".")[0] == "apd"})
+                modules.update(
+                    {(a.asname or a.name).split(".")[0]: a.name for a in node.names if a.name.split(".")[0] == "apd"}
+                )
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
-                    and isinstance(node.value, ast.Name) and node.value.id in modules):
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and isinstance(node.value, ast.Name)
+                and node.value.id in modules
+            ):
                 crossing.append(f"{name}:{node.lineno} reads {node.value.id}.{node.attr}")
     assert not crossing, crossing

@@ -1,5 +1,6 @@
 """The smoke build (`make test` runs it before these tests): every chapter executed, results
 written by the convention, run records present, HTML rendered."""
+
 import json
 
 import pytest
@@ -54,8 +55,23 @@ def test_apd_results_hold_every_variant_with_its_gates_and_its_scores_against_th
         assert isinstance(values[ref], float), ref
     for v in VARIANT_NAMES:
         assert values[f"{v}_gate_engaged"] in (0, 1) and isinstance(values[f"{v}_gate_reason"], str)
-        for key in ("curve_alive", "collapsed", "moved_kl", "toward_expert", "lambda3", "kl", "nll", "kl_gain",
-                    "kl_gain_se", "kl_gain_mde", "nll_gain", "nll_gain_se", "dev_kl", "inv_T", "text_nll"):
+        for key in (
+            "curve_alive",
+            "collapsed",
+            "moved_kl",
+            "toward_expert",
+            "lambda3",
+            "kl",
+            "nll",
+            "kl_gain",
+            "kl_gain_se",
+            "kl_gain_mde",
+            "nll_gain",
+            "nll_gain_se",
+            "dev_kl",
+            "inv_T",
+            "text_nll",
+        ):
             assert isinstance(values[f"{v}_{key}"], (int, float)), f"{v}_{key}"
     assert values["variant_used"] in VARIANT_NAMES
     assert values["gate_engaged"] == values[f"{values['variant_used']}_gate_engaged"]

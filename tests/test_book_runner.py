@@ -1,4 +1,5 @@
 """The papermill runner: profile validation, overrides, and failures that name notebook and cell."""
+
 import json
 import shutil
 from pathlib import Path
@@ -38,13 +39,25 @@ def make_project(tmp_path: Path, cells: list[str], profile: dict) -> Path:
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "profiles").mkdir()
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/nb\n")
-    nb = {"cells": [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "execution_count": None,
-                     "outputs": [], "source": "profile = 'default'\nx = 1\nname = 'a'"}],
-          "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "id": "p",
+                "metadata": {"tags": ["parameters"]},
+                "execution_count": None,
+                "outputs": [],
+                "source": "profile = 'default'\nx = 1\nname = 'a'",
+            }
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     for i, src in enumerate(cells):
-        nb["cells"].append({"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None,
-                            "outputs": [], "source": src})
+        nb["cells"].append(
+            {"cell_type": "code", "id": f"c{i}", "metadata": {}, "execution_count": None, "outputs": [], "source": src}
+        )
     (tmp_path / "notebooks" / "nb.ipynb").write_text(json.dumps(nb))
     (tmp_path / "profiles" / "p.yml").write_text(yaml.safe_dump({"notebooks": profile}))
     shutil.copy2(ROOT / "requirements.lock", tmp_path / "requirements.lock")
@@ -114,17 +127,27 @@ def test_cache_keys_chain_through_upstream_chapters(tmp_path):
 
 def test_execution_hides_the_cells_whose_results_are_missing(tmp_path):
     # needs:/unless: markdown cells (apd.book.pages): after the run, the chapter's results decide
-    write = ("import json, os, pathlib\n"
-             "pathlib.Path(os.environ['APD_RESULTS_STAGING'], 'nb.json').write_text(json.dumps({'kl': 'n/a', 'n': 3}))")
+    write = (
+        "import json, os, pathlib\n"
+        "pathlib.Path(os.environ['APD_RESULTS_STAGING'], 'nb.json').write_text(json.dumps({'kl': 'n/a', 'n': 3}))"
+    )
     root = make_project(tmp_path, [write], {"nb": {}})
     path = root / "notebooks" / "nb.ipynb"
     nb = json.loads(path.read_text())
-    for i, (tags, text) in enumerate([(["needs:kl"], "KL {glue:text}`kl`"), (["unless:kl"], "No world, so no KL."),
-                                      (["needs:n"], "n = {glue:text}`n`")]):
+    for i, (tags, text) in enumerate(
+        [
+            (["needs:kl"], "KL {glue:text}`kl`"),
+            (["unless:kl"], "No world, so no KL."),
+            (["needs:n"], "n = {glue:text}`n`"),
+        ]
+    ):
         nb["cells"].append({"cell_type": "markdown", "id": f"m{i}", "metadata": {"tags": tags}, "source": text})
     path.write_text(json.dumps(nb))
     out = root / "_build" / "p" / "nb.ipynb"
     assert book.execute("nb", {"profile": "p"}, out, root) == "executed"
-    shown = {"".join(c["source"]): "remove-cell" not in c["metadata"]["tags"] for c in json.loads(out.read_text())["cells"]
-             if c["cell_type"] == "markdown"}
+    shown = {
+        "".join(c["source"]): "remove-cell" not in c["metadata"]["tags"]
+        for c in json.loads(out.read_text())["cells"]
+        if c["cell_type"] == "markdown"
+    }
     assert shown == {"KL {glue:text}`kl`": False, "No world, so no KL.": True, "n = {glue:text}`n`": True}

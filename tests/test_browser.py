@@ -6,6 +6,7 @@ The text checks (:func:`test_every_page_reads_clean`) read the HTML files direct
 where Chromium is missing too: no progress bars, tracebacks or warnings in outputs, no raw Markdown
 tables, no 'nan' or 'n/a n/a', no absolute machine paths, and no table whose numbers can run into
 the next cell for lack of padding."""
+
 import functools
 import http.server
 import shutil
@@ -25,17 +26,29 @@ SKIP_PAGES = {"genindex.html", "search.html"}
 @pytest.fixture(scope="module")
 def browser():
     if not (CHROMIUM and CHROMEDRIVER):
-        pytest.skip("headless Chromium not found (apt-get install chromium chromium-driver); "
-                    ".ci/run installs it so CI runs this test")
+        pytest.skip(
+            "headless Chromium not found (apt-get install chromium chromium-driver); "
+            ".ci/run installs it so CI runs this test"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     profile = tempfile.mkdtemp(prefix="apd-chromium-")
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--window-size=1280,900"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-dev-shm-usage",
+        f"--user-data-dir={profile}",
+        "--window-size=1280,900",
+    ):
         opts.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
     driver.set_script_timeout(60)

@@ -1,6 +1,7 @@
 """Cache keys of families, collections and ALM' runs are pinned: a refactor that changes one would
 silently retrain everything a user has cached. If a change is meant to alter what an artifact holds,
 bump the version that enters its key and update the value here, saying why in the commit."""
+
 from dataclasses import asdict
 
 import numpy as np
@@ -12,14 +13,26 @@ from apd.family import pico, pretrain
 from apd.world import corpus
 
 PINNED = {
-    "smoke": dict(corpus="968c95b84d2c", family_fp32="8418bcf1e08d", family_bf16="0de78a8d467b",
-                  family_cpu_1_thread="996b3a04e5a7",
-                  collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="a2247dd340f0",
-                  fingerprint="43af55a5831052d0"),
-    "default": dict(corpus="58d9d03f7632", family_fp32="14ad811fb9b4", family_bf16="6acc04bf115c",
-                    family_cpu_1_thread="24af11165844",
-                    collect_config="417a0f5655a2e47e", collect="93ca00701d09", train="ccced5494bf2",
-                    fingerprint="535005842518639e"),
+    "smoke": dict(
+        corpus="968c95b84d2c",
+        family_fp32="8418bcf1e08d",
+        family_bf16="0de78a8d467b",
+        family_cpu_1_thread="996b3a04e5a7",
+        collect_config="417a0f5655a2e47e",
+        collect="93ca00701d09",
+        train="a2247dd340f0",
+        fingerprint="43af55a5831052d0",
+    ),
+    "default": dict(
+        corpus="58d9d03f7632",
+        family_fp32="14ad811fb9b4",
+        family_bf16="6acc04bf115c",
+        family_cpu_1_thread="24af11165844",
+        collect_config="417a0f5655a2e47e",
+        collect="93ca00701d09",
+        train="ccced5494bf2",
+        fingerprint="535005842518639e",
+    ),
 }
 
 

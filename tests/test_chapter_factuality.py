@@ -1,6 +1,7 @@
 """The factuality chapter's bookkeeping (apd.report.chapters.factuality): its typed headline holds
 every key the verdicts read, its fallbacks glue every key as missing, and its tables and figures
 are built from a scored sweep."""
+
 import dataclasses
 import json
 import math
@@ -36,8 +37,12 @@ class FakeRun:
 
 def test_every_key_the_verdicts_read_from_factuality_is_a_headline_field():
     read = {k for claim in paper_claims() for e in claim.evidence if e.stem == "factuality" for k in e.keys}
-    read |= {e.reason_key for claim in paper_claims() for e in claim.evidence
-             if e.stem == "factuality" and getattr(e, "reason_key", None)}
+    read |= {
+        e.reason_key
+        for claim in paper_claims()
+        for e in claim.evidence
+        if e.stem == "factuality" and getattr(e, "reason_key", None)
+    }
     assert read, "the claims read nothing from the factuality chapter?"
     assert read <= set(ch.headline_keys()), sorted(read - set(ch.headline_keys()))
 
@@ -52,8 +57,14 @@ def test_headline_from_values_reads_missing_as_none_and_names_an_absent_field():
 
 
 def test_conditions_follow_the_interval_and_are_false_where_nothing_ran():
-    h = ch.FactualityHeadline(ne_er_diff_verdict=-0.0155, ne_er_diff_se_verdict=0.0109, comp_apd_diff=-0.084,
-                              comp_apd_diff_se=0.0093, ne_er_cd_gain=0.05, ne_er_cd_gain_se=0.01)
+    h = ch.FactualityHeadline(
+        ne_er_diff_verdict=-0.0155,
+        ne_er_diff_se_verdict=0.0109,
+        comp_apd_diff=-0.084,
+        comp_apd_diff_se=0.0093,
+        ne_er_cd_gain=0.05,
+        ne_er_cd_gain_se=0.01,
+    )
     c = h.conditions()
     assert c["verdict_apd_undecided"] and not (c["verdict_apd_fewer"] or c["verdict_apd_more"])
     assert c["comp_real_more"] and not (c["comp_real_fewer"] or c["comp_real_undecided"])
@@ -65,7 +76,7 @@ def test_record_headline_glues_each_field_once_with_its_conditions():
     run = FakeRun()
     got = ch.glue_values(run, {"n_methods": (3, None), "ne_er_apd": (0.5, "{:.3f}"), "x": (None, "{:.1%}")})
     assert got == {"n_methods": 3, "ne_er_apd": 0.5, "x": None}
-    assert run.values == {"n_methods": 3, "x": "n/a"}   # a headline field waits for record_headline
+    assert run.values == {"n_methods": 3, "x": "n/a"}  # a headline field waits for record_headline
     values = {**dict.fromkeys(ch.headline_keys()), **got}
     ch.record_headline(run, ch.FactualityHeadline.from_values(values))
     assert run.values["ne_er_apd"] == 0.5 and run.values["ne_er_cd"] == "n/a"
@@ -91,7 +102,7 @@ def test_world_prompts_and_the_checker_example(world):
     prompts, n_test = ch.world_prompts(world, 0, 5)
     assert len(prompts) == 5 and n_test >= 5 and len({p.person for p in prompts}) == 5
     again, _ = ch.world_prompts(world, 0, 5)
-    assert [p.prompt for p in again] == [p.prompt for p in prompts]   # the draw is the seed's
+    assert [p.prompt for p in again] == [p.prompt for p in prompts]  # the draw is the seed's
     lines = ch.checker_example(world, prompts[0])
     assert lines[0].startswith(prompts[0].prompt) and lines[1].startswith("entities:")
     assert "wrong" not in lines[2] or "claims about the person" in lines[2]
@@ -103,13 +114,40 @@ def _sweep(cd_T=2.0, apd_T=1.0):
     for role, T, base in (("elm", None, 0.50), ("cd", cd_T, 0.45), ("apd", apd_T, 0.40)):
         name = {"elm": "ELM", "cd": f"CD T={cd_T:g}", "apd": "APD"}[role]
         for p in (0.8, 0.6):
-            rows.append({"role": role, "threshold": "top-p k20", "value": p, "T": T, "curve": f"{name} + top-p k20",
-                         "label": f"{name} + top-p k20 (p={p:g})", "NE_ER": base + p / 10, "NE_ER_se": 0.02,
-                         "true_rate": 0.3 + p / 10, "Dist-2": 0.3 + p / 5, "Rep": 0.01, "seconds": 1.0,
-                         "mean_top_p": np.nan})
-        rows.append({"role": role, "threshold": "REAL", "value": 4.0, "T": T, "curve": f"{name} + REAL",
-                     "label": f"{name} + REAL (T_r=4)", "NE_ER": base, "NE_ER_se": 0.02, "true_rate": 0.35,
-                     "Dist-2": 0.5, "Rep": 0.0, "seconds": 2.0, "mean_top_p": 0.9})
+            rows.append(
+                {
+                    "role": role,
+                    "threshold": "top-p k20",
+                    "value": p,
+                    "T": T,
+                    "curve": f"{name} + top-p k20",
+                    "label": f"{name} + top-p k20 (p={p:g})",
+                    "NE_ER": base + p / 10,
+                    "NE_ER_se": 0.02,
+                    "true_rate": 0.3 + p / 10,
+                    "Dist-2": 0.3 + p / 5,
+                    "Rep": 0.01,
+                    "seconds": 1.0,
+                    "mean_top_p": np.nan,
+                }
+            )
+        rows.append(
+            {
+                "role": role,
+                "threshold": "REAL",
+                "value": 4.0,
+                "T": T,
+                "curve": f"{name} + REAL",
+                "label": f"{name} + REAL (T_r=4)",
+                "NE_ER": base,
+                "NE_ER_se": 0.02,
+                "true_rate": 0.35,
+                "Dist-2": 0.5,
+                "Rep": 0.0,
+                "seconds": 2.0,
+                "mean_top_p": 0.9,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -147,7 +185,9 @@ def test_headline_values_prefer_the_verdict_then_the_sweep_then_factuality_promp
     verdict = {f"{m}_{w}": 0.1 for m in ("ne_er", "true_rate", "dist2") for w in ("apd", "cd")}
     assert ch.headline_values(True, verdict, sweep, {})["ne_er_apd"][0] == 0.1
     from_sweep = ch.headline_values(True, {}, sweep, {})
-    assert from_sweep["ne_er_apd"][0] == pytest.approx(0.48) and from_sweep["headline_source"][0].startswith("the world")
+    assert from_sweep["ne_er_apd"][0] == pytest.approx(0.48) and from_sweep["headline_source"][0].startswith(
+        "the world"
+    )
     fp = ch.compare(_sweep(), 0.8, "fp_", 1.0, 2.0)
     assert ch.headline_values(False, {}, {}, fp)["headline_source"] == ("FactualityPrompts", None)
 
@@ -178,8 +218,9 @@ def test_factuality_prompts_bookkeeping():
 
 
 def test_beside_paper_keeps_the_metrics_asked_for():
-    ours = pd.DataFrame({"role": ["apd", "apd"], "setting": ["p=0.8"] * 2, "metric": ["NE_ER", "Rep"],
-                         "value": [40.0, 1.0]})
+    ours = pd.DataFrame(
+        {"role": ["apd", "apd"], "setting": ["p=0.8"] * 2, "metric": ["NE_ER", "Rep"], "value": [40.0, 1.0]}
+    )
     side = ch.beside_paper(ours, ours.assign(value=[39.2, 2.0]), "ours", "paper", metrics=("NE_ER",))
     assert list(side.columns) == [("ours", "NE_ER"), ("paper", "NE_ER")]
 
@@ -211,16 +252,32 @@ def _opening(values):
 @pytest.mark.parametrize("case", ["undecided", "more", "fewer"])
 def test_the_opening_has_three_sentences_chosen_by_the_numbers(case):
     d = {"undecided": -0.015, "more": -0.05, "fewer": 0.05}[case]
-    h = ch.FactualityHeadline(ne_er_diff_verdict=d, ne_er_diff_se_verdict=0.01, comp_apd_diff=-0.08,
-                              comp_apd_diff_se=0.009, ne_er_cd_gain=-0.003, ne_er_cd_gain_se=0.034)
-    values = {**{k: v for k, v in dataclasses.asdict(h).items() if v is not None}, **h.conditions(),
-              "ne_er_apd_verdict": 0.55, "ne_er_apd_world": 0.47, "real_T_r_used": 4.0, "comp_apd_n_pairs": 1857,
-              "verdict_reading": "inconclusive", "comp_apd_reading": "significant in the other direction",
-              "fp_ne_er_diff": 0.01}
+    h = ch.FactualityHeadline(
+        ne_er_diff_verdict=d,
+        ne_er_diff_se_verdict=0.01,
+        comp_apd_diff=-0.08,
+        comp_apd_diff_se=0.009,
+        ne_er_cd_gain=-0.003,
+        ne_er_cd_gain_se=0.034,
+    )
+    values = {
+        **{k: v for k, v in dataclasses.asdict(h).items() if v is not None},
+        **h.conditions(),
+        "ne_er_apd_verdict": 0.55,
+        "ne_er_apd_world": 0.47,
+        "real_T_r_used": 4.0,
+        "comp_apd_n_pairs": 1857,
+        "verdict_reading": "inconclusive",
+        "comp_apd_reading": "significant in the other direction",
+        "fp_ne_er_diff": 0.01,
+    }
     opening = _opening(values)
     assert len(opening) == 3, opening
-    assert {"undecided": "cannot tell", "more": "more wrong entities than CD",
-            "fewer": "fewer wrong entities than CD"}[case] in opening[0]
+    assert {
+        "undecided": "cannot tell",
+        "more": "more wrong entities than CD",
+        "fewer": "fewer wrong entities than CD",
+    }[case] in opening[0]
     assert "makes APD name more wrong" in opening[1] and "not clearly there" in opening[2]
 
 

@@ -1,4 +1,5 @@
 """apd.report.evidence: claims judged against fake results directories (APD_RESULTS_DIR)."""
+
 import json
 
 import pandas as pd
@@ -98,8 +99,14 @@ def claim(*evidence):
 
 def test_reproduced_when_every_test_holds(results):
     results("qa", {"ppl_apd": 2.132, "ppl_cd": 2.237, "n": 5})
-    row = one([claim(E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD"),
-                     E("qa", "n", evidence_mod.at_least(1), "some questions", kind="precondition"))])
+    row = one(
+        [
+            claim(
+                E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD"),
+                E("qa", "n", evidence_mod.at_least(1), "some questions", kind="precondition"),
+            )
+        ]
+    )
     assert row.verdict == "reproduced"
     assert row.reason == "all 1 tests hold (and 1 precondition(s))"
     assert "qa.ppl_apd = 2.132 < qa.ppl_cd = 2.237: holds" in row.evidence
@@ -135,25 +142,44 @@ def test_text_and_nan_values_are_missing_not_guessed(results):
 
 def test_a_failing_test_beats_a_missing_one_and_says_both(results):
     results("qa", {"a": 3.0, "b": 1.0})
-    row = one([claim(E("qa", ("a", "b"), evidence_mod.less_than(), "d"),
-                     E("apd", ("x", "y"), evidence_mod.less_than(), "d"))])
+    row = one(
+        [
+            claim(
+                E("qa", ("a", "b"), evidence_mod.less_than(), "d"), E("apd", ("x", "y"), evidence_mod.less_than(), "d")
+            )
+        ]
+    )
     assert row.verdict == "not reproduced"
-    assert row.reason == ("qa.a = 3 < qa.b = 1: does not hold (not testable here: chapter apd has "
-                          "not run under profile p (no results/p/apd.json))")
+    assert row.reason == (
+        "qa.a = 3 < qa.b = 1: does not hold (not testable here: chapter apd has "
+        "not run under profile p (no results/p/apd.json))"
+    )
 
 
 def test_precondition_failing_makes_it_not_testable_even_if_a_test_fails(results):
     results("curves", {"blind_both_right": 0, "blind_count": 0})
-    row = one([claim(E("curves", "blind_both_right", evidence_mod.at_least(1), "d", kind="precondition"),
-                     E("curves", "blind_count", evidence_mod.at_least(1), "d"))])
+    row = one(
+        [
+            claim(
+                E("curves", "blind_both_right", evidence_mod.at_least(1), "d", kind="precondition"),
+                E("curves", "blind_count", evidence_mod.at_least(1), "d"),
+            )
+        ]
+    )
     assert row.verdict == "not testable here"
     assert row.reason == "precondition not met: curves.blind_both_right = 0 >= 1: does not hold"
 
 
 def test_context_is_shown_but_never_decides(results):
     results("curves", {"r2_median": 0.5, "hits": 3})
-    row = one([claim(E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
-                     E("curves", "hits", evidence_mod.at_least(1), "d"))])
+    row = one(
+        [
+            claim(
+                E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
+                E("curves", "hits", evidence_mod.at_least(1), "d"),
+            )
+        ]
+    )
     assert row.verdict == "reproduced"
     assert "context, does not hold: curves.r2_median = 0.5 >= 0.9: does not hold" in row.evidence
     assert row.n_tests == 1
@@ -168,8 +194,14 @@ def test_profile_scoped_evidence(results):
 
 
 def test_cells_read_one_row_or_an_aggregate(results):
-    df = pd.DataFrame({"T": [1.0, 2.0, 2.0], "bucket": ["all", "all", "head"],
-                       "kl_cd": [0.3, 0.1, float("nan")], "kl_elm": [0.25, 0.35, 0.4]})
+    df = pd.DataFrame(
+        {
+            "T": [1.0, 2.0, 2.0],
+            "bucket": ["all", "all", "head"],
+            "kl_cd": [0.3, 0.1, float("nan")],
+            "kl_elm": [0.25, 0.35, 0.4],
+        }
+    )
     results("curves", {}, table="hlm", df=df)
     r = evidence_mod.Results("p")
     assert r.number("curves", Cell("hlm", "kl_cd", (("T", 2.0), ("bucket", "all")))) == 0.1
@@ -179,15 +211,30 @@ def test_cells_read_one_row_or_an_aggregate(results):
     problems = {
         Cell("nope", "kl_cd"): "chapter curves did not produce table nope.csv under profile p",
         Cell("hlm", "kl"): "has no column 'kl' under profile p (its columns: T, bucket, kl_cd, kl_elm)",
-        Cell("hlm", "kl_cd", (("bucket", "all"),)): "has 2 rows where bucket='all' under profile p, expected exactly one",
+        Cell(
+            "hlm", "kl_cd", (("bucket", "all"),)
+        ): "has 2 rows where bucket='all' under profile p, expected exactly one",
         Cell("hlm", "kl_cd", (("bucket", "tail"),)): "table hlm.csv of chapter curves has no rows where bucket='tail'",
         Cell("hlm", "kl_cd", agg="mean"): "has empty or non-numeric 'kl_cd' cells in its rows under profile p",
     }
     for cell, msg in problems.items():
         row = one([claim(E("curves", cell, evidence_mod.at_least(0), "d"))])
         assert row.verdict == "not testable here" and msg in row.reason, (cell, row.reason)
-    row = one([claim(E("curves", (Cell("hlm", "kl_cd", (("bucket", "all"),), agg="mean"),
-                                  Cell("hlm", "kl_elm", (("bucket", "all"),), agg="mean")), evidence_mod.less_than(), "d"))])
+    row = one(
+        [
+            claim(
+                E(
+                    "curves",
+                    (
+                        Cell("hlm", "kl_cd", (("bucket", "all"),), agg="mean"),
+                        Cell("hlm", "kl_elm", (("bucket", "all"),), agg="mean"),
+                    ),
+                    evidence_mod.less_than(),
+                    "d",
+                )
+            )
+        ]
+    )
     assert row.verdict == "reproduced"  # mean 0.2 < mean 0.3
     assert "= 0.2 < " in row.evidence and row.evidence.endswith("= 0.3: holds")
 
@@ -206,16 +253,43 @@ def test_paper_claims_cover_the_papers_eight_and_every_profile_has_tests():
             assert tests, (profile, c.id)
 
 
-def _smoke_like(results, *, r2=0.80, kl_cd=(0.58, 0.47), kl_elm=(0.29, 0.24), both_right=0, blind=0,
-                apd_rate="undefined (no such contexts)", cd_rate="undefined (no such contexts)", engaged=1):
+def _smoke_like(
+    results,
+    *,
+    r2=0.80,
+    kl_cd=(0.58, 0.47),
+    kl_elm=(0.29, 0.24),
+    both_right=0,
+    blind=0,
+    apd_rate="undefined (no such contexts)",
+    cd_rate="undefined (no such contexts)",
+    engaged=1,
+):
     results("theorem1", {"max_abs_error": 1.42e-14})
     results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert"})
-    results("curves", {"r2_median": r2, "hlm_n_T": len(kl_cd), "blind_both_right": 0,
-                       "all_blind_both_right": both_right, "all_blind_count": blind,
-                       "all_blind_apd_rate": apd_rate, "all_blind_cd1_rate": cd_rate})
-    results("curves", table="curves_hlm_vs_real", df=pd.DataFrame({
-        "T": [2.0, 3.0][:len(kl_cd)], "KL(real || CD-HLM), full vocab": list(kl_cd),
-        "KL(real || ELM), full vocab": list(kl_elm)}))
+    results(
+        "curves",
+        {
+            "r2_median": r2,
+            "hlm_n_T": len(kl_cd),
+            "blind_both_right": 0,
+            "all_blind_both_right": both_right,
+            "all_blind_count": blind,
+            "all_blind_apd_rate": apd_rate,
+            "all_blind_cd1_rate": cd_rate,
+        },
+    )
+    results(
+        "curves",
+        table="curves_hlm_vs_real",
+        df=pd.DataFrame(
+            {
+                "T": [2.0, 3.0][: len(kl_cd)],
+                "KL(real || CD-HLM), full vocab": list(kl_cd),
+                "KL(real || ELM), full vocab": list(kl_elm),
+            }
+        ),
+    )
 
 
 def test_claims_1_and_2_on_results_like_the_smoke_build(results):
@@ -226,29 +300,39 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1_cd_extrapolates", "verdict"] == "not testable here"
     assert out.loc["C1_cd_extrapolates", "reason"].startswith(
-        "precondition not met: curves.r2_median = 0.8 >= 0.9: does not hold")
-    assert "theorem's premise: does not hold [curves.r2_median = 0.8]" in out.loc["C1_cd_extrapolates", "preconditions"]
+        "precondition not met: curves.r2_median = 0.8 >= 0.9: does not hold"
+    )
+    assert (
+        "theorem's premise: does not hold [curves.r2_median = 0.8]" in out.loc["C1_cd_extrapolates", "preconditions"]
+    )
     # with the premise met, the consequence decides: CD's HLM farther from the real member than the expert
     _smoke_like(results, r2=0.95)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1_cd_extrapolates", "verdict"] == "not reproduced"
-    assert "= 0.525 < " in out.loc["C1_cd_extrapolates", "reason"]   # mean(0.58, 0.47)
+    assert "= 0.525 < " in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.58, 0.47)
     assert "= 0.265: does not hold" in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.29, 0.24)
     assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
-    assert out.loc["C2_obvious_blindness", "reason"].startswith("precondition not met: curves.all_blind_both_right = 0")
+    assert out.loc["C2_obvious_blindness", "reason"].startswith(
+        "precondition not met: curves.all_blind_both_right = 0"
+    )
     for cid in ("C6_more_midsize_members_help", "C7_probability_space_and_flip"):
         assert out.loc[cid, "verdict"] == "not testable here"
         assert "has not run under profile p" in out.loc[cid, "reason"]
     # C3, C4, C5 and C8's tests are written per kind of profile (pico world / Hub datasets); "p" is neither
     for cid in ("C3_apd_more_factual", "C4_apd_better_qa_easy", "C5_on_the_fly_worse", "C8_real_apd_complementary"):
         assert out.loc[cid, "reason"] == "no test is defined for profile p"
-    assert evidence_mod.verdict_counts(out) == {"reproduced": 0, "not reproduced": 1, "not testable here": 7,
-                                                "inconclusive": 0}
+    assert evidence_mod.verdict_counts(out) == {
+        "reproduced": 0,
+        "not reproduced": 1,
+        "not testable here": 7,
+        "inconclusive": 0,
+    }
 
 
 def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
-    _smoke_like(results, r2=0.95, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2, apd_rate=0.05,
-                cd_rate=1 / 6)
+    _smoke_like(
+        results, r2=0.95, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2, apd_rate=0.05, cd_rate=1 / 6
+    )
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1_cd_extrapolates", "verdict"] == "reproduced"
     assert out.loc["C2_obvious_blindness", "verdict"] == "reproduced"
@@ -267,15 +351,20 @@ def test_claim_2_not_reproduced_when_apd_is_as_blind_as_cd(results):
 
 
 def _regenerated(results, datasets):
-    rows = [{"paper_table": 2, "role": r, "dataset": d, "metric": "ppl", "value": v, "family": "pico"}
-            for d in datasets for r, v in (("elm", 2.5), ("cd", 2.4), ("apd", 2.3))]
+    rows = [
+        {"paper_table": 2, "role": r, "dataset": d, "metric": "ppl", "value": v, "family": "pico"}
+        for d in datasets
+        for r, v in (("elm", 2.5), ("cd", 2.4), ("apd", 2.3))
+    ]
     results("qa", {}, table="qa_paper_rows", df=pd.DataFrame(rows))
 
 
 def test_no_rows_gives_a_reason(results):
     b = beside.paper_beside_ours(2, "p")
     assert not b.has_ours
-    assert b.note.startswith("Table 2, the paper's numbers only: chapter qa has not run under profile p; the paper's rows need Pythia")
+    assert b.note.startswith(
+        "Table 2, the paper's numbers only: chapter qa has not run under profile p; the paper's rows need Pythia"
+    )
     assert list(b.frame.columns.get_level_values(2).unique()) == ["paper: Pythia"]
     assert b.frame.shape == (7, 11)  # Table 2: seven rows, eleven columns
     b = beside.paper_beside_ours(6, "p")
@@ -299,10 +388,13 @@ def test_same_datasets_line_up_with_the_paper(results):
     big = "larger LLM (12B / 13B / 7B)"
     assert f.loc["APD", ("LAMBADA", "ppl", "ours")] == 2.3
     # the paper's number and ours sit side by side, dataset by dataset
-    assert list(f.columns[:3]) == [("LAMBADA", "ppl", "paper: Pythia"), ("LAMBADA", "ppl", "ours"),
-                                   ("CommonsenseQA", "ppl", "paper: Pythia")]
-    assert f.loc["APD", ("LAMBADA", "ppl", "paper: Pythia")] == 2.132   # Table 2, APD, LAMBADA
-    assert f.loc[big, ("LAMBADA", "ppl", "paper: Pythia")] == 2.188     # LLM 12B
+    assert list(f.columns[:3]) == [
+        ("LAMBADA", "ppl", "paper: Pythia"),
+        ("LAMBADA", "ppl", "ours"),
+        ("CommonsenseQA", "ppl", "paper: Pythia"),
+    ]
+    assert f.loc["APD", ("LAMBADA", "ppl", "paper: Pythia")] == 2.132  # Table 2, APD, LAMBADA
+    assert f.loc[big, ("LAMBADA", "ppl", "paper: Pythia")] == 2.188  # LLM 12B
     assert list(f.index[:3]) == ["ELM alone (LLM 6.9B / 6.7B / 4B)", "CD", "APD"]
     assert pd.isna(f.loc[big, ("LAMBADA", "ppl", "ours")])
     assert coverage.table_status("p").set_index("paper").loc["Table 2", "status"] == "same rows"
@@ -330,8 +422,9 @@ def test_figure_status(results):
 def test_files_the_last_run_did_not_write_are_stale_and_ignored(results):
     """A CSV or figure left over from an earlier run (not in the chapter's run record) is never read."""
     out = results("qa", {"n": 1})
-    stale = pd.DataFrame({"paper_table": [2], "role": ["apd"], "dataset": ["LAMBADA"], "metric": ["ppl"],
-                          "value": [9.9]})
+    stale = pd.DataFrame(
+        {"paper_table": [2], "role": ["apd"], "dataset": ["LAMBADA"], "metric": ["ppl"], "value": [9.9]}
+    )
     stale.to_csv(out / "tables" / "qa_old_rows.csv", index=False)
     assert beside.regenerated_rows("p").empty
     assert not beside.paper_beside_ours(2, "p").has_ours
@@ -343,8 +436,17 @@ def test_files_the_last_run_did_not_write_are_stale_and_ignored(results):
 def _controls(results, profile="smoke", *, kl=(0.05, 0.01), ne_er=(0.05, 0.01), ka=1, engaged=1, extra_apd=None):
     """The preconditions every APD claim reads: the gates (apd), the KL positive control (apd), the
     known-answer condition; the NE_ER control is written with the factuality results."""
-    results("apd", {"gate_engaged": engaged, "gate_reason": "all gates pass" if engaged else "curve model inert",
-                    "kl_cd_gain": kl[0], "kl_cd_gain_se": kl[1], **(extra_apd or {})}, profile=profile)
+    results(
+        "apd",
+        {
+            "gate_engaged": engaged,
+            "gate_reason": "all gates pass" if engaged else "curve model inert",
+            "kl_cd_gain": kl[0],
+            "kl_cd_gain_se": kl[1],
+            **(extra_apd or {}),
+        },
+        profile=profile,
+    )
     results("known_answer", {"ka_n_beating_family": ka}, profile=profile)
 
 
@@ -352,28 +454,47 @@ def _world_qa(results, gains, gain_se, apd=1.80, cd=1.85, engaged=1, overall=Non
     """World QA results: ``overall`` (default cd - apd) is the paired gain with se ``gain_se``; ``cd_gain``
     the positive control (the expert's ppl minus CD's, se)."""
     _controls(results, engaged=engaged, ka=ka)
-    results("qa", {"world_ho_ppl_apd": apd, "world_ho_ppl_cd": cd,
-                   "world_ho_ppl_gain": cd - apd if overall is None else overall,
-                   "world_ho_ppl_gain_se": gain_se, "world_pp_ppl_apd": apd, "world_pp_ppl_cd": cd,
-                   "world_ho_ppl_cd_gain": cd_gain[0], "world_ho_ppl_cd_gain_se": cd_gain[1]}, profile="smoke")
-    results("qa", table="qa_world_gain_by_bucket", profile="smoke", df=pd.DataFrame({
-        "bucket": ["head", "torso", "tail"], "ppl: CD - APD": list(gains), "ELM acc": [0.9, 0.6, 0.3]}))
+    results(
+        "qa",
+        {
+            "world_ho_ppl_apd": apd,
+            "world_ho_ppl_cd": cd,
+            "world_ho_ppl_gain": cd - apd if overall is None else overall,
+            "world_ho_ppl_gain_se": gain_se,
+            "world_pp_ppl_apd": apd,
+            "world_pp_ppl_cd": cd,
+            "world_ho_ppl_cd_gain": cd_gain[0],
+            "world_ho_ppl_cd_gain_se": cd_gain[1],
+        },
+        profile="smoke",
+    )
+    results(
+        "qa",
+        table="qa_world_gain_by_bucket",
+        profile="smoke",
+        df=pd.DataFrame(
+            {"bucket": ["head", "torso", "tail"], "ppl: CD - APD": list(gains), "ELM acc": [0.9, 0.6, 0.3]}
+        ),
+    )
 
 
 def test_qa_claim_on_pico_profiles(results):
     c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)
     row = one(c4, "smoke")
-    assert row.verdict == "reproduced", row.reason                       # 0.05 with 95% CI [0.0402, 0.0598]
+    assert row.verdict == "reproduced", row.reason  # 0.05 with 95% CI [0.0402, 0.0598]
     assert row.ci_low == pytest.approx(0.05 - 1.96 * 0.005) and row.ci_high == pytest.approx(0.05 + 1.96 * 0.005)
     # the paper's effect on this scale: a third of this build's CD-over-expert gain (0.3 nats)
     assert row.effect == pytest.approx(claims_mod.paper_qa_share() * 0.3)
-    assert claims_mod.paper_qa_share() == pytest.approx(1 / 3, abs=0.02)     # the paper's: about a third
+    assert claims_mod.paper_qa_share() == pytest.approx(1 / 3, abs=0.02)  # the paper's: about a third
     # which bucket gains most is an exploratory context row: it never decides
     _world_qa(results, gains=(0.01, 0.04, 0.09), gain_se=0.005)
     row = one(c4, "smoke")
     assert row.verdict == "reproduced"
-    assert "context, does not hold: qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01" in row.evidence
+    assert (
+        "context, does not hold: qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01"
+        in row.evidence
+    )
     # APD = CD, the interval [-0.00196, 0.00196] excludes the scaled effect 0.097: not reproduced
     _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.001, apd=1.85)
     row = one(c4, "smoke")
@@ -383,7 +504,7 @@ def test_qa_claim_on_pico_profiles(results):
 
 def test_an_interval_holding_both_zero_and_the_scaled_effect_is_inconclusive(results):
     c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
-    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.05, apd=1.84)   # CI [-0.088, 0.108] holds 0 and 0.097
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.05, apd=1.84)  # CI [-0.088, 0.108] holds 0 and 0.097
     row = one(c4, "smoke")
     assert row.verdict == "inconclusive", row.reason
     assert "too little data to tell" in row.reason and row.n_undecided == 1
@@ -398,10 +519,22 @@ def test_an_interval_holding_both_zero_and_the_scaled_effect_is_inconclusive(res
 
 def _world_factuality(results, sweep, diff, se, cd_gain=(0.01, 0.002), ka=1, kl=(0.05, 0.01)):
     _controls(results, ka=ka, kl=kl)
-    results("factuality", {"ne_er_apd": sweep[0], "ne_er_cd": sweep[1], "ne_er_diff_verdict": diff,
-                           "ne_er_diff_se_verdict": se, "true_rate_apd": 0.6, "true_rate_cd": 0.5,
-                           "dist2_apd": 0.5, "dist2_cd": 0.5, "ne_er_cd_gain": cd_gain[0],
-                           "ne_er_cd_gain_se": cd_gain[1]}, profile="smoke")
+    results(
+        "factuality",
+        {
+            "ne_er_apd": sweep[0],
+            "ne_er_cd": sweep[1],
+            "ne_er_diff_verdict": diff,
+            "ne_er_diff_se_verdict": se,
+            "true_rate_apd": 0.6,
+            "true_rate_cd": 0.5,
+            "dist2_apd": 0.5,
+            "dist2_cd": 0.5,
+            "ne_er_cd_gain": cd_gain[0],
+            "ne_er_cd_gain_se": cd_gain[1],
+        },
+        profile="smoke",
+    )
 
 
 def test_claim_3_on_pico_is_decided_by_the_paired_comparison_not_the_sweeps_point_estimates(results):
@@ -453,11 +586,20 @@ def test_each_failed_precondition_makes_an_apd_claim_not_testable_and_says_which
 def test_no_claim_reads_not_reproduced_while_a_precondition_fails(results):
     """Every test of every claim failing, every positive control failing: no 'not reproduced' anywhere."""
     _smoke_like(results, r2=0.3, kl_cd=(0.5,), kl_elm=(0.1,), both_right=0)
-    _controls(results, profile="p", kl=(0.0, 0.01), ka=0,
-              extra_apd={"kl_fly_gain": -1.0, "kl_fly_gain_se": 0.01})
-    results("factuality", {"ne_er_diff_verdict": -1.0, "ne_er_diff_se_verdict": 0.01, "ne_er_cd_gain": 0.0,
-                           "ne_er_cd_gain_se": 0.01, "comp_apd_diff": -1.0, "comp_apd_diff_se": 0.01,
-                           "comp_elm_diff": -1.0, "comp_elm_diff_se": 0.01})
+    _controls(results, profile="p", kl=(0.0, 0.01), ka=0, extra_apd={"kl_fly_gain": -1.0, "kl_fly_gain_se": 0.01})
+    results(
+        "factuality",
+        {
+            "ne_er_diff_verdict": -1.0,
+            "ne_er_diff_se_verdict": 0.01,
+            "ne_er_cd_gain": 0.0,
+            "ne_er_cd_gain_se": 0.01,
+            "comp_apd_diff": -1.0,
+            "comp_apd_diff_se": 0.01,
+            "comp_elm_diff": -1.0,
+            "comp_elm_diff_se": 0.01,
+        },
+    )
     out = evidence_mod.judge(claims_mod.paper_claims(), "p")
     assert (out["verdict"] != "not reproduced").all(), out[["claim_id", "verdict", "reason"]]
     assert (out.loc[out["verdict"] == "not testable here", "n_preconditions_failed"] > 0).sum() >= 5
@@ -473,22 +615,24 @@ def test_an_apd_claim_whose_gates_fail_is_not_testable_and_says_which(results):
 
 def test_detects_decides_by_the_interval():
     d = evidence_mod.detects(0.1)
-    assert d(["d", "se"], [0.05, 0.01]).holds                                   # CI above 0
+    assert d(["d", "se"], [0.05, 0.01]).holds  # CI above 0
     out = d(["d", "se"], [-0.05, 0.01])
-    assert not out.holds and not out.inconclusive                               # significant the other way
+    assert not out.holds and not out.inconclusive  # significant the other way
     out = d(["d", "se"], [0.001, 0.01])
-    assert not out.holds and not out.inconclusive                               # CI [-0.019, 0.021] excludes 0.1
-    assert d(["d", "se"], [0.001, 0.1]).inconclusive                            # CI holds 0 and 0.1
+    assert not out.holds and not out.inconclusive  # CI [-0.019, 0.021] excludes 0.1
+    assert d(["d", "se"], [0.001, 0.1]).inconclusive  # CI holds 0 and 0.1
     out = d(["d", "se"], [-0.05, 0.05])
-    assert not out.holds and not out.inconclusive                               # 0.1 above -0.05 + 1.96 x 0.05
-    assert evidence_mod.detects()(["d", "se"], [0.001, 0.001]).inconclusive     # no paper effect to compare
+    assert not out.holds and not out.inconclusive  # 0.1 above -0.05 + 1.96 x 0.05
+    assert evidence_mod.detects()(["d", "se"], [0.001, 0.001]).inconclusive  # no paper effect to compare
     # scaled: effect = share x base; a base <= 0 (CD no better than the expert) gives no effect to exclude
     s = evidence_mod.detects(share=0.5)
     out = s(["d", "se", "b"], [0.0, 0.001, 0.02])
     assert not out.holds and not out.inconclusive and out.numbers["effect"] == pytest.approx(0.01)
-    assert s(["d", "se", "b"], [0.0, 0.01, 0.02]).inconclusive                  # CI [-0.0196, 0.0196] holds 0.01
-    assert s(["d", "se", "b"], [0.0, 0.001, -0.02]).inconclusive and "no effect on this scale" in \
-        s(["d", "se", "b"], [0.0, 0.001, -0.02]).text
+    assert s(["d", "se", "b"], [0.0, 0.01, 0.02]).inconclusive  # CI [-0.0196, 0.0196] holds 0.01
+    assert (
+        s(["d", "se", "b"], [0.0, 0.001, -0.02]).inconclusive
+        and "no effect on this scale" in s(["d", "se", "b"], [0.0, 0.001, -0.02]).text
+    )
     # the positive control: significant or not, never undecided
     assert evidence_mod.significant()(["d", "se"], [0.05, 0.01]).holds
     out = evidence_mod.significant()(["d", "se"], [0.009, 0.014])
@@ -496,11 +640,23 @@ def test_detects_decides_by_the_interval():
 
 
 def test_ablation_claims_read_the_ablations_table(results):
-    table = pd.DataFrame({"name": ["APD", "alm+elm", "logit", "no-flip", "distilled", "distilled-alm+mid+elm",
-                                   "distilled-no-small", "CD"],
-                          "kl": [1.00, 1.10, 1.30, 1.01, 0.90, 0.95, 0.97, 1.20],
-                          "kl_diff": [None, 0.10, 0.30, 0.01, -0.10, 0.05, 0.07, 0.20],
-                          "kl_diff_se": [None, 0.02, 0.05, 0.02, 0.02, 0.01, 0.01, 0.03]})
+    table = pd.DataFrame(
+        {
+            "name": [
+                "APD",
+                "alm+elm",
+                "logit",
+                "no-flip",
+                "distilled",
+                "distilled-alm+mid+elm",
+                "distilled-no-small",
+                "CD",
+            ],
+            "kl": [1.00, 1.10, 1.30, 1.01, 0.90, 0.95, 0.97, 1.20],
+            "kl_diff": [None, 0.10, 0.30, 0.01, -0.10, 0.05, 0.07, 0.20],
+            "kl_diff_se": [None, 0.02, 0.05, 0.02, 0.02, 0.01, 0.01, 0.03],
+        }
+    )
     runs = ("APD", "alm+elm", "logit", "no-flip", "distilled", "distilled-alm+mid+elm", "distilled-no-small")
     gates = {f"gate_{k}_{n}": (1 if k == "engaged" else "all gates pass") for k in ("engaged", "reason") for n in runs}
     _controls(results, profile="p")
@@ -511,7 +667,8 @@ def test_ablation_claims_read_the_ablations_table(results):
     assert out.loc["C7_probability_space_and_flip", "verdict"] == "inconclusive"
     assert out.loc["C7_probability_space_and_flip", "reason"].startswith(
         "ablations.csv['kl_diff' where name='no-flip'] = 0.01, se ablations.csv['kl_diff_se' where "
-        "name='no-flip'] = 0.02, 95% CI [-0.0292, 0.0492]")
+        "name='no-flip'] = 0.02, 95% CI [-0.0292, 0.0492]"
+    )
     gates["gate_engaged_no-flip"], gates["gate_reason_no-flip"] = 0, "c collapsed to the expert"
     results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
@@ -522,11 +679,20 @@ def test_ablation_claims_read_the_ablations_table(results):
 def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_is_inert(results):
     """The default build's situation: the release configuration's runs fail their gates, the distilled
     variant and its member subsets pass; the ALM + ELM point comparison (release only) is context."""
-    table = pd.DataFrame({"name": ["APD", "alm+elm", "distilled", "distilled-alm+mid+elm", "distilled-no-small"],
-                          "kl": [1.00, 1.00, 0.90, 0.95, 0.97], "kl_diff": [None, 0.0, -0.10, 0.05, 0.07],
-                          "kl_diff_se": [None, 0.0001, 0.02, 0.01, 0.01]})
-    gates = {"gate_engaged_APD": 0, "gate_reason_APD": "curve model inert", "gate_engaged_alm+elm": 0,
-             "gate_reason_alm+elm": "curve model inert"}
+    table = pd.DataFrame(
+        {
+            "name": ["APD", "alm+elm", "distilled", "distilled-alm+mid+elm", "distilled-no-small"],
+            "kl": [1.00, 1.00, 0.90, 0.95, 0.97],
+            "kl_diff": [None, 0.0, -0.10, 0.05, 0.07],
+            "kl_diff_se": [None, 0.0001, 0.02, 0.01, 0.01],
+        }
+    )
+    gates = {
+        "gate_engaged_APD": 0,
+        "gate_reason_APD": "curve model inert",
+        "gate_engaged_alm+elm": 0,
+        "gate_reason_alm+elm": "curve model inert",
+    }
     for n in ("distilled", "distilled-alm+mid+elm", "distilled-no-small"):
         gates[f"gate_engaged_{n}"], gates[f"gate_reason_{n}"] = 1, "all gates pass"
     _controls(results, profile="p")
@@ -534,7 +700,10 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
     c6 = [c for c in claims_mod.paper_claims() if c.id == "C6_more_midsize_members_help"]
     row = one(c6)
     assert row.verdict == "reproduced" and row.n_tests == 2 and row.n_hold == 2, row.reason
-    assert "context, does not hold: ablations.gate_engaged_APD = 0 >= 1: does not hold (curve model inert)" in row.evidence
+    assert (
+        "context, does not hold: ablations.gate_engaged_APD = 0 >= 1: does not hold (curve model inert)"
+        in row.evidence
+    )
     # a subset that is better than every member (interval below 0): not reproduced
     table.loc[3, ["kl_diff", "kl_diff_se"]] = [-0.03, 0.01]
     results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
@@ -547,23 +716,37 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
 
 
 def _summary(rows):
-    return pd.DataFrame([dict(zip(["dataset", "protocol", "metric", "method", "group", "value", "n"], r)) for r in rows])
+    return pd.DataFrame(
+        [dict(zip(["dataset", "protocol", "metric", "method", "group", "value", "n"], r)) for r in rows]
+    )
 
 
 def test_the_qa_chapters_tables_become_rows_of_tables_2_4_and_5(results):
-    rows = [("LAMBADA", "paper", "ppl", m, "all", v, 40) for m, v in
-            (("elm", 2.30), ("cd", 2.25), ("apd", 2.10), ("ref", 2.20))]
-    rows += [("LAMBADA", "held-out", "ppl", "apd", "all", 9.99, 40),         # other protocol: not shown
-             ("LAMBADA", "paper", "MRR", "elm", "all", 0.84, 4000),
-             ("SQuAD (Q+P)", "paper", "ppl", "cd", "all", 2.24, 50)]
-    gaps = pd.DataFrame({"dataset": ["LAMBADA"], "protocol": ["paper"], "metric": ["ppl"], "group": ["all"],
-                         "row": ["APD vs CD"], "value": [1.25]})
+    rows = [
+        ("LAMBADA", "paper", "ppl", m, "all", v, 40)
+        for m, v in (("elm", 2.30), ("cd", 2.25), ("apd", 2.10), ("ref", 2.20))
+    ]
+    rows += [
+        ("LAMBADA", "held-out", "ppl", "apd", "all", 9.99, 40),  # other protocol: not shown
+        ("LAMBADA", "paper", "MRR", "elm", "all", 0.84, 4000),
+        ("SQuAD (Q+P)", "paper", "ppl", "cd", "all", 2.24, 50),
+    ]
+    gaps = pd.DataFrame(
+        {
+            "dataset": ["LAMBADA"],
+            "protocol": ["paper"],
+            "metric": ["ppl"],
+            "group": ["all"],
+            "row": ["APD vs CD"],
+            "value": [1.25],
+        }
+    )
     results("qa", {}, table="qa_datasets_summary", df=_summary(rows), parameters={"family": "pythia"})
     results("qa", table="qa_datasets_gaps", df=gaps)
     f = beside.paper_beside_ours(2, "p", family="Pythia").frame
     assert f.loc["APD", ("LAMBADA", "ppl", "ours")] == 2.10
     assert f.loc["larger LLM (12B / 13B / 7B)", ("LAMBADA", "ppl", "ours")] == 2.20
-    assert f.loc["APD vs CD (% of the size gap)", ("LAMBADA", "ppl", "ours")] == 125.0   # fraction -> %
+    assert f.loc["APD vs CD (% of the size gap)", ("LAMBADA", "ppl", "ours")] == 125.0  # fraction -> %
     assert f.loc["APD vs CD (% of the size gap)", ("LAMBADA", "ppl", "paper: Pythia")] == 138.52
     assert beside.paper_beside_ours(4, "p", family="Pythia").frame.loc["CD", ("SQuAD (Q+P)", "ppl", "ours")] == 2.24
     t5 = beside.paper_beside_ours(5, "p", family="Pythia").frame
@@ -591,10 +774,17 @@ def test_a_broken_results_file_is_not_testable_not_a_crash(results):
 
 def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results):
     results("curves", {"blind_both_right": 3, "blind_count": 1, "r2_median": 0.5})
-    claims = [PaperClaim("C_x", "CD's *claim* about L_CD", (
-        E("curves", "blind_count", evidence_mod.at_least(1), "CD blind"),
-        E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
-        E("curves", "blind_both_right", evidence_mod.at_least(1), "both right", kind="precondition")))]
+    claims = [
+        PaperClaim(
+            "C_x",
+            "CD's *claim* about L_CD",
+            (
+                E("curves", "blind_count", evidence_mod.at_least(1), "CD blind"),
+                E("curves", "r2_median", evidence_mod.at_least(0.9), "linear?", kind="context"),
+                E("curves", "blind_both_right", evidence_mod.at_least(1), "both right", kind="precondition"),
+            ),
+        )
+    ]
     text = evidence_mod.claims_markdown(evidence_mod.judge(claims, "p"), evidence_mod.checks(claims, "p"))
     lines = text.splitlines()
     assert lines[0] == r"**C\_x: reproduced.** CD's \*claim\* about L\_CD"
@@ -622,8 +812,10 @@ def test_findings_read_one_sentence_per_claim(results, tmp_path):
     assert text.startswith(f"Of the paper's {len(claims)} main claims:")
     items = [line for line in text.splitlines() if line.startswith("- **C")]
     assert len(items) == len(claims) and "|" not in "".join(items)
-    assert any("**not testable here**" in i and "not met: the tested ALM''s mechanism engaged." in i for i in items), items
-    assert "[apd." not in text                      # result keys and numbers stay in the chapter's table of checks
+    assert any("**not testable here**" in i and "not met: the tested ALM''s mechanism engaged." in i for i in items), (
+        items
+    )
+    assert "[apd." not in text  # result keys and numbers stay in the chapter's table of checks
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
     page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
     assert book.FINDINGS_MARKER not in page and "main claims" in page
@@ -634,18 +826,45 @@ def test_findings_read_one_sentence_per_claim(results, tmp_path):
 # C8: REAL and APD are complementary
 
 
-def _complementarity(results, *, apd_real=0.60, apd_k20=0.66, elm_real=0.64, apd_diff=0.06, apd_se=0.01,
-                     elm_diff=0.04, elm_se=0.01, engaged=1, profile="smoke", cd_gain=(0.05, 0.01), gap=None):
+def _complementarity(
+    results,
+    *,
+    apd_real=0.60,
+    apd_k20=0.66,
+    elm_real=0.64,
+    apd_diff=0.06,
+    apd_se=0.01,
+    elm_diff=0.04,
+    elm_se=0.01,
+    engaged=1,
+    profile="smoke",
+    cd_gain=(0.05, 0.01),
+    gap=None,
+):
     """C8's results; ``gap`` (matched-Dist-2 gap, se) defaults to the single setting's (apd_diff, apd_se)."""
     _controls(results, profile=profile, engaged=engaged)
     gap = (apd_diff, apd_se) if gap is None else gap
-    results("factuality", {"ne_er_apd_real": apd_real, "ne_er_apd_k20": apd_k20, "ne_er_elm_real": elm_real,
-                           "real_matched_gap_world": gap[0], "real_matched_gap_se_world": gap[1],
-                           "comp_apd_diff": apd_diff, "comp_apd_diff_se": apd_se,
-                           "comp_elm_diff": elm_diff, "comp_elm_diff_se": elm_se,
-                           "ne_er_cd_gain": cd_gain[0], "ne_er_cd_gain_se": cd_gain[1],
-                           "true_rate_apd_real": 0.07, "true_rate_apd_k20": 0.05,
-                           "dist2_apd_real": 0.42, "dist2_apd_k20": 0.47}, profile=profile)
+    results(
+        "factuality",
+        {
+            "ne_er_apd_real": apd_real,
+            "ne_er_apd_k20": apd_k20,
+            "ne_er_elm_real": elm_real,
+            "real_matched_gap_world": gap[0],
+            "real_matched_gap_se_world": gap[1],
+            "comp_apd_diff": apd_diff,
+            "comp_apd_diff_se": apd_se,
+            "comp_elm_diff": elm_diff,
+            "comp_elm_diff_se": elm_se,
+            "ne_er_cd_gain": cd_gain[0],
+            "ne_er_cd_gain_se": cd_gain[1],
+            "true_rate_apd_real": 0.07,
+            "true_rate_apd_k20": 0.05,
+            "dist2_apd_real": 0.42,
+            "dist2_apd_k20": 0.47,
+        },
+        profile=profile,
+    )
     c8 = [c for c in claims_mod.paper_claims() if c.id == "C8_real_apd_complementary"]
     return one(c8, profile)
 
@@ -654,14 +873,17 @@ def test_complementarity_reproduced_when_both_differences_are_significant(result
     row = _complementarity(results)
     assert row.verdict == "reproduced", row.reason
     assert (row.n_tests, row.n_hold) == (2, 2)
-    assert "factuality.real_matched_gap_world = 0.06, se factuality.real_matched_gap_se_world = 0.01, 95% CI [0.0404, 0.0796]" in row.evidence
+    assert (
+        "factuality.real_matched_gap_world = 0.06, se factuality.real_matched_gap_se_world = 0.01, 95% CI [0.0404, 0.0796]"
+        in row.evidence
+    )
     assert "context, holds: factuality.comp_apd_diff = 0.06 > 1.96 x factuality.comp_apd_diff_se" in row.evidence
     assert "context, holds: factuality.true_rate_apd_real = 0.07 > factuality.true_rate_apd_k20 = 0.05" in row.evidence
 
 
 def test_complementarity_paired_tests_read_the_papers_effect(results):
-    assert claims_mod.paper_real_gain() == pytest.approx(0.017)    # Table 6: 39.2 - 37.5 points
-    assert claims_mod.paper_real_share() == pytest.approx(1.7 / 7.6)   # ... of 47.9 - 40.3
+    assert claims_mod.paper_real_gain() == pytest.approx(0.017)  # Table 6: 39.2 - 37.5 points
+    assert claims_mod.paper_real_share() == pytest.approx(1.7 / 7.6)  # ... of 47.9 - 40.3
     # APD + REAL barely better than APD, se 0.01: CI [-0.0146, 0.0246] holds 0 and 0.2237 x 0.05 = 0.0112
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.005, apd_se=0.01)
     assert row.verdict == "inconclusive", row.reason
@@ -704,9 +926,19 @@ def test_table6_has_counterpart_automatic_rows_and_says_the_human_columns_cannot
     status = coverage.table_status("p").set_index("paper")
     assert status.loc["Table 6", "status"] == "not produced here"
     assert "human columns" in status.loc["Table 6", "ours"] and "REAL settings" in status.loc["Table 6", "ours"]
-    rows = [{"paper_table": 6, "role": r, "family": "pico", "setting": s, "dataset": "pico world (exact checker)",
-             "metric": m, "value": v} for r, s, v in (("apd", "REAL, T_r=4.0", 60.0), ("apd", "top-p k20, p=0.8", 66.0))
-            for m in ("NE_ER", "Dist-2")]
+    rows = [
+        {
+            "paper_table": 6,
+            "role": r,
+            "family": "pico",
+            "setting": s,
+            "dataset": "pico world (exact checker)",
+            "metric": m,
+            "value": v,
+        }
+        for r, s, v in (("apd", "REAL, T_r=4.0", 60.0), ("apd", "top-p k20, p=0.8", 66.0))
+        for m in ("NE_ER", "Dist-2")
+    ]
     results("factuality", {}, table="factuality_table6_world", df=pd.DataFrame(rows))
     row = coverage.table_status("p").set_index("paper").loc["Table 6"]
     assert row["status"] == "counterpart rows" and "cannot be regenerated by any build" in row["ours"]
@@ -723,7 +955,7 @@ def test_figure_4bh_is_drawn_by_the_factuality_chapter(results):
     assert st.loc["Figure 4 (b, h)", "status"] == "not produced here"
     results("factuality", {}, figure="factuality_world_tradeoffs")
     st = coverage.figure_status("p").set_index("paper")
-    assert st.loc["Figure 4 (b, h)", "status"] == "not produced here"          # ran without REAL settings
+    assert st.loc["Figure 4 (b, h)", "status"] == "not produced here"  # ran without REAL settings
     assert "did not produce factuality_world_real, factuality_fp_real" in st.loc["Figure 4 (b, h)", "ours"]
     results("factuality", figure="factuality_world_real")
     row = coverage.figure_status("p").set_index("paper").loc["Figure 4 (b, h)"]
@@ -735,21 +967,47 @@ def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_
     release configuration's own gates are a context row that never decides the verdict."""
     claims = claims_mod.paper_claims()
     with_context = {c.id for c in claims if claims_mod.RELEASE_CONTEXT in c.evidence}
-    assert with_context == {"C2_obvious_blindness", "C3_apd_more_factual", "C4_apd_better_qa_easy",
-                            "C5_on_the_fly_worse", "C8_real_apd_complementary"}
+    assert with_context == {
+        "C2_obvious_blindness",
+        "C3_apd_more_factual",
+        "C4_apd_better_qa_easy",
+        "C5_on_the_fly_worse",
+        "C8_real_apd_complementary",
+    }
     c4 = [c for c in claims if c.id == "C4_apd_better_qa_easy"]
-    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)          # the engaged variant passes its gates
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)  # the engaged variant passes its gates
     controls = {"kl_cd_gain": 0.05, "kl_cd_gain_se": 0.01}
-    results("apd", {"gate_engaged": 1, "gate_reason": "the distilled variant: all gates pass",
-                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert", **controls}, profile="smoke")
+    results(
+        "apd",
+        {
+            "gate_engaged": 1,
+            "gate_reason": "the distilled variant: all gates pass",
+            "release_gate_engaged": 0,
+            "release_gate_reason": "curve model inert",
+            **controls,
+        },
+        profile="smoke",
+    )
     row = one(c4, "smoke")
     assert row.verdict == "reproduced", row.reason
-    assert "context, does not hold: apd.release_gate_engaged = 0 >= 1: does not hold (curve model inert)" in row.evidence
+    assert (
+        "context, does not hold: apd.release_gate_engaged = 0 >= 1: does not hold (curve model inert)" in row.evidence
+    )
     # no variant engages: the release configuration stands in, and the claim is not testable, saying why
-    results("apd", {"gate_engaged": 0, "gate_reason": "the release configuration: curve model inert; no variant engages",
-                    "release_gate_engaged": 0, "release_gate_reason": "curve model inert", **controls}, profile="smoke")
+    results(
+        "apd",
+        {
+            "gate_engaged": 0,
+            "gate_reason": "the release configuration: curve model inert; no variant engages",
+            "release_gate_engaged": 0,
+            "release_gate_reason": "curve model inert",
+            **controls,
+        },
+        profile="smoke",
+    )
     row = one(c4, "smoke")
     assert row.verdict == "not testable here" and "no variant engages" in row.reason
+
 
 def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
     """Under the pythia profile C4 reads the mean over datasets of CD's ppl minus APD's, its se from the
@@ -758,23 +1016,40 @@ def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
 
     def hub(gain, se, cd_gain):
         _controls(results, profile="pythia")
-        results("qa", {"datasets_ppl_gain": gain, "datasets_ppl_gain_se": se, "datasets_ppl_cd_gain": cd_gain[0],
-                       "datasets_ppl_cd_gain_se": cd_gain[1]}, profile="pythia")
+        results(
+            "qa",
+            {
+                "datasets_ppl_gain": gain,
+                "datasets_ppl_gain_se": se,
+                "datasets_ppl_cd_gain": cd_gain[0],
+                "datasets_ppl_cd_gain_se": cd_gain[1],
+            },
+            profile="pythia",
+        )
         return one(c4, "pythia")
 
     assert hub(0.15, 0.03, (0.47, 0.05)).verdict == "reproduced"
-    row = hub(0.0, 0.02, (0.47, 0.05))                 # CI [-0.039, 0.039] below 0.32 x 0.47 = 0.152
+    row = hub(0.0, 0.02, (0.47, 0.05))  # CI [-0.039, 0.039] below 0.32 x 0.47 = 0.152
     assert row.verdict == "not reproduced" and row.effect == pytest.approx(claims_mod.paper_qa_share() * 0.47)
-    assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"    # CI [-0.068, 0.168] holds 0 and 0.152
-    row = hub(0.15, 0.03, (0.02, 0.05))                # CD no better than the expert: not testable
+    assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"  # CI [-0.068, 0.168] holds 0 and 0.152
+    row = hub(0.15, 0.03, (0.02, 0.05))  # CD no better than the expert: not testable
     assert row.verdict == "not testable here" and "qa.datasets_ppl_cd_gain = 0.02" in row.reason
 
 
 def test_rows_without_a_value_are_not_promised(results):
     """A chapter that scored nothing for a table (no question qualified) has no rows of its own there:
     the caption says so instead of promising rows that the table does not show."""
-    rows = [{"paper_table": 4, "role": r, "dataset": "SQuAD (Q+P)", "metric": "ppl", "value": float("nan"), "family": "pico"}
-            for r in ("elm", "cd", "apd")]
+    rows = [
+        {
+            "paper_table": 4,
+            "role": r,
+            "dataset": "SQuAD (Q+P)",
+            "metric": "ppl",
+            "value": float("nan"),
+            "family": "pico",
+        }
+        for r in ("elm", "cd", "apd")
+    ]
     results("qa", {}, table="qa_paper_rows", df=pd.DataFrame(rows))
     b = beside.paper_beside_ours(4, "p", family="Pythia")
     assert not b.has_ours and "ours" not in set(b.frame.columns.get_level_values(2))

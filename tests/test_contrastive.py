@@ -1,4 +1,5 @@
 """The one contrastive score against an independent NumPy formula, and every caller through it."""
+
 import numpy as np
 import pytest
 import torch
@@ -52,7 +53,7 @@ def test_tie_rules():
     elm = np.log(np.array([[0.4, 0.2, 0.2, 0.2]]))
     am = np.zeros((1, 4))
     kept = np.isfinite(contrastive_scores(elm, am, 1.0, top_k=2, ties="keep"))
-    assert kept.tolist() == [[True, True, True, True]]          # the release's QA rule keeps every tie
+    assert kept.tolist() == [[True, True, True, True]]  # the release's QA rule keeps every tie
     exact = np.isfinite(contrastive_scores(elm, am, 1.0, top_k=2, ties="exact"))
     assert exact.sum() == 2 and exact[0, 0]
     assert top_k_keep(torch.tensor(elm), 2, "exact").sum() == 2
@@ -86,8 +87,9 @@ def test_every_caller_goes_through_it():
     # blindness: log-softmax, top-k with ties kept, no renormalisation
     np.testing.assert_allclose(blindness.cd_scores(elm, am, 2.0, top_k=5), reference(elm, am, 2.0, 5), atol=1e-12)
     # QA metrics: renormalised over the top k (ties kept)
-    np.testing.assert_allclose(qa_metrics.cd_scores_over_topk(elm, am, 0.5, k=5),
-                               reference(elm, am, 2.0, 5, renorm=True), atol=1e-9)
+    np.testing.assert_allclose(
+        qa_metrics.cd_scores_over_topk(elm, am, 0.5, k=5), reference(elm, am, 2.0, 5, renorm=True), atol=1e-9
+    )
     # truth: probabilities over candidate ids
     lp_e, lp_a = np_log_softmax(elm), np_log_softmax(am)
     ids = np.argsort(-lp_e, -1)[:, :5]
@@ -95,8 +97,12 @@ def test_every_caller_goes_through_it():
     want = np.exp(reference(elm, am, 2.0, 5, renorm=True))
     np.testing.assert_allclose(q, np.take_along_axis(want, ids, -1), atol=1e-9)
     # the decoding processors: filters on the ELM, -inf outside
-    scores = contrastive_scores(torch.tensor(elm, dtype=torch.float32), torch.tensor(am, dtype=torch.float32), 2.0,
-                                filters=[TopK(5), TopP(0.99)])
+    scores = contrastive_scores(
+        torch.tensor(elm, dtype=torch.float32),
+        torch.tensor(am, dtype=torch.float32),
+        2.0,
+        filters=[TopK(5), TopP(0.99)],
+    )
     kept = torch.isfinite(scores)
     np.testing.assert_allclose(scores[kept].numpy(), reference(elm, am, 2.0, 5)[kept.numpy()], rtol=1e-5, atol=1e-5)
     assert issubclass(ContrastiveLogitsProcessor, object)

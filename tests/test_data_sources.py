@@ -2,6 +2,7 @@
 ``$APD_DATA_DIR`` nor a ``data_dir`` the loaders take the Hub and the original source (cached in
 the user's cache); and a build that cannot have a dataset stops before its first notebook, in one
 line naming ``APD_DATA_DIR`` and the files it needs."""
+
 from __future__ import annotations
 
 import io
@@ -42,15 +43,14 @@ def test_profiles_name_no_path_outside_the_repository(profile):
     assert not outside, f"profiles/{profile}.yml names paths outside the repository: {outside}"
 
 
-def test_the_default_build_reads_the_hub_and_the_original_source_when_no_data_folder_is_given(
-        monkeypatch, tmp_path):
+def test_the_default_build_reads_the_hub_and_the_original_source_when_no_data_folder_is_given(monkeypatch, tmp_path):
     """The default profile's QA and factuality chapters, with neither APD_DATA_DIR nor data_dir, on the
     loaders' stand-ins: the QA data come from the Hub (a fake ``datasets``), FactualityPrompts from
     its original URL (a fake ``urlopen``) into the per-user cache, outside any checkout."""
     monkeypatch.delenv("APD_DATA_DIR", raising=False)
     monkeypatch.delenv("APD_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.chdir(tmp_path)                       # not inside a checkout
+    monkeypatch.chdir(tmp_path)  # not inside a checkout
     params, _ = book.resolve("default", root=REPO)
     assert params["qa"].get("data_dir") is None and params["factuality"].get("data_dir") is None
 
@@ -80,16 +80,16 @@ def test_the_default_build_reads_the_hub_and_the_original_source_when_no_data_fo
     assert paths.cache_dir() == tmp_path / "xdg" / "apd"
     cached = tmp_path / "xdg" / "apd" / "factuality_prompts" / f"fever_{kind}_test7k_final.jsonl"
     assert cached.is_file()
-    fp.load_factuality_prompts(kind, "test")          # the second read comes from the user's cache
+    fp.load_factuality_prompts(kind, "test")  # the second read comes from the user's cache
     assert len(urls) == 1
 
 
 def test_cache_folder_order(monkeypatch, tmp_path):
     monkeypatch.delenv("APD_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.chdir(REPO / "apd")                    # inside a checkout: its cache/
+    monkeypatch.chdir(REPO / "apd")  # inside a checkout: its cache/
     assert paths.cache_dir() == REPO / "cache"
-    monkeypatch.chdir(tmp_path)                        # outside: the user's cache
+    monkeypatch.chdir(tmp_path)  # outside: the user's cache
     assert paths.cache_dir() == tmp_path / "xdg" / "apd"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert paths.cache_dir() == Path.home() / ".cache" / "apd"
@@ -104,10 +104,12 @@ def _smoke(stems=None):
 
 def test_preflight_names_the_files_a_data_folder_lacks(monkeypatch, tmp_path):
     params, stems = _smoke()
-    needs = data_check.data_needs(params, stems, {s: book.notebook_parameters(book.notebook_path(s, REPO)) for s in stems})
+    needs = data_check.data_needs(
+        params, stems, {s: book.notebook_parameters(book.notebook_path(s, REPO)) for s in stems}
+    )
     files = sorted({n.file for n in needs})
     assert "qa/lambada_openai.jsonl" in files and "factuality_prompts/fever_factual_test7k_final.jsonl" in files
-    for rel in files[1:]:                              # every file but one
+    for rel in files[1:]:  # every file but one
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("{}\n")
     monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
@@ -118,17 +120,27 @@ def test_preflight_names_the_files_a_data_folder_lacks(monkeypatch, tmp_path):
     assert files[1] not in message
     (tmp_path / files[0]).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / files[0]).write_text("{}\n")
-    book.preflight(None, params, stems, REPO, checks=("data",))           # every file there: the build may start
+    book.preflight(None, params, stems, REPO, checks=("data",))  # every file there: the build may start
 
 
 def test_preflight_without_data_folder_offline_stops_before_any_notebook(tmp_path):
     """``python -m apd`` with no data folder and ``HF_HUB_OFFLINE=1``: exit 1, one line on stderr naming
     APD_DATA_DIR and the files, and no notebook started."""
     env = {k: v for k, v in os.environ.items() if k not in ("APD_DATA_DIR",)}
-    env.update(HF_HUB_OFFLINE="1", APD_RESULTS_DIR=str(tmp_path / "results"), APD_CACHE_DIR=str(tmp_path / "cache"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])))
-    done = subprocess.run([sys.executable, "-m", "apd", "--profile", "smoke"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=120)
+    env.update(
+        HF_HUB_OFFLINE="1",
+        APD_RESULTS_DIR=str(tmp_path / "results"),
+        APD_CACHE_DIR=str(tmp_path / "cache"),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "apd", "--profile", "smoke"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr

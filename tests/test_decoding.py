@@ -19,14 +19,23 @@ from apd.decoding.processors import (
     OnTheFlyLogitsProcessor,
 )
 
-V = 60          # the shared "tokenizer" vocabulary
+V = 60  # the shared "tokenizer" vocabulary
 PAD, EOS = 2, 1
 
 
-
 def tiny_neox(seed, vocab, layers, hidden=32):
-    return tiny_models.tiny_neox(seed, vocab, hidden, layers, heads=4, bos_token_id=0, eos_token_id=EOS,
-                                 pad_token_id=PAD, initializer_range=0.3, attn_implementation="eager")
+    return tiny_models.tiny_neox(
+        seed,
+        vocab,
+        hidden,
+        layers,
+        heads=4,
+        bos_token_id=0,
+        eos_token_id=EOS,
+        pad_token_id=PAD,
+        initializer_range=0.3,
+        attn_implementation="eager",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +52,8 @@ def batch():
     ids = torch.full((3, L), PAD, dtype=torch.long)
     mask = torch.zeros((3, L), dtype=torch.long)
     for i, n in enumerate(lengths):
-        ids[i, L - n:] = torch.randint(3, V, (n,), generator=g)
-        mask[i, L - n:] = 1
+        ids[i, L - n :] = torch.randint(3, V, (n,), generator=g)
+        mask[i, L - n :] = 1
     return ids, mask
 
 
@@ -84,7 +93,7 @@ def check_steps(out, elm, amateur, prompt_mask, inv_T, filt):
     assert len(out.scores) >= 4
     n_kept = 0
     for t, got in enumerate(out.scores):
-        seq = out.sequences[:, :L + t]
+        seq = out.sequences[:, : L + t]
         le = manual_logits(elm, seq, prompt_mask)[:, :V]
         la = manual_logits(amateur, seq, prompt_mask)[:, :V]
         elm_lp = F.log_softmax(le, -1)
@@ -94,19 +103,21 @@ def check_steps(out, elm, amateur, prompt_mask, inv_T, filt):
             row = got[b, :V].double()
             assert torch.isinf(row[~torch.from_numpy(keep)]).all(), f"step {t} row {b}: filtered token not -inf"
             assert torch.isfinite(row[torch.from_numpy(keep)]).all()
-            torch.testing.assert_close(row[torch.from_numpy(keep)], want[b][torch.from_numpy(keep)],
-                                       atol=1e-4, rtol=0)
+            torch.testing.assert_close(row[torch.from_numpy(keep)], want[b][torch.from_numpy(keep)], atol=1e-4, rtol=0)
         assert torch.isneginf(got[:, V:]).all(), "ids beyond the shared vocabulary must be -inf"
         n_kept += int(torch.isfinite(got).sum())
-    if filt:   # the filters really removed tokens, and kept more than one now and then
+    if filt:  # the filters really removed tokens, and kept more than one now and then
         assert out.sequences.shape[0] * len(out.scores) < n_kept < out.sequences.shape[0] * len(out.scores) * V
 
 
-@pytest.mark.parametrize("do_sample,filt", [
-    (False, {}),
-    (True, {"top_p": 0.8, "top_k": 20}),
-    (True, {"alpha": 0.1}),
-])
+@pytest.mark.parametrize(
+    "do_sample,filt",
+    [
+        (False, {}),
+        (True, {"top_p": 0.8, "top_k": 20}),
+        (True, {"alpha": 0.1}),
+    ],
+)
 def test_processor_matches_manual_recomputation(models, batch, do_sample, filt):
     elm, alm = models
     ids, mask = batch
@@ -119,8 +130,17 @@ def test_processor_matches_manual_recomputation(models, batch, do_sample, filt):
         filters.append(AlphaMask(filt["alpha"]))
     proc = ContrastiveLogitsProcessor(alm, T=2.0, filters=filters, vocab_size=V)
     torch.manual_seed(0)
-    out = generation.generate(elm, ids, mask, proc, max_new_tokens=6, do_sample=do_sample,
-                            output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+    out = generation.generate(
+        elm,
+        ids,
+        mask,
+        proc,
+        max_new_tokens=6,
+        do_sample=do_sample,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=PAD,
+    )
     assert out.sequences.shape[1] == ids.shape[1] + 6
     check_steps(out, elm, alm, mask, 0.5, filt)
     # the amateur's cache really was used incrementally: it has seen all but the last token
@@ -135,9 +155,19 @@ def test_apd_processor_with_direct_generate_call(models, batch):
     assert proc.T == 1.0
     proc.prepare(mask)
     torch.manual_seed(1)
-    out = elm.generate(ids, attention_mask=mask, logits_processor=LogitsProcessorList([proc]),
-                       max_new_tokens=5, do_sample=True, top_k=0, top_p=1.0, temperature=1.0,
-                       output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+    out = elm.generate(
+        ids,
+        attention_mask=mask,
+        logits_processor=LogitsProcessorList([proc]),
+        max_new_tokens=5,
+        do_sample=True,
+        top_k=0,
+        top_p=1.0,
+        temperature=1.0,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=PAD,
+    )
     check_steps(out, elm, alm_prime, mask, 1.0, {"top_p": 0.9})
 
 
@@ -150,8 +180,17 @@ def test_generate_ignores_the_models_own_sampling_defaults(models, batch):
     try:
         proc = ContrastiveLogitsProcessor(alm, T=2.0, filters=[TopP(0.9)], vocab_size=V)
         torch.manual_seed(2)
-        out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=True,
-                                output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+        out = generation.generate(
+            elm,
+            ids,
+            mask,
+            proc,
+            max_new_tokens=4,
+            do_sample=True,
+            output_scores=True,
+            return_dict_in_generate=True,
+            pad_token_id=PAD,
+        )
     finally:
         elm.generation_config.top_k, elm.generation_config.repetition_penalty = saved
     check_steps(out, elm, alm, mask, 0.5, {"top_p": 0.9})
@@ -162,13 +201,31 @@ def test_left_padding_is_masked_for_the_amateur(models, batch):
     elm, alm = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False,
-                            output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+    out = generation.generate(
+        elm,
+        ids,
+        mask,
+        proc,
+        max_new_tokens=4,
+        do_sample=False,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=PAD,
+    )
     alone = ids[1:2, mask[1].bool()]
     proc1 = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    out1 = generation.generate(elm, alone, None, proc1, max_new_tokens=4, do_sample=False,
-                             output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
-    assert torch.equal(out.sequences[1, ids.shape[1]:], out1.sequences[0, alone.shape[1]:])
+    out1 = generation.generate(
+        elm,
+        alone,
+        None,
+        proc1,
+        max_new_tokens=4,
+        do_sample=False,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=PAD,
+    )
+    assert torch.equal(out.sequences[1, ids.shape[1] :], out1.sequences[0, alone.shape[1] :])
     for s, s1 in zip(out.scores, out1.scores):
         torch.testing.assert_close(s[1, :V], s1[0, :V], atol=1e-4, rtol=0)
 
@@ -177,14 +234,33 @@ def test_positions_from_the_mask_for_an_absolute_position_amateur(models, batch)
     """GPT-2 has learned absolute positions, so wrong position ids on left-padded rows would
     change its scores (rotary GPT-NeoX would not notice a shift)."""
     from transformers import GPT2Config, GPT2LMHeadModel
+
     torch.manual_seed(3)
-    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=32, n_layer=2, n_head=4,
-                                      initializer_range=0.3, attn_implementation="eager")).eval()
+    gpt2 = GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=64,
+            n_positions=32,
+            n_embd=32,
+            n_layer=2,
+            n_head=4,
+            initializer_range=0.3,
+            attn_implementation="eager",
+        )
+    ).eval()
     elm, _ = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(gpt2, T=2.0, vocab_size=V)
-    out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False,
-                            output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+    out = generation.generate(
+        elm,
+        ids,
+        mask,
+        proc,
+        max_new_tokens=4,
+        do_sample=False,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=PAD,
+    )
     check_steps(out, elm, gpt2, mask, 0.5, {})
 
 
@@ -192,13 +268,13 @@ def test_new_generation_resets_the_cache(models, batch):
     elm, alm = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    kw = dict(max_new_tokens=4, do_sample=False, output_scores=True, return_dict_in_generate=True,
-              pad_token_id=PAD)
+    kw = dict(max_new_tokens=4, do_sample=False, output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
     first = generation.generate(elm, ids, mask, proc, **kw)
-    other = generation.generate(elm, ids[:2, 2:], mask[:2, 2:], proc, **kw)   # another batch
+    other = generation.generate(elm, ids[:2, 2:], mask[:2, 2:], proc, **kw)  # another batch
     again = generation.generate(elm, ids, mask, proc, **kw)
-    fresh = generation.generate(elm, ids[:2, 2:], mask[:2, 2:],
-                              ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V), **kw)
+    fresh = generation.generate(
+        elm, ids[:2, 2:], mask[:2, 2:], ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V), **kw
+    )
     assert torch.equal(first.sequences, again.sequences)
     for a, b in zip(first.scores, again.scores):
         torch.testing.assert_close(a, b)
@@ -210,14 +286,28 @@ def test_missing_mask_and_vocab_errors(models, batch):
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
     with pytest.raises(ValueError, match="prepare"):
-        elm.generate(ids, attention_mask=mask, logits_processor=LogitsProcessorList([proc]),
-                     max_new_tokens=2, do_sample=False, pad_token_id=PAD)
-    proc = ContrastiveLogitsProcessor(alm, T=2.0)   # 72 vs 64 padded ids and no vocab_size
+        elm.generate(
+            ids,
+            attention_mask=mask,
+            logits_processor=LogitsProcessorList([proc]),
+            max_new_tokens=2,
+            do_sample=False,
+            pad_token_id=PAD,
+        )
+    proc = ContrastiveLogitsProcessor(alm, T=2.0)  # 72 vs 64 padded ids and no vocab_size
     with pytest.raises(ValueError, match="vocab_size"):
         generation.generate(elm, ids, mask, proc, max_new_tokens=2, do_sample=False, pad_token_id=PAD)
     with pytest.raises(ValueError, match="top_p"):
-        generation.generate(elm, ids, mask, ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V),
-                          max_new_tokens=2, do_sample=True, top_p=0.9, pad_token_id=PAD)
+        generation.generate(
+            elm,
+            ids,
+            mask,
+            ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V),
+            max_new_tokens=2,
+            do_sample=True,
+            top_p=0.9,
+            pad_token_id=PAD,
+        )
     with pytest.raises(ValueError, match="T must be > 0"):
         ContrastiveLogitsProcessor(alm, T=0.0)
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V).prepare(mask[:, 1:])
@@ -226,6 +316,7 @@ def test_missing_mask_and_vocab_errors(models, batch):
 
 
 # ---------------------------------------------------------------- filters on hand-made rows
+
 
 def lp(row):
     return torch.log(torch.tensor([row], dtype=torch.float64))
@@ -240,19 +331,19 @@ def kept(f, row=HAND):
 
 
 def test_top_p_by_hand():
-    assert kept(TopP(0.4)) == {3}            # 0.5 alone reaches 0.4
-    assert kept(TopP(0.6)) == {3, 2}         # 0.5 < 0.6, add 0.2 -> 0.7
-    assert kept(TopP(0.8)) == {3, 2, 0}      # 0.7 < 0.8, add 0.15 -> 0.85
-    assert kept(TopP(0.9)) == {3, 2, 0, 4}   # 0.85 < 0.9, add 0.1 -> 0.95
+    assert kept(TopP(0.4)) == {3}  # 0.5 alone reaches 0.4
+    assert kept(TopP(0.6)) == {3, 2}  # 0.5 < 0.6, add 0.2 -> 0.7
+    assert kept(TopP(0.8)) == {3, 2, 0}  # 0.7 < 0.8, add 0.15 -> 0.85
+    assert kept(TopP(0.9)) == {3, 2, 0, 4}  # 0.85 < 0.9, add 0.1 -> 0.95
     assert kept(TopP(1.0)) == {0, 1, 2, 3, 4}
-    assert kept(TopP(1e-6)) == {3}           # never empty
+    assert kept(TopP(1e-6)) == {3}  # never empty
 
 
 def test_top_k_alpha_and_composition_by_hand():
     assert kept(TopK(2)) == {3, 2}
     assert kept(TopK(99)) == {0, 1, 2, 3, 4}
-    assert kept(AlphaMask(0.25)) == {3, 2, 0}     # threshold 0.125
-    assert kept(AlphaMask(0.35)) == {3, 2}        # threshold 0.175
+    assert kept(AlphaMask(0.25)) == {3, 2, 0}  # threshold 0.125
+    assert kept(AlphaMask(0.35)) == {3, 2}  # threshold 0.175
     assert kept(AlphaMask(0.0)) == {0, 1, 2, 3, 4}
     both = filters_mod.keep_mask(lp(HAND), [TopP(0.9), TopK(2)])
     assert set(torch.nonzero(both[0]).flatten().tolist()) == {3, 2}
@@ -308,17 +399,29 @@ def test_contrastive_scores_formula_by_hand():
 
 # ---------------------------------------------------------------- baselines
 
+
 def test_temperature_baseline_uses_hf_warper(models, batch):
     elm, _ = models
     ids, mask = batch
-    out = generation.generate(elm, ids, mask, None, max_new_tokens=2, do_sample=True, temperature=0.5,
-                            output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+    out = generation.generate(
+        elm,
+        ids,
+        mask,
+        None,
+        max_new_tokens=2,
+        do_sample=True,
+        temperature=0.5,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=PAD,
+    )
     raw = manual_logits(elm, ids, mask).float()
     torch.testing.assert_close(out.scores[0], raw / 0.5, atol=1e-4, rtol=0)
 
 
 def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
     from transformers.generation import utils as gen_utils
+
     assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "high") == list(range(16, 32, 2))
     assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "low") == list(range(0, 16, 2))
     assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=6), "high") == [3, 5]
@@ -337,11 +440,10 @@ def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
         seen.clear()
         kw = generation.dola_generate_kwargs(elm, layers)
         assert kw == {"dola_layers": layers, "repetition_penalty": 1.2}
-        out = generation.generate(elm, ids, mask, None, max_new_tokens=3, do_sample=True,
-                                pad_token_id=PAD, **kw)
+        out = generation.generate(elm, ids, mask, None, max_new_tokens=3, do_sample=True, pad_token_id=PAD, **kw)
         assert out.shape == (3, ids.shape[1] + 3)
         assert seen and all(s == generation.dola_candidate_layers(elm, layers) for s in seen)
-    assert generation.dola_candidate_layers(elm, "high") == [2]   # the 4-layer tiny ELM
+    assert generation.dola_candidate_layers(elm, "high") == [2]  # the 4-layer tiny ELM
 
 
 # --------------------------------------------------------------------------------------------
@@ -349,7 +451,7 @@ def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
 # --------------------------------------------------------------------------------------------
 
 
-OTF_SIZES = [1.0, 2.0, 3.5]   # x of (smallest, mid, ELM); any increasing values
+OTF_SIZES = [1.0, 2.0, 3.5]  # x of (smallest, mid, ELM); any increasing values
 
 
 @pytest.fixture(scope="module")
@@ -375,12 +477,21 @@ def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smal
 
     monkeypatch.setattr(curves, "on_the_fly_asymptotes", spy)
     proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, inv_T=0.4, top_k=8, vocab_size=V, **fit)
-    out = generation.generate(elm, ids, mask, proc, max_new_tokens=3, do_sample=False,
-                            output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
+    out = generation.generate(
+        elm,
+        ids,
+        mask,
+        proc,
+        max_new_tokens=3,
+        do_sample=False,
+        output_scores=True,
+        return_dict_in_generate=True,
+        pad_token_id=PAD,
+    )
     L = ids.shape[1]
     assert len(seen) == len(out.scores) == 3
     for t, (got, (stack, sizes, kw)) in enumerate(zip(out.scores, seen)):
-        seq = out.sequences[:, :L + t]
+        seq = out.sequences[:, : L + t]
         manual = torch.stack([manual_logits(m, seq, mask)[:, :V].float() for m in (smallest, mid, elm)])
         torch.testing.assert_close(stack, manual, atol=1e-4, rtol=0)
         assert sizes == OTF_SIZES and kw == dict(top_k=8, **fit)
@@ -398,8 +509,9 @@ def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smal
 def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
     elm, mid = models
     ids, mask = batch
-    plain = generation.generate(elm, ids, mask, FilteredLogitsProcessor(vocab_size=V), max_new_tokens=4,
-                              do_sample=False, pad_token_id=PAD)   # greedy ELM over the shared vocabulary
+    plain = generation.generate(
+        elm, ids, mask, FilteredLogitsProcessor(vocab_size=V), max_new_tokens=4, do_sample=False, pad_token_id=PAD
+    )  # greedy ELM over the shared vocabulary
     proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=float("inf"), vocab_size=V, iterations=5)
     out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False, pad_token_id=PAD)
     assert torch.equal(out, plain)

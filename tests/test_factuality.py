@@ -29,14 +29,17 @@ def world():
 
 def _setup(world):
     p = world.people[0]
-    other = next(q for q in world.people if q.birth_city != p.birth_city and q.birth_country != p.birth_country
-                 and q.university != p.university)
+    other = next(
+        q
+        for q in world.people
+        if q.birth_city != p.birth_city and q.birth_country != p.birth_country and q.university != p.university
+    )
     pron = "She" if p.gender == "f" else "He"
     prompt = BioPrompt(prompt=f"{p.name} was born in", person=p.name, bucket=p.bucket)
     conts = [
-        f" {p.birth_city}, {p.birth_country}.",                      # 2 entities, both his/hers; 2 true claims
+        f" {p.birth_city}, {p.birth_country}.",  # 2 entities, both his/hers; 2 true claims
         f" {other.birth_city}. {pron} studied at {p.university}.",  # 1 of 2 entities wrong; 1 false, 1 true claim
-        " the morning.",                                             # no entity, no claim
+        " the morning.",  # no entity, no claim
     ]
     return p, other, prompt, conts
 
@@ -93,6 +96,7 @@ def test_world_scorer_no_claims_is_nan(world):
 
 def test_world_test_prompts_use_the_books_split(world):
     from apd.world.truth import dev_test_people
+
     prompts = world_scoring.world_test_prompts(world, seed=3)
     side = dev_test_people(world, 3)
     assert prompts and all(side[p.person] == "test" for p in prompts)
@@ -151,8 +155,18 @@ def tiny():
     tok = train_tokenizer(texts, vocab_size=300)
 
     def neox(seed, layers):
-        return tiny_models.tiny_neox(seed, len(tok), 32, layers, heads=4, bos_token_id=0, eos_token_id=0,
-                                     pad_token_id=1, initializer_range=0.3, attn_implementation="eager")
+        return tiny_models.tiny_neox(
+            seed,
+            len(tok),
+            32,
+            layers,
+            heads=4,
+            bos_token_id=0,
+            eos_token_id=0,
+            pad_token_id=1,
+            initializer_range=0.3,
+            attn_implementation="eager",
+        )
 
     return tok, neox(0, 4), neox(1, 2)
 
@@ -163,12 +177,26 @@ PROMPTS = ["Mira was born in", "Tom studied", "She works as a"]
 def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
     tok, elm, alm = tiny
     dec = methods_mod.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok))
-    methods = [methods_mod.Method("ELM", "top-p", 0.8), methods_mod.Method("Temperature", "NA", None, 0.7),
-               methods_mod.Method("CD", "alpha", 0.1, 2.0), methods_mod.Method("CD", "top-p k20", 0.8, 1.0),
-               methods_mod.Method("APD", "top-p k20", 0.8, 1.0), methods_mod.Method("DoLa", "alpha", 0.1, dola_layers="low")]
+    methods = [
+        methods_mod.Method("ELM", "top-p", 0.8),
+        methods_mod.Method("Temperature", "NA", None, 0.7),
+        methods_mod.Method("CD", "alpha", 0.1, 2.0),
+        methods_mod.Method("CD", "top-p k20", 0.8, 1.0),
+        methods_mod.Method("APD", "top-p k20", 0.8, 1.0),
+        methods_mod.Method("DoLa", "alpha", 0.1, dola_layers="low"),
+    ]
     seconds = {}
-    gens = sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path,
-                    progress=False, seconds=seconds)
+    gens = sweeps.sweep(
+        dec,
+        methods,
+        PROMPTS,
+        seeds=(0, 1),
+        max_new_tokens=3,
+        batch_size=2,
+        cache=tmp_path,
+        progress=False,
+        seconds=seconds,
+    )
     assert list(gens) == [m.label for m in methods] and set(seconds) == set(gens)
     for out in gens.values():
         assert len(out) == len(PROMPTS) and all(len(per) == 2 and all(isinstance(c, str) for c in per) for per in out)
@@ -179,8 +207,12 @@ def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
     assert again == gens[methods[0].label]
     # a second sweep reads every method from the cache, generating nothing
     monkeypatch.setattr(sweeps, "generate_continuations", lambda *a, **k: pytest.fail("generated again"))
-    assert sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path,
-                    progress=False) == gens
+    assert (
+        sweeps.sweep(
+            dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path, progress=False
+        )
+        == gens
+    )
     assert len(list(tmp_path.glob("*.json"))) == len(methods)
 
 
@@ -256,9 +288,11 @@ def test_load_factuality_prompts_errors(tmp_path, monkeypatch):
 
 
 def test_kilt_evidence_from_a_local_file(tmp_path):
-    rows = [{"_id": "1", "wikipedia_title": "Boris Karloff", "text": ["Boris Karloff\n", "He was an actor."]},
-            {"_id": "2", "wikipedia_title": "Say \"Hi\"", "text": ["A song."]},
-            {"_id": "3", "wikipedia_title": "Other", "text": ["Not wanted."]}]
+    rows = [
+        {"_id": "1", "wikipedia_title": "Boris Karloff", "text": ["Boris Karloff\n", "He was an actor."]},
+        {"_id": "2", "wikipedia_title": 'Say "Hi"', "text": ["A song."]},
+        {"_id": "3", "wikipedia_title": "Other", "text": ["Not wanted."]},
+    ]
     src = tmp_path / "kilt_knowledgesource.json"
     src.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     ev = prompts_mod.kilt_evidence(["Boris Karloff", 'Say "Hi"', "Missing"], src, cache=tmp_path / "c")
@@ -266,8 +300,12 @@ def test_kilt_evidence_from_a_local_file(tmp_path):
     src.unlink()  # the second call reads the cache
     assert prompts_mod.kilt_evidence(["Missing", "Boris Karloff", 'Say "Hi"'], src, cache=tmp_path / "c") == ev
     covered, share = prompts_mod.evidence_coverage(
-        [prompts_mod.FactualityPrompt("a", "x", ("Boris Karloff",), "factual"),
-         prompts_mod.FactualityPrompt("b", "y", ("Boris Karloff", "Missing"), "factual")], ev)
+        [
+            prompts_mod.FactualityPrompt("a", "x", ("Boris Karloff",), "factual"),
+            prompts_mod.FactualityPrompt("b", "y", ("Boris Karloff", "Missing"), "factual"),
+        ],
+        ev,
+    )
     assert covered == [True, False] and share == 0.5
     with pytest.raises(FileNotFoundError, match="KILT"):
         prompts_mod.kilt_evidence(["x"], tmp_path / "nope.json", cache=tmp_path / "c")
@@ -278,15 +316,23 @@ def test_checkworthy_rules():
     u = ner.checkworthy("He was born in London in 1887.", [("London", "GPE"), ("1887", "DATE")], ["He"], titles)
     assert u is not None and u.entities == (("London", "GPE"), ("1887", "DATE"))
     # ordinal/cardinal and vague dates are dropped; nothing left -> not check-worthy
-    assert ner.checkworthy("He had two sons that year.", [("two", "CARDINAL"), ("that year", "DATE")], ["He"], titles) is None
-    assert ner.checkworthy("I was born in London.", [("London", "GPE")], ["I"], titles) is None      # first person
-    assert ner.checkworthy("Was he born in London?", [("London", "GPE")], ["he"], titles) is None   # question
-    assert ner.checkworthy("Born in London.", [("London", "GPE")], [], titles) is None               # no subject
+    assert (
+        ner.checkworthy("He had two sons that year.", [("two", "CARDINAL"), ("that year", "DATE")], ["He"], titles)
+        is None
+    )
+    assert ner.checkworthy("I was born in London.", [("London", "GPE")], ["I"], titles) is None  # first person
+    assert ner.checkworthy("Was he born in London?", [("London", "GPE")], ["he"], titles) is None  # question
+    assert ner.checkworthy("Born in London.", [("London", "GPE")], [], titles) is None  # no subject
     # off topic: the subject is a person not named in the evidence titles
-    assert ner.checkworthy("Smith was born in London.", [("Smith", "PERSON"), ("London", "GPE")], ["Smith"], titles) is None
+    assert (
+        ner.checkworthy("Smith was born in London.", [("Smith", "PERSON"), ("London", "GPE")], ["Smith"], titles)
+        is None
+    )
     # the prompt's own entity as subject is on topic
-    assert ner.checkworthy("Karloff was born in London.", [("Karloff", "PERSON"), ("London", "GPE")], ["Karloff"],
-                          titles) is not None
+    assert (
+        ner.checkworthy("Karloff was born in London.", [("Karloff", "PERSON"), ("London", "GPE")], ["Karloff"], titles)
+        is not None
+    )
     # no spaCy entity: capitalised words after the first count
     u = ner.checkworthy("He moved to Paris.", [], ["He"], titles)
     assert u.entities == (("Paris", "CAPITALIZED"),)
@@ -296,7 +342,7 @@ def test_entity_supported():
     ev = "Boris Karloff (born William Henry Pratt; 23 November 1887) was an English actor in The Mummy."
     assert ner.entity_supported("the Mummy", "WORK_OF_ART", ev)
     assert ner.entity_supported("Henry Pratt", "PERSON", ev)
-    assert ner.entity_supported("William Smith", "PERSON", ev)       # any word, as FactualityPrompts does
+    assert ner.entity_supported("William Smith", "PERSON", ev)  # any word, as FactualityPrompts does
     assert not ner.entity_supported("Smith Jones", "PERSON", ev)
     assert ner.entity_supported("November 23rd, 1887", "DATE", ev)
     assert not ner.entity_supported("November 1888", "DATE", ev)
@@ -311,7 +357,9 @@ class FakeNLP:
 
     def pipe(self, sentences):
         for s in sentences:
-            toks = [SimpleNamespace(text=w.strip(".,"), dep_="nsubj" if i == 0 else "") for i, w in enumerate(s.split())]
+            toks = [
+                SimpleNamespace(text=w.strip(".,"), dep_="nsubj" if i == 0 else "") for i, w in enumerate(s.split())
+            ]
             ents = [SimpleNamespace(text=t.text, label_="GPE") for t in toks if t.text in self.words]
             yield _Doc(toks, ents)
 
@@ -323,8 +371,10 @@ class _Doc(list):
 
 
 def test_factuality_prompts_scorer_with_fake_models():
-    prompts = [prompts_mod.FactualityPrompt("1", "Boris Karloff was an actor.", ("Boris Karloff",), "factual"),
-               prompts_mod.FactualityPrompt("2", "Nobody was here.", ("Missing Page",), "factual")]
+    prompts = [
+        prompts_mod.FactualityPrompt("1", "Boris Karloff was an actor.", ("Boris Karloff",), "factual"),
+        prompts_mod.FactualityPrompt("2", "Nobody was here.", ("Missing Page",), "factual"),
+    ]
     evidence = {"Boris Karloff": "Karloff acted in Hollywood. Karloff was born in London."}
     conts = [[" He lived in London and Paris. He died in Rome."], [" He lived in London."]]
     nlp = FakeNLP({"London", "Paris", "Rome"})
@@ -359,8 +409,20 @@ def test_table1_rows_convention():
     for role, dist, T in (("elm", "ELM", None), ("cd", "CD", 2.0), ("cd", "CD", 4.0), ("apd", "APD", 1.0)):
         for p in (0.8, 0.6):
             m = methods_mod.Method(dist, "top-p k20", p, T)
-            rows.append({"label": m.label, "curve": m.curve, "role": role, "threshold": "top-p k20", "value": p, "T": T,
-                         "NE_ER": 0.4, "true_rate": 0.1, "Dist-2": 0.3, "Rep": 0.01})
+            rows.append(
+                {
+                    "label": m.label,
+                    "curve": m.curve,
+                    "role": role,
+                    "threshold": "top-p k20",
+                    "value": p,
+                    "T": T,
+                    "NE_ER": 0.4,
+                    "true_rate": 0.1,
+                    "Dist-2": 0.3,
+                    "Rep": 0.01,
+                }
+            )
     df = pd.DataFrame(rows)
     with pytest.raises(ValueError, match="cd_T"):
         scoring.table1_rows(df, "pico world", "pico")
@@ -383,8 +445,8 @@ def test_verdict_prompts_are_every_opener_for_every_test_person(world):
     people = [p.person for p in world_scoring.world_test_prompts(world, 0)]
     prompts = power.world_verdict_prompts(world, 0)
     assert len(prompts) == len(OPENERS) * len(people)
-    assert [p.person for p in prompts[:len(OPENERS)]] == [people[0]] * len(OPENERS)
-    assert {p.prompt[len(p.person):] for p in prompts} == set(OPENERS)
+    assert [p.person for p in prompts[: len(OPENERS)]] == [people[0]] * len(OPENERS)
+    assert {p.prompt[len(p.person) :] for p in prompts} == set(OPENERS)
     with pytest.raises(ValueError, match="openers is empty"):
         power.world_verdict_prompts(world, 0, openers=[])
 
@@ -400,7 +462,7 @@ def test_paired_verdict_groups_by_person_and_counts_no_entity_as_missing(world):
     units = power.ne_er_units(world, prompts, b)
     assert np.isnan(units[0]).all() and (units[1:, 0] == 1).all() and (units[1:, 1] == 0).all()
     v = power.paired_verdict(world, prompts, a, b)
-    assert v.difference.n == 6 and v.difference.n_groups == 3      # the first person has no pair
+    assert v.difference.n == 6 and v.difference.n_groups == 3  # the first person has no pair
     assert v.difference.mean == pytest.approx(0.5) and v.difference.se == 0.0
     assert v.ne_er_a == 0.0 and v.ne_er_b == pytest.approx(0.5)
     assert v.components.within == pytest.approx(0.5) and v.components.between == 0.0
@@ -426,7 +488,7 @@ def test_real_methods_labels_curves_and_order():
     assert {m.curve for m in ms} == {"ELM + REAL", "CD T=2 + REAL", "APD + REAL"} and len(ms) == 9
     assert all(m.threshold == "REAL" for m in ms) and [m.role for m in ms[::3]] == ["elm", "cd", "apd"]
     assert methods_mod.real_methods((4.0, 4.0), dists=("APD",)) == [methods_mod.Method("APD", "REAL", 4.0, 1.0)]
-    assert methods_mod.real_methods(()) == []                       # REAL left out
+    assert methods_mod.real_methods(()) == []  # REAL left out
     with pytest.raises(ValueError, match="REAL thresholds"):
         methods_mod.real_methods((4.0,), dists=("DoLa",))
     with pytest.raises(TypeError, match="wrap it"):
@@ -440,8 +502,23 @@ def test_real_methods_labels_curves_and_order():
 
 
 def _table6_frame(methods, **measures):
-    return pd.DataFrame([{"label": m.label, "curve": m.curve, "threshold": m.threshold, "value": m.value, "T": m.T,
-                          "NE_ER": 0.4, "true_rate": 0.05, "Dist-2": 0.45, "Rep": 0.01, **measures} for m in methods])
+    return pd.DataFrame(
+        [
+            {
+                "label": m.label,
+                "curve": m.curve,
+                "threshold": m.threshold,
+                "value": m.value,
+                "T": m.T,
+                "NE_ER": 0.4,
+                "true_rate": 0.05,
+                "Dist-2": 0.45,
+                "Rep": 0.01,
+                **measures,
+            }
+            for m in methods
+        ]
+    )
 
 
 def test_table6_rows_line_up_with_the_papers_rows():
@@ -455,16 +532,20 @@ def test_table6_rows_line_up_with_the_papers_rows():
     assert set(zip(rows["role"], rows["setting"])) == set(zip(theirs["role"], theirs["setting"]))
     assert set(rows["metric"]) == set(theirs.loc[theirs["group"] == "Automatic", "metric"])
     with pytest.raises(ValueError, match="table6_methods"):
-        scoring.table6_rows(df.iloc[1:], "pico world", "pico")        # no ELM + top-p (p=1)
+        scoring.table6_rows(df.iloc[1:], "pico world", "pico")  # no ELM + top-p (p=1)
     # the world's share of true claims is not the paper's Entail_R: it gets a column of its own
     world = scoring.table6_rows(df, "pico world", "pico", T_r=4.0, cd_T=2.0, true_metric="true claims")
     assert "Entail_R" not in set(world["metric"]) and "true claims" in set(world["metric"])
-    assert scoring.table6_rows(_table6_frame(methods_mod.table6_methods(2.5)), "w", "pico", T_r=2.5)[
-        "setting"].str.contains("T_r=2.5").any()
+    assert (
+        scoring.table6_rows(_table6_frame(methods_mod.table6_methods(2.5)), "w", "pico", T_r=2.5)["setting"]
+        .str.contains("T_r=2.5")
+        .any()
+    )
 
 
 def test_plot_tradeoff_marks_real_points_by_T_r_and_styles_curves():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -486,7 +567,7 @@ def _tiny_thf(vocab):
     with torch.no_grad():
         model.head.weight.copy_(torch.randn(model.head.weight.shape, generator=g) * 0.8)
         model.head.bias.zero_()
-        model.head.bias[0] = -1.0   # c well below the curve at the largest member: thresholds below 1
+        model.head.bias[0] = -1.0  # c well below the curve at the largest member: thresholds below 1
     return model.eval()
 
 
@@ -495,8 +576,18 @@ def test_sweep_with_real_settings_generates_records_thresholds_and_caches(tiny, 
     dec = methods_mod.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok), thf=_tiny_thf(len(tok)))
     methods = methods_mod.real_methods((1.0, 4.0)) + [methods_mod.Method("APD", "top-p k20", 0.8, 1.0)]
     seconds, top_p = {}, {}
-    gens = sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=4, batch_size=2, cache=tmp_path,
-                        progress=False, seconds=seconds, top_p=top_p)
+    gens = sweeps.sweep(
+        dec,
+        methods,
+        PROMPTS,
+        seeds=(0, 1),
+        max_new_tokens=4,
+        batch_size=2,
+        cache=tmp_path,
+        progress=False,
+        seconds=seconds,
+        top_p=top_p,
+    )
     assert list(gens) == [m.label for m in methods]
     assert all(len(out) == len(PROMPTS) and all(len(per) == 2 for per in out) for out in gens.values())
     # every REAL setting records its mean threshold; a smaller T_r truncates more; top-p k20 records none
@@ -511,8 +602,20 @@ def test_sweep_with_real_settings_generates_records_thresholds_and_caches(tiny, 
     # a second sweep reads texts and thresholds from the cache
     monkeypatch.setattr(sweeps, "generate_continuations", lambda *a, **k: pytest.fail("generated again"))
     again = {}
-    assert sweeps.sweep(dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=4, batch_size=2, cache=tmp_path,
-                        progress=False, top_p=again) == gens
+    assert (
+        sweeps.sweep(
+            dec,
+            methods,
+            PROMPTS,
+            seeds=(0, 1),
+            max_new_tokens=4,
+            batch_size=2,
+            cache=tmp_path,
+            progress=False,
+            top_p=again,
+        )
+        == gens
+    )
     assert again == top_p
 
 
@@ -532,11 +635,14 @@ def test_reading_words_follow_the_verdicts_decision():
 
     cases = [(0.05, 0.01, 0.02), (-0.05, 0.01, 0.02), (0.001, 0.005, 0.02), (0.001, 0.05, 0.02), (0.001, 0.05, None)]
     words = [power.reading(d, se, e) for d, se, e in cases]
-    assert words == ["significant", "significant in the other direction",
-                     "not significant, and the paper's effect lies above its 95% confidence bound",
-                     "inconclusive: the 95% interval holds both no difference and the paper's effect",
-                     "inconclusive: not significant, and the paper gives no effect in these units"]
-    for (d, se, e), w in zip(cases, words):        # the same decision as the paper-vs-book chapter's detects()
+    assert words == [
+        "significant",
+        "significant in the other direction",
+        "not significant, and the paper's effect lies above its 95% confidence bound",
+        "inconclusive: the 95% interval holds both no difference and the paper's effect",
+        "inconclusive: not significant, and the paper gives no effect in these units",
+    ]
+    for (d, se, e), w in zip(cases, words):  # the same decision as the paper-vs-book chapter's detects()
         out = detects(e)(["d", "se"], [d, se])
         assert out.inconclusive == w.startswith("inconclusive") and out.holds == (w == "significant")
     with pytest.raises(ValueError, match="finite"):
@@ -546,7 +652,9 @@ def test_reading_words_follow_the_verdicts_decision():
 def test_summary_of_a_paired_comparison(world):
     prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
     right = [[" " + world.person(p.person).birth_city + "."] * 2 for p in prompts]
-    wrong = [[" " + _wrong_city(world, p.person) + ".", " " + world.person(p.person).birth_city + "."] for p in prompts]
+    wrong = [
+        [" " + _wrong_city(world, p.person) + ".", " " + world.person(p.person).birth_city + "."] for p in prompts
+    ]
     s = power.summary(power.paired_verdict(world, prompts, right, wrong), effect=0.017)
     assert (s["ne_er_a"], s["ne_er_b"], s["diff"], s["diff_se"]) == (0.0, 0.5, 0.5, 0.0)
     assert (s["n_pairs"], s["n_people"], s["n_seeds"], s["mde"]) == (8, 4, 2, 0.0)
@@ -576,7 +684,7 @@ def test_matched_gap_paired_resamples_people_for_both_curves(world):
     a = [setting(own, "It was a quiet town with a long river"), setting(own, "town town town town town town town")]
     b = [setting(other, "It was a quiet town with a long river"), setting(other, "town town town town town town town")]
     out = power.matched_gap_paired(world, prompts, {"A": a, "B": b}, "A", "B", n_boot=20)
-    assert out["n"] >= 1 and out["n"] + out["n_outside"] == 2                 # city names shift Dist-2 a little
+    assert out["n"] >= 1 and out["n"] + out["n_outside"] == 2  # city names shift Dist-2 a little
     assert out["gap"] == pytest.approx(1.0) and out["se"] == pytest.approx(0.0, abs=1e-12)
     same = power.matched_gap_paired(world, prompts, {"A": a, "B": a}, "A", "B", n_boot=20)
     assert same["gap"] == pytest.approx(0.0) and same["n_boot"] == 20

@@ -1,5 +1,6 @@
 """Every figure of the book has a caption and alt text in words (cell metadata read by myst-nb),
 and a legend never draws two entries alike (apd.report.plots)."""
+
 import json
 import re
 from pathlib import Path
@@ -20,8 +21,9 @@ def test_every_figure_has_a_caption_and_alt_text(path):
     nb = json.loads(path.read_text())
     for i, caption, alt in plots.figure_cells(nb):
         assert len(caption.split()) >= 6, f"{path.name} cell {i}: no caption (apd.report.plots.caption_metadata)"
-        assert len(alt.split()) >= 4 and not re.search(r"\.(png|pdf|svg)\b|[0-9a-f]{16}", alt), \
+        assert len(alt.split()) >= 4 and not re.search(r"\.(png|pdf|svg)\b|[0-9a-f]{16}", alt), (
             f"{path.name} cell {i}: alt text is not words: {alt!r}"
+        )
 
 
 def test_figure_cells_set_no_label():
@@ -35,10 +37,17 @@ def test_figure_cells_set_no_label():
 
 
 def test_figure_cells_finds_calls_of_figure_functions():
-    nb = {"cells": [{"cell_type": "code", "source": "def f(x):\n    plt.plot(x)\n    plt.show()\n"},
-                    {"cell_type": "code", "source": "if ok:\n    f(1)\n",
-                     "metadata": plots.caption_metadata("A caption of six words here.", "a line")},
-                    {"cell_type": "code", "source": "x = 1"}]}
+    nb = {
+        "cells": [
+            {"cell_type": "code", "source": "def f(x):\n    plt.plot(x)\n    plt.show()\n"},
+            {
+                "cell_type": "code",
+                "source": "if ok:\n    f(1)\n",
+                "metadata": plots.caption_metadata("A caption of six words here.", "a line"),
+            },
+            {"cell_type": "code", "source": "x = 1"},
+        ]
+    }
     assert plots.figure_cells(nb) == [(1, "A caption of six words here.", "a line")]
 
 

@@ -1,4 +1,5 @@
 """Every name of the front door (``apd.__all__``) has a docstring with an example, and the examples run."""
+
 import doctest
 import inspect
 import types
@@ -35,8 +36,11 @@ def test_front_door_examples_run(name, smoke_family):
     assert n and result.failed == 0, f"{result.failed} of {result.attempted} examples of apd.{name} failed"
 
 
-@pytest.mark.parametrize("module", [contrastive, entropy, filters, theory, stats, io, lock, device, names, findings],
-                         ids=lambda m: m.__name__)
+@pytest.mark.parametrize(
+    "module",
+    [contrastive, entropy, filters, theory, stats, io, lock, device, names, findings],
+    ids=lambda m: m.__name__,
+)
 def test_module_examples_run(module):
     result = doctest.testmod(module, optionflags=OPTIONS, verbose=False)
     assert result.failed == 0

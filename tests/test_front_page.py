@@ -1,5 +1,6 @@
 """README.md is a front page: at most 10 KB, the two commands, links that resolve, and nothing
 about how the project was developed."""
+
 import re
 from pathlib import Path
 

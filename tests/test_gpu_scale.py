@@ -1,4 +1,5 @@
 """The `gpu` scale of the pico family (issue: a GPU scale), built at smoke size on the CPU."""
+
 import math
 
 import pytest
@@ -15,7 +16,7 @@ def test_gpu_scale_spans_pythias_range_with_more_members():
     counts = sorted(pretrain.nonembedding_count(m) for m in cfg.members)
     default_members = pretrain.PicoConfig.default().members
     assert len(cfg.members) > len(default_members)
-    assert counts[-1] / counts[0] >= 300          # Pythia 70M..6.9B: about 340x
+    assert counts[-1] / counts[0] >= 300  # Pythia 70M..6.9B: about 340x
     assert len(set(counts)) == len(counts)
     # tokens per parameter of the largest member (Chinchilla-style budget stated in the docstring)
     assert cfg.max_tokens / counts[-1] >= 5
@@ -29,7 +30,7 @@ def test_gpu_scale_is_known_to_every_stage():
     assert "gpu" in pico.SCALES and "gpu" in runs.SCALES
     assert runs.train_config("pico", "gpu").epochs >= 8
     assert runs.PICO_LAMBDA3_GRID["gpu"]
-    assert apd.amateur.thf.thf_config("pico", "gpu").label_chunks is None      # THF labels on every chunk
+    assert apd.amateur.thf.thf_config("pico", "gpu").label_chunks is None  # THF labels on every chunk
     assert "gpu" in apd.report.evidence.PICO_PROFILES
 
 
@@ -37,16 +38,19 @@ def test_gpu_members_train_save_and_load_on_the_cpu(smoke_family, tmp_path):
     # the gpu shapes, one tiny step each, on the smoke corpus and tokenizer: the same code path
     _, built, _ = smoke_family
     cfg = pretrain.PicoConfig.gpu().replace(batch_size=1, max_tokens=256, epochs=1.0)
-    folder = pretrain.train_family(cfg, built.tokenizer, built.corpus.pretrain[:50], tmp_path, device="cpu",
-                                   progress=False, num_threads=1)
+    folder = pretrain.train_family(
+        cfg, built.tokenizer, built.corpus.pretrain[:50], tmp_path, device="cpu", progress=False, num_threads=1
+    )
     fam = apd.load_family("pico", local_dir=folder, device="cpu")
     assert len(fam.names) == len(cfg.members)
     span = math.exp(fam.log_sizes[-1] - fam.log_sizes[0])
-    assert span == pytest.approx(pretrain.nonembedding_count(cfg.members[-1]) / pretrain.nonembedding_count(cfg.members[0]))
+    assert span == pytest.approx(
+        pretrain.nonembedding_count(cfg.members[-1]) / pretrain.nonembedding_count(cfg.members[0])
+    )
 
 
 def test_gpu_profile_validates_and_runs_pico_at_gpu_scale_on_cuda():
-    params = book.load_profile("gpu")          # raises BookError on any invalid parameter
+    params = book.load_profile("gpu")  # raises BookError on any invalid parameter
     pico_chapters = {stem for stem, p in params.items() if "pico_scale" in p}
     assert pico_chapters and all(params[s]["pico_scale"] == "gpu" for s in pico_chapters)
     assert all(params[s].get("device") == "cuda" for s in pico_chapters)

@@ -1,6 +1,7 @@
 """The Hub-family code path of every chapter (what the pythia profile runs on a GPU), executed
 offline on the CPU: profile ``hub-smoke``, with the trained smoke pico members standing in for
 Pythia members under their registry names (``apd.family.pico.export_stand_in``). About a minute."""
+
 import json
 import os
 import subprocess
@@ -26,7 +27,7 @@ def hub_smoke(root, shared_dir, tmp_path_factory):
     for stem in HUB_CHAPTERS:
         cmd += ["--set", f"{stem}.local_dir={folder}"]
     env = dict(os.environ)
-    env.setdefault("APD_DATA_DIR", str(shared_dir / "data"))   # the offline QA and FactualityPrompts copies
+    env.setdefault("APD_DATA_DIR", str(shared_dir / "data"))  # the offline QA and FactualityPrompts copies
     done = subprocess.run(cmd, cwd=root, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return results_dir("hub-smoke")
@@ -66,5 +67,5 @@ def test_hub_branches_use_the_real_datasets_and_the_papers_settings(hub_smoke):
 
 def test_paper_vs_book_reads_the_hub_chapters(hub_smoke):
     values = _values(hub_smoke, "paper_vs_book")
-    assert values["chapters_read"] == ", ".join(sorted(set(HUB_CHAPTERS) - {"tutorial"}))   # the tutorial runs after it
+    assert values["chapters_read"] == ", ".join(sorted(set(HUB_CHAPTERS) - {"tutorial"}))  # the tutorial runs after it
     assert values["n_claims"] == values["n_reproduced"] + values["n_not_reproduced"] + values["n_not_testable"]

@@ -45,7 +45,9 @@ def test_scores_follow_the_members(corpus_and_tokenizer):
     acc = knowledge.accuracy_table(scores.frame)
     assert acc.loc["small", "all"] == 0.0 and acc.loc["big", "all"] == 1.0
     big = scores.frame[scores.frame.member == "big"]
-    assert (big["rank"] == 1).all() and np.allclose(big["p_gold"], np.exp(scores.logprobs[1, np.arange(len(items)), scores.gold]))
+    assert (big["rank"] == 1).all() and np.allclose(
+        big["p_gold"], np.exp(scores.logprobs[1, np.arange(len(items)), scores.gold])
+    )
     # deterministic attributes: the truth is one token with probability 1, the gold one
     assert np.allclose(scores.truth.sum(-1), 1.0)
     assert (scores.truth.argmax(-1) == scores.gold).all()
@@ -79,7 +81,7 @@ def test_paired_gain_is_an_exact_mcnemar_test():
     assert (g["n"], g["only_larger"], g["only_smaller"]) == (10, 8, 0)
     assert g["acc_smaller"] == pytest.approx(0.2) and g["acc_larger"] == pytest.approx(1.0)
     assert g["gain"] == pytest.approx(0.8)
-    assert g["p_value"] == pytest.approx(2 * 0.5 ** 8)  # two-sided exact binomial on the 8 discordant items
+    assert g["p_value"] == pytest.approx(2 * 0.5**8)  # two-sided exact binomial on the 8 discordant items
     # 3 discordant each way: no evidence either way
     even = knowledge.paired_gain(_frame([1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 1]), "small", "big")
     assert even["gain"] == 0.0 and even["p_value"] == pytest.approx(1.0)
@@ -107,13 +109,21 @@ def test_saturation_table_counts_rising_and_flattening_curves():
 
     x = np.log([1e4, 1e5, 1e6, 1e7])
     # item 0 (head): rises and flattens; item 1 (tail): rises linearly; item 2 (tail): falls
-    p = np.array([[0.1, 0.5, 0.6, 0.62], [0.1, 0.2, 0.3, 0.4], [0.5, 0.4, 0.3, 0.2]]).T     # (N, B)
+    p = np.array([[0.1, 0.5, 0.6, 0.62], [0.1, 0.2, 0.3, 0.4], [0.5, 0.4, 0.3, 0.2]]).T  # (N, B)
     V = 5
     lp = np.full((4, 3, V), np.log(1e-6))
     lp[:, :, 2] = np.log(p)
     items = [SimpleNamespace(bucket=b) for b in ("head", "tail", "tail")]
-    s = WorldQAScores(names=list("abcd"), log_sizes=x, items=items, logprobs=lp.astype(np.float32),
-                      gold=np.array([2, 2, 2]), choices=np.zeros((3, 2), int), truth=None, frame=None)
+    s = WorldQAScores(
+        names=list("abcd"),
+        log_sizes=x,
+        items=items,
+        logprobs=lp.astype(np.float32),
+        gold=np.array([2, 2, 2]),
+        choices=np.zeros((3, 2), int),
+        truth=None,
+        frame=None,
+    )
     t = saturation_table(s)
     assert t.loc["head", "share rising"] == 1.0 and t.loc["head", "share flattening (of rising)"] == 1.0
     assert t.loc["tail", "share rising"] == 0.5 and t.loc["tail", "share flattening (of rising)"] == 0.0

@@ -1,4 +1,5 @@
 """apd.evaluation.known_answer: synthetic families with known asymptotes (each test well under 10 s)."""
+
 import math
 
 import numpy as np
@@ -55,7 +56,7 @@ def test_tuned_fitter_beats_p_elm_without_noise():
     assert tuned.c_hat.shape == c.shape
     assert ka.median_abs_error(tuned.c_hat, c) < 0.6 * base
     assert ka.median_abs_error(plain.c_hat, c) > base
-    assert tuned.fit_error < 1e-3                         # the curves really pass through the members
+    assert tuned.fit_error < 1e-3  # the curves really pass through the members
 
 
 def test_release_start_is_dead_and_conditioned_start_is_alive():
@@ -63,7 +64,7 @@ def test_release_start_is_dead_and_conditioned_start_is_alive():
     rel = ka.estimate_joint(probs, ka.PYTHIA_X, c, start="release", steps=20, log_every=10)
     con = ka.estimate_joint(probs, ka.PYTHIA_X, c, start="conditioned", steps=20, log_every=10)
     assert rel.c_hat.shape == c.shape and list(rel.trace.step) == [0, 10, 20]
-    assert rel.curve_alive < 1e-3                         # c + exp(-(x - 1)) is flat at Pythia's x
+    assert rel.curve_alive < 1e-3  # c + exp(-(x - 1)) is flat at Pythia's x
     assert con.trace.curve_alive.iloc[0] == pytest.approx(1.0, abs=1e-4)  # a0 = median |p_ALM - p_ELM|
     np.testing.assert_allclose(rel.c_hat.sum(-1), 1.0, atol=1e-5)
 
@@ -76,7 +77,7 @@ def test_joint_starts_at_cd_and_is_deterministic():
     np.testing.assert_array_equal(a.c_hat, b.c_hat)
     assert a.trace.median_abs_error.iloc[0] == pytest.approx(ka.median_abs_error(cd.c_hat, c), abs=1e-6)
     frozen = ka.estimate_joint(probs, ka.PICO_X, c, start="release", steps=30, lr_c=1e-4)
-    assert np.abs(frozen.c_hat - cd.c_hat).max() < 2e-3   # at the release's lr a free c cannot leave CD
+    assert np.abs(frozen.c_hat - cd.c_hat).max() < 2e-3  # at the release's lr a free c cannot leave CD
 
 
 def test_dead_curve_objective_prefers_the_expert():
@@ -87,23 +88,32 @@ def test_dead_curve_objective_prefers_the_expert():
 
 def test_mean_hinge_is_a_hinge_of_the_mean():
     curve = torch.tensor([[0.0, 0.3], [0.0, 0.1]])
-    target = torch.tensor([[0.0, 0.2], [0.0, 0.3]])      # overshoots +0.1 and -0.2: mean -0.05
+    target = torch.tensor([[0.0, 0.2], [0.0, 0.3]])  # overshoots +0.1 and -0.2: mean -0.05
     assert float(ka.loss_l2_mean_hinge(curve, target)) == 0.0
     from apd.amateur.objective import loss_l2
+
     assert float(loss_l2(curve, target)) == pytest.approx(math.sqrt(0.05), rel=1e-5)
 
 
 def test_recovery_table_columns_and_rows():
     tab = ka.recovery_table("smoke", estimators=["p_elm", "cd_t1", "oracle"], n_positions=4)
     assert len(tab) == 3 * 2 * 2
-    for col in ("estimator", "grid", "regime", "median_abs_error", "p_elm_error", "share_collapsed",
-                "curve_alive", "steps", "seconds"):
+    for col in (
+        "estimator",
+        "grid",
+        "regime",
+        "median_abs_error",
+        "p_elm_error",
+        "share_collapsed",
+        "curve_alive",
+        "steps",
+        "seconds",
+    ):
         assert col in tab.columns
     p = tab[tab.estimator == "p_elm"]
     np.testing.assert_allclose(p.median_abs_error, p.p_elm_error)
     assert (p.share_collapsed == 1.0).all()
     assert (tab[tab.estimator == "oracle"].median_abs_error == 0).all()
-
 
 
 def test_logistic_decay_has_the_same_ends_as_the_exponential():
@@ -112,25 +122,26 @@ def test_logistic_decay_has_the_same_ends_as_the_exponential():
     x = ka.GRIDS["pico"]
     e, c_e = ka.synthetic_family(x, 4, regime="saturating", noise=0.0, seed=3)
     lg, c_l = ka.synthetic_family(x, 4, regime="saturating", noise=0.0, seed=3, decay="logistic")
-    assert np.allclose(c_e, c_l)                                               # same asymptotes
+    assert np.allclose(c_e, c_l)  # same asymptotes
     assert not np.allclose(e[..., 1:-1], lg[..., 1:-1])
     g = ka._logistic_decay(np.linspace(0, 1, 5), np.array([[0.1, -0.2]]), np.array([[0.2, 0.05]]))
     assert np.allclose(g[..., 0], 1.0) and np.allclose(g[..., -1], [[0.2, 0.05]], atol=1e-6)
-    assert np.all(np.diff(g, axis=-1) < 0)                                     # falls monotonically
+    assert np.all(np.diff(g, axis=-1) < 0)  # falls monotonically
     with pytest.raises(ValueError, match="decay must be one of"):
         ka.synthetic_family(x, 2, decay="power")
 
 
 def test_condition_table_intervals_over_seeds():
-    t = ka.condition_table(0.02, seeds=[0, 1], decays=["exponential"], size="smoke", n_positions=3,
-                           estimators=["p_elm", "cd_t1"])
+    t = ka.condition_table(
+        0.02, seeds=[0, 1], decays=["exponential"], size="smoke", n_positions=3, estimators=["p_elm", "cd_t1"]
+    )
     assert set(t.estimator) == {"p_elm", "cd_t1"} and set(t.regime) == set(ka.REGIMES) and (t.n_seeds == 2).all()
     per = t.attrs["per_seed"]
     row = t[(t.estimator == "cd_t1") & (t.regime == "saturating")].iloc[0]
     r = per[(per.estimator == "cd_t1") & (per.regime == "saturating")]["ratio"].to_numpy()
-    half = 12.706 * r.std(ddof=1) / math.sqrt(2)                           # t(0.975, 1 df) = 12.706
+    half = 12.706 * r.std(ddof=1) / math.sqrt(2)  # t(0.975, 1 df) = 12.706
     assert row.ratio == pytest.approx(r.mean()) and row.ci_high == pytest.approx(r.mean() + half, rel=1e-3)
-    assert not t[t.estimator == "p_elm"].beats.any()                       # p_ELM never beats itself
+    assert not t[t.estimator == "p_elm"].beats.any()  # p_ELM never beats itself
     assert (t[t.estimator == "p_elm"].ratio == 1.0).all()
     with pytest.raises(ValueError, match="at least two seeds"):
         ka.condition_table(0.02, seeds=[0])

@@ -1,4 +1,5 @@
 """The book build's exact pins: requirements.lock, environment.yml and requirements.in agree."""
+
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -51,8 +52,10 @@ def test_key_pins():
     assert pins["transformers"].startswith("4.")  # DoLa is built in before 4.56
 
 
-@pytest.mark.skipif(Path(sys.prefix).resolve() != (ROOT / ".venv").resolve(),
-                    reason="only meaningful inside the project's .venv (make env)")
+@pytest.mark.skipif(
+    Path(sys.prefix).resolve() != (ROOT / ".venv").resolve(),
+    reason="only meaningful inside the project's .venv (make env)",
+)
 def test_project_venv_matches_the_lock():
     pins = lock_pins()
     for name in ("torch", "transformers", "jupyter-book", "myst-nb", "papermill", "numpy"):

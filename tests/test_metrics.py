@@ -1,4 +1,5 @@
 """apd.evaluation.qa_metrics against hand-computed cases."""
+
 import math
 
 import numpy as np
@@ -14,7 +15,19 @@ from apd.evaluation import qa_metrics, text_metrics
 
 def test_word_tokenize_splits_punctuation_and_contractions_like_treebank():
     assert text_metrics.word_tokenize("The U.S. Army isn't here; it's 3.5 km away...") == [
-        "The", "U.S.", "Army", "is", "n't", "here", ";", "it", "'s", "3.5", "km", "away", "...",
+        "The",
+        "U.S.",
+        "Army",
+        "is",
+        "n't",
+        "here",
+        ";",
+        "it",
+        "'s",
+        "3.5",
+        "km",
+        "away",
+        "...",
     ]
     assert text_metrics.word_tokenize('A well-known "quote".') == ["A", "well-known", '"', "quote", '"', "."]
 
@@ -22,7 +35,10 @@ def test_word_tokenize_splits_punctuation_and_contractions_like_treebank():
 def test_split_sentences_keeps_abbreviations_and_initials():
     text = "Mr. Smith went to Washington. He was born in 1950! Was he? J. R. R. Tolkien wrote it."
     assert text_metrics.split_sentences(text) == [
-        "Mr. Smith went to Washington.", "He was born in 1950!", "Was he?", "J. R. R. Tolkien wrote it.",
+        "Mr. Smith went to Washington.",
+        "He was born in 1950!",
+        "Was he?",
+        "J. R. R. Tolkien wrote it.",
     ]
     assert text_metrics.first_sentences(text, 2) == "Mr. Smith went to Washington. He was born in 1950!"
     assert text_metrics.first_sentences(text, None) == text
@@ -36,7 +52,9 @@ def test_split_sentences_keeps_abbreviations_and_initials():
 
 def test_distinct_2_hand_computed_whitespace():
     # bigrams: ab ba ab | ab bc -> 5 in all, 3 distinct
-    assert text_metrics.distinct_n(["a b a b", "a b c"], 2, tokenize=str.split, max_sentences=None) == pytest.approx(3 / 5)
+    assert text_metrics.distinct_n(["a b a b", "a b c"], 2, tokenize=str.split, max_sentences=None) == pytest.approx(
+        3 / 5
+    )
 
 
 def test_distinct_2_never_counts_bigrams_across_continuations():
@@ -57,7 +75,9 @@ def test_distinct_n_pretokenised_and_per_prompt():
     assert text_metrics.distinct_n([[1, 2, 1, 2]]) == pytest.approx(2 / 3)
     assert text_metrics.distinct_n([[1, 2, 1, 2]], n=1) == pytest.approx(2 / 4)
     groups = [["a b a b"], ["a b c"]]  # 2/3 and 2/2
-    assert text_metrics.distinct_n_per_prompt(groups, tokenize=str.split, max_sentences=None) == pytest.approx((2 / 3 + 1) / 2)
+    assert text_metrics.distinct_n_per_prompt(groups, tokenize=str.split, max_sentences=None) == pytest.approx(
+        (2 / 3 + 1) / 2
+    )
 
 
 def test_distinct_n_bad_input():
@@ -76,9 +96,9 @@ def test_distinct_n_bad_input():
 @pytest.mark.parametrize(
     "seq, expected_suffix, repetitive",
     [
-        ("abcabc", (3, 2), True),            # a 3-gram repeated twice
-        ("xyzaa", (1, 2), False),            # only a 1-gram repeats
-        ("ab" * 30, (2, 30), False),         # short n-grams need > 50 repeats
+        ("abcabc", (3, 2), True),  # a 3-gram repeated twice
+        ("xyzaa", (1, 2), False),  # only a 1-gram repeats
+        ("ab" * 30, (2, 30), False),  # short n-grams need > 50 repeats
         ("ab" * 60, (2, 60), True),
         ("a" * 50, (1, 50), False),
         ("a" * 51, (1, 51), True),
@@ -235,7 +255,9 @@ def test_answer_ppl_adds_0_01_and_is_not_exponentiated():
     assert qa_metrics.answer_ppl(np.array([0.0])) == pytest.approx(4.605170185988091)  # finite at p = 0
     assert qa_metrics.answer_ppl(np.array([1.0])) == pytest.approx(-0.009950330853168092)  # can go below 0
     np.testing.assert_allclose(qa_metrics.answer_ppl([[0.5, 0.2], [0.1]]), [1.116996150764217, -math.log(0.11)])
-    np.testing.assert_allclose(qa_metrics.answer_ppl(np.array([[0.5, 0.2], [0.1, 0.1]])), [1.116996150764217, -math.log(0.11)])
+    np.testing.assert_allclose(
+        qa_metrics.answer_ppl(np.array([[0.5, 0.2], [0.1, 0.1]])), [1.116996150764217, -math.log(0.11)]
+    )
     with pytest.raises(ValueError, match=r"\[0, 1\]"):
         qa_metrics.answer_ppl(np.array([1.5]))
 

@@ -5,6 +5,7 @@ parameter, and papermill needs it whole), a median code cell of at most 12 lines
 defined in a notebook (it belongs in ``apd.report.chapters`` with a test), and at least as many
 characters of prose as of code.
 """
+
 from __future__ import annotations
 
 import json
@@ -42,8 +43,11 @@ def test_there_are_notebooks():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_code_cells_are_short(path):
     code, _ = _cells(path)
-    long = [(i, _lines(c)) for i, c in enumerate(code)
-            if _lines(c) > MAX_LINES and "parameters" not in c.get("metadata", {}).get("tags", [])]
+    long = [
+        (i, _lines(c))
+        for i, c in enumerate(code)
+        if _lines(c) > MAX_LINES and "parameters" not in c.get("metadata", {}).get("tags", [])
+    ]
     assert not long, f"{path.name}: code cells over {MAX_LINES} lines (index, lines): {long}"
     assert statistics.median(_lines(c) for c in code) <= MAX_MEDIAN, f"{path.name}: median code cell too long"
 

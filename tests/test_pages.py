@@ -6,6 +6,7 @@ values of the ``hub-smoke`` profile (the pythia profile's code path on stand-in 
 so every world key is missing), with the profile renamed. Regenerate them after a chapter glues
 new keys: run the hub-smoke chapters (tests/test_hub_smoke.py) and
 ``python tests/test_pages.py results/hub-smoke``."""
+
 import json
 import sys
 from pathlib import Path
@@ -29,12 +30,14 @@ def test_present_and_conditions():
 
 
 def test_select_cells_hides_failing_conditions_only():
-    nb = {"cells": [
-        {"cell_type": "markdown", "metadata": {"tags": ["needs:kl"]}, "source": "KL {glue:text}`kl`"},
-        {"cell_type": "markdown", "metadata": {"tags": ["unless:kl"]}, "source": "No world: no KL."},
-        {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": "x = 1"},
-        {"cell_type": "markdown", "metadata": {}, "source": "Always."},
-    ]}
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {"tags": ["needs:kl"]}, "source": "KL {glue:text}`kl`"},
+            {"cell_type": "markdown", "metadata": {"tags": ["unless:kl"]}, "source": "No world: no KL."},
+            {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": "x = 1"},
+            {"cell_type": "markdown", "metadata": {}, "source": "Always."},
+        ]
+    }
     assert pages.select_cells(nb, {"kl": "n/a"}) == [0]
     assert nb["cells"][0]["metadata"]["tags"] == ["needs:kl", "remove-cell"]
     assert "remove-cell" not in nb["cells"][1]["metadata"]["tags"]
@@ -49,7 +52,9 @@ def test_render_markdown_and_missing_walls():
     assert text == "0.33, x and <<c not glued>>."
     assert pages.paragraphs("one\ntwo\n\n- item a\n- item b") == ["one two", "- item a", "- item b"]
     assert pages.missing_walls(["APD n/a, CD n/a.", "one n/a (no world).", "a \u2014 b \u2014 c", "x-\u2014"]) == [
-        "APD n/a, CD n/a.", "a \u2014 b \u2014 c"]
+        "APD n/a, CD n/a.",
+        "a \u2014 b \u2014 c",
+    ]
 
 
 def _chapter_text(stem, values):

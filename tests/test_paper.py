@@ -1,5 +1,6 @@
 """apd.report.paper against paper.tex: every transcribed number is compared with the table rows
 parsed from the LaTeX source at test time (column names come from the .tex headers too)."""
+
 import math
 import os
 import re
@@ -75,7 +76,13 @@ def column_headers(header, n_keys):
     return [tuple(_clean(r[j]) for r in header if j < len(r) and _clean(r[j])) for j in range(n_keys, n)]
 
 
-DATASET_NAMES = {"LAMBADA": "LAMBADA", "CQA": "CommonsenseQA", "ARC": "ARC", "SocialIQA": "SocialIQA", "MultiRC": "MultiRC"}
+DATASET_NAMES = {
+    "LAMBADA": "LAMBADA",
+    "CQA": "CommonsenseQA",
+    "ARC": "ARC",
+    "SocialIQA": "SocialIQA",
+    "MultiRC": "MultiRC",
+}
 
 
 def qa_column(h, default_metric):
@@ -83,8 +90,14 @@ def qa_column(h, default_metric):
     name, rest = h[0], list(h[1:])
     if name in ("QASC", "SQuAD"):
         sub = rest.pop(0)
-        sub = {"Q+Fact": "Q+Fact", "Q+Facts": "Q+Fact", "Q Only": "Q only", "Q only": "Q only",
-               "Q+P": "Q+P", "Q": "Q only"}[sub]
+        sub = {
+            "Q+Fact": "Q+Fact",
+            "Q+Facts": "Q+Fact",
+            "Q Only": "Q only",
+            "Q only": "Q only",
+            "Q+P": "Q+P",
+            "Q": "Q only",
+        }[sub]
         dataset = f"{name} ({sub})"
     else:
         dataset = DATASET_NAMES[name]
@@ -132,11 +145,14 @@ def test_table1_matches_tex(tex):
     assert compare_rows(paper.table1_factuality_prompts(), data, 3, key, cols, table=1) == 40
 
 
-@pytest.mark.parametrize("table, label, fn", [
-    (2, "tb:QA_ppl_pythia", paper.table2_qa_pythia),
-    (3, "tb:QA_ppl_opt", paper.table3_qa_opt_qwen),
-    (4, "tb:MRC_both", paper.table4_mrc),
-])
+@pytest.mark.parametrize(
+    "table, label, fn",
+    [
+        (2, "tb:QA_ppl_pythia", paper.table2_qa_pythia),
+        (3, "tb:QA_ppl_opt", paper.table3_qa_opt_qwen),
+        (4, "tb:MRC_both", paper.table4_mrc),
+    ],
+)
 def test_qa_ppl_tables_match_tex(tex, table, label, fn):
     header, data = tex_table(tex, label)
     cols = [dict(zip(("dataset", "metric"), qa_column(h, "ppl"))) for h in column_headers(header, 2)]
@@ -157,8 +173,16 @@ def test_table5_mrr_matches_tex(tex):
 
 def test_table6_human_eval_matches_tex(tex):
     header, data = tex_table(tex, "tb:human_abs_scores")
-    metric_of = {"Factuality": "Factuality", "Informativeness": "Informativeness", "Fluency": "Fluency",
-                 "Overall": "Overall", "Dist-2": "Dist-2", "Rep": "Rep", "NE_ER": "NE_ER", "Entail_R": "Entail_R"}
+    metric_of = {
+        "Factuality": "Factuality",
+        "Informativeness": "Informativeness",
+        "Fluency": "Fluency",
+        "Overall": "Overall",
+        "Dist-2": "Dist-2",
+        "Rep": "Rep",
+        "NE_ER": "NE_ER",
+        "Entail_R": "Entail_R",
+    }
     cols = [dict(group=h[0].split()[0], metric=metric_of[h[1]]) for h in column_headers(header, 1)]
     setting_of = {
         "LLM + Top-p (p=1.0)": "top-p, p=1.0",
@@ -176,13 +200,17 @@ def test_table6_human_eval_matches_tex(tex):
 
 def test_table7_story_writing_matches_tex(tex):
     header, data = tex_table(tex, "tb:creative_writing")
-    cols = [dict(group={"GPT3.5": "GPT3.5 Turbo", "Automatic": "Automatic"}[h[0].split()[0]], metric=h[1])
-            for h in column_headers(header, 2)]
+    cols = [
+        dict(group={"GPT3.5": "GPT3.5 Turbo", "Automatic": "Automatic"}[h[0].split()[0]], metric=h[1])
+        for h in column_headers(header, 2)
+    ]
     df = paper.table7_story_writing()
 
     def key(family, keys):
         method, *temp = keys[1].split()
-        assert all(s.startswith(t + ",") for t in temp for s in df[(df.family == family) & (df.method == method)].setting)
+        assert all(
+            s.startswith(t + ",") for t in temp for s in df[(df.family == family) & (df.method == method)].setting
+        )
         return dict(family=family, method=method)
 
     assert compare_rows(df, data, 2, key, cols, table=7) == 32
@@ -199,7 +227,7 @@ def test_parser_sees_every_table_and_its_caption(tex):
 
 
 def test_qa_accuracy_sizes_match_the_appendix(tex):
-    sentence = tex[tex.index("After filtering, the sizes of CommonsenseQA"):]
+    sentence = tex[tex.index("After filtering, the sizes of CommonsenseQA") :]
     sentence = sentence[: sentence.index("for OPT.")]
     numbers = [int(x) for x in re.findall(r"\$(\d+)\$", sentence)]
     sizes = paper.qa_accuracy_sizes()
@@ -216,7 +244,16 @@ def test_tidy_schema():
     assert sorted(df["table"].unique()) == [1, 2, 3, 4, 5, 6, 7]
     assert len(df) == 40 + 77 + 110 + 45 + 162 + 40 + 32
     assert not df.duplicated(["table", "family", "method", "setting", "dataset", "metric"]).any()
-    assert set(df["role"]) == {"elm", "cd", "apd", "apd_on_the_fly", "big", "gap_apd_vs_cd", "gap_apd_vs_elm", "dataset_size"}
+    assert set(df["role"]) == {
+        "elm",
+        "cd",
+        "apd",
+        "apd_on_the_fly",
+        "big",
+        "gap_apd_vs_cd",
+        "gap_apd_vs_elm",
+        "dataset_size",
+    }
     assert df["significant"].sum() == 3
     assert df.loc[df["table"] != 2, "significant"].isna().all()
     assert set(df["unit"]) == {"%", "nats", "fraction", "likert_1_5", "count"}
@@ -236,7 +273,9 @@ def test_gap_rows_agree_with_gap_closure_within_rounding():
             printed = v[row] / 100
             hib = metric == "acc"
             if math.isnan(printed):
-                assert math.isnan(qa_metrics.gap_closure(v[x], v[y], v["LLM 12B"], v["LLM 6.9B"], higher_is_better=hib))
+                assert math.isnan(
+                    qa_metrics.gap_closure(v[x], v[y], v["LLM 12B"], v["LLM 6.9B"], higher_is_better=hib)
+                )
                 continue
             corners = [
                 qa_metrics.gap_closure(v[x] + a, v[y] + b, v["LLM 12B"] + c, v["LLM 6.9B"] + d)
@@ -252,7 +291,15 @@ def test_paper_claims():
     claims = paper.claim_texts()
     ids = [c["id"] for c in claims]
     assert len(ids) == len(set(ids)) == 8
-    for needle in ("extrapolat", "obvious blindness", "similar diversity", "easier", "on the fly",
-                   "mid-size", "logit space", "complementary"):
+    for needle in (
+        "extrapolat",
+        "obvious blindness",
+        "similar diversity",
+        "easier",
+        "on the fly",
+        "mid-size",
+        "logit space",
+        "complementary",
+    ):
         assert any(needle in c["claim"] for c in claims), needle
     assert all(c["evidence"] for c in claims)

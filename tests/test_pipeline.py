@@ -3,6 +3,7 @@
 The apd_model tests use the smoke pico family (trained once and cached under cache/, like the
 smoke book build does) and the same cache as the book, so after the first run they only read it.
 """
+
 import math
 import time
 
@@ -19,12 +20,17 @@ from apd.world import truth
 
 # ----------------------------------------------------------------------------- distances, by hand
 
+
 def test_kl_to_truth_hand_computed():
     q = np.array([[0.25, 0.25, 0.5], [0.5, 0.3, 0.2], [0.2, 0.3, 0.5], [0.6, 0.3, 0.1]])
-    t = np.array([[0.5, 0.5, 0.0],      # KL = 0.5 ln(0.5/0.25) * 2 = ln 2
-                  [0.5, 0.3, 0.2],      # equal: 0
-                  [0.0, 0.0, 0.0],      # no mass on the candidates: NaN
-                  [0.1, 0.0, 0.1]])     # renormalised to (0.5, 0, 0.5): 0.5 ln(0.5/0.6) + 0.5 ln(0.5/0.1)
+    t = np.array(
+        [
+            [0.5, 0.5, 0.0],  # KL = 0.5 ln(0.5/0.25) * 2 = ln 2
+            [0.5, 0.3, 0.2],  # equal: 0
+            [0.0, 0.0, 0.0],  # no mass on the candidates: NaN
+            [0.1, 0.0, 0.1],
+        ]
+    )  # renormalised to (0.5, 0, 0.5): 0.5 ln(0.5/0.6) + 0.5 ln(0.5/0.1)
     kl = truth.kl_to_truth(t, q)
     assert kl[0] == pytest.approx(math.log(2))
     assert kl[1] == pytest.approx(0.0, abs=1e-12)
@@ -40,8 +46,8 @@ def test_gold_nll_hand_computed():
     q = np.array([[0.7, 0.2, 0.1], [0.7, 0.2, 0.1]])
     ids = np.array([[5, 3, 9], [5, 3, 9]])
     nll = truth.gold_nll(q, ids, np.array([3, 4]))
-    assert nll[0] == pytest.approx(-math.log(0.2 + 0.01))   # the paper's -log(p + 0.01)
-    assert np.isnan(nll[1])                                  # gold outside the candidates
+    assert nll[0] == pytest.approx(-math.log(0.2 + 0.01))  # the paper's -log(p + 0.01)
+    assert np.isnan(nll[1])  # gold outside the candidates
     assert truth.gold_nll(q, ids, np.array([5, 9]), eps=0.0) == pytest.approx([-math.log(0.7), -math.log(0.1)])
 
 
@@ -56,6 +62,7 @@ def test_bad_shapes_are_explained():
 
 # ----------------------------------------------------------------------------- method distributions
 
+
 def test_contrastive_topk_matches_the_qa_scoring_of_metrics():
     g = torch.Generator().manual_seed(0)
     elm, alm = torch.randn(5, 50, generator=g) * 3, torch.randn(5, 50, generator=g) * 3
@@ -68,17 +75,27 @@ def test_contrastive_topk_matches_the_qa_scoring_of_metrics():
     # 1/T = 0 is the ELM renormalised over its top 20, whatever the amateur
     p = torch.softmax(elm, -1).numpy()
     top = np.take_along_axis(p, ids, -1)
-    assert np.allclose(truth.contrastive_topk(elm.numpy(), alm.numpy() * 7, 0.0, ids), top / top.sum(-1, keepdims=True))
+    assert np.allclose(
+        truth.contrastive_topk(elm.numpy(), alm.numpy() * 7, 0.0, ids), top / top.sum(-1, keepdims=True)
+    )
 
 
 def test_method_distributions_rows_and_on_the_fly_extremes():
     g = torch.Generator().manual_seed(1)
     lp = torch.log_softmax(torch.randn(3, 4, 30, generator=g) * 2, -1).numpy()
     ap = torch.log_softmax(torch.randn(4, 30, generator=g), -1).numpy()
-    md = truth.method_distributions(lp, ap, [1.0, 2.0, 3.0], inv_T=(0.5, 1.0), fly_weights=(0.0, 1.0), k=5,
-                                    iterations=20)
-    assert set(md.probs) == {("ELM", 0.0), ("CD", 0.5), ("CD", 1.0), ("APD", 0.5), ("APD", 1.0),
-                             ("APD on the fly", 0.0), ("APD on the fly", 1.0)}
+    md = truth.method_distributions(
+        lp, ap, [1.0, 2.0, 3.0], inv_T=(0.5, 1.0), fly_weights=(0.0, 1.0), k=5, iterations=20
+    )
+    assert set(md.probs) == {
+        ("ELM", 0.0),
+        ("CD", 0.5),
+        ("CD", 1.0),
+        ("APD", 0.5),
+        ("APD", 1.0),
+        ("APD on the fly", 0.0),
+        ("APD on the fly", 1.0),
+    }
     for q in md.probs.values():
         assert q.shape == (4, 5) and np.allclose(q.sum(-1), 1.0)
     assert np.allclose(md.probs[("APD on the fly", 0.0)], md.probs[("ELM", 0.0)])
@@ -95,18 +112,20 @@ def test_method_distributions_rows_and_on_the_fly_extremes():
 
 def test_frame_best_knobs_and_summary():
     ids = np.array([[0, 1], [0, 1], [1, 0]])
-    probs = {("ELM", 0.0): np.array([[0.5, 0.5]] * 3),
-             ("CD", 0.5): np.array([[0.9, 0.1], [0.9, 0.1], [0.9, 0.1]]),
-             ("CD", 1.0): np.array([[0.6, 0.4], [0.6, 0.4], [0.6, 0.4]])}
+    probs = {
+        ("ELM", 0.0): np.array([[0.5, 0.5]] * 3),
+        ("CD", 0.5): np.array([[0.9, 0.1], [0.9, 0.1], [0.9, 0.1]]),
+        ("CD", 1.0): np.array([[0.6, 0.4], [0.6, 0.4], [0.6, 0.4]]),
+    }
     md = truth.MethodDistributions(ids=ids, probs=probs)
-    t = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])        # truth over the vocabulary (V = 2): token 0
+    t = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])  # truth over the vocabulary (V = 2): token 0
     fr = md.frame(truth=t, gold=np.array([0, 0, 0]), bucket=["head", "tail", "tail"])
     assert len(fr) == 9 and set(fr.columns) >= {"method", "knob", "item", "kl", "nll", "bucket"}
     cd05 = fr[(fr.method == "CD") & (fr.knob == 0.5)]
     assert cd05["kl"].tolist() == pytest.approx([-math.log(0.9), -math.log(0.9), -math.log(0.1)])
     # item 3's true and gold token 0 sits at candidate position 1 (ids = [1, 0]): q = 0.1
     assert cd05["nll"].tolist() == pytest.approx([-math.log(0.91), -math.log(0.91), -math.log(0.11)])
-    assert truth.best_knobs(fr, "kl") == {"ELM": 0.0, "CD": 1.0}   # mean KL: 1/T=0.5 0.838, 1/T=1 0.646
+    assert truth.best_knobs(fr, "kl") == {"ELM": 0.0, "CD": 1.0}  # mean KL: 1/T=0.5 0.838, 1/T=1 0.646
     s = truth.bucket_summary(fr, "kl", knobs={"CD": 1.0})
     assert list(s.index) == ["ELM", "CD 1/T=1"] and list(s.columns) == ["head", "tail", "all"]
     assert s.loc["ELM", "all"] == pytest.approx(math.log(2))
@@ -114,6 +133,7 @@ def test_frame_best_knobs_and_summary():
 
 
 # ----------------------------------------------------------------------------- the smoke family
+
 
 @pytest.fixture(scope="module")
 def smoke():
@@ -163,8 +183,9 @@ def test_apd_model_trains_a_loadable_alm_prime_with_a_tuning_table(smoke, smoke_
     lp = logprobs.next_token_log_probs(model, fam.tokenizer, ["Question: who?\nAnswer:", "The"], fam.vocab_size)
     assert lp.shape == (2, fam.vocab_size) and np.allclose(np.exp(lp).sum(-1), 1.0, atol=1e-4)
     alm = fam.model(fam.alm)
-    assert any(not torch.equal(a, b) for a, b in zip(model.state_dict().values(), alm.state_dict().values())), \
+    assert any(not torch.equal(a, b) for a, b in zip(model.state_dict().values(), alm.state_dict().values())), (
         "ALM' is still the ALM"
+    )
     log = r.train_log()
     assert {"step", "loss", "l1", "l2", "l3"} <= set(log.columns) and len(log) >= 2
 
@@ -189,7 +210,7 @@ def test_apd_model_explicit_lambda3_and_bad_input(smoke, smoke_apd):
     grid_value = float(smoke_apd.tuning["lambda3"].iloc[0])
     r = pipeline.apd_model(fam, built, scale="smoke", lambda3=grid_value, progress=False)
     assert r.tuning is None and r.lambda3 == grid_value
-    assert r.alm_prime_path == pathlib_of(smoke_apd.tuning["alm_prime"].iloc[0])   # the tuning run, reused
+    assert r.alm_prime_path == pathlib_of(smoke_apd.tuning["alm_prime"].iloc[0])  # the tuning run, reused
     with pytest.raises(ValueError, match="built"):
         pipeline.apd_model(fam, None, scale="smoke")
     with pytest.raises(ValueError, match="scale"):
@@ -198,6 +219,7 @@ def test_apd_model_explicit_lambda3_and_bad_input(smoke, smoke_apd):
 
 def pathlib_of(s):
     from pathlib import Path
+
     return Path(s)
 
 
@@ -207,13 +229,18 @@ def test_train_configs_per_family():
     assert runs.train_config("qwen").lambda3_value == 1.0
     assert runs.train_config("pico", lambda3=0.6).lambda3_value == 0.6
     with pytest.raises(ValueError, match="lambda3"):
-        _ = runs.train_config("pico").lambda3_value   # pico has no published value: tune it
+        _ = runs.train_config("pico").lambda3_value  # pico has no published value: tune it
     assert runs.collect_config("opt").n_tail == 10 and runs.collect_config("pythia").n_tail == 5
 
 
 def test_read_train_log_keeps_one_row_per_step(tmp_path):
-    lines = [{"step": 1, "loss": 3.0}, {"step": 2, "loss": 2.0}, {"step": 1, "loss": 3.0}, {"step": 3, "loss": 1.0},
-             {"step": 2, "loss": 2.0}]
+    lines = [
+        {"step": 1, "loss": 3.0},
+        {"step": 2, "loss": 2.0},
+        {"step": 1, "loss": 3.0},
+        {"step": 3, "loss": 1.0},
+        {"step": 2, "loss": 2.0},
+    ]
     (tmp_path / "train_log.jsonl").write_text("".join(__import__("json").dumps(r) + "\n" for r in lines))
     log = runs.read_train_log(tmp_path)
     assert log["step"].tolist() == [1, 2, 3] and log["loss"].tolist() == [3.0, 2.0, 1.0]
@@ -223,6 +250,7 @@ def test_read_train_log_keeps_one_row_per_step(tmp_path):
 
 def test_lock_makes_a_second_caller_wait(tmp_path):
     import threading
+
     events = []
     inside = threading.Event()
 
@@ -259,6 +287,7 @@ def test_smoke_members_stand_in_for_a_hub_family(smoke, tmp_path):
 
 def test_find_cached_finds_a_trained_family_and_never_trains(smoke, tmp_path):
     from apd.family import pico
+
     _, built = smoke
     found = pico.find_cached("smoke", device="cpu")
     assert found is not None and found.family_dir == built.family_dir and found.scale == "smoke"
@@ -268,12 +297,17 @@ def test_find_cached_finds_a_trained_family_and_never_trains(smoke, tmp_path):
 
 def test_sample_per_bucket_caps_each_bucket_keeps_order_and_is_seeded():
     from types import SimpleNamespace as Item
-    items = [Item(bucket=b, attribute=a, i=i) for i, (b, a) in enumerate(
-        [("tail", "employer")] * 5 + [("head", "employer")] * 2 + [("head", "hobby")] * 3 + [("torso", "city")] * 4)]
+
+    items = [
+        Item(bucket=b, attribute=a, i=i)
+        for i, (b, a) in enumerate(
+            [("tail", "employer")] * 5 + [("head", "employer")] * 2 + [("head", "hobby")] * 3 + [("torso", "city")] * 4
+        )
+    ]
     got = truth.sample_per_bucket(items, 3, np.random.default_rng(0), exclude=("hobby",))
     by_bucket = {b: [it.i for it in got if it.bucket == b] for b in truth.BUCKETS}
     assert [it.bucket for it in got] == ["head"] * 2 + ["torso"] * 3 + ["tail"] * 3  # BUCKETS order
-    assert by_bucket["head"] == [5, 6]                            # a small pool is taken whole, hobby left out
+    assert by_bucket["head"] == [5, 6]  # a small pool is taken whole, hobby left out
     assert all(v == sorted(v) and len(set(v)) == len(v) for v in by_bucket.values())
     assert set(by_bucket["torso"]) <= set(range(10, 14)) and set(by_bucket["tail"]) <= set(range(5))
     again = truth.sample_per_bucket(items, 3, np.random.default_rng(0), exclude=("hobby",))

@@ -1,4 +1,5 @@
 """Downloadable notebooks carry relative paths only (no path of the machine that built the book)."""
+
 from __future__ import annotations
 
 import json
@@ -16,12 +17,25 @@ def test_portable_notebook_rewrites_every_absolute_path(monkeypatch, tmp_path):
     cache = tmp_path / "elsewhere" / "cache"
     monkeypatch.setenv("APD_CACHE_DIR", str(cache))
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    nb = {"metadata": {"papermill": {"input_path": f"{root}/notebooks/qa.ipynb",
-                                     "output_path": f"{root}/_build/smoke/book/notebooks/qa.partial.ipynb",
-                                     "parameters": {"data_dir": str(root)}}},
-          "cells": [{"cell_type": "code", "source": [f"path = '{root}/results/smoke/qa.json'"],
-                     "outputs": [{"name": "stdout", "text": [f"saved {cache}/families/pico-1 and {tmp_path}/home/x.txt\n"]},
-                                 {"ename": "OSError", "traceback": [f'File "{root}/apd/x.py", line 3']}]}]}
+    nb = {
+        "metadata": {
+            "papermill": {
+                "input_path": f"{root}/notebooks/qa.ipynb",
+                "output_path": f"{root}/_build/smoke/book/notebooks/qa.partial.ipynb",
+                "parameters": {"data_dir": str(root)},
+            }
+        },
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": [f"path = '{root}/results/smoke/qa.json'"],
+                "outputs": [
+                    {"name": "stdout", "text": [f"saved {cache}/families/pico-1 and {tmp_path}/home/x.txt\n"]},
+                    {"ename": "OSError", "traceback": [f'File "{root}/apd/x.py", line 3']},
+                ],
+            }
+        ],
+    }
     out = book.portable_notebook(nb, "qa", root / "_build" / "smoke" / "book" / "notebooks" / "qa.ipynb", root)
     text = json.dumps(out)
     assert str(tmp_path) not in text, text
@@ -45,4 +59,3 @@ def test_the_books_downloadable_notebooks_carry_no_absolute_path(root, smoke_htm
         text = path.read_text()
         found = [m for m in machine if m in text]
         assert not found, f"{path.relative_to(root)} names {found}"
-

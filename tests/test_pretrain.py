@@ -1,4 +1,5 @@
 """apd.family.pretrain: a tiny pico family trains, lowers its loss, saves, reloads, caches and resumes."""
+
 import json
 import math
 
@@ -36,24 +37,35 @@ def tokenizer():
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=300, show_progress=False, special_tokens=["<|endoftext|>", "<|padding|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=300,
+        show_progress=False,
+        special_tokens=["<|endoftext|>", "<|padding|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(_documents(), trainer)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>",
-                                   bos_token="<|endoftext|>", pad_token="<|padding|>")
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>", pad_token="<|padding|>"
+    )
 
 
 def _tiny(**changes) -> PicoConfig:
-    cfg = PicoConfig(members=(Member(1, 32, 2), Member(1, 16, 2)), seq_len=16, batch_size=8,
-                     epochs=1.0, lr=1e-2, warmup_frac=0.1, seed=3)
+    cfg = PicoConfig(
+        members=(Member(1, 32, 2), Member(1, 16, 2)),
+        seq_len=16,
+        batch_size=8,
+        epochs=1.0,
+        lr=1e-2,
+        warmup_frac=0.1,
+        seed=3,
+    )
     return cfg.replace(**changes)
 
 
 @pytest.fixture(scope="module")
 def trained(tokenizer, tmp_path_factory):
     cache = tmp_path_factory.mktemp("pico")
-    return pretrain.train_family(_tiny(), tokenizer, _documents(), cache, device="cpu", progress=False,
-                                 num_threads=1)
+    return pretrain.train_family(_tiny(), tokenizer, _documents(), cache, device="cpu", progress=False, num_threads=1)
 
 
 def test_training_lowers_loss_and_members_reload(trained, tokenizer):
@@ -216,7 +228,7 @@ def test_evaluate_loss_hand_computed(tokenizer):
     x = torch.as_tensor(ids)
     nll = []
     for s in range(0, 49, 16):
-        w = x[s:s + 17]
+        w = x[s : s + 17]
         logp = torch.log_softmax(model(input_ids=w[None, :-1]).logits[0].double(), -1)
         nll += (-logp[torch.arange(len(w) - 1), w[1:]]).tolist()
     assert len(nll) == 49

@@ -80,6 +80,7 @@ def test_heldout_positions_give_the_actual_next_token_and_the_amateur(tok):
 
     class Amateur(torch.nn.Module):
         """A causal LM stand-in: log-probabilities of the smallest fake member, as logits."""
+
         def __init__(self):
             super().__init__()
             self.w = torch.nn.Parameter(torch.zeros(1))
@@ -98,7 +99,9 @@ def test_heldout_positions_give_the_actual_next_token_and_the_amateur(tok):
     for c, n in zip(out["contexts"][:5], nxt[:5]):
         assert isinstance(c, str) and c and int(n) in ids
     # several amateurs at once (every APD variant's ALM'): the same positions, one array each
-    many = heldout.heldout_positions(fam, texts, n_positions=30, seq_len=8, seed=0, amateurs={"a": Amateur(), "b": Amateur()})
+    many = heldout.heldout_positions(
+        fam, texts, n_positions=30, seq_len=8, seed=0, amateurs={"a": Amateur(), "b": Amateur()}
+    )
     assert set(many["amateurs_logprobs"]) == {"a", "b"} and "amateur_logprobs" not in many
     np.testing.assert_array_equal(many["amateurs_logprobs"]["b"], out["amateur_logprobs"])
     np.testing.assert_array_equal(many["next_ids"], nxt)

@@ -1,6 +1,7 @@
 """A sentence that the numbers can make false is chosen by a condition (a needs:/unless: tag on its
 markdown cell, apd.book.pages), never written unconditionally: the known cases of a chapter
 asserting what its own table contradicted stay behind conditions."""
+
 import json
 import re
 from pathlib import Path
@@ -37,8 +38,13 @@ def test_falsifiable_sentences_are_chosen_by_conditions(path):
 
 def test_the_qa_overview_reads_the_easy_question_claim_by_its_significance():
     nb = json.loads((ROOT / "notebooks" / "qa.ipynb").read_text())
-    base = {"world_ho_ppl_apd": 1.2, "world_best_bucket": "head", "world_best_bucket_p": 0.1, "world_best_bucket_n": 29,
-            "world_easiest_bucket": "head"}
+    base = {
+        "world_ho_ppl_apd": 1.2,
+        "world_best_bucket": "head",
+        "world_best_bucket_p": 0.1,
+        "world_best_bucket_n": 29,
+        "world_easiest_bucket": "head",
+    }
     weak = "\n".join(pages.page_markdown(nb, {**base, "world_easy_direction_only": True}))
     assert "not significant" in weak and "as the\npaper claims, and that bucket's gain is significant" not in weak
     strong = "\n".join(pages.page_markdown(nb, {**base, "world_best_bucket_p": 0.01, "world_easy_significant": True}))

@@ -1,4 +1,5 @@
 """The publishing files: the book workflow, CITATION.cff and LICENSE."""
+
 import re
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def test_pages_checked_before_publishing(workflow):
     steps = workflow["jobs"]["build"]["steps"]
     runs = [s.get("run", "").strip() for s in steps]
     build = runs.index(build_step(workflow)["run"].strip())
-    assert "make pages PROFILE=$PROFILE" in runs[build + 1:]
+    assert "make pages PROFILE=$PROFILE" in runs[build + 1 :]
     assert any("APD_BOOK_PROFILE=$(PROFILE)" in line and "test_browser.py" in line for line in make_targets()["pages"])
 
 

@@ -3,6 +3,7 @@
 Offline tests read ../shared/data (or $APD_DATA_DIR); the Hub branch is tested with a fake
 `datasets` module, so nothing here touches the network.
 """
+
 from __future__ import annotations
 
 import os
@@ -26,8 +27,10 @@ def _find_data_dir():
 
 DATA = _find_data_dir()
 needs_data = pytest.mark.skipif(
-    DATA is None, reason="offline QA data not found: set APD_DATA_DIR to the folder whose qa/ holds "
-    "the JSONL copies (e.g. ../shared/data)")
+    DATA is None,
+    reason="offline QA data not found: set APD_DATA_DIR to the folder whose qa/ holds "
+    "the JSONL copies (e.g. ../shared/data)",
+)
 
 _cache: dict = {}
 
@@ -41,40 +44,51 @@ def local(name, **kw):
 
 # ------------------------------------------------------------------ templates, by hand from the appendix
 
+
 def test_qasc_facts_template_matches_appendix():
-    got = qa_data.render_prompt("qasc_facts", question="What type of water formation is formed by clouds?",
-                           fact1="beads of water are formed by water vapor condensing",
-                           fact2="Clouds are made of water vapor.")
-    assert got == (" Question: Which kind of animals can fly?\n"
-                   " Fact 1: a bird is an animal.\n"
-                   " Fact 2: birds can fly.\n"
-                   " Answer: bird.\n"
-                   "\n"
-                   " Question: What type of water formation is formed by clouds?\n"
-                   " Fact 1: beads of water are formed by water vapor condensing\n"
-                   " Fact 2: Clouds are made of water vapor.\n"
-                   " Answer:")
+    got = qa_data.render_prompt(
+        "qasc_facts",
+        question="What type of water formation is formed by clouds?",
+        fact1="beads of water are formed by water vapor condensing",
+        fact2="Clouds are made of water vapor.",
+    )
+    assert got == (
+        " Question: Which kind of animals can fly?\n"
+        " Fact 1: a bird is an animal.\n"
+        " Fact 2: birds can fly.\n"
+        " Answer: bird.\n"
+        "\n"
+        " Question: What type of water formation is formed by clouds?\n"
+        " Fact 1: beads of water are formed by water vapor condensing\n"
+        " Fact 2: Clouds are made of water vapor.\n"
+        " Answer:"
+    )
 
 
 def test_multirc_template_matches_appendix():
     passage = qa_data.multirc_passage("Tom has a red car. He drives it to work.  It is fast. ")
     assert passage == "Sent 1: Tom has a red car.\n Sent 2: He drives it to work.\n Sent 3: It is fast."
     got = qa_data.render_prompt("multirc", passage=passage, question="What colour is Tom's car?")
-    assert got == (" Passage: Sent 1: John likes to go hiking, and his wife likes to cook.\n"
-                   " Sent 2: His wife likes to cook.\n"
-                   " Here is a question: Who likes to cook?\n"
-                   " The answer is his wife\n"
-                   "\n"
-                   " Passage: Sent 1: Tom has a red car.\n"
-                   " Sent 2: He drives it to work.\n"
-                   " Sent 3: It is fast.\n"
-                   " Here is a question: What colour is Tom's car?\n"
-                   " The answer is")
+    assert got == (
+        " Passage: Sent 1: John likes to go hiking, and his wife likes to cook.\n"
+        " Sent 2: His wife likes to cook.\n"
+        " Here is a question: Who likes to cook?\n"
+        " The answer is his wife\n"
+        "\n"
+        " Passage: Sent 1: Tom has a red car.\n"
+        " Sent 2: He drives it to work.\n"
+        " Sent 3: It is fast.\n"
+        " Here is a question: What colour is Tom's car?\n"
+        " The answer is"
+    )
 
 
 def test_multirc_sentence_split_keeps_abbreviations_and_tokenised_text():
     assert qa_data._sentences("Mr. Smith went to the U.S. Army base. He left .  She stayed . ") == [
-        "Mr. Smith went to the U.S. Army base.", "He left .", "She stayed ."]
+        "Mr. Smith went to the U.S. Army base.",
+        "He left .",
+        "She stayed .",
+    ]
 
 
 def test_render_prompt_rejects_wrong_fields():
@@ -85,35 +99,43 @@ def test_render_prompt_rejects_wrong_fields():
     with pytest.raises(TypeError):
         qa_data.render_prompt("question_answer", question=3)
     # braces in the data are text, not format fields
-    assert qa_data.render_prompt("squad_q", question="What is {x}?").endswith(" Here is a question: What is {x}?\n The answer is")
+    assert qa_data.render_prompt("squad_q", question="What is {x}?").endswith(
+        " Here is a question: What is {x}?\n The answer is"
+    )
 
 
 @needs_data
 def test_question_answer_template_on_arc_easy():
     ex = local("arc_easy")[0]
-    assert ex.prompt == (" Question: Which kind of animals can fly?\n"
-                         " Answer: bird.\n"
-                         "\n"
-                         " Question: Which statement best explains why photosynthesis is the foundation of most food webs?\n"
-                         " Answer:")
+    assert ex.prompt == (
+        " Question: Which kind of animals can fly?\n"
+        " Answer: bird.\n"
+        "\n"
+        " Question: Which statement best explains why photosynthesis is the foundation of most food webs?\n"
+        " Answer:"
+    )
     assert ex.answer == " Sunlight is the source of energy for nearly all ecosystems."
-    assert ex.options == [" Sunlight is the source of energy for nearly all ecosystems.",
-                          " Most ecosystems are found on land instead of in water.",
-                          " Carbon dioxide is more available than other gases.",
-                          " The producers in all ecosystems are plants."]
+    assert ex.options == [
+        " Sunlight is the source of energy for nearly all ecosystems.",
+        " Most ecosystems are found on land instead of in water.",
+        " Carbon dioxide is more available than other gases.",
+        " The producers in all ecosystems are plants.",
+    ]
     assert ex.gold_index == 0 and ex.id == "arc_easy/test/0"
 
 
 @needs_data
 def test_social_iqa_template():
     ex = local("social_iqa")[0]
-    assert ex.prompt == (" Passage: John likes to go hiking, and his wife likes to cook.\n"
-                         " Question: Who likes to cook?\n"
-                         " Answer: his wife\n"
-                         "\n"
-                         " Passage: Tracy didn't go home that evening and resisted Riley's attacks.\n"
-                         " Question: What does Tracy need to do before this?\n"
-                         " Answer:")
+    assert ex.prompt == (
+        " Passage: John likes to go hiking, and his wife likes to cook.\n"
+        " Question: Who likes to cook?\n"
+        " Answer: his wife\n"
+        "\n"
+        " Passage: Tracy didn't go home that evening and resisted Riley's attacks.\n"
+        " Question: What does Tracy need to do before this?\n"
+        " Answer:"
+    )
     assert ex.options == [" make a new plan", " Go home and see Riley", " Find somewhere to go"]
     assert ex.gold_index == 2 and ex.answer == " Find somewhere to go"
 
@@ -125,27 +147,32 @@ def test_squad_templates():
         "Petroleum Exporting Countries (OAPEC, consisting of the Arab members of OPEC plus Egypt and "
         "Syria) proclaimed an oil embargo. By the end of the embargo in March 1974, the price of oil "
         "had risen from US$3 per barrel to nearly $12 globally; US prices were significantly higher. "
-        "The embargo caused an oil crisis, or \"shock\", with many short- and long-term effects on "
-        "global politics and the global economy. It was later called the \"first oil shock\", "
-        "followed by the 1979 oil crisis, termed the \"second oil shock.\"")
+        'The embargo caused an oil crisis, or "shock", with many short- and long-term effects on '
+        'global politics and the global economy. It was later called the "first oil shock", '
+        'followed by the 1979 oil crisis, termed the "second oil shock."'
+    )
     qp = local("squad")
-    assert qp[0].prompt == (" Passage: John likes to go hiking, and his wife likes to cook.\n"
-                            " Question: Who likes to cook?\n"
-                            " The answer is his wife\n"
-                            "\n"
-                            f" Passage: {first_passage}\n"
-                            " Question: When did the 1973 oil crisis begin?\n"
-                            " The answer is")
+    assert qp[0].prompt == (
+        " Passage: John likes to go hiking, and his wife likes to cook.\n"
+        " Question: Who likes to cook?\n"
+        " The answer is his wife\n"
+        "\n"
+        f" Passage: {first_passage}\n"
+        " Question: When did the 1973 oil crisis begin?\n"
+        " The answer is"
+    )
     # five annotated answers, duplicates kept, one example each
     assert [e.answer for e in qp[:5]] == [" October 1973"] * 3 + [" October", " 1973"]
     assert [e.id for e in qp[:2]] == ["squad/validation/0/0", "squad/validation/0/1"]
     assert all(e.options is None and e.gold_index is None for e in qp[:5])
     q = local("squad_q")[0]
-    assert q.prompt == (" Here is a question: What is the birthplace of Barack Obama?\n"
-                        " The answer is Honolulu, Hawaii.\n"
-                        "\n"
-                        " Here is a question: When did the 1973 oil crisis begin?\n"
-                        " The answer is")
+    assert q.prompt == (
+        " Here is a question: What is the birthplace of Barack Obama?\n"
+        " The answer is Honolulu, Hawaii.\n"
+        "\n"
+        " Here is a question: When did the 1973 oil crisis begin?\n"
+        " The answer is"
+    )
 
 
 @needs_data
@@ -164,17 +191,29 @@ def test_multirc_local_structure():
     assert len({e.id.rsplit("/", 1)[0] for e in exs}) <= 953
     first = exs[0]
     assert first.prompt.startswith(" Passage: Sent 1: John likes to go hiking")
-    assert "\n\n Passage: Sent 1: What causes a change in motion?\n Sent 2: The application of a force.\n" in first.prompt
-    assert first.prompt.endswith("\n Here is a question: Would the mass of a baseball affect how much force "
-                                 "you have to use to pick it up?\n The answer is")
+    assert (
+        "\n\n Passage: Sent 1: What causes a change in motion?\n Sent 2: The application of a force.\n" in first.prompt
+    )
+    assert first.prompt.endswith(
+        "\n Here is a question: Would the mass of a baseball affect how much force "
+        "you have to use to pick it up?\n The answer is"
+    )
     assert [e.answer for e in exs[:2]] == [" Yes", " Less the mass, less the force applied"]
     assert first.meta["wrong_answers"] == ["No", "It depends on the shape of the baseball"]
 
 
 # ------------------------------------------------------------------ every offline dataset
 
-EXPECTED_SIZES = {"lambada": 5153, "commonsense_qa": 9741, "openbookqa": 500, "arc_easy": 2376,
-                  "social_iqa": 1954, "multirc": 2075, "squad": 34726, "squad_q": 34726}
+EXPECTED_SIZES = {
+    "lambada": 5153,
+    "commonsense_qa": 9741,
+    "openbookqa": 500,
+    "arc_easy": 2376,
+    "social_iqa": 1954,
+    "multirc": 2075,
+    "squad": 34726,
+    "squad_q": 34726,
+}
 
 
 @needs_data
@@ -201,8 +240,10 @@ def test_each_local_dataset_loads(name):
 def test_commonsense_qa_splits_and_first_item():
     ex = local("commonsense_qa")[0]
     assert ex.id == "commonsense_qa/train/075e483d21c29a511267ef62bedc0461"
-    assert ex.prompt.endswith(" Question: The sanctions against the school were a punishing blow, and they "
-                              "seemed to what the efforts the school had made to change?\n Answer:")
+    assert ex.prompt.endswith(
+        " Question: The sanctions against the school were a punishing blow, and they "
+        "seemed to what the efforts the school had made to change?\n Answer:"
+    )
     assert ex.options == [" ignore", " enforce", " authoritarian", " yell at", " avoid"] and ex.gold_index == 0
     dev = local("commonsense_qa", split="validation")
     assert len(dev) == 1221 and dev[0].answer == " bank"
@@ -244,7 +285,11 @@ def test_bad_arguments():
 
 def test_subsample_is_deterministic_and_order_preserving():
     items = list(range(100))
-    a, b, c = qa_data.subsample(items, 10, seed=0), qa_data.subsample(items, 10, seed=0), qa_data.subsample(items, 10, seed=1)
+    a, b, c = (
+        qa_data.subsample(items, 10, seed=0),
+        qa_data.subsample(items, 10, seed=0),
+        qa_data.subsample(items, 10, seed=1),
+    )
     assert a == b and a != c and a == sorted(a) and len(set(a)) == 10
     assert qa_data.subsample(items, 1000) == items and qa_data.subsample(items, None) == items
 
@@ -258,6 +303,7 @@ def test_limit_on_real_data():
 
 # ------------------------------------------------------------------ Hub branch (no network)
 
+
 def test_hub_without_datasets_package_raises_clear_importerror(monkeypatch):
     monkeypatch.delenv("APD_DATA_DIR", raising=False)
     monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` fail
@@ -270,27 +316,74 @@ def test_hub_without_datasets_package_raises_clear_importerror(monkeypatch):
 
 HUB_ROWS = {
     ("EleutherAI/lambada_openai", "en"): [{"text": "She opened the door and saw her old friend Tom"}],
-    ("allenai/qasc", None): [{
-        "id": "3E7TUJ2EGCLQNOV1WEAJ2NN9ROPD9K", "question": "What type of water formation is formed by clouds?",
-        "choices": {"text": ["pearls", "streams", "shells", "diamonds", "rain", "beads", "cooled", "liquid"],
-                    "label": list("ABCDEFGH")},
-        "answerKey": "F", "fact1": "beads of water are formed by water vapor condensing",
-        "fact2": "Clouds are made of water vapor."}],
-    ("allenai/ai2_arc", "ARC-Easy"): [{"id": "E1", "question": "Easy?", "answerKey": "B",
-                                       "choices": {"text": ["no", "yes"], "label": ["A", "B"]}}],
-    ("allenai/ai2_arc", "ARC-Challenge"): [{"id": "C1", "question": "Hard?", "answerKey": "1",
-                                            "choices": {"text": ["a", "b", "c"], "label": ["1", "2", "3"]}}],
-    ("allenai/social_i_qa", None): [{"context": "Kai cooked.", "question": "Why?", "answerA": "hungry",
-                                     "answerB": "bored", "answerC": "tired", "label": "2"}],
-    ("rajpurkar/squad", None): [{"id": "56be", "title": "T", "context": "Denver won.", "question": "Who won?",
-                                 "answers": {"text": ["Denver", "Denver"], "answer_start": [0, 0]}}],
+    ("allenai/qasc", None): [
+        {
+            "id": "3E7TUJ2EGCLQNOV1WEAJ2NN9ROPD9K",
+            "question": "What type of water formation is formed by clouds?",
+            "choices": {
+                "text": ["pearls", "streams", "shells", "diamonds", "rain", "beads", "cooled", "liquid"],
+                "label": list("ABCDEFGH"),
+            },
+            "answerKey": "F",
+            "fact1": "beads of water are formed by water vapor condensing",
+            "fact2": "Clouds are made of water vapor.",
+        }
+    ],
+    ("allenai/ai2_arc", "ARC-Easy"): [
+        {"id": "E1", "question": "Easy?", "answerKey": "B", "choices": {"text": ["no", "yes"], "label": ["A", "B"]}}
+    ],
+    ("allenai/ai2_arc", "ARC-Challenge"): [
+        {
+            "id": "C1",
+            "question": "Hard?",
+            "answerKey": "1",
+            "choices": {"text": ["a", "b", "c"], "label": ["1", "2", "3"]},
+        }
+    ],
+    ("allenai/social_i_qa", None): [
+        {
+            "context": "Kai cooked.",
+            "question": "Why?",
+            "answerA": "hungry",
+            "answerB": "bored",
+            "answerC": "tired",
+            "label": "2",
+        }
+    ],
+    ("rajpurkar/squad", None): [
+        {
+            "id": "56be",
+            "title": "T",
+            "context": "Denver won.",
+            "question": "Who won?",
+            "answers": {"text": ["Denver", "Denver"], "answer_start": [0, 0]},
+        }
+    ],
     ("aps/super_glue", "multirc"): [
-        {"paragraph": "Ann ran. Bob sat. ", "question": "Who ran?", "answer": "Ann", "label": 1,
-         "idx": {"paragraph": 0, "question": 0, "answer": 0}},
-        {"paragraph": "Ann ran. Bob sat. ", "question": "Who ran?", "answer": "Bob", "label": 0,
-         "idx": {"paragraph": 0, "question": 0, "answer": 1}}],
-    ("tau/commonsense_qa", None): [{"id": "x", "question": "Q?", "question_concept": "c", "answerKey": "",
-                                    "choices": {"label": ["A", "B"], "text": ["a", "b"]}}],
+        {
+            "paragraph": "Ann ran. Bob sat. ",
+            "question": "Who ran?",
+            "answer": "Ann",
+            "label": 1,
+            "idx": {"paragraph": 0, "question": 0, "answer": 0},
+        },
+        {
+            "paragraph": "Ann ran. Bob sat. ",
+            "question": "Who ran?",
+            "answer": "Bob",
+            "label": 0,
+            "idx": {"paragraph": 0, "question": 0, "answer": 1},
+        },
+    ],
+    ("tau/commonsense_qa", None): [
+        {
+            "id": "x",
+            "question": "Q?",
+            "question_concept": "c",
+            "answerKey": "",
+            "choices": {"label": ["A", "B"], "text": ["a", "b"]},
+        }
+    ],
 }
 
 
@@ -313,20 +406,31 @@ def test_hub_branch_parses_each_schema(fake_hub):
     lam = qa_data.load_dataset("lambada")[0]
     assert lam.prompt == "She opened the door and saw her old friend" and lam.answer == " Tom"
     q = qa_data.load_dataset("qasc")[0]
-    assert q.prompt == qa_data.render_prompt("qasc_facts", question="What type of water formation is formed by clouds?",
-                                        fact1="beads of water are formed by water vapor condensing",
-                                        fact2="Clouds are made of water vapor.")
+    assert q.prompt == qa_data.render_prompt(
+        "qasc_facts",
+        question="What type of water formation is formed by clouds?",
+        fact1="beads of water are formed by water vapor condensing",
+        fact2="Clouds are made of water vapor.",
+    )
     assert q.answer == " beads" and q.gold_index == 5 and len(q.options) == 8
-    assert qa_data.load_dataset("qasc_q")[0].prompt.endswith("\n Question: What type of water formation is formed by clouds?\n Answer:")
+    assert qa_data.load_dataset("qasc_q")[0].prompt.endswith(
+        "\n Question: What type of water formation is formed by clouds?\n Answer:"
+    )
     arc = qa_data.load_dataset("arc")
     assert [(e.id, e.answer) for e in arc] == [("arc/train/E1", " yes"), ("arc/train/C1", " a")]
     s = qa_data.load_dataset("social_iqa")[0]
-    assert s.answer == " bored" and s.gold_index == 1 and s.prompt.endswith(" Passage: Kai cooked.\n Question: Why?\n Answer:")
+    assert (
+        s.answer == " bored"
+        and s.gold_index == 1
+        and s.prompt.endswith(" Passage: Kai cooked.\n Question: Why?\n Answer:")
+    )
     sq = qa_data.load_dataset("squad")
     assert [e.answer for e in sq] == [" Denver", " Denver"] and sq[0].id == "squad/validation/56be/0"
     m = qa_data.load_dataset("multirc")
     assert len(m) == 1 and m[0].answer == " Ann"
-    assert " Passage: Sent 1: Ann ran.\n Sent 2: Bob sat.\n Here is a question: Who ran?\n The answer is" in m[0].prompt
+    assert (
+        " Passage: Sent 1: Ann ran.\n Sent 2: Bob sat.\n Here is a question: Who ran?\n The answer is" in m[0].prompt
+    )
     assert ("allenai/qasc", None, "train") in fake_hub and ("rajpurkar/squad", None, "validation") in fake_hub
 
 

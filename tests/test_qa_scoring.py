@@ -1,4 +1,5 @@
 """apd.evaluation.qa_scoring: QA scoring over the ELM's top 20 with hand-made distributions and a tiny fake family."""
+
 import contextlib
 import math
 from types import SimpleNamespace
@@ -97,8 +98,13 @@ def test_cd_on_topk_slices_equals_full_vocabulary():
     top = torch.topk(elm_lp, k, -1)
     ids = top.indices.numpy()
     hit = ids == gold[:, None]
-    expert = qa_scoring.ExpertTopK(ids, top.values.numpy().astype(np.float32), np.where(hit.any(1), hit.argmax(1), -1),
-                           qa_metrics.gold_rank(elm_lp, torch.as_tensor(gold)).numpy(), Vb)
+    expert = qa_scoring.ExpertTopK(
+        ids,
+        top.values.numpy().astype(np.float32),
+        np.where(hit.any(1), hit.argmax(1), -1),
+        qa_metrics.gold_rank(elm_lp, torch.as_tensor(gold)).numpy(),
+        Vb,
+    )
     amateur = np.take_along_axis(alm_lp.numpy(), ids, 1).astype(np.float32)
     grid = [0.0, 0.5, 1.0]
     logp, rank = qa_scoring.method_token_scores(expert, amateur, grid)
@@ -175,8 +181,15 @@ def test_batched_left_padded_scores_equal_one_sequence_at_a_time():
     from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
     torch.manual_seed(0)
-    cfg = GPTNeoXConfig(vocab_size=40, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, max_position_embeddings=64, rotary_pct=0.5)
+    cfg = GPTNeoXConfig(
+        vocab_size=40,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        rotary_pct=0.5,
+    )
     model = GPTNeoXForCausalLM(cfg).eval()
     rng = np.random.default_rng(1)
     seqs = [rng.integers(2, 40, n).tolist() for n in (3, 9, 5, 12)]
@@ -190,8 +203,8 @@ def test_batched_left_padded_scores_equal_one_sequence_at_a_time():
     for s, a, o in zip(seqs, answers, offsets):
         with torch.no_grad():
             lp = torch.log_softmax(model(torch.tensor([s])).logits[0], -1).numpy()
-        want = lp[len(s) - a - 1: len(s) - 1]  # position t predicts token t + 1
-        assert np.allclose(got[o:o + a], want, atol=1e-5)
+        want = lp[len(s) - a - 1 : len(s) - 1]  # position t predicts token t + 1
+        assert np.allclose(got[o : o + a], want, atol=1e-5)
     long = qa_scoring.EncodedPairs([[2] * 70], np.array([0, 1]), np.array([2]))
     with pytest.raises(ValueError, match="max_length"):
         next(qa_scoring.iter_answer_log_probs(model, long, 40))
@@ -216,9 +229,9 @@ def _family(with_ref=False):
 
 
 MC = [
-    QAExample("toy", "toy/0", "Q", " yes", [" yes", " no", " far"], 0),   # gold yes; "far" filtered
-    QAExample("toy", "toy/1", "Q", " no", [" yes", " no"], 1),           # gold no
-    QAExample("toy", "toy/2", "Q", " far", [" yes", " far"], 1),          # gold outside the top 20
+    QAExample("toy", "toy/0", "Q", " yes", [" yes", " no", " far"], 0),  # gold yes; "far" filtered
+    QAExample("toy", "toy/1", "Q", " no", [" yes", " no"], 1),  # gold no
+    QAExample("toy", "toy/2", "Q", " far", [" yes", " far"], 1),  # gold outside the top 20
 ]
 
 
@@ -245,8 +258,10 @@ def test_score_qa_multiple_choice_by_hand():
 
 def test_score_qa_free_answers_multi_token_and_reference_filter():
     fam, alm_prime, ref, (elm, alm, _) = _family(with_ref=True)
-    free = [QAExample("toy", "toy/a/0", "Q", " yes no", meta={"all_answers": ["yes no", "maybe"]}),
-            QAExample("toy", "toy/a/1", "R", " maybe", meta={"all_answers": ["yes no", "maybe"]})]
+    free = [
+        QAExample("toy", "toy/a/0", "Q", " yes no", meta={"all_answers": ["yes no", "maybe"]}),
+        QAExample("toy", "toy/a/1", "R", " maybe", meta={"all_answers": ["yes no", "maybe"]}),
+    ]
     sc = qa_scoring.score_qa(fam, free, alm_prime=alm_prime, reference=ref, inv_T=[0.5])
     assert sc.kind == "free" and sc.metric_names == ["ppl", "MRR"]
     assert sc.groups.tolist() == ["toy/a", "toy/a"]
@@ -269,9 +284,7 @@ def test_score_qa_free_answers_multi_token_and_reference_filter():
 def test_pick_paper_held_out_select_and_cross_fit():
     grid = [0.5, 1.0, 2.0]
     # items 0-1 prefer 1/T = 0.5, items 2-3 prefer 2.0 (ppl: lower is better)
-    values = np.array([[1.0, 1.0, 5.0, 5.0],
-                       [2.0, 2.0, 2.0, 2.0],
-                       [5.0, 5.0, 1.0, 1.0]])
+    values = np.array([[1.0, 1.0, 5.0, 5.0], [2.0, 2.0, 2.0, 2.0], [5.0, 5.0, 1.0, 1.0]])
     counted = np.ones(4, bool)
     paper = qa_scoring.pick(values, grid, False, counted)
     assert paper.inv_T == (1.0,)  # means 3, 2, 3: the middle row wins on the whole set
@@ -322,8 +335,11 @@ def test_summary_significance_and_gap_rows():
     hand = []
     for metric, vals in {"ppl": (2.0, 1.5, 1.9, 1.7), "acc": (0.6, 0.5, 0.62, 0.65)}.items():
         for m, v in zip(("elm", "ref", "cd", "apd"), vals):
-            hand.append({"dataset": "d", "protocol": "paper", "metric": metric, "group": "all", "method": m, "value": v})
+            hand.append(
+                {"dataset": "d", "protocol": "paper", "metric": metric, "group": "all", "method": m, "value": v}
+            )
     import pandas as pd
+
     gaps = qa_scoring.gap_rows(pd.DataFrame(hand)).set_index(["metric", "row"])["value"]
     assert gaps[("ppl", "APD vs CD")] == pytest.approx(0.4)
     assert gaps[("ppl", "APD vs LLM")] == pytest.approx(0.6)
@@ -336,6 +352,7 @@ def test_paper_rows_are_fractions_and_world_examples():
     assert lam["apd"] == pytest.approx(2.132) and lam["gap_apd_vs_cd"] == pytest.approx(1.3852)
     assert beside.paper_rows("pico").empty
     from apd.world.world import QAItem
+
     item = QAItem("Question: Where was A B born?\nAnswer:", "Kel", ("Mor", "Tas"), "A B", "birth_city", "head")
     ex = qa_scoring.world_examples([item])[0]
     assert ex.options == [" Kel", " Mor", " Tas"] and ex.gold_index == 0 and ex.answer == " Kel"
@@ -357,7 +374,9 @@ def test_world_protocols_by_bucket_layout_and_chance():
     lay = qa_scoring.table_layout(table, gaps, "paper")
     assert list(lay.index) == ["LLM (ELM)", "CD", "APD", "LLM (bigger)", "APD vs CD", "APD vs LLM (ELM)"]
     assert list(lay.columns) == [("toy", "ppl"), ("toy", "acc"), ("toy", "MRR")]
-    ppl = table[(table.protocol == "paper") & (table.metric == "ppl") & (table.group == "all")].set_index("method")["value"]
+    ppl = table[(table.protocol == "paper") & (table.metric == "ppl") & (table.group == "all")].set_index("method")[
+        "value"
+    ]
     want = qa_metrics.gap_closure(ppl["apd"], ppl["cd"], ppl["ref"], ppl["elm"], higher_is_better=False)
     assert ppl["ref"] < ppl["elm"] and np.isfinite(want)  # the bigger model is better: a defined gap
     assert lay.loc["APD vs CD", ("toy", "ppl")] == pytest.approx(want)

@@ -1,5 +1,6 @@
 """REAL sampling's decoding side: the threshold formula, the REAL filter, and REALLogitsProcessor
 inside apd.generate on left-padded batches against a step-by-step reference."""
+
 import math
 
 import numpy as np
@@ -21,7 +22,7 @@ def test_threshold_formula_matches_an_independent_computation():
     want = [min(1.0, math.exp((ci - hi) / T_r)) for ci, hi in zip(c, h)]
     got = real_top_p(torch.tensor(c), torch.tensor(h), T_r)
     assert np.allclose(got.numpy(), want, atol=1e-6)
-    assert float(real_top_p(torch.tensor(1.0), torch.tensor(1.0), 4.0)) == 1.0   # c = H_last: no truncation
+    assert float(real_top_p(torch.tensor(1.0), torch.tensor(1.0), 4.0)) == 1.0  # c = H_last: no truncation
 
 
 def test_real_filter_is_top_p_per_row():
@@ -31,8 +32,8 @@ def test_real_filter_is_top_p_per_row():
     p = real.top_p.tolist()
     got = real(lp)
     for row in range(3):
-        assert torch.equal(got[row], TopP(min(1.0, p[row]))(lp[row:row + 1])[0])
-    assert got[2].all()   # top-p 1 keeps everything
+        assert torch.equal(got[row], TopP(min(1.0, p[row]))(lp[row : row + 1])[0])
+    assert got[2].all()  # top-p 1 keeps everything
 
 
 def test_make_filters_real_and_bad_temperatures():
@@ -54,7 +55,7 @@ def _thf(seed=3, log_sizes=(1.0, 2.0, 3.0)):
     with torch.no_grad():
         model.head.weight.copy_(torch.randn(model.head.weight.shape, generator=g) * 0.8)
         model.head.bias.zero_()
-        model.head.bias[0] = -1.0     # c small, the curve well above it: top-p < 1
+        model.head.bias[0] = -1.0  # c small, the curve well above it: top-p < 1
     return model.eval()
 
 
@@ -78,7 +79,7 @@ def _reference(elm, alm, thf, prompt, steps, T, T_r, window):
             score = (elm_lp - alm_lp / T).masked_fill(~keep, -math.inf)
             ids.append(int(score.argmax()))
             top_ps.append(p)
-    return ids[len(prompt):], top_ps
+    return ids[len(prompt) :], top_ps
 
 
 def test_processor_in_generate_matches_step_by_step_reference_with_left_padding():
@@ -92,9 +93,10 @@ def test_processor_in_generate_matches_step_by_step_reference_with_left_padding(
     seen = []
     real_call = real.thresholds
     real.thresholds = lambda input_ids: seen.append(real_call(input_ids).clone()) or seen[-1]
-    out = apd.generate(elm, ids, mask, real, max_new_tokens=steps, do_sample=False, pad_token_id=pad,
-                       eos_token_id=None)
-    top_ps = torch.stack(seen)                          # (steps, B)
+    out = apd.generate(
+        elm, ids, mask, real, max_new_tokens=steps, do_sample=False, pad_token_id=pad, eos_token_id=None
+    )
+    top_ps = torch.stack(seen)  # (steps, B)
     assert (top_ps < 0.999).any(), "the test needs thresholds that truncate"
     for row, prompt in enumerate(prompts):
         want_ids, want_p = _reference(elm, alm, thf, prompt, steps, 2.0, 1.5, window)
@@ -122,14 +124,14 @@ def test_processor_bad_input():
     cd = apd.ContrastiveLogitsProcessor(tiny_neox(1, V), T=1.0, filters=make_filters("top-p", 0.9))
     with pytest.raises(ValueError, match="REAL filter"):
         apd.REALLogitsProcessor(thf, processor=cd)
-    apd.REALLogitsProcessor(thf, T_r=2.0, processor=cd)   # adds REAL(2) to the CD filters
+    apd.REALLogitsProcessor(thf, T_r=2.0, processor=cd)  # adds REAL(2) to the CD filters
     assert any(isinstance(f, REAL) for f in cd.filters)
 
 
 def test_processor_refuses_a_thf_model_of_another_tokenizer(smoke_family):
     fam, built, _ = smoke_family
     thf = _thf()
-    thf.settings["tokenizer_id"] = "50277:0123456789abcdef"   # as if trained with another tokenizer
+    thf.settings["tokenizer_id"] = "50277:0123456789abcdef"  # as if trained with another tokenizer
     with pytest.raises(ValueError, match="another tokenizer"):
         apd.REALLogitsProcessor(thf, T_r=2.0, tokenizer=fam.tokenizer)
 
@@ -149,17 +151,18 @@ def test_factuality_methods_take_real_thresholds(smoke_family):
     assert out.shape == (2, ids.shape[1] + 3)
     with pytest.raises(ValueError, match="THF model"):
         fx.Decoders(fam.model(fam.elm), fam.tokenizer, vocab_size=fam.vocab_size).processors_and_kwargs(
-            fx.Method("ELM", "REAL", 4.0))
+            fx.Method("ELM", "REAL", 4.0)
+        )
 
 
 def test_mean_top_p_averages_the_steps_of_running_rows():
     real = apd.REALLogitsProcessor(_thf(), T_r=1.5, vocab_size=V, pad_token_id=0)
     mask = torch.ones(2, 3, dtype=torch.long)
     real.prepare(mask)
-    first = real.thresholds(torch.tensor([[3, 5, 7], [4, 6, 8]])).clone()         # the prompts' last tokens: both count
+    first = real.thresholds(torch.tensor([[3, 5, 7], [4, 6, 8]])).clone()  # the prompts' last tokens: both count
     second = real.thresholds(torch.tensor([[3, 5, 7, 9], [4, 6, 8, 0]])).clone()  # row 1 has ended (padding): left out
     assert real.top_p_count == 3
     assert real.mean_top_p == pytest.approx(float(first.sum() + second[0]) / 3, abs=1e-6)
     assert real.mean_top_p < 0.999
-    real.prepare(mask)                                                             # a new generation starts afresh
+    real.prepare(mask)  # a new generation starts afresh
     assert real.top_p_count == 0 and math.isnan(real.mean_top_p)

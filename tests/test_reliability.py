@@ -1,6 +1,7 @@
 """Reliability (issue 16): damaged caches are set aside and rebuilt, concurrent builders share one
 lock, the collection key does not depend on where the cache lives, and plausible mistakes raise
 clear errors instead of giving silent wrong answers. Everything runs on tiny models in tmp caches."""
+
 import json
 import math
 import os
@@ -34,24 +35,31 @@ def _documents(n=160):
 
 
 def _config(**changes) -> PicoConfig:
-    cfg = PicoConfig(members=(Member(1, 8, 1, name="pico-a"), Member(1, 16, 2, name="pico-b"),
-                              Member(1, 32, 2, name="pico-c")),
-                     seq_len=16, batch_size=8, epochs=1.0, lr=1e-2, warmup_frac=0.1, seed=3)
+    cfg = PicoConfig(
+        members=(Member(1, 8, 1, name="pico-a"), Member(1, 16, 2, name="pico-b"), Member(1, 32, 2, name="pico-c")),
+        seq_len=16,
+        batch_size=8,
+        epochs=1.0,
+        lr=1e-2,
+        warmup_frac=0.1,
+        seed=3,
+    )
     return cfg.replace(**changes)
 
 
 def _train(tok, cache, **kw):
-    return pretrain.train_family(_config(), tok, _documents(), cache, device="cpu", progress=False,
-                                 num_threads=1, **kw)
+    return pretrain.train_family(
+        _config(), tok, _documents(), cache, device="cpu", progress=False, num_threads=1, **kw
+    )
 
 
 def _damage(path: Path, how: str) -> None:
     data = bytearray(path.read_bytes())
-    if how == "zero":     # zero 8 KB (or half the file) inside it: same size, wrong bytes
+    if how == "zero":  # zero 8 KB (or half the file) inside it: same size, wrong bytes
         n = min(8192, len(data) // 2)
         start = len(data) // 2 - n // 2
-        data[start:start + n] = bytes(n)
-    else:                 # truncate
+        data[start : start + n] = bytes(n)
+    else:  # truncate
         data = data[: len(data) // 2]
     path.write_bytes(bytes(data))
 
@@ -77,20 +85,25 @@ def family_dir(tok, cache):
 
 # ------------------------------------------------------------------------------ the digest helper
 
+
 def test_digest_helper_records_checks_and_sets_aside(tmp_path):
     p = io.write_json(tmp_path / "x.json", {"a": 1}, digest=True)
     assert io.recorded_digest(p) == io.file_sha256(p) and io.check_file(p, "thing", "redoing it")
     p.write_text('{"a": 2}')
-    with pytest.warns(UserWarning, match=r"the thing .*x\.json is damaged \(digest mismatch\); moved aside to "
-                                         r".*x\.json\.damaged-.* and redoing it"):
+    with pytest.warns(
+        UserWarning,
+        match=r"the thing .*x\.json is damaged \(digest mismatch\); moved aside to "
+        r".*x\.json\.damaged-.* and redoing it",
+    ):
         assert not io.check_file(p, "thing", "redoing it")
     assert not p.exists() and len(_aside(p)) == 1
-    (tmp_path / "t.json").write_text('{"a": ')    # truncated, no digest recorded
+    (tmp_path / "t.json").write_text('{"a": ')  # truncated, no digest recorded
     with pytest.warns(UserWarning, match="not valid JSON"):
         assert io.read_json_checked(tmp_path / "t.json", "record", "rebuilding it") is None
 
 
 # ------------------------------------------------------------------------------ pretraining
+
 
 @pytest.mark.parametrize("how", ["zero", "truncate"])
 def test_damaged_member_is_set_aside_and_retrained(tok, cache, family_dir, how):
@@ -100,12 +113,12 @@ def test_damaged_member_is_set_aside_and_retrained(tok, cache, family_dir, how):
     _damage(weights, how)
     with pytest.warns(UserWarning, match=r"pico member .*pico-b is damaged .*moved aside .* retraining pico-b"):
         assert _train(tok, cache / "families") == family_dir
-    assert io.file_sha256(weights) == before             # retrained to the same weights
+    assert io.file_sha256(weights) == before  # retrained to the same weights
     assert (family_dir / "pico-a" / "model.safetensors").stat().st_mtime_ns == untouched
-    assert _aside(family_dir / "pico-b")                 # the damaged folder is kept, renamed
+    assert _aside(family_dir / "pico-b")  # the damaged folder is kept, renamed
     shutil.rmtree(_aside(family_dir / "pico-b")[0])
     with warnings.catch_warnings():
-        warnings.simplefilter("error")                   # intact now: found without any message
+        warnings.simplefilter("error")  # intact now: found without any message
         assert _train(tok, cache / "families") == family_dir
 
 
@@ -125,7 +138,7 @@ def test_load_family_refuses_a_damaged_member_and_names_it(tok, cache, family_di
     _damage(weights, "zero")
     with pytest.warns(UserWarning, match="pico-c"), pytest.raises(ValueError, match=r"'pico-c'.*damaged.*get_family"):
         loading.load_family("pico", local_dir=family_dir, device="cpu")
-    _train(tok, cache / "families")                      # the next build retrains it
+    _train(tok, cache / "families")  # the next build retrains it
     assert loading.load_family("pico", local_dir=family_dir, device="cpu").names == ("pico-a", "pico-b", "pico-c")
 
 
@@ -136,11 +149,15 @@ def test_damaged_pretraining_checkpoint_restarts_the_member(tok, tmp_path):
         pretrain.train_family(cfg, tok, _documents(), tmp_path, max_steps_this_run=2, **kw)
     ckpt = next(tmp_path.glob("pico-*/_checkpoints/pico-a.pt"))
     _damage(ckpt, "truncate")
-    with pytest.warns(UserWarning, match=r"pretraining checkpoint .*pico-a\.pt is damaged .*training pico-a from the start"):
+    with pytest.warns(
+        UserWarning, match=r"pretraining checkpoint .*pico-a\.pt is damaged .*training pico-a from the start"
+    ):
         folder = pretrain.train_family(cfg, tok, _documents(), tmp_path, **kw)
     assert (folder / "family.json").is_file() and _aside(ckpt)
     fresh = pretrain.train_family(cfg, tok, _documents(), tmp_path / "fresh", **kw)
-    assert io.file_sha256(folder / "pico-a" / "model.safetensors") == io.file_sha256(fresh / "pico-a" / "model.safetensors")
+    assert io.file_sha256(folder / "pico-a" / "model.safetensors") == io.file_sha256(
+        fresh / "pico-a" / "model.safetensors"
+    )
 
 
 def test_damaged_tokenizer_is_set_aside_and_trained_again(tok, cache):
@@ -152,6 +169,7 @@ def test_damaged_tokenizer_is_set_aside_and_trained_again(tok, cache):
 
 
 # ------------------------------------------------------------------------------ collection and ALM'
+
 
 @pytest.fixture(scope="module")
 def fam(family_dir):
@@ -177,7 +195,7 @@ def test_damaged_collection_shard_and_manifest_are_rebuilt(fam, tmp_path):
     with pytest.warns(UserWarning, match=r"collection manifest .*manifest\.json is damaged"):
         _collect(fam, tmp_path)
     assert collect.read_manifest(out)["complete"] and io.file_sha256(shard) == before
-    _damage(shard, "truncate")                          # a reader outside collect_family names the file
+    _damage(shard, "truncate")  # a reader outside collect_family names the file
     with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"shard-00001\.safetensors.*collect_family"):
         collect.load_shard(shard)
 
@@ -210,12 +228,21 @@ def test_collection_key_does_not_depend_on_where_the_cache_lives(fam, family_dir
     assert runs.member_identity(moved.locations["pico-a"]) == runs.member_identity(fam.locations["pico-a"])
     found = _collect(moved, tmp_path / "elsewhere")
     assert found.name == out.name and found.parent.parent == tmp_path / "elsewhere"
-    assert not (found / "parts").exists()               # found, not collected again
+    assert not (found / "parts").exists()  # found, not collected again
 
 
 def _train_cfg(**kw):
-    base = dict(family="pico", lambda3=0.1, lr=3e-3, warmup_steps=0.1, epochs=1, batch_size=4,
-                micro_batch_size=4, checkpoint_every=2, device="cpu")
+    base = dict(
+        family="pico",
+        lambda3=0.1,
+        lr=3e-3,
+        warmup_steps=0.1,
+        epochs=1,
+        batch_size=4,
+        micro_batch_size=4,
+        checkpoint_every=2,
+        device="cpu",
+    )
     base.update(kw)
     return APDTrainConfig(**base)
 
@@ -228,13 +255,14 @@ def test_damaged_alm_prime_checkpoint_and_log_are_healed(fam, tmp_path):
     with pytest.warns(UserWarning, match=r"ALM' model .*alm_prime is damaged .*training ALM' again"):
         again = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
     assert again == final and io.file_sha256(final / "model.safetensors") == before and _aside(final)
-    _damage(final / "curve_mlp.pt", "truncate")       # a reader outside train_apd names the folder
+    _damage(final / "curve_mlp.pt", "truncate")  # a reader outside train_apd names the folder
     with pytest.warns(UserWarning), pytest.raises(ValueError, match=r"ALM' in .*alm_prime was damaged.*apd_model"):
         runs.load_alm_prime(final, device="cpu")
-    assert runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False) == final   # retrained
+    assert runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False) == final  # retrained
 
     # a run stopped mid-way: its latest checkpoint truncated, the log's last line cut short
     from apd.amateur.data import collected_chunks
+
     data = collected_chunks(col)
     run = tmp_path / "stopped"
     cfg = _train_cfg(log_every=1, keep_checkpoints=2)
@@ -274,8 +302,17 @@ def test_two_concurrent_pretraining_builders_share_one_cache(tmp_path):
     (folder / "pico-a.tmp" / "model.safetensors").write_bytes(b"half a model")
     script = BUILDER.format(tests=str(ROOT / "tests"), cache=cache)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    procs = [subprocess.Popen([sys.executable, "-c", script], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (_out, err) in zip(procs, outs):
         assert p.returncode == 0, err[-2000:]
@@ -286,6 +323,7 @@ def test_two_concurrent_pretraining_builders_share_one_cache(tmp_path):
 
 
 # ------------------------------------------------------------------------------ no silent wrong answers
+
 
 def test_raw_counts_instead_of_log_sizes_raise():
     with pytest.raises(ValueError, match="look like raw counts"):
@@ -318,13 +356,16 @@ def _qa_file(tmp_path, lines):
 ROW = {"query": "Question: What flies?\nAnswer:", "choices": ["a bird", "a stone"], "gold": 0}
 
 
-@pytest.mark.parametrize("lines, match", [
-    ([json.dumps(ROW), json.dumps({**ROW, "gold": -1})], r"openbook_qa\.jsonl, line 2 has gold answer index -1"),
-    ([json.dumps(ROW), json.dumps({**ROW, "gold": 2})], r"line 2 has gold answer index 2"),
-    ([json.dumps({k: v for k, v in ROW.items() if k != "gold"})], r"openbook_qa\.jsonl, line 1 cannot be read"),
-    ([], r"openbook_qa\.jsonl is empty"),
-    ([json.dumps(ROW), json.dumps(ROW)[:20]], r"openbook_qa\.jsonl, line 2 is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    "lines, match",
+    [
+        ([json.dumps(ROW), json.dumps({**ROW, "gold": -1})], r"openbook_qa\.jsonl, line 2 has gold answer index -1"),
+        ([json.dumps(ROW), json.dumps({**ROW, "gold": 2})], r"line 2 has gold answer index 2"),
+        ([json.dumps({k: v for k, v in ROW.items() if k != "gold"})], r"openbook_qa\.jsonl, line 1 cannot be read"),
+        ([], r"openbook_qa\.jsonl is empty"),
+        ([json.dumps(ROW), json.dumps(ROW)[:20]], r"openbook_qa\.jsonl, line 2 is not valid JSON"),
+    ],
+)
 def test_bad_qa_files_name_file_and_line(tmp_path, lines, match):
     root = _qa_file(tmp_path, lines)
     with pytest.raises(qa_data.DatasetInvalid, match=match):
@@ -352,28 +393,30 @@ def test_beam_search_with_a_contrastive_processor_says_it_is_unsupported():
     from tiny_models import tiny_neox
 
     from apd.decoding import generation, processors
+
     expert, amateur = tiny_neox(0, 50), tiny_neox(1, 50)
     proc = processors.ContrastiveLogitsProcessor(amateur, T=2.0, vocab_size=50)
     ids, mask = torch.tensor([[3, 4, 5]]), torch.ones(1, 3, dtype=torch.long)
     with pytest.raises(ValueError, match=r"does not support beam search.*num_beams=1"):
         generation.generate(expert, ids, mask, proc, num_beams=2, max_new_tokens=3, pad_token_id=0)
-    proc.prepare(mask)   # Hugging Face's own generate: the processor sees 2 rows for 1 prompt
+    proc.prepare(mask)  # Hugging Face's own generate: the processor sees 2 rows for 1 prompt
     with pytest.raises(ValueError, match=r"does not support beam search.*prepare\(\) again does not help"):
-        expert.generate(input_ids=ids, attention_mask=mask, num_beams=2, max_new_tokens=3, pad_token_id=0,
-                        logits_processor=[proc])
+        expert.generate(
+            input_ids=ids, attention_mask=mask, num_beams=2, max_new_tokens=3, pad_token_id=0, logits_processor=[proc]
+        )
 
 
 def test_a_cache_from_before_digests_is_accepted_then_covered(tok, tmp_path):
     folder = pretrain.train_family(_config(), tok, _documents(), tmp_path, device="cpu", progress=False, num_threads=1)
-    for p in [*folder.glob("*/digests.json"), *folder.glob("*.sha256")]:   # as written before this change
+    for p in [*folder.glob("*/digests.json"), *folder.glob("*.sha256")]:  # as written before this change
         p.unlink()
     with warnings.catch_warnings():
-        warnings.simplefilter("error")      # intact: found, not retrained, digests recorded now
+        warnings.simplefilter("error")  # intact: found, not retrained, digests recorded now
         assert _train(tok, tmp_path) == folder
     assert len(list(folder.glob("*/digests.json"))) == 3
     for p in folder.glob("*/digests.json"):
         p.unlink()
-    _damage(folder / "pico-a" / "model.safetensors", "truncate")     # truncated before digests existed
+    _damage(folder / "pico-a" / "model.safetensors", "truncate")  # truncated before digests existed
     with pytest.warns(UserWarning, match=r"pico-a is damaged \(unreadable model\.safetensors"):
         _train(tok, tmp_path)
     assert _aside(folder / "pico-a") and (folder / "pico-a" / "digests.json").is_file()
@@ -381,8 +424,10 @@ def test_a_cache_from_before_digests_is_accepted_then_covered(tok, tmp_path):
 
 # ------------------------------------------------------------------------------ checked caches (factuality)
 
+
 def _decoders(fam):
     from apd.evaluation import factuality as fx
+
     return fx.Decoders(fam.model("pico-c"), fam.tokenizer, alm=fam.model("pico-a"), vocab_size=fam.vocab_size)
 
 
@@ -391,13 +436,23 @@ SWEEP_PROMPTS = ["Alma Boris was born in", "Chen"]
 
 def _sweep(fam, folder, methods=None):
     from apd.evaluation import factuality as fx
+
     methods = methods or [fx.Method("ELM", "top-p", 0.8), fx.Method("CD", "top-p", 0.8, 2.0)]
-    return fx.sweep(_decoders(fam), methods, SWEEP_PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2,
-                    cache=folder, progress=False)
+    return fx.sweep(
+        _decoders(fam),
+        methods,
+        SWEEP_PROMPTS,
+        seeds=(0, 1),
+        max_new_tokens=3,
+        batch_size=2,
+        cache=folder,
+        progress=False,
+    )
 
 
 def test_factuality_generations_are_checked_and_a_moved_cache_is_used_as_it_is(fam, family_dir, tmp_path):
     from apd.evaluation import factuality as fx
+
     folder = fx.sweep_cache("world", fx.decoder_identity(fam), root=tmp_path / "cache")
     want = _sweep(fam, folder)
     files = sorted(folder.glob("*.json"))
@@ -429,20 +484,26 @@ def test_factuality_generations_are_checked_and_a_moved_cache_is_used_as_it_is(f
     found = fx.sweep_cache("world", fx.decoder_identity(moved), root=tmp_path / "elsewhere")
     assert found.name == folder.name
     import apd.evaluation.factuality.sweeps as sweeps_mod
+
     calls = []
     real = sweeps_mod.generate_continuations
     sweeps_mod.generate_continuations = lambda *a, **k: calls.append(a) or real(*a, **k)
     try:
-        assert _sweep(moved, found) == want and not calls     # read, not generated again
+        assert _sweep(moved, found) == want and not calls  # read, not generated again
     finally:
         sweeps_mod.generate_continuations = real
 
 
 def test_kilt_evidence_cache_is_checked(tmp_path):
     from apd.evaluation.factuality import prompts
+
     source = tmp_path / "kilt.jsonl"
-    source.write_text("".join(json.dumps({"wikipedia_title": t, "text": [f"{t} was born.", " Then more."]}) + "\n"
-                              for t in ("Alma", "Boris", "Chen")))
+    source.write_text(
+        "".join(
+            json.dumps({"wikipedia_title": t, "text": [f"{t} was born.", " Then more."]}) + "\n"
+            for t in ("Alma", "Boris", "Chen")
+        )
+    )
     want = prompts.kilt_evidence(["Alma", "Chen"], source, cache=tmp_path / "c")
     assert want == {"Alma": "Alma was born.  Then more.", "Chen": "Chen was born.  Then more."}
     (cached,) = (tmp_path / "c" / "factuality").glob("kilt-*.json")
@@ -450,7 +511,7 @@ def test_kilt_evidence_cache_is_checked(tmp_path):
     _damage(cached, "truncate")
     with pytest.warns(UserWarning, match=r"KILT evidence .*kilt-.*\.json is damaged"):
         assert prompts.kilt_evidence(["Alma", "Chen"], source, cache=tmp_path / "c") == want
-    moved = tmp_path / "elsewhere" / "kilt.jsonl"      # the source moved: its pages are found in the cache
+    moved = tmp_path / "elsewhere" / "kilt.jsonl"  # the source moved: its pages are found in the cache
     moved.parent.mkdir()
     shutil.move(source, moved)
     assert prompts.kilt_evidence(["Alma", "Chen"], moved, cache=tmp_path / "c") == want
@@ -459,18 +520,23 @@ def test_kilt_evidence_cache_is_checked(tmp_path):
 
 def test_non_utf8_factuality_prompts_file_is_named(tmp_path):
     from apd.evaluation.factuality import prompts
+
     (tmp_path / "factuality_prompts").mkdir()
-    (tmp_path / "factuality_prompts" / "fever_factual_test7k_final.jsonl").write_bytes(b'{"id": 1, "prompt": "Caf\xe9"}\n')
+    (tmp_path / "factuality_prompts" / "fever_factual_test7k_final.jsonl").write_bytes(
+        b'{"id": 1, "prompt": "Caf\xe9"}\n'
+    )
     with pytest.raises(ValueError, match=r"fever_factual_test7k_final\.jsonl is not UTF-8 text"):
         prompts.load_factuality_prompts("factual", "test", data_dir=tmp_path)
 
 
 # ------------------------------------------------------------------------------ API values
 
+
 def test_processors_refuse_a_vocab_size_below_one_or_not_an_int():
     from tiny_models import tiny_neox
 
     from apd.decoding import processors
+
     amateur = tiny_neox(1, 50)
     for bad in (0, -1):
         with pytest.raises(ValueError, match=r"vocab_size must be an integer >= 1, got " + str(bad)):
@@ -488,6 +554,7 @@ def test_a_nan_or_inf_in_the_experts_logits_raises_in_cd_and_apd():
     from tiny_models import tiny_neox
 
     from apd.decoding import processors
+
     amateur, ids = tiny_neox(1, 50), torch.tensor([[3, 4, 5]])
     for cls in (processors.ContrastiveLogitsProcessor, processors.APDLogitsProcessor):
         for bad in (math.nan, math.inf):
@@ -497,7 +564,7 @@ def test_a_nan_or_inf_in_the_experts_logits_raises_in_cd_and_apd():
             with pytest.raises(ValueError, match=r"the expert's logits hold NaN or \+inf \(rows \[0\]"):
                 proc(ids, scores)
     scores = torch.randn(1, 50)
-    scores[0, 7] = -math.inf                             # a banned token is fine
+    scores[0, 7] = -math.inf  # a banned token is fine
     out = processors.ContrastiveLogitsProcessor(amateur, T=2.0, vocab_size=50)(ids, scores)
     assert out[0, 7] == -math.inf and torch.isfinite(out[0, :7]).all()
 
@@ -506,6 +573,7 @@ def test_apd_model_refuses_negative_lambdas_and_a_build_of_another_scale(fam):
     from types import SimpleNamespace
 
     from apd.amateur import pipeline
+
     smoke = SimpleNamespace(scale="smoke")
     for bad in (-1.0, math.nan, math.inf):
         with pytest.raises(ValueError, match="lambda3 must be a finite number >= 0"):
@@ -517,6 +585,7 @@ def test_apd_model_refuses_negative_lambdas_and_a_build_of_another_scale(fam):
     with pytest.raises(ValueError, match=r"built is the 'smoke' pico family but scale='default'.*scale='smoke'"):
         pipeline.apd_model(fam, smoke, scale="default")
     from apd.amateur import thf
+
     with pytest.raises(ValueError, match=r"built is the 'smoke' pico family"):
         thf.thf_model(fam, smoke, scale="default")
 
@@ -526,19 +595,28 @@ def test_load_alm_prime_refuses_a_plain_member(fam, family_dir, tmp_path):
         runs.load_alm_prime(family_dir / "pico-a", device="cpu")
     other = tmp_path / "model"
     shutil.copytree(family_dir / "pico-a", other)
-    for name in ("training.json", "digests.json"):      # a save_pretrained folder from elsewhere
+    for name in ("training.json", "digests.json"):  # a save_pretrained folder from elsewhere
         (other / name).unlink()
     with pytest.raises(ValueError, match=r"not a folder ALM' training wrote.*trained_elsewhere=True"):
         runs.load_alm_prime(other, device="cpu")
     assert runs.load_alm_prime(other, device="cpu", trained_elsewhere=True) is not None
 
 
-@pytest.mark.parametrize("row, match", [
-    ({**ROW, "choices": "a bird"}, r"line 1 cannot be read .*choices must be a list of at least two strings, "
-                                   r"got 'a bird'"),
-    ({**ROW, "choices": ["a bird"]}, r"line 1 has answer options \['a bird'\], but they must be a list of at least two"),
-    ({**ROW, "choices": ["a bird", 3]}, r"line 1 cannot be read .*choices must be a list"),
-])
+@pytest.mark.parametrize(
+    "row, match",
+    [
+        (
+            {**ROW, "choices": "a bird"},
+            r"line 1 cannot be read .*choices must be a list of at least two strings, "
+            r"got 'a bird'",
+        ),
+        (
+            {**ROW, "choices": ["a bird"]},
+            r"line 1 has answer options \['a bird'\], but they must be a list of at least two",
+        ),
+        ({**ROW, "choices": ["a bird", 3]}, r"line 1 cannot be read .*choices must be a list"),
+    ],
+)
 def test_qa_choices_must_be_a_list_of_at_least_two_strings(tmp_path, row, match):
     with pytest.raises(qa_data.DatasetInvalid, match=r"openbook_qa\.jsonl, " + match):
         qa_data.load_dataset("openbookqa", data_dir=_qa_file(tmp_path, [json.dumps(row)]))
@@ -556,6 +634,7 @@ def test_numbers_given_as_strings_are_refused_and_top_k_is_not_truncated():
 
     from apd.core import filters
     from apd.decoding import processors
+
     for make, arg in ((filters.TopP, "0.8"), (filters.TopK, "20"), (filters.AlphaMask, "0.1"), (filters.REAL, "4")):
         with pytest.raises(TypeError, match=f"must be a number, got the str '{arg}'; pass {arg} without quotes"):
             make(arg)
@@ -574,11 +653,12 @@ def test_an_input_id_beyond_the_vocabulary_is_named():
     from tiny_models import tiny_neox
 
     from apd.decoding import generation, processors
+
     expert, amateur = tiny_neox(0, 50), tiny_neox(1, 40)
     ids = torch.tensor([[3, 4, 60]])
     with pytest.raises(ValueError, match=r"ids in \[3, 60\] but the expert has 50 embedding rows.*family\.tokenizer"):
         generation.generate(expert, ids, torch.ones_like(ids), [], max_new_tokens=2, pad_token_id=0)
-    ids = torch.tensor([[3, 4, 45]])                   # within the expert, beyond the amateur
+    ids = torch.tensor([[3, 4, 45]])  # within the expert, beyond the amateur
     proc = processors.ContrastiveLogitsProcessor(amateur, T=2.0, vocab_size=40)
     with pytest.raises(ValueError, match=r"but the amateur has 40 embedding rows"):
         generation.generate(expert, ids, torch.ones_like(ids), proc, max_new_tokens=2, pad_token_id=0)
@@ -586,20 +666,30 @@ def test_an_input_id_beyond_the_vocabulary_is_named():
 
 # ------------------------------------------------------------------------------ batched generation
 
+
 def _alone_and_batched(fam, make_proc, prompts, steps=6):
     from apd.decoding import generation
+
     tok, pad = fam.tokenizer, fam.tokenizer.pad_token_id
     expert = fam.model("pico-c")
     enc = tok(prompts, return_tensors="pt", padding=True)
-    batched = generation.generate(expert, enc.input_ids, enc.attention_mask, make_proc(), do_sample=False,
-                                  max_new_tokens=steps, pad_token_id=pad)[:, enc.input_ids.shape[1]:]
+    batched = generation.generate(
+        expert, enc.input_ids, enc.attention_mask, make_proc(), do_sample=False, max_new_tokens=steps, pad_token_id=pad
+    )[:, enc.input_ids.shape[1] :]
     for i, prompt in enumerate(prompts):
         one = tok([prompt], return_tensors="pt")
-        alone = generation.generate(expert, one.input_ids, one.attention_mask, make_proc(), do_sample=False,
-                                    max_new_tokens=steps, pad_token_id=pad)[0, one.input_ids.shape[1]:]
+        alone = generation.generate(
+            expert,
+            one.input_ids,
+            one.attention_mask,
+            make_proc(),
+            do_sample=False,
+            max_new_tokens=steps,
+            pad_token_id=pad,
+        )[0, one.input_ids.shape[1] :]
         row = batched[i].tolist()
-        assert row[:len(alone)] == alone.tolist(), (prompt, row, alone.tolist())
-        assert all(t == pad for t in row[len(alone):])
+        assert row[: len(alone)] == alone.tolist(), (prompt, row, alone.tolist())
+        assert all(t == pad for t in row[len(alone) :])
     return batched
 
 
@@ -610,27 +700,40 @@ def test_batched_generation_equals_each_prompt_alone(fam, method):
     from apd.amateur.thf import THFModel
     from apd.core.filters import make_filters
     from apd.decoding import processors
+
     assert fam.tokenizer.padding_side == "left"
     prompts = ["Alma", "Boris Chen Dara Emil was born in", "Goran Hana was"]
     V = fam.vocab_size
     if method == "CD":
-        make = lambda: processors.ContrastiveLogitsProcessor(fam.model("pico-a"), T=2.0,            # noqa: E731
-                                                             filters=make_filters("top-p k20", 0.9), vocab_size=V)
-    elif method == "APD":   # the mechanics of APD with a stand-in for ALM' (another member)
-        make = lambda: processors.APDLogitsProcessor(fam.model("pico-b"), filters=make_filters("alpha", 0.1),  # noqa: E731
-                                                     vocab_size=V)
+        make = lambda: processors.ContrastiveLogitsProcessor(
+            fam.model("pico-a"),
+            T=2.0,  # noqa: E731
+            filters=make_filters("top-p k20", 0.9),
+            vocab_size=V,
+        )
+    elif method == "APD":  # the mechanics of APD with a stand-in for ALM' (another member)
+        make = lambda: processors.APDLogitsProcessor(
+            fam.model("pico-b"),
+            filters=make_filters("alpha", 0.1),  # noqa: E731
+            vocab_size=V,
+        )
     else:
         torch.manual_seed(0)
         thf = THFModel(AutoModelForCausalLM.from_pretrained(fam.locations["pico-a"]), list(fam.log_sizes)).eval()
-        make = lambda: processors.REALLogitsProcessor(                                              # noqa: E731
-            thf, processor=processors.ContrastiveLogitsProcessor(fam.model("pico-a"), T=2.0, vocab_size=V,
-                                                                 filters=make_filters("REAL", 4.0)),
-            tokenizer=fam.tokenizer, pad_token_id=fam.tokenizer.pad_token_id)
+        make = lambda: processors.REALLogitsProcessor(  # noqa: E731
+            thf,
+            processor=processors.ContrastiveLogitsProcessor(
+                fam.model("pico-a"), T=2.0, vocab_size=V, filters=make_filters("REAL", 4.0)
+            ),
+            tokenizer=fam.tokenizer,
+            pad_token_id=fam.tokenizer.pad_token_id,
+        )
     _alone_and_batched(fam, make, prompts)
 
 
 def test_right_padded_batches_are_refused(fam):
     from apd.decoding import generation, processors
+
     tok = fam.tokenizer
     side, tok.padding_side = tok.padding_side, "right"
     try:
@@ -639,28 +742,37 @@ def test_right_padded_batches_are_refused(fam):
         tok.padding_side = side
     proc = processors.ContrastiveLogitsProcessor(fam.model("pico-a"), T=2.0, vocab_size=fam.vocab_size)
     with pytest.raises(ValueError, match=r"padded on the right .*padding_side = 'left'"):
-        generation.generate(fam.model("pico-c"), enc.input_ids, enc.attention_mask, proc, max_new_tokens=2,
-                            pad_token_id=tok.pad_token_id)
+        generation.generate(
+            fam.model("pico-c"),
+            enc.input_ids,
+            enc.attention_mask,
+            proc,
+            max_new_tokens=2,
+            pad_token_id=tok.pad_token_id,
+        )
 
 
 def test_run_records_are_checked_and_a_tuning_table_follows_a_moved_cache(fam, tmp_path):
     from dataclasses import replace
 
     from apd.amateur import tuning
+
     col = _collect(fam, tmp_path)
     final = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
     record = final.parent / "train_config.json"
     assert io.recorded_digest(record) and runs.run_record(final)["steps"] > 0
     meta = json.loads(record.read_text())
-    meta["total_steps"] = 10 ** 6                       # a changed but valid record never reaches a table
+    meta["total_steps"] = 10**6  # a changed but valid record never reaches a table
     record.write_text(json.dumps(meta))
-    with pytest.warns(UserWarning, match=r"ALM' run record .*train_config\.json is damaged"), \
-            pytest.raises(FileNotFoundError, match="no run record"):
+    with (
+        pytest.warns(UserWarning, match=r"ALM' run record .*train_config\.json is damaged"),
+        pytest.raises(FileNotFoundError, match="no run record"),
+    ):
         runs.run_record(final)
     # a lambda3 tuning table written where the cache used to be points at the runs where it is now
     base = _train_cfg()
     saved = {"best": 0.1, "rows": [{"lambda3": 0.1, "alm_prime": "/somewhere/else/apd/abc/alm_prime"}]}
     assert tuning._relocated(saved, tmp_path / "tuning.json", col, replace(base, lambda3=None), tmp_path)
     assert saved["rows"][0]["alm_prime"] == str(final)
-    saved["rows"].append({"lambda3": 0.7, "alm_prime": str(final)})   # a run that is not there: tune again
+    saved["rows"].append({"lambda3": 0.7, "alm_prime": str(final)})  # a run that is not there: tune again
     assert not tuning._relocated(saved, tmp_path / "tuning.json", col, replace(base, lambda3=None), tmp_path)

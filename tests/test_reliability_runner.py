@@ -1,6 +1,7 @@
 """Issue 16, the book runner: results written atomically per chapter, the cache re-checking them,
 hand-run notebooks kept apart, and validation before any kernel starts. Fake projects in tmp
 folders; the tests that start a kernel (papermill) take a few seconds each."""
+
 import json
 import os
 import shutil
@@ -21,15 +22,17 @@ ROOT = Path(__file__).resolve().parent.parent
 # A chapter that writes its headline number, one table per name in `tables`, and fails at the end
 # (after Run.finish has written everything) when `fail` is true.
 PARAMS = "profile = 'default'\nx = 1\nrate = 0.5\ntables = 'a'\nfail = False\nflag = True\nopt = None"
-BODY = ("from apd.report.results import Run\n"
-        "import pandas as pd\n"
-        "run = Run.start('nb', globals())\n"
-        "run.record(x=x)\n"
-        "for t in tables.split(','):\n"
-        "    run.save_table(pd.DataFrame({'a': [x]}), t)\n"
-        "run.finish(show=False)\n"
-        "if fail:\n"
-        "    raise RuntimeError('boom')\n")
+BODY = (
+    "from apd.report.results import Run\n"
+    "import pandas as pd\n"
+    "run = Run.start('nb', globals())\n"
+    "run.record(x=x)\n"
+    "for t in tables.split(','):\n"
+    "    run.save_table(pd.DataFrame({'a': [x]}), t)\n"
+    "run.finish(show=False)\n"
+    "if fail:\n"
+    "    raise RuntimeError('boom')\n"
+)
 
 
 def make_project(tmp_path: Path, profile: dict | None = None, params: str = PARAMS, body: str = BODY) -> Path:
@@ -37,12 +40,23 @@ def make_project(tmp_path: Path, profile: dict | None = None, params: str = PARA
     for d in ("apd", "notebooks", "profiles"):
         (root / d).mkdir(parents=True)
     (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/nb\n")
-    cells = [{"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "execution_count": None,
-              "outputs": [], "source": params},
-             {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [], "source": body}]
-    nb = {"cells": cells, "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                      "language": "python"}},
-          "nbformat": 4, "nbformat_minor": 5}
+    cells = [
+        {
+            "cell_type": "code",
+            "id": "p",
+            "metadata": {"tags": ["parameters"]},
+            "execution_count": None,
+            "outputs": [],
+            "source": params,
+        },
+        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [], "source": body},
+    ]
+    nb = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (root / "notebooks" / "nb.ipynb").write_text(json.dumps(nb))
     (root / "profiles" / "p.yml").write_text(yaml.safe_dump({"notebooks": profile or {"nb": {}}}))
     shutil.copy2(ROOT / "requirements.lock", root / "requirements.lock")
@@ -68,6 +82,7 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 
 # -- 1. results written atomically per chapter ------------------------------------------------
+
 
 def test_failed_run_leaves_previous_results_intact_and_says_so(tmp_path, kernel_env):
     root = make_project(tmp_path)
@@ -145,6 +160,7 @@ def test_recover_drops_staging_of_runs_that_never_finished(tmp_path, monkeypatch
 
 # -- hand-run notebooks -------------------------------------------------------------------------
 
+
 def test_run_outside_the_runner_writes_to_the_by_hand_folder(tmp_path, monkeypatch, capsys):
     root = make_project(tmp_path)
     monkeypatch.chdir(root)
@@ -165,7 +181,7 @@ def test_run_outside_the_runner_writes_to_the_by_hand_folder(tmp_path, monkeypat
 
 
 def test_unknown_injected_parameter_stops_run_start():
-    history = ["", "profile = 'default'\nn_draws = 20000", "# Parameters\nprofile = \"smoke\"\nn_drawz = 5\n"]
+    history = ["", "profile = 'default'\nn_draws = 20000", '# Parameters\nprofile = "smoke"\nn_drawz = 5\n']
     with pytest.raises(UnknownParameterError, match="n_drawz"):
         Run.start("theorem1", {"In": history, "profile": "smoke", "n_drawz": 5})
     assert results.injected_parameters({"In": history}) == ["n_drawz", "profile"]
@@ -175,16 +191,27 @@ def test_unknown_injected_parameter_stops_run_start():
 
 def test_hand_run_with_papermill_typo_fails_in_the_first_cell(tmp_path, kernel_env):
     import papermill as pm
+
     root = make_project(tmp_path)
     with pytest.raises(pm.PapermillExecutionError) as err:
-        pm.execute_notebook(str(root / "notebooks" / "nb.ipynb"), str(tmp_path / "out.ipynb"),
-                            parameters={"profile": "p", "xx": 5}, cwd=str(root), kernel_name="python3",
-                            progress_bar=False)
+        pm.execute_notebook(
+            str(root / "notebooks" / "nb.ipynb"),
+            str(tmp_path / "out.ipynb"),
+            parameters={"profile": "p", "xx": 5},
+            cwd=str(root),
+            kernel_name="python3",
+            progress_bar=False,
+        )
     assert err.value.ename == "UnknownParameterError" and "xx" in err.value.evalue
     assert not (root / "results").exists()
-    pm.execute_notebook(str(root / "notebooks" / "nb.ipynb"), str(tmp_path / "out.ipynb"),
-                        parameters={"profile": "p", "x": 5}, cwd=str(root), kernel_name="python3",
-                        progress_bar=False)
+    pm.execute_notebook(
+        str(root / "notebooks" / "nb.ipynb"),
+        str(tmp_path / "out.ipynb"),
+        parameters={"profile": "p", "x": 5},
+        cwd=str(root),
+        kernel_name="python3",
+        progress_bar=False,
+    )
     record = json.loads((root / "results" / "p-by-hand" / "runs" / "nb.json").read_text())
     assert record["injected_parameters"] == ["profile", "x"] and record["parameters"]["x"] == 5
     assert not (root / "results" / "p").exists()
@@ -192,10 +219,20 @@ def test_hand_run_with_papermill_typo_fails_in_the_first_cell(tmp_path, kernel_e
 
 # -- 4. validation before work ----------------------------------------------------------------
 
-@pytest.mark.parametrize("item, value", [
-    ("nb.rate=5e-2", 0.05), ("nb.rate=3", 3), ("nb.x=7", 7), ("nb.tables=2024", "2024"),
-    ("nb.tables=a b", "a b"), ("nb.flag=false", False), ("nb.opt=[1, 2]", [1, 2]), ("nb.opt=abc", "abc"),
-])
+
+@pytest.mark.parametrize(
+    "item, value",
+    [
+        ("nb.rate=5e-2", 0.05),
+        ("nb.rate=3", 3),
+        ("nb.x=7", 7),
+        ("nb.tables=2024", "2024"),
+        ("nb.tables=a b", "a b"),
+        ("nb.flag=false", False),
+        ("nb.opt=[1, 2]", [1, 2]),
+        ("nb.opt=abc", "abc"),
+    ],
+)
 def test_set_values_are_parsed_as_numbers_and_typed(tmp_path, item, value):
     root = make_project(tmp_path)
     params = book.load_profile("p", root)
@@ -203,14 +240,17 @@ def test_set_values_are_parsed_as_numbers_and_typed(tmp_path, item, value):
     assert list(got.values()) == [value] and type(list(got.values())[0]) is type(value)
 
 
-@pytest.mark.parametrize("item, message", [
-    ("nb.x=abc", "--set nb.x=abc: expected an integer (default 1)"),
-    ("nb.x=1.5", "--set nb.x=1.5: expected an integer (default 1)"),
-    ("nb.rate=abc", "--set nb.rate=abc: expected a number (default 0.5)"),
-    ("nb.flag=2", "--set nb.flag=2: expected true or false (default True)"),
-    ("nb.x=[1, 2", "--set nb.x=[1, 2: not a valid value ("),
-    ("nb.nosuch=1", "--set nb.nosuch=1: 'nosuch' is not a parameter of nb"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("nb.x=abc", "--set nb.x=abc: expected an integer (default 1)"),
+        ("nb.x=1.5", "--set nb.x=1.5: expected an integer (default 1)"),
+        ("nb.rate=abc", "--set nb.rate=abc: expected a number (default 0.5)"),
+        ("nb.flag=2", "--set nb.flag=2: expected true or false (default True)"),
+        ("nb.x=[1, 2", "--set nb.x=[1, 2: not a valid value ("),
+        ("nb.nosuch=1", "--set nb.nosuch=1: 'nosuch' is not a parameter of nb"),
+    ],
+)
 def test_bad_set_values_give_one_line_errors(tmp_path, item, message):
     root = make_project(tmp_path)
     params = book.load_profile("p", root)
@@ -233,8 +273,13 @@ def test_profile_accepts_only_names(tmp_path):
 
 
 def cli(*args):
-    done = subprocess.run([sys.executable, "-m", "apd", *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-m", "apd", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -262,8 +307,11 @@ def test_cuda_and_hub_needs_fail_before_any_kernel_names_the_fix(monkeypatch, tm
     assert time.time() - t0 < 1.0
     msg = str(err.value)
     assert "--set family.device=cpu" in msg and "--set family.local_dir=FOLDER" in msg and "HF_HUB_OFFLINE" in msg
-    params = {"a": {"device": "cpu", "family": "pythia", "local_dir": "/models"}, "b": {"family": "pico"},
-              "c": {"device": "auto"}}
+    params = {
+        "a": {"device": "cpu", "family": "pythia", "local_dir": "/models"},
+        "b": {"family": "pico"},
+        "c": {"device": "auto"},
+    }
     book.preflight(None, params, ["a", "b", "c"], checks=("machine",))  # local copies, pico, auto: nothing needed
     monkeypatch.delenv("HF_HUB_OFFLINE")
     monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
@@ -296,30 +344,40 @@ def test_check_exits_nonzero_when_a_build_would_stop(monkeypatch, capsys):
 # -- one build per checkout and profile: two real concurrent builds ---------------------------
 
 SLOW_PARAMS = "profile = 'default'\nx = 1\nsleep = 0.0"
-SLOW_BODY = ("import time\n"
-             "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
-             "import pandas as pd\n"
-             "from apd.report.results import Run\n"
-             "run = Run.start('nb', globals())\n"
-             "run.record(x=x)\n"
-             "run.save_table(pd.DataFrame({'a': [x]}), 'a')\n"
-             "time.sleep(sleep)\n"
-             "fig, ax = plt.subplots()\n"
-             "run.savefig(fig, 'picture')\n"
-             "run.finish(show=False)\n")
-BUILD = ("import sys\nfrom pathlib import Path\nfrom apd.book import runner as book\n"
-         "try:\n"
-         "    book.build_book('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
-         "except book.BookError as err:\n"
-         "    print(f'apd: {err}', file=sys.stderr)\n"
-         "    sys.exit(1)\n")
+SLOW_BODY = (
+    "import time\n"
+    "import matplotlib\nmatplotlib.use('Agg')\nimport matplotlib.pyplot as plt\n"
+    "import pandas as pd\n"
+    "from apd.report.results import Run\n"
+    "run = Run.start('nb', globals())\n"
+    "run.record(x=x)\n"
+    "run.save_table(pd.DataFrame({'a': [x]}), 'a')\n"
+    "time.sleep(sleep)\n"
+    "fig, ax = plt.subplots()\n"
+    "run.savefig(fig, 'picture')\n"
+    "run.finish(show=False)\n"
+)
+BUILD = (
+    "import sys\nfrom pathlib import Path\nfrom apd.book import runner as book\n"
+    "try:\n"
+    "    book.build_book('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
+    "except book.BookError as err:\n"
+    "    print(f'apd: {err}', file=sys.stderr)\n"
+    "    sys.exit(1)\n"
+)
 
 
 def start_build(root: Path, wait: bool, *sets: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("APD_RESULTS_DIR", book.RUNNER_ENV, book.STAGING_ENV)}
     env["PYTHONPATH"] = str(ROOT)
-    return subprocess.Popen([sys.executable, "-c", BUILD, str(root), "wait" if wait else "no-wait", *sets],
-                            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", BUILD, str(root), "wait" if wait else "no-wait", *sets],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_two_concurrent_builds_in_one_checkout_never_damage_each_other(tmp_path):
@@ -368,23 +426,27 @@ def test_runs_stage_in_folders_of_their_own(tmp_path, kernel_env):
 
 # -- profiles validated as a schema -----------------------------------------------------------
 
+
 def write_profile(root: Path, text: str) -> None:
     (root / "profiles" / "p.yml").write_text(text)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("notebooks:\n  nb: {}\nseeds: [1, 2]\n", "unknown top-level key 'seeds'"),
-    ("notebook:\n  nb: {}\n", "unknown top-level key 'notebook' (did you mean 'notebooks'?)"),
-    ("notebooks:\n  nb: {x: 1}\n  nb: {x: 2}\n", "key 'nb' is given twice in one mapping (lines 2 and 3)"),
-    ("notebooks:\n  nb:\n    x: 1\n    x: 2\n", "key 'x' is given twice in one mapping (lines 3 and 4)"),
-    ("description: a\ndescription: b\nnotebooks: {nb: {}}\n", "key 'description' is given twice"),
-    ("notebooks:\n  - nb\n", "notebooks: expected a mapping {<notebook>: {<parameter>: <value>}}, got list"),
-    ("notebooks:\n  nb: 5\n", "notebooks.nb: expected a mapping of parameters such as `nb: {seed: 1}`"),
-    ("notebooks:\n  nb: [x, 1]\n", "notebooks.nb: expected a mapping of parameters"),
-    ("- nb\n", "a profile is a mapping with `description:` and `notebooks:`"),
-    ("description: only words\n", "no `notebooks:` key"),
-    ("", "the file is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("notebooks:\n  nb: {}\nseeds: [1, 2]\n", "unknown top-level key 'seeds'"),
+        ("notebook:\n  nb: {}\n", "unknown top-level key 'notebook' (did you mean 'notebooks'?)"),
+        ("notebooks:\n  nb: {x: 1}\n  nb: {x: 2}\n", "key 'nb' is given twice in one mapping (lines 2 and 3)"),
+        ("notebooks:\n  nb:\n    x: 1\n    x: 2\n", "key 'x' is given twice in one mapping (lines 3 and 4)"),
+        ("description: a\ndescription: b\nnotebooks: {nb: {}}\n", "key 'description' is given twice"),
+        ("notebooks:\n  - nb\n", "notebooks: expected a mapping {<notebook>: {<parameter>: <value>}}, got list"),
+        ("notebooks:\n  nb: 5\n", "notebooks.nb: expected a mapping of parameters such as `nb: {seed: 1}`"),
+        ("notebooks:\n  nb: [x, 1]\n", "notebooks.nb: expected a mapping of parameters"),
+        ("- nb\n", "a profile is a mapping with `description:` and `notebooks:`"),
+        ("description: only words\n", "no `notebooks:` key"),
+        ("", "the file is empty"),
+    ],
+)
 def test_profile_keys_and_shape_are_checked_naming_the_key_and_the_fix(tmp_path, text, message):
     root = make_project(tmp_path)
     write_profile(root, text)
@@ -402,31 +464,43 @@ def test_yaml_anchors_and_merge_keys_are_not_duplicates(tmp_path):
     assert book.load_profile("p", root)["nb"] == {"x": 3}
 
 
-@pytest.mark.parametrize("item, message", [
-    ("theorem1.n_draws=-5", "expected an integer >= 1"),
-    ("theorem1.n_draws=0", "expected an integer >= 1"),
-    ("theorem1.T_grid=[0.5, 2.0]", "each a number > 1"),
-    ("family.pico_scale=huge", "expected one of smoke, default, gpu"),
-    ("family.device=tpu", "expected auto, cpu, mps, cuda or cuda:N"),
-    ("family.family=gpt5", "expected one of pico, pythia, opt"),
-    ("factuality.p_grid=[0.5, 1.5]", "each a number in (0, 1]"),
-    ("factuality.table_ps=[0]", "each a number in (0, 1]"),
-    ("tutorial.top_p=0", "expected a number in (0, 1]"),
-    ("ablations.data_fraction=1.5", "expected a number in (0, 1]"),
-    ("factuality.batch_size=0", "expected an integer >= 1"),
-    ("factuality.seeds=[]", "expected a non-empty list"),
-    ("factuality.fp_split=train", "expected one of test, validation, all"),
-    ("known_answer.size=huge", "expected one of smoke, default, full"),
-    ("known_answer.noise=-0.1", "expected a number >= 0"),
-])
+@pytest.mark.parametrize(
+    "item, message",
+    [
+        ("theorem1.n_draws=-5", "expected an integer >= 1"),
+        ("theorem1.n_draws=0", "expected an integer >= 1"),
+        ("theorem1.T_grid=[0.5, 2.0]", "each a number > 1"),
+        ("family.pico_scale=huge", "expected one of smoke, default, gpu"),
+        ("family.device=tpu", "expected auto, cpu, mps, cuda or cuda:N"),
+        ("family.family=gpt5", "expected one of pico, pythia, opt"),
+        ("factuality.p_grid=[0.5, 1.5]", "each a number in (0, 1]"),
+        ("factuality.table_ps=[0]", "each a number in (0, 1]"),
+        ("tutorial.top_p=0", "expected a number in (0, 1]"),
+        ("ablations.data_fraction=1.5", "expected a number in (0, 1]"),
+        ("factuality.batch_size=0", "expected an integer >= 1"),
+        ("factuality.seeds=[]", "expected a non-empty list"),
+        ("factuality.fp_split=train", "expected one of test, validation, all"),
+        ("known_answer.size=huge", "expected one of smoke, default, full"),
+        ("known_answer.noise=-0.1", "expected a number >= 0"),
+    ],
+)
 def test_out_of_range_values_fail_before_any_notebook(item, message):
     code, out, err = cli("--profile", "smoke", "--check", "--set", item)
     assert code == 1 and err.startswith(f"apd: --set {item}: ") and message in err, err
     assert len(err.strip().splitlines()) == 1
 
 
-@pytest.mark.parametrize("item", ["family.device=cuda:1", "factuality.world_n_prompts=0", "factuality.p_grid=[1.0]",
-                                  "factuality.real_T_r_grid=[]", "family.family=Pythia", "curves.hlm_elm=-1"])
+@pytest.mark.parametrize(
+    "item",
+    [
+        "family.device=cuda:1",
+        "factuality.world_n_prompts=0",
+        "factuality.p_grid=[1.0]",
+        "factuality.real_T_r_grid=[]",
+        "family.family=Pythia",
+        "curves.hlm_elm=-1",
+    ],
+)
 def test_in_range_edge_values_pass(item):
     params = book.load_profile("smoke")
     assert book.parse_overrides([item], params)
@@ -434,8 +508,9 @@ def test_in_range_edge_values_pass(item):
 
 def test_out_of_range_values_in_a_profile_file_name_every_key(tmp_path):
     from apd.book import schema
+
     root = make_project(tmp_path, {"nb": {"x": -5, "rate": 2.0}})
-    schema.RANGES["nb.x"] = schema.COUNT           # a project of its own: its notebook's ranges
+    schema.RANGES["nb.x"] = schema.COUNT  # a project of its own: its notebook's ranges
     schema.RANGES["nb.rate"] = schema.PROBABILITY
     try:
         with pytest.raises(book.BookError) as err:
@@ -448,9 +523,13 @@ def test_out_of_range_values_in_a_profile_file_name_every_key(tmp_path):
 
 def test_every_notebook_parameter_has_a_declared_range():
     from apd.book import schema
-    missing = [f"{stem}.{name}" for stem in book.toc_notebooks()
-               for name in book.parameter_defaults(book.notebook_path(stem))
-               if schema.rule_for(stem, name) is None]
+
+    missing = [
+        f"{stem}.{name}"
+        for stem in book.toc_notebooks()
+        for name in book.parameter_defaults(book.notebook_path(stem))
+        if schema.rule_for(stem, name) is None
+    ]
     assert not missing, f"declare these in apd.book.schema.RANGES: {missing}"
     for stem in book.toc_notebooks():  # every default is in its own range
         for name, (default, literal) in book.parameter_defaults(book.notebook_path(stem)).items():
@@ -463,12 +542,14 @@ def test_schema_known_values_match_their_sources():
     from apd.family.pico import SCALES
     from apd.family.registry import FAMILIES
     from apd.book import schema
+
     assert tuple(SCALES) == schema.PICO_SCALES
     assert set(FAMILIES) <= set(schema.FAMILIES) and set(schema.FAMILIES) - set(FAMILIES) <= {"qwen"}
     assert tuple(SIZES) == schema.KNOWN_ANSWER_SIZES
 
 
 # -- every input a build writes to, checked before the first notebook ------------------------
+
 
 def test_cache_dir_that_is_a_file_stops_the_build_before_any_notebook(tmp_path, monkeypatch, kernel_env):
     root = make_project(tmp_path)
@@ -518,14 +599,16 @@ def test_read_only_results_folder_stops_the_build_in_one_line(tmp_path, monkeypa
 
 # -- "damaged ... moved aside" reaches the terminal ------------------------------------------
 
-DAMAGE_BODY = ("from pathlib import Path\n"
-               "from apd.base.io import set_aside\n"
-               "from apd.report.results import Run\n"
-               "run = Run.start('nb', globals())\n"
-               "Path('cache-thing.bin').write_text('garbage')\n"
-               "set_aside(Path('cache-thing.bin'), 'member weights', 'digest mismatch', 'retraining it')\n"
-               "run.record(x=x)\n"
-               "run.finish(show=False)\n")
+DAMAGE_BODY = (
+    "from pathlib import Path\n"
+    "from apd.base.io import set_aside\n"
+    "from apd.report.results import Run\n"
+    "run = Run.start('nb', globals())\n"
+    "Path('cache-thing.bin').write_text('garbage')\n"
+    "set_aside(Path('cache-thing.bin'), 'member weights', 'digest mismatch', 'retraining it')\n"
+    "run.record(x=x)\n"
+    "run.finish(show=False)\n"
+)
 
 
 def test_damage_notices_reach_the_terminal_not_only_the_run_log(tmp_path, kernel_env, capsys):
@@ -541,6 +624,7 @@ def test_damage_notices_reach_the_terminal_not_only_the_run_log(tmp_path, kernel
 
 # -- contention: pretraining's thread count is fixed, and keyed ------------------------------
 
+
 def test_pretraining_uses_a_fixed_thread_count_whatever_torch_is_set_to(tmp_path):
     """The weights depend on the torch thread count (float sums split differently), so training on
     the CPU does not pick it for the machine: it uses pretrain.CPU_THREADS whatever torch is set to
@@ -552,18 +636,26 @@ def test_pretraining_uses_a_fixed_thread_count_whatever_torch_is_set_to(tmp_path
     from apd.world import corpus
 
     words = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana"]
-    docs = [" ".join(words[(i * 7 + j) % 8] for j in range(10)) + " was born in " + words[i % 8] + "."
-            for i in range(120)]
+    docs = [
+        " ".join(words[(i * 7 + j) % 8] for j in range(10)) + " was born in " + words[i % 8] + "." for i in range(120)
+    ]
     tok = corpus.train_tokenizer(docs, vocab_size=300, cache_dir=tmp_path / "tok")
-    cfg = PicoConfig(members=(Member(1, 32, 2, name="pico-a"),), seq_len=16, batch_size=8, epochs=1.0,
-                     lr=1e-2, warmup_frac=0.1, seed=3)
+    cfg = PicoConfig(
+        members=(Member(1, 32, 2, name="pico-a"),),
+        seq_len=16,
+        batch_size=8,
+        epochs=1.0,
+        lr=1e-2,
+        warmup_frac=0.1,
+        seed=3,
+    )
     before = torch.get_num_threads()
     digests, folders = [], []
     try:
-        for i, set_to in enumerate((2, 1)):   # what torch happens to be set to on this machine
+        for i, set_to in enumerate((2, 1)):  # what torch happens to be set to on this machine
             torch.set_num_threads(set_to)
             folder = pretrain.train_family(cfg, tok, docs, tmp_path / f"c{i}", device="cpu", progress=False)
-            assert torch.get_num_threads() == set_to   # restored afterwards
+            assert torch.get_num_threads() == set_to  # restored afterwards
             digests.append((folder / "pico-a" / "model.safetensors").read_bytes())
             folders.append(folder.name)
             assert json.loads((folder / "family.json").read_text())["cpu_threads"] == pretrain.CPU_THREADS
@@ -583,11 +675,16 @@ def test_files_and_folders_a_profile_names_are_checked_before_any_notebook(tmp_p
     there.mkdir()
     afile = tmp_path / "kilt.json"
     afile.write_text("{}")
-    params = {"a": {"local_dir": str(there), "kilt_path": str(afile), "thf_path": None},
-              "b": {"kilt_path": "hub", "alm_prime_path": ""}}
+    params = {
+        "a": {"local_dir": str(there), "kilt_path": str(afile), "thf_path": None},
+        "b": {"kilt_path": "hub", "alm_prime_path": ""},
+    }
     assert book.input_path_problems(params, ["a", "b"]) == []
-    params = {"a": {"local_dir": str(tmp_path / "nope")}, "b": {"alm_prime_path": str(afile)},
-              "c": {"kilt_path": str(there)}}
+    params = {
+        "a": {"local_dir": str(tmp_path / "nope")},
+        "b": {"alm_prime_path": str(afile)},
+        "c": {"kilt_path": str(there)},
+    }
     problems = book.input_path_problems(params, ["a", "b", "c"])
     assert len(problems) == 3
     assert problems[0].startswith(f"a.local_dir = '{tmp_path / 'nope'}': no such folder")

@@ -1,4 +1,5 @@
 """One name per thing: a renamed public name still works, with a DeprecationWarning naming the new one."""
+
 import importlib
 import subprocess
 import sys
@@ -48,7 +49,7 @@ def test_the_pairs_that_meant_two_things_are_now_distinct():
     assert apd.amateur.THRESHOLDS is not factuality.THRESHOLD_NAMES
     assert apd.core.stats.paired_difference is not apd.evaluation.measure_difference
     assert apd.amateur.variant_config is not apd.evaluation.ablation_config
-    assert pico.SCALES is registry.SCALES is apd.amateur.runs.SCALES    # one tuple, one definition
+    assert pico.SCALES is registry.SCALES is apd.amateur.runs.SCALES  # one tuple, one definition
 
 
 def test_on_the_fly_mixing_weight_is_one_over_T():

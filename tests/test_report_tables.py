@@ -1,5 +1,6 @@
 """The page helpers: readable tables (apd.report.show), comparison words, short paths, progress
 bars that stay off the pages, the run record as a real table, and the effective parameters."""
+
 import doctest
 import json
 import os
@@ -30,18 +31,30 @@ def test_module_examples_run(module):
 def _cells(styler):
     html = styler.to_html()
     import re
+
     return re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", html), html
 
 
 def test_show_formats_by_kind_pads_and_dashes_missing_values():
-    df = pd.DataFrame({"steps": [5000.0, 12.0, np.nan], "count": [3, 40, 5], "KL": [0.35512, 0.338, np.nan],
-                       "err": [1.5e-14, 2e-3, 0.5], "size": [2.2e12, 9.7e5, 3e7], "T": [1.1, 1.5, 2.0],
-                       "name": ["a", None, "c"]}, index=pd.Index([0.25, 0.5, 1.0], name="1/T"))
+    df = pd.DataFrame(
+        {
+            "steps": [5000.0, 12.0, np.nan],
+            "count": [3, 40, 5],
+            "KL": [0.35512, 0.338, np.nan],
+            "err": [1.5e-14, 2e-3, 0.5],
+            "size": [2.2e12, 9.7e5, 3e7],
+            "T": [1.1, 1.5, 2.0],
+            "name": ["a", None, "c"],
+        },
+        index=pd.Index([0.25, 0.5, 1.0], name="1/T"),
+    )
     cells, html = _cells(tables.show(df, caption="demo"))
-    assert {"5,000", "12", "40", "0.355", "0.338", "1.50e-14", "0.002", "2.2e+12", "9.7e+05", "1.1", "2.0"} <= set(cells)
+    assert {"5,000", "12", "40", "0.355", "0.338", "1.50e-14", "0.002", "2.2e+12", "9.7e+05", "1.1", "2.0"} <= set(
+        cells
+    )
     assert "5000.000" not in html and "nan" not in html and "None" not in html
     assert cells.count(tables.MISSING) == 3
-    assert {"0.25", "0.5", "1"} <= set(cells)                      # numeric row labels, not 0.250000
+    assert {"0.25", "0.5", "1"} <= set(cells)  # numeric row labels, not 0.250000
     assert "padding" in html and "demo" in html and 'class="dataframe apd-table"' in html
 
 
@@ -49,10 +62,13 @@ def test_show_column_labels_overrides_and_options():
     wide = pd.DataFrame([[0.1, 0.2]], columns=[1.1, 4.0])
     cells, _ = _cells(tables.show(wide))
     assert "1.1" in cells and "4" in cells and "1.100000" not in cells
-    cells, html = _cells(tables.show(pd.DataFrame({"gain": [0.0123], "p": [0.4]}), formats={"gain": "{:+.3f}"},
-                                     percent=["p"], index=False))
-    assert "+0.012" in cells and "40.0%" in cells and "class=\"row_heading" not in html
-    dup = pd.DataFrame([[1.0, 2.5]], columns=["x", "x"])            # duplicate labels still format
+    cells, html = _cells(
+        tables.show(
+            pd.DataFrame({"gain": [0.0123], "p": [0.4]}), formats={"gain": "{:+.3f}"}, percent=["p"], index=False
+        )
+    )
+    assert "+0.012" in cells and "40.0%" in cells and 'class="row_heading' not in html
+    dup = pd.DataFrame([[1.0, 2.5]], columns=["x", "x"])  # duplicate labels still format
     assert "2.500" in _cells(tables.show(dup))[0]
     assert "0.123" in _cells(tables.show(pd.Series([0.1234], name="s")))[0]
 
@@ -97,12 +113,19 @@ def test_kernel_environment_sets_and_restores(monkeypatch):
 
 
 def test_kernel_without_progress_prints_no_bar_and_no_warning(tmp_path):
-    code = ("import warnings; from apd.base.progress import progress_bar\n"
-            "for _ in progress_bar(range(50), desc='train'): pass\n"
-            "import tqdm.auto\n")
+    code = (
+        "import warnings; from apd.base.progress import progress_bar\n"
+        "for _ in progress_bar(range(50), desc='train'): pass\n"
+        "import tqdm.auto\n"
+    )
     with book.kernel_environment():
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
     assert out.returncode == 0, out.stderr
     assert "train" not in out.stderr and "%|" not in out.stderr and "Warning" not in out.stderr
 
@@ -111,9 +134,16 @@ def test_kernel_without_progress_prints_no_bar_and_no_warning(tmp_path):
 def run(tmp_path, monkeypatch):
     monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
     monkeypatch.chdir(ROOT)
-    namespace = {"profile": "smoke", "seed": 0, "n_draws": 200, "vocab_size": 50, "T_grid": [1.1, 2.0],
-                 "curvature_grid": [0.0, 0.01, 0.02, 0.05, 0.1, 0.2], "alm_log_size": 16.7555,
-                 "elm_log_size": 22.5864}
+    namespace = {
+        "profile": "smoke",
+        "seed": 0,
+        "n_draws": 200,
+        "vocab_size": 50,
+        "T_grid": [1.1, 2.0],
+        "curvature_grid": [0.0, 0.01, 0.02, 0.05, 0.1, 0.2],
+        "alm_log_size": 16.7555,
+        "elm_log_size": 22.5864,
+    }
     return Run.start("theorem1", namespace, show=False)
 
 
@@ -173,12 +203,16 @@ def test_show_folds_tables_wider_than_the_text():
     html = folded._repr_html_()
     assert html.startswith('<details class="apd-wide-table"><summary>every variant: a table of 2 rows and 8 columns')
     assert "c6" in html and "padding" in html
-    assert "<details" not in tables.show(wide, index=False).to_html()          # 7 columns without the row labels
+    assert "<details" not in tables.show(wide, index=False).to_html()  # 7 columns without the row labels
     assert "<details" in tables.show(narrow, fold=True).to_html()
 
 
 def test_show_prints_values_to_the_precision_of_their_error():
-    df = pd.DataFrame({"gain": [0.024123, 0.0031], "gain_se": [0.0085, 0.0013], "NE_ER": [0.5512, 0.5], "NE_ER_se": [0.021, 0.2]})
-    cells, html = _cells(tables.show(df, errors={"gain": "gain_se", "NE_ER": "NE_ER_se"}, percent=["NE_ER", "NE_ER_se"]))
+    df = pd.DataFrame(
+        {"gain": [0.024123, 0.0031], "gain_se": [0.0085, 0.0013], "NE_ER": [0.5512, 0.5], "NE_ER_se": [0.021, 0.2]}
+    )
+    cells, html = _cells(
+        tables.show(df, errors={"gain": "gain_se", "NE_ER": "NE_ER_se"}, percent=["NE_ER", "NE_ER_se"])
+    )
     assert {"0.0241", "0.0085", "0.0031", "0.0013", "55.1%", "2.1%", "50%", "20%"} <= set(cells), cells
     assert "text-align: right" in html

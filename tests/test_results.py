@@ -30,7 +30,11 @@ def test_finish_writes_flat_json_and_run_record(run, tmp_path):
     assert values["err"] == 1e-15 and values["n"] == 7 and values["missing"] == "n/a" and values["present"] == 0.1234
     assert values["profile"] == "unit" and values["wall_time_s"] >= 0
     saved = json.loads((tmp_path / "unit" / "runs" / "nb.json").read_text())
-    assert saved["parameters"]["seed"] == 3 and "torch" in saved["packages"] and saved["device"].startswith(("cpu", "cuda"))
+    assert (
+        saved["parameters"]["seed"] == 3
+        and "torch" in saved["packages"]
+        and saved["device"].startswith(("cpu", "cuda"))
+    )
     assert "Run record" in results.run_record_markdown(saved)
     assert results.load_results("unit", "nb")["n"] == 7
 
@@ -44,9 +48,11 @@ def test_bad_values_are_refused(run):
 
 def test_figures_and_tables_land_in_the_convention(run, tmp_path):
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import pandas as pd
+
     fig, ax = plt.subplots()
     ax.plot([0, 1])
     png = run.savefig(fig, "f")
@@ -67,7 +73,7 @@ def test_format_value_never_prints_a_nonzero_number_as_zero():
 
     assert format_value("{:+.4f}", -3.2e-05) == "-0.00003"
     assert format_value("{:+.4f}", 0.0157) == "+0.0157"
-    assert format_value("{:.4f}", 0.0) == "0.0000"                  # zero stays zero
+    assert format_value("{:.4f}", 0.0) == "0.0000"  # zero stays zero
     assert format_value("{:.2%}", -2.2e-05) == "-0.002%"
-    assert format_value("{:.3g}", 1e-9) == "1e-09"                   # other formats untouched
+    assert format_value("{:.3g}", 1e-9) == "1e-09"  # other formats untouched
     assert format_value("{}", "text") == "text"

@@ -1,4 +1,5 @@
 """apd.core.stats against independent computations (scipy, simulation)."""
+
 import math
 
 import numpy as np
@@ -84,9 +85,16 @@ def test_paired_methods_pairs_rows_of_a_method_frame():
     import pandas as pd
 
     from apd.world.truth import paired_methods
-    f = pd.DataFrame({"method": ["ELM"] * 3 + ["CD"] * 6, "knob": [0.0] * 3 + [0.5] * 3 + [1.0] * 3,
-                      "item": [0, 1, 2] * 3, "kl": [1.0, 2.0, np.nan, 0.5, 1.0, 3.5, 0.0, 0.0, 0.0]})
-    r = paired_methods(f, ("ELM", 7.0), ("CD", 0.5))        # the ELM's knob is ignored; NaN drops item 2
+
+    f = pd.DataFrame(
+        {
+            "method": ["ELM"] * 3 + ["CD"] * 6,
+            "knob": [0.0] * 3 + [0.5] * 3 + [1.0] * 3,
+            "item": [0, 1, 2] * 3,
+            "kl": [1.0, 2.0, np.nan, 0.5, 1.0, 3.5, 0.0, 0.0, 0.0],
+        }
+    )
+    r = paired_methods(f, ("ELM", 7.0), ("CD", 0.5))  # the ELM's knob is ignored; NaN drops item 2
     assert (r.mean, r.n) == (0.75, 2)
     with pytest.raises(ValueError, match="no rows for 'CD 1/T=2'"):
         paired_methods(f, ("ELM", 0.0), ("CD", 2.0))
@@ -95,13 +103,13 @@ def test_paired_methods_pairs_rows_of_a_method_frame():
 def test_detected_decides_by_the_interval_not_by_power():
     from apd.core.stats import detected, interval
 
-    assert detected(0.05, 0.01) is True                            # CI [0.030, 0.070] above 0
-    assert detected(-0.05, 0.01) is False                          # significant the other way
-    assert detected(0.001, 0.01, effect=0.1) is False              # CI [-0.019, 0.021] excludes 0.1
-    assert detected(0.001, 0.1, effect=0.1) is None                # CI holds 0 and 0.1
-    assert detected(0.001, 0.001) is None                          # no effect to compare with
-    assert detected(-0.0045, 0.0053, effect=0.0108) is False       # upper bound 0.0059 < 0.0108
-    assert detected(0.0, 0.006, effect=0.0108) is None             # upper bound 0.0118: not excluded
+    assert detected(0.05, 0.01) is True  # CI [0.030, 0.070] above 0
+    assert detected(-0.05, 0.01) is False  # significant the other way
+    assert detected(0.001, 0.01, effect=0.1) is False  # CI [-0.019, 0.021] excludes 0.1
+    assert detected(0.001, 0.1, effect=0.1) is None  # CI holds 0 and 0.1
+    assert detected(0.001, 0.001) is None  # no effect to compare with
+    assert detected(-0.0045, 0.0053, effect=0.0108) is False  # upper bound 0.0059 < 0.0108
+    assert detected(0.0, 0.006, effect=0.0108) is None  # upper bound 0.0118: not excluded
     # the referee's case: small se, not significant, but the interval holds the effect -> inconclusive
     lo, hi = interval(0.011, 0.006)
     assert lo < 0 < 0.017 < hi and detected(0.011, 0.006, effect=0.017) is None
@@ -115,7 +123,7 @@ def test_holm_controls_the_family_of_bucket_tests():
     assert p_two_sided(1.96, 1.0) == pytest.approx(0.05, abs=1e-3)
     # three buckets: the smallest p must beat 0.05 / 3, the next 0.05 / 2, the last 0.05
     assert holm([0.02, 0.001, 0.04]) == [True, True, True]
-    assert holm([0.02, 0.03, 0.04]) == [False, False, False]       # 0.02 > 0.0167 stops at once
+    assert holm([0.02, 0.03, 0.04]) == [False, False, False]  # 0.02 > 0.0167 stops at once
     assert holm([0.01, float("nan"), 0.03]) == [True, False, True]  # NaN never counts, m = 2
 
 
@@ -130,8 +138,15 @@ def test_clustered_se_by_hand():
     r = paired_difference(d, np.zeros(6), groups=person)
     assert r.mean == pytest.approx(2.0) and r.se == pytest.approx(2.0 / np.sqrt(3.0)) and r.n_groups == 3
     assert paired_difference(d, np.zeros(6)).se == pytest.approx(d.std(ddof=1) / np.sqrt(6))
-    f = pd.DataFrame({"method": ["CD"] * 6 + ["APD"] * 6, "knob": [1.0] * 12, "item": list(range(6)) * 2,
-                      "person": person * 2, "kl": list(d) + [0.0] * 6})
+    f = pd.DataFrame(
+        {
+            "method": ["CD"] * 6 + ["APD"] * 6,
+            "knob": [1.0] * 12,
+            "item": list(range(6)) * 2,
+            "person": person * 2,
+            "kl": list(d) + [0.0] * 6,
+        }
+    )
     rc = paired_methods(f, ("CD", 1.0), ("APD", 1.0), "kl", cluster="person")
     assert rc.se == pytest.approx(2.0 / np.sqrt(3.0)) and rc.n_groups == 3
     with pytest.raises(ValueError, match="no column 'people' to cluster by"):
@@ -143,13 +158,21 @@ def test_paired_table_gains_per_row_and_per_bucket_against_a_reference():
 
     from apd.core.stats import min_detectable_effect
     from apd.world.truth import paired_table
+
     rng = np.random.default_rng(3)
     n = 40
     cd = rng.normal(2.0, 0.3, n)
-    apd_kl = cd - 0.1 + rng.normal(0, 0.05, n)             # APD 0.1 nats closer to the truth
+    apd_kl = cd - 0.1 + rng.normal(0, 0.05, n)  # APD 0.1 nats closer to the truth
     bucket = np.array(["head", "tail"] * (n // 2))
-    f = pd.DataFrame({"method": ["CD"] * n + ["APD x"] * n, "knob": [0.25] * n + [0.5] * n,
-                      "item": list(range(n)) * 2, "bucket": list(bucket) * 2, "kl": np.r_[cd, apd_kl]})
+    f = pd.DataFrame(
+        {
+            "method": ["CD"] * n + ["APD x"] * n,
+            "knob": [0.25] * n + [0.5] * n,
+            "item": list(range(n)) * 2,
+            "bucket": list(bucket) * 2,
+            "kl": np.r_[cd, apd_kl],
+        }
+    )
     t = paired_table(f, {"x": ("APD x", 0.5), "cd": ("CD", 0.25)}, ("CD", 0.25))
     d = cd - apd_kl
     assert t.loc["x", "gain"] == pytest.approx(d.mean()) and t.loc["x", "n"] == n

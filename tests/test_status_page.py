@@ -1,4 +1,5 @@
 """The build report page (book/status.md): every chapter's run record, executed or cached."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,13 @@ def test_build_report_page_lists_every_chapter_from_its_run_record(tmp_path):
 
     results = tmp_path / "results"
     (results / "p" / "runs").mkdir(parents=True)
-    rec = {"started": "2030-01-01T10:00:00", "wall_time_s": 3.25, "device": "cpu (x86_64, 2 threads)",
-           "packages": {"apd": "0.1.0", "torch": "2.13.0+cpu"}, "results_sha256": {"a.json": "ab", "b.csv": "cd"}}
+    rec = {
+        "started": "2030-01-01T10:00:00",
+        "wall_time_s": 3.25,
+        "device": "cpu (x86_64, 2 threads)",
+        "packages": {"apd": "0.1.0", "torch": "2.13.0+cpu"},
+        "results_sha256": {"a.json": "ab", "b.csv": "cd"},
+    }
     (results / "p" / "runs" / "a.json").write_text(json.dumps(rec))
     status.log_chapter("p", "a", "cached", 0.4, tmp_path)
     page = status.insert_status(f"# Build report\n\n{status.STATUS_MARKER}\n", "p", ["a", "b"], results, tmp_path)

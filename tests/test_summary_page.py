@@ -1,5 +1,6 @@
 """The book's first page (book/intro.md): a summary written by hand whose sentences are chosen by
 the paper-vs-book chapter's results (apd.book.pages.fill_page, apd.book.runner.summary_page)."""
+
 import json
 import re
 from pathlib import Path
@@ -13,13 +14,31 @@ ROOT = Path(__file__).resolve().parents[1]
 INTRO = (ROOT / "book" / "intro.md").read_text()
 
 ENGAGED_CLOSER = {
-    "summary_ready": True, "profile_name": "default", "summary_t1_err": 1.4e-14, "summary_t1_n": 20000,
-    "summary_n_members": 6, "summary_smallest": "12.8k", "summary_largest": "1.78M", "summary_scale_ratio": 3620,
-    "summary_engaged": True, "summary_not_engaged": False, "summary_variant": "distilled",
-    "summary_gate_reason": "the distilled variant: all gates pass", "summary_kl_gain": "+0.0031 ± 0.0013",
-    "summary_kl_n": 1200, "summary_kl_mde": 0.0036, "summary_apd_closer": True, "summary_cd_closer": False,
-    "summary_kl_tie": False, "summary_hours": 0.3333, "summary_device": "cpu (2 threads)",
-    "n_claims": 8, "n_reproduced": 2, "n_not_reproduced": 1, "n_inconclusive": 3, "n_not_testable": 2,
+    "summary_ready": True,
+    "profile_name": "default",
+    "summary_t1_err": 1.4e-14,
+    "summary_t1_n": 20000,
+    "summary_n_members": 6,
+    "summary_smallest": "12.8k",
+    "summary_largest": "1.78M",
+    "summary_scale_ratio": 3620,
+    "summary_engaged": True,
+    "summary_not_engaged": False,
+    "summary_variant": "distilled",
+    "summary_gate_reason": "the distilled variant: all gates pass",
+    "summary_kl_gain": "+0.0031 ± 0.0013",
+    "summary_kl_n": 1200,
+    "summary_kl_mde": 0.0036,
+    "summary_apd_closer": True,
+    "summary_cd_closer": False,
+    "summary_kl_tie": False,
+    "summary_hours": 0.3333,
+    "summary_device": "cpu (2 threads)",
+    "n_claims": 8,
+    "n_reproduced": 2,
+    "n_not_reproduced": 1,
+    "n_inconclusive": 3,
+    "n_not_testable": 2,
 }
 
 
@@ -35,12 +54,22 @@ def test_without_results_the_summary_says_how_to_get_it():
     assert "headline.png" not in text
 
 
-@pytest.mark.parametrize("change, expect", [
-    ({}, ("engaged its mechanism", "APD comes closer")),
-    ({"summary_apd_closer": False, "summary_kl_tie": True}, ("engaged its mechanism", "equally close")),
-    ({"summary_engaged": False, "summary_not_engaged": True, "summary_apd_closer": False, "summary_cd_closer": True},
-     ("No way of training ALM'", "CD comes closer")),
-])
+@pytest.mark.parametrize(
+    "change, expect",
+    [
+        ({}, ("engaged its mechanism", "APD comes closer")),
+        ({"summary_apd_closer": False, "summary_kl_tie": True}, ("engaged its mechanism", "equally close")),
+        (
+            {
+                "summary_engaged": False,
+                "summary_not_engaged": True,
+                "summary_apd_closer": False,
+                "summary_cd_closer": True,
+            },
+            ("No way of training ALM'", "CD comes closer"),
+        ),
+    ],
+)
 def test_one_sentence_per_point_chosen_by_the_numbers(change, expect):
     text = pages.fill_page(INTRO, {**ENGAGED_CLOSER, **change})
     assert _items(text) == ["1", "2", "3", "4", "5"], text[:2000]
@@ -52,7 +81,7 @@ def test_one_sentence_per_point_chosen_by_the_numbers(change, expect):
 def test_every_value_the_summary_quotes_is_glued_by_the_paper_vs_book_chapter():
     nb = json.loads((ROOT / "notebooks" / "paper_vs_book.ipynb").read_text())
     code = "\n".join(c["source"] for c in nb["cells"] if c["cell_type"] == "code")
-    code += (ROOT / "apd" / "report" / "chapters" / "paper_vs_book.py").read_text()   # the chapter's own module
+    code += (ROOT / "apd" / "report" / "chapters" / "paper_vs_book.py").read_text()  # the chapter's own module
     glued = set(re.findall(r"run\.glue(?:_text)?\(\"(\w+)\"", code))
     quoted = {m.group(1) for m in pages.GLUE_ROLE.finditer(INTRO)}
     conditions = {key for m in pages.BLOCK.finditer(INTRO) for _, key in pages.conditions(m.group(1).split())}

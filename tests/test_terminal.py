@@ -1,5 +1,6 @@
 """The build's terminal: each chapter's line shows what its kernel is doing (one line updated in
 place on a terminal, plain lines in a log), and kernels start without the TCP-encryption warning."""
+
 from __future__ import annotations
 
 import io
@@ -28,7 +29,7 @@ def test_a_chapters_progress_reaches_the_log_and_no_kernel_warning(tmp_path, cap
     out, err = capfd.readouterr()
     assert "[apd] nb: member-b (2/3) step " in out, out
     assert "without encryption" not in out + err, err
-    assert "\r" not in out                     # not a terminal: plain lines
+    assert "\r" not in out  # not a terminal: plain lines
 
 
 class FakeTTY(io.StringIO):
@@ -44,5 +45,5 @@ def test_on_a_terminal_the_line_is_updated_in_place(tmp_path):
         time.sleep(0.3)
     text = stream.getvalue()
     assert "\r[apd] family: pico-25k (2/6) step 120/400 | 0 s elapsed, last run 6 min 54 s" in text
-    assert "\n" not in text and text.endswith("\r")     # one line, cleared when the chapter ends
+    assert "\n" not in text and text.endswith("\r")  # one line, cleared when the chapter ends
     assert terminal.PROGRESS_FILE_ENV not in os.environ and not bar.path.exists()

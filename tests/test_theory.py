@@ -28,7 +28,7 @@ def test_identity_on_random_linear_family(T):
 def test_hlm_size_matches_paper_formula():
     # s_HLM = (s_ELM^T / s_ALM)^(1/(T-1)), computed in linear space with Python floats
     s_alm, s_elm, T = 18_915_328.0, 6_444_163_072.0, 3.0
-    direct = (s_elm ** T / s_alm) ** (1 / (T - 1))
+    direct = (s_elm**T / s_alm) ** (1 / (T - 1))
     got = theory.hlm_size(math.log(s_elm), math.log(s_alm), T)
     assert got == pytest.approx(direct, rel=1e-9)
     # T = 2: ln s_HLM = 2 ln s_ELM - ln s_ALM

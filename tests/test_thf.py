@@ -1,5 +1,6 @@
 """REAL's THF model: the entropy curve and loss on known inputs, entropy labels, recovery of known
 asymptotic entropies from synthetic curves, resume and determinism, save/load checks."""
+
 import json
 import math
 
@@ -24,7 +25,7 @@ def test_poly10_curve_is_the_release_formula():
     c, b, f, g = 0.7, 1.3, 0.9, 15.0
     a = rng.uniform(0.1, 1.0, 11)
     x = np.maximum(f * (s - g), 1.0)
-    want = c + b * (a[0] / x ** 0.5 + sum(a[k] / x ** k for k in range(1, 11)))
+    want = c + b * (a[0] / x**0.5 + sum(a[k] / x**k for k in range(1, 11)))
     params = torch.tensor([[b, f, g, *a]], dtype=torch.float64)
     got = H.entropy_curve(s, torch.tensor([c], dtype=torch.float64), params, s, decay="poly10", condition="release")
     assert np.allclose(got.numpy()[0], want, rtol=1e-5)
@@ -32,7 +33,9 @@ def test_poly10_curve_is_the_release_formula():
 
 def test_normalised_condition_maps_the_family_range():
     x = H.condition_x([9.45, 11.9, 14.39], [9.45, 14.39])
-    assert np.allclose(x.numpy(), [1.0, 1.0 + H.NORMALISED_SPAN * (11.9 - 9.45) / (14.39 - 9.45), 1 + H.NORMALISED_SPAN])
+    assert np.allclose(
+        x.numpy(), [1.0, 1.0 + H.NORMALISED_SPAN * (11.9 - 9.45) / (14.39 - 9.45), 1 + H.NORMALISED_SPAN]
+    )
     with pytest.raises(ValueError, match="condition"):
         H.condition_x([1.0], [1.0, 2.0], "raw")
     with pytest.raises(ValueError, match="entropy curve"):
@@ -62,7 +65,7 @@ def test_entropy_labels_match_a_direct_computation(tmp_path):
     with torch.no_grad():
         lp = torch.log_softmax(members[1](torch.from_numpy(ids[8:16])[None]).logits[0], -1)
     assert np.allclose(labels.entropies[1, 1], (-(lp.exp() * lp).sum(-1)).numpy(), atol=1e-5)
-    again = E.collect_entropies(fam, ids, tmp_path, seq_len=8, progress=False)   # finished: read, not redone
+    again = E.collect_entropies(fam, ids, tmp_path, seq_len=8, progress=False)  # finished: read, not redone
     assert again["corpus"] == manifest["corpus"]
     with pytest.raises(ValueError, match="different"):
         E.collect_entropies(fam, ids[::-1].copy(), tmp_path, seq_len=8, progress=False)
@@ -75,10 +78,14 @@ def _synthetic(n_chunks=64, S=16, log_sizes=(1.0, 1.5, 2.0, 2.5, 3.0, 3.5), seed
     c_tok = np.linspace(0.2, 2.4, V)[rng.permutation(V)]
     b_tok = rng.uniform(1.0, 2.0, V)
     x = H.condition_x(list(log_sizes), log_sizes).numpy()
-    decay = np.exp(-0.6 * np.maximum(0, x - 1.0))              # f = 0.6, g = 1
+    decay = np.exp(-0.6 * np.maximum(0, x - 1.0))  # f = 0.6, g = 1
     ent = c_tok[ids][:, None, :] + b_tok[ids][:, None, :] * decay[None, :, None]
-    labels = E.EntropyLabels(input_ids=ids, entropies=ent.astype(np.float32), log_sizes=np.array(log_sizes),
-                             member_names=[f"m{i}" for i in range(len(log_sizes))])
+    labels = E.EntropyLabels(
+        input_ids=ids,
+        entropies=ent.astype(np.float32),
+        log_sizes=np.array(log_sizes),
+        member_names=[f"m{i}" for i in range(len(log_sizes))],
+    )
     return labels, c_tok
 
 
@@ -88,12 +95,12 @@ def test_recovers_known_asymptotic_entropies(tmp_path):
     path = T.train_thf(cfg, tiny_neox(0, V), labels, tmp_path, progress=False)
     model = T.load_thf(path, log_sizes=labels.log_sizes)
     with torch.no_grad():
-        out = model(torch.arange(V)[None])                     # the asymptote reads the current token
+        out = model(torch.arange(V)[None])  # the asymptote reads the current token
     c = out.c[0].numpy()
     elm_gap = np.abs(labels.entropies[..., -1, :].mean() - c_tok.mean())
     err = np.abs(c - c_tok)
     assert err.mean() < 0.1 and err.mean() < 0.3 * elm_gap, (err, elm_gap)
-    assert np.abs(out.last[0].numpy() - (c_tok + 0)).mean() > err.mean()   # the ELM's entropy is not c
+    assert np.abs(out.last[0].numpy() - (c_tok + 0)).mean() > err.mean()  # the ELM's entropy is not c
 
 
 def test_training_resumes_to_the_same_weights_and_is_deterministic(tmp_path):
@@ -120,7 +127,7 @@ def test_load_refuses_other_log_sizes_or_tokenizer(tmp_path, smoke_family):
     blob = torch.load(path / T.HEAD_FILE, weights_only=False)
     blob["settings"]["tokenizer_id"] = "7:0000000000000000"
     torch.save(blob, path / T.HEAD_FILE)
-    (path / "digests.json").unlink()    # edited on purpose; no digest to check
+    (path / "digests.json").unlink()  # edited on purpose; no digest to check
     with pytest.raises(ValueError, match="another tokenizer"):
         T.load_thf(path, tokenizer=fam.tokenizer)
 

@@ -1,5 +1,6 @@
 """apd.amateur.train: losses, the curve MLP, the collected-data reader, and collect -> train -> save -> resume
 on a family of tiny random GPTNeoX models (records synthesised here, in collect's schema)."""
+
 import json
 import math
 import os
@@ -17,17 +18,25 @@ from apd.core import curves
 VOCAB = 160
 
 
-
 # ----------------------------------------------------------------------------- a tiny family and its records
+
 
 def tiny_family(hidden=(8, 16, 24, 32)):
     """GPTNeoX members of growing width; log sizes = ln(non-embedding parameter count)."""
     models, sizes = [], []
     for i, h in enumerate(hidden):
         torch.manual_seed(100 + i)
-        cfg = GPTNeoXConfig(vocab_size=VOCAB, hidden_size=h, num_hidden_layers=2, num_attention_heads=2,
-                            intermediate_size=2 * h, max_position_embeddings=64, rotary_pct=1.0,
-                            initializer_range=0.3, tie_word_embeddings=False)
+        cfg = GPTNeoXConfig(
+            vocab_size=VOCAB,
+            hidden_size=h,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=2 * h,
+            max_position_embeddings=64,
+            rotary_pct=1.0,
+            initializer_range=0.3,
+            tie_word_embeddings=False,
+        )
         m = GPTNeoXForCausalLM(cfg).eval()
         models.append(m)
         n = sum(p.numel() for p in m.parameters()) - m.gpt_neox.embed_in.weight.numel() - m.embed_out.weight.numel()
@@ -47,13 +56,19 @@ def make_records(models, sizes, n_chunks, seq_len=12, seed=0):
         mid = torch.stack([20 + torch.randperm(80, generator=g)[:5] for _ in range(seq_len)])
         tail = torch.stack([100 + torch.randperm(VOCAB - 100, generator=g)[:5] for _ in range(seq_len)])
         tok = order.gather(1, torch.cat([torch.arange(20).expand(seq_len, 20), mid, tail], 1))
-        records.append({
-            "input_ids": ids.numpy(), "token_ids": tok.numpy(),
-            "member_logprobs": torch.stack([torch.log_softmax(lg, -1).gather(1, tok) for lg in logits]).half().numpy(),
-            "alm_logits": logits[0].gather(1, tok).half().numpy(),
-            "elm_logits": logits[-1].gather(1, tok).half().numpy(),
-            "log_sizes": np.array(sizes), "member_names": [f"m{i}" for i in range(len(models))],
-        })
+        records.append(
+            {
+                "input_ids": ids.numpy(),
+                "token_ids": tok.numpy(),
+                "member_logprobs": torch.stack([torch.log_softmax(lg, -1).gather(1, tok) for lg in logits])
+                .half()
+                .numpy(),
+                "alm_logits": logits[0].gather(1, tok).half().numpy(),
+                "elm_logits": logits[-1].gather(1, tok).half().numpy(),
+                "log_sizes": np.array(sizes),
+                "member_names": [f"m{i}" for i in range(len(models))],
+            }
+        )
     return records
 
 
@@ -64,8 +79,17 @@ def family():
 
 
 def small_config(**kw):
-    base = dict(family="pico", lambda3=0.1, lr=3e-3, warmup_steps=0.1, epochs=3, batch_size=4, micro_batch_size=2,
-                checkpoint_every=100, device="cpu")
+    base = dict(
+        family="pico",
+        lambda3=0.1,
+        lr=3e-3,
+        warmup_steps=0.1,
+        epochs=3,
+        batch_size=4,
+        micro_batch_size=2,
+        checkpoint_every=100,
+        device="cpu",
+    )
     base.update(kw)
     return config.APDTrainConfig(**base)
 
@@ -76,8 +100,9 @@ def final_state(path):
 
 # ----------------------------------------------------------------------------- losses, by hand
 
+
 def test_loss_l1_hand_value():
-    curve = torch.tensor([[0.5, 0.3, 9.0], [0.2, 0.2, 9.0]])   # last column (ELM) is ignored
+    curve = torch.tensor([[0.5, 0.3, 9.0], [0.2, 0.2, 9.0]])  # last column (ELM) is ignored
     target = torch.tensor([[0.4, 0.1, 0.0], [0.2, 0.5, 0.0]])
     expect = math.sqrt((0.01 + 0.04 + 0.0 + 0.09) / 4)
     assert objective.loss_l1(curve, target).item() == pytest.approx(expect, rel=1e-6)
@@ -97,7 +122,7 @@ def test_loss_l3_hand_value_and_zero_gradient_at_zero():
     assert objective.loss_l3(a, b).item() == pytest.approx(math.sqrt((1 + 0 + 1 + 4) / 4))
     same = b.clone().requires_grad_(True)
     objective.loss_l3(same, b).backward()
-    assert torch.equal(same.grad, torch.zeros_like(b))          # no NaN at the minimum
+    assert torch.equal(same.grad, torch.zeros_like(b))  # no NaN at the minimum
 
 
 # ----------------------------------------------------------------------------- the curve MLP
@@ -123,8 +148,12 @@ def test_mlp_initial_parameters_are_one_and_layout():
 
 def test_mlp_curve_at_init_and_flip():
     mlp = objective.CurveMLP(SIZES).eval()
-    values = torch.tensor([[0.6, 0.5, 0.4, 0.35, 0.3],      # falling: kept
-                           [0.1, 0.2, 0.3, 0.35, 0.4]])     # rising: flipped
+    values = torch.tensor(
+        [
+            [0.6, 0.5, 0.4, 0.35, 0.3],  # falling: kept
+            [0.1, 0.2, 0.3, 0.35, 0.4],
+        ]
+    )  # rising: flipped
     c = torch.tensor([0.25, 0.5])
     out = mlp(values, c)
     assert out.flipped.tolist() == [False, True]
@@ -143,14 +172,14 @@ def test_mlp_curve_at_init_and_flip():
 
 def test_mlp_dropout_hits_mid_size_members_only():
     torch.manual_seed(0)
-    mlp = objective.CurveMLP(SIZES)                      # N = 5: members 3, 4 (indices 2, 3) are mid-size
+    mlp = objective.CurveMLP(SIZES)  # N = 5: members 3, 4 (indices 2, 3) are mid-size
     seen = []
     mlp.body.register_forward_hook(lambda mod, inp, out: seen.append(inp[0].clone()))
     inputs = torch.rand(2000, len(SIZES) + 1) + 0.1
     mlp.train()
     mlp.curve_params(inputs)
     got = seen[-1]
-    for col in (0, 1, 4, 5):                          # two smallest, the ELM, c: untouched
+    for col in (0, 1, 4, 5):  # two smallest, the ELM, c: untouched
         assert torch.equal(got[:, col], inputs[:, col])
     for col in (2, 3):
         dropped = got[:, col] == 0
@@ -164,10 +193,13 @@ def test_mlp_dropout_hits_mid_size_members_only():
 def test_asymptote_is_softmax_of_elm_minus_alm_prime():
     elm, alm = torch.tensor([[2.0, 1.0, 0.0]]), torch.tensor([[1.0, 1.0, 1.0]])
     assert torch.allclose(objective.asymptote(elm, alm), torch.softmax(torch.tensor([[1.0, 0.0, -1.0]]), -1))
-    assert torch.allclose(objective.asymptote(elm, alm, "logit"), torch.log_softmax(torch.tensor([[1.0, 0.0, -1.0]]), -1))
+    assert torch.allclose(
+        objective.asymptote(elm, alm, "logit"), torch.log_softmax(torch.tensor([[1.0, 0.0, -1.0]]), -1)
+    )
 
 
 # ----------------------------------------------------------------------------- config and schedule
+
 
 def test_lambda3_per_family_and_pico_needs_a_value():
     assert config.APDTrainConfig(family="pythia").lambda3_value == 0.8
@@ -195,13 +227,14 @@ def test_lr_schedule_warmup_then_linear_decay():
 
 # ----------------------------------------------------------------------------- the reader
 
+
 def test_reader_shapes_subsets_and_fraction(family):
     _, sizes, records = family
     data = data_mod.CollectedChunks(records)
     item = data[0]
     assert item["member_logprobs"].shape == (4, 12, 30) and item["member_logprobs"].dtype == torch.float32
     assert item["token_ids"].dtype == torch.long and data.member_names == ["m0", "m1", "m2", "m3"]
-    sub = data_mod.CollectedChunks(iter(records), members=["m0", 2, "m3"], data_fraction=0.5)   # an iterator works too
+    sub = data_mod.CollectedChunks(iter(records), members=["m0", 2, "m3"], data_fraction=0.5)  # an iterator works too
     assert len(sub) == 8 and sub.member_names == ["m0", "m2", "m3"]
     assert torch.equal(sub[3]["member_logprobs"], data[3]["member_logprobs"][[0, 2, 3]])
     assert sub.log_sizes.tolist() == pytest.approx([sizes[0], sizes[2], sizes[3]])
@@ -231,6 +264,7 @@ def test_reader_errors_name_the_problem(family):
 
 # ----------------------------------------------------------------------------- collect -> train -> save -> load
 
+
 def test_training_lowers_the_loss_and_saves_a_loadable_alm_prime(family, tmp_path):
     models, sizes, records = family
     alm_before = {k: v.clone() for k, v in models[0].state_dict().items()}
@@ -257,8 +291,10 @@ def test_training_lowers_the_loss_and_saves_a_loadable_alm_prime(family, tmp_pat
         prime_logits = prime(input_ids=ids).logits[0].gather(1, torch.tensor(r["token_ids"]))
     pred = objective.predict_curves(out, lp, torch.tensor(r["elm_logits"]).float(), prime_logits, n_points=7)
     assert pred.curve.shape == (12, 30, 7) and pred.observed.shape == (12, 30, 4) and pred.params.shape == (12, 30, 3)
-    assert torch.allclose(pred.asymptote, objective.asymptote(torch.tensor(r["elm_logits"]).float(), prime_logits), atol=1e-6)
-    assert torch.allclose(pred.curve[..., -1], pred.asymptote, atol=1e-3)   # far right: the curve reaches c
+    assert torch.allclose(
+        pred.asymptote, objective.asymptote(torch.tensor(r["elm_logits"]).float(), prime_logits), atol=1e-6
+    )
+    assert torch.allclose(pred.curve[..., -1], pred.asymptote, atol=1e-3)  # far right: the curve reaches c
     assert (tmp_path / "run" / "train_config.json").exists() and not (tmp_path / "run" / "checkpoints").exists()
     # validation losses on held-out chunks (dropout off: deterministic)
     val = make_records(models, sizes, 3, seed=9)
@@ -305,19 +341,36 @@ def test_resume_after_interruption_ends_where_an_uninterrupted_run_ends(family, 
         train.train_alm_prime(small_config(lambda3=0.2), models[0], records, tmp_path / "whole", progress=False)
 
 
-@pytest.mark.parametrize("variant", [
-    dict(decay="logistic"), dict(decay="poly1"), dict(decay="poly3"), dict(flip=False), dict(space="logit"),
-    dict(members=("m0", "m3")), dict(members=(0, 2, 3)), dict(data_fraction=0.5), dict(lambda2=0.0),
-    dict(x_origin="alm"),
-])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        dict(decay="logistic"),
+        dict(decay="poly1"),
+        dict(decay="poly3"),
+        dict(flip=False),
+        dict(space="logit"),
+        dict(members=("m0", "m3")),
+        dict(members=(0, 2, 3)),
+        dict(data_fraction=0.5),
+        dict(lambda2=0.0),
+        dict(x_origin="alm"),
+    ],
+)
 def test_ablation_variants_train(family, tmp_path, variant):
     models, _, records = family
     cfg = small_config(epochs=1, batch_size=4, micro_batch_size=4, **variant)
     steps = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        out = train.train_alm_prime(cfg, models[0], records, tmp_path / "v", progress=False, stop_after=1,
-                                    callback=lambda s, r: steps.append(r))
+        out = train.train_alm_prime(
+            cfg,
+            models[0],
+            records,
+            tmp_path / "v",
+            progress=False,
+            stop_after=1,
+            callback=lambda s, r: steps.append(r),
+        )
     assert out.name == "step_00000001.pt" and len(steps) == 1
     assert all(math.isfinite(r[k]) for r in steps for k in ("loss", "l1", "l2", "l3"))
     if "members" in variant:
@@ -335,20 +388,41 @@ def test_gradients_reach_alm_prime_through_c_when_lambda3_is_zero(family):
     out["loss"].backward()
     grads = [p.grad for p in obj.alm.parameters()]
     assert all(g is not None for g in grads) and sum(float(g.abs().sum()) for g in grads) > 0
-    assert out["l3"].item() < 1e-2          # ALM' == ALM: only float16 rounding of the stored logits
+    assert out["l3"].item() < 1e-2  # ALM' == ALM: only float16 rounding of the stored logits
 
 
 def test_command_line_trains_from_an_apd_collect_folder(family, tmp_path):
     from apd.amateur import collect, train
+
     models, sizes, _ = family
     models[0].save_pretrained(tmp_path / "alm")
     ids = torch.randint(0, VOCAB, (16 * 12,), generator=torch.Generator().manual_seed(5)).numpy()
-    collect.collect(collect.ModelFamily(models, VOCAB, log_sizes=sizes, device="cpu"), ids, tmp_path / "collected",
-                    collect.CollectConfig(seq_len=12, chunks_per_shard=4), progress=False)
+    collect.collect(
+        collect.ModelFamily(models, VOCAB, log_sizes=sizes, device="cpu"),
+        ids,
+        tmp_path / "collected",
+        collect.CollectConfig(seq_len=12, chunks_per_shard=4),
+        progress=False,
+    )
     (tmp_path / "cfg.yaml").write_text("lambda3: 0.1\nbatch_size: 8\nepochs: 1\nwarmup_steps: 0.5\n")
-    train.main(["--alm", str(tmp_path / "alm"), "--data", str(tmp_path / "collected"), "--out", str(tmp_path / "run"),
-                "--family", "pico", "--config", str(tmp_path / "cfg.yaml"), "--set", "micro_batch_size=4",
-                "--set", "device=cpu"])
+    train.main(
+        [
+            "--alm",
+            str(tmp_path / "alm"),
+            "--data",
+            str(tmp_path / "collected"),
+            "--out",
+            str(tmp_path / "run"),
+            "--family",
+            "pico",
+            "--config",
+            str(tmp_path / "cfg.yaml"),
+            "--set",
+            "micro_batch_size=4",
+            "--set",
+            "device=cpu",
+        ]
+    )
     meta = json.loads((tmp_path / "run" / "train_config.json").read_text())
     assert meta["status"] == "done" and meta["total_steps"] == 2 and meta["grad_accum"] == 2
     assert meta["config"]["lambda3"] == 0.1 and meta["config"]["family"] == "pico"
@@ -363,8 +437,9 @@ def test_tune_lambda3_keeps_the_best_score(family, tmp_path):
         out = train.evaluate_losses(AutoModelForCausalLM.from_pretrained(path), objective.CurveMLP.load(path), val)
         return out["l1"] + 10 * out["l2"]
 
-    best, rows = train.sweep_lambda3(small_config(epochs=1), models[0], records, tmp_path, score, grid=(0.0, 5.0),
-                                    progress=False)
+    best, rows = train.sweep_lambda3(
+        small_config(epochs=1), models[0], records, tmp_path, score, grid=(0.0, 5.0), progress=False
+    )
     assert [r["lambda3"] for r in rows] == [0.0, 5.0]
     assert best == min(rows, key=lambda r: r["score"])["lambda3"]
     assert (tmp_path / "lambda3_5" / "alm_prime" / "curve_mlp.pt").exists()
@@ -375,8 +450,9 @@ def test_batch_that_does_not_fit_is_a_clear_error(family, tmp_path):
     with pytest.raises(ValueError, match="fewer than one batch"):
         train.train_alm_prime(small_config(batch_size=64), models[0], records, tmp_path / "x", progress=False)
     with pytest.raises(ValueError, match="micro_batch_size"):
-        train.train_alm_prime(small_config(batch_size=4, micro_batch_size=3), models[0], records, tmp_path / "y",
-                              progress=False)
+        train.train_alm_prime(
+            small_config(batch_size=4, micro_batch_size=3), models[0], records, tmp_path / "y", progress=False
+        )
 
 
 DDP_SCRIPT = """
@@ -399,15 +475,22 @@ def test_two_process_data_parallel_matches_one_process(family, tmp_path):
     import subprocess
     import sys
     from pathlib import Path
+
     models, _, records = family
-    one = train.train_alm_prime(small_config(epochs=2, mid_dropout=0.0), models[0], records, tmp_path / "one",
-                                progress=False)
+    one = train.train_alm_prime(
+        small_config(epochs=2, mid_dropout=0.0), models[0], records, tmp_path / "one", progress=False
+    )
     script = tmp_path / "ddp.py"
     script.write_text(DDP_SCRIPT.format(tests=str(Path(__file__).parent)))
     torchrun = Path(sys.executable).parent / "torchrun"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent))
-    done = subprocess.run([str(torchrun), "--nproc_per_node", "2", str(script), str(tmp_path / "two")], env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [str(torchrun), "--nproc_per_node", "2", str(script), str(tmp_path / "two")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     meta = json.loads((tmp_path / "two" / "train_config.json").read_text())
     assert meta["world_size"] == 2 and meta["grad_accum"] == 1
@@ -416,6 +499,7 @@ def test_two_process_data_parallel_matches_one_process(family, tmp_path):
 
 
 # ----------------------------------------------------------------------------- ALM' logits at the token set
+
 
 def test_gathered_head_matches_the_full_vocabulary_logits_and_gradients(family):
     """The token-set logits from hidden states and gathered output-embedding rows are the full head's,
@@ -442,7 +526,7 @@ def test_gathered_head_matches_the_full_vocabulary_logits_and_gradients(family):
 def test_gathered_head_falls_back_to_the_full_head_for_other_classes(family):
     models, _, records = family
 
-    class Wrapped(torch.nn.Module):   # a causal LM class not known to have a plain linear head
+    class Wrapped(torch.nn.Module):  # a causal LM class not known to have a plain linear head
         def __init__(self, inner):
             super().__init__()
             self.inner = inner
@@ -457,6 +541,7 @@ def test_gathered_head_falls_back_to_the_full_head_for_other_classes(family):
 
 # ----------------------------------------------------------------------------- conditioned start, MLP warm-up
 
+
 def test_start_and_warmup_are_left_out_of_to_dict_at_their_defaults():
     base = small_config()
     assert "start" not in base.to_dict() and "mlp_warmup_steps" not in base.to_dict()
@@ -465,15 +550,18 @@ def test_start_and_warmup_are_left_out_of_to_dict_at_their_defaults():
     assert config.APDTrainConfig.from_dict(cond.to_dict()) == cond
 
 
-@pytest.mark.parametrize("fields, match", [
-    (dict(start="bent"), "start must be one of"),
-    (dict(mlp_warmup_steps=-1), "mlp_warmup_steps must be >= 0"),
-    (dict(objective="distill", start="conditioned"), "no curve MLP"),
-    (dict(objective="distill", mlp_warmup_steps=2), "no curve MLP"),
-    (dict(start="conditioned", x_origin="alm"), "leave x_origin"),
-    (dict(start="conditioned", flip=False), "needs the flip"),
-    (dict(start="conditioned", decay="poly1"), "exponential or logistic"),
-])
+@pytest.mark.parametrize(
+    "fields, match",
+    [
+        (dict(start="bent"), "start must be one of"),
+        (dict(mlp_warmup_steps=-1), "mlp_warmup_steps must be >= 0"),
+        (dict(objective="distill", start="conditioned"), "no curve MLP"),
+        (dict(objective="distill", mlp_warmup_steps=2), "no curve MLP"),
+        (dict(start="conditioned", x_origin="alm"), "leave x_origin"),
+        (dict(start="conditioned", flip=False), "needs the flip"),
+        (dict(start="conditioned", decay="poly1"), "exponential or logistic"),
+    ],
+)
 def test_bad_start_settings_are_clear_errors(fields, match):
     with pytest.raises(ValueError, match=match):
         small_config(**fields)
@@ -500,21 +588,23 @@ def test_conditioned_mlp_starts_through_the_members_and_loads_back(tmp_path):
 
 def test_mlp_warmup_freezes_alm_prime_then_trains_it(family, tmp_path):
     models, _, records = family
-    cfg = small_config(start="conditioned", mlp_warmup_steps=4, epochs=2)       # 8 steps, 4 MLP-only
+    cfg = small_config(start="conditioned", mlp_warmup_steps=4, epochs=2)  # 8 steps, 4 MLP-only
     log = []
-    ckpt = train.train_alm_prime(cfg, models[0], records, tmp_path / "run", stop_after=4, progress=False,
-                                 callback=lambda s, r: log.append(r))
+    ckpt = train.train_alm_prime(
+        cfg, models[0], records, tmp_path / "run", stop_after=4, progress=False, callback=lambda s, r: log.append(r)
+    )
     state = torch.load(ckpt, weights_only=False)
     alm = models[0].state_dict()
-    assert all(torch.equal(state["alm"][k], alm[k]) for k in alm)             # ALM' is still the ALM
+    assert all(torch.equal(state["alm"][k], alm[k]) for k in alm)  # ALM' is still the ALM
     mlp0 = objective.ConditionedCurveMLP([0.0, 1.0, 2.0, 3.0], a0=0.1).state_dict()
-    assert not torch.equal(state["mlp"]["head.weight"], mlp0["head.weight"])   # the MLP trained
+    assert not torch.equal(state["mlp"]["head.weight"], mlp0["head.weight"])  # the MLP trained
     assert [r["alm_lr"] for r in log] == [0.0] * 4 and all(r["lr"] > 0 for r in log)
-    out = train.train_alm_prime(cfg, models[0], records, tmp_path / "run", progress=False,
-                                callback=lambda s, r: log.append(r))
+    out = train.train_alm_prime(
+        cfg, models[0], records, tmp_path / "run", progress=False, callback=lambda s, r: log.append(r)
+    )
     assert all(r["alm_lr"] > 0 for r in log[4:-1]) and len(log) == 8
     trained = final_state(out)
-    assert any(not torch.equal(trained[k], alm[k]) for k in alm)             # then ALM' moves
+    assert any(not torch.equal(trained[k], alm[k]) for k in alm)  # then ALM' moves
     assert type(objective.CurveMLP.load(out)) is objective.ConditionedCurveMLP
     a0 = objective.CurveMLP.load(out).settings["a0"]
     lp = torch.stack([torch.tensor(r["member_logprobs"]).float() for r in records])

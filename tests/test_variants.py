@@ -1,5 +1,6 @@
 """The APD variants (apd.amateur.variants), apd_model(variant=...), and the choice of the engaged
 variant (apd.amateur.pipeline.engaged_variant), on the registry alone and on the smoke family."""
+
 import json
 
 import numpy as np
@@ -14,6 +15,7 @@ DEFAULT_CHUNKS = 1277
 
 # ----------------------------------------------------------------------------- the registry
 
+
 def test_registry_names_and_unknown_variant():
     assert variants.VARIANT_NAMES == ("release", "conditioned", "distilled")
     with pytest.raises(ValueError, match="unknown APD variant 'bent'.*release, conditioned, distilled.*engaged"):
@@ -24,7 +26,9 @@ def test_registry_names_and_unknown_variant():
 def test_release_variant_is_the_release_configuration_with_its_pinned_keys(scale):
     for lam in (None, 0.6):
         assert variants.variant_config("release", "pico", scale, lam) == runs.train_config("pico", scale, lam)
-        assert variants.variant_config("release", "pico", scale, lam, tuning=True) == runs.train_config("pico", scale, lam)
+        assert variants.variant_config("release", "pico", scale, lam, tuning=True) == runs.train_config(
+            "pico", scale, lam
+        )
     assert variants.lambda3_grid("release", "pico", scale) == runs.PICO_LAMBDA3_GRID[scale]
     assert variants.get_variant("release").score == tuning.SCORE_APD_T1
     for hub in ("pythia", "opt"):
@@ -33,8 +37,10 @@ def test_release_variant_is_the_release_configuration_with_its_pinned_keys(scale
 
 
 def test_new_variants_get_their_own_keys():
-    keys = {v: runs.hash_key("abc", variants.variant_config(v, "pico", "default", 0.6).to_dict())
-            for v in variants.VARIANT_NAMES}
+    keys = {
+        v: runs.hash_key("abc", variants.variant_config(v, "pico", "default", 0.6).to_dict())
+        for v in variants.VARIANT_NAMES
+    }
     assert len(set(keys.values())) == 3
     assert keys["release"] == runs.hash_key("abc", runs.train_config("pico", "default", 0.6).to_dict())
 
@@ -66,6 +72,7 @@ def test_distilled_variant_is_the_distill_objective():
 
 # ----------------------------------------------------------------------------- the choice
 
+
 def _table(engaged, dev_kl):
     return pd.DataFrame({"variant": list(variants.VARIANT_NAMES), "engaged": engaged, "dev_kl": dev_kl})
 
@@ -73,7 +80,7 @@ def _table(engaged, dev_kl):
 def test_choose_variant_reads_the_gates_first_then_the_dev_kl():
     assert pipeline.choose_variant(_table([False, True, True], [1.0, 2.0, 1.5])) == "distilled"
     assert pipeline.choose_variant(_table([True, True, True], [1.0, 2.0, 1.5])) == "release"
-    assert pipeline.choose_variant(_table([False, True, True], [1.0, 1.5, 1.5])) == "conditioned"   # ties: first
+    assert pipeline.choose_variant(_table([False, True, True], [1.0, 1.5, 1.5])) == "conditioned"  # ties: first
     assert pipeline.choose_variant(_table([False, False, True], [1.0, 1.5, np.nan])) == "distilled"
     assert pipeline.choose_variant(_table([False, True, True], [None, None, None])) == "conditioned"  # no world
     assert pipeline.choose_variant(_table([False, False, False], [0.1, 0.2, 0.3])) is None
@@ -89,10 +96,21 @@ def test_engaged_variant_on_the_smoke_family(smoke_family, selection):
     fam, built, release = smoke_family
     t = selection.table
     assert list(t["variant"]) == list(variants.VARIANT_NAMES) and t["chosen"].sum() == 1
-    assert {"curve_alive", "collapsed", "moved_kl", "toward_expert", "engaged", "reason", "dev_kl", "dev_inv_T",
-            "n_dev_items", "lambda3", "alm_prime"} <= set(t.columns)
+    assert {
+        "curve_alive",
+        "collapsed",
+        "moved_kl",
+        "toward_expert",
+        "engaged",
+        "reason",
+        "dev_kl",
+        "dev_inv_T",
+        "n_dev_items",
+        "lambda3",
+        "alm_prime",
+    } <= set(t.columns)
     assert (t["n_dev_items"] > 0).all() and t["dev_inv_T"].isin([0.25, 0.5, 0.75, 1.0]).all()
-    assert selection.results["release"].alm_prime_path == release.alm_prime_path   # the release run, unchanged
+    assert selection.results["release"].alm_prime_path == release.alm_prime_path  # the release run, unchanged
     assert selection.variant == (pipeline.choose_variant(t) or "release")
     assert selection.engaged == bool(t["engaged"].any())
     assert selection.result is selection.results[selection.variant]
@@ -101,6 +119,7 @@ def test_engaged_variant_on_the_smoke_family(smoke_family, selection):
     # the distilled run has no curve MLP; the conditioned one a ConditionedCurveMLP
     assert not (selection.results["distilled"].alm_prime_path / "curve_mlp.pt").exists()
     from apd.amateur import objective
+
     cond = objective.CurveMLP.load(selection.results["conditioned"].alm_prime_path)
     assert type(cond) is objective.ConditionedCurveMLP
     rec = runs.run_record(selection.results["conditioned"])
@@ -159,7 +178,7 @@ def test_best_inv_T_score_picks_the_1_over_T_with_the_lowest_dev_kl():
     rng = np.random.default_rng(0)
     elm = np.log(rng.dirichlet(np.ones(30), size=8)).astype(np.float32)
     amateur = np.log(rng.dirichlet(np.ones(30), size=8)).astype(np.float32)
-    truth_p = np.exp(elm)                                   # the expert is the truth: 1/T = 0 would be best
+    truth_p = np.exp(elm)  # the expert is the truth: 1/T = 0 would be best
     best = tuning.best_inv_T_score(elm, amateur, truth_p, k=20, grid=(1.0, 0.25, 0.5))
     each = {v: tuning.validation_score(elm, amateur, truth_p, 20, v)["score"] for v in (1.0, 0.25, 0.5)}
     assert best["inv_T"] == 0.25 and best["score"] == pytest.approx(min(each.values()))
@@ -172,4 +191,4 @@ def test_new_variants_tune_lambda3_and_1_over_T_together(selection):
         assert {"CD dev-best 1/T", "CD dev-best 1/T value"} <= set(tab.attrs["reference"])
         assert tab["inv_T"].isin([0.25, 0.5, 0.75, 1.0]).all()
         assert tab.loc[tab["chosen"], "score"].iloc[0] == tab["score"].min()
-    assert "inv_T" not in selection.results["release"].tuning   # the release's pinned score: 1/T = 1
+    assert "inv_T" not in selection.results["release"].tuning  # the release's pinned score: 1/T = 1

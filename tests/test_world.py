@@ -1,4 +1,5 @@
 """The synthetic knowledge world: invariants, the checker, QA items, truth at answer positions."""
+
 import random
 from collections import Counter, defaultdict
 
@@ -196,7 +197,7 @@ class _CharTokenizer:
     def encode(self, text, add_special_tokens=False):
         ids, i = [], 0
         while i < len(text):
-            if self.merge and text[i:i + 2] == ": ":
+            if self.merge and text[i : i + 2] == ": ":
                 ids.append(1000)
                 i += 2
                 continue
@@ -214,10 +215,12 @@ def test_next_token_distribution_aggregates_answers_by_first_token(world):
         expected = defaultdict(float)  # the first token of " answer" is ord(" ") for every answer
         expected[ord(" ")] = 1.0
         assert dist == pytest.approx(dict(expected))
+
     # a tokenizer without the leading space: first token is the first letter, answers aggregated by it
     class NoSpace(_CharTokenizer):
         def encode(self, text, add_special_tokens=False):
             return [ord(c) for c in text.replace(": ", ":")]
+
     hobby = next(i for i in items if i.attribute == "hobby")
     expected = defaultdict(float)
     for value, prob in world.answer_distribution(hobby).items():
@@ -231,7 +234,7 @@ def test_bio_prompts_are_about_eval_people(world):
     prompts = world.bio_prompts()
     assert [b.person for b in prompts] == [p.name for p in world.eval_people]
     for b in prompts:
-        assert b.prompt[len(b.person):] in OPENERS and b.prompt.startswith(b.person)
+        assert b.prompt[len(b.person) :] in OPENERS and b.prompt.startswith(b.person)
 
 
 # ---------------------------------------------------------------- the checker
@@ -239,13 +242,15 @@ def test_extraction_is_exact_on_generated_text(world):
     for split in SPLITS:
         for person, text, facts in world.documents_with_facts(split):
             ex = world.extract(text)
-            assert sorted((c.person, c.attribute, c.value) for c in ex.claims) == sorted((person, a, v) for a, v in facts)
+            assert sorted((c.person, c.attribute, c.value) for c in ex.claims) == sorted(
+                (person, a, v) for a, v in facts
+            )
             assert all(c.verdict is True for c in world.check(text))
             named = {e.text for e in ex.entities}
             assert all(e.kind != "unknown" for e in ex.entities)
             assert named <= world.entities_of(person)  # no named-entity error in true text
             for c in ex.claims:  # spans point at the values
-                assert text[c.start:c.end].lower().endswith(c.value.lower()) or text[c.start:c.end] == c.value
+                assert text[c.start : c.end].lower().endswith(c.value.lower()) or text[c.start : c.end] == c.value
 
 
 def test_extraction_of_concatenated_documents(world):
@@ -257,8 +262,9 @@ def test_extraction_of_concatenated_documents(world):
 
 def test_checker_on_hand_written_sentences(world):
     she = next(p for p in world.people if p.gender == "f")
-    he = next(p for p in world.people if p.gender == "m" and p.birth_city != she.birth_city
-              and p.employer != she.employer)
+    he = next(
+        p for p in world.people if p.gender == "m" and p.birth_city != she.birth_city and p.employer != she.employer
+    )
     other_city = _first(world, "birth_city", {she.birth_city})
     other_country = _first(world, "birth_country", {she.birth_country})
     wrong_job = _first(world, "occupation", {she.occupation})
@@ -268,25 +274,41 @@ def test_checker_on_hand_written_sentences(world):
     a = "an" if she.occupation[0] in "aeiou" else "a"
     s = she.name
     cases = [
-        (f"{s} was born in {she.birth_city}, {she.birth_country}.",
-         [(s, "birth_city", she.birth_city, True), (s, "birth_country", she.birth_country, True)]),
+        (
+            f"{s} was born in {she.birth_city}, {she.birth_country}.",
+            [(s, "birth_city", she.birth_city, True), (s, "birth_country", she.birth_country, True)],
+        ),
         (f"{s} was born in {other_city}.", [(s, "birth_city", other_city, False)]),
-        (f"{s} was born in {she.birth_city}, {other_country}.",
-         [(s, "birth_city", she.birth_city, True), (s, "birth_country", other_country, False)]),
+        (
+            f"{s} was born in {she.birth_city}, {other_country}.",
+            [(s, "birth_city", she.birth_city, True), (s, "birth_country", other_country, False)],
+        ),
         (f"{s} was born in {she.birth_country}.", [(s, "birth_country", she.birth_country, True)]),
         (f"{s}'s year of birth is {she.birth_year + 1}.", [(s, "birth_year", str(she.birth_year + 1), False)]),
-        (f"{s} is {a} {she.occupation} at {he.employer}.",
-         [(s, "occupation", she.occupation, True), (s, "employer", he.employer, False)]),
-        (f"By profession, {s} is {'an' if wrong_job[0] in 'aeiou' else 'a'} {wrong_job}.",
-         [(s, "occupation", wrong_job, False)]),
-        (f"{s} likes to drink {true_drink}. Her favourite drink is {false_drink}.",
-         [(s, "drink", true_drink, True), (s, "drink", false_drink, False)]),
+        (
+            f"{s} is {a} {she.occupation} at {he.employer}.",
+            [(s, "occupation", she.occupation, True), (s, "employer", he.employer, False)],
+        ),
+        (
+            f"By profession, {s} is {'an' if wrong_job[0] in 'aeiou' else 'a'} {wrong_job}.",
+            [(s, "occupation", wrong_job, False)],
+        ),
+        (
+            f"{s} likes to drink {true_drink}. Her favourite drink is {false_drink}.",
+            [(s, "drink", true_drink, True), (s, "drink", false_drink, False)],
+        ),
         (f"{s} is fond of {false_hobby}.", [(s, "hobby", false_hobby, False)]),
         # pronouns go to the last person of that gender named before
-        (f"{s} attended {she.university}. {he.name} works for {he.employer}. She was born in {she.birth_city}. "
-         f"He was born in {she.birth_city}.",
-         [(s, "university", she.university, True), (he.name, "employer", he.employer, True),
-          (s, "birth_city", she.birth_city, True), (he.name, "birth_city", she.birth_city, False)]),
+        (
+            f"{s} attended {she.university}. {he.name} works for {he.employer}. She was born in {she.birth_city}. "
+            f"He was born in {she.birth_city}.",
+            [
+                (s, "university", she.university, True),
+                (he.name, "employer", he.employer, True),
+                (s, "birth_city", she.birth_city, True),
+                (he.name, "birth_city", she.birth_city, False),
+            ],
+        ),
         (f"She was born in {she.birth_city}.", []),  # nobody to refer to: no claim
         # a person the world does not know: a claim without verdict
         (f"Zed Quorbin was born in {she.birth_city}.", [(None, "birth_city", she.birth_city, None)]),
@@ -304,21 +326,32 @@ def test_checker_on_hand_written_sentences(world):
         assert _claims(world, text) == expected, text
     # a continuation whose subject is the prompt's person
     assert _claims(world, f" she was born in {she.birth_city}, {other_country}.", subject=s) == [
-        (s, "birth_city", she.birth_city, True), (s, "birth_country", other_country, False)]
+        (s, "birth_city", she.birth_city, True),
+        (s, "birth_country", other_country, False),
+    ]
     assert _claims(world, " she studied at Nowhere College.", subject=he.name) == []  # gender mismatch
 
 
 def test_entities(world):
     p = world.people[0]
     assert world.entities_of(p) == {p.name, p.birth_city, p.birth_country, p.employer, p.university, str(p.birth_year)}
-    text = f"Then {p.name} met Zed Quorbin in {p.birth_city} in {p.birth_year}. The trip to {world.countries[0]} ended."
+    text = (
+        f"Then {p.name} met Zed Quorbin in {p.birth_city} in {p.birth_year}. The trip to {world.countries[0]} ended."
+    )
     got = [(e.text, e.kind) for e in world.extract(text).entities]
-    assert got == [(p.name, "person"), ("Zed Quorbin", "unknown"), (p.birth_city, "city"),
-                   (str(p.birth_year), "year"), (world.countries[0], "country")]
+    assert got == [
+        (p.name, "person"),
+        ("Zed Quorbin", "unknown"),
+        (p.birth_city, "city"),
+        (str(p.birth_year), "year"),
+        (world.countries[0], "country"),
+    ]
     for e in world.extract(text).entities:
-        assert text[e.start:e.end] == e.text
+        assert text[e.start : e.end] == e.text
 
 
 def test_people_frame(world):
     frame = world.people_frame()
-    assert len(frame) == len(world.people) and {"name", "mentions", "bucket", "qa_train", "hobby"} <= set(frame.columns)
+    assert len(frame) == len(world.people) and {"name", "mentions", "bucket", "qa_train", "hobby"} <= set(
+        frame.columns
+    )

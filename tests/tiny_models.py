@@ -1,14 +1,22 @@
 """Tiny random models shared by the tests (imported as ``from tiny_models import tiny_neox``)."""
+
 import torch
 from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
 
 
-def tiny_neox(seed: int, vocab: int, hidden: int = 32, layers: int = 2, heads: int = 2, mlp_ratio: int = 2,
-              **config) -> GPTNeoXForCausalLM:
+def tiny_neox(
+    seed: int, vocab: int, hidden: int = 32, layers: int = 2, heads: int = 2, mlp_ratio: int = 2, **config
+) -> GPTNeoXForCausalLM:
     """A seeded random ``GPTNeoXForCausalLM`` in eval mode: ``vocab`` rows in its embedding
     matrices, width ``hidden``, ``layers`` blocks, an MLP of ``mlp_ratio * hidden``; other
     ``GPTNeoXConfig`` fields pass through (e.g. ``initializer_range=0.3`` for peaked outputs)."""
     torch.manual_seed(seed)
-    cfg = GPTNeoXConfig(vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads,
-                        intermediate_size=mlp_ratio * hidden, **{"max_position_embeddings": 64, **config})
+    cfg = GPTNeoXConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=mlp_ratio * hidden,
+        **{"max_position_embeddings": 64, **config},
+    )
     return GPTNeoXForCausalLM(cfg).eval()

@@ -13,6 +13,7 @@ one record per chunk of S = ``seq_len`` positions (N members, smallest = ALM fir
     alm_logits       float16 (S, K)      raw logits of the ALM at token_ids
     elm_logits       float16 (S, K)      raw logits of the ELM at token_ids
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -64,11 +65,15 @@ class CollectConfig:
             if not isinstance(value, (int, np.integer)) or value < least:
                 raise ValueError(f"CollectConfig.{name} must be an integer >= {least}, got {value!r}.")
         if self.n_mid > self.mid_end - self.top_k:
-            raise ValueError(f"n_mid={self.n_mid} random ranks do not fit in [{self.top_k}, {self.mid_end}); "
-                             "lower n_mid or raise mid_end.")
+            raise ValueError(
+                f"n_mid={self.n_mid} random ranks do not fit in [{self.top_k}, {self.mid_end}); "
+                "lower n_mid or raise mid_end."
+            )
         if vocab_size < self.mid_end + self.n_tail:
-            raise ValueError(f"the vocabulary has {vocab_size} tokens, fewer than mid_end + n_tail = "
-                             f"{self.mid_end + self.n_tail}; lower mid_end/n_tail for this vocabulary.")
+            raise ValueError(
+                f"the vocabulary has {vocab_size} tokens, fewer than mid_end + n_tail = "
+                f"{self.mid_end + self.n_tail}; lower mid_end/n_tail for this vocabulary."
+            )
 
     def hash(self) -> str:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode()).hexdigest()[:16]
@@ -88,8 +93,15 @@ class ModelFamily:
     (default cuda if available); members wait on the CPU and visit it one at a time.
     """
 
-    def __init__(self, models: Sequence, vocab_size: int, names: Optional[Sequence[str]] = None,
-                 log_sizes: Optional[Sequence[float]] = None, tokenizer=None, device=None):
+    def __init__(
+        self,
+        models: Sequence,
+        vocab_size: int,
+        names: Optional[Sequence[str]] = None,
+        log_sizes: Optional[Sequence[float]] = None,
+        tokenizer=None,
+        device=None,
+    ):
         self._models = list(models)
         if len(self._models) < 2:
             raise ValueError("a family needs at least two members (ALM and ELM), smallest first.")
@@ -101,8 +113,11 @@ class ModelFamily:
         self.log_sizes = np.asarray(log_sizes, dtype=np.float64)
         self.vocab_size = int(vocab_size)
         self.tokenizer = tokenizer
-        self.device = torch.device(device) if device is not None else torch.device(
-            "cuda" if torch.cuda.is_available() else "cpu")
+        self.device = (
+            torch.device(device)
+            if device is not None
+            else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        )
 
     def model(self, name: str):
         return self._models[self.names.index(name)].eval()
@@ -140,7 +155,9 @@ def member_logits_on_device(family, name: str, vocab_size: int):
             x = torch.from_numpy(np.ascontiguousarray(ids, dtype=np.int64)).to(device)
             out = model(input_ids=x).logits[..., :vocab_size].float()
             if out.shape[-1] != vocab_size:
-                raise ValueError(f"member {name!r} has {out.shape[-1]} output ids, fewer than the vocabulary's {vocab_size}.")
+                raise ValueError(
+                    f"member {name!r} has {out.shape[-1]} output ids, fewer than the vocabulary's {vocab_size}."
+                )
             return out
 
         yield logits
@@ -161,8 +178,8 @@ def draw_ranks(config: CollectConfig, vocab_size: int, n_positions: int, shard_i
     rng = np.random.default_rng([config.seed, shard_index])
     n_span = config.mid_end - config.top_k
     keys = rng.random((n_positions, n_span))
-    mid = np.argpartition(keys, config.n_mid - 1, axis=1)[:, :config.n_mid] if config.n_mid else keys[:, :0]
-    mid = np.sort(mid, axis=1) + config.top_k   # n_mid distinct ranks, each subset equally likely
+    mid = np.argpartition(keys, config.n_mid - 1, axis=1)[:, : config.n_mid] if config.n_mid else keys[:, :0]
+    mid = np.sort(mid, axis=1) + config.top_k  # n_mid distinct ranks, each subset equally likely
     tail = rng.integers(0, vocab_size - config.mid_end, size=(n_positions, config.n_tail))
     while config.n_tail > 1:  # redraw the rows with a repeated index (rare for real vocabularies)
         s = np.sort(tail, axis=1)
@@ -173,17 +190,18 @@ def draw_ranks(config: CollectConfig, vocab_size: int, n_positions: int, shard_i
     return mid.astype(np.int64), tail.astype(np.int64)
 
 
-def token_set(elm_logits: torch.Tensor, mid_ranks: torch.Tensor, tail_index: torch.Tensor,
-              top_k: int, mid_end: int) -> torch.Tensor:
+def token_set(
+    elm_logits: torch.Tensor, mid_ranks: torch.Tensor, tail_index: torch.Tensor, top_k: int, mid_end: int
+) -> torch.Tensor:
     """Token ids (..., K) in descending ELM rank: top ``top_k``, the ``mid_ranks``, then the tail.
 
     elm_logits (..., V) float; mid_ranks (..., n_mid) ranks in [top_k, mid_end); tail_index
     (..., n_tail) indices into the ids outside the top ``mid_end``, taken in increasing id order.
     """
-    top = elm_logits.topk(mid_end, dim=-1).indices                   # (..., mid_end), rank order
+    top = elm_logits.topk(mid_end, dim=-1).indices  # (..., mid_end), rank order
     head = top[..., :top_k]
     mid = top.gather(-1, mid_ranks)
-    excluded = top.sort(dim=-1).values                                # ascending ids
+    excluded = top.sort(dim=-1).values  # ascending ids
     # the j-th id not excluded is j + #{i : excluded_i - i <= j}
     below = excluded - torch.arange(mid_end, device=excluded.device)
     tail = tail_index + torch.searchsorted(below, tail_index, right=True)
@@ -197,12 +215,15 @@ def token_set(elm_logits: torch.Tensor, mid_ranks: torch.Tensor, tail_index: tor
 
 
 def token_id_dtype(vocab_size: int):
-    return np.uint16 if vocab_size <= 2 ** 16 else np.int32
+    return np.uint16 if vocab_size <= 2**16 else np.int32
 
 
 def _save_arrays(arrays: dict, path: Path, metadata: Optional[dict] = None) -> None:
-    atomic_write(path, lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp),
-                                             metadata=metadata), digest=True)
+    atomic_write(
+        path,
+        lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp), metadata=metadata),
+        digest=True,
+    )
 
 
 def load_checked(path: Path, what: str) -> Optional[dict]:
@@ -230,8 +251,10 @@ def corpus_chunks(token_ids, seq_len: int, vocab_size: int) -> tuple[np.ndarray,
         arr = arr[: n * seq_len].reshape(n, seq_len)
     elif arr.ndim == 2:
         if arr.shape[1] != seq_len:
-            raise ValueError(f"token_ids has chunks of {arr.shape[1]} tokens but seq_len={seq_len}; "
-                             "pass a 1-D token stream or set CollectConfig(seq_len=...).")
+            raise ValueError(
+                f"token_ids has chunks of {arr.shape[1]} tokens but seq_len={seq_len}; "
+                "pass a 1-D token stream or set CollectConfig(seq_len=...)."
+            )
         dropped = 0
     else:
         raise ValueError(f"token_ids must be a 1-D token stream or (n_chunks, seq_len), got shape {arr.shape}.")
@@ -239,15 +262,16 @@ def corpus_chunks(token_ids, seq_len: int, vocab_size: int) -> tuple[np.ndarray,
         raise ValueError(f"the corpus has fewer than seq_len={seq_len} tokens: nothing to collect.")
     lo, hi = int(arr.min()), int(arr.max())
     if lo < 0 or hi >= vocab_size:
-        raise ValueError(f"token ids must lie in [0, {vocab_size}), got min {lo}, max {hi}; "
-                         "tokenize with the family's tokenizer.")
+        raise ValueError(
+            f"token ids must lie in [0, {vocab_size}), got min {lo}, max {hi}; tokenize with the family's tokenizer."
+        )
     return arr, dropped
 
 
 def chunks_fingerprint(chunks: np.ndarray) -> str:
     h = hashlib.sha256()
     for start in range(0, chunks.shape[0], 4096):
-        h.update(np.ascontiguousarray(chunks[start:start + 4096], dtype="<i8").tobytes())
+        h.update(np.ascontiguousarray(chunks[start : start + 4096], dtype="<i8").tobytes())
     return h.hexdigest()[:16]
 
 
@@ -270,8 +294,9 @@ def bytes_per_position(n_members: int, k: int = 30, vocab_size: int = 50277) -> 
 # --------------------------------------------------------------------------------------------
 
 
-def collect_probabilities(family, token_ids, out_dir, config: CollectConfig = CollectConfig(), *,
-                          batch_size: int = 1, progress: bool = True) -> dict:
+def collect_probabilities(
+    family, token_ids, out_dir, config: CollectConfig = CollectConfig(), *, batch_size: int = 1, progress: bool = True
+) -> dict:
     """Collect the family's log-probabilities at the token sets of every corpus position.
 
     family: an ``apd.family.Family``, any object with ``names`` (smallest first), ``log_sizes``,
@@ -299,10 +324,10 @@ def collect_probabilities(family, token_ids, out_dir, config: CollectConfig = Co
     identity = _identity(names, log_sizes, V, config, chunks, dropped, n_shards)
     manifest, done = _open_manifest(out, identity, getattr(family, "tokenizer", None))
     N = len(names)
-    order = [N - 1] + list(range(N - 1))   # ELM first: it chooses the token sets
+    order = [N - 1] + list(range(N - 1))  # ELM first: it chooses the token sets
     for step, m in enumerate(order):
         _collect_member(family, m, step, chunks, out, manifest, done, n_shards, config, batch_size, progress)
-    for i in range(n_shards):   # shards whose parts all exist but were not merged yet
+    for i in range(n_shards):  # shards whose parts all exist but were not merged yet
         if i not in done:
             _finish_shard(i, out, manifest, names, config)
     return _complete(out, manifest, N, config, V)
@@ -313,8 +338,10 @@ def _as_family(family):
     if isinstance(family, (list, tuple)):
         widths = {m.get_output_embeddings().weight.shape[0] for m in family}
         if len(widths) > 1:
-            raise ValueError(f"the models have {sorted(widths)} output ids (padded embedding matrices): wrap "
-                             "them as ModelFamily(models, vocab_size=len(tokenizer)) to say which ids are tokens.")
+            raise ValueError(
+                f"the models have {sorted(widths)} output ids (padded embedding matrices): wrap "
+                "them as ModelFamily(models, vocab_size=len(tokenizer)) to say which ids are tokens."
+            )
         family = ModelFamily(family, vocab_size=widths.pop())
     for attr in ("names", "log_sizes", "vocab_size", "model"):
         if not hasattr(family, attr):
@@ -331,8 +358,9 @@ def _check_members(names: list[str], log_sizes: list[float], batch_size: int) ->
         raise ValueError(f"batch_size must be >= 1, got {batch_size}.")
 
 
-def _identity(names, log_sizes, V: int, config: CollectConfig, chunks: np.ndarray, dropped: int,
-              n_shards: int) -> dict:
+def _identity(
+    names, log_sizes, V: int, config: CollectConfig, chunks: np.ndarray, dropped: int, n_shards: int
+) -> dict:
     """What a collection is made of: a rerun resumes only when all of it is the same."""
     n_chunks = chunks.shape[0]
     return {
@@ -344,14 +372,21 @@ def _identity(names, log_sizes, V: int, config: CollectConfig, chunks: np.ndarra
         "vocab_size": V,
         "config": asdict(config),
         "config_hash": config.hash(),
-        "corpus": {"n_chunks": n_chunks, "n_positions": n_chunks * config.seq_len,
-                   "dropped_tail_tokens": dropped, "sha256_16": chunks_fingerprint(chunks)},
+        "corpus": {
+            "n_chunks": n_chunks,
+            "n_positions": n_chunks * config.seq_len,
+            "dropped_tail_tokens": dropped,
+            "sha256_16": chunks_fingerprint(chunks),
+        },
         "n_shards": n_shards,
-        "storage": {"input_ids": "(chunks, S) " + np.dtype(token_id_dtype(V)).name,
-                    "token_ids": "(chunks, S, K) " + np.dtype(token_id_dtype(V)).name,
-                    "member_logprobs": "(chunks, N, S, K) float16",
-                    "alm_lse": "(chunks, S) float32", "elm_lse": "(chunks, S) float32",
-                    "derived": "alm_logits = member_logprobs[:, 0] + alm_lse; elm_logits = member_logprobs[:, -1] + elm_lse"},
+        "storage": {
+            "input_ids": "(chunks, S) " + np.dtype(token_id_dtype(V)).name,
+            "token_ids": "(chunks, S, K) " + np.dtype(token_id_dtype(V)).name,
+            "member_logprobs": "(chunks, N, S, K) float16",
+            "alm_lse": "(chunks, S) float32",
+            "elm_lse": "(chunks, S) float32",
+            "derived": "alm_logits = member_logprobs[:, 0] + alm_lse; elm_logits = member_logprobs[:, -1] + elm_lse",
+        },
     }
 
 
@@ -359,20 +394,21 @@ def _open_manifest(out: Path, identity: dict, tokenizer) -> tuple[dict, set]:
     """The folder's manifest (a new one, or the one there when its identity matches) and the
     indices of its intact finished shards."""
     manifest_path = out / MANIFEST
-    remove_stale_tmp(out)            # files a dead writer was writing (callers hold the folder's lock)
+    remove_stale_tmp(out)  # files a dead writer was writing (callers hold the folder's lock)
     remove_stale_tmp(out / "parts")
     manifest = read_json_checked(manifest_path, "collection manifest", "collecting again")
     if manifest is not None:
         old = {k: manifest.get(k) for k in identity}
         if old != json.loads(json.dumps(identity)):
             diff = [k for k in identity if old.get(k) != json.loads(json.dumps(identity[k]))]
-            raise ValueError(f"{out} holds a collection made with a different {', '.join(diff)}; "
-                             "pass another out_dir (e.g. one named by config_hash) or delete that folder.")
+            raise ValueError(
+                f"{out} holds a collection made with a different {', '.join(diff)}; "
+                "pass another out_dir (e.g. one named by config_hash) or delete that folder."
+            )
     else:
         manifest = dict(identity, tokenizer=getattr(tokenizer, "name_or_path", None), shards=[], complete=False)
         write_json(manifest_path, manifest, indent=1)
-    done = {s["index"] for s in manifest["shards"]
-            if shard_intact(out / s["file"])}
+    done = {s["index"] for s in manifest["shards"] if shard_intact(out / s["file"])}
     manifest["shards"] = [s for s in manifest["shards"] if s["index"] in done]
     return manifest, done
 
@@ -385,20 +421,39 @@ def _part_file(out: Path, i: int, m: int) -> Path:
     return out / "parts" / f"shard-{i:05d}.m{m:02d}.safetensors"
 
 
-def _collect_member(family, m: int, step: int, chunks, out: Path, manifest: dict, done: set, n_shards: int,
-                    config: CollectConfig, batch_size: int, progress: bool) -> None:
+def _collect_member(
+    family,
+    m: int,
+    step: int,
+    chunks,
+    out: Path,
+    manifest: dict,
+    done: set,
+    n_shards: int,
+    config: CollectConfig,
+    batch_size: int,
+    progress: bool,
+) -> None:
     """Member ``m``'s part of every shard not done (the ``step``-th member, the ELM first); on the last
     member's pass each shard is merged as soon as its part is there."""
     names = list(family.names)
     N, V, C = len(names), int(family.vocab_size), config.chunks_per_shard
-    todo = [i for i in range(n_shards) if i not in done
-            and not check_file(_part_file(out, i, m), "collection part", "computing it again")]
-    bar = progress_bar(total=n_shards, initial=n_shards - len(todo), progress=progress,
-                       desc=f"collect {names[m]} ({step + 1}/{N})", unit="shard")
+    todo = [
+        i
+        for i in range(n_shards)
+        if i not in done and not check_file(_part_file(out, i, m), "collection part", "computing it again")
+    ]
+    bar = progress_bar(
+        total=n_shards,
+        initial=n_shards - len(todo),
+        progress=progress,
+        desc=f"collect {names[m]} ({step + 1}/{N})",
+        unit="shard",
+    )
     if todo:
         with member_logits_on_device(family, names[m], V) as member_logits:
             for i in todo:
-                rows = chunks[i * C:(i + 1) * C]
+                rows = chunks[i * C : (i + 1) * C]
                 part = _shard_part(member_logits, m, N, rows, out, i, config, V, batch_size)
                 _save_arrays(part, _part_file(out, i, m))
                 if step == N - 1:
@@ -408,15 +463,18 @@ def _collect_member(family, m: int, step: int, chunks, out: Path, manifest: dict
     bar.close()
 
 
-def _shard_part(member_logits, m: int, N: int, rows, out: Path, i: int, config: CollectConfig, V: int,
-                batch_size: int) -> dict:
+def _shard_part(
+    member_logits, m: int, N: int, rows, out: Path, i: int, config: CollectConfig, V: int, batch_size: int
+) -> dict:
     """Member ``m``'s arrays for shard ``i``: the ELM chooses the token sets, the others are read there."""
     if m == N - 1:
         return _elm_part(member_logits, rows, config, V, i, batch_size, token_id_dtype(V))
     elm = load_checked(_part_file(out, i, N - 1), "collection part")
     if elm is None:
-        raise RuntimeError(f"the ELM part of shard {i} ({_part_file(out, i, N - 1)}) was damaged "
-                           "and set aside; rerun collect to compute it again.")
+        raise RuntimeError(
+            f"the ELM part of shard {i} ({_part_file(out, i, N - 1)}) was damaged "
+            "and set aside; rerun collect to compute it again."
+        )
     return _member_part(member_logits, rows, elm["token_ids"], batch_size, keep_lse=(m == 0))
 
 
@@ -425,8 +483,7 @@ def _complete(out: Path, manifest: dict, N: int, config: CollectConfig, V: int) 
     manifest["complete"] = True
     positions = sum(s["positions"] for s in manifest["shards"])
     total = sum(s["bytes"] for s in manifest["shards"])
-    manifest["bytes_per_position"] = {**bytes_per_position(N, config.k, V),
-                                      "measured": total / positions}
+    manifest["bytes_per_position"] = {**bytes_per_position(N, config.k, V), "measured": total / positions}
     write_json(out / MANIFEST, manifest, indent=1)
     with contextlib.suppress(OSError):
         (out / "parts").rmdir()
@@ -445,24 +502,33 @@ def _elm_part(member_logits, rows, config, V, shard_index, batch_size, id_dtype)
     tail = tail.reshape(rows.shape[0], S, -1)
     ids, lps, lses = [], [], []
     for b in range(0, rows.shape[0], batch_size):
-        logits = member_logits(rows[b:b + batch_size])
+        logits = member_logits(rows[b : b + batch_size])
         dev = logits.device
-        tok = token_set(logits, torch.from_numpy(mid[b:b + batch_size]).to(dev),
-                        torch.from_numpy(tail[b:b + batch_size]).to(dev), config.top_k, config.mid_end)
+        tok = token_set(
+            logits,
+            torch.from_numpy(mid[b : b + batch_size]).to(dev),
+            torch.from_numpy(tail[b : b + batch_size]).to(dev),
+            config.top_k,
+            config.mid_end,
+        )
         lse = torch.logsumexp(logits, dim=-1)
         ids.append(tok.cpu().numpy().astype(id_dtype))
         lps.append((logits.gather(-1, tok) - lse[..., None]).half().cpu().numpy())
         lses.append(lse.cpu().numpy())
-    return {"input_ids": rows.astype(id_dtype), "token_ids": np.concatenate(ids),
-            "logprobs": np.concatenate(lps), "lse": np.concatenate(lses)}
+    return {
+        "input_ids": rows.astype(id_dtype),
+        "token_ids": np.concatenate(ids),
+        "logprobs": np.concatenate(lps),
+        "lse": np.concatenate(lses),
+    }
 
 
 def _member_part(member_logits, rows, token_ids, batch_size, keep_lse: bool) -> dict:
     """Another member's pass over one shard: its log-probs at the ELM's token sets."""
     lps, lses = [], []
     for b in range(0, rows.shape[0], batch_size):
-        logits = member_logits(rows[b:b + batch_size])
-        tok = torch.from_numpy(token_ids[b:b + batch_size].astype(np.int64)).to(logits.device)
+        logits = member_logits(rows[b : b + batch_size])
+        tok = torch.from_numpy(token_ids[b : b + batch_size].astype(np.int64)).to(logits.device)
         lse = torch.logsumexp(logits, dim=-1)
         lps.append((logits.gather(-1, tok) - lse[..., None]).half().cpu().numpy())
         lses.append(lse.cpu().numpy())
@@ -485,7 +551,7 @@ def _finish_shard(i, out, manifest, names, config) -> None:
     arrays = {
         "input_ids": loaded[-1]["input_ids"],
         "token_ids": loaded[-1]["token_ids"],
-        "member_logprobs": np.stack([d["logprobs"] for d in loaded], axis=1),   # (C, N, S, K)
+        "member_logprobs": np.stack([d["logprobs"] for d in loaded], axis=1),  # (C, N, S, K)
         "alm_lse": loaded[0]["lse"],
         "elm_lse": loaded[-1]["lse"],
     }
@@ -496,9 +562,18 @@ def _finish_shard(i, out, manifest, names, config) -> None:
     n = arrays["input_ids"].shape[0]
     manifest["shards"] = sorted(
         [s for s in manifest["shards"] if s["index"] != i]
-        + [{"index": i, "file": path.name, "first_chunk": first, "n_chunks": n,
-            "positions": n * config.seq_len, "bytes": path.stat().st_size}],
-        key=lambda s: s["index"])
+        + [
+            {
+                "index": i,
+                "file": path.name,
+                "first_chunk": first,
+                "n_chunks": n,
+                "positions": n * config.seq_len,
+                "bytes": path.stat().st_size,
+            }
+        ],
+        key=lambda s: s["index"],
+    )
     write_json(out / MANIFEST, manifest, indent=1)
     for p in parts:
         p.unlink()
@@ -538,13 +613,17 @@ def read_manifest(collect_dir) -> dict:
     """The manifest of a collection folder (FileNotFoundError if there is none)."""
     path = Path(collect_dir) / MANIFEST
     if not path.exists():
-        raise FileNotFoundError(f"no {MANIFEST} in {collect_dir}: run apd.amateur.collect_probabilities(family, tokens, "
-                                f"{str(collect_dir)!r}) first.")
+        raise FileNotFoundError(
+            f"no {MANIFEST} in {collect_dir}: run apd.amateur.collect_probabilities(family, tokens, "
+            f"{str(collect_dir)!r}) first."
+        )
     try:
         manifest = json.loads(path.read_text())
     except ValueError as err:
-        raise ValueError(f"the collection manifest {path} is damaged ({err}); rerun collect_family, which "
-                         "sets it aside and collects again.") from None
+        raise ValueError(
+            f"the collection manifest {path} is damaged ({err}); rerun collect_family, which "
+            "sets it aside and collects again."
+        ) from None
     if manifest.get("format") != FORMAT:
         raise ValueError(f"{path} has format {manifest.get('format')!r}, this reader reads {FORMAT!r}.")
     return manifest
@@ -561,16 +640,19 @@ def load_shard(path, as_torch: bool = False) -> dict:
     if not path.exists():
         raise FileNotFoundError(f"shard {path} does not exist; list a collection's shards with read_manifest().")
     if not shard_intact(path):
-        raise ValueError(f"the collection shard {path} was damaged and has been set aside; rerun collect_family "
-                         "(or collect) to compute it again.")
+        raise ValueError(
+            f"the collection shard {path} was damaged and has been set aside; rerun collect_family "
+            "(or collect) to compute it again."
+        )
     try:
         with safe_open(str(path), "np") as f:
             meta = (f.metadata() or {}).get("apd", "{}")
         raw = load_file(str(path))
     except Exception as err:  # truncated, without a recorded digest (an older cache)
         set_aside(path, "collection shard", f"unreadable: {type(err).__name__}", "leaving it for collect")
-        raise ValueError(f"the collection shard {path} is damaged ({err}); rerun collect_family (or collect) "
-                         "to compute it again.") from None
+        raise ValueError(
+            f"the collection shard {path} is damaged ({err}); rerun collect_family (or collect) to compute it again."
+        ) from None
     if json.loads(meta).get("format") != FORMAT:
         raise ValueError(f"{path} is not an {FORMAT} shard.")
     lp = raw["member_logprobs"]
@@ -594,8 +676,10 @@ def iter_records(collect_dir, as_torch: bool = False, allow_incomplete: bool = F
     """
     manifest = read_manifest(collect_dir)
     if not manifest.get("complete") and not allow_incomplete:
-        raise ValueError(f"the collection in {collect_dir} is unfinished ({len(manifest['shards'])} of "
-                         f"{manifest['n_shards']} shards): rerun collect to resume it, or pass allow_incomplete=True.")
+        raise ValueError(
+            f"the collection in {collect_dir} is unfinished ({len(manifest['shards'])} of "
+            f"{manifest['n_shards']} shards): rerun collect to resume it, or pass allow_incomplete=True."
+        )
     for s in manifest["shards"]:
         shard = load_shard(Path(collect_dir) / s["file"], as_torch=as_torch)
         for c in range(shard["input_ids"].shape[0]):

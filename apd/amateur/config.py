@@ -3,6 +3,7 @@
 Defaults are the release's: AdamW lr 1e-4, linear schedule with 100 warm-up steps, effective batch
 64 sequences, 5 epochs, lambda2 = 10, lambda3 = 0.8 Pythia / 0.4 OPT / 1.0 Qwen (:data:`LAMBDA3`).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -14,10 +15,10 @@ from typing import Optional
 from apd.base.checks import number
 from apd.core import curves
 
-LAMBDA3 = {"pythia": 0.8, "opt": 0.4, "qwen": 1.0}   # the paper's values, tuned on FactualityPrompts validation
+LAMBDA3 = {"pythia": 0.8, "opt": 0.4, "qwen": 1.0}  # the paper's values, tuned on FactualityPrompts validation
 
 
-LAMBDA3_GRID = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)        # the paper's tuning grid
+LAMBDA3_GRID = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)  # the paper's tuning grid
 
 
 X_ORIGINS = ("zero", "alm")
@@ -46,34 +47,34 @@ class APDTrainConfig:
         (0.0001, 10.0, 0.8)
     """
 
-    family: str = "pythia"                 # pythia | opt | qwen | pico | any name (then give lambda3)
+    family: str = "pythia"  # pythia | opt | qwen | pico | any name (then give lambda3)
     lambda2: float = 10.0
-    lambda3: Optional[float] = None        # None: LAMBDA3[family]
+    lambda3: Optional[float] = None  # None: LAMBDA3[family]
     lr: float = 1e-4
     weight_decay: float = 0.01
-    warmup_steps: float = 100              # >= 1: steps; in (0, 1): fraction of all steps
+    warmup_steps: float = 100  # >= 1: steps; in (0, 1): fraction of all steps
     epochs: int = 5
-    batch_size: int = 64                   # chunks (sequences) per optimizer step, all processes together
-    micro_batch_size: Optional[int] = None # chunks per forward pass and process; None: 8 on CUDA, 4 on CPU
-    decay: str = "exponential"             # exponential | logistic | poly1 | poly3 (see apd.core.curves)
+    batch_size: int = 64  # chunks (sequences) per optimizer step, all processes together
+    micro_batch_size: Optional[int] = None  # chunks per forward pass and process; None: 8 on CUDA, 4 on CPU
+    decay: str = "exponential"  # exponential | logistic | poly1 | poly3 (see apd.core.curves)
     flip: bool = True
-    space: str = "prob"                    # prob | logit
-    x_origin: str = "zero"                 # zero: raw log sizes (release) | alm: measured from the ALM
-    members: Optional[tuple] = None        # subset by index or name; must keep the ALM and the ELM
+    space: str = "prob"  # prob | logit
+    x_origin: str = "zero"  # zero: raw log sizes (release) | alm: measured from the ALM
+    members: Optional[tuple] = None  # subset by index or name; must keep the ALM and the ELM
     data_fraction: float = 1.0
     hidden: int = 100
     n_hidden_layers: int = 3
     mid_dropout: float = 0.5
-    grad_clip: float = 0.0                 # 0: off (nothing stated in paper or release)
+    grad_clip: float = 0.0  # 0: off (nothing stated in paper or release)
     seed: int = 0
-    device: Optional[str] = None           # None: cuda if available, else cpu
-    bf16: bool = True                      # bf16 autocast of the ALM' forward pass, CUDA only
+    device: Optional[str] = None  # None: cuda if available, else cpu
+    bf16: bool = True  # bf16 autocast of the ALM' forward pass, CUDA only
     checkpoint_every: int = 200
     keep_checkpoints: int = 1
     log_every: int = 1
-    objective: str = "paper"               # paper | distill (see OBJECTIVES)
-    start: str = "release"                 # release | conditioned: how the curve MLP starts (see STARTS)
-    mlp_warmup_steps: int = 0              # first optimizer steps train the curve MLP alone, ALM' frozen
+    objective: str = "paper"  # paper | distill (see OBJECTIVES)
+    start: str = "release"  # release | conditioned: how the curve MLP starts (see STARTS)
+    mlp_warmup_steps: int = 0  # first optimizer steps train the curve MLP alone, ALM' frozen
 
     def __post_init__(self):
         if self.members is not None:
@@ -84,26 +85,36 @@ class APDTrainConfig:
             raise ValueError(f"x_origin must be one of {X_ORIGINS}, got {self.x_origin!r}.")
         curves.get_decay(self.decay)  # raises on an unknown name
         if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}: 'paper' trains "
-                             "the curve MLP jointly (L1 + L2 + L3), 'distill' matches the fitter's asymptotes.")
+            raise ValueError(
+                f"objective must be one of {OBJECTIVES}, got {self.objective!r}: 'paper' trains "
+                "the curve MLP jointly (L1 + L2 + L3), 'distill' matches the fitter's asymptotes."
+            )
         if self.start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {self.start!r}.")
         if int(self.mlp_warmup_steps) < 0:
             raise ValueError(f"mlp_warmup_steps must be >= 0, got {self.mlp_warmup_steps}.")
         self.mlp_warmup_steps = int(self.mlp_warmup_steps)
         if self.objective == "distill" and (self.start != "release" or self.mlp_warmup_steps):
-            raise ValueError("a distilled run has no curve MLP: start='conditioned' and mlp_warmup_steps only "
-                             "apply to objective='paper'; leave them at their defaults.")
+            raise ValueError(
+                "a distilled run has no curve MLP: start='conditioned' and mlp_warmup_steps only "
+                "apply to objective='paper'; leave them at their defaults."
+            )
         if self.start == "conditioned":
             if self.x_origin != "zero":
-                raise ValueError("start='conditioned' measures x from the ALM in units of the members' span "
-                                 "itself; leave x_origin at 'zero'.")
+                raise ValueError(
+                    "start='conditioned' measures x from the ALM in units of the members' span "
+                    "itself; leave x_origin at 'zero'."
+                )
             if not self.flip:
-                raise ValueError("start='conditioned' starts every curve falling from the ALM's value, which "
-                                 "needs the flip; use flip=True (or start='release' for the no-flip ablation).")
+                raise ValueError(
+                    "start='conditioned' starts every curve falling from the ALM's value, which "
+                    "needs the flip; use flip=True (or start='release' for the no-flip ablation)."
+                )
             if curves.get_decay(self.decay).param_names != ("a", "b", "d"):
-                raise ValueError(f"start='conditioned' sets the start of (a, b, d); the {self.decay!r} decay has "
-                                 f"{curves.get_decay(self.decay).param_names}. Use exponential or logistic.")
+                raise ValueError(
+                    f"start='conditioned' sets the start of (a, b, d); the {self.decay!r} decay has "
+                    f"{curves.get_decay(self.decay).param_names}. Use exponential or logistic."
+                )
         if not 0.0 < self.data_fraction <= 1.0:
             raise ValueError(f"data_fraction must be in (0, 1], got {self.data_fraction}.")
         for name in ("epochs", "batch_size", "checkpoint_every", "log_every", "keep_checkpoints"):
@@ -117,11 +128,13 @@ class APDTrainConfig:
             raise ValueError(f"lr must be > 0, got {self.lr}.")
         if not 0.0 <= self.mid_dropout < 1.0:
             raise ValueError(f"mid_dropout must be in [0, 1), got {self.mid_dropout}.")
-        for name in ("lambda2", "lambda3", "weight_decay"):   # checked, not converted (they enter cache keys)
+        for name in ("lambda2", "lambda3", "weight_decay"):  # checked, not converted (they enter cache keys)
             value = getattr(self, name)
             if value is not None and not 0.0 <= number(name, value, "a loss weight such as 0.8") < math.inf:
-                raise ValueError(f"{name} must be a finite number >= 0 (a weight in the loss), got {value!r}; "
-                                 f"the paper's lambda3 values are {LAMBDA3} (lambda2 = 10).")
+                raise ValueError(
+                    f"{name} must be a finite number >= 0 (a weight in the loss), got {value!r}; "
+                    f"the paper's lambda3 values are {LAMBDA3} (lambda2 = 10)."
+                )
 
     @property
     def lambda3_value(self) -> float:
@@ -132,7 +145,8 @@ class APDTrainConfig:
         raise ValueError(
             f"no published lambda3 for family {self.family!r} (the paper has {LAMBDA3}); tune it on a "
             f"validation split over LAMBDA3_GRID = {LAMBDA3_GRID} and pass it, e.g. APDTrainConfig("
-            f"family={self.family!r}, lambda3=0.8).")
+            f"family={self.family!r}, lambda3=0.8)."
+        )
 
     def to_dict(self) -> dict:
         """The fields as plain values. Fields added after the paper's runs were made (``objective``,
@@ -170,8 +184,11 @@ def warmup_for(config: APDTrainConfig, total_steps: int) -> int:
     steps = int(round(w * total_steps)) if 0 < w < 1 else int(w)
     if steps >= total_steps and total_steps > 0:
         scaled = max(1, int(math.ceil(0.1 * total_steps)))
-        warnings.warn(f"warmup_steps={w} is not shorter than the whole run ({total_steps} steps); using "
-                      f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.", stacklevel=2)
+        warnings.warn(
+            f"warmup_steps={w} is not shorter than the whole run ({total_steps} steps); using "
+            f"{scaled} (10%). Pass warmup_steps as a fraction, e.g. 0.05, to choose yourself.",
+            stacklevel=2,
+        )
         steps = scaled
     return steps
 

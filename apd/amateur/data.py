@@ -3,6 +3,7 @@
 Records as :mod:`apd.amateur.collect` writes them: ``input_ids`` (S,), ``token_ids`` (S, K),
 ``member_logprobs`` (N, S, K), ``alm_logits`` / ``elm_logits`` (S, K).
 """
+
 from __future__ import annotations
 
 import os
@@ -36,12 +37,16 @@ class CollectedChunks(torch.utils.data.Dataset):
 
     def __init__(self, records, *, log_sizes=None, member_names=None, members=None, data_fraction: float = 1.0):
         if isinstance(records, (str, os.PathLike)):
-            raise TypeError(f"records must be records (dicts) or a sequence of them, got the path {records!r}; "
-                            "open the collected shards first (apd.amateur.collect) or use `python -m apd.amateur.train --data`.")
+            raise TypeError(
+                f"records must be records (dicts) or a sequence of them, got the path {records!r}; "
+                "open the collected shards first (apd.amateur.collect) or use `python -m apd.amateur.train --data`."
+            )
         if not (hasattr(records, "__len__") and hasattr(records, "__getitem__")) or isinstance(records, dict):
             if isinstance(records, dict):
-                raise TypeError("records must be a sequence/iterable of per-chunk dict records, got one dict; "
-                                "wrap it in a list: [record].")
+                raise TypeError(
+                    "records must be a sequence/iterable of per-chunk dict records, got one dict; "
+                    "wrap it in a list: [record]."
+                )
             records = list(records)
         if len(records) == 0:
             raise ValueError("no collected records: run apd.amateur.collect first (or check the shard path).")
@@ -49,13 +54,17 @@ class CollectedChunks(torch.utils.data.Dataset):
         first = records[0]
         missing = [k for k in RECORD_KEYS if k not in first]
         if missing:
-            raise ValueError(f"collected records lack {missing}; each record needs {list(RECORD_KEYS)} "
-                             "(see apd.amateur.train's module docstring for shapes).")
+            raise ValueError(
+                f"collected records lack {missing}; each record needs {list(RECORD_KEYS)} "
+                "(see apd.amateur.train's module docstring for shapes)."
+            )
         log_sizes = log_sizes if log_sizes is not None else getattr(records, "log_sizes", None)
         log_sizes = log_sizes if log_sizes is not None else first.get("log_sizes")
         if log_sizes is None:
-            raise ValueError("log_sizes (natural logs of the members' non-embedding parameter counts) are "
-                             "neither in the records nor given; pass log_sizes=[...].")
+            raise ValueError(
+                "log_sizes (natural logs of the members' non-embedding parameter counts) are "
+                "neither in the records nor given; pass log_sizes=[...]."
+            )
         all_x = np.asarray(_tensor(log_sizes, torch.float64).cpu().numpy(), dtype=np.float64).reshape(-1)
         names = member_names if member_names is not None else getattr(records, "member_names", None)
         names = names if names is not None else first.get("member_names")
@@ -92,15 +101,23 @@ class CollectedChunks(torch.utils.data.Dataset):
             "alm_logits": _tensor(r["alm_logits"]).float(),
             "elm_logits": _tensor(r["elm_logits"]).float(),
         }
-        if "targets" in r:   # distillation targets (S, K) probabilities, see apd.amateur.distill
+        if "targets" in r:  # distillation targets (S, K) probabilities, see apd.amateur.distill
             item["targets"] = _tensor(r["targets"]).float()
         s, k = self.seq_len, self.set_size
-        expect = {"input_ids": (s,), "token_ids": (s, k), "member_logprobs": (len(self.member_index), s, k),
-                  "alm_logits": (s, k), "elm_logits": (s, k), "targets": (s, k)}
+        expect = {
+            "input_ids": (s,),
+            "token_ids": (s, k),
+            "member_logprobs": (len(self.member_index), s, k),
+            "alm_logits": (s, k),
+            "elm_logits": (s, k),
+            "targets": (s, k),
+        }
         for key, shape in expect.items():
             if key in item and tuple(item[key].shape) != shape:
-                raise ValueError(f"record {i}: {key} has shape {tuple(item[key].shape)}, expected {shape} "
-                                 f"(every chunk must have S={s} positions and K={k} tokens per set).")
+                raise ValueError(
+                    f"record {i}: {key} has shape {tuple(item[key].shape)}, expected {shape} "
+                    f"(every chunk must have S={s} positions and K={k} tokens per set)."
+                )
         for key in ("member_logprobs", "alm_logits", "elm_logits"):
             if torch.isnan(item[key]).any():
                 raise ValueError(f"record {i}: {key} contains NaN; re-collect that shard.")
@@ -126,8 +143,10 @@ def resolve_members(members, names: Sequence[str]) -> list[int]:
         out.add(i)
     idx = sorted(out)
     if idx[0] != 0 or idx[-1] != n - 1 or len(idx) < 2:
-        raise ValueError(f"a member subset must keep the ALM ({names[0]!r}) and the ELM ({names[-1]!r}): ALM' is "
-                         f"fine-tuned from the ALM and the asymptote uses the ELM's logits; got {[names[i] for i in idx]}.")
+        raise ValueError(
+            f"a member subset must keep the ALM ({names[0]!r}) and the ELM ({names[-1]!r}): ALM' is "
+            f"fine-tuned from the ALM and the asymptote uses the ELM's logits; got {[names[i] for i in idx]}."
+        )
     return idx
 
 
@@ -142,12 +161,19 @@ def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=g)
 
 
-def collected_batches(chunks: CollectedChunks, batch_size: int, *, shuffle: bool = False, seed: int = 0,
-                      epoch: int = 0, drop_last: bool = False):
+def collected_batches(
+    chunks: CollectedChunks,
+    batch_size: int,
+    *,
+    shuffle: bool = False,
+    seed: int = 0,
+    epoch: int = 0,
+    drop_last: bool = False,
+):
     """Yield stacked batches of ``batch_size`` chunks (in order, or in :func:`epoch_order`)."""
     order = epoch_order(len(chunks), seed, epoch) if shuffle else torch.arange(len(chunks))
     for start in range(0, len(chunks), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         if drop_last and len(idx) < batch_size:
             return
         yield collate_chunks([chunks[int(i)] for i in idx])
@@ -156,5 +182,6 @@ def collected_batches(chunks: CollectedChunks, batch_size: int, *, shuffle: bool
 def collected_chunks(path) -> CollectedChunks:
     """The records of an ``apd.amateur.collect`` folder, with the members and log sizes of its manifest."""
     manifest = collect.read_manifest(path)
-    return CollectedChunks(list(collect.iter_records(path)), log_sizes=manifest["log_sizes"],
-                           member_names=manifest["members"])
+    return CollectedChunks(
+        list(collect.iter_records(path)), log_sizes=manifest["log_sizes"], member_names=manifest["members"]
+    )

@@ -16,6 +16,7 @@ Targets are cached per shard under
 ``<cache>/distill/<key>/`` (key: the collection, the members fitted, :data:`DISTILL_FIT`), written
 atomically with a digest under a lock, like the collection itself.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -67,8 +68,9 @@ def fit_member_curves(probs, log_sizes: Sequence[float], fit: Optional[dict] = N
         return curves.fit_curves(probs, log_sizes, **dict(curves.TUNED_FIT, **(fit or {})))
 
 
-def fit_targets(member_logprobs, log_sizes: Sequence[float], *, min_prob: float = 0.01, stride: int = 1,
-                fit: Optional[dict] = None) -> torch.Tensor:
+def fit_targets(
+    member_logprobs, log_sizes: Sequence[float], *, min_prob: float = 0.01, stride: int = 1, fit: Optional[dict] = None
+) -> torch.Tensor:
     """Target asymptotes at a token set from the members' log-probabilities.
 
     member_logprobs (N, ..., S, K): log-probabilities (or logits) of the N members (ALM first) at
@@ -91,25 +93,28 @@ def fit_targets(member_logprobs, log_sizes: Sequence[float], *, min_prob: float 
     if int(stride) < 1 or not 0.0 <= float(min_prob) < 1.0:
         raise ValueError(f"stride must be >= 1 and min_prob in [0, 1), got {stride}, {min_prob}.")
     n = lp.shape[0]
-    p = torch.softmax(lp, -1).movedim(0, -1)                                 # (..., S, K, N)
-    out = torch.full(p.shape[:-1], float("nan"))                             # (..., S, K)
-    rows = p[..., ::int(stride), :, :]                                       # (..., S', K, N)
+    p = torch.softmax(lp, -1).movedim(0, -1)  # (..., S, K, N)
+    out = torch.full(p.shape[:-1], float("nan"))  # (..., S, K)
+    rows = p[..., :: int(stride), :, :]  # (..., S', K, N)
     flat = rows.reshape(-1, n)
-    ap = flat[:, -1].clone()                                                 # p_ELM by default
+    ap = flat[:, -1].clone()  # p_ELM by default
     fitted = flat.max(-1).values >= float(min_prob)
     if bool(fitted.any()):
         res = fit_member_curves(flat[fitted], log_sizes, fit)
         ap[fitted] = res.asymptote.float()
-    ap = ap.reshape(rows.shape[:-1])                                         # (..., S', K)
+    ap = ap.reshape(rows.shape[:-1])  # (..., S', K)
     total = ap.sum(-1, keepdim=True)
     p_elm = rows[..., -1]
-    out[..., ::int(stride), :] = torch.where(total > 0, ap / total.clamp_min(1e-30), p_elm)
+    out[..., :: int(stride), :] = torch.where(total > 0, ap / total.clamp_min(1e-30), p_elm)
     return out
 
 
 def _key(collect_dir, member_names: Sequence[str], settings: dict) -> str:
-    blob = json.dumps(["distill-targets", *collect.collection_identity(collect_dir), list(member_names), settings],
-                      sort_keys=True, default=str)
+    blob = json.dumps(
+        ["distill-targets", *collect.collection_identity(collect_dir), list(member_names), settings],
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -118,8 +123,9 @@ def targets_dir(collect_dir, member_names: Sequence[str], settings: dict = DISTI
     return Path(cache or paths.cache_dir()) / "distill" / _key(collect_dir, member_names, settings)
 
 
-def collection_targets(collect_dir, members=None, n_chunks: Optional[int] = None, *, settings: dict = DISTILL_FIT,
-                       cache=None) -> list[np.ndarray]:
+def collection_targets(
+    collect_dir, members=None, n_chunks: Optional[int] = None, *, settings: dict = DISTILL_FIT, cache=None
+) -> list[np.ndarray]:
     """Targets (S, K) float32 of the first ``n_chunks`` chunks of a collection (all by default),
     fitted with the members ``members`` (names or indices; None: all), computed once per shard and
     cached (see the module docstring)."""
@@ -141,12 +147,14 @@ def collection_targets(collect_dir, members=None, n_chunks: Optional[int] = None
                 if arr is None:
                     remove_stale_tmp(folder)
                     shard = collect.load_shard(Path(collect_dir) / s["file"], as_torch=True)
-                    lp = shard["member_logprobs"].float()[:, idx].movedim(1, 0)   # (N, C, S, K)
-                    t = fit_targets(lp, x, min_prob=settings["min_prob"], stride=settings["stride"],
-                                    fit=settings["fit"]).numpy()
+                    lp = shard["member_logprobs"].float()[:, idx].movedim(1, 0)  # (N, C, S, K)
+                    t = fit_targets(
+                        lp, x, min_prob=settings["min_prob"], stride=settings["stride"], fit=settings["fit"]
+                    ).numpy()
                     folder.mkdir(parents=True, exist_ok=True)
-                    atomic_write(path, lambda tmp, t=t: save_file({"targets": np.ascontiguousarray(t)}, str(tmp)),
-                                 digest=True)
+                    atomic_write(
+                        path, lambda tmp, t=t: save_file({"targets": np.ascontiguousarray(t)}, str(tmp)), digest=True
+                    )
                     arr = {"targets": t}
         out.extend(list(arr["targets"]))
     return out if want is None else out[:want]
@@ -170,15 +178,21 @@ class WithTargets:
         return {**self.records[i], "targets": self.targets[i]}
 
 
-def targets_for_records(records, log_sizes, member_index: Sequence[int], n: int,
-                        settings: dict = DISTILL_FIT, batch: int = 64) -> list[torch.Tensor]:
+def targets_for_records(
+    records, log_sizes, member_index: Sequence[int], n: int, settings: dict = DISTILL_FIT, batch: int = 64
+) -> list[torch.Tensor]:
     """Targets (S, K) for the first ``n`` records (uncached; for records given by hand), fitted on
     the members ``member_index`` at ``log_sizes`` (all members' log sizes)."""
     x = [float(log_sizes[i]) for i in member_index]
     out = []
     for start in range(0, n, batch):
-        lp = torch.stack([torch.as_tensor(np.asarray(records[i]["member_logprobs"])).float()[list(member_index)]
-                          for i in range(start, min(n, start + batch))], 1)          # (N, C, S, K)
+        lp = torch.stack(
+            [
+                torch.as_tensor(np.asarray(records[i]["member_logprobs"])).float()[list(member_index)]
+                for i in range(start, min(n, start + batch))
+            ],
+            1,
+        )  # (N, C, S, K)
         t = fit_targets(lp, x, min_prob=settings["min_prob"], stride=settings["stride"], fit=settings["fit"])
         out.extend(list(t))
     return out

@@ -11,6 +11,7 @@ and ``manifest.json`` (members, log sizes, vocabulary, seq_len, corpus fingerpri
 Every file is written atomically with a digest; a rerun resumes from the finished parts.
 :func:`entropy_labels` caches it under ``cache/entropy/<key>`` (:func:`entropy_key`).
 """
+
 from __future__ import annotations
 
 import json
@@ -59,12 +60,21 @@ class EntropyLabels:
 
 
 def _save(arrays: dict, path: Path) -> None:
-    atomic_write(path, lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp)),
-                 digest=True)
+    atomic_write(
+        path, lambda tmp: save_file({k: np.ascontiguousarray(v) for k, v in arrays.items()}, str(tmp)), digest=True
+    )
 
 
-def collect_entropies(family, token_ids, out_dir, seq_len: int = 128, *, batch_size: int = 8,
-                      progress: bool = True, threads: Optional[int] = 1) -> dict:
+def collect_entropies(
+    family,
+    token_ids,
+    out_dir,
+    seq_len: int = 128,
+    *,
+    batch_size: int = 8,
+    progress: bool = True,
+    threads: Optional[int] = 1,
+) -> dict:
     """Each member's next-token entropy (nats, full vocabulary) at every position; returns the manifest.
 
     family: an ``apd.family.Family`` (or anything :func:`apd.amateur.collect.collect` takes as one);
@@ -85,15 +95,26 @@ def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_tmp(out)
-    identity = {"format": FORMAT, "members": names, "log_sizes": log_sizes, "vocab_size": V, "seq_len": int(seq_len),
-                "corpus": {"n_chunks": int(chunks.shape[0]), "dropped_tail_tokens": int(dropped),
-                           "sha256_16": chunks_fingerprint(chunks)}}
+    identity = {
+        "format": FORMAT,
+        "members": names,
+        "log_sizes": log_sizes,
+        "vocab_size": V,
+        "seq_len": int(seq_len),
+        "corpus": {
+            "n_chunks": int(chunks.shape[0]),
+            "dropped_tail_tokens": int(dropped),
+            "sha256_16": chunks_fingerprint(chunks),
+        },
+    }
     manifest = read_json_checked(out / MANIFEST, "entropy-label manifest", "collecting again")
     if manifest is not None:
         diff = [k for k in identity if manifest.get(k) != json.loads(json.dumps(identity[k]))]
         if diff:
-            raise ValueError(f"{out} holds entropy labels made with a different {', '.join(diff)}; pass another "
-                             "out_dir or delete that folder.")
+            raise ValueError(
+                f"{out} holds entropy labels made with a different {', '.join(diff)}; pass another "
+                "out_dir or delete that folder."
+            )
         if manifest.get("complete") and check_file(out / LABELS, "entropy labels", "collecting again"):
             return manifest
     tokenizer = getattr(family, "tokenizer", None)
@@ -108,7 +129,7 @@ def _collect_entropies(family, token_ids, out_dir, seq_len, batch_size, progress
             rows = []
             with member_logits_on_device(family, name, V) as member_logits, torch.no_grad():
                 for b in range(0, chunks.shape[0], batch_size):
-                    rows.append(entropy_from_logits(member_logits(chunks[b:b + batch_size])).cpu().numpy())
+                    rows.append(entropy_from_logits(member_logits(chunks[b : b + batch_size])).cpu().numpy())
             got = {"entropies": np.concatenate(rows).astype(np.float32)}
             _save(got, part)
         parts.append(got["entropies"])
@@ -133,11 +154,21 @@ def entropy_key(members, log_sizes, ids: bytes, seq_len: int) -> str:
 
 def _ready(out: Path) -> bool:
     manifest = read_json_checked(out / MANIFEST, "entropy-label manifest", "collecting again")
-    return bool(manifest and manifest.get("complete")) and check_file(out / LABELS, "entropy labels", "collecting again")
+    return bool(manifest and manifest.get("complete")) and check_file(
+        out / LABELS, "entropy labels", "collecting again"
+    )
 
 
-def entropy_labels(fam, texts, seq_len: int = 128, *, cache=None, progress: bool = True, batch_size: int = 8,
-                   max_chunks: Optional[int] = None) -> Path:
+def entropy_labels(
+    fam,
+    texts,
+    seq_len: int = 128,
+    *,
+    cache=None,
+    progress: bool = True,
+    batch_size: int = 8,
+    max_chunks: Optional[int] = None,
+) -> Path:
     """Entropy labels of ``fam`` on the documents ``texts`` (EOS-joined, cut into ``seq_len`` chunks,
     the first ``max_chunks`` of them when given), cached under ``cache/entropy/<key>``; returns the
     folder (read it with :func:`load_entropies`)."""
@@ -145,9 +176,13 @@ def entropy_labels(fam, texts, seq_len: int = 128, *, cache=None, progress: bool
         raise ValueError("no documents: pass the fine-tuning split, e.g. built.corpus.finetune")
     ids = token_stream(fam.tokenizer, texts)
     if max_chunks is not None:
-        ids = ids[:int(max_chunks) * int(seq_len)]
-    key = entropy_key([(n, member_identity(fam.locations[n])) for n in fam.names],
-                      np.asarray(fam.log_sizes).tolist(), ids.tobytes(), seq_len)
+        ids = ids[: int(max_chunks) * int(seq_len)]
+    key = entropy_key(
+        [(n, member_identity(fam.locations[n])) for n in fam.names],
+        np.asarray(fam.log_sizes).tolist(),
+        ids.tobytes(),
+        seq_len,
+    )
     out = Path(cache or paths.cache_dir()) / "entropy" / key
     if _ready(out):
         return out
@@ -166,6 +201,10 @@ def load_entropies(folder) -> EntropyLabels:
     arrays = load_checked(folder / LABELS, "entropy labels")
     if arrays is None:
         raise ValueError(f"the entropy labels in {folder} were damaged and set aside; run entropy_labels again.")
-    return EntropyLabels(input_ids=arrays["input_ids"].astype(np.int64), entropies=arrays["entropies"],
-                         log_sizes=np.asarray(manifest["log_sizes"]), member_names=list(manifest["members"]),
-                         folder=folder)
+    return EntropyLabels(
+        input_ids=arrays["input_ids"].astype(np.int64),
+        entropies=arrays["entropies"],
+        log_sizes=np.asarray(manifest["log_sizes"]),
+        member_names=list(manifest["members"]),
+        folder=folder,
+    )

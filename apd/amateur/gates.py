@@ -23,6 +23,7 @@ probability is, KL(target || c_APD) < ``fidelity_ratio_max`` x KL(target || p_EL
 ``top_k`` tokens renormalised, mean over held-out positions (CD at T = 1, KL(target || c_CD), is
 measured beside them). The refitted curves' alive ratio and L1 are still measured, as context.
 """
+
 from __future__ import annotations
 
 import json
@@ -81,9 +82,9 @@ class Gates:
     toward_expert: float
     n_positions: int
     n_tokens: int
-    fidelity_apd: float = math.nan    # distilled runs: KL(target || c_APD), nats (NaN otherwise)
-    fidelity_elm: float = math.nan    # KL(target || p_ELM)
-    fidelity_cd: float = math.nan     # KL(target || c_CD at T = 1)
+    fidelity_apd: float = math.nan  # distilled runs: KL(target || c_APD), nats (NaN otherwise)
+    fidelity_elm: float = math.nan  # KL(target || p_ELM)
+    fidelity_cd: float = math.nan  # KL(target || c_CD at T = 1)
     thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property
@@ -123,8 +124,11 @@ class Gates:
         """The failed gates in words ("" when every gate passes)."""
         failed = []
         if not self.alive:
-            failed.append("ALM' does not realise its distillation targets (fidelity)"
-                          if self.distilled and math.isfinite(self.thresholds.fidelity_ratio_max) else "curve model inert")
+            failed.append(
+                "ALM' does not realise its distillation targets (fidelity)"
+                if self.distilled and math.isfinite(self.thresholds.fidelity_ratio_max)
+                else "curve model inert"
+            )
         if not self.not_trivial:
             failed.append("c collapsed to the expert")
         if not self.moved:
@@ -152,21 +156,29 @@ class Gates:
             >>> g.moved, g.under(FORMER_THRESHOLDS).moved
             (False, True)
         """
-        return Gates(**{f.name: getattr(self, f.name) for f in fields(self) if f.name != "thresholds"},
-                     thresholds=thresholds)
+        return Gates(
+            **{f.name: getattr(self, f.name) for f in fields(self) if f.name != "thresholds"}, thresholds=thresholds
+        )
 
     def to_dict(self) -> dict:
         """Measurements, pass flags and thresholds as plain values (for results JSON and tables)."""
         d = {k: v for k, v in asdict(self).items() if k != "thresholds"}
-        d.update(alive=self.alive, fidelity=self.fidelity, not_trivial=self.not_trivial, moved=self.moved,
-                 engaged=self.engaged, reason=self.reason or "all gates pass")
+        d.update(
+            alive=self.alive,
+            fidelity=self.fidelity,
+            not_trivial=self.not_trivial,
+            moved=self.moved,
+            engaged=self.engaged,
+            reason=self.reason or "all gates pass",
+        )
         d.update({f"threshold_{k}": v for k, v in asdict(self.thresholds).items()})
         return d
 
 
 @torch.no_grad()
-def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 20, device=None,
-                  thresholds: Thresholds = THRESHOLDS) -> Gates:
+def measure_gates(
+    alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 20, device=None, thresholds: Thresholds = THRESHOLDS
+) -> Gates:
     """Gates of the ALM' in ``alm_prime`` (its ``alm_prime/`` folder, with ``curve_mlp.pt``) on the
     first ``max_chunks`` chunks of the collection ``collect_dir`` (use a held-out collection for the
     L1 comparison to be out of sample).
@@ -180,14 +192,16 @@ def measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 2
         ['alive', 'collapsed', 'collapsed_cd']
     """
     dev = resolve_device(device)
-    with cpu_threads(1 if dev.type == "cpu" else None):   # small models: one thread (see apd.amateur.train)
-        return _measure_gates(alm_prime, collect_dir, max_chunks=max_chunks, top_k=top_k, device=dev,
-                              thresholds=thresholds)
+    with cpu_threads(1 if dev.type == "cpu" else None):  # small models: one thread (see apd.amateur.train)
+        return _measure_gates(
+            alm_prime, collect_dir, max_chunks=max_chunks, top_k=top_k, device=dev, thresholds=thresholds
+        )
 
 
 @torch.no_grad()
-def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 20, device=None,
-                   thresholds: Thresholds = THRESHOLDS) -> Gates:
+def _measure_gates(
+    alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 20, device=None, thresholds: Thresholds = THRESHOLDS
+) -> Gates:
     from transformers import AutoModelForCausalLM
 
     folder = Path(alm_prime)
@@ -198,7 +212,9 @@ def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 
     manifest = collect.read_manifest(collect_dir)
     if distilled:
         chosen = json.loads((folder / "apd_train_config.json").read_text())["config"].get("members")
-        names = [n if isinstance(n, str) else manifest["members"][n] for n in chosen] if chosen else manifest["members"]
+        names = (
+            [n if isinstance(n, str) else manifest["members"][n] for n in chosen] if chosen else manifest["members"]
+        )
         x = torch.tensor([manifest["log_sizes"][manifest["members"].index(n)] for n in names])
     else:
         names = mlp.settings.get("member_names") or manifest["members"]
@@ -209,20 +225,20 @@ def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 
         if i >= max_chunks:
             break
         ids = rec["input_ids"].long().to(dev)[None]
-        token_ids = rec["token_ids"].long().to(dev)                                       # (S, K)
-        logits = model(input_ids=ids).logits[0].float()                                   # (S, V)
-        prime = logits.gather(-1, token_ids)                                              # (S, K)
+        token_ids = rec["token_ids"].long().to(dev)  # (S, K)
+        logits = model(input_ids=ids).logits[0].float()  # (S, V)
+        prime = logits.gather(-1, token_ids)  # (S, K)
         alm, elm = rec["alm_logits"].float().to(dev), rec["elm_logits"].float().to(dev)
-        lp = rec["member_logprobs"].float().to(dev)[rows]                                 # (N, S, K)
-        p = member_values(lp, "prob")                                                     # (N, S, K)
+        lp = rec["member_logprobs"].float().to(dev)[rows]  # (N, S, K)
+        p = member_values(lp, "prob")  # (N, S, K)
         c = asymptote(elm, prime, "prob")
         c_cd = asymptote(elm, alm, "prob")
         k = slice(0, top_k)
-        if distilled:   # the fitter's curves (probabilities), flat reference at their own asymptotes
-            v_k = p[:, :, k].permute(1, 2, 0)                                             # (S, k, N)
+        if distilled:  # the fitter's curves (probabilities), flat reference at their own asymptotes
+            v_k = p[:, :, k].permute(1, 2, 0)  # (S, k, N)
             fit = fit_member_curves(v_k.reshape(-1, v_k.shape[-1]).cpu(), x, DISTILL_FIT["fit"])
             dec = curves.get_decay(fit.decay)
-            drawn = dec(x.to(fit.params), fit.c, fit.params)                              # (S k, N) flipped
+            drawn = dec(x.to(fit.params), fit.c, fit.params)  # (S k, N) flipped
             curve = curves.flip_values(drawn, fit.flipped[:, None]).reshape(v_k.shape).to(v_k)
             c_sp = curves.flip_values(fit.c, fit.flipped).reshape(v_k.shape[:-1]).to(v_k)
             # fidelity: ALM''s own c against the fitter's targets, both renormalised over the top-k tokens
@@ -233,10 +249,10 @@ def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 
             # the curve's own gates in the space the MLP models (probabilities, or log-probabilities for
             # the "logit" variant); the collapse and the position between CD and the expert in probabilities
             pred = predict_curves(mlp, lp, elm, prime, x=mlp.log_sizes)
-            curve = pred.curve[:, k]                                                      # (S, k, N)
-            v_k = member_values(lp, mlp.space)[:, :, k].permute(1, 2, 0)                  # (S, k, N)
+            curve = pred.curve[:, k]  # (S, k, N)
+            v_k = member_values(lp, mlp.space)[:, :, k].permute(1, 2, 0)  # (S, k, N)
             c_sp = asymptote(elm, prime, mlp.space)[:, k]
-        p_k = p[:, :, k].permute(1, 2, 0)                                                 # (S, k, N)
+        p_k = p[:, :, k].permute(1, 2, 0)  # (S, k, N)
         c_k, c_cd_k = c[:, k], c_cd[:, k]
         alive_num.append((curve[..., 0] - c_sp).abs().flatten())
         spread.append((v_k[..., 0] - v_k[..., -1]).abs().flatten())
@@ -251,15 +267,21 @@ def _measure_gates(alm_prime, collect_dir, *, max_chunks: int = 8, top_k: int = 
         n_pos += ids.shape[1]
     if not n_pos:
         raise ValueError(f"{collect_dir} holds no chunks to measure the gates on; collect some text first.")
-    cat = lambda xs: torch.cat(xs).double()   # noqa: E731
+    cat = lambda xs: torch.cat(xs).double()  # noqa: E731
     med_spread = float(cat(spread).median())
-    return Gates(curve_alive=float(cat(alive_num).median()) / max(med_spread, 1e-12),
-                 l1_curve=float(cat(l1_c).mean().sqrt()), l1_flat=float(cat(l1_f).mean().sqrt()),
-                 collapsed=float(cat(coll).mean()), collapsed_cd=float(cat(coll_cd).mean()),
-                 moved_kl=float(cat(kl).mean()), toward_expert=float(cat(num).sum() / cat(den).sum().clamp_min(1e-30)),
-                 n_positions=int(n_pos), n_tokens=int(cat(coll).numel()),
-                 **{f"fidelity_{w}": float(cat(v).mean()) if v else math.nan for w, v in fid.items()},
-                 thresholds=thresholds)
+    return Gates(
+        curve_alive=float(cat(alive_num).median()) / max(med_spread, 1e-12),
+        l1_curve=float(cat(l1_c).mean().sqrt()),
+        l1_flat=float(cat(l1_f).mean().sqrt()),
+        collapsed=float(cat(coll).mean()),
+        collapsed_cd=float(cat(coll_cd).mean()),
+        moved_kl=float(cat(kl).mean()),
+        toward_expert=float(cat(num).sum() / cat(den).sum().clamp_min(1e-30)),
+        n_positions=int(n_pos),
+        n_tokens=int(cat(coll).numel()),
+        **{f"fidelity_{w}": float(cat(v).mean()) if v else math.nan for w, v in fid.items()},
+        thresholds=thresholds,
+    )
 
 
 def _renorm(q: torch.Tensor) -> torch.Tensor:
@@ -294,4 +316,3 @@ def gates_or_none(alm_prime, collect_dir, **kwargs):
     if not (folder / "curve_mlp.pt").is_file() and _objective(folder) != "distill":
         return None
     return measure_gates(alm_prime, collect_dir, **kwargs)
-

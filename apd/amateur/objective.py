@@ -15,6 +15,7 @@ The distilled variant (``APDTrainConfig(objective="distill")``, :class:`DistillO
 curve MLP: L_distill = KL(target || c) over the token set, mean over positions, where the target is
 the fitter's asymptotes (:mod:`apd.amateur.distill`), plus the same lambda3 L3.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -68,9 +69,19 @@ class CurveMLP(nn.Module):
     False (then a is the raw output, starts at 0, may be negative).
     """
 
-    def __init__(self, log_sizes, *, decay: str = "exponential", space: str = "prob", flip: bool = True,
-                 x_origin: str = "zero", hidden: int = 100, n_hidden_layers: int = 3, mid_dropout: float = 0.5,
-                 member_names: Optional[Sequence[str]] = None):
+    def __init__(
+        self,
+        log_sizes,
+        *,
+        decay: str = "exponential",
+        space: str = "prob",
+        flip: bool = True,
+        x_origin: str = "zero",
+        hidden: int = 100,
+        n_hidden_layers: int = 3,
+        mid_dropout: float = 0.5,
+        member_names: Optional[Sequence[str]] = None,
+    ):
         super().__init__()
         x = torch.as_tensor(log_sizes, dtype=torch.float64).reshape(-1)
         if x.numel() < 2 or not bool((x[1:] > x[:-1]).all()):
@@ -78,10 +89,17 @@ class CurveMLP(nn.Module):
         curves.check_space(space)
         if x_origin not in X_ORIGINS:
             raise ValueError(f"x_origin must be one of {X_ORIGINS}, got {x_origin!r}.")
-        self.settings = dict(log_sizes=x.tolist(), decay=curves.get_decay(decay).name, space=space, flip=bool(flip),
-                             x_origin=x_origin, hidden=int(hidden), n_hidden_layers=int(n_hidden_layers),
-                             mid_dropout=float(mid_dropout),
-                             member_names=list(member_names) if member_names is not None else None)
+        self.settings = dict(
+            log_sizes=x.tolist(),
+            decay=curves.get_decay(decay).name,
+            space=space,
+            flip=bool(flip),
+            x_origin=x_origin,
+            hidden=int(hidden),
+            n_hidden_layers=int(n_hidden_layers),
+            mid_dropout=float(mid_dropout),
+            member_names=list(member_names) if member_names is not None else None,
+        )
         self.decay = curves.get_decay(decay)
         self.space, self.flip, self.x_origin = space, bool(flip), x_origin
         self.n_members = x.numel()
@@ -98,8 +116,11 @@ class CurveMLP(nn.Module):
 
     def x(self, log_sizes: Optional[torch.Tensor] = None) -> torch.Tensor:
         """The curve's x for given log sizes (default: the members'), after ``x_origin``."""
-        x = self.log_sizes if log_sizes is None else torch.as_tensor(log_sizes, dtype=torch.float32,
-                                                                     device=self.log_sizes.device)
+        x = (
+            self.log_sizes
+            if log_sizes is None
+            else torch.as_tensor(log_sizes, dtype=torch.float32, device=self.log_sizes.device)
+        )
         return x - self.log_sizes[0] if self.x_origin == "alm" else x
 
     def curve_params(self, inputs: torch.Tensor) -> torch.Tensor:
@@ -108,7 +129,7 @@ class CurveMLP(nn.Module):
         if inputs.shape[-1] != n + 1:
             raise ValueError(f"CurveMLP expects {n} member values plus c in the last axis, got {inputs.shape[-1]}.")
         if n > 3:  # dropout on members 3 .. N-1 (1-based): indices 2 .. N-2
-            inputs = torch.cat([inputs[..., :2], self.dropout(inputs[..., 2:n - 1]), inputs[..., n - 1:]], dim=-1)
+            inputs = torch.cat([inputs[..., :2], self.dropout(inputs[..., 2 : n - 1]), inputs[..., n - 1 :]], dim=-1)
         raw = self.head(self.body(inputs))
         if self.flip:
             return torch.exp(raw)
@@ -118,7 +139,9 @@ class CurveMLP(nn.Module):
         """values (..., N): renormalised member values (probabilities, or their logs in logit space);
         c (...): the asymptote in the same space. Returns the curve at the members' x, flipped space."""
         if values.shape[-1] != self.n_members:
-            raise ValueError(f"values must have N = {self.n_members} members in the last axis, got {values.shape[-1]}.")
+            raise ValueError(
+                f"values must have N = {self.n_members} members in the last axis, got {values.shape[-1]}."
+            )
         if self.flip:
             flipped = curves.flip_mask(values[..., 0], values[..., -1])
         else:
@@ -166,10 +189,14 @@ class ConditionedCurveMLP(CurveMLP):
         kw.pop("x_origin", None)
         super().__init__(log_sizes, x_origin="alm", **kw)
         if not self.flip or self.decay.param_names != ("a", "b", "d"):
-            raise ValueError("ConditionedCurveMLP needs flip=True and a decay with parameters (a, b, d) "
-                             f"(exponential, logistic); got flip={self.flip}, decay {self.decay.name!r}.")
+            raise ValueError(
+                "ConditionedCurveMLP needs flip=True and a decay with parameters (a, b, d) "
+                f"(exponential, logistic); got flip={self.flip}, decay {self.decay.name!r}."
+            )
         if min(a0, b0, d0) <= 0:
-            raise ValueError(f"a0, b0 and d0 must be > 0 (they start the exponentiated outputs), got {a0}, {b0}, {d0}.")
+            raise ValueError(
+                f"a0, b0 and d0 must be > 0 (they start the exponentiated outputs), got {a0}, {b0}, {d0}."
+            )
         with torch.no_grad():
             self.head.bias.copy_(torch.log(torch.tensor([a0, b0, d0], dtype=self.head.bias.dtype)))
         self.settings.update(start="conditioned", a0=float(a0), b0=float(b0), d0=float(d0))
@@ -216,8 +243,9 @@ def loss_l3(alm_prime_logits: torch.Tensor, alm_logits: torch.Tensor) -> torch.T
 HEAD_GATHER_CLASSES = ("GPTNeoXForCausalLM", "OPTForCausalLM", "Qwen2ForCausalLM", "LlamaForCausalLM")
 
 
-def _logits_at(alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: torch.Tensor,
-               gather_head: bool = True) -> torch.Tensor:
+def _logits_at(
+    alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: torch.Tensor, gather_head: bool = True
+) -> torch.Tensor:
     """Raw logits of ``alm`` at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32
     (bf16 autocast on CUDA when ``bf16``).
 
@@ -237,13 +265,15 @@ def _logits_at(alm: nn.Module, bf16: bool, input_ids: torch.Tensor, token_ids: t
             logits = alm(input_ids=input_ids).logits
             vocab = logits.shape[-1]
         if int(token_ids.max()) >= vocab:
-            raise ValueError(f"token id {int(token_ids.max())} >= ALM' vocabulary size {vocab}: the "
-                             "collected data were made with another tokenizer/model family.")
+            raise ValueError(
+                f"token id {int(token_ids.max())} >= ALM' vocabulary size {vocab}: the "
+                "collected data were made with another tokenizer/model family."
+            )
         if not fast:
             return torch.gather(logits, -1, token_ids).float()
-        hidden = alm.base_model(input_ids=input_ids).last_hidden_state                        # (B, S, d)
-        rows = nn.functional.embedding(token_ids, head.weight)                                # (B, S, K, d)
-        out = (rows * hidden.unsqueeze(-2)).sum(-1)                                           # (B, S, K)
+        hidden = alm.base_model(input_ids=input_ids).last_hidden_state  # (B, S, d)
+        rows = nn.functional.embedding(token_ids, head.weight)  # (B, S, K, d)
+        out = (rows * hidden.unsqueeze(-2)).sum(-1)  # (B, S, K)
         if head.bias is not None:
             out = out + head.bias[token_ids]
     return out.float()
@@ -263,9 +293,11 @@ def loss_distill(target: torch.Tensor, c_log: torch.Tensor) -> torch.Tensor:
         0.1438
     """
     if target.shape != c_log.shape:
-        raise ValueError(f"target {tuple(target.shape)} and c_log {tuple(c_log.shape)} must have the same shape "
-                         "(positions..., K tokens of the set).")
-    valid = torch.isfinite(target).all(-1)                                       # (...)
+        raise ValueError(
+            f"target {tuple(target.shape)} and c_log {tuple(c_log.shape)} must have the same shape "
+            "(positions..., K tokens of the set)."
+        )
+    valid = torch.isfinite(target).all(-1)  # (...)
     t = torch.where(valid[..., None], target, torch.zeros_like(target))
     per_pos = (torch.xlogy(t, t) - t * torch.where(t > 0, c_log, torch.zeros_like(c_log))).sum(-1)
     n = valid.sum()
@@ -288,7 +320,7 @@ class DistillObjective(nn.Module):
     def forward(self, input_ids, token_ids, member_logprobs, alm_logits, elm_logits, targets) -> dict:
         lp = self.alm_prime_logits(input_ids, token_ids)
         with torch.autocast(device_type=input_ids.device.type, enabled=False):
-            c_log = asymptote(elm_logits.float(), lp, "logit")                                   # (B, S, K)
+            c_log = asymptote(elm_logits.float(), lp, "logit")  # (B, S, K)
             ld, l3 = loss_distill(targets.float(), c_log), loss_l3(lp, alm_logits.float())
             loss = ld + self.lambda3 * l3
         return {"loss": loss, "distill": ld, "l3": l3}
@@ -301,7 +333,7 @@ class APDObjective(nn.Module):
         super().__init__()
         self.alm, self.mlp = alm, mlp
         self.lambda2, self.lambda3, self.bf16 = float(lambda2), float(lambda3), bool(bf16)
-        self.freeze_alm = False   # True: ALM' runs without gradients (the MLP-only warm-up of a run)
+        self.freeze_alm = False  # True: ALM' runs without gradients (the MLP-only warm-up of a run)
 
     def alm_prime_logits(self, input_ids: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
         """Raw logits of ALM' at the token sets: (B, S) ids, (B, S, K) token ids -> (B, S, K) float32."""
@@ -312,9 +344,13 @@ class APDObjective(nn.Module):
             lp = self.alm_prime_logits(input_ids, token_ids)
         with torch.autocast(device_type=input_ids.device.type, enabled=False):
             values = member_values(member_logprobs.float(), self.mlp.space).permute(0, 2, 3, 1)  # (B, S, K, N)
-            c = asymptote(elm_logits.float(), lp, self.mlp.space)                                 # (B, S, K)
+            c = asymptote(elm_logits.float(), lp, self.mlp.space)  # (B, S, K)
             out = self.mlp(values, c)
-            l1, l2, l3 = loss_l1(out.curve, out.target), loss_l2(out.curve, out.target), loss_l3(lp, alm_logits.float())
+            l1, l2, l3 = (
+                loss_l1(out.curve, out.target),
+                loss_l2(out.curve, out.target),
+                loss_l3(lp, alm_logits.float()),
+            )
             loss = l1 + self.lambda2 * l2 + self.lambda3 * l3
         return {"loss": loss, "l1": l1, "l2": l2, "l3": l3, "flip_frac": out.flipped.float().mean()}
 
@@ -339,8 +375,15 @@ class CurvePrediction:
 
 
 @torch.no_grad()
-def predict_curves(mlp: Union[CurveMLP, str, os.PathLike], member_logprobs, elm_logits, alm_prime_logits, *,
-                   x=None, n_points: int = 100) -> CurvePrediction:
+def predict_curves(
+    mlp: Union[CurveMLP, str, os.PathLike],
+    member_logprobs,
+    elm_logits,
+    alm_prime_logits,
+    *,
+    x=None,
+    n_points: int = 100,
+) -> CurvePrediction:
     """The curve APD's MLP draws through the members, e.g. to plot fitted curves.
 
     ``mlp``: a :class:`CurveMLP` or the ``alm_prime/`` folder (or its ``curve_mlp.pt``).
@@ -355,17 +398,26 @@ def predict_curves(mlp: Union[CurveMLP, str, os.PathLike], member_logprobs, elm_
     lp = torch.as_tensor(member_logprobs, dtype=torch.float32, device=dev)
     if lp.shape[0] != mlp.n_members:
         raise ValueError(f"member_logprobs must have N = {mlp.n_members} members in axis 0, got {tuple(lp.shape)}.")
-    values = member_values(lp, mlp.space).movedim(0, -1)                                    # (..., K, N)
-    c = asymptote(torch.as_tensor(elm_logits, dtype=torch.float32, device=dev),
-                  torch.as_tensor(alm_prime_logits, dtype=torch.float32, device=dev), mlp.space)
+    values = member_values(lp, mlp.space).movedim(0, -1)  # (..., K, N)
+    c = asymptote(
+        torch.as_tensor(elm_logits, dtype=torch.float32, device=dev),
+        torch.as_tensor(alm_prime_logits, dtype=torch.float32, device=dev),
+        mlp.space,
+    )
     out = mlp(values, c)
     xs = mlp.log_sizes
     if x is None:
         span = float(xs[-1] - xs[0])
         x = torch.linspace(float(xs[0]), float(xs[-1]) + 1.5 * span, n_points)
     x = torch.as_tensor(x, dtype=torch.float32, device=dev).reshape(-1)
-    curve = mlp.decay(mlp.x(x), out.c, out.params)                                          # (..., K, X)
+    curve = mlp.decay(mlp.x(x), out.c, out.params)  # (..., K, X)
     return CurvePrediction(
-        x=x, curve=curves.flip_values(curve, out.flipped[..., None], mlp.space),
-        asymptote=curves.flip_values(out.c, out.flipped, mlp.space), observed=values, member_log_sizes=xs.clone(),
-        params=out.params, param_names=mlp.decay.param_names, flipped=out.flipped)
+        x=x,
+        curve=curves.flip_values(curve, out.flipped[..., None], mlp.space),
+        asymptote=curves.flip_values(out.c, out.flipped, mlp.space),
+        observed=values,
+        member_log_sizes=xs.clone(),
+        params=out.params,
+        param_names=mlp.decay.param_names,
+        flipped=out.flipped,
+    )

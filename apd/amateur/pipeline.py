@@ -16,6 +16,7 @@ order of :data:`apd.amateur.variants.VARIANTS`). When no variant engages, the re
 is returned with ``engaged=False``. Everything is read from cached artifacts, so every chapter that
 asks gets the same variant.
 """
+
 from __future__ import annotations
 
 import json
@@ -55,7 +56,7 @@ from apd.world import corpus, truth
 #: that every chapter's choice of the engaged variant is the same).
 GATE_CHUNKS = {"smoke": 4, "default": 16, "gpu": 16}
 
-_ASSESSMENT_VERSION = 1   # bump when what assess() measures changes
+_ASSESSMENT_VERSION = 1  # bump when what assess() measures changes
 
 
 @dataclass
@@ -94,8 +95,17 @@ class APDResult:
         return read_train_log(self.train_dir)
 
 
-def apd_model(fam, built=None, *, scale: str = "default", lambda3: Optional[float] = None,
-              progress: bool = True, cache=None, seed: int = 0, variant: str = RELEASE) -> APDResult:
+def apd_model(
+    fam,
+    built=None,
+    *,
+    scale: str = "default",
+    lambda3: Optional[float] = None,
+    progress: bool = True,
+    cache=None,
+    seed: int = 0,
+    variant: str = RELEASE,
+) -> APDResult:
     """Collect, (tune lambda3 and) train ALM' for ``fam``; everything cached (module docstring).
 
     fam, built: what ``pico.get_family`` returns (built is None for Hub families).
@@ -120,31 +130,51 @@ def apd_model(fam, built=None, *, scale: str = "default", lambda3: Optional[floa
     """
     check_scale(scale, built)
     if lambda3 is not None and not 0.0 <= number("lambda3", lambda3, "e.g. lambda3=0.8") < math.inf:
-        raise ValueError(f"lambda3 must be a finite number >= 0 (the weight of L3 in the ALM' loss), got {lambda3!r}; "
-                         "the paper uses 0.8 (Pythia), 0.4 (OPT), 1.0 (Qwen); None tunes it (pico).")
+        raise ValueError(
+            f"lambda3 must be a finite number >= 0 (the weight of L3 in the ALM' loss), got {lambda3!r}; "
+            "the paper uses 0.8 (Pythia), 0.4 (OPT), 1.0 (Qwen); None tunes it (pico)."
+        )
     if variant == ENGAGED:
         if lambda3 is not None:
-            raise ValueError("variant='engaged' chooses among the registered variants with their own lambda3; "
-                             "pass lambda3 only with a named variant, e.g. variant='release'.")
+            raise ValueError(
+                "variant='engaged' chooses among the registered variants with their own lambda3; "
+                "pass lambda3 only with a named variant, e.g. variant='release'."
+            )
         sel = engaged_variant(fam, built, scale=scale, progress=progress, cache=cache, seed=seed)
         return replace(sel.result, selection=sel)
     spec = get_variant(variant)
     name = family_name(fam)
     check_scale(scale)
     if name == "pico" and built is None:
-        raise ValueError("the pico family needs its build (corpus, world): pass both values of "
-                         "pico.get_family('pico', scale), i.e. apd_model(fam, built, scale=...).")
+        raise ValueError(
+            "the pico family needs its build (corpus, world): pass both values of "
+            "pico.get_family('pico', scale), i.e. apd_model(fam, built, scale=...)."
+        )
     texts = finetune_texts(fam, built)
     collect_dir = collect_family(fam, texts, collect_config(name, scale, built), cache=cache, progress=progress)
     tuning = None
     if lambda3 is None and name == "pico":
-        lambda3, tuning = tune_lambda3(fam, built, collect_dir, variant_config(variant, name, scale, tuning=True),
-                                       lambda3_grid(variant, name, scale), cache=cache, seed=seed,
-                                       progress=progress, score=spec.score)
+        lambda3, tuning = tune_lambda3(
+            fam,
+            built,
+            collect_dir,
+            variant_config(variant, name, scale, tuning=True),
+            lambda3_grid(variant, name, scale),
+            cache=cache,
+            seed=seed,
+            progress=progress,
+            score=spec.score,
+        )
     config = variant_config(variant, name, scale, lambda3)
     path = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
-    return APDResult(alm_prime_path=Path(path), config=config, lambda3=float(config.lambda3_value), tuning=tuning,
-                     collect_dir=Path(collect_dir), variant=variant)
+    return APDResult(
+        alm_prime_path=Path(path),
+        config=config,
+        lambda3=float(config.lambda3_value),
+        tuning=tuning,
+        collect_dir=Path(collect_dir),
+        variant=variant,
+    )
 
 
 def gate_collection(fam, built=None, *, scale: str = "default", cache=None, progress: bool = False) -> Path:
@@ -225,23 +255,37 @@ class VariantSelection:
         """The choice in words, e.g. "the distilled variant (it passes every mechanism gate; 2 of 3 variants do)"."""
         n = int(self.table["engaged"].sum())
         if not self.engaged:
-            return (f"the release configuration, as a stand-in: none of the {len(self.table)} variants passes "
-                    "every mechanism gate")
+            return (
+                f"the release configuration, as a stand-in: none of the {len(self.table)} variants passes "
+                "every mechanism gate"
+            )
         what = "the release configuration" if self.variant == RELEASE else f"the {self.variant} variant"
-        return (f"{what} (it passes every mechanism gate, {n} of {len(self.table)} variants do, and has the "
-                "lowest dev KL among them)" if n > 1 else f"{what} (the only variant that passes every mechanism gate)")
+        return (
+            f"{what} (it passes every mechanism gate, {n} of {len(self.table)} variants do, and has the "
+            "lowest dev KL among them)"
+            if n > 1
+            else f"{what} (the only variant that passes every mechanism gate)"
+        )
 
 
-def assess(result: APDResult, fam, built=None, *, scale: str = "default", cache=None, seed: int = 0,
-           dev_qa=None) -> dict:
+def assess(
+    result: APDResult, fam, built=None, *, scale: str = "default", cache=None, seed: int = 0, dev_qa=None
+) -> dict:
     """A trained variant's mechanism gates (:func:`run_gates`) and, where the family has a world, its dev
     KL: mean KL(truth || APD) over the ELM's top 20 of every dev person's world question at APD's
     dev-best 1/T (``dev_kl``, ``dev_inv_T``, ``n_dev_items``; None without a world). Cached in the
     run's folder. ``dev_qa``: the dev items' :func:`apd.family.knowledge.score_world_qa`, a callable
     returning it (computed only when needed), or None."""
     gates = run_gates(result, fam, built, scale=scale, cache=cache)
-    row = {"variant": result.variant, "lambda3": result.lambda3, **gates.to_dict(),
-           "dev_kl": None, "dev_inv_T": None, "n_dev_items": 0, "alm_prime": str(result.alm_prime_path)}
+    row = {
+        "variant": result.variant,
+        "lambda3": result.lambda3,
+        **gates.to_dict(),
+        "dev_kl": None,
+        "dev_inv_T": None,
+        "n_dev_items": 0,
+        "alm_prime": str(result.alm_prime_path),
+    }
     if built is None:
         return row
     dev, _ = truth.dev_test_split(built.corpus.qa_items, built.corpus.world, seed)
@@ -263,8 +307,16 @@ def assess(result: APDResult, fam, built=None, *, scale: str = "default", cache=
     return row
 
 
-def engaged_variant(fam, built=None, *, scale: str = "default", progress: bool = True, cache=None, seed: int = 0,
-                    variants=VARIANT_NAMES) -> VariantSelection:
+def engaged_variant(
+    fam,
+    built=None,
+    *,
+    scale: str = "default",
+    progress: bool = True,
+    cache=None,
+    seed: int = 0,
+    variants=VARIANT_NAMES,
+) -> VariantSelection:
     """Train (cached) and :func:`assess` every variant in ``variants`` and choose the one the book uses:
     every mechanism gate passes and the dev KL is the lowest (module docstring); the release
     configuration with ``engaged=False`` when no variant engages.
@@ -281,8 +333,9 @@ def engaged_variant(fam, built=None, *, scale: str = "default", progress: bool =
         raise ValueError(f"no variants to choose from; pass some of {VARIANT_NAMES}.")
     if RELEASE not in names:
         raise ValueError(f"the release configuration must be among the variants (it is the fallback); got {names}.")
-    results = {n: apd_model(fam, built, scale=scale, progress=progress, cache=cache, seed=seed, variant=n)
-               for n in names}
+    results = {
+        n: apd_model(fam, built, scale=scale, progress=progress, cache=cache, seed=seed, variant=n) for n in names
+    }
     qa_cache = {}
 
     def dev_qa():
@@ -295,8 +348,13 @@ def engaged_variant(fam, built=None, *, scale: str = "default", progress: bool =
     table = pd.DataFrame(rows)
     chosen = choose_variant(table)
     table["chosen"] = table["variant"] == (chosen or RELEASE)
-    return VariantSelection(variant=chosen or RELEASE, engaged=chosen is not None, result=results[chosen or RELEASE],
-                            results=results, table=table)
+    return VariantSelection(
+        variant=chosen or RELEASE,
+        engaged=chosen is not None,
+        result=results[chosen or RELEASE],
+        results=results,
+        table=table,
+    )
 
 
 def choose_variant(table: pd.DataFrame) -> Optional[str]:
@@ -327,8 +385,17 @@ def tuning_table(results: dict) -> pd.DataFrame:
         if r.tuning is None:
             continue
         for t in r.tuning.itertuples():
-            rows.append({"variant": name, "lambda3": float(t.lambda3), "dev_kl": float(t.score),
-                         "inv_T": float(getattr(t, "inv_T", 1.0)), "steps": run_record(t.alm_prime)["steps"],
-                         "chosen": bool(t.chosen), "score": r.tuning.attrs.get("score", ""), "alm_prime": t.alm_prime})
+            rows.append(
+                {
+                    "variant": name,
+                    "lambda3": float(t.lambda3),
+                    "dev_kl": float(t.score),
+                    "inv_T": float(getattr(t, "inv_T", 1.0)),
+                    "steps": run_record(t.alm_prime)["steps"],
+                    "chosen": bool(t.chosen),
+                    "score": r.tuning.attrs.get("score", ""),
+                    "alm_prime": t.alm_prime,
+                }
+            )
     cols = ["variant", "lambda3", "dev_kl", "inv_T", "steps", "chosen", "score", "alm_prime"]
     return pd.DataFrame(rows, columns=cols)

@@ -4,6 +4,7 @@
 collection config). ``train_apd``: ``cache/apd/<key>`` (key: collection and training config).
 ``train_config``/``collect_config``: the per-family, per-scale settings.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -58,8 +59,9 @@ def hash_key(*parts) -> str:
     return h.hexdigest()[:12]
 
 
-def collect_family(family, texts, config: collect.CollectConfig | None = None, cache=None,
-                   progress: bool = True, batch_size: int = 8) -> Path:
+def collect_family(
+    family, texts, config: collect.CollectConfig | None = None, cache=None, progress: bool = True, batch_size: int = 8
+) -> Path:
     """Collect ``family`` on the documents ``texts`` (joined by EOS, cut into chunks of
     ``config.seq_len``); returns the collection folder (``apd.amateur.collect`` format). ``batch_size``:
     chunks per forward pass (not part of the cache key)."""
@@ -68,8 +70,12 @@ def collect_family(family, texts, config: collect.CollectConfig | None = None, c
         raise ValueError("no documents to collect on: pass the fine-tuning split, e.g. built.corpus.finetune")
     config = config or collect.CollectConfig(seq_len=128, chunks_per_shard=64)
     ids = token_stream(family.tokenizer, texts)
-    key = collection_key([(n, member_identity(family.locations[n])) for n in family.names],
-                         np.asarray(family.log_sizes).tolist(), ids.tobytes(), asdict(config))
+    key = collection_key(
+        [(n, member_identity(family.locations[n])) for n in family.names],
+        np.asarray(family.log_sizes).tolist(),
+        ids.tobytes(),
+        asdict(config),
+    )
     out = Path(cache or paths.cache_dir()) / "collected" / key
     if _collection_ready(out):
         return out
@@ -112,7 +118,7 @@ def _collection_ready(out: Path) -> bool:
 def train_dir(collect_dir, config: APDTrainConfig, cache=None) -> Path:
     """The folder where :func:`train_apd` trains ``config`` on ``collect_dir`` (it may not exist yet)."""
     parts = [*collect.collection_identity(collect_dir), config.to_dict()]
-    if config.objective == "distill":   # only then: the keys of the paper's runs stay as they were
+    if config.objective == "distill":  # only then: the keys of the paper's runs stay as they were
         parts.append(distill.DISTILL_FIT)
     key = hash_key(*parts)
     return Path(cache or paths.cache_dir()) / "apd" / key
@@ -140,16 +146,18 @@ def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress:
     if done is not None:
         return done
     with file_lock(out.parent / f"{out.name}.lock"):
-        done = _finished(out)   # another process may have finished it while we waited
+        done = _finished(out)  # another process may have finished it while we waited
         if done is not None:
             return done
         data = collected_chunks(collect_dir)
-        if config.objective == "distill":   # the fitter's targets, cached beside the collection
+        if config.objective == "distill":  # the fitter's targets, cached beside the collection
             n = max(1, int(round(config.data_fraction * len(data.records))))
-            data.records = distill.WithTargets(data.records, distill.collection_targets(
-                collect_dir, config.members, n, cache=cache))
-        return train_alm_prime(config, family.locations[family.alm], data, out, tokenizer=family.tokenizer,
-                               progress=progress)
+            data.records = distill.WithTargets(
+                data.records, distill.collection_targets(collect_dir, config.members, n, cache=cache)
+            )
+        return train_alm_prime(
+            config, family.locations[family.alm], data, out, tokenizer=family.tokenizer, progress=progress
+        )
 
 
 def variant(config: APDTrainConfig, **changes) -> APDTrainConfig:
@@ -176,12 +184,16 @@ def load_alm_prime(path, device=None, dtype=None, *, trained_elsewhere: bool = F
         raise FileNotFoundError(f"no ALM' in {path} (no config.json): train it with apd.apd_model(fam, built).")
     if not trained_elsewhere and not (path / "apd_train_config.json").is_file():
         what = "a family member's folder" if (path / "training.json").is_file() else "not a folder ALM' training wrote"
-        raise ValueError(f"{path} is {what} (it has no apd_train_config.json), not ALM': APD with an untouched "
-                         "member is CD. Pass the folder apd.apd_model returns (result.alm_prime_path), or, for an "
-                         "ALM' trained outside apd, load_alm_prime(path, trained_elsewhere=True).")
+        raise ValueError(
+            f"{path} is {what} (it has no apd_train_config.json), not ALM': APD with an untouched "
+            "member is CD. Pass the folder apd.apd_model returns (result.alm_prime_path), or, for an "
+            "ALM' trained outside apd, load_alm_prime(path, trained_elsewhere=True)."
+        )
     if not check_folder(path, "ALM' model", "stopping"):
-        raise ValueError(f"the ALM' in {path} was damaged (its files no longer match the digests recorded when it "
-                         "was saved) and has been set aside; run apd.apd_model(fam, built) again to retrain it.")
+        raise ValueError(
+            f"the ALM' in {path} was damaged (its files no longer match the digests recorded when it "
+            "was saved) and has been set aside; run apd.apd_model(fam, built) again to retrain it."
+        )
     device = resolve_device(device)
     model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype or torch.float32)
     return model.to(device).eval()
@@ -202,9 +214,11 @@ def check_scale(scale: str, built=None) -> None:
         raise ValueError(f"unknown scale {scale!r}; use one of {SCALES} (pass the chapter's pico_scale).")
     have = getattr(built, "scale", None)
     if have is not None and have != scale:
-        raise ValueError(f"built is the {have!r} pico family but scale={scale!r} was asked: the {scale} settings "
-                         f"do not fit its members. Pass scale={have!r} (built.scale, the chapter's pico_scale), "
-                         f"or build the {scale} family: apd.get_family('pico', {scale!r}).")
+        raise ValueError(
+            f"built is the {have!r} pico family but scale={scale!r} was asked: the {scale} settings "
+            f"do not fit its members. Pass scale={have!r} (built.scale, the chapter's pico_scale), "
+            f"or build the {scale} family: apd.get_family('pico', {scale!r})."
+        )
 
 
 def train_config(family: str, scale: str = "default", lambda3: Optional[float] = None) -> APDTrainConfig:
@@ -264,10 +278,14 @@ def read_train_log(run_dir) -> pd.DataFrame:
             rows.append(json.loads(line))
         except ValueError:
             if i < len(lines) - 1:
-                raise ValueError(f"{path}, line {i + 1} is not JSON (damaged log); delete the folder "
-                                 f"{path.parent} to train the run again.") from None
-            warnings.warn(f"apd: the last line of {path} is truncated (a run stopped while writing it); "
-                          "ignoring it.", stacklevel=2)
+                raise ValueError(
+                    f"{path}, line {i + 1} is not JSON (damaged log); delete the folder "
+                    f"{path.parent} to train the run again."
+                ) from None
+            warnings.warn(
+                f"apd: the last line of {path} is truncated (a run stopped while writing it); ignoring it.",
+                stacklevel=2,
+            )
     df = pd.DataFrame(rows)
     return df.drop_duplicates("step", keep="last").sort_values("step").reset_index(drop=True)
 
@@ -294,6 +312,12 @@ def run_record(alm_prime) -> dict:
         seconds = float(read_train_log(out)["seconds"].iloc[-1])
     except (FileNotFoundError, KeyError, IndexError):
         seconds = float("nan")
-    return {"steps": steps, "mlp_warmup_steps": warm, "joint_steps": steps - warm,
-            "n_chunks": int(meta.get("data", {}).get("n_chunks", 0)), "batch_size": int(cfg.get("batch_size", 0)),
-            "epochs": int(cfg.get("epochs", 0)), "train_seconds": seconds}
+    return {
+        "steps": steps,
+        "mlp_warmup_steps": warm,
+        "joint_steps": steps - warm,
+        "n_chunks": int(meta.get("data", {}).get("n_chunks", 0)),
+        "batch_size": int(cfg.get("batch_size", 0)),
+        "epochs": int(cfg.get("epochs", 0)),
+        "train_seconds": seconds,
+    }

@@ -11,6 +11,7 @@ its settings: log sizes, member names, curve, condition, tokenizer identity), th
 ``digests.json``. :func:`thf_model` trains it (cached under ``cache/thf/<key>``, resumable,
 checkpointed); :func:`load_thf` reads it and refuses other log sizes or another tokenizer.
 """
+
 from __future__ import annotations
 
 import copy
@@ -51,7 +52,7 @@ from apd.core import entropy as H
 from apd.family.text import tokenizer_identity
 
 HEAD_FILE = "thf_head.pt"
-RAW_MAX = 20.0   # raw head outputs are clamped here before exp (e^20: far beyond any entropy)
+RAW_MAX = 20.0  # raw head outputs are clamped here before exp (e^20: far beyond any entropy)
 
 
 @dataclass
@@ -106,7 +107,7 @@ THF_TRAIN = {
     ("pico", "default"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1, label_chunks=384),
     ("hub", "smoke"): dict(lr=1e-4, epochs=1, batch_size=8, warmup_steps=0.1),
     ("hub", "default"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
-    ("pico", "gpu"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1),   # labels on every chunk
+    ("pico", "gpu"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1),  # labels on every chunk
     ("hub", "gpu"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
 }
 
@@ -142,18 +143,30 @@ class THFModel(nn.Module):
     ``forward(input_ids (B, S), attention_mask, position_ids)`` -> :class:`THFOutput`.
     """
 
-    def __init__(self, lm, log_sizes: Sequence[float], *, decay: str = "poly10", condition: str = "normalised",
-                 member_names: Optional[Sequence[str]] = None, tokenizer_id: Optional[str] = None):
+    def __init__(
+        self,
+        lm,
+        log_sizes: Sequence[float],
+        *,
+        decay: str = "poly10",
+        condition: str = "normalised",
+        member_names: Optional[Sequence[str]] = None,
+        tokenizer_id: Optional[str] = None,
+    ):
         super().__init__()
         x = [float(v) for v in log_sizes]
         if len(x) < 2 or not all(b > a for a, b in zip(x, x[1:])):
             raise ValueError(f"log_sizes must hold >= 2 increasing values (ALM first), got {x}.")
         self.lm = lm
         self.decay = H.check_decay(decay)
-        self.settings = dict(log_sizes=x, decay=self.decay.name, condition=condition,
-                             member_names=list(member_names) if member_names is not None else None,
-                             tokenizer_id=tokenizer_id)
-        H.condition_x(x, x, condition)   # checks the condition
+        self.settings = dict(
+            log_sizes=x,
+            decay=self.decay.name,
+            condition=condition,
+            member_names=list(member_names) if member_names is not None else None,
+            tokenizer_id=tokenizer_id,
+        )
+        H.condition_x(x, x, condition)  # checks the condition
         self.head = nn.Linear(lm.config.hidden_size, 1 + self.decay.n_params + 1)
         nn.init.zeros_(self.head.weight)
         nn.init.zeros_(self.head.bias)
@@ -168,8 +181,9 @@ class THFModel(nn.Module):
 
     def curve_at(self, x, c: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
         """The entropy curve at log sizes x (X,): c (...), params (..., P) -> (..., X) nats."""
-        return H.entropy_curve(x, c, params, self.log_sizes, decay=self.decay.name,
-                               condition=self.settings["condition"])
+        return H.entropy_curve(
+            x, c, params, self.log_sizes, decay=self.decay.name, condition=self.settings["condition"]
+        )
 
     def forward(self, input_ids, attention_mask=None, position_ids=None) -> THFOutput:
         kwargs = {"attention_mask": attention_mask}
@@ -208,8 +222,10 @@ class THFModel(nn.Module):
 def _ids_fit(model: THFModel, input_ids: torch.Tensor) -> None:
     rows = model.lm.get_input_embeddings().weight.shape[0]
     if int(input_ids.max()) >= rows:
-        raise ValueError(f"token id {int(input_ids.max())} is beyond the THF model's {rows} embedding rows: "
-                         "the THF model was trained with another tokenizer; train one for this family (apd.thf_model).")
+        raise ValueError(
+            f"token id {int(input_ids.max())} is beyond the THF model's {rows} embedding rows: "
+            "the THF model was trained with another tokenizer; train one for this family (apd.thf_model)."
+        )
 
 
 def load_thf(path, *, log_sizes: Optional[Sequence[float]] = None, tokenizer=None, device=None) -> THFModel:
@@ -231,7 +247,9 @@ def load_thf(path, *, log_sizes: Optional[Sequence[float]] = None, tokenizer=Non
 
     folder = Path(getattr(path, "path", path))
     if not (folder / HEAD_FILE).is_file():
-        raise FileNotFoundError(f"no THF model in {folder} (no {HEAD_FILE}): train one with apd.thf_model(fam, built).")
+        raise FileNotFoundError(
+            f"no THF model in {folder} (no {HEAD_FILE}): train one with apd.thf_model(fam, built)."
+        )
     if not check_folder(folder, "THF model", "stopping"):
         raise ValueError(f"the THF model in {folder} was damaged and has been set aside; run apd.thf_model again.")
     blob = torch.load(folder / HEAD_FILE, map_location="cpu", weights_only=False)
@@ -239,24 +257,35 @@ def load_thf(path, *, log_sizes: Optional[Sequence[float]] = None, tokenizer=Non
     if log_sizes is not None:
         want = [float(v) for v in log_sizes]
         if len(want) != len(settings["log_sizes"]) or not np.allclose(want, settings["log_sizes"], atol=1e-6):
-            raise ValueError(f"the THF model in {folder} was trained for log sizes {settings['log_sizes']}, not "
-                             f"{want}: train a THF model for this family (apd.thf_model(fam, built)).")
+            raise ValueError(
+                f"the THF model in {folder} was trained for log sizes {settings['log_sizes']}, not "
+                f"{want}: train a THF model for this family (apd.thf_model(fam, built))."
+            )
     if tokenizer is not None and settings.get("tokenizer_id") not in (None, tokenizer_identity(tokenizer)):
-        raise ValueError(f"the THF model in {folder} was trained with another tokenizer than the one given; REAL "
-                         "needs the family's tokenizer: train a THF model for this family (apd.thf_model(fam, built)).")
+        raise ValueError(
+            f"the THF model in {folder} was trained with another tokenizer than the one given; REAL "
+            "needs the family's tokenizer: train a THF model for this family (apd.thf_model(fam, built))."
+        )
     lm = AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32)
-    model = THFModel(lm, settings["log_sizes"], decay=settings["decay"], condition=settings["condition"],
-                     member_names=settings.get("member_names"), tokenizer_id=settings.get("tokenizer_id"))
+    model = THFModel(
+        lm,
+        settings["log_sizes"],
+        decay=settings["decay"],
+        condition=settings["condition"],
+        member_names=settings.get("member_names"),
+        tokenizer_id=settings.get("tokenizer_id"),
+    )
     model.head.load_state_dict(blob["state_dict"])
     return model.to(resolve_device(device)).eval()
 
 
 # --------------------------------------------------------------------------------------------- training
 
+
 def _init_head(model: THFModel, labels: EntropyLabels) -> None:
     """Start every position at the labels' mean curve: c at 0.8 x the largest member's mean entropy,
     the direct prediction at that mean, the amplitude b so the curve meets the ALM's mean (others 1)."""
-    mean = labels.entropies.mean(axis=(0, 2)).astype(np.float64)   # (N,)
+    mean = labels.entropies.mean(axis=(0, 2)).astype(np.float64)  # (N,)
     c0 = max(0.8 * mean[-1], 1e-3)
     params = torch.ones(1, model.decay.n_params)
     unit = float(model.curve_at(model.log_sizes[:1], torch.zeros(1), params)[0, 0])
@@ -275,13 +304,16 @@ def _fingerprint(config: THFConfig, labels: EntropyLabels, lm: nn.Module) -> str
         h.update(p.detach().cpu().float().numpy().tobytes())
     h.update(labels.input_ids.tobytes())
     h.update(labels.entropies.tobytes())
-    blob = json.dumps({"config": config.fingerprinted(), "log_sizes": labels.log_sizes.tolist(),
-                       "weights_and_data": h.hexdigest()}, sort_keys=True)
+    blob = json.dumps(
+        {"config": config.fingerprinted(), "log_sizes": labels.log_sizes.tolist(), "weights_and_data": h.hexdigest()},
+        sort_keys=True,
+    )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_after: Optional[int] = None,
-              progress: bool = True) -> Path:
+def train_thf(
+    config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_after: Optional[int] = None, progress: bool = True
+) -> Path:
     """Train the THF model from the ALM on entropy labels; returns the saved folder ``out_dir/thf``.
 
     alm: the ALM (a model, copied; or a folder / Hub id); labels: :class:`EntropyLabels` or their
@@ -291,18 +323,21 @@ def train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_a
     """
     on_cpu = resolve_device(config.device).type == "cpu"
     with cpu_threads(config.threads if on_cpu else None):
-        return _train_thf(config, alm, labels, out_dir, tokenizer=tokenizer, stop_after=stop_after,
-                          progress=progress)
+        return _train_thf(config, alm, labels, out_dir, tokenizer=tokenizer, stop_after=stop_after, progress=progress)
 
 
-def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_after: Optional[int] = None,
-               progress: bool = True) -> Path:
+def _train_thf(
+    config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_after: Optional[int] = None, progress: bool = True
+) -> Path:
     from transformers import AutoModelForCausalLM
 
     out_dir = Path(out_dir)
     labels = labels if isinstance(labels, EntropyLabels) else load_entropies(labels)
-    lm = copy.deepcopy(alm).float() if isinstance(alm, nn.Module) else AutoModelForCausalLM.from_pretrained(
-        alm, torch_dtype=torch.float32)
+    lm = (
+        copy.deepcopy(alm).float()
+        if isinstance(alm, nn.Module)
+        else AutoModelForCausalLM.from_pretrained(alm, torch_dtype=torch.float32)
+    )
     fingerprint = _fingerprint(config, labels, lm)
     final = out_dir / "thf"
     meta_path = out_dir / "train_config.json"
@@ -314,8 +349,14 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
             return final
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
-    model = THFModel(lm, labels.log_sizes.tolist(), decay=config.decay, condition=config.condition,
-                     member_names=labels.member_names, tokenizer_id=tokenizer_identity(tokenizer))
+    model = THFModel(
+        lm,
+        labels.log_sizes.tolist(),
+        decay=config.decay,
+        condition=config.condition,
+        member_names=labels.member_names,
+        tokenizer_id=tokenizer_identity(tokenizer),
+    )
     _init_head(model, labels)
     model.to(device).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
@@ -326,7 +367,7 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
     total = steps_per_epoch * config.epochs
     warmup = warmup_for(config, total)
     ids_all = torch.from_numpy(labels.input_ids)
-    ent_all = torch.from_numpy(labels.entropies).permute(0, 2, 1).contiguous()   # (C, S, N)
+    ent_all = torch.from_numpy(labels.entropies).permute(0, 2, 1).contiguous()  # (C, S, N)
 
     ckpt_dir = out_dir / "checkpoints"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -346,19 +387,41 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
         optimizer.load_state_dict(state["optimizer"])
         step = int(state["step"])
         break
-    write_json(meta_path, {"fingerprint": fingerprint, "status": "running", "config": config.to_dict(),
-                           "total_steps": total, "steps_per_epoch": steps_per_epoch, "warmup_steps": warmup,
-                           "n_chunks": n, "members": labels.member_names, "log_sizes": labels.log_sizes.tolist()},
-               digest=True)
+    write_json(
+        meta_path,
+        {
+            "fingerprint": fingerprint,
+            "status": "running",
+            "config": config.to_dict(),
+            "total_steps": total,
+            "steps_per_epoch": steps_per_epoch,
+            "warmup_steps": warmup,
+            "n_chunks": n,
+            "members": labels.member_names,
+            "log_sizes": labels.log_sizes.tolist(),
+        },
+        digest=True,
+    )
     log_path = out_dir / "train_log.jsonl"
-    kept = [ln for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
-            if ln.strip() and json.loads(ln)["step"] <= step]
+    kept = [
+        ln
+        for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
+        if ln.strip() and json.loads(ln)["step"] <= step
+    ]
     log_path.write_text("".join(ln + "\n" for ln in kept))
 
     def save_checkpoint() -> Path:
         path = ckpt_dir / f"step_{step:08d}.pt"
-        torch_save({"step": step, "fingerprint": fingerprint, "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict()}, path, digest=True)
+        torch_save(
+            {
+                "step": step,
+                "fingerprint": fingerprint,
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+            },
+            path,
+            digest=True,
+        )
         for old in sorted(ckpt_dir.glob("step_*.pt"))[:-1]:
             old.unlink()
             old.with_name(old.name + ".sha256").unlink(missing_ok=True)
@@ -371,7 +434,7 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
             bar.close()
             return save_checkpoint()
         epoch, pos = divmod(step, steps_per_epoch)
-        idx = epoch_order(n, config.seed, epoch)[pos * config.batch_size:(pos + 1) * config.batch_size]
+        idx = epoch_order(n, config.seed, epoch)[pos * config.batch_size : (pos + 1) * config.batch_size]
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, total, warmup, config.lr)
         out = model(ids_all[idx].to(device))
@@ -385,8 +448,9 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
         step += 1
         done_here += 1
         with open(log_path, "a") as f:
-            f.write(json.dumps({"step": step, "epoch": epoch, "loss": value,
-                                "seconds": round(time.time() - t0, 3)}) + "\n")
+            f.write(
+                json.dumps({"step": step, "epoch": epoch, "loss": value, "seconds": round(time.time() - t0, 3)}) + "\n"
+            )
         bar.update(1)
         bar.set_postfix(loss=f"{value:.4f}")
         if step % config.checkpoint_every == 0 and step < total:
@@ -398,8 +462,11 @@ def _train_thf(config: THFConfig, alm, labels, out_dir, *, tokenizer=None, stop_
     write_folder_digests(tmp)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
-    write_json(meta_path, {**json.loads(meta_path.read_text()), "status": "done",
-                           "seconds": round(time.time() - t0, 3)}, digest=True)
+    write_json(
+        meta_path,
+        {**json.loads(meta_path.read_text()), "status": "done", "seconds": round(time.time() - t0, 3)},
+        digest=True,
+    )
     remove_checkpoints(ckpt_dir)
     return final
 
@@ -413,18 +480,23 @@ def evaluate_thf(model: THFModel, labels, *, max_chunks: Optional[int] = None, b
     dev = next(model.parameters()).device
     loss, abs_curve, abs_last = 0.0, 0.0, 0.0
     for s in range(0, n, batch_size):
-        ids = torch.from_numpy(labels.input_ids[s:min(n, s + batch_size)]).to(dev)
-        true = torch.from_numpy(labels.entropies[s:min(n, s + batch_size)]).permute(0, 2, 1).to(dev)
+        ids = torch.from_numpy(labels.input_ids[s : min(n, s + batch_size)]).to(dev)
+        true = torch.from_numpy(labels.entropies[s : min(n, s + batch_size)]).permute(0, 2, 1).to(dev)
         out = model(ids)
         k = ids.shape[0] / n
         loss += k * float(H.thf_loss(out.curve, out.last, true))
         abs_curve = abs_curve + k * (out.curve - true).abs().mean(dim=(0, 1)).cpu().numpy()
         abs_last += k * float((out.last - true[..., -1]).abs().mean())
-    return {"loss": loss, "mae_curve": dict(zip(labels.member_names, np.round(abs_curve, 4).tolist())),
-            "mae_last": abs_last, "n_chunks": n}
+    return {
+        "loss": loss,
+        "mae_curve": dict(zip(labels.member_names, np.round(abs_curve, 4).tolist())),
+        "mae_last": abs_last,
+        "n_chunks": n,
+    }
 
 
 # --------------------------------------------------------------------------------------------- cached runs
+
 
 @dataclass
 class THFResult:
@@ -448,8 +520,9 @@ class THFResult:
         """The run record (``train_config.json``: config, steps, seconds, status)."""
         record = read_json_checked(self.train_dir / "train_config.json", "THF run record", "stopping")
         if record is None:
-            raise FileNotFoundError(f"no intact THF run record in {self.train_dir}; run apd.thf_model(fam, built) "
-                                    "again to train it.")
+            raise FileNotFoundError(
+                f"no intact THF run record in {self.train_dir}; run apd.thf_model(fam, built) again to train it."
+            )
         return record
 
 
@@ -457,7 +530,9 @@ def _finished(out: Path) -> Optional[Path]:
     meta = read_json_checked(out / "train_config.json", "THF run record", "training the THF model again")
     if meta is None or meta.get("status") != "done":
         return None
-    return out / "thf" if check_folder(out / "thf", "THF model", "training the THF model again", backfill=True) else None
+    return (
+        out / "thf" if check_folder(out / "thf", "THF model", "training the THF model again", backfill=True) else None
+    )
 
 
 def thf_key(labels_key: str, config: THFConfig) -> str:
@@ -465,8 +540,9 @@ def thf_key(labels_key: str, config: THFConfig) -> str:
     return hash_key("thf-v1", labels_key, config.fingerprinted())
 
 
-def thf_model(fam, built=None, *, scale: str = "default", config: Optional[THFConfig] = None, cache=None,
-              progress: bool = True) -> THFResult:
+def thf_model(
+    fam, built=None, *, scale: str = "default", config: Optional[THFConfig] = None, cache=None, progress: bool = True
+) -> THFResult:
     """Entropy labels on the fine-tuning text, then the THF model trained from the ALM; all cached.
 
     fam, built: what ``apd.get_family`` returns (built None for Hub families); scale: 'smoke' or
@@ -483,12 +559,14 @@ def thf_model(fam, built=None, *, scale: str = "default", config: Optional[THFCo
     check_scale(scale, built)
     config = config or thf_config(name, scale)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
-    labels_dir = entropy_labels(fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress,
-                                max_chunks=config.label_chunks)
+    labels_dir = entropy_labels(
+        fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress, max_chunks=config.label_chunks
+    )
     out = Path(cache or paths.cache_dir()) / "thf" / thf_key(labels_dir.name, config)
     done = _finished(out)
     if done is None:
         with file_lock(out.parent / f"{out.name}.lock"):
-            done = _finished(out) or train_thf(config, fam.locations[fam.alm], labels_dir, out,
-                                               tokenizer=fam.tokenizer, progress=progress)
+            done = _finished(out) or train_thf(
+                config, fam.locations[fam.alm], labels_dir, out, tokenizer=fam.tokenizer, progress=progress
+            )
     return THFResult(path=Path(done), config=config, labels_dir=labels_dir)

@@ -6,6 +6,7 @@ Device-agnostic (CPU fp32, CUDA, several processes through ``accelerate``). A ru
 ``alm_prime/`` (``save_pretrained``), ``curve_mlp.pt``, ``train_log.jsonl`` and checkpoints.
     python -m apd.amateur.train --help
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,13 +46,17 @@ from apd.base.progress import progress_bar
 def _micro_batch(config: APDTrainConfig, device: torch.device, world: int) -> int:
     per_process, rem = divmod(config.batch_size, world)
     if rem:
-        raise ValueError(f"batch_size {config.batch_size} is not divisible by the {world} processes; "
-                         "pick a multiple of the number of GPUs.")
+        raise ValueError(
+            f"batch_size {config.batch_size} is not divisible by the {world} processes; "
+            "pick a multiple of the number of GPUs."
+        )
     want = config.micro_batch_size or (8 if device.type == "cuda" else 4)
     want = min(want, per_process)
     if config.micro_batch_size is not None and per_process % want:
-        raise ValueError(f"micro_batch_size {want} does not divide the {per_process} chunks per process "
-                         f"and step (batch_size {config.batch_size} / {world} processes).")
+        raise ValueError(
+            f"micro_batch_size {want} does not divide the {per_process} chunks per process "
+            f"and step (batch_size {config.batch_size} / {world} processes)."
+        )
     while per_process % want:  # automatic choice: the largest divisor below the target
         want -= 1
     return want
@@ -71,8 +76,14 @@ def _data_digest(data: CollectedChunks) -> dict:
         item = data[i]
         for k in RECORD_KEYS:
             h.update(item[k].numpy().tobytes())
-    return {"n_chunks": len(data), "seq_len": data.seq_len, "set_size": data.set_size,
-            "members": data.member_names, "log_sizes": data.log_sizes.tolist(), "sample_sha256": h.hexdigest()[:16]}
+    return {
+        "n_chunks": len(data),
+        "seq_len": data.seq_len,
+        "set_size": data.set_size,
+        "members": data.member_names,
+        "log_sizes": data.log_sizes.tolist(),
+        "sample_sha256": h.hexdigest()[:16],
+    }
 
 
 def _fingerprint(cfg: dict, data_info: dict, model_digest: str) -> str:
@@ -85,6 +96,7 @@ def _load_alm(alm_model_or_path) -> nn.Module:
     if isinstance(alm_model_or_path, nn.Module):
         return copy.deepcopy(alm_model_or_path).float()  # never modify the caller's model
     from transformers import AutoModelForCausalLM
+
     path = alm_model_or_path
     if str(path).startswith(("/", ".", "~")) and not Path(path).expanduser().exists():  # a local path, not a Hub id
         raise FileNotFoundError(f"ALM {path} not found: pass a model, a save_pretrained folder or a Hub id.")
@@ -111,12 +123,16 @@ def _accelerator():
     try:
         from accelerate import Accelerator
     except ImportError as e:  # pragma: no cover
-        raise ImportError("several processes were launched but `accelerate` is not installed; "
-                          "pip install accelerate (or `pip install apd[gpu]`).") from e
+        raise ImportError(
+            "several processes were launched but `accelerate` is not installed; "
+            "pip install accelerate (or `pip install apd[gpu]`)."
+        ) from e
     acc = Accelerator(cpu=not torch.cuda.is_available())  # cpu=True: gloo data parallel (tests, no GPU)
     if acc.num_processes != int(os.environ["WORLD_SIZE"]):
-        raise RuntimeError(f"WORLD_SIZE={os.environ['WORLD_SIZE']} but accelerate set up {acc.num_processes} "
-                           "process(es); launch with `accelerate launch --multi_gpu --num_processes N` (or torchrun).")
+        raise RuntimeError(
+            f"WORLD_SIZE={os.environ['WORLD_SIZE']} but accelerate set up {acc.num_processes} "
+            "process(es); launch with `accelerate launch --multi_gpu --num_processes N` (or torchrun)."
+        )
     return acc
 
 
@@ -124,9 +140,19 @@ def _accelerator():
 CPU_THREADS = 1
 
 
-def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir, *, tokenizer=None,
-                    log_sizes=None, member_names=None, stop_after: Optional[int] = None,
-                    callback: Optional[Callable[[int, dict], None]] = None, progress: bool = True) -> Path:
+def train_alm_prime(
+    config: APDTrainConfig,
+    alm_model_or_path,
+    records,
+    out_dir,
+    *,
+    tokenizer=None,
+    log_sizes=None,
+    member_names=None,
+    stop_after: Optional[int] = None,
+    callback: Optional[Callable[[int, dict], None]] = None,
+    progress: bool = True,
+) -> Path:
     """Fine-tune ALM' with the curve MLP; returns the ``alm_prime/`` folder (``save_pretrained``).
 
     ``alm_model_or_path``: the original ALM (a model, copied, never modified; or a folder/Hub id).
@@ -153,9 +179,18 @@ def train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir,
     """
     device = resolve_device(config.device)
     with cpu_threads(CPU_THREADS if device.type == "cpu" and _accelerator() is None else None):
-        return _train_alm_prime(config, alm_model_or_path, records, out_dir, tokenizer=tokenizer,
-                                log_sizes=log_sizes, member_names=member_names, stop_after=stop_after,
-                                callback=callback, progress=progress)
+        return _train_alm_prime(
+            config,
+            alm_model_or_path,
+            records,
+            out_dir,
+            tokenizer=tokenizer,
+            log_sizes=log_sizes,
+            member_names=member_names,
+            stop_after=stop_after,
+            callback=callback,
+            progress=progress,
+        )
 
 
 @dataclasses.dataclass
@@ -163,18 +198,18 @@ class _Plan:
     """What one ALM' run needs to know before its first step: processes, data, batch geometry, identity."""
 
     out_dir: Path
-    acc: object            # an accelerate.Accelerator, or None on one process
+    acc: object  # an accelerate.Accelerator, or None on one process
     world: int
     rank: int
     device: torch.device
     data: CollectedChunks
-    micro: int             # chunks per forward pass
-    accum: int             # forward passes per optimizer step
+    micro: int  # chunks per forward pass
+    accum: int  # forward passes per optimizer step
     steps_per_epoch: int
     total: int
     warmup: int
     lambda3: float
-    cfg: dict              # the recorded configuration (with lambda3 and the micro-batch size)
+    cfg: dict  # the recorded configuration (with lambda3 and the micro-batch size)
     data_info: dict
     fingerprint: str
 
@@ -203,14 +238,21 @@ def _plan(config: APDTrainConfig, alm_model_or_path, records, out_dir, log_sizes
     device = acc.device if acc else resolve_device(config.device)
     if isinstance(records, CollectedChunks):  # the config decides members and data fraction
         records, log_sizes, member_names = records.records, records.all_log_sizes, records.all_member_names
-    data = CollectedChunks(records, log_sizes=log_sizes, member_names=member_names, members=config.members,
-                           data_fraction=config.data_fraction)
+    data = CollectedChunks(
+        records,
+        log_sizes=log_sizes,
+        member_names=member_names,
+        members=config.members,
+        data_fraction=config.data_fraction,
+    )
     micro = _micro_batch(config, device, world)
     accum = config.batch_size // (world * micro)
     steps_per_epoch = len(data) // config.batch_size
     if steps_per_epoch == 0:
-        raise ValueError(f"{len(data)} chunks are fewer than one batch of {config.batch_size}; lower batch_size "
-                         "or collect more data.")
+        raise ValueError(
+            f"{len(data)} chunks are fewer than one batch of {config.batch_size}; lower batch_size "
+            "or collect more data."
+        )
     total = steps_per_epoch * config.epochs
     warmup = warmup_for(config, total)
     lambda3 = config.lambda3_value
@@ -222,8 +264,23 @@ def _plan(config: APDTrainConfig, alm_model_or_path, records, out_dir, log_sizes
         cfg["distill_fit"] = DISTILL_FIT
     data_info = _data_digest(data)
     fingerprint = _fingerprint(cfg, data_info, _model_digest(alm))
-    plan = _Plan(Path(out_dir), acc, world, rank, device, data, micro, accum, steps_per_epoch, total, warmup,
-                 lambda3, cfg, data_info, fingerprint)
+    plan = _Plan(
+        Path(out_dir),
+        acc,
+        world,
+        rank,
+        device,
+        data,
+        micro,
+        accum,
+        steps_per_epoch,
+        total,
+        warmup,
+        lambda3,
+        cfg,
+        data_info,
+        fingerprint,
+    )
     return plan, alm
 
 
@@ -233,8 +290,10 @@ def _already_done(plan: _Plan) -> bool:
     if meta is None:
         return False
     if meta.get("fingerprint") != plan.fingerprint:
-        raise ValueError(f"{plan.out_dir} holds a different run (fingerprint {meta.get('fingerprint')} != "
-                         f"{plan.fingerprint}: other config, data or initial ALM); use a new out_dir or delete that one.")
+        raise ValueError(
+            f"{plan.out_dir} holds a different run (fingerprint {meta.get('fingerprint')} != "
+            f"{plan.fingerprint}: other config, data or initial ALM); use a new out_dir or delete that one."
+        )
     return meta.get("status") == "done" and plan.final.exists()
 
 
@@ -242,11 +301,15 @@ def _check_mlp_warmup(config: APDTrainConfig, plan: _Plan) -> int:
     """The MLP-only warm-up steps, refused when they leave no joint step or the run is data-parallel."""
     mlp_warmup = int(config.mlp_warmup_steps)
     if mlp_warmup >= plan.total:
-        raise ValueError(f"mlp_warmup_steps={mlp_warmup} leaves no joint step of the {plan.total} in this run; lower "
-                         "it or train for more epochs.")
+        raise ValueError(
+            f"mlp_warmup_steps={mlp_warmup} leaves no joint step of the {plan.total} in this run; lower "
+            "it or train for more epochs."
+        )
     if mlp_warmup and plan.acc is not None:
-        raise ValueError("mlp_warmup_steps freezes ALM' for the first steps, which data-parallel training over "
-                         "several processes does not support here; train on one process (or leave it at 0).")
+        raise ValueError(
+            "mlp_warmup_steps freezes ALM' for the first steps, which data-parallel training over "
+            "several processes does not support here; train on one process (or leave it at 0)."
+        )
     return mlp_warmup
 
 
@@ -258,10 +321,11 @@ def _objective_and_optimizer(config: APDTrainConfig, alm, plan: _Plan, mlp_warmu
         objective = DistillObjective(alm, lambda3=plan.lambda3, bf16=config.bf16).to(plan.device)
     else:
         mlp = _curve_mlp(config, plan.data)
-        objective = APDObjective(alm, mlp, lambda2=config.lambda2, lambda3=plan.lambda3,
-                                 bf16=config.bf16).to(plan.device)
+        objective = APDObjective(alm, mlp, lambda2=config.lambda2, lambda3=plan.lambda3, bf16=config.bf16).to(
+            plan.device
+        )
     objective.train()
-    if mlp_warmup:   # two groups: ALM' starts its own lr schedule when the MLP-only warm-up ends
+    if mlp_warmup:  # two groups: ALM' starts its own lr schedule when the MLP-only warm-up ends
         groups = [{"params": list(objective.alm.parameters())}, {"params": list(objective.mlp.parameters())}]
         optimizer = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
     else:
@@ -288,7 +352,7 @@ def _latest_checkpoint(plan: _Plan) -> Optional[dict]:
 def _resume(plan: _Plan, objective, mlp, optimizer) -> int:
     """Load the latest checkpoint into the objective and optimizer; the step it reached (0 without one)."""
     if plan.main:
-        remove_stale_tmp(plan.out_dir / "checkpoints")   # what a dead writer was saving (callers hold the run's lock)
+        remove_stale_tmp(plan.out_dir / "checkpoints")  # what a dead writer was saving (callers hold the run's lock)
     state = _latest_checkpoint(plan)
     if state is None:
         return 0
@@ -304,11 +368,22 @@ def _start_record(plan: _Plan, step: int) -> None:
     if not plan.main:
         return
     plan.out_dir.mkdir(parents=True, exist_ok=True)
-    write_json(plan.meta_path, {"fingerprint": plan.fingerprint, "status": "running", "config": plan.cfg,
-                                "data": plan.data_info, "total_steps": plan.total,
-                                "steps_per_epoch": plan.steps_per_epoch, "warmup_steps": plan.warmup,
-                                "grad_accum": plan.accum, "world_size": plan.world, "device": str(plan.device)},
-               digest=True)
+    write_json(
+        plan.meta_path,
+        {
+            "fingerprint": plan.fingerprint,
+            "status": "running",
+            "config": plan.cfg,
+            "data": plan.data_info,
+            "total_steps": plan.total,
+            "steps_per_epoch": plan.steps_per_epoch,
+            "warmup_steps": plan.warmup,
+            "grad_accum": plan.accum,
+            "world_size": plan.world,
+            "device": str(plan.device),
+        },
+        digest=True,
+    )
     log_path = plan.log_path
     lines = log_path.read_text().splitlines() if log_path.exists() else []
     kept = [ln for ln in lines if ln.strip() and (_log_step(ln, log_path) or step + 1) <= step]
@@ -319,11 +394,18 @@ def _save_checkpoint(plan: _Plan, config: APDTrainConfig, step: int, objective, 
     """Save the step's checkpoint (keeping the last ``keep_checkpoints``); its path."""
     path = plan.out_dir / "checkpoints" / f"step_{step:08d}.pt"
     if plan.main:
-        torch_save({"step": step, "fingerprint": plan.fingerprint, "alm": objective.alm.state_dict(),
-                    "mlp": None if mlp is None else objective.mlp.state_dict(),
-                    "optimizer": optimizer.state_dict()}, path,
-                   digest=True)
-        for old in _checkpoints(plan.out_dir)[:-config.keep_checkpoints]:
+        torch_save(
+            {
+                "step": step,
+                "fingerprint": plan.fingerprint,
+                "alm": objective.alm.state_dict(),
+                "mlp": None if mlp is None else objective.mlp.state_dict(),
+                "optimizer": optimizer.state_dict(),
+            },
+            path,
+            digest=True,
+        )
+        for old in _checkpoints(plan.out_dir)[: -config.keep_checkpoints]:
             old.unlink()
             old.with_name(old.name + ".sha256").unlink(missing_ok=True)
     if plan.acc:
@@ -331,26 +413,32 @@ def _save_checkpoint(plan: _Plan, config: APDTrainConfig, step: int, objective, 
     return path
 
 
-def _set_learning_rates(config: APDTrainConfig, plan: _Plan, optimizer, objective, step: int,
-                        mlp_warmup: int) -> float:
+def _set_learning_rates(
+    config: APDTrainConfig, plan: _Plan, optimizer, objective, step: int, mlp_warmup: int
+) -> float:
     """Set this step's learning rates (ALM' frozen during an MLP-only warm-up); the schedule's lr."""
     lr = lr_at(step, plan.total, plan.warmup, config.lr)
     for group in optimizer.param_groups:
         group["lr"] = lr
-    if mlp_warmup:   # ALM' frozen (no gradient, no update, no weight decay) for the first mlp_warmup steps
+    if mlp_warmup:  # ALM' frozen (no gradient, no update, no weight decay) for the first mlp_warmup steps
         objective.freeze_alm = step < mlp_warmup
-        optimizer.param_groups[0]["lr"] = 0.0 if step < mlp_warmup else lr_at(
-            step - mlp_warmup, plan.total - mlp_warmup, warmup_for(config, plan.total - mlp_warmup), config.lr)
+        optimizer.param_groups[0]["lr"] = (
+            0.0
+            if step < mlp_warmup
+            else lr_at(
+                step - mlp_warmup, plan.total - mlp_warmup, warmup_for(config, plan.total - mlp_warmup), config.lr
+            )
+        )
     return lr
 
 
 def _accumulate(plan: _Plan, model, chunk_ids) -> dict:
     """Forward and backward passes over this process's chunks of the step; the loss terms' means."""
     acc, micro, accum = plan.acc, plan.micro, plan.accum
-    mine = chunk_ids[plan.rank * micro * accum:(plan.rank + 1) * micro * accum]
+    mine = chunk_ids[plan.rank * micro * accum : (plan.rank + 1) * micro * accum]
     sums = {}
     for j in range(accum):
-        batch = collate_chunks([plan.data[int(i)] for i in mine[j * micro:(j + 1) * micro]])
+        batch = collate_chunks([plan.data[int(i)] for i in mine[j * micro : (j + 1) * micro]])
         batch = {k: v.to(plan.device, non_blocking=True) for k, v in batch.items()}
         sync = contextlib.nullcontext() if (acc is None or j == accum - 1) else acc.no_sync(model)
         with sync:
@@ -364,18 +452,21 @@ def _accumulate(plan: _Plan, model, chunk_ids) -> dict:
     return sums
 
 
-def _optimizer_step(config: APDTrainConfig, plan: _Plan, model, objective, optimizer, step: int,
-                    mlp_warmup: int, t0: float) -> dict:
+def _optimizer_step(
+    config: APDTrainConfig, plan: _Plan, model, objective, optimizer, step: int, mlp_warmup: int, t0: float
+) -> dict:
     """One optimizer step (the ``step``-th, counted from 0); its log record."""
     epoch, pos = divmod(step, plan.steps_per_epoch)
     order = epoch_order(len(plan.data), config.seed, epoch)
-    chunk_ids = order[pos * config.batch_size:(pos + 1) * config.batch_size]
+    chunk_ids = order[pos * config.batch_size : (pos + 1) * config.batch_size]
     lr = _set_learning_rates(config, plan, optimizer, objective, step, mlp_warmup)
     torch.manual_seed((config.seed * 1_000_003 + step) * 997 + plan.rank)  # dropout draws of this step
     sums = _accumulate(plan, model, chunk_ids)
     if not all(bool(torch.isfinite(v)) for v in sums.values()):
-        raise FloatingPointError(f"non-finite loss at step {step}: { {k: float(v) for k, v in sums.items()} }; "
-                                 "lower lr, or check the collected data for inf/NaN.")
+        raise FloatingPointError(
+            f"non-finite loss at step {step}: { {k: float(v) for k, v in sums.items()} }; "
+            "lower lr, or check the collected data for inf/NaN."
+        )
     if config.grad_clip > 0:
         params = objective.parameters()
         if plan.acc:
@@ -387,8 +478,13 @@ def _optimizer_step(config: APDTrainConfig, plan: _Plan, model, objective, optim
     step += 1
     if plan.acc:
         sums = {k: plan.acc.reduce(v, reduction="mean") for k, v in sums.items()}
-    record = {"step": step, "epoch": epoch, "lr": lr, **{k: float(v) for k, v in sums.items()},
-              "seconds": round(time.time() - t0, 3)}
+    record = {
+        "step": step,
+        "epoch": epoch,
+        "lr": lr,
+        **{k: float(v) for k, v in sums.items()},
+        "seconds": round(time.time() - t0, 3),
+    }
     if mlp_warmup:
         record["alm_lr"] = optimizer.param_groups[0]["lr"]
     return record
@@ -417,9 +513,11 @@ def _save_final(plan: _Plan, objective, mlp, tokenizer) -> None:
             tokenizer.save_pretrained(tmp)
         if mlp is not None:
             objective.mlp.save(tmp / "curve_mlp.pt")
-        write_json(tmp / "apd_train_config.json", {"fingerprint": plan.fingerprint, "config": plan.cfg,
-                                                   "data": plan.data_info})
-        write_folder_digests(tmp)   # checked when the run is found again (runs._finished)
+        write_json(
+            tmp / "apd_train_config.json",
+            {"fingerprint": plan.fingerprint, "config": plan.cfg, "data": plan.data_info},
+        )
+        write_folder_digests(tmp)  # checked when the run is found again (runs._finished)
         shutil.rmtree(plan.final, ignore_errors=True)
         os.replace(tmp, plan.final)
         meta = json.loads(plan.meta_path.read_text())
@@ -430,16 +528,27 @@ def _save_final(plan: _Plan, objective, mlp, tokenizer) -> None:
         plan.acc.wait_for_everyone()
 
 
-def _train_alm_prime(config: APDTrainConfig, alm_model_or_path, records, out_dir, *, tokenizer=None,
-                     log_sizes=None, member_names=None, stop_after: Optional[int] = None,
-                     callback: Optional[Callable[[int, dict], None]] = None, progress: bool = True) -> Path:
+def _train_alm_prime(
+    config: APDTrainConfig,
+    alm_model_or_path,
+    records,
+    out_dir,
+    *,
+    tokenizer=None,
+    log_sizes=None,
+    member_names=None,
+    stop_after: Optional[int] = None,
+    callback: Optional[Callable[[int, dict], None]] = None,
+    progress: bool = True,
+) -> Path:
     plan, alm = _plan(config, alm_model_or_path, records, out_dir, log_sizes, member_names)
     if _already_done(plan):
         return plan.final
     data = plan.data
-    if config.objective == "distill" and "targets" not in data.records[0]:   # records by hand: fit targets here
-        data.records = WithTargets(data.records, targets_for_records(data.records, data.all_log_sizes,
-                                                                     data.member_index, len(data)))
+    if config.objective == "distill" and "targets" not in data.records[0]:  # records by hand: fit targets here
+        data.records = WithTargets(
+            data.records, targets_for_records(data.records, data.all_log_sizes, data.member_index, len(data))
+        )
     mlp_warmup = _check_mlp_warmup(config, plan)
     objective, mlp, optimizer = _objective_and_optimizer(config, alm, plan, mlp_warmup)
     step = _resume(plan, objective, mlp, optimizer)
@@ -476,27 +585,51 @@ START_CHUNKS = 32
 def _curve_mlp(config: APDTrainConfig, data: CollectedChunks) -> CurveMLP:
     """The curve MLP a run starts from: the paper's (``start="release"``) or the conditioned one,
     whose amplitude a0 is the median ALM-ELM spread over the first :data:`START_CHUNKS` chunks."""
-    kw = dict(decay=config.decay, space=config.space, flip=config.flip, hidden=config.hidden,
-              n_hidden_layers=config.n_hidden_layers, mid_dropout=config.mid_dropout, member_names=data.member_names)
+    kw = dict(
+        decay=config.decay,
+        space=config.space,
+        flip=config.flip,
+        hidden=config.hidden,
+        n_hidden_layers=config.n_hidden_layers,
+        mid_dropout=config.mid_dropout,
+        member_names=data.member_names,
+    )
     if config.start == "conditioned":
-        lp = torch.stack([torch.as_tensor(data[i]["member_logprobs"]).float()
-                          for i in range(min(len(data), START_CHUNKS))])                     # (C, N, S, K)
+        lp = torch.stack(
+            [torch.as_tensor(data[i]["member_logprobs"]).float() for i in range(min(len(data), START_CHUNKS))]
+        )  # (C, N, S, K)
         return ConditionedCurveMLP(data.log_sizes, a0=start_amplitude(lp, config.space), **kw)
     return CurveMLP(data.log_sizes, x_origin=config.x_origin, **kw)
 
 
 @torch.no_grad()
-def evaluate_losses(alm_prime, mlp: CurveMLP, records, *, lambda2: float = 10.0, lambda3: float = 0.0,
-                    batch_size: int = 4, max_chunks: Optional[int] = None, device=None, log_sizes=None,
-                    member_names=None, members=None) -> dict:
+def evaluate_losses(
+    alm_prime,
+    mlp: CurveMLP,
+    records,
+    *,
+    lambda2: float = 10.0,
+    lambda3: float = 0.0,
+    batch_size: int = 4,
+    max_chunks: Optional[int] = None,
+    device=None,
+    log_sizes=None,
+    member_names=None,
+    members=None,
+) -> dict:
     """Mean L1, L2, L3 (and the weighted loss) over held-out chunks, dropout off: the numbers to
     report for a validation split (e.g. when choosing lambda3 for the pico family)."""
     dev = resolve_device(device)
-    data = records if isinstance(records, CollectedChunks) else CollectedChunks(
-        records, log_sizes=log_sizes, member_names=member_names, members=members)
+    data = (
+        records
+        if isinstance(records, CollectedChunks)
+        else CollectedChunks(records, log_sizes=log_sizes, member_names=member_names, members=members)
+    )
     if data.log_sizes.numel() != mlp.n_members:
-        raise ValueError(f"the MLP was trained on {mlp.n_members} members, the data have {data.log_sizes.numel()}; "
-                         "select the same members (members=...).")
+        raise ValueError(
+            f"the MLP was trained on {mlp.n_members} members, the data have {data.log_sizes.numel()}; "
+            "select the same members (members=...)."
+        )
     objective = APDObjective(alm_prime, mlp, lambda2=lambda2, lambda3=lambda3).to(dev)
     was_training = objective.training
     objective.eval()
@@ -513,8 +646,16 @@ def evaluate_losses(alm_prime, mlp: CurveMLP, records, *, lambda2: float = 10.0,
     return {k: v / count for k, v in sums.items()} | {"n_chunks": count}
 
 
-def sweep_lambda3(config: APDTrainConfig, alm_model_or_path, records, out_root, score: Callable[[Path], float], *,
-                 grid: Sequence[float] = LAMBDA3_GRID, **train_kwargs) -> tuple[float, list[dict]]:
+def sweep_lambda3(
+    config: APDTrainConfig,
+    alm_model_or_path,
+    records,
+    out_root,
+    score: Callable[[Path], float],
+    *,
+    grid: Sequence[float] = LAMBDA3_GRID,
+    **train_kwargs,
+) -> tuple[float, list[dict]]:
     """Train one ALM' per lambda3 in ``grid`` (each in ``out_root/lambda3_<value>``, cached and
     resumable like any run) and keep the one with the lowest ``score(alm_prime_dir)``.
 
@@ -532,16 +673,21 @@ def sweep_lambda3(config: APDTrainConfig, alm_model_or_path, records, out_root, 
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description="Train ALM' (APD) from collected data; see apd.amateur.train's docstring.")
+    ap = argparse.ArgumentParser(
+        description="Train ALM' (APD) from collected data; see apd.amateur.train's docstring."
+    )
     ap.add_argument("--alm", required=True, help="the ALM: a save_pretrained folder or a Hub id")
     ap.add_argument("--data", required=True, help="collected data (apd.amateur.collect output)")
     ap.add_argument("--out", required=True, help="output folder (checkpoints, log, alm_prime/)")
     ap.add_argument("--family", default=None, help="pythia | opt | qwen | pico ...")
     ap.add_argument("--config", default=None, help="JSON or YAML file of APDTrainConfig fields")
-    ap.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE", help="override one field (YAML value)")
+    ap.add_argument(
+        "--set", action="append", default=[], metavar="FIELD=VALUE", help="override one field (YAML value)"
+    )
     ap.add_argument("--tokenizer", default=None, help="tokenizer to save with ALM' (default: the ALM's, if any)")
     args = ap.parse_args(argv)
     import yaml
+
     fields = yaml.safe_load(Path(args.config).read_text()) if args.config else {}
     if args.family:
         fields["family"] = args.family
@@ -553,6 +699,7 @@ def main(argv=None) -> None:
     config = APDTrainConfig.from_dict(fields)
     tokenizer = None
     from transformers import AutoTokenizer
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer or args.alm)
     except Exception as e:  # noqa: BLE001

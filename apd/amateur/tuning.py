@@ -6,6 +6,7 @@ ELM's top 20 at the answer position of the dev people's world QA items (nats). T
 :data:`apd.world.truth.INV_T_GRID` on the same items, i.e. lambda3 and 1/T chosen together on the dev
 half, as the chapters report APD. Chapters report on the test people only.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -30,8 +31,10 @@ TUNING_SCORE = "mean KL(truth || APD 1/T=1) over the ELM top-20, dev people"
 #: The tuning scores (:func:`tune_lambda3`'s ``score``): APD at 1/T = 1 (the release's), or at APD's
 #: dev-best 1/T of apd.world.truth.INV_T_GRID.
 SCORE_APD_T1, SCORE_BEST_INV_T = "apd_t1", "best_inv_T"
-TUNING_SCORES = {SCORE_APD_T1: TUNING_SCORE,
-                 SCORE_BEST_INV_T: "mean KL(truth || APD) over the ELM top-20 at APD's dev-best 1/T, dev people"}
+TUNING_SCORES = {
+    SCORE_APD_T1: TUNING_SCORE,
+    SCORE_BEST_INV_T: "mean KL(truth || APD) over the ELM top-20 at APD's dev-best 1/T, dev people",
+}
 
 
 _TUNING_VERSION = 1  # bump when the tuning score changes
@@ -46,13 +49,25 @@ def validation_score(elm_logprobs, alm_prime_logprobs, truth_probs, k: int = 20,
     kl = truth.kl_to_truth(truth.at(truth_probs, ids), q)
     ok = ~np.isnan(kl)
     if not ok.any():
-        raise ValueError("the truth puts no mass on the ELM's top tokens for any dev item: nothing to tune on "
-                         "(is the family trained?).")
+        raise ValueError(
+            "the truth puts no mass on the ELM's top tokens for any dev item: nothing to tune on "
+            "(is the family trained?)."
+        )
     return {"score": float(kl[ok].mean()), "n_scored": int(ok.sum()), "n_items": int(len(kl))}
 
 
-def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=None, seed: int = 0,
-                 progress: bool = True, score: str = SCORE_APD_T1) -> tuple[float, pd.DataFrame]:
+def tune_lambda3(
+    fam,
+    built,
+    collect_dir,
+    base: APDTrainConfig,
+    grid,
+    *,
+    cache=None,
+    seed: int = 0,
+    progress: bool = True,
+    score: str = SCORE_APD_T1,
+) -> tuple[float, pd.DataFrame]:
     """Train one ALM' per lambda3 in ``grid`` and keep the one with the lowest :func:`validation_score`
     on the world QA items of the dev people (``score``: at 1/T = 1, :data:`SCORE_APD_T1`, or at APD's
     best 1/T of :data:`apd.world.truth.INV_T_GRID`, :data:`SCORE_BEST_INV_T`). Returns (best lambda3,
@@ -66,9 +81,14 @@ def tune_lambda3(fam, built, collect_dir, base: APDTrainConfig, grid, *, cache=N
     world = built.corpus.world
     dev, _ = truth.dev_test_split(built.corpus.qa_items, world, seed)
     base_fields = {k: v for k, v in base.to_dict().items() if k != "lambda3"}
-    parts = [_TUNING_VERSION, *collect.collection_identity(collect_dir), base_fields,
-             [float(g) for g in grid], [(it.prompt, it.gold) for it in dev]]
-    if score != SCORE_APD_T1:   # only then: the release's tuning key stays as it was
+    parts = [
+        _TUNING_VERSION,
+        *collect.collection_identity(collect_dir),
+        base_fields,
+        [float(g) for g in grid],
+        [(it.prompt, it.gold) for it in dev],
+    ]
+    if score != SCORE_APD_T1:  # only then: the release's tuning key stays as it was
         parts.append([score, list(truth.INV_T_GRID)])
     key = hash_key(*parts)
     path = Path(cache or paths.cache_dir()) / "apd" / f"tuning-{key}.json"
@@ -88,7 +108,9 @@ def _relocated(saved: dict, path: Path, collect_dir, base: APDTrainConfig, cache
     try:
         rows = saved["rows"]
         for r in rows:
-            r["alm_prime"] = str(train_dir(collect_dir, replace(base, lambda3=float(r["lambda3"])), cache) / "alm_prime")
+            r["alm_prime"] = str(
+                train_dir(collect_dir, replace(base, lambda3=float(r["lambda3"])), cache) / "alm_prime"
+            )
         float(saved["best"])
     except (KeyError, TypeError, ValueError):
         set_aside(path, "lambda3 tuning table", "it is not a tuning table", "tuning again")
@@ -99,8 +121,9 @@ def _relocated(saved: dict, path: Path, collect_dir, base: APDTrainConfig, cache
 def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, grid=truth.INV_T_GRID) -> dict:
     """:func:`validation_score` at the 1/T of ``grid`` with the lowest score (ties: the first), with
     that ``inv_T``."""
-    scores = [dict(validation_score(elm_logprobs, amateur_logprobs, truth_probs, k, float(v)), inv_T=float(v))
-              for v in grid]
+    scores = [
+        dict(validation_score(elm_logprobs, amateur_logprobs, truth_probs, k, float(v)), inv_T=float(v)) for v in grid
+    ]
     return min(scores, key=lambda r: r["score"])
 
 
@@ -119,8 +142,10 @@ def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score
 def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score) -> dict:
     qa = dev_scores(fam, world, dev)
     elm = qa.logprobs[-1]
-    reference = {"ELM": validation_score(elm, elm, qa.truth, inv_T=0.0)["score"],
-                 "CD 1/T=1": validation_score(elm, qa.logprobs[0], qa.truth)["score"]}
+    reference = {
+        "ELM": validation_score(elm, elm, qa.truth, inv_T=0.0)["score"],
+        "CD 1/T=1": validation_score(elm, qa.logprobs[0], qa.truth)["score"],
+    }
     if score == SCORE_BEST_INV_T:
         cd = best_inv_T_score(elm, qa.logprobs[0], qa.truth)
         reference["CD dev-best 1/T"], reference["CD dev-best 1/T value"] = cd["score"], cd["inv_T"]
@@ -130,13 +155,18 @@ def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, 
         alm_prime = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
         model = load_alm_prime(alm_prime, device=fam.device)
         lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
-        scored = (validation_score(elm, lp, qa.truth) if score == SCORE_APD_T1
-                  else best_inv_T_score(elm, lp, qa.truth))
+        scored = validation_score(elm, lp, qa.truth) if score == SCORE_APD_T1 else best_inv_T_score(elm, lp, qa.truth)
         rows.append({"lambda3": float(value), **scored, "alm_prime": str(alm_prime)})
         del model
     best = min(rows, key=lambda r: r["score"])["lambda3"]
-    return {"best": best, "score": TUNING_SCORES[score], "seed": seed, "n_dev_items": len(dev), "rows": rows,
-            "reference": reference}
+    return {
+        "best": best,
+        "score": TUNING_SCORES[score],
+        "seed": seed,
+        "n_dev_items": len(dev),
+        "rows": rows,
+        "reference": reference,
+    }
 
 
 def dev_scores(fam, world, dev):

@@ -17,6 +17,7 @@ APD's dev-best 1/T (:data:`apd.amateur.tuning.SCORE_BEST_INV_T`), the knob the c
 the release keeps its pinned score (1/T = 1). Hub families have no world: every variant uses the
 paper's lambda3 there.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -49,11 +50,13 @@ class Variant:
 #: the default collection = 2,554 steps, the first 250 MLP-only, so 2,304 joint steps.
 _CONDITIONED = {
     "smoke": dict(start="conditioned", mlp_warmup_steps=4, batch_size=2, micro_batch_size=2),
-    "default": dict(start="conditioned", mlp_warmup_steps=250, batch_size=1, micro_batch_size=1, epochs=2,
-                    warmup_steps=0.05),
+    "default": dict(
+        start="conditioned", mlp_warmup_steps=250, batch_size=1, micro_batch_size=1, epochs=2, warmup_steps=0.05
+    ),
     "gpu": dict(start="conditioned", mlp_warmup_steps=200, warmup_steps=0.05),
-    "hub": dict(start="conditioned", mlp_warmup_steps=200, batch_size=1, micro_batch_size=1, epochs=6,
-                warmup_steps=0.05),
+    "hub": dict(
+        start="conditioned", mlp_warmup_steps=200, batch_size=1, micro_batch_size=1, epochs=6, warmup_steps=0.05
+    ),
     "hub-smoke": dict(start="conditioned", mlp_warmup_steps=2),
 }
 
@@ -65,15 +68,25 @@ _CONDITIONED_TUNE = {
 }
 
 VARIANTS = (
-    Variant(RELEASE, "the release configuration: the paper's objective and start, lambda3 tuned at 1/T = 1",
-            grid=dict(PICO_LAMBDA3_GRID), score=SCORE_APD_T1),
-    Variant("conditioned", "the paper's objective, conditioned start (bend at the ALM), MLP-only warm-up, "
-            ">= 2,000 joint steps", fields=_CONDITIONED,
-            grid={"smoke": (0.0, 2.4), "default": (0.0, 0.6, 2.4), "gpu": (0.0, 0.6, 2.4)},
-            tune=_CONDITIONED_TUNE),
-    Variant("distilled", "distilled on-the-fly APD: ALM' matches the fitter's asymptotes, no curve MLP",
-            fields={"*": dict(objective="distill")},
-            grid={"smoke": (0.2,), "default": (0.2, 0.6, 1.2), "gpu": (0.2, 0.6, 1.2)}),
+    Variant(
+        RELEASE,
+        "the release configuration: the paper's objective and start, lambda3 tuned at 1/T = 1",
+        grid=dict(PICO_LAMBDA3_GRID),
+        score=SCORE_APD_T1,
+    ),
+    Variant(
+        "conditioned",
+        "the paper's objective, conditioned start (bend at the ALM), MLP-only warm-up, >= 2,000 joint steps",
+        fields=_CONDITIONED,
+        grid={"smoke": (0.0, 2.4), "default": (0.0, 0.6, 2.4), "gpu": (0.0, 0.6, 2.4)},
+        tune=_CONDITIONED_TUNE,
+    ),
+    Variant(
+        "distilled",
+        "distilled on-the-fly APD: ALM' matches the fitter's asymptotes, no curve MLP",
+        fields={"*": dict(objective="distill")},
+        grid={"smoke": (0.2,), "default": (0.2, 0.6, 1.2), "gpu": (0.2, 0.6, 1.2)},
+    ),
 )
 VARIANT_NAMES = tuple(v.name for v in VARIANTS)
 
@@ -91,8 +104,10 @@ def get_variant(name: str) -> Variant:
     for v in VARIANTS:
         if v.name == name:
             return v
-    raise ValueError(f"unknown APD variant {name!r}; use one of {', '.join(VARIANT_NAMES)} or {ENGAGED!r} "
-                     "(the variant that passes the mechanism gates with the best dev KL).")
+    raise ValueError(
+        f"unknown APD variant {name!r}; use one of {', '.join(VARIANT_NAMES)} or {ENGAGED!r} "
+        "(the variant that passes the mechanism gates with the best dev KL)."
+    )
 
 
 def _fields(table: dict, family: str, scale: str) -> dict:
@@ -103,8 +118,9 @@ def _fields(table: dict, family: str, scale: str) -> dict:
     return dict(table.get(scale, table.get("*", {})))
 
 
-def variant_config(name: str, family: str, scale: str = "default", lambda3: Optional[float] = None, *,
-                   tuning: bool = False) -> APDTrainConfig:
+def variant_config(
+    name: str, family: str, scale: str = "default", lambda3: Optional[float] = None, *, tuning: bool = False
+) -> APDTrainConfig:
     """The training configuration of variant ``name`` for a family (``'pico'``, ``'pythia'``, ...) at a
     scale; ``tuning``: the short configuration its lambda3 grid is tuned with (the full one when the
     variant has no short one).

@@ -3,6 +3,7 @@
 A string such as ``"0.8"`` where a number belongs is refused with a message naming the argument
 (never converted silently, never left to fail later in a comparison).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -20,12 +21,13 @@ def number(name: str, value, hint: str = "") -> float:
         ...
         TypeError: p must be a number, got the str '0.8'; pass 0.8 without quotes.
     """
-    if hasattr(value, "numel") and value.numel() == 1:   # a one-element tensor
+    if hasattr(value, "numel") and value.numel() == 1:  # a one-element tensor
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         quoted = f"; pass {value} without quotes" if isinstance(value, str) else ""
-        raise TypeError(f"{name} must be a number, got the {type(value).__name__} {value!r}{quoted}"
-                        f"{'; ' + hint if hint else ''}.")
+        raise TypeError(
+            f"{name} must be a number, got the {type(value).__name__} {value!r}{quoted}{'; ' + hint if hint else ''}."
+        )
     return float(value)
 
 

@@ -1,5 +1,6 @@
 """Which torch device to run on. torch is imported when a function here is called, so that
 ``apd.base`` (which the book runner imports) stays light."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,8 +25,10 @@ def resolve_device(device=None) -> torch.device:
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {str(device)!r} asked for, but CUDA is not available here; "
-                         "use device='cpu' or 'auto' (e.g. --set family.device=cpu).")
+        raise ValueError(
+            f"device {str(device)!r} asked for, but CUDA is not available here; "
+            "use device='cpu' or 'auto' (e.g. --set family.device=cpu)."
+        )
     return dev
 
 

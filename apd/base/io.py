@@ -3,6 +3,7 @@
 Each writer writes ``<name>.tmp`` beside the target, then renames it over the target
 (``os.replace``, atomic on POSIX), creating the parent folder first.
 """
+
 from __future__ import annotations
 
 import json
@@ -79,7 +80,9 @@ def notify(message: str) -> None:
             f.write(" ".join(str(message).split()) + "\n")
     except OSError:
         pass
-_verified: dict = {}   # (path, size, mtime_ns, ino) -> digest, so a run hashes each artifact once
+
+
+_verified: dict = {}  # (path, size, mtime_ns, ino) -> digest, so a run hashes each artifact once
 
 
 def _stat_key(path: Path):
@@ -132,8 +135,11 @@ def recorded_digest(path) -> str | None:
 def write_folder_digests(folder) -> dict:
     """Record the SHA-256 of every file under ``folder`` (paths relative to it) in ``folder/digests.json``."""
     folder = Path(folder)
-    digests = {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*"))
-               if p.is_file() and p.name != DIGESTS}
+    digests = {
+        p.relative_to(folder).as_posix(): file_sha256(p)
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != DIGESTS
+    }
     write_json(folder / DIGESTS, digests, indent=1)
     return digests
 
@@ -208,15 +214,14 @@ def check_folder(folder, what: str, action: str, *, backfill: bool = False) -> b
         if not backfill:
             return True
         reason = _unreadable(folder)
-        if reason is None:   # an intact folder from before digests were recorded: record them now
+        if reason is None:  # an intact folder from before digests were recorded: record them now
             write_folder_digests(folder)
             return True
         set_aside(folder, what, reason, action)
         return False
     try:
         want = json.loads(manifest.read_text())
-        bad = [name for name, d in want.items()
-               if not (folder / name).is_file() or file_sha256(folder / name) != d]
+        bad = [name for name, d in want.items() if not (folder / name).is_file() or file_sha256(folder / name) != d]
         reason = f"digest mismatch in {', '.join(bad[:3])}" if bad else None
     except (ValueError, AttributeError):
         reason = f"unreadable {DIGESTS}"

@@ -1,5 +1,6 @@
 """Exclusive inter-process locks on files: for writers of a shared cache, and for one book build
 per checkout and profile at a time."""
+
 from __future__ import annotations
 
 import contextlib
@@ -68,6 +69,9 @@ def file_lock(path, holder: str | None = None, *, wait: bool = True, on_busy=Non
 
 def held_lock(path, holder: str, wait: bool = True, on_busy=None):
     """The old name of :func:`file_lock` with a ``holder`` (deprecated)."""
-    warnings.warn("apd.base.lock.held_lock is deprecated; use apd.base.lock.file_lock(path, holder, ...)",
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        "apd.base.lock.held_lock is deprecated; use apd.base.lock.file_lock(path, holder, ...)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return file_lock(path, holder, wait=wait, on_busy=on_busy)

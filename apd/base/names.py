@@ -1,5 +1,6 @@
 """Module-level ``__getattr__`` for names a package keeps for users: an old name that warns and gives
 the object under its new name (:func:`renamed`), and modules loaded on first use (:func:`on_first_use`)."""
+
 from __future__ import annotations
 
 import importlib
@@ -21,6 +22,7 @@ def renamed(module: str, renames: dict[str, str], namespace: dict, stacklevel: i
         >>> value, str(caught[0].message)
         (42, 'demo.old is deprecated; use demo.new')
     """
+
     def __getattr__(name: str):
         new = renames.get(name)
         if new is None:
@@ -31,8 +33,7 @@ def renamed(module: str, renames: dict[str, str], namespace: dict, stacklevel: i
     return __getattr__
 
 
-def on_first_use(package: str, modules: dict[str, tuple[str, tuple[str, ...]]],
-                 then: Optional[Callable] = None):
+def on_first_use(package: str, modules: dict[str, tuple[str, tuple[str, ...]]], then: Optional[Callable] = None):
     """A module-level ``__getattr__`` for ``package`` that imports a module when one of its names is
     first read: ``modules`` maps an attribute to ``(module path, names)``; the attribute is the
     module itself and each of ``names`` is read from it. Any other name goes to ``then(name)`` when
@@ -43,6 +44,7 @@ def on_first_use(package: str, modules: dict[str, tuple[str, tuple[str, ...]]],
         >>> getattr_("tau") > 6, getattr_("maths").__name__
         (True, 'math')
     """
+
     def __getattr__(name: str):
         for attribute, (module, names) in modules.items():
             if name == attribute or name in names:

@@ -4,6 +4,7 @@ environment variables the runner sets for its kernels.
 Standard library only: the runner (:mod:`apd.book`) imports it and stays light; the science stages
 never import the runner.
 """
+
 from __future__ import annotations
 
 import ast
@@ -12,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 #: Environment variables the runner sets for its kernels (read by ``apd.report.results.Run``).
-RUNNER_ENV = "APD_BOOK_RUNNER"          # "1": this kernel runs under the book runner
-STAGING_ENV = "APD_RESULTS_STAGING"     # the folder the running chapter writes its results into
-KEY_ENV = "APD_RUN_CACHE_KEY"           # the cache key of this execution (kept in the run record)
+RUNNER_ENV = "APD_BOOK_RUNNER"  # "1": this kernel runs under the book runner
+STAGING_ENV = "APD_RESULTS_STAGING"  # the folder the running chapter writes its results into
+KEY_ENV = "APD_RUN_CACHE_KEY"  # the cache key of this execution (kept in the run record)
 
 
 class BookError(RuntimeError):
@@ -36,8 +37,11 @@ def parameter_defaults(path: Path) -> dict[str, tuple[Any, bool]]:
     source = "".join(cells[0]["source"])
     out: dict[str, tuple[Any, bool]] = {}
     for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        targets = (
+            node.targets
+            if isinstance(node, ast.Assign)
+            else ([node.target] if isinstance(node, ast.AnnAssign) else [])
+        )
         for t in targets:
             if isinstance(t, ast.Name):
                 try:

@@ -1,4 +1,5 @@
 """Where the project, its cache and its results live."""
+
 from __future__ import annotations
 
 import os

@@ -16,6 +16,7 @@ chapters) turns every bar off, so the rendered pages carry no progress lines; a 
     >>> progress_enabled(True), progress_enabled(False)
     (True, False)
 """
+
 from __future__ import annotations
 
 import os
@@ -70,6 +71,7 @@ def progress_bar(iterable=None, *, progress: bool = True, **kwargs):
         return _reporting_bar(iterable, os.environ[PROGRESS_FILE_ENV], kwargs)
     if not on:
         from tqdm.std import tqdm  # no widget import, so no "IProgress not found" warning either
+
         return tqdm(iterable, disable=True, **kwargs)
     with warnings.catch_warnings():
         # tqdm.auto warns once when a notebook has no ipywidgets, then falls back to a text bar

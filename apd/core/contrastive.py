@@ -9,6 +9,7 @@ order of operations). Inputs are ``(..., V)`` over the same vocabulary. Tokens a
 ``top_k`` with an explicit tie rule. numpy in gives numpy out (computed with scipy), torch in
 gives torch out: each backend keeps the exact arithmetic its callers always had.
 """
+
 from __future__ import annotations
 
 import math
@@ -96,9 +97,21 @@ def top_k_keep(elm_lp, k: int, ties: str = "keep"):
     return keep
 
 
-def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (), top_k: Optional[int] = None,
-                       ties: str = "keep", ids=None, normalize: bool = True, renormalize=False,
-                       vocab_size: Optional[int] = None, check_finite: bool = False):
+def contrastive_scores(
+    elm,
+    amateur,
+    T=1.0,
+    *,
+    inv_T=None,
+    filters: Iterable = (),
+    top_k: Optional[int] = None,
+    ties: str = "keep",
+    ids=None,
+    normalize: bool = True,
+    renormalize=False,
+    vocab_size: Optional[int] = None,
+    check_finite: bool = False,
+):
     """CD/APD scores ``log_softmax(elm) - (1/T) log_softmax(amateur)`` with tokens outside the kept set at -inf.
 
     Args:
@@ -152,9 +165,11 @@ def contrastive_scores(elm, amateur, T=1.0, *, inv_T=None, filters: Iterable = (
         scores = elm - amateur / T
     scores = _outside_kept(scores, elm, keep, is_torch)
     if renormalize and not bool((scores > -math.inf).any(-1).all()):
-        raise ValueError("every token of some row scores -inf (the ELM's logits there are all -inf, e.g. a fully "
-                         "masked row), so there is no distribution to renormalise; drop such rows or use "
-                         "renormalize=False (they then score -inf).")
+        raise ValueError(
+            "every token of some row scores -inf (the ELM's logits there are all -inf, e.g. a fully "
+            "masked row), so there is no distribution to renormalise; drop such rows or use "
+            "renormalize=False (they then score -inf)."
+        )
     if renormalize == "log":
         return _log_softmax(scores, is_torch)
     if renormalize == "prob":
@@ -181,7 +196,8 @@ def _matched(elm, amateur, vocab_size):
         raise ValueError(
             f"elm {tuple(elm.shape)} and amateur {tuple(amateur.shape)} differ in shape; both must score "
             "the same positions over the same vocabulary (slice both to the tokenizer's vocabulary, e.g. "
-            "x[..., :len(tokenizer)], since Pythia members pad their embeddings differently).")
+            "x[..., :len(tokenizer)], since Pythia members pad their embeddings differently)."
+        )
     return elm, amateur, is_torch
 
 
@@ -211,8 +227,10 @@ def _kept(elm, top_k, ties, filters, is_torch: bool):
 def _check_amateur_finite(amateur, keep, is_torch: bool) -> None:
     bad = ~(torch.isfinite(amateur[keep]).all() if is_torch else np.isfinite(amateur[keep]).all())
     if bad:
-        raise ValueError("the amateur is -inf/inf at some of the ELM's kept tokens, so the contrastive score "
-                         "would be infinite there; the amateur must give every kept token a finite log-probability.")
+        raise ValueError(
+            "the amateur is -inf/inf at some of the ELM's kept tokens, so the contrastive score "
+            "would be infinite there; the amateur must give every kept token a finite log-probability."
+        )
 
 
 def _outside_kept(scores, elm, keep, is_torch: bool):
@@ -228,7 +246,9 @@ def _outside_kept(scores, elm, keep, is_torch: bool):
         scores = np.where(keep, scores, -np.inf)
         nan = bool(np.isnan(scores).any())
     if nan:
-        raise ValueError("the amateur has no finite log-probability in some row (all its logits -inf or NaN) "
-                         "where the ELM keeps tokens, so the contrastive score is undefined there; check the "
-                         "amateur's inputs (attention mask, vocabulary slice).")
+        raise ValueError(
+            "the amateur has no finite log-probability in some row (all its logits -inf or NaN) "
+            "where the ELM keeps tokens, so the contrastive score is undefined there; check the "
+            "amateur's inputs (attention mask, vocabulary slice)."
+        )
     return scores

@@ -42,6 +42,7 @@ Choices the paper and the release leave open, made here (the measurements behind
 - Asymptotes are clamped to [0, 1] before being flipped back (clamping at 0 bounds them below
   only), and a context whose top-20 asymptotes sum to 0 falls back to p_ELM.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,6 +60,7 @@ SPACES = ("prob", "logit")
 
 # ----------------------------------------------------------------------------- small helpers
 
+
 def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
     """sqrt(x) for x >= 0 whose gradient at exactly 0 is 0 instead of inf (which makes NaN)."""
     positive = x > 0
@@ -67,8 +69,10 @@ def safe_sqrt(x: torch.Tensor) -> torch.Tensor:
 
 def check_space(space: str) -> None:
     if space not in SPACES:
-        raise ValueError(f"space must be one of {SPACES}, got {space!r}: 'prob' fits probability "
-                         "curves (the paper), 'logit' fits their logarithms (the ablation).")
+        raise ValueError(
+            f"space must be one of {SPACES}, got {space!r}: 'prob' fits probability "
+            "curves (the paper), 'logit' fits their logarithms (the ablation)."
+        )
 
 
 def flip_mask(first: torch.Tensor, last: torch.Tensor) -> torch.Tensor:
@@ -95,10 +99,12 @@ def flip_values(values: torch.Tensor, mask: torch.Tensor, space: str = "prob") -
 
 # ----------------------------------------------------------------------------- decay functions
 
+
 def _cols(params: torch.Tensor, n: int) -> list[torch.Tensor]:
     if params.shape[-1] != n:
-        raise ValueError(f"this decay takes {n} parameters in the last axis, got params of shape "
-                         f"{tuple(params.shape)}.")
+        raise ValueError(
+            f"this decay takes {n} parameters in the last axis, got params of shape {tuple(params.shape)}."
+        )
     return [params[..., i, None] for i in range(n)]  # each (..., 1), broadcasts against x (X,)
 
 
@@ -172,14 +178,17 @@ def get_decay(name: str) -> Decay:
         K = int(m.group(1))
         names = ("a", "b", "d", "e_0.5") + tuple(f"e_{k}" for k in range(1, K + 1))
         return Decay(f"poly{K}", names, lambda x, c, p, K=K: polynomial_decay(x, c, p, K))
-    raise ValueError(f"unknown decay {name!r}; use 'exponential' (the paper's), 'logistic', "
-                     "'poly1' or 'poly3' (polynomial in 1/x with K terms, any 'polyK' with K >= 1).")
+    raise ValueError(
+        f"unknown decay {name!r}; use 'exponential' (the paper's), 'logistic', "
+        "'poly1' or 'poly3' (polynomial in 1/x with K terms, any 'polyK' with K >= 1)."
+    )
 
 
 DECAY_NAMES = ("exponential", "logistic", "poly1", "poly3")
 
 
 # ----------------------------------------------------------------------------- the on-the-fly fitter
+
 
 @dataclass
 class CurveFit:
@@ -216,8 +225,9 @@ def curve_losses(curve: torch.Tensor, target: torch.Tensor, lambda2: float) -> t
     return l1 + lambda2 * l2
 
 
-def _adam_fit(q, x, theta0, decay: Decay, lambda2: float, lr: float, iterations: int, betas,
-              final_lr_fraction: float) -> torch.Tensor:
+def _adam_fit(
+    q, x, theta0, decay: Decay, lambda2: float, lr: float, iterations: int, betas, final_lr_fraction: float
+) -> torch.Tensor:
     """Adam on theta = (c, params...) of shape (m, 1 + P), clamped at 0 after each step; the lr
     decays geometrically from ``lr`` to ``lr * final_lr_fraction`` over the iterations."""
     theta = theta0.clone().requires_grad_(True)
@@ -249,16 +259,17 @@ def grid_init(q: torch.Tensor, x: torch.Tensor, decay: Decay, lambda2: float = 1
     bb, dd = (t.reshape(-1) for t in torch.meshgrid(b_grid, d_grid, indexing="ij"))
     shape = torch.ones(bb.numel(), decay.n_params, dtype=q.dtype, device=q.device)
     shape[:, 1], shape[:, 2] = bb, dd
-    g = decay(x, torch.zeros_like(bb), shape)                          # (G, N), curve with c = 0, a = 1
+    g = decay(x, torch.zeros_like(bb), shape)  # (G, N), curve with c = 0, a = 1
     gs, qs = g[:, :-1], q[:, :-1]
-    g_mean, q_mean = gs.mean(1), qs.mean(1, keepdim=True)              # (G,), (M, 1)
+    g_mean, q_mean = gs.mean(1), qs.mean(1, keepdim=True)  # (G,), (M, 1)
     g_cent = gs - g_mean[:, None]
-    a = ((qs - q_mean) @ g_cent.T / (g_cent ** 2).sum(1).clamp_min(1e-12)).clamp_min(0.0)  # (M, G)
+    a = ((qs - q_mean) @ g_cent.T / (g_cent**2).sum(1).clamp_min(1e-12)).clamp_min(0.0)  # (M, G)
     c = q_mean - a * g_mean
     c = (c - torch.relu(c + a * g[:, -1] - q[:, -1:])).clamp_min(0.0)  # hinge at the ELM inactive
-    curve = c[..., None] + a[..., None] * g                            # (M, G, N)
-    loss = safe_sqrt(((curve[..., :-1] - q[:, None, :-1]) ** 2).mean(-1)) \
-        + lambda2 * safe_sqrt(torch.relu(curve[..., -1] - q[:, None, -1]))
+    curve = c[..., None] + a[..., None] * g  # (M, G, N)
+    loss = safe_sqrt(((curve[..., :-1] - q[:, None, :-1]) ** 2).mean(-1)) + lambda2 * safe_sqrt(
+        torch.relu(curve[..., -1] - q[:, None, -1])
+    )
     best = loss.argmin(1)
     rows = torch.arange(m, device=q.device)
     params = shape[best].clone()
@@ -275,20 +286,26 @@ def simple_init(q: torch.Tensor, x: torch.Tensor, decay: Decay) -> torch.Tensor:
 def _as_probs(probs, log_sizes, dtype, device):
     p = torch.as_tensor(probs).detach()
     if p.ndim != 2:
-        raise ValueError(f"probs must be (M curves, N members), got shape {tuple(p.shape)}; reshape "
-                         "e.g. probs.reshape(-1, N).")
+        raise ValueError(
+            f"probs must be (M curves, N members), got shape {tuple(p.shape)}; reshape e.g. probs.reshape(-1, N)."
+        )
     p = p.to(dtype=dtype, device=device or p.device).clone()
     x = torch.as_tensor(log_sizes, dtype=dtype, device=p.device).detach().clone()
     if x.ndim != 1 or x.numel() != p.shape[1] or x.numel() < 3:
-        raise ValueError(f"log_sizes must have one entry per member (N = {p.shape[1]} >= 3: the fit needs "
-                         f"two smaller members and the ELM), got shape {tuple(x.shape)}.")
+        raise ValueError(
+            f"log_sizes must have one entry per member (N = {p.shape[1]} >= 3: the fit needs "
+            f"two smaller members and the ELM), got shape {tuple(x.shape)}."
+        )
     check_log_sizes(x, "log_sizes")
     if not bool((x[1:] > x[:-1]).all()):
-        raise ValueError(f"log_sizes must increase (members ordered smallest = ALM first, ELM last), "
-                         f"got {x.tolist()}.")
+        raise ValueError(
+            f"log_sizes must increase (members ordered smallest = ALM first, ELM last), got {x.tolist()}."
+        )
     if not bool(torch.isfinite(p).all()) or bool((p < 0).any()) or bool((p > 1).any()):
-        raise ValueError("probs must be finite probabilities in [0, 1] (renormalise over the token set "
-                         "first, e.g. torch.softmax(logits_at_top20, -1)).")
+        raise ValueError(
+            "probs must be finite probabilities in [0, 1] (renormalise over the token set "
+            "first, e.g. torch.softmax(logits_at_top20, -1))."
+        )
     return p, x
 
 
@@ -298,10 +315,22 @@ TUNED_FIT = dict(init="grid", betas=(0.9, 0.9), final_lr_fraction=0.01)
 PLAIN_FIT = dict(init="simple", betas=(0.9, 0.999), final_lr_fraction=1.0)
 
 
-def fit_curves(probs, log_sizes: Sequence[float], *, decay: str = "exponential", flip: bool = True,
-               lambda2: float = 10.0, lr: float = 1e-2, iterations: int = 400, max_halvings: int = 8,
-               init: str = "grid", betas=(0.9, 0.9), final_lr_fraction: float = 0.01,
-               dtype: torch.dtype = torch.float32, device=None) -> CurveFit:
+def fit_curves(
+    probs,
+    log_sizes: Sequence[float],
+    *,
+    decay: str = "exponential",
+    flip: bool = True,
+    lambda2: float = 10.0,
+    lr: float = 1e-2,
+    iterations: int = 400,
+    max_halvings: int = 8,
+    init: str = "grid",
+    betas=(0.9, 0.9),
+    final_lr_fraction: float = 0.01,
+    dtype: torch.dtype = torch.float32,
+    device=None,
+) -> CurveFit:
     """Fit one decay curve per row of ``probs`` (M, N) at x = ``log_sizes`` (N,), all at once.
 
     ``probs``: each member's probability of the token, renormalised over the token set (the ELM's
@@ -334,8 +363,7 @@ def fit_curves(probs, log_sizes: Sequence[float], *, decay: str = "exponential",
         todo = torch.arange(m, device=p.device)
         lr_now = float(lr)
         for _ in range(max_halvings + 1):
-            fitted = _adam_fit(q[todo], x, theta0[todo], dec, lambda2, lr_now, iterations, betas,
-                               final_lr_fraction)
+            fitted = _adam_fit(q[todo], x, theta0[todo], dec, lambda2, lr_now, iterations, betas, final_lr_fraction)
             bad = ~torch.isfinite(fitted).all(dim=1)
             theta[todo[~bad]] = fitted[~bad]
             lrs[todo] = lr_now
@@ -350,20 +378,30 @@ def fit_curves(probs, log_sizes: Sequence[float], *, decay: str = "exponential",
             c = theta[:, 0]
             c_safe = torch.where(ok, c.clamp(0.0, 1.0), q[:, -1])
             asymptote = flip_values(c_safe, flipped)
-    return CurveFit(asymptote=asymptote, c=c, params=theta[:, 1:], flipped=flipped, loss=loss, lr=lrs,
-                    ok=ok, decay=dec.name)
+    return CurveFit(
+        asymptote=asymptote, c=c, params=theta[:, 1:], flipped=flipped, loss=loss, lr=lrs, ok=ok, decay=dec.name
+    )
 
 
 def fit_curves_one_by_one(probs, log_sizes: Sequence[float], **kwargs) -> CurveFit:
     """The slow reference path: :func:`fit_curves` on one curve at a time (same maths, a Python loop)."""
     p = torch.as_tensor(probs)
-    fits = [fit_curves(p[i:i + 1], log_sizes, **kwargs) for i in range(p.shape[0])]
+    fits = [fit_curves(p[i : i + 1], log_sizes, **kwargs) for i in range(p.shape[0])]
     cat = lambda name: torch.cat([getattr(f, name) for f in fits])  # noqa: E731
-    return CurveFit(asymptote=cat("asymptote"), c=cat("c"), params=cat("params"), flipped=cat("flipped"),
-                    loss=cat("loss"), lr=cat("lr"), ok=cat("ok"), decay=fits[0].decay)
+    return CurveFit(
+        asymptote=cat("asymptote"),
+        c=cat("c"),
+        params=cat("params"),
+        flipped=cat("flipped"),
+        loss=cat("loss"),
+        lr=cat("lr"),
+        ok=cat("ok"),
+        decay=fits[0].decay,
+    )
 
 
 # ----------------------------------------------------------------------------- APD on the fly
+
 
 def on_the_fly_asymptotes(member_logits, log_sizes: Sequence[float], *, top_k: int = 20, **fit_kwargs):
     """Asymptotic probabilities of the ELM's top-k tokens, fitted per token from all members.
@@ -381,8 +419,8 @@ def on_the_fly_asymptotes(member_logits, log_sizes: Sequence[float], *, top_k: i
     n, vocab = logits.shape[0], logits.shape[-1]
     if not 1 <= top_k <= vocab:
         raise ValueError(f"top_k must be in [1, vocab = {vocab}], got {top_k}.")
-    top_ids = logits[-1].topk(top_k, dim=-1).indices                       # (..., k)
-    at_top = torch.gather(logits, -1, top_ids.expand(n, *top_ids.shape))    # (N, ..., k)
+    top_ids = logits[-1].topk(top_k, dim=-1).indices  # (..., k)
+    at_top = torch.gather(logits, -1, top_ids.expand(n, *top_ids.shape))  # (N, ..., k)
     p = torch.softmax(at_top.to(fit_kwargs.get("dtype", torch.float32)), dim=-1)
     lead = top_ids.shape
     fit = fit_curves(p.movedim(0, -1).reshape(-1, n), log_sizes, **fit_kwargs)
@@ -393,14 +431,16 @@ def on_the_fly_asymptotes(member_logits, log_sizes: Sequence[float], *, top_k: i
     return top_ids, p_elm, p_ap, fit
 
 
-def mix_on_the_fly(p_elm: torch.Tensor, p_ap: torch.Tensor, inv_T: float | None = None, *,
-                   w: float | None = None) -> torch.Tensor:
+def mix_on_the_fly(
+    p_elm: torch.Tensor, p_ap: torch.Tensor, inv_T: float | None = None, *, w: float | None = None
+) -> torch.Tensor:
     """(1 - 1/T) * p_ELM + (1/T) * p_AP, over the same top-k tokens: ``inv_T`` = 1/T in [0, 1] is the
     paper's mixing weight w, best of :data:`ON_THE_FLY_WEIGHTS` ({0.05, ..., 0.6, 0.8, 1.0}).
     ``w=`` is the old name of ``inv_T`` (deprecated)."""
     if w is not None:
-        warnings.warn("mix_on_the_fly(w=...) is deprecated; pass inv_T (the paper's w is 1/T)", DeprecationWarning,
-                      stacklevel=2)
+        warnings.warn(
+            "mix_on_the_fly(w=...) is deprecated; pass inv_T (the paper's w is 1/T)", DeprecationWarning, stacklevel=2
+        )
         inv_T = w
     if inv_T is None:
         raise TypeError("mix_on_the_fly needs inv_T, the weight 1/T in [0, 1] of the asymptotic probabilities.")
@@ -417,8 +457,14 @@ ON_THE_FLY_WEIGHTS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.5
 PYTHIA_LOG_SIZES = (16.7555, 18.2588, 19.5270, 20.5073, 20.9127, 21.6466, 22.5864)
 
 
-def synthetic_curves(m: int, log_sizes: Sequence[float] = PYTHIA_LOG_SIZES, *, noise: float = 0.005,
-                     rising_fraction: float = 0.5, seed: int = 0):
+def synthetic_curves(
+    m: int,
+    log_sizes: Sequence[float] = PYTHIA_LOG_SIZES,
+    *,
+    noise: float = 0.005,
+    rising_fraction: float = 0.5,
+    seed: int = 0,
+):
     """M noisy exponential-decay probability curves with known asymptotes, for tests and benchmarks.
 
     Falling curves c + a exp(-max(0, b (x - d))) and rising ones (1 minus such a curve), with
@@ -437,8 +483,9 @@ def synthetic_curves(m: int, log_sizes: Sequence[float] = PYTHIA_LOG_SIZES, *, n
     return curve.clamp(0.0, 1.0), c
 
 
-def benchmark_fitter(n_vectorised: int = 4096, n_loop: int = 16, *, iterations: int = 400, seed: int = 0,
-                     device=None) -> dict:
+def benchmark_fitter(
+    n_vectorised: int = 4096, n_loop: int = 16, *, iterations: int = 400, seed: int = 0, device=None
+) -> dict:
     """Curves fitted per second, vectorised vs one at a time (same maths), and the speed-up."""
     probs, _ = synthetic_curves(max(n_vectorised, n_loop), seed=seed)
     t0 = time.perf_counter()
@@ -450,14 +497,41 @@ def benchmark_fitter(n_vectorised: int = 4096, n_loop: int = 16, *, iterations: 
     fit_curves_one_by_one(probs[:n_loop], PYTHIA_LOG_SIZES, iterations=iterations, device=device)
     t_loop = time.perf_counter() - t0
     vec, loop = n_vectorised / t_vec, n_loop / t_loop
-    return {"curves_per_s_vectorised": vec, "curves_per_s_one_by_one": loop, "speedup": vec / loop,
-            "n_vectorised": n_vectorised, "n_loop": n_loop, "iterations": iterations,
-            "threads": torch.get_num_threads(), "device": str(device or "cpu")}
+    return {
+        "curves_per_s_vectorised": vec,
+        "curves_per_s_one_by_one": loop,
+        "speedup": vec / loop,
+        "n_vectorised": n_vectorised,
+        "n_loop": n_loop,
+        "iterations": iterations,
+        "threads": torch.get_num_threads(),
+        "device": str(device or "cpu"),
+    }
 
 
 __all__ = [
-    "SPACES", "DECAY_NAMES", "Decay", "get_decay", "exponential_decay", "logistic_decay", "polynomial_decay",
-    "safe_sqrt", "flip_mask", "flip_values", "CurveFit", "curve_losses", "fit_curves", "fit_curves_one_by_one",
-    "grid_init", "simple_init", "TUNED_FIT", "PLAIN_FIT", "on_the_fly_asymptotes", "mix_on_the_fly", "ON_THE_FLY_WEIGHTS", "synthetic_curves", "benchmark_fitter",
+    "SPACES",
+    "DECAY_NAMES",
+    "Decay",
+    "get_decay",
+    "exponential_decay",
+    "logistic_decay",
+    "polynomial_decay",
+    "safe_sqrt",
+    "flip_mask",
+    "flip_values",
+    "CurveFit",
+    "curve_losses",
+    "fit_curves",
+    "fit_curves_one_by_one",
+    "grid_init",
+    "simple_init",
+    "TUNED_FIT",
+    "PLAIN_FIT",
+    "on_the_fly_asymptotes",
+    "mix_on_the_fly",
+    "ON_THE_FLY_WEIGHTS",
+    "synthetic_curves",
+    "benchmark_fitter",
     "PYTHIA_LOG_SIZES",
 ]

@@ -24,6 +24,7 @@ the weights are normalised to mean 1 (:func:`loss_weights`).
 The threshold (REAL's "exp_1_win"), top-p = min(1, exp((c - H_last) / T_r)) with H_last the curve
 at the largest member, is :func:`apd.core.filters.real_top_p`.
 """
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -41,7 +42,9 @@ WEIGHT_RATIO = 0.8
 def check_decay(name: str) -> curves.Decay:
     """The :class:`apd.core.curves.Decay` of an entropy curve: 'poly10' (the release's) or 'exponential'."""
     if name not in DECAYS:
-        raise ValueError(f"unknown entropy curve {name!r}; use one of {DECAYS} ('poly10' is REAL's K = 10 polynomial).")
+        raise ValueError(
+            f"unknown entropy curve {name!r}; use one of {DECAYS} ('poly10' is REAL's K = 10 polynomial)."
+        )
     return curves.get_decay(name)
 
 
@@ -65,8 +68,15 @@ def condition_x(x, log_sizes: Sequence[float], condition: str = "normalised") ->
     return 1.0 + NORMALISED_SPAN * (x - s[0]) / (s[-1] - s[0])
 
 
-def entropy_curve(x, c: torch.Tensor, params: torch.Tensor, log_sizes: Sequence[float], *,
-                  decay: str = "poly10", condition: str = "normalised") -> torch.Tensor:
+def entropy_curve(
+    x,
+    c: torch.Tensor,
+    params: torch.Tensor,
+    log_sizes: Sequence[float],
+    *,
+    decay: str = "poly10",
+    condition: str = "normalised",
+) -> torch.Tensor:
     """The entropy curve (nats) at log sizes ``x`` (X,): c (...), params (..., P) -> (..., X).
 
     Example:
@@ -95,8 +105,14 @@ def loss_weights(n_members: int, ratio: float = WEIGHT_RATIO, with_last: bool = 
     return (w / w.mean()).float()
 
 
-def thf_loss(curve: torch.Tensor, last: torch.Tensor, labels: torch.Tensor, *, ratio: float = WEIGHT_RATIO,
-             mask: torch.Tensor | None = None) -> torch.Tensor:
+def thf_loss(
+    curve: torch.Tensor,
+    last: torch.Tensor,
+    labels: torch.Tensor,
+    *,
+    ratio: float = WEIGHT_RATIO,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """sqrt(weighted MSE) of predicted entropies: curve (..., N) at the members, last (...) the direct
     prediction of the largest member, labels (..., N) true entropies (nats); mask (...) bool keeps
     positions (default all). Weights: :func:`loss_weights`.
@@ -109,8 +125,10 @@ def thf_loss(curve: torch.Tensor, last: torch.Tensor, labels: torch.Tensor, *, r
     """
     n = labels.shape[-1]
     if curve.shape != labels.shape or last.shape != labels.shape[:-1]:
-        raise ValueError(f"curve {tuple(curve.shape)} and labels {tuple(labels.shape)} must match, last must be "
-                         f"{tuple(labels.shape[:-1])}, got {tuple(last.shape)}.")
+        raise ValueError(
+            f"curve {tuple(curve.shape)} and labels {tuple(labels.shape)} must match, last must be "
+            f"{tuple(labels.shape[:-1])}, got {tuple(last.shape)}."
+        )
     pred = torch.cat([curve, last[..., None]], dim=-1)
     true = torch.cat([labels, labels[..., -1:]], dim=-1)
     sq = (pred - true) ** 2 * loss_weights(n, ratio).to(pred.device, pred.dtype)

@@ -3,6 +3,7 @@
 Each filter maps the ELM's log-probabilities ``(B, V)`` to a boolean keep mask ``(B, V)``; CD, APD
 and the baselines apply them to the ELM, as the paper and its release do.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Optional, Union
@@ -99,7 +100,9 @@ def real_top_p(c, h_last, T_r: float) -> torch.Tensor:
     """
     if not number("T_r", T_r) > 0:
         raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper uses 4.0 for APD + REAL.")
-    c, h_last = (v.float() if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float32) for v in (c, h_last))
+    c, h_last = (
+        v.float() if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float32) for v in (c, h_last)
+    )
     return torch.exp((c - h_last) / float(T_r)).clamp(max=1.0)
 
 
@@ -132,8 +135,10 @@ class REAL:
 
     def __call__(self, elm_logprobs: torch.Tensor) -> torch.Tensor:
         if self.top_p is None:
-            raise RuntimeError("REAL(T_r) has no threshold yet: it needs a THF model's entropies at every step; "
-                               "use it through apd.REALLogitsProcessor(thf, T_r=..., processor=...).")
+            raise RuntimeError(
+                "REAL(T_r) has no threshold yet: it needs a THF model's entropies at every step; "
+                "use it through apd.REALLogitsProcessor(thf, T_r=..., processor=...)."
+            )
         p = self.top_p.to(elm_logprobs.device, torch.float32)
         if p.numel() != elm_logprobs.shape[0]:
             raise ValueError(f"REAL has thresholds for {p.numel()} rows, the scores have {elm_logprobs.shape[0]}.")
@@ -180,7 +185,7 @@ def make_filters(kind: str, value: Optional[float] = None) -> list:
     if key in ("top-p k20", "top-p-k20", "topp-k20", "top-pk20"):
         return [TopP(value), TopK(20)]
     if key in ("top-k", "topk"):
-        return [TopK(value)]   # 2.7 is an error, as in TopK(2.7); 20.0 is TopK(20)
+        return [TopK(value)]  # 2.7 is an error, as in TopK(2.7); 20.0 is TopK(20)
     if key == "real":
         return [REAL(value)]
     raise ValueError(f"unknown filter kind {kind!r}; use one of 'NA', 'alpha', 'top-p', 'top-p k20', 'top-k', 'REAL'.")

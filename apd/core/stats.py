@@ -10,6 +10,7 @@ averaged per group first and the standard error is taken over groups (:func:`pai
 with ``groups``); :func:`variance_components` and :func:`projected_se` say how that standard
 error would shrink with more units per group or more groups.
 """
+
 from __future__ import annotations
 
 import math
@@ -58,8 +59,9 @@ def interval(d: float, se: float, z: float = Z_TEST) -> tuple[float, float]:
     return float(d - z * se), float(d + z * se)
 
 
-def detected(d: float, se: float, effect: float | None = None, z: float = Z_TEST,
-             power_z: float = Z_POWER) -> bool | None:
+def detected(
+    d: float, se: float, effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER
+) -> bool | None:
     """Does a difference ``d`` (positive: the claimed direction) with standard error ``se`` show the
     claim? Decided by its confidence interval (:func:`interval`) alone, never by post-hoc power:
 
@@ -237,8 +239,9 @@ def projected_se(vc: VarianceComponents, n_groups: float | None = None, per_grou
     return math.sqrt(vc.between / G + vc.within / (G * m))
 
 
-def groups_needed(vc: VarianceComponents, effect: float, per_group: float | None = None,
-                  z: float = Z_TEST, power_z: float = Z_POWER) -> float:
+def groups_needed(
+    vc: VarianceComponents, effect: float, per_group: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER
+) -> float:
     """How many groups (of ``per_group`` units; default as measured) make ``effect`` detectable:
     the G with ``min_detectable_effect(projected_se(vc, G, per_group)) == effect`` (a float; round
     up). Infinite for a non-positive ``effect``.
@@ -252,4 +255,4 @@ def groups_needed(vc: VarianceComponents, effect: float, per_group: float | None
         return math.inf
     m = vc.per_group if per_group is None else float(per_group)
     target_se = effect / (z + power_z)
-    return (vc.between + vc.within / m) / target_se ** 2
+    return (vc.between + vc.within / m) / target_se**2

@@ -11,6 +11,7 @@ Theorem 1: if the logits of a family are linear in log size and T > 1, then
 0 < T < 1, where ln s_HLM falls *below* ln s_ALM and the factor (1 - 1/T) is negative; at T = 1
 the HLM is infinitely far away and CD keeps only the slope. See ``notebooks/theorem1.ipynb``.
 """
+
 from __future__ import annotations
 
 import math
@@ -76,7 +77,8 @@ def check_log_sizes(log_sizes, what: str = "log sizes") -> None:
         raise ValueError(
             f"{what} must be natural logs of parameter counts, but got {big.ravel()[0]:g} (> {MAX_LOG_SIZE:g}, "
             f"i.e. more than e^{MAX_LOG_SIZE:g} = 2.4e17 parameters): these look like raw counts; pass "
-            f"math.log(n) (e.g. ln(6.9e9) = {math.log(6.9e9):.4f}).")
+            f"math.log(n) (e.g. ln(6.9e9) = {math.log(6.9e9):.4f})."
+        )
 
 
 def _check_same_shape(a, b, what: str) -> None:
@@ -161,7 +163,8 @@ def hlm_size(log_s_elm: float, log_s_alm: float, T: float) -> float:
         raise ValueError(
             f"s_HLM = e^{x:.4g} does not fit in a float: T = {float(T)!r} is so close to 1 that the HLM is "
             f"astronomically far away (at T = 1 it is infinitely far). Use hlm_log_size(...) for its log "
-            f"size, or a T further from 1.")
+            f"size, or a T further from 1."
+        )
     return math.exp(x)
 
 

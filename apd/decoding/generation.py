@@ -4,6 +4,7 @@ Hugging Face appends its own warpers (``top_k=50`` by default) after custom proc
 :func:`generate` passes ``top_k=0, top_p=1.0, temperature=1.0`` so the contrastive scores are
 sampled as they are.
 """
+
 from __future__ import annotations
 
 from typing import Optional, Sequence, Union
@@ -14,13 +15,24 @@ from transformers import LogitsProcessor, LogitsProcessorList
 from apd.decoding.processors import check_ids
 
 # HF's sampling warpers, run AFTER custom processors, at values that make them do nothing
-_WARPERS = {"temperature": 1.0, "top_k": 0, "top_p": 1.0, "typical_p": 1.0, "min_p": None,
-            "epsilon_cutoff": 0.0, "eta_cutoff": 0.0}
+_WARPERS = {
+    "temperature": 1.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "typical_p": 1.0,
+    "min_p": None,
+    "epsilon_cutoff": 0.0,
+    "eta_cutoff": 0.0,
+}
 
 
-def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Tensor] = None,
-             processors: Union[LogitsProcessor, Sequence[LogitsProcessor], None] = (),
-             **generate_kwargs):
+def generate(
+    expert,
+    input_ids: torch.Tensor,
+    attention_mask: Optional[torch.Tensor] = None,
+    processors: Union[LogitsProcessor, Sequence[LogitsProcessor], None] = (),
+    **generate_kwargs,
+):
     """``expert.generate`` with our processors prepared and HF's own warpers neutralised.
 
     Prepares every processor that has ``prepare`` with ``attention_mask``. A batch must be padded on
@@ -58,17 +70,21 @@ def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Ten
         raise ValueError(
             f"{', '.join(stateful)} does not support beam search (num_beams={beams}): the amateur keeps one "
             "cache per sequence and beam search reorders sequences. Use greedy decoding or sampling "
-            "(num_beams=1, with do_sample=True or False).")
+            "(num_beams=1, with do_sample=True or False)."
+        )
     check_ids(expert, input_ids, "expert")
     if attention_mask is not None:
         if tuple(attention_mask.shape) != tuple(input_ids.shape):
-            raise ValueError(f"attention_mask {tuple(attention_mask.shape)} and input_ids {tuple(input_ids.shape)} "
-                             "differ in shape; pass the mask the tokenizer returned with these ids.")
+            raise ValueError(
+                f"attention_mask {tuple(attention_mask.shape)} and input_ids {tuple(input_ids.shape)} "
+                "differ in shape; pass the mask the tokenizer returned with these ids."
+            )
         if bool((attention_mask[:, 1:] < attention_mask[:, :-1]).any()):
             raise ValueError(
                 "the prompts are padded on the right (attention_mask has 0s after a row's tokens), so generation "
                 "would continue the short prompts after their padding; pad on the left: "
-                "tokenizer.padding_side = 'left' (the family's tokenizer pads on the left already).")
+                "tokenizer.padding_side = 'left' (the family's tokenizer pads on the left already)."
+            )
     for p in processors:
         if hasattr(p, "prepare"):
             p.prepare(attention_mask)
@@ -85,8 +101,7 @@ def generate(expert, input_ids: torch.Tensor, attention_mask: Optional[torch.Ten
     generate_kwargs.setdefault("repetition_penalty", 1.0)
     if attention_mask is not None:
         generate_kwargs["attention_mask"] = attention_mask
-    return expert.generate(input_ids=input_ids, logits_processor=LogitsProcessorList(processors),
-                           **generate_kwargs)
+    return expert.generate(input_ids=input_ids, logits_processor=LogitsProcessorList(processors), **generate_kwargs)
 
 
 def dola_candidate_layers(config, layers: Union[str, list] = "high") -> list:
@@ -133,7 +148,11 @@ def dola_generate_kwargs(model, layers: Union[str, list] = "high", repetition_pe
     """
     candidates = dola_candidate_layers(model, layers)
     if not candidates:
-        raise ValueError(f"dola_layers={layers!r} selects no layer of this {model.config.num_hidden_layers}-layer "
-                         "model; pass 'low', 'high' or indices below the number of layers.")
-    return {"dola_layers": layers if isinstance(layers, str) else list(layers),
-            "repetition_penalty": float(repetition_penalty)}
+        raise ValueError(
+            f"dola_layers={layers!r} selects no layer of this {model.config.num_hidden_layers}-layer "
+            "model; pass 'low', 'high' or indices below the number of layers."
+        )
+    return {
+        "dola_layers": layers if isinstance(layers, str) else list(layers),
+        "repetition_penalty": float(repetition_penalty),
+    }

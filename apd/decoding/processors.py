@@ -4,6 +4,7 @@ Use them in ``expert.generate(logits_processor=...)`` or through :func:`apd.deco
 The amateur keeps its own KV cache: the first call runs it on the whole (left-padded) prompt with
 the prompt's mask; later calls only on the new tokens. Beam search is not supported.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -40,8 +41,13 @@ def _check_vocab_size(vocab_size) -> Optional[int]:
     """None, or ``vocab_size`` as an int >= 1 (a clear error for 0, -1, 2.5 or "50")."""
     if vocab_size is None:
         return None
-    return count("vocab_size", vocab_size, 1, "pass the tokenizer's vocabulary size, family.vocab_size or "
-                 "len(tokenizer), or leave it None to use every id of the scores")
+    return count(
+        "vocab_size",
+        vocab_size,
+        1,
+        "pass the tokenizer's vocabulary size, family.vocab_size or "
+        "len(tokenizer), or leave it None to use every id of the scores",
+    )
 
 
 def _check_expert(scores: torch.Tensor, V: int) -> None:
@@ -53,7 +59,8 @@ def _check_expert(scores: torch.Tensor, V: int) -> None:
         raise ValueError(
             f"the expert's logits hold NaN or +inf (rows {rows[:5]} of the batch, {int(bad.sum())} values), so "
             "there is no distribution to decode from; check the expert (its weights, dtype overflow in "
-            "half precision: try dtype=torch.float32) and any logits processor that runs before this one.")
+            "half precision: try dtype=torch.float32) and any logits processor that runs before this one."
+        )
 
 
 def check_ids(model, input_ids: torch.Tensor, who: str) -> None:
@@ -63,7 +70,8 @@ def check_ids(model, input_ids: torch.Tensor, who: str) -> None:
         raise ValueError(
             f"input_ids hold ids in [{int(input_ids.min())}, {int(input_ids.max())}] but the {who} has {n} "
             f"embedding rows (ids 0 to {n - 1}); tokenize with the family's tokenizer (family.tokenizer), "
-            "whose ids all lie below family.vocab_size.")
+            "whose ids all lie below family.vocab_size."
+        )
 
 
 def _restricted_width(scores: torch.Tensor, vocab_size: Optional[int], other: Optional[int]) -> int:
@@ -90,7 +98,8 @@ _BEAM_MESSAGE = (
     "search duplicates and reorders sequences. Use greedy decoding or sampling (num_beams=1), e.g. "
     "apd.generate(model, input_ids, attention_mask, processor, do_sample=...); calling prepare() again "
     "does not help. (If this is not beam search but a new generation, call prepare(attention_mask) "
-    "before it.)")
+    "before it.)"
+)
 
 
 class FilteredLogitsProcessor(LogitsProcessor):
@@ -153,8 +162,14 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         1
     """
 
-    def __init__(self, amateur, T: float, filters=(), vocab_size: Optional[int] = None,
-                 attention_mask: Optional[torch.Tensor] = None):
+    def __init__(
+        self,
+        amateur,
+        T: float,
+        filters=(),
+        vocab_size: Optional[int] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+    ):
         T = number("T", T, "the amateur's temperature, e.g. 2.0")
         if not (T > 0):
             raise ValueError(f"T must be > 0, got {T}; the amateur's scores are divided by T.")
@@ -170,9 +185,9 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
 
     # -- state -----------------------------------------------------------------------------
     def _reset_state(self) -> None:
-        self._ids = None        # (B, n) ids the amateur has seen
-        self._mask = None       # (B, n) their attention mask
-        self._cache = None      # the amateur's past_key_values
+        self._ids = None  # (B, n) ids the amateur has seen
+        self._mask = None  # (B, n) their attention mask
+        self._cache = None  # the amateur's past_key_values
 
     def prepare(self, attention_mask: Optional[torch.Tensor]) -> "ContrastiveLogitsProcessor":
         """Give the prompt's (B, L) attention mask (1 = token, 0 = left padding) for the next
@@ -203,15 +218,25 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         mask = self._pending_mask
         self._pending_mask = None
         rows = input_ids.shape[0]
-        if mask is not None and rows != mask.shape[0] and rows % mask.shape[0] == 0 \
-                and input_ids.shape[1] == mask.shape[1]:
-            raise ValueError(_BEAM_MESSAGE.format(name=type(self).__name__,
-                                                  why=f"{rows} rows for {mask.shape[0]} prompts"))
-        if mask is None and self._ids is not None and self._ids.shape[0] == rows \
-                and input_ids.shape[1] == self._ids.shape[1] + 1:
+        if (
+            mask is not None
+            and rows != mask.shape[0]
+            and rows % mask.shape[0] == 0
+            and input_ids.shape[1] == mask.shape[1]
+        ):
+            raise ValueError(
+                _BEAM_MESSAGE.format(name=type(self).__name__, why=f"{rows} rows for {mask.shape[0]} prompts")
+            )
+        if (
+            mask is None
+            and self._ids is not None
+            and self._ids.shape[0] == rows
+            and input_ids.shape[1] == self._ids.shape[1] + 1
+        ):
             # one token longer than the last step but not its continuation: rows were reordered
-            raise ValueError(_BEAM_MESSAGE.format(name=type(self).__name__,
-                                                  why="the rows were reordered between steps"))
+            raise ValueError(
+                _BEAM_MESSAGE.format(name=type(self).__name__, why="the rows were reordered between steps")
+            )
         if mask is None:
             if input_ids.shape[0] > 1:
                 raise ValueError(
@@ -243,7 +268,7 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
             new_ids = input_ids
             check_ids(self.amateur, new_ids, "amateur")
         mask = torch.cat([self._mask, new_mask], dim=1)
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -new_ids.shape[1]:]
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)[:, -new_ids.shape[1] :]
         device = next(self.amateur.parameters()).device
         if self._cache is None:
             self._cache = DynamicCache()
@@ -297,17 +322,25 @@ class APDLogitsProcessor(ContrastiveLogitsProcessor):
         1
     """
 
-    def __init__(self, amateur_prime, T: float = 1.0, filters=(), vocab_size: Optional[int] = None,
-                 attention_mask: Optional[torch.Tensor] = None):
-        super().__init__(amateur_prime, T=T, filters=filters, vocab_size=vocab_size,
-                         attention_mask=attention_mask)
+    def __init__(
+        self,
+        amateur_prime,
+        T: float = 1.0,
+        filters=(),
+        vocab_size: Optional[int] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+    ):
+        super().__init__(amateur_prime, T=T, filters=filters, vocab_size=vocab_size, attention_mask=attention_mask)
 
 
 def _mixing_weight(T, inv_T, w) -> float:
     """On the fly's weight 1/T of the asymptotic probabilities, from exactly one of T, inv_T and the old w."""
     if w is not None:
-        warnings.warn("OnTheFlyLogitsProcessor(w=...) is deprecated; pass T (or inv_T = 1/T, the paper's w)",
-                      DeprecationWarning, stacklevel=3)
+        warnings.warn(
+            "OnTheFlyLogitsProcessor(w=...) is deprecated; pass T (or inv_T = 1/T, the paper's w)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
     given = [name for name, v in (("T", T), ("inv_T", inv_T), ("w", w)) if v is not None]
     if len(given) != 1:
         raise TypeError(f"pass exactly one of T and inv_T (= 1/T), got {given or 'neither'}.")
@@ -361,22 +394,39 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
         1
     """
 
-    def __init__(self, members: Sequence, log_sizes: Sequence[float], T: Optional[float] = None, top_k: int = 20,
-                 vocab_size: Optional[int] = None, attention_mask: Optional[torch.Tensor] = None, *,
-                 inv_T: Optional[float] = None, w: Optional[float] = None, **fit_kwargs):
+    def __init__(
+        self,
+        members: Sequence,
+        log_sizes: Sequence[float],
+        T: Optional[float] = None,
+        top_k: int = 20,
+        vocab_size: Optional[int] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        *,
+        inv_T: Optional[float] = None,
+        w: Optional[float] = None,
+        **fit_kwargs,
+    ):
 
         self._curves = curves
         members = list(members)
         if not members:
-            raise ValueError("OnTheFlyLogitsProcessor needs the smaller members (at least the ALM and one "
-                             "mid-size member; the ELM is the model you call generate on).")
-        self.log_sizes = [number("log_sizes", x, "natural logs of the sizes, e.g. family.log_sizes") for x in log_sizes]
+            raise ValueError(
+                "OnTheFlyLogitsProcessor needs the smaller members (at least the ALM and one "
+                "mid-size member; the ELM is the model you call generate on)."
+            )
+        self.log_sizes = [
+            number("log_sizes", x, "natural logs of the sizes, e.g. family.log_sizes") for x in log_sizes
+        ]
         if len(self.log_sizes) != len(members) + 1:
-            raise ValueError(f"log_sizes has {len(self.log_sizes)} values for {len(members)} smaller members "
-                             f"plus the ELM; pass {len(members) + 1} (e.g. family.log_sizes), ELM last.")
+            raise ValueError(
+                f"log_sizes has {len(self.log_sizes)} values for {len(members)} smaller members "
+                f"plus the ELM; pass {len(members) + 1} (e.g. family.log_sizes), ELM last."
+            )
         if len(self.log_sizes) < 3:
-            raise ValueError("fitting a curve needs at least 3 members (two smaller ones and the ELM); pass "
-                             "a mid-size member too.")
+            raise ValueError(
+                "fitting a curve needs at least 3 members (two smaller ones and the ELM); pass a mid-size member too."
+            )
         if not all(b > a for a, b in zip(self.log_sizes, self.log_sizes[1:])):
             raise ValueError(f"log_sizes must increase (smallest member first, ELM last), got {self.log_sizes}.")
         self.inv_T = _mixing_weight(T, inv_T, w)
@@ -411,9 +461,10 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
         _check_expert(scores, V)
         if self.top_k > V:
             raise ValueError(f"top_k={self.top_k} exceeds the vocabulary of {V} tokens.")
-        logits = torch.stack([s[:, :V] for s in small] + [scores[:, :V].float()])   # (N, B, V), ELM last
+        logits = torch.stack([s[:, :V] for s in small] + [scores[:, :V].float()])  # (N, B, V), ELM last
         top_ids, p_elm, p_ap, fit = self._curves.on_the_fly_asymptotes(
-            logits, self.log_sizes, top_k=self.top_k, **self.fit_kwargs)
+            logits, self.log_sizes, top_k=self.top_k, **self.fit_kwargs
+        )
         self.last_fit = fit
         mixed = self._curves.mix_on_the_fly(p_elm, p_ap, self.inv_T).float()
         out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
@@ -421,8 +472,10 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
         return out.to(scores.dtype)
 
     def __repr__(self) -> str:
-        return (f"OnTheFlyLogitsProcessor(members={len(self._runners) + 1}, inv_T={self.inv_T:g}, top_k={self.top_k}, "
-                f"vocab_size={self.vocab_size})")
+        return (
+            f"OnTheFlyLogitsProcessor(members={len(self._runners) + 1}, inv_T={self.inv_T:g}, top_k={self.top_k}, "
+            f"vocab_size={self.vocab_size})"
+        )
 
 
 class REALLogitsProcessor(LogitsProcessor):
@@ -467,26 +520,40 @@ class REALLogitsProcessor(LogitsProcessor):
         (1, True)
     """
 
-    def __init__(self, thf, T_r: Optional[float] = None, processor: Optional[LogitsProcessor] = None,
-                 window: int = 40, tokenizer=None, vocab_size: Optional[int] = None,
-                 attention_mask: Optional[torch.Tensor] = None, pad_token_id: Optional[int] = None):
+    def __init__(
+        self,
+        thf,
+        T_r: Optional[float] = None,
+        processor: Optional[LogitsProcessor] = None,
+        window: int = 40,
+        tokenizer=None,
+        vocab_size: Optional[int] = None,
+        attention_mask: Optional[torch.Tensor] = None,
+        pad_token_id: Optional[int] = None,
+    ):
         if T_r is not None and not number("T_r", T_r, "REAL's decay temperature, e.g. 4.0") > 0:
             raise ValueError(f"REAL's decay temperature T_r must be > 0, got {T_r}; the paper's APD + REAL uses 4.0.")
         window = count("window", window, 1, "the release reads 40 tokens")
         if not hasattr(thf, "at_last") or not hasattr(thf, "log_sizes"):
             raise TypeError(f"thf must be a THF model (apd.load_thf), got {type(thf).__name__}.")
         if tokenizer is not None and getattr(thf, "tokenizer_id", None) not in (None, tokenizer_identity(tokenizer)):
-            raise ValueError("the THF model was trained with another tokenizer than the family's: REAL reads the "
-                             "generated ids with it. Train a THF model for this family (apd.thf_model(fam, built)).")
+            raise ValueError(
+                "the THF model was trained with another tokenizer than the family's: REAL reads the "
+                "generated ids with it. Train a THF model for this family (apd.thf_model(fam, built))."
+            )
         if processor is None:
             if T_r is None:
-                raise ValueError("give T_r (REAL's decay temperature, e.g. 4.0) or a processor whose filters hold "
-                                 "make_filters('REAL', T_r).")
+                raise ValueError(
+                    "give T_r (REAL's decay temperature, e.g. 4.0) or a processor whose filters hold "
+                    "make_filters('REAL', T_r)."
+                )
             processor = FilteredLogitsProcessor([REAL(T_r)], vocab_size=vocab_size)
         filters = getattr(processor, "filters", None)
         if filters is None:
-            raise TypeError(f"{type(processor).__name__} takes no filters; REAL thresholds a FilteredLogitsProcessor, "
-                            "ContrastiveLogitsProcessor or APDLogitsProcessor.")
+            raise TypeError(
+                f"{type(processor).__name__} takes no filters; REAL thresholds a FilteredLogitsProcessor, "
+                "ContrastiveLogitsProcessor or APDLogitsProcessor."
+            )
         reals = [f for f in filters if isinstance(f, REAL)]
         if T_r is not None and not reals:
             processor.filters = list(filters) + [REAL(T_r)]
@@ -527,14 +594,14 @@ class REALLogitsProcessor(LogitsProcessor):
         mask = torch.ones(B, L, dtype=torch.long, device=input_ids.device)
         pm = self._prompt_mask
         if pm is not None and pm.shape[0] == B and pm.shape[1] <= L:
-            mask[:, :pm.shape[1]] = pm.to(input_ids.device)
+            mask[:, : pm.shape[1]] = pm.to(input_ids.device)
         out = self.thf.at_last(input_ids, mask, window=self.window)
         c, h_last = out.c, out.h_last
         for f in self.reals:
             f.set_entropies(c, h_last)
         self.last_top_p = self.reals[0].top_p
         running = torch.ones(B, dtype=torch.bool, device=input_ids.device)
-        if self.pad_token_id is not None and (pm is None or L > pm.shape[1]):   # a prompt's own last token counts
+        if self.pad_token_id is not None and (pm is None or L > pm.shape[1]):  # a prompt's own last token counts
             running = input_ids[:, -1] != self.pad_token_id
         self.top_p_sum += float(self.last_top_p[running.to(self.last_top_p.device)].double().sum())
         self.top_p_count += int(running.sum())

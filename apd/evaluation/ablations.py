@@ -8,6 +8,7 @@ the ELM's top 20 and the gold first token's -ln(q + 0.01), both in nats, lower i
 picked on the dev half by KL. :func:`summarise` and :func:`verdicts` compare each run with the main
 APD through per-item paired differences and their standard errors.
 """
+
 from __future__ import annotations
 
 import time
@@ -28,9 +29,14 @@ from apd.family import logprobs
 from apd.world import truth
 
 GROUPS = ("loss", "members", "decay", "other", "variant")
-GROUP_TITLES = {"loss": "Loss terms", "members": "Members (mid-size LMs)", "decay": "Decay function",
-                "other": "Other", "variant": "APD variant"}
-LAMBDA3_FACTORS = {"lambda3=0": 0.0, "lambda3x2": 2.0, "lambda3x6": 6.25}   # paper: 0, 1.6, 5 around 0.8
+GROUP_TITLES = {
+    "loss": "Loss terms",
+    "members": "Members (mid-size LMs)",
+    "decay": "Decay function",
+    "other": "Other",
+    "variant": "APD variant",
+}
+LAMBDA3_FACTORS = {"lambda3=0": 0.0, "lambda3x2": 2.0, "lambda3x6": 6.25}  # paper: 0, 1.6, 5 around 0.8
 MEMBER_SUBSETS = ("alm+elm", "alm+mid+elm", "no-small")
 
 
@@ -59,8 +65,9 @@ ABLATIONS = (
     Ablation("logit", "other", "curves on log-probabilities (paper: APD logit)"),
     Ablation("half-data", "other", "half of the fine-tuning chunks (paper: 0.5|D|)"),
     Ablation("distilled", "variant", "distilled on-the-fly APD: ALM' matches the fitter's asymptotes, no curve MLP"),
-    Ablation("distilled-alm+mid+elm", "variant",
-             "distilled, its targets fitted on the ALM, the middle member and the ELM"),
+    Ablation(
+        "distilled-alm+mid+elm", "variant", "distilled, its targets fitted on the ALM, the middle member and the ELM"
+    ),
     Ablation("distilled-no-small", "variant", "distilled, its targets fitted without the small mid-size members"),
 )
 ABLATION_NAMES = tuple(a.name for a in ABLATIONS)
@@ -77,7 +84,7 @@ def distilled_subset(name: str) -> Optional[str]:
         ('no-small', None, None)
     """
     prefix = DISTILLED + "-"
-    return name[len(prefix):] if name.startswith(prefix) else None
+    return name[len(prefix) :] if name.startswith(prefix) else None
 
 
 def reference_of(name: str) -> str:
@@ -101,6 +108,7 @@ def get_ablation(name: str) -> Ablation:
 
 
 # ============================================================================ configurations
+
 
 def member_subset(kind: str, member_names: Sequence[str], log_sizes: Sequence[float]) -> tuple:
     """Names of the members an ablation keeps (ALM first, ELM last), from their log sizes (N,).
@@ -130,20 +138,25 @@ def with_members(config: APDTrainConfig, members: Sequence, member_names: Sequen
     """``config`` restricted to a member subset (names or indices), checked now: the subset must
     keep the ALM and the ELM (a clear ValueError otherwise, not later inside training)."""
     if members is None or not len(members):
-        raise ValueError(f"an empty member subset; name at least the ALM ({member_names[0]!r}) and the ELM "
-                         f"({member_names[-1]!r}), or use members=None for all of them.")
+        raise ValueError(
+            f"an empty member subset; name at least the ALM ({member_names[0]!r}) and the ELM "
+            f"({member_names[-1]!r}), or use members=None for all of them."
+        )
     idx = data.resolve_members(tuple(members), list(member_names))
     return runs.variant(config, members=tuple(member_names[i] for i in idx))
 
 
-def ablation_config(base: APDTrainConfig, name: str, member_names: Sequence[str],
-                   log_sizes: Sequence[float]) -> APDTrainConfig:
+def ablation_config(
+    base: APDTrainConfig, name: str, member_names: Sequence[str], log_sizes: Sequence[float]
+) -> APDTrainConfig:
     """The configuration of ablation ``name`` derived from ``base`` (the main config, after any
     common overrides). ``member_names``/``log_sizes``: the collected data's members, ALM first."""
     get_ablation(name)
     if base.members is not None:
-        raise ValueError(f"the main config already selects members {base.members}; ablations start from all "
-                         "collected members (members=None).")
+        raise ValueError(
+            f"the main config already selects members {base.members}; ablations start from all "
+            "collected members (members=None)."
+        )
     if name == "lambda2=0":
         return runs.variant(base, lambda2=0.0)
     if name in LAMBDA3_FACTORS:
@@ -166,9 +179,13 @@ def ablation_config(base: APDTrainConfig, name: str, member_names: Sequence[str]
     raise AssertionError(name)  # pragma: no cover
 
 
-def ablation_configs(main: APDTrainConfig, member_names: Sequence[str], log_sizes: Sequence[float],
-                    names: Optional[Sequence[str]] = None, overrides: Optional[dict] = None
-                    ) -> dict[str, APDTrainConfig]:
+def ablation_configs(
+    main: APDTrainConfig,
+    member_names: Sequence[str],
+    log_sizes: Sequence[float],
+    names: Optional[Sequence[str]] = None,
+    overrides: Optional[dict] = None,
+) -> dict[str, APDTrainConfig]:
     """``{"APD": base, <ablation>: config, ...}``. ``base`` is ``main`` with ``overrides`` (e.g. fewer
     epochs for every run, the main one included, so the comparison stays fair); ``names``: which
     ablations (default all of :data:`ABLATION_NAMES`, in that order)."""
@@ -181,8 +198,9 @@ def ablation_configs(main: APDTrainConfig, member_names: Sequence[str], log_size
         raise ValueError(f"ablation names repeat: {list(chosen)}.")
     for n in chosen:
         if reference_of(n) != MAIN and reference_of(n) not in chosen:
-            raise ValueError(f"ablation {n!r} is compared with {reference_of(n)!r}; add {reference_of(n)!r} to the "
-                             "ablation names.")
+            raise ValueError(
+                f"ablation {n!r} is compared with {reference_of(n)!r}; add {reference_of(n)!r} to the ablation names."
+            )
     out = {MAIN: base}
     for n in chosen:
         out[n] = ablation_config(base, n, member_names, log_sizes)
@@ -201,6 +219,7 @@ def config_changes(config: APDTrainConfig, base: APDTrainConfig) -> str:
 
 
 # ============================================================================ the evaluation set
+
 
 @dataclass
 class QASet:
@@ -224,11 +243,18 @@ class QASet:
         if np.ndim(self.elm_logprobs) != 2:
             raise ValueError(f"QASet.elm_logprobs must be (B, V), got shape {np.shape(self.elm_logprobs)}.")
         B, V = np.shape(self.elm_logprobs)
-        for name, shape in (("alm_logprobs", (B, V)), ("truth", (B, V)), ("gold", (B,)), ("buckets", (B,)),
-                            *((("people", (B,)),) if self.people is not None else ())):
+        for name, shape in (
+            ("alm_logprobs", (B, V)),
+            ("truth", (B, V)),
+            ("gold", (B,)),
+            ("buckets", (B,)),
+            *((("people", (B,)),) if self.people is not None else ()),
+        ):
             if np.shape(getattr(self, name)) != shape:
-                raise ValueError(f"QASet.{name} has shape {np.shape(getattr(self, name))}, expected {shape} "
-                                 f"(B = {B} items, V = {V} tokens).")
+                raise ValueError(
+                    f"QASet.{name} has shape {np.shape(getattr(self, name))}, expected {shape} "
+                    f"(B = {B} items, V = {V} tokens)."
+                )
         if len(self.prompts) != B or any(not isinstance(p, str) for p in self.prompts):
             raise ValueError(f"QASet needs one prompt string per item: {len(self.prompts)} prompts for {B} items.")
         if B == 0:
@@ -244,18 +270,31 @@ class QASet:
     @classmethod
     def from_scores(cls, scores) -> "QASet":
         """From :func:`apd.family.knowledge.score_world_qa` output (first member = ALM, last = ELM)."""
-        return cls([it.prompt for it in scores.items], scores.logprobs[-1], scores.logprobs[0], scores.truth,
-                   np.asarray(scores.gold), np.array([it.bucket for it in scores.items]),
-                   np.array([it.person for it in scores.items]))
+        return cls(
+            [it.prompt for it in scores.items],
+            scores.logprobs[-1],
+            scores.logprobs[0],
+            scores.truth,
+            np.asarray(scores.gold),
+            np.array([it.bucket for it in scores.items]),
+            np.array([it.person for it in scores.items]),
+        )
 
     def subset(self, index) -> "QASet":
         index = np.asarray(index, dtype=np.int64)
-        return QASet([self.prompts[i] for i in index], self.elm_logprobs[index], self.alm_logprobs[index],
-                     self.truth[index], self.gold[index], self.buckets[index],
-                     None if self.people is None else np.asarray(self.people)[index])
+        return QASet(
+            [self.prompts[i] for i in index],
+            self.elm_logprobs[index],
+            self.alm_logprobs[index],
+            self.truth[index],
+            self.gold[index],
+            self.buckets[index],
+            None if self.people is None else np.asarray(self.people)[index],
+        )
 
 
 # ============================================================================ the metric (apd.world.truth's)
+
 
 def score_amateur(qa: QASet, amateur_logprobs, inv_T: float, top_k: int = 20) -> pd.DataFrame:
     """Per item, the main results' measures of CD/APD with this amateur at 1/T = ``inv_T`` over the
@@ -266,8 +305,9 @@ def score_amateur(qa: QASet, amateur_logprobs, inv_T: float, top_k: int = 20) ->
     return pd.DataFrame({"kl": truth.kl_to_truth(truth.at(qa.truth, ids), q), "nll": truth.gold_nll(q, ids, qa.gold)})
 
 
-def pick_inv_T(qa: QASet, amateur_logprobs, inv_T_grid: Sequence[float], top_k: int = 20,
-               measure: str = "kl") -> float:
+def pick_inv_T(
+    qa: QASet, amateur_logprobs, inv_T_grid: Sequence[float], top_k: int = 20, measure: str = "kl"
+) -> float:
     """The 1/T of ``inv_T_grid`` with the lowest mean ``measure`` on ``qa`` (the dev half), as the
     main results pick it (``apd.world.truth.best_knobs``; ties: the first value)."""
     grid = [float(v) for v in inv_T_grid]
@@ -305,6 +345,7 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
 
 # ============================================================================ training + evaluation
 
+
 @dataclass
 class AblationResults:
     """``table``: one row per run (the main APD first, then each ablation); ``per_item``: name ->
@@ -320,7 +361,7 @@ class AblationResults:
 def training_record(alm_prime) -> dict:
     """Optimizer steps and training seconds of a finished run, read from its folder (so also
     known when the run came from the cache)."""
-    record = runs.run_record(alm_prime)   # the run record read through the checked reader
+    record = runs.run_record(alm_prime)  # the run record read through the checked reader
     return {"steps": record["steps"], "train_seconds": record["train_seconds"]}
 
 
@@ -334,16 +375,38 @@ def validation_losses(alm_prime, config: APDTrainConfig, val_dir, max_chunks: in
     records = list(collect.iter_records(val_dir))
     model = runs.load_alm_prime(alm_prime, device=device)
     mlp = objective.CurveMLP.load(alm_prime)
-    res = train.evaluate_losses(model, mlp, records, lambda2=config.lambda2, lambda3=config.lambda3_value,
-                                max_chunks=max_chunks, device=device, log_sizes=manifest["log_sizes"],
-                                member_names=manifest["members"], members=config.members)
+    res = train.evaluate_losses(
+        model,
+        mlp,
+        records,
+        lambda2=config.lambda2,
+        lambda3=config.lambda3_value,
+        max_chunks=max_chunks,
+        device=device,
+        log_sizes=manifest["log_sizes"],
+        member_names=manifest["members"],
+        members=config.members,
+    )
     return {f"val_{k}": v for k, v in res.items() if k in ("loss", "l1", "l2", "l3")}
 
 
-def run_ablations(family, collect_dir, main_config: APDTrainConfig, test: QASet, dev: Optional[QASet] = None, *,
-                  names=None, overrides: Optional[dict] = None, inv_T_grid: Sequence[float] = truth.INV_T_GRID,
-                  top_k: int = 20, val_dir=None, val_chunks: int = 16, cache=None, device=None,
-                  progress: bool = True) -> AblationResults:
+def run_ablations(
+    family,
+    collect_dir,
+    main_config: APDTrainConfig,
+    test: QASet,
+    dev: Optional[QASet] = None,
+    *,
+    names=None,
+    overrides: Optional[dict] = None,
+    inv_T_grid: Sequence[float] = truth.INV_T_GRID,
+    top_k: int = 20,
+    val_dir=None,
+    val_chunks: int = 16,
+    cache=None,
+    device=None,
+    progress: bool = True,
+) -> AblationResults:
     """Train (or find cached) the main APD and each ablation on ``collect_dir``; score each on
     ``test`` at the 1/T of ``inv_T_grid`` that is best on ``dev`` (as the main results do; with
     ``dev=None`` the grid must hold one value).
@@ -367,21 +430,34 @@ def run_ablations(family, collect_dir, main_config: APDTrainConfig, test: QASet,
         path = runs.train_apd(family, collect_dir, cfg, cache=cache, progress=progress)
         wall = time.time() - t0
         model = runs.load_alm_prime(path, device=dev_device)
-        with scoring_threads(family):   # one torch thread on the CPU (small models)
+        with scoring_threads(family):  # one torch thread on the CPU (small models)
             amateur_test = logprobs.next_token_log_probs(model, family.tokenizer, test.prompts, test.vocab_size)
-            inv_T = float(inv_T_grid[0]) if dev is None else pick_inv_T(
-                dev, logprobs.next_token_log_probs(model, family.tokenizer, dev.prompts, dev.vocab_size), inv_T_grid,
-                top_k)
+            inv_T = (
+                float(inv_T_grid[0])
+                if dev is None
+                else pick_inv_T(
+                    dev,
+                    logprobs.next_token_log_probs(model, family.tokenizer, dev.prompts, dev.vocab_size),
+                    inv_T_grid,
+                    top_k,
+                )
+            )
         del model
         per_item = score_amateur(test, amateur_test, inv_T, top_k)
         res.per_item[name], res.paths[name] = per_item, Path(path)
         ab = None if name == MAIN else get_ablation(name)
         ref = None if ab is None else reference_of(name)
-        row = {"name": name, "group": "main" if ab is None else ab.group,
-               "what": "main configuration" if ab is None else ab.what, "changes": config_changes(cfg, base),
-               "reference": ref or "", "inv_T": inv_T,
-               **summarise(per_item, test.buckets, None if ab is None else res.per_item[ref], test.people),
-               **training_record(path), "wall_seconds": round(wall, 2)}
+        row = {
+            "name": name,
+            "group": "main" if ab is None else ab.group,
+            "what": "main configuration" if ab is None else ab.what,
+            "changes": config_changes(cfg, base),
+            "reference": ref or "",
+            "inv_T": inv_T,
+            **summarise(per_item, test.buckets, None if ab is None else res.per_item[ref], test.people),
+            **training_record(path),
+            "wall_seconds": round(wall, 2),
+        }
         if val_dir is not None and val_chunks > 0:
             row.update(validation_losses(path, cfg, val_dir, val_chunks, device=dev_device))
         rows.append(row)
@@ -389,20 +465,36 @@ def run_ablations(family, collect_dir, main_config: APDTrainConfig, test: QASet,
     return res
 
 
-def reference_rows(test: QASet, dev: Optional[QASet] = None, *, inv_T_grid: Sequence[float] = truth.INV_T_GRID,
-                   apd_per_item: Optional[pd.DataFrame] = None, top_k: int = 20) -> tuple[pd.DataFrame, dict]:
+def reference_rows(
+    test: QASet,
+    dev: Optional[QASet] = None,
+    *,
+    inv_T_grid: Sequence[float] = truth.INV_T_GRID,
+    apd_per_item: Optional[pd.DataFrame] = None,
+    top_k: int = 20,
+) -> tuple[pd.DataFrame, dict]:
     """Rows for CD (the ALM as the amateur, 1/T picked on ``dev`` like APD's) and the ELM alone
     over its top k, scored like the ablations (paired differences to ``apd_per_item`` if given)."""
     if dev is None and len(inv_T_grid) != 1:
         raise ValueError(f"without a dev set 1/T cannot be picked from {list(inv_T_grid)}; pass dev= or one value.")
     cd_inv = float(inv_T_grid[0]) if dev is None else pick_inv_T(dev, dev.alm_logprobs, inv_T_grid, top_k)
     rows, per = [], {}
-    for name, inv, what in (("CD", cd_inv, "contrastive decoding, ALM as the amateur"),
-                            ("ELM", 0.0, f"the ELM alone, renormalised over its top {top_k}")):
+    for name, inv, what in (
+        ("CD", cd_inv, "contrastive decoding, ALM as the amateur"),
+        ("ELM", 0.0, f"the ELM alone, renormalised over its top {top_k}"),
+    ):
         p = score_amateur(test, test.alm_logprobs, inv, top_k)
         per[name] = p
-        rows.append({"name": name, "group": "reference", "what": what, "changes": "", "inv_T": inv,
-                     **summarise(p, test.buckets, apd_per_item, test.people)})
+        rows.append(
+            {
+                "name": name,
+                "group": "reference",
+                "what": what,
+                "changes": "",
+                "inv_T": inv,
+                **summarise(p, test.buckets, apd_per_item, test.people),
+            }
+        )
     return pd.DataFrame(rows), per
 
 
@@ -433,8 +525,9 @@ def verdicts(table: pd.DataFrame, measure: str = "kl", z: float = 2.0, min_effec
     Indexed by name."""
     d = table[f"{measure}_diff"] if f"{measure}_diff" in table else pd.Series(np.nan, index=table.index)
     se = table[f"{measure}_diff_se"] if f"{measure}_diff_se" in table else d
-    return pd.Series([verdict(float(a), float(b), z, min_effect) for a, b in zip(d, se)],
-                     index=table["name"].to_numpy())
+    return pd.Series(
+        [verdict(float(a), float(b), z, min_effect) for a, b in zip(d, se)], index=table["name"].to_numpy()
+    )
 
 
 def gate_sentence(gates) -> str:
@@ -467,12 +560,25 @@ def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
         return f"{name}: {', '.join(map(str, config.members))}"
     if distilled_subset(name):
         return f"distilled, {distilled_subset(name)}: {', '.join(map(str, config.members))}"
-    return {"logistic": "logistic decay", "poly1": "poly1 decay", "poly3": "poly3 decay", "no-flip": "no flip",
-            "logit": "logit space", "half-data": f"half data ({config.data_fraction:g} of the chunks)",
-            "distilled": "distilled on the fly"}[name]
+    return {
+        "logistic": "logistic decay",
+        "poly1": "poly1 decay",
+        "poly3": "poly3 decay",
+        "no-flip": "no flip",
+        "logit": "logit space",
+        "half-data": f"half data ({config.data_fraction:g} of the chunks)",
+        "distilled": "distilled on the fly",
+    }[name]
 
 
 # old names (``variant_config`` also names an APD variant's configuration in ``apd.amateur``;
 # ``paired_difference`` is :func:`apd.core.stats.paired_difference`, which returns more)
-__getattr__ = renamed(__name__, {"variant_config": "ablation_config", "variant_configs": "ablation_configs",
-                                 "paired_difference": "measure_difference"}, globals())
+__getattr__ = renamed(
+    __name__,
+    {
+        "variant_config": "ablation_config",
+        "variant_configs": "ablation_configs",
+        "paired_difference": "measure_difference",
+    },
+    globals(),
+)

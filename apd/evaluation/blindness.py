@@ -1,4 +1,4 @@
-""""Obvious blindness" (the paper's Figure 1): contexts where the expert (ELM) and the amateur
+""" "Obvious blindness" (the paper's Figure 1): contexts where the expert (ELM) and the amateur
 (ALM) both rank the correct token first, yet contrastive decoding ranks another token first.
 
 Inputs are next-token logits or log-probabilities of shape ``(B, V)`` and gold token ids ``(B,)``.
@@ -6,6 +6,7 @@ CD scores follow the authors' release: ``log_softmax(ELM) - log_softmax(ALM) / T
 restricted to the ELM's top-k tokens (the QA setting masks everything outside the ELM's top 20;
 ``top_k=None`` scores the whole vocabulary).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,8 +19,9 @@ from apd.core.contrastive import contrastive_scores
 
 def cd_scores(elm_logits, alm_logits, T: float, top_k: int | None = None) -> np.ndarray:
     """CD scores ``(B, V)`` (float64) from raw logits; tokens outside the ELM's top-k (ties kept) get ``-inf``."""
-    return contrastive_scores(np.asarray(elm_logits, dtype=np.float64), np.asarray(alm_logits, dtype=np.float64), T,
-                              top_k=top_k, ties="keep")
+    return contrastive_scores(
+        np.asarray(elm_logits, dtype=np.float64), np.asarray(alm_logits, dtype=np.float64), T, top_k=top_k, ties="keep"
+    )
 
 
 @dataclass
@@ -45,14 +47,16 @@ def find_obvious_blindness(elm_logits, alm_logits, gold, T: float, top_k: int | 
     gold = np.asarray(gold)
     if elm.shape != alm.shape or elm.ndim != 2 or gold.shape != elm.shape[:1]:
         raise ValueError(
-            f"expected elm/alm logits (B, V) of one shape and gold (B,), got {elm.shape}, {alm.shape}, {gold.shape}")
+            f"expected elm/alm logits (B, V) of one shape and gold (B,), got {elm.shape}, {alm.shape}, {gold.shape}"
+        )
     both = (elm.argmax(-1) == gold) & (alm.argmax(-1) == gold)
     cd_top = cd_scores(elm, alm, T, top_k).argmax(-1)
     return Blindness(both_right=both, blind=both & (cd_top != gold), cd_top=cd_top)
 
 
-def blindness_table(elm_logprobs, alm_logprobs, gold, T_grid, groups=None, apd_logprobs=None,
-                    top_k: int | None = 20) -> pd.DataFrame:
+def blindness_table(
+    elm_logprobs, alm_logprobs, gold, T_grid, groups=None, apd_logprobs=None, top_k: int | None = 20
+) -> pd.DataFrame:
     """How often CD (and APD) is obviously blind, one row per (group, method, T).
 
     ``elm_logprobs``/``alm_logprobs``/``apd_logprobs``: ``(B, V)`` next-token log-probabilities
@@ -80,9 +84,17 @@ def blindness_table(elm_logprobs, alm_logprobs, gold, T_grid, groups=None, apd_l
         mask = np.asarray(mask, bool)
         for method, T, b in results:
             right, wrong = int(b.both_right[mask].sum()), int(b.blind[mask].sum())
-            rows.append({"group": name, "method": method, "T": T, "items": int(mask.sum()),
-                         "ELM and ALM right": right, "wrong among those": wrong,
-                         "blindness rate": wrong / right if right else float("nan")})
+            rows.append(
+                {
+                    "group": name,
+                    "method": method,
+                    "T": T,
+                    "items": int(mask.sum()),
+                    "ELM and ALM right": right,
+                    "wrong among those": wrong,
+                    "blindness rate": wrong / right if right else float("nan"),
+                }
+            )
     return pd.DataFrame(rows)
 
 

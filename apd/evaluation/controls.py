@@ -24,6 +24,7 @@ expert. :func:`measure_controls` measures four controls on the **dev** people of
 :meth:`Controls.passes` reads the four against :data:`CONTROL_THRESHOLDS`; :meth:`Controls.row` flattens
 everything into one record for the testbed table (``scripts/testbed_study.py``).
 """
+
 from __future__ import annotations
 
 import math
@@ -98,15 +99,21 @@ class Controls:
         ``head_flattens``: head curves flatten at least as often as tail curves.
         """
         g = self.gain_at(self.dev_inv_T)
-        out = {"cd_kl": _finite(g["kl_gain_se"]) and bool(g["kl_gain"] >= CONTROL_THRESHOLDS["kl_gain_se"] * g["kl_gain_se"] > 0)}
+        out = {
+            "cd_kl": _finite(g["kl_gain_se"])
+            and bool(g["kl_gain"] >= CONTROL_THRESHOLDS["kl_gain_se"] * g["kl_gain_se"] > 0)
+        }
         if self.ne_er is None:
             out["cd_ne_er"] = None
         else:
             d, se = self.ne_er["diff"], self.ne_er["diff_se"]
             out["cd_ne_er"] = bool(_finite(se) and d > CONTROL_THRESHOLDS["ne_er_z"] * se)
         head = self.asymptote.loc["head"] if "head" in self.asymptote.index else None
-        out["head_extrapolation"] = None if head is None or not _finite(head["ratio"]) else \
-            bool(head["ratio"] <= CONTROL_THRESHOLDS["head_error_ratio"])
+        out["head_extrapolation"] = (
+            None
+            if head is None or not _finite(head["ratio"])
+            else bool(head["ratio"] <= CONTROL_THRESHOLDS["head_error_ratio"])
+        )
         h, t = self.flattening.get("head", np.nan), self.flattening.get("tail", np.nan)
         out["head_flattens"] = None if not (_finite(h) and _finite(t)) else bool(h >= t)
         return out
@@ -114,19 +121,34 @@ class Controls:
     def row(self) -> dict:
         """One flat record (plain floats, ints, bools and None) for the testbed table."""
         dev, paper = self.gain_at(self.dev_inv_T), self.gain_at(CD_PAPER_INV_T)
-        r = {"dev_people": self.n_people, "dev_items": self.n_items, "dev_inv_T": self.dev_inv_T,
-             "kl_gain_dev_T": dev["kl_gain"], "kl_gain_dev_T_se": dev["kl_gain_se"],
-             "nll_gain_dev_T": dev["nll_gain"], "nll_gain_dev_T_se": dev["nll_gain_se"],
-             "kl_gain_paper_T": paper["kl_gain"], "kl_gain_paper_T_se": paper["kl_gain_se"],
-             "nll_gain_paper_T": paper["nll_gain"], "nll_gain_paper_T_se": paper["nll_gain_se"],
-             "kl_elm": dev["kl_elm"]}
+        r = {
+            "dev_people": self.n_people,
+            "dev_items": self.n_items,
+            "dev_inv_T": self.dev_inv_T,
+            "kl_gain_dev_T": dev["kl_gain"],
+            "kl_gain_dev_T_se": dev["kl_gain_se"],
+            "nll_gain_dev_T": dev["nll_gain"],
+            "nll_gain_dev_T_se": dev["nll_gain_se"],
+            "kl_gain_paper_T": paper["kl_gain"],
+            "kl_gain_paper_T_se": paper["kl_gain_se"],
+            "nll_gain_paper_T": paper["nll_gain"],
+            "nll_gain_paper_T_se": paper["nll_gain_se"],
+            "kl_elm": dev["kl_elm"],
+        }
         for v, g in self.cd_gain.iterrows():
             r[f"kl_gain_{v:g}"] = g["kl_gain"]
             r[f"kl_gain_{v:g}_se"] = g["kl_gain_se"]
         ne = self.ne_er or {}
-        r.update({"ne_er_elm": ne.get("ne_er_b"), "ne_er_cd": ne.get("ne_er_a"),
-                  "ne_er_gain": ne.get("diff"), "ne_er_gain_se": ne.get("diff_se"), "ne_er_people": ne.get("n_people"),
-                  "residual_noise": self.residual_noise})
+        r.update(
+            {
+                "ne_er_elm": ne.get("ne_er_b"),
+                "ne_er_cd": ne.get("ne_er_a"),
+                "ne_er_gain": ne.get("diff"),
+                "ne_er_gain_se": ne.get("diff_se"),
+                "ne_er_people": ne.get("n_people"),
+                "residual_noise": self.residual_noise,
+            }
+        )
         for regime, k in self.known_answer.iterrows():
             r[f"ka_ratio_{regime}"] = k["ratio"]
         for b, a in self.asymptote.iterrows():
@@ -153,6 +175,7 @@ def _plain(v):
 
 # ----------------------------------------------------------------------------- 1. CD on world QA
 
+
 def cd_gain_table(member_logprobs, truth, gold, people, inv_T=CONTROL_INV_T_GRID, k: int = 20) -> pd.DataFrame:
     """ELM minus CD (ALM = the smallest member) in KL to the truth and gold -log(p + 0.01), per 1/T.
 
@@ -176,13 +199,24 @@ def cd_gain_table(member_logprobs, truth, gold, people, inv_T=CONTROL_INV_T_GRID
         cd = frame[(frame["method"] == "CD") & np.isclose(frame["knob"], float(v))].set_index("item")
         kl = stats.paired_difference(elm["kl"].to_numpy(), cd["kl"].to_numpy(), groups=people)
         nll = stats.paired_difference(elm["nll"].to_numpy(), cd["nll"].to_numpy(), groups=people)
-        rows.append({"inv_T": float(v), "kl_elm": float(np.nanmean(elm["kl"])), "kl_cd": float(np.nanmean(cd["kl"])),
-                     "kl_gain": kl.mean, "kl_gain_se": kl.se, "nll_gain": nll.mean, "nll_gain_se": nll.se,
-                     "n": kl.n, "n_people": kl.n_groups})
+        rows.append(
+            {
+                "inv_T": float(v),
+                "kl_elm": float(np.nanmean(elm["kl"])),
+                "kl_cd": float(np.nanmean(cd["kl"])),
+                "kl_gain": kl.mean,
+                "kl_gain_se": kl.se,
+                "nll_gain": nll.mean,
+                "nll_gain_se": nll.se,
+                "n": kl.n,
+                "n_people": kl.n_groups,
+            }
+        )
     return pd.DataFrame(rows).set_index("inv_T")
 
 
 # ----------------------------------------------------------------------------- 3. extrapolation
+
 
 def _topk_probs(member_logprobs, ids) -> np.ndarray:
     """Every member's probabilities renormalised over the candidates ``ids``: ``(N, B, k)``."""
@@ -205,7 +239,9 @@ def heldout_residual(member_logprobs, log_sizes, ids, iterations: int = 400) -> 
     lp = np.asarray(member_logprobs, dtype=np.float64)
     x = np.asarray(log_sizes, dtype=np.float64)
     if lp.shape[0] < 4:
-        raise ValueError(f"a held-out residual needs at least 4 members (3 to fit, 1 inner to predict), got {lp.shape[0]}.")
+        raise ValueError(
+            f"a held-out residual needs at least 4 members (3 to fit, 1 inner to predict), got {lp.shape[0]}."
+        )
     p = _topk_probs(lp, ids)
     sq = []
     for j in range(1, lp.shape[0] - 1):
@@ -218,8 +254,9 @@ def heldout_residual(member_logprobs, log_sizes, ids, iterations: int = 400) -> 
     return float(np.sqrt(np.mean(sq)))
 
 
-def known_answer_at_noise(noise: float, log_sizes, n_positions: int = 25, seed: int = 0,
-                          iterations: int = 400) -> pd.DataFrame:
+def known_answer_at_noise(
+    noise: float, log_sizes, n_positions: int = 25, seed: int = 0, iterations: int = 400
+) -> pd.DataFrame:
     """The fitter against p_ELM on the known-answer families at ``noise`` and the family's x, per
     regime: p_elm_error, fitter_error (median |c_hat - c_true|), ratio (fitter / p_ELM)."""
     rows = {}
@@ -254,8 +291,14 @@ def asymptote_errors(member_logprobs, log_sizes, truth, ids, people, buckets, it
             continue
         d = stats.paired_difference(tv_elm[sel], tv_fit[sel], groups=people[sel])
         e, f = float(np.nanmean(tv_elm[sel])), float(np.nanmean(tv_fit[sel]))
-        rows[b] = {"tv_elm": e, "tv_fitter": f, "ratio": f / e if e > 0 else np.nan, "gain": d.mean,
-                   "gain_se": d.se, "n": d.n}
+        rows[b] = {
+            "tv_elm": e,
+            "tv_fitter": f,
+            "ratio": f / e if e > 0 else np.nan,
+            "gain": d.mean,
+            "gain_se": d.se,
+            "n": d.n,
+        }
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "bucket"
     return out
@@ -263,36 +306,72 @@ def asymptote_errors(member_logprobs, log_sizes, truth, ids, people, buckets, it
 
 # ----------------------------------------------------------------------------- 2. NE_ER
 
+
 def dev_bio_prompts(world, people, openers=OPENERS) -> list[BioPrompt]:
     """Every opener for every person of ``people`` (names), person-major."""
-    return [BioPrompt(prompt=world.person(n).name + o, person=n, bucket=world.person(n).bucket)
-            for n in people for o in openers]
+    return [
+        BioPrompt(prompt=world.person(n).name + o, person=n, bucket=world.person(n).bucket)
+        for n in people
+        for o in openers
+    ]
 
 
-def ne_er_gain(family, world, people, cd_T: float = 2.0, p: float = 0.8, seeds=(0, 1),
-               max_new_tokens: int = 32, batch_size: int = 64) -> dict:
+def ne_er_gain(
+    family,
+    world,
+    people,
+    cd_T: float = 2.0,
+    p: float = 0.8,
+    seeds=(0, 1),
+    max_new_tokens: int = 32,
+    batch_size: int = 64,
+) -> dict:
     """ELM + top-p k20 against CD (T = ``cd_T``) + top-p k20 at ``p`` on :func:`dev_bio_prompts`
     of ``people``, the same seeds for both: :func:`apd.evaluation.factuality.power.summary` (``diff``
     = ELM's NE_ER minus CD's, positive: CD names fewer wrong entities) plus the settings."""
     prompts = dev_bio_prompts(world, people)
-    dec = Decoders(family.model(family.names[-1]), family.tokenizer, alm=family.model(family.names[0]),
-                   vocab_size=family.vocab_size)
+    dec = Decoders(
+        family.model(family.names[-1]),
+        family.tokenizer,
+        alm=family.model(family.names[0]),
+        vocab_size=family.vocab_size,
+    )
     texts = [q.prompt for q in prompts]
-    elm = generate_continuations(dec, Method("ELM", "top-p k20", float(p)), texts, seeds,
-                                 max_new_tokens, batch_size)
-    cd = generate_continuations(dec, Method("CD", "top-p k20", float(p), float(cd_T)), texts, seeds,
-                                max_new_tokens, batch_size)
-    out = summary(paired_verdict(world, prompts, cd, elm))   # A = CD, B = ELM: diff = ELM's minus CD's
-    out.update({"cd_T": float(cd_T), "p": float(p), "seeds": len(seeds), "max_new_tokens": int(max_new_tokens),
-                "prompts": len(prompts)})
+    elm = generate_continuations(dec, Method("ELM", "top-p k20", float(p)), texts, seeds, max_new_tokens, batch_size)
+    cd = generate_continuations(
+        dec, Method("CD", "top-p k20", float(p), float(cd_T)), texts, seeds, max_new_tokens, batch_size
+    )
+    out = summary(paired_verdict(world, prompts, cd, elm))  # A = CD, B = ELM: diff = ELM's minus CD's
+    out.update(
+        {
+            "cd_T": float(cd_T),
+            "p": float(p),
+            "seeds": len(seeds),
+            "max_new_tokens": int(max_new_tokens),
+            "prompts": len(prompts),
+        }
+    )
     return out
 
 
 # ----------------------------------------------------------------------------- all four
 
-def measure_controls(family, built, *, seed: int = 0, inv_T=CONTROL_INV_T_GRID, k: int = 20, fit_iterations: int = 400,
-                     ne_er: bool = True, cd_T: float = 2.0, ne_er_seeds=(0, 1), max_new_tokens: int = 32,
-                     known_answer_positions: int = 25, progress: bool = False) -> Controls:
+
+def measure_controls(
+    family,
+    built,
+    *,
+    seed: int = 0,
+    inv_T=CONTROL_INV_T_GRID,
+    k: int = 20,
+    fit_iterations: int = 400,
+    ne_er: bool = True,
+    cd_T: float = 2.0,
+    ne_er_seeds=(0, 1),
+    max_new_tokens: int = 32,
+    known_answer_positions: int = 25,
+    progress: bool = False,
+) -> Controls:
     """The four controls of a pico ``family`` and its ``built`` (:class:`apd.family.pico.PicoBuild`)
     on the dev people of the book's split (``seed``). ``ne_er=False`` skips the sampled NE_ER
     control (``Controls.ne_er`` None). See the module docstring for what each control measures.
@@ -305,8 +384,10 @@ def measure_controls(family, built, *, seed: int = 0, inv_T=CONTROL_INV_T_GRID, 
         ['cd_kl', 'cd_ne_er', 'head_extrapolation', 'head_flattens']
     """
     if built is None:
-        raise ValueError("testbed controls need the pico world's truth: pass the PicoBuild that get_family returns "
-                         "for the pico family (a Hub family has no world).")
+        raise ValueError(
+            "testbed controls need the pico world's truth: pass the PicoBuild that get_family returns "
+            "for the pico family (a Hub family has no world)."
+        )
     world = built.corpus.world
     seconds = {}
     t0 = time.time()
@@ -333,17 +414,37 @@ def measure_controls(family, built, *, seed: int = 0, inv_T=CONTROL_INV_T_GRID, 
 
     t0 = time.time()
     det = np.array([it.attribute not in DISTRIBUTIONAL for it in dev])
-    sub = type(scores)(scores.names, scores.log_sizes, [it for it, d in zip(dev, det) if d], scores.logprobs[:, det],
-                       scores.gold[det], scores.choices[det], scores.truth[det], scores.frame)
+    sub = type(scores)(
+        scores.names,
+        scores.log_sizes,
+        [it for it, d in zip(dev, det) if d],
+        scores.logprobs[:, det],
+        scores.gold[det],
+        scores.choices[det],
+        scores.truth[det],
+        scores.frame,
+    )
     flat = saturation_table(sub)["share flattening (of rising)"]
     seconds["flattening"] = time.time() - t0
 
     ne, note = None, "not run (ne_er=False)"
     if ne_er:
         t0 = time.time()
-        ne = ne_er_gain(family, world, sorted(set(people)), cd_T=cd_T, seeds=ne_er_seeds, max_new_tokens=max_new_tokens)
+        ne = ne_er_gain(
+            family, world, sorted(set(people)), cd_T=cd_T, seeds=ne_er_seeds, max_new_tokens=max_new_tokens
+        )
         note = ""
         seconds["ne_er"] = time.time() - t0
-    return Controls(n_people=len(set(people)), n_items=len(dev), cd_gain=gain, dev_inv_T=dev_inv_T,
-                    residual_noise=noise, known_answer=known, asymptote=asym, flattening=flat, ne_er=ne,
-                    ne_er_note=note, seconds=seconds)
+    return Controls(
+        n_people=len(set(people)),
+        n_items=len(dev),
+        cd_gain=gain,
+        dev_inv_T=dev_inv_T,
+        residual_noise=noise,
+        known_answer=known,
+        asymptote=asym,
+        flattening=flat,
+        ne_er=ne,
+        ne_er_note=note,
+        seconds=seconds,
+    )

@@ -8,6 +8,7 @@ vocabulary), and the THF model's asymptote c, its curve at the largest member (H
 direct prediction of the largest member's entropy, all read from the prompt's last ``window``
 tokens as REAL does when it generates. :func:`entropy_truth_table` summarises by frequency bucket.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,8 +62,14 @@ def entropy_vs_truth(thf, qa, *, tokenizer, window: int = 40, batch_size: int = 
     """
     items = qa.items
     th = thf_at_prompts(thf, tokenizer, [it.prompt for it in items], window=window, batch_size=batch_size)
-    frame = pd.DataFrame({"bucket": [it.bucket for it in items], "attribute": [it.attribute for it in items],
-                          "person": [it.person for it in items], "truth": true_entropy(qa.truth)})
+    frame = pd.DataFrame(
+        {
+            "bucket": [it.bucket for it in items],
+            "attribute": [it.attribute for it in items],
+            "person": [it.person for it in items],
+            "truth": true_entropy(qa.truth),
+        }
+    )
     for name, h in zip(qa.names, member_entropies(qa.logprobs)):
         frame[f"H {name}"] = h
     frame["THF c"] = th["c"]

@@ -34,6 +34,7 @@ the extrapolation side), :func:`dead_curve_loss` (the paper's loss when the curv
 Everything is deterministic given the seeds (data from numpy's PCG64, MLP init and dropout from
 ``torch.manual_seed``), with ``torch.set_num_threads(1)`` recommended for exact reproducibility.
 """
+
 from __future__ import annotations
 
 import math
@@ -53,12 +54,12 @@ from apd.core import curves
 
 #: Non-embedding parameter counts of the default pico members (apd.family.pretrain.PicoConfig.default()).
 PICO_NONEMBEDDING = (12_768, 28_368, 100_096, 335_712, 793_344, 1_779_840)
-PICO_X = tuple(math.log(n) for n in PICO_NONEMBEDDING)           # 9.4547 .. 14.3920
-PYTHIA_X = tuple(curves.PYTHIA_LOG_SIZES)                         # 16.7555 .. 22.5864 (70m .. 6.9b)
+PICO_X = tuple(math.log(n) for n in PICO_NONEMBEDDING)  # 9.4547 .. 14.3920
+PYTHIA_X = tuple(curves.PYTHIA_LOG_SIZES)  # 16.7555 .. 22.5864 (70m .. 6.9b)
 GRIDS = {"pico": PICO_X, "pythia": PYTHIA_X}
 REGIMES = ("saturating", "still_rising")
 
-COLLAPSE_TOL = 0.005   # |c_hat - p_ELM| below this: "collapsed to the expert"
+COLLAPSE_TOL = 0.005  # |c_hat - p_ELM| below this: "collapsed to the expert"
 
 
 # ----------------------------------------------------------------------------- synthetic families
@@ -87,6 +88,7 @@ def _logistic_decay(u: np.ndarray, delta: np.ndarray, remaining: np.ndarray) -> 
         >>> [round(float(v), 4) for v in g[0, 0]]
         [1.0, 0.1]
     """
+
     def sig(z):
         return 0.5 * (1.0 + np.tanh(0.5 * z))
 
@@ -94,7 +96,7 @@ def _logistic_decay(u: np.ndarray, delta: np.ndarray, remaining: np.ndarray) -> 
         return sig(-kk * (uu - dd)) / sig(kk * dd)
 
     lo, hi = np.full(delta.shape, 1e-6), np.full(delta.shape, 500.0)
-    for _ in range(80):                      # g(1) falls as k grows
+    for _ in range(80):  # g(1) falls as k grows
         mid = 0.5 * (lo + hi)
         above = g_at(1.0, mid, delta) > remaining
         lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
@@ -102,9 +104,18 @@ def _logistic_decay(u: np.ndarray, delta: np.ndarray, remaining: np.ndarray) -> 
     return g_at(np.asarray(u, dtype=np.float64)[None, None, :], kk[..., None], delta[..., None])
 
 
-def synthetic_family(x: Sequence[float], n_positions: int, k: int = 20, regime: str = "saturating",
-                     noise: float = 0.005, seed: int = 0, concentration: float = 1.0,
-                     amateur_tau=(0.2, 0.6), amateur_sigma: float = 1.0, decay: str = "exponential"):
+def synthetic_family(
+    x: Sequence[float],
+    n_positions: int,
+    k: int = 20,
+    regime: str = "saturating",
+    noise: float = 0.005,
+    seed: int = 0,
+    concentration: float = 1.0,
+    amateur_tau=(0.2, 0.6),
+    amateur_sigma: float = 1.0,
+    decay: str = "exponential",
+):
     """Synthetic member probabilities with known asymptotes.
 
     Per position: the asymptote ``c_true`` ~ Dirichlet(concentration) over the K tokens (1.0: flat
@@ -140,12 +151,15 @@ def synthetic_family(x: Sequence[float], n_positions: int, k: int = 20, regime: 
     r = _REGIME_RANGES[regime]
     delta = rng.uniform(*r["delta"], size=(p, k))
     lo, hi = r["remaining"]
-    remaining = np.exp(rng.uniform(np.log(lo), np.log(hi), size=(p, k))) if r["log_remaining"] \
+    remaining = (
+        np.exp(rng.uniform(np.log(lo), np.log(hi), size=(p, k)))
+        if r["log_remaining"]
         else rng.uniform(lo, hi, size=(p, k))
+    )
     beta = -np.log(remaining) / (1.0 - delta)
-    u = (xs - xs[0]) / (xs[-1] - xs[0])                                    # (N,)
+    u = (xs - xs[0]) / (xs[-1] - xs[0])  # (N,)
     if decay == "logistic":
-        g = _logistic_decay(u, delta, remaining)                            # (P, K, N)
+        g = _logistic_decay(u, delta, remaining)  # (P, K, N)
     else:
         g = np.exp(-beta[..., None] * np.maximum(0.0, u - delta[..., None]))  # (P, K, N)
     curve = c[..., None] + (q - c)[..., None] * g
@@ -157,6 +171,7 @@ def synthetic_family(x: Sequence[float], n_positions: int, k: int = 20, regime: 
 
 
 # ----------------------------------------------------------------------------- metrics
+
 
 def median_abs_error(c_hat, c_true) -> float:
     """Median over all tokens of |c_hat - c_true| (probability units)."""
@@ -219,6 +234,7 @@ def _alive(curve_alm, c, probs) -> float:
 
 # ----------------------------------------------------------------------------- closed-form estimators
 
+
 def estimate_p_elm(probs, c_true=None) -> Estimate:
     """c_hat = p_ELM, the largest member's probability. probs (P, K, N) -> c_hat (P, K)."""
     t0 = time.perf_counter()
@@ -241,13 +257,15 @@ def estimate_cd(probs, c_true=None) -> Estimate:
     z = _cd_logits(probs)
     c_hat = np.exp(z - z.max(-1, keepdims=True))
     c_hat /= c_hat.sum(-1, keepdims=True)
-    rows = [] if c_true is None else [(0, median_abs_error(c_hat, c_true), share_collapsed(c_hat, probs),
-                                      float("nan"))]
+    rows = (
+        [] if c_true is None else [(0, median_abs_error(c_hat, c_true), share_collapsed(c_hat, probs), float("nan"))]
+    )
     return Estimate(c_hat, _trace(rows), 0, time.perf_counter() - t0)
 
 
-def estimate_fitter(probs, x, settings: str = "tuned", c_true=None, iterations: int = 400,
-                    renormalise: bool = True) -> Estimate:
+def estimate_fitter(
+    probs, x, settings: str = "tuned", c_true=None, iterations: int = 400, renormalise: bool = True
+) -> Estimate:
     """APD on the fly: :func:`apd.core.curves.fit_curves` on every token's N probabilities.
 
     ``settings``: 'tuned' (:data:`apd.curves.TUNED_FIT`) or 'plain' (:data:`apd.curves.PLAIN_FIT`,
@@ -269,17 +287,19 @@ def estimate_fitter(probs, x, settings: str = "tuned", c_true=None, iterations: 
         c_hat = ap
     with torch.no_grad():
         xt = torch.as_tensor(x, dtype=fit.c.dtype)
-        curve = curves.get_decay("exponential")(xt, fit.c, fit.params)            # flipped space
+        curve = curves.get_decay("exponential")(xt, fit.c, fit.params)  # flipped space
         target = curves.flip_values(torch.as_tensor(probs.reshape(-1, n), dtype=fit.c.dtype), fit.flipped[:, None])
     alive = _alive(curve[:, 0].double().numpy(), fit.c.double().numpy(), probs.reshape(-1, n))
     fit_err = float((curve[:, :-1] - target[:, :-1]).abs().median())
     sec = time.perf_counter() - t0
-    rows = [] if c_true is None else [(iterations, median_abs_error(c_hat, c_true),
-                                       share_collapsed(c_hat, probs), alive)]
+    rows = (
+        [] if c_true is None else [(iterations, median_abs_error(c_hat, c_true), share_collapsed(c_hat, probs), alive)]
+    )
     return Estimate(c_hat, _trace(rows), iterations, sec, alive, fit_err)
 
 
 # ----------------------------------------------------------------------------- the joint objective
+
 
 def loss_l2_mean_hinge(curve: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """DIAGNOSTIC variant of L2 (not the paper's): sqrt(max(mean(curve_ELM - target_ELM), 0)),
@@ -288,10 +308,22 @@ def loss_l2_mean_hinge(curve: torch.Tensor, target: torch.Tensor) -> torch.Tenso
     return curves.safe_sqrt(torch.relu((curve[..., -1] - target[..., -1]).mean()))
 
 
-def estimate_joint(probs, x, c_true=None, *, start: str = "release", steps: int = 300, l2: str = "paper",
-                   lr: float = 1e-4, lr_c: float = 1e-2, weight_decay: float = 0.01,
-                   warmup: Optional[int] = None, lambda2: float = 10.0, log_every: int = 50,
-                   seed: int = 0) -> Estimate:
+def estimate_joint(
+    probs,
+    x,
+    c_true=None,
+    *,
+    start: str = "release",
+    steps: int = 300,
+    l2: str = "paper",
+    lr: float = 1e-4,
+    lr_c: float = 1e-2,
+    weight_decay: float = 0.01,
+    warmup: Optional[int] = None,
+    lambda2: float = 10.0,
+    log_every: int = 50,
+    seed: int = 0,
+) -> Estimate:
     """The paper's joint objective with a per-token free c standing in for ALM'.
 
     c = softmax_K(z) with free logits z (P, K) initialised at log p_ELM - log p_ALM (CD at T = 1),
@@ -319,8 +351,12 @@ def estimate_joint(probs, x, c_true=None, *, start: str = "release", steps: int 
         a0 = max(float(np.median(np.abs(probs[..., 0] - probs[..., -1]))), 1e-3)
         mlp = ConditionedCurveMLP(x, a0=a0)
     z = torch.as_tensor(_cd_logits(probs), dtype=torch.float32).clone().requires_grad_(True)
-    opt = torch.optim.AdamW([{"params": list(mlp.parameters()), "lr": lr, "weight_decay": weight_decay},
-                             {"params": [z], "lr": lr_c, "weight_decay": 0.0}])
+    opt = torch.optim.AdamW(
+        [
+            {"params": list(mlp.parameters()), "lr": lr, "weight_decay": weight_decay},
+            {"params": [z], "lr": lr_c, "weight_decay": 0.0},
+        ]
+    )
     base = [lr, lr_c]
     wu = min(100, steps // 10) if warmup is None else int(warmup)
     rows = []
@@ -334,8 +370,14 @@ def estimate_joint(probs, x, c_true=None, *, start: str = "release", steps: int 
             out = mlp(values, c)
         mlp.train()
         c_np = c.double().numpy()
-        rows.append((step, median_abs_error(c_np, c_true), share_collapsed(c_np, probs),
-                     _alive(out.curve[..., 0].double().numpy(), out.c.double().numpy(), probs)))
+        rows.append(
+            (
+                step,
+                median_abs_error(c_np, c_true),
+                share_collapsed(c_np, probs),
+                _alive(out.curve[..., 0].double().numpy(), out.c.double().numpy(), probs),
+            )
+        )
 
     mlp.train()
     log(0)
@@ -364,12 +406,15 @@ def estimate_joint(probs, x, c_true=None, *, start: str = "release", steps: int 
 #: Table sizes: positions per family (K = 20 tokens each), the step budgets of the joint runs, the
 #: fitter's Adam iterations, and whether the long run from the release's start is included.
 SIZES = {
-    "smoke": dict(n_positions=6, release_steps=60, short_steps=40, long_steps=120, fit_iterations=200,
-                  long_release=True),
-    "default": dict(n_positions=25, release_steps=300, short_steps=200, long_steps=2000, fit_iterations=400,
-                    long_release=False),
-    "full": dict(n_positions=25, release_steps=300, short_steps=200, long_steps=2000, fit_iterations=400,
-                 long_release=True),
+    "smoke": dict(
+        n_positions=6, release_steps=60, short_steps=40, long_steps=120, fit_iterations=200, long_release=True
+    ),
+    "default": dict(
+        n_positions=25, release_steps=300, short_steps=200, long_steps=2000, fit_iterations=400, long_release=False
+    ),
+    "full": dict(
+        n_positions=25, release_steps=300, short_steps=200, long_steps=2000, fit_iterations=400, long_release=True
+    ),
 }
 
 
@@ -397,8 +442,13 @@ LABELS = {
 }
 
 
-def estimator_specs(release_steps: int = 300, short_steps: int = 200, long_steps: int = 2000,
-                    fit_iterations: int = 400, long_release: bool = True):
+def estimator_specs(
+    release_steps: int = 300,
+    short_steps: int = 200,
+    long_steps: int = 2000,
+    fit_iterations: int = 400,
+    long_release: bool = True,
+):
     """(name, callable(probs, x, c_true, seed) -> Estimate) for every estimator of the table."""
     j, it = estimate_joint, fit_iterations
     specs = [
@@ -407,32 +457,43 @@ def estimator_specs(release_steps: int = 300, short_steps: int = 200, long_steps
         ("fit_tuned", lambda p, x, c, s: estimate_fitter(p, x, "tuned", c, it)),
         ("fit_tuned_raw", lambda p, x, c, s: estimate_fitter(p, x, "tuned", c, it, renormalise=False)),
         ("fit_plain", lambda p, x, c, s: estimate_fitter(p, x, "plain", c, it)),
-        ("joint_release",
-         lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, seed=s)),
-        ("joint_release_lrc1e-4",
-         lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, lr_c=1e-4, seed=s)),
-        ("joint_release_lrc1e-1",
-         lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, lr_c=1e-1, seed=s)),
+        ("joint_release", lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, seed=s)),
+        (
+            "joint_release_lrc1e-4",
+            lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, lr_c=1e-4, seed=s),
+        ),
+        (
+            "joint_release_lrc1e-1",
+            lambda p, x, c, s: j(p, x, c, start="release", steps=release_steps, lr_c=1e-1, seed=s),
+        ),
     ]
     if long_release:
-        specs.append(("joint_release_long",
-                      lambda p, x, c, s: j(p, x, c, start="release", steps=long_steps, seed=s)))
+        specs.append(("joint_release_long", lambda p, x, c, s: j(p, x, c, start="release", steps=long_steps, seed=s)))
     specs += [
-        ("joint_cond_short",
-         lambda p, x, c, s: j(p, x, c, start="conditioned", steps=short_steps, seed=s)),
-        ("joint_cond_long",
-         lambda p, x, c, s: j(p, x, c, start="conditioned", steps=long_steps, seed=s)),
-        ("diag_mean_hinge",
-         lambda p, x, c, s: j(p, x, c, start="conditioned", steps=long_steps, l2="mean_hinge", seed=s)),
+        ("joint_cond_short", lambda p, x, c, s: j(p, x, c, start="conditioned", steps=short_steps, seed=s)),
+        ("joint_cond_long", lambda p, x, c, s: j(p, x, c, start="conditioned", steps=long_steps, seed=s)),
+        (
+            "diag_mean_hinge",
+            lambda p, x, c, s: j(p, x, c, start="conditioned", steps=long_steps, l2="mean_hinge", seed=s),
+        ),
         ("oracle", lambda p, x, c, s: _oracle(p, c)),
     ]
     return specs
 
 
-def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "pythia"),
-                   regimes: Sequence[str] = REGIMES, k: int = 20, noise: float = 0.005, seed: int = 0,
-                   n_positions: Optional[int] = None, estimators: Optional[Sequence[str]] = None,
-                   threads: Optional[int] = 1, decay: str = "exponential") -> pd.DataFrame:
+def recovery_table(
+    size: str = "default",
+    *,
+    grids: Sequence[str] = ("pico", "pythia"),
+    regimes: Sequence[str] = REGIMES,
+    k: int = 20,
+    noise: float = 0.005,
+    seed: int = 0,
+    n_positions: Optional[int] = None,
+    estimators: Optional[Sequence[str]] = None,
+    threads: Optional[int] = 1,
+    decay: str = "exponential",
+) -> pd.DataFrame:
     """Run every estimator on every grid x regime; one row each.
 
     Columns: estimator, grid, regime, median_abs_error (|c_hat - c_true|, median over P*K tokens),
@@ -449,32 +510,45 @@ def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "py
     cfg = dict(SIZES[size])
     if n_positions is not None:
         cfg["n_positions"] = int(n_positions)
-    specs = estimator_specs(cfg["release_steps"], cfg["short_steps"], cfg["long_steps"], cfg["fit_iterations"],
-                            cfg["long_release"])
+    specs = estimator_specs(
+        cfg["release_steps"], cfg["short_steps"], cfg["long_steps"], cfg["fit_iterations"], cfg["long_release"]
+    )
     if estimators is not None:
         specs = [s for s in specs if s[0] in set(estimators)]
     rows, traces = [], {}
     for gi, grid in enumerate(grids):
         x = GRIDS[grid]
         for ri, regime in enumerate(regimes):
-            probs, c_true = synthetic_family(x, cfg["n_positions"], k, regime, noise, seed + 100 * gi + 10 * ri,
-                                             decay=decay)
+            probs, c_true = synthetic_family(
+                x, cfg["n_positions"], k, regime, noise, seed + 100 * gi + 10 * ri, decay=decay
+            )
             base = median_abs_error(probs[..., -1], c_true)
             for name, fn in specs:
                 est = fn(probs, x, c_true, seed)
                 err = np.abs(est.c_hat - c_true)
-                rows.append(dict(estimator=name, grid=grid, regime=regime,
-                                 median_abs_error=float(np.median(err)), p90_abs_error=float(np.quantile(err, 0.9)),
-                                 p_elm_error=base, share_collapsed=share_collapsed(est.c_hat, probs),
-                                 share_beyond=share_beyond(est.c_hat, probs),
-                                 curve_alive=est.curve_alive, fit_error=est.fit_error, steps=est.steps,
-                                 seconds=round(est.seconds, 3)))
+                rows.append(
+                    dict(
+                        estimator=name,
+                        grid=grid,
+                        regime=regime,
+                        median_abs_error=float(np.median(err)),
+                        p90_abs_error=float(np.quantile(err, 0.9)),
+                        p_elm_error=base,
+                        share_collapsed=share_collapsed(est.c_hat, probs),
+                        share_beyond=share_beyond(est.c_hat, probs),
+                        curve_alive=est.curve_alive,
+                        fit_error=est.fit_error,
+                        steps=est.steps,
+                        seconds=round(est.seconds, 3),
+                    )
+                )
                 if len(est.trace) > 1:
                     traces[(name, grid, regime)] = est.trace
     table = pd.DataFrame(rows)
     table.attrs["traces"] = traces
-    table.attrs["config"] = dict(cfg, size=size, k=k, noise=noise, seed=seed, grids=list(grids),
-                                 regimes=list(regimes), decay=decay)
+    table.attrs["config"] = dict(
+        cfg, size=size, k=k, noise=noise, seed=seed, grids=list(grids), regimes=list(regimes), decay=decay
+    )
     return table
 
 
@@ -482,9 +556,15 @@ def recovery_table(size: str = "default", *, grids: Sequence[str] = ("pico", "py
 CONDITION_ESTIMATORS = ("p_elm", "cd_t1", "fit_tuned")
 
 
-def condition_table(noise: float, seeds: Sequence[int] = (0, 1, 2), decays: Sequence[str] = SYNTHETIC_DECAYS,
-                    size: str = "default", grids: Sequence[str] = ("pico",), n_positions: Optional[int] = None,
-                    estimators: Sequence[str] = CONDITION_ESTIMATORS) -> pd.DataFrame:
+def condition_table(
+    noise: float,
+    seeds: Sequence[int] = (0, 1, 2),
+    decays: Sequence[str] = SYNTHETIC_DECAYS,
+    size: str = "default",
+    grids: Sequence[str] = ("pico",),
+    n_positions: Optional[int] = None,
+    estimators: Sequence[str] = CONDITION_ESTIMATORS,
+) -> pd.DataFrame:
     """The known-answer condition at a given noise: for every decay, grid, regime and estimator, the
     ratio of its median error to p_ELM's on the same tokens, one family per seed, summarised over the
     seeds: ``ratio`` (mean), ``ratio_se``, ``ci_low``/``ci_high`` (95%, Student t over seeds),
@@ -498,8 +578,15 @@ def condition_table(noise: float, seeds: Sequence[int] = (0, 1, 2), decays: Sequ
     rows = []
     for decay in decays:
         for seed in seeds:
-            t = recovery_table(size, grids=grids, noise=noise, seed=int(seed), n_positions=n_positions,
-                               estimators=list(estimators), decay=decay)
+            t = recovery_table(
+                size,
+                grids=grids,
+                noise=noise,
+                seed=int(seed),
+                n_positions=n_positions,
+                estimators=list(estimators),
+                decay=decay,
+            )
             rows.append(t.assign(decay=decay, seed=int(seed), ratio=t.median_abs_error / t.p_elm_error))
     per = pd.concat(rows, ignore_index=True)
     out = []
@@ -507,9 +594,20 @@ def condition_table(noise: float, seeds: Sequence[int] = (0, 1, 2), decays: Sequ
         r = g["ratio"].to_numpy(float)
         m, se = float(r.mean()), float(r.std(ddof=1) / np.sqrt(r.size))
         half = float(scipy.stats.t.ppf(0.975, r.size - 1)) * se
-        out.append(dict(decay=decay, grid=grid, regime=regime, estimator=est, ratio=m, ratio_se=se,
-                        ci_low=m - half, ci_high=m + half, n_seeds=int(r.size),
-                        beats=bool(est not in ("p_elm", "oracle") and m < 0.95 and m + half < 1.0)))
+        out.append(
+            dict(
+                decay=decay,
+                grid=grid,
+                regime=regime,
+                estimator=est,
+                ratio=m,
+                ratio_se=se,
+                ci_low=m - half,
+                ci_high=m + half,
+                n_seeds=int(r.size),
+                beats=bool(est not in ("p_elm", "oracle") and m < 0.95 and m + half < 1.0),
+            )
+        )
     table = pd.DataFrame(out)
     table.attrs["per_seed"] = per
     return table

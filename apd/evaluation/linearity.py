@@ -4,6 +4,7 @@ Shapes: ``log_sizes`` is ``(N,)`` (natural log of non-embedding parameters, incr
 per-member values are ``(N, ...)`` (logits, log-probabilities or probabilities of the same tokens
 in the same contexts), fitted independently along every trailing position.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,11 +51,11 @@ def fit_lines(log_sizes, values) -> LineFits:
         raise ValueError("values contain NaN or inf; drop -inf logits (masked tokens) before fitting")
     flat = v.reshape(v.shape[0], -1)
     xc = x - x.mean()  # centred for a well-conditioned fit
-    lin = np.polynomial.polynomial.polyfit(xc, flat, 1)        # (2, M)
-    quad = np.polynomial.polynomial.polyfit(xc, flat, 2)       # (3, M)
+    lin = np.polynomial.polynomial.polyfit(xc, flat, 1)  # (2, M)
+    quad = np.polynomial.polynomial.polyfit(xc, flat, 2)  # (3, M)
     pred = lin[0] + np.outer(xc, lin[1])
     resid = flat - pred
-    ss_res = (resid ** 2).sum(0)
+    ss_res = (resid**2).sum(0)
     ss_tot = ((flat - flat.mean(0)) ** 2).sum(0)
     with np.errstate(invalid="ignore", divide="ignore"):
         r2 = np.where(ss_tot > 0, 1 - ss_res / ss_tot, 1.0)
@@ -156,15 +157,18 @@ def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 
             b = b - np.nanmean(b, -1, keepdims=True)
             return float(np.nanmean(np.abs(a - b)))
 
-        rows.append({
-            "T": T, "ln s_HLM": x_h,
-            "KL(real || CD-HLM), full vocab": float(_kl(real_p, pred_p).mean()),
-            "KL(real || ELM), full vocab": float(_kl(real_p, elm_p).mean()),
-            f"KL(real || CD-HLM), ELM top-{k}": float(_kl(real_k, pred_k).mean()),
-            f"KL(real || ELM), ELM top-{k}": float(_kl(real_k, elm_k).mean()),
-            "top-1 agrees, CD-HLM": float((pred_p.argmax(-1) == real_p.argmax(-1)).mean()),
-            "top-1 agrees, ELM": float((elm_p.argmax(-1) == real_p.argmax(-1)).mean()),
-            f"mean |log-prob gap|, CD-HLM, top-{k}": centred_gap(out["pred_logits"]),
-            f"mean |log-prob gap|, ELM, top-{k}": centred_gap(lp[elm]),
-        })
+        rows.append(
+            {
+                "T": T,
+                "ln s_HLM": x_h,
+                "KL(real || CD-HLM), full vocab": float(_kl(real_p, pred_p).mean()),
+                "KL(real || ELM), full vocab": float(_kl(real_p, elm_p).mean()),
+                f"KL(real || CD-HLM), ELM top-{k}": float(_kl(real_k, pred_k).mean()),
+                f"KL(real || ELM), ELM top-{k}": float(_kl(real_k, elm_k).mean()),
+                "top-1 agrees, CD-HLM": float((pred_p.argmax(-1) == real_p.argmax(-1)).mean()),
+                "top-1 agrees, ELM": float((elm_p.argmax(-1) == real_p.argmax(-1)).mean()),
+                f"mean |log-prob gap|, CD-HLM, top-{k}": centred_gap(out["pred_logits"]),
+                f"mean |log-prob gap|, ELM, top-{k}": centred_gap(lp[elm]),
+            }
+        )
     return pd.DataFrame(rows)

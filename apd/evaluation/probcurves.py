@@ -3,6 +3,7 @@
 A curve is one token's probability in every member against x = ln(non-embedding size). CD here
 follows the QA setting: the ELM's top ``k`` tokens, ``log p_ELM - log p_ALM / T`` there, renormalised.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,8 +29,13 @@ def prompt_curves(family, text: str, T_values=(1.0, 2.0), k: int = 20, start: in
     rows = []
     for t in range(start, len(ids)):
         w = int(elm[t].argmax())
-        row = {"position": t, "context": tok.decode(ids[: t + 1]), "next_token": tok.decode([w]),
-               "token_id": w, "actual_next": tok.decode([ids[t + 1]]) if t + 1 < len(ids) else ""}
+        row = {
+            "position": t,
+            "context": tok.decode(ids[: t + 1]),
+            "next_token": tok.decode([w]),
+            "token_id": w,
+            "actual_next": tok.decode([ids[t + 1]]) if t + 1 < len(ids) else "",
+        }
         for m, name in enumerate(family.names):
             row[f"p:{name}"] = float(np.exp(lp[m, t, w]))
         for T in T_values:

@@ -9,6 +9,7 @@ used (``DATASETS``), or with ``data_dir=`` (or ``$APD_DATA_DIR``) the offline JS
 returns ``(None, reason)`` instead. This module only decides what text is scored; scoring is in
 :mod:`apd.evaluation.qa_scoring`.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,19 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Union
 
 __all__ = [
-    "QAExample", "DatasetSpec", "DATASETS", "TEMPLATES", "DatasetUnavailable", "DatasetInvalid",
-    "render_prompt", "multirc_passage", "resolve_data_dir", "offline_file", "subsample", "load_dataset", "try_load",
+    "QAExample",
+    "DatasetSpec",
+    "DATASETS",
+    "TEMPLATES",
+    "DatasetUnavailable",
+    "DatasetInvalid",
+    "render_prompt",
+    "multirc_passage",
+    "resolve_data_dir",
+    "offline_file",
+    "subsample",
+    "load_dataset",
+    "try_load",
 ]
 
 
@@ -62,11 +74,7 @@ class DatasetInvalid(DatasetUnavailable, ValueError):
 TEMPLATES: dict[str, str] = {
     # ARC, CommonsenseQA, QASC (Q only); also OpenBookQA, the offline stand-in for QASC.
     "question_answer": (
-        " Question: Which kind of animals can fly?\n"
-        " Answer: bird.\n"
-        "\n"
-        " Question: {question}\n"
-        " Answer:"
+        " Question: Which kind of animals can fly?\n Answer: bird.\n\n Question: {question}\n Answer:"
     ),
     "qasc_facts": (
         " Question: Which kind of animals can fly?\n"
@@ -144,8 +152,32 @@ def render_prompt(template: str, **fields: str) -> str:
 # MultiRC passages: re-number the sentences the SuperGLUE copy has flattened.
 
 _SENTENCE_END = re.compile(r"[.!?]+[\"')\]]*\s+")
-_ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "gen", "col", "lt",
-                  "sgt", "capt", "gov", "sen", "rep", "rev", "mt", "no", "inc", "co", "corp", "ltd"}
+_ABBREVIATIONS = {
+    "mr",
+    "mrs",
+    "ms",
+    "dr",
+    "prof",
+    "st",
+    "jr",
+    "sr",
+    "vs",
+    "gen",
+    "col",
+    "lt",
+    "sgt",
+    "capt",
+    "gov",
+    "sen",
+    "rep",
+    "rev",
+    "mt",
+    "no",
+    "inc",
+    "co",
+    "corp",
+    "ltd",
+}
 
 
 def _sentences(text: str) -> list[str]:
@@ -154,13 +186,13 @@ def _sentences(text: str) -> list[str]:
     text = text.strip()
     out, start = [], 0
     for m in _SENTENCE_END.finditer(text):
-        nxt = text[m.end():m.end() + 1]
+        nxt = text[m.end() : m.end() + 1]
         if not (nxt.isupper() or nxt.isdigit() or nxt in "\"'`(["):
             continue
-        last_word = text[start:m.start() + 1].split()[-1] if text[start:m.start() + 1].split() else ""
+        last_word = text[start : m.start() + 1].split()[-1] if text[start : m.start() + 1].split() else ""
         if last_word.rstrip(".").lower() in _ABBREVIATIONS or re.fullmatch(r"(?:[A-Za-z]\.)+", last_word):
             continue
-        out.append(text[start:m.end()])
+        out.append(text[start : m.end()])
         start = m.end()
     if text[start:].strip():
         out.append(text[start:])
@@ -200,71 +232,147 @@ class DatasetSpec:
     offline_note: str = ""
 
 
-_QASC_OFFLINE = ("QASC has no offline copy in the data directory; load it from the Hub "
-                 "(allenai/qasc) without data_dir=, or run 'openbookqa', its offline stand-in "
-                 "(Q only: OpenBookQA has no facts).")
-_ARC_C_OFFLINE = ("ARC-Challenge has no offline copy in the data directory; load it from the Hub "
-                  "(allenai/ai2_arc, ARC-Challenge) without data_dir=, or run 'arc_easy' offline.")
+_QASC_OFFLINE = (
+    "QASC has no offline copy in the data directory; load it from the Hub "
+    "(allenai/qasc) without data_dir=, or run 'openbookqa', its offline stand-in "
+    "(Q only: OpenBookQA has no facts)."
+)
+_ARC_C_OFFLINE = (
+    "ARC-Challenge has no offline copy in the data directory; load it from the Hub "
+    "(allenai/ai2_arc, ARC-Challenge) without data_dir=, or run 'arc_easy' offline."
+)
 
 DATASETS: dict[str, DatasetSpec] = {
     "lambada": DatasetSpec(
-        hub_id="EleutherAI/lambada_openai", hub_config="en", hub_split="test",
-        local_files={"test": "lambada_openai.jsonl"}, template="lambada", kind="free", reader="lambada",
+        hub_id="EleutherAI/lambada_openai",
+        hub_config="en",
+        hub_split="test",
+        local_files={"test": "lambada_openai.jsonl"},
+        template="lambada",
+        kind="free",
+        reader="lambada",
         notes="LAMBADA (OpenAI version), test split, zero-shot: the appendix gives no template and "
-              "the authors' release used the bare passage."),
+        "the authors' release used the bare passage.",
+    ),
     "commonsense_qa": DatasetSpec(
-        hub_id="tau/commonsense_qa", hub_config=None, hub_split="train",
+        hub_id="tau/commonsense_qa",
+        hub_config=None,
+        hub_split="train",
         local_files={"train": "commonsense_qa_train.jsonl", "validation": "commonsense_qa_dev.jsonl"},
-        template="question_answer", kind="mc", reader="commonsense_qa",
-        notes="CommonsenseQA, train split as in the paper; 5 options."),
+        template="question_answer",
+        kind="mc",
+        reader="commonsense_qa",
+        notes="CommonsenseQA, train split as in the paper; 5 options.",
+    ),
     "qasc": DatasetSpec(
-        hub_id="allenai/qasc", hub_config=None, hub_split="train", local_files={},
-        template="qasc_facts", kind="mc", reader="qasc", offline_note=_QASC_OFFLINE,
-        notes="QASC (Q+Facts), train split; 8 options. Hub only."),
+        hub_id="allenai/qasc",
+        hub_config=None,
+        hub_split="train",
+        local_files={},
+        template="qasc_facts",
+        kind="mc",
+        reader="qasc",
+        offline_note=_QASC_OFFLINE,
+        notes="QASC (Q+Facts), train split; 8 options. Hub only.",
+    ),
     "qasc_q": DatasetSpec(
-        hub_id="allenai/qasc", hub_config=None, hub_split="train", local_files={},
-        template="question_answer", kind="mc", reader="qasc", offline_note=_QASC_OFFLINE,
-        notes="QASC (Q only), train split; 8 options. Hub only."),
+        hub_id="allenai/qasc",
+        hub_config=None,
+        hub_split="train",
+        local_files={},
+        template="question_answer",
+        kind="mc",
+        reader="qasc",
+        offline_note=_QASC_OFFLINE,
+        notes="QASC (Q only), train split; 8 options. Hub only.",
+    ),
     "openbookqa": DatasetSpec(
-        hub_id="allenai/openbookqa", hub_config="main", hub_split="test",
-        local_files={"test": "openbook_qa.jsonl"}, template="question_answer", kind="mc",
+        hub_id="allenai/openbookqa",
+        hub_config="main",
+        hub_split="test",
+        local_files={"test": "openbook_qa.jsonl"},
+        template="question_answer",
+        kind="mc",
         reader="openbookqa",
         notes="OpenBookQA test (500 questions, 4 options): not in the paper; the offline stand-in "
-              "for QASC. It has no facts, so it stands in for QASC (Q only) only."),
+        "for QASC. It has no facts, so it stands in for QASC (Q only) only.",
+    ),
     "arc": DatasetSpec(
-        hub_id="allenai/ai2_arc", hub_config=("ARC-Easy", "ARC-Challenge"), hub_split="train",
-        local_files={}, template="question_answer", kind="mc", reader="arc",
+        hub_id="allenai/ai2_arc",
+        hub_config=("ARC-Easy", "ARC-Challenge"),
+        hub_split="train",
+        local_files={},
+        template="question_answer",
+        kind="mc",
+        reader="arc",
         offline_note="ARC (Easy + Challenge) has no offline copy (only ARC-Easy test is offline); "
-                     "load it from the Hub (allenai/ai2_arc) without data_dir=, or run 'arc_easy' offline.",
-        notes="ARC Easy + Challenge, train splits concatenated, as in the paper. Hub only."),
+        "load it from the Hub (allenai/ai2_arc) without data_dir=, or run 'arc_easy' offline.",
+        notes="ARC Easy + Challenge, train splits concatenated, as in the paper. Hub only.",
+    ),
     "arc_easy": DatasetSpec(
-        hub_id="allenai/ai2_arc", hub_config="ARC-Easy", hub_split="train",
-        local_files={"test": "arc_easy.jsonl"}, template="question_answer", kind="mc", reader="arc",
-        notes="ARC-Easy; the paper used train, the offline copy is the test split (2,376)."),
+        hub_id="allenai/ai2_arc",
+        hub_config="ARC-Easy",
+        hub_split="train",
+        local_files={"test": "arc_easy.jsonl"},
+        template="question_answer",
+        kind="mc",
+        reader="arc",
+        notes="ARC-Easy; the paper used train, the offline copy is the test split (2,376).",
+    ),
     "arc_challenge": DatasetSpec(
-        hub_id="allenai/ai2_arc", hub_config="ARC-Challenge", hub_split="train", local_files={},
-        template="question_answer", kind="mc", reader="arc", offline_note=_ARC_C_OFFLINE,
-        notes="ARC-Challenge, train split. Hub only."),
+        hub_id="allenai/ai2_arc",
+        hub_config="ARC-Challenge",
+        hub_split="train",
+        local_files={},
+        template="question_answer",
+        kind="mc",
+        reader="arc",
+        offline_note=_ARC_C_OFFLINE,
+        notes="ARC-Challenge, train split. Hub only.",
+    ),
     "social_iqa": DatasetSpec(
-        hub_id="allenai/social_i_qa", hub_config=None, hub_split="train",
-        local_files={"validation": "social_iqa_dev.jsonl"}, template="social_iqa", kind="mc",
+        hub_id="allenai/social_i_qa",
+        hub_config=None,
+        hub_split="train",
+        local_files={"validation": "social_iqa_dev.jsonl"},
+        template="social_iqa",
+        kind="mc",
         reader="social_iqa",
         notes="SocialIQA; the paper used train, the offline copy is the dev split (1,954). The Hub "
-              "repo is script-based: recent `datasets` versions may refuse it."),
+        "repo is script-based: recent `datasets` versions may refuse it.",
+    ),
     "multirc": DatasetSpec(
-        hub_id="aps/super_glue", hub_config="multirc", hub_split="validation",
-        local_files={"validation": "multirc_val.jsonl"}, template="multirc", kind="free", reader="multirc",
+        hub_id="aps/super_glue",
+        hub_config="multirc",
+        hub_split="validation",
+        local_files={"validation": "multirc_val.jsonl"},
+        template="multirc",
+        kind="free",
+        reader="multirc",
         notes="MultiRC dev (83 passages, 953 questions: the paper's dev_83), SuperGLUE format; one "
-              "example per correct answer (2,075); sentences re-split for the 'Sent i:' labels."),
+        "example per correct answer (2,075); sentences re-split for the 'Sent i:' labels.",
+    ),
     "squad": DatasetSpec(
-        hub_id="rajpurkar/squad", hub_config=None, hub_split="validation",
-        local_files={"validation": "squad_v1.1_dev.jsonl"}, template="squad_qp", kind="free", reader="squad",
+        hub_id="rajpurkar/squad",
+        hub_config=None,
+        hub_split="validation",
+        local_files={"validation": "squad_v1.1_dev.jsonl"},
+        template="squad_qp",
+        kind="free",
+        reader="squad",
         notes="SQuAD v1.1 validation, question + passage (Q+P); one example per annotated answer "
-              "(34,726 for 10,570 questions)."),
+        "(34,726 for 10,570 questions).",
+    ),
     "squad_q": DatasetSpec(
-        hub_id="rajpurkar/squad", hub_config=None, hub_split="validation",
-        local_files={"validation": "squad_v1.1_dev.jsonl"}, template="squad_q", kind="free", reader="squad",
-        notes="SQuAD v1.1 validation, question only (Q); one example per annotated answer."),
+        hub_id="rajpurkar/squad",
+        hub_config=None,
+        hub_split="validation",
+        local_files={"validation": "squad_v1.1_dev.jsonl"},
+        template="squad_q",
+        kind="free",
+        reader="squad",
+        notes="SQuAD v1.1 validation, question only (Q); one example per annotated answer.",
+    ),
 }
 
 
@@ -287,7 +395,8 @@ def _mc_from_labels(choices: dict, answer_key: str, where: str) -> tuple[list, i
         raise DatasetUnavailable(
             f"{where}: answer key {answer_key!r} is not one of the labels {labels}; this split "
             "has no public gold answers (QASC/CommonsenseQA test): choose split='train' or "
-            "'validation'.")
+            "'validation'."
+        )
     return texts, labels.index(answer_key)
 
 
@@ -312,8 +421,14 @@ def _commonsense_qa(row: dict, i: int, source: str) -> dict:
 
 def _qasc(row: dict, i: int, source: str) -> dict:
     options, gold = _mc_from_labels(row["choices"], row["answerKey"], f"qasc row {i}")
-    return {"id": str(row.get("id", i)), "question": row["question"], "fact1": row["fact1"],
-            "fact2": row["fact2"], "options": options, "gold_index": gold}
+    return {
+        "id": str(row.get("id", i)),
+        "question": row["question"],
+        "fact1": row["fact1"],
+        "fact2": row["fact2"],
+        "options": options,
+        "gold_index": gold,
+    }
 
 
 def _arc(row: dict, i: int, source: str) -> dict:
@@ -322,15 +437,25 @@ def _arc(row: dict, i: int, source: str) -> dict:
         return {"id": str(row["id"]), "question": row["question"], "options": options, "gold_index": gold}
     question = row["query"]  # {query: "Question: ...", choices, gold}
     if question.startswith("Question: "):
-        question = question[len("Question: "):]
-    return {"id": str(i), "question": question, "options": _option_list(row["choices"]), "gold_index": int(row["gold"])}
+        question = question[len("Question: ") :]
+    return {
+        "id": str(i),
+        "question": question,
+        "options": _option_list(row["choices"]),
+        "gold_index": int(row["gold"]),
+    }
 
 
 def _openbookqa(row: dict, i: int, source: str) -> dict:
     if source == "hub":  # {id, question_stem, choices{text,label}, answerKey}
         options, gold = _mc_from_labels(row["choices"], row["answerKey"], f"openbookqa row {i}")
         return {"id": str(row["id"]), "question": row["question_stem"], "options": options, "gold_index": gold}
-    return {"id": str(i), "question": row["query"], "options": _option_list(row["choices"]), "gold_index": int(row["gold"])}
+    return {
+        "id": str(i),
+        "question": row["query"],
+        "options": _option_list(row["choices"]),
+        "gold_index": int(row["gold"]),
+    }
 
 
 def _social_iqa(row: dict, i: int, source: str) -> dict:
@@ -340,17 +465,29 @@ def _social_iqa(row: dict, i: int, source: str) -> dict:
     else:  # {context, question, options[3], answer (text)}
         options = _option_list(row["options"], "options")
         if row["answer"] not in options:
-            raise ValueError(f"social_iqa row {i}: answer {row['answer']!r} is not among {options}; "
-                             "the file is not the expected SocialIQA dev copy.")
+            raise ValueError(
+                f"social_iqa row {i}: answer {row['answer']!r} is not among {options}; "
+                "the file is not the expected SocialIQA dev copy."
+            )
         gold = options.index(row["answer"])
-    return {"id": str(i), "passage": row["context"], "question": row["question"],
-            "options": options, "gold_index": gold}
+    return {
+        "id": str(i),
+        "passage": row["context"],
+        "question": row["question"],
+        "options": options,
+        "gold_index": gold,
+    }
 
 
 def _squad(row: dict, i: int, source: str) -> dict:
     answers = row["answers"]["text"] if isinstance(row["answers"], dict) else row["answers"]
-    return {"id": str(row.get("id", i)), "passage": row["context"], "question": row["question"],
-            "answers": list(answers), "title": row.get("title", "")}
+    return {
+        "id": str(row.get("id", i)),
+        "passage": row["context"],
+        "question": row["question"],
+        "answers": list(answers),
+        "title": row.get("title", ""),
+    }
 
 
 def _multirc_records(rows: Iterable[dict], source: str) -> list[dict]:
@@ -365,24 +502,35 @@ def _multirc_records(rows: Iterable[dict], source: str) -> list[dict]:
             par = by_par.setdefault(p, {"idx": p, "passage": {"text": r["paragraph"], "questions": {}}})
             qd = par["passage"]["questions"].setdefault(q, {"idx": q, "question": r["question"], "answers": []})
             qd["answers"].append({"text": r["answer"], "idx": r["idx"]["answer"], "label": r["label"]})
-        nested = [{**p, "passage": {"text": p["passage"]["text"], "questions": list(p["passage"]["questions"].values())}}
-                  for p in by_par.values()]
+        nested = [
+            {**p, "passage": {"text": p["passage"]["text"], "questions": list(p["passage"]["questions"].values())}}
+            for p in by_par.values()
+        ]
     squash = lambda text: " ".join(text.split())  # noqa: E731  (collapse whitespace runs)
     out = []
     for par in nested:
         passage = multirc_passage(par["passage"]["text"])
         for q in par["passage"]["questions"]:
-            out.append({
-                "id": f"{par['idx']}-{q['idx']}", "passage": passage, "question": squash(q["question"]),
-                "answers": [squash(a["text"]) for a in q["answers"] if a["label"] == 1],
-                "wrong_answers": [squash(a["text"]) for a in q["answers"] if a["label"] != 1],
-            })
+            out.append(
+                {
+                    "id": f"{par['idx']}-{q['idx']}",
+                    "passage": passage,
+                    "question": squash(q["question"]),
+                    "answers": [squash(a["text"]) for a in q["answers"] if a["label"] == 1],
+                    "wrong_answers": [squash(a["text"]) for a in q["answers"] if a["label"] != 1],
+                }
+            )
     return out
 
 
 _READERS: dict[str, Callable[[dict, int, str], dict]] = {
-    "lambada": _lambada, "commonsense_qa": _commonsense_qa, "qasc": _qasc, "arc": _arc,
-    "openbookqa": _openbookqa, "social_iqa": _social_iqa, "squad": _squad,
+    "lambada": _lambada,
+    "commonsense_qa": _commonsense_qa,
+    "qasc": _qasc,
+    "arc": _arc,
+    "openbookqa": _openbookqa,
+    "social_iqa": _social_iqa,
+    "squad": _squad,
 }
 
 
@@ -402,7 +550,8 @@ def resolve_data_dir(data_dir: Union[str, os.PathLike, None] = None) -> Optional
         raise FileNotFoundError(
             f"data directory {str(root)!r} does not exist; pass data_dir= (or set APD_DATA_DIR) to the "
             "folder whose qa/ subfolder holds the offline JSONL files, or "
-            "leave both unset to read the Hugging Face Hub.")
+            "leave both unset to read the Hugging Face Hub."
+        )
     return root / "qa" if (root / "qa").is_dir() else root
 
 
@@ -433,7 +582,8 @@ def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]
     if split not in spec.local_files:
         raise DatasetUnavailable(
             f"{name}: no offline copy of split {split!r} (offline: {sorted(spec.local_files)}); "
-            "pass one of those, or load the Hub without data_dir=.")
+            "pass one of those, or load the Hub without data_dir=."
+        )
     path = qa_dir / spec.local_files[split]
     if not path.is_file():
         raise DatasetUnavailable(f"{name}: offline file {str(path)!r} is missing from the data directory.")
@@ -441,18 +591,22 @@ def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        line = path.read_bytes()[:e.start].count(b"\n") + 1
-        raise DatasetInvalid(f"{name}: {path} is not UTF-8 text (line {line}: {e.reason} at byte {e.start}); the "
-                             "offline copies are UTF-8 JSON lines: fetch that copy again, or convert it to "
-                             "UTF-8.") from None
+        line = path.read_bytes()[: e.start].count(b"\n") + 1
+        raise DatasetInvalid(
+            f"{name}: {path} is not UTF-8 text (line {line}: {e.reason} at byte {e.start}); the "
+            "offline copies are UTF-8 JSON lines: fetch that copy again, or convert it to "
+            "UTF-8."
+        ) from None
     for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except ValueError as e:
-            raise DatasetInvalid(f"{name}: {path}, line {n} is not valid JSON ({e}); the file is damaged "
-                                 "or truncated: fetch that offline copy again.") from None
+            raise DatasetInvalid(
+                f"{name}: {path}, line {n} is not valid JSON ({e}); the file is damaged "
+                "or truncated: fetch that offline copy again."
+            ) from None
         lines.append(n)
     if not rows:
         raise DatasetInvalid(f"{name}: the offline file {path} is empty; fetch that offline copy again.")
@@ -468,7 +622,8 @@ def _hub_rows(name: str, spec: DatasetSpec, split: Optional[str]) -> tuple[list,
         raise ImportError(
             f"loading {name!r} from the Hugging Face Hub ({spec.hub_id}) needs the `datasets` package: "
             "`pip install datasets`; or pass data_dir= (or set APD_DATA_DIR) to read the offline "
-            "JSONL copies in <data_dir>/qa/ instead.") from e
+            "JSONL copies in <data_dir>/qa/ instead."
+        ) from e
     split = split or spec.hub_split
     configs = spec.hub_config if isinstance(spec.hub_config, tuple) else (spec.hub_config,)
     rows = []
@@ -478,9 +633,11 @@ def _hub_rows(name: str, spec: DatasetSpec, split: Optional[str]) -> tuple[list,
             ds = datasets.load_dataset(*args, split=split)
         except Exception as e:  # network, missing split, script-based repo, ...: say why
             raise DatasetUnavailable(
-                f"{name}: could not load {spec.hub_id}" + (f" ({config})" if config else "")
+                f"{name}: could not load {spec.hub_id}"
+                + (f" ({config})" if config else "")
                 + f" split {split!r} from the Hub: {type(e).__name__}: {e}. Pass data_dir= to use "
-                "the offline copies where they exist.") from e
+                "the offline copies where they exist."
+            ) from e
         rows.extend(dict(r) for r in ds)
     if not rows:
         raise DatasetInvalid(f"{name}: {spec.hub_id} split {split!r} on the Hub has no rows.")
@@ -491,8 +648,9 @@ def _hub_rows(name: str, spec: DatasetSpec, split: Optional[str]) -> tuple[list,
 # Records -> examples
 
 
-def _examples(name: str, spec: DatasetSpec, records: list[dict], split: str, source: str,
-              where: Callable[[int], str] = None) -> list[QAExample]:
+def _examples(
+    name: str, spec: DatasetSpec, records: list[dict], split: str, source: str, where: Callable[[int], str] = None
+) -> list[QAExample]:
     fields = set(_FIELD.findall(TEMPLATES[spec.template]))
     where = where or (lambda i: f"{source}, record {i + 1}")
     out = []
@@ -503,31 +661,37 @@ def _examples(name: str, spec: DatasetSpec, records: list[dict], split: str, sou
                 raise DatasetInvalid(
                     f"{name}: {where(i)} has answer options {opts!r}, but they must be a list of at least two "
                     "strings (a single string is not a list of options, and a one-option item is always "
-                    "answered right); fix or drop that row.")
+                    "answered right); fix or drop that row."
+                )
             gold, n_opt = rec.get("gold_index"), len(opts)
             if isinstance(gold, bool) or not isinstance(gold, int) or not 0 <= gold < n_opt:
                 raise DatasetInvalid(
                     f"{name}: {where(i)} has gold answer index {gold!r}, but it must be an int in [0, {n_opt}) "
-                    f"(one of its {n_opt} options); fix or drop that row.")
+                    f"(one of its {n_opt} options); fix or drop that row."
+                )
         elif rec.get("answers") is None or (spec.reader == "lambada" and not rec["answers"]):
             # (a MultiRC question may have no correct answer option: it then makes no example)
             raise DatasetInvalid(f"{name}: {where(i)} has no gold answer; fix or drop that row.")
         prompt = render_prompt(spec.template, **{k: rec[k] for k in fields})
         base_id = f"{name}/{split}/{rec['id']}"
         meta = {"split": split, "source": source}
-        meta.update({k: v for k, v in rec.items() if k not in ("id", "options", "gold_index", "answers", "passage", "context")})
+        meta.update(
+            {k: v for k, v in rec.items() if k not in ("id", "options", "gold_index", "answers", "passage", "context")}
+        )
         if spec.kind == "mc":
             options = [" " + o for o in rec["options"]]
-            out.append(QAExample(name, base_id, prompt, options[rec["gold_index"]], options,
-                                 rec["gold_index"], meta))
+            out.append(QAExample(name, base_id, prompt, options[rec["gold_index"]], options, rec["gold_index"], meta))
         else:
             answers = rec["answers"]
             if spec.reader == "lambada":  # exactly one target word
                 out.append(QAExample(name, base_id, prompt, " " + answers[0], None, None, meta))
             else:  # SQuAD, MultiRC: one example per gold answer, ids <question id>/<j>
                 for j, a in enumerate(answers):
-                    out.append(QAExample(name, f"{base_id}/{j}", prompt, " " + a, None, None,
-                                         {**meta, "all_answers": list(answers)}))
+                    out.append(
+                        QAExample(
+                            name, f"{base_id}/{j}", prompt, " " + a, None, None, {**meta, "all_answers": list(answers)}
+                        )
+                    )
     return out
 
 
@@ -544,8 +708,13 @@ def subsample(items: list, limit: Optional[int], seed: int = 0) -> list:
     return [items[i] for i in keep]
 
 
-def load_dataset(name: str, data_dir: Union[str, os.PathLike, None] = None, split: Optional[str] = None,
-                 limit: Optional[int] = None, seed: int = 0) -> list[QAExample]:
+def load_dataset(
+    name: str,
+    data_dir: Union[str, os.PathLike, None] = None,
+    split: Optional[str] = None,
+    limit: Optional[int] = None,
+    seed: int = 0,
+) -> list[QAExample]:
     """Examples of dataset ``name`` (a key of ``DATASETS``) with its one-shot prompts.
 
     data_dir: offline root (or its ``qa/`` folder); default ``$APD_DATA_DIR``; neither: the Hub.
@@ -578,8 +747,9 @@ def load_dataset(name: str, data_dir: Union[str, os.PathLike, None] = None, spli
             try:
                 records.append(_READERS[spec.reader](r, i, where))
             except (KeyError, ValueError, TypeError, IndexError) as e:
-                raise DatasetInvalid(f"{name}: {row_where(i)} cannot be read ({type(e).__name__}: {e}); "
-                                     "fix or drop that row.") from None
+                raise DatasetInvalid(
+                    f"{name}: {row_where(i)} cannot be read ({type(e).__name__}: {e}); fix or drop that row."
+                ) from None
         at = row_where
     return subsample(_examples(name, spec, records, split, source, at), limit, seed)
 

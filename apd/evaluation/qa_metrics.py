@@ -4,6 +4,7 @@ The ELM's distribution is cut to its top k = 20 (ties kept), CD/APD applied and 
 (:func:`cd_scores_over_topk`); ppl = mean over answer tokens of -log(p + 0.01) (nats, never
 exponentiated); accuracy = lowest-ppl option; MRR = 1/rank of the gold token; t-tests and gap closure.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -107,8 +108,10 @@ def answer_ppl(token_probs, eps: float = 0.01):
     """
     if not eps >= 0:
         raise ValueError(f"eps must be >= 0 (the paper uses 0.01), got {eps!r}.")
-    if isinstance(token_probs, (list, tuple)) and token_probs and all(
-        isinstance(x, (list, tuple, np.ndarray, torch.Tensor)) for x in token_probs
+    if (
+        isinstance(token_probs, (list, tuple))
+        and token_probs
+        and all(isinstance(x, (list, tuple, np.ndarray, torch.Tensor)) for x in token_probs)
     ):
         lengths = {len(x) for x in token_probs}
         if len(lengths) > 1:
@@ -165,7 +168,9 @@ def _rank_items(ranks, what: str) -> list[np.ndarray]:
     if isinstance(ranks, torch.Tensor):
         ranks = ranks.detach().cpu().numpy()
     if isinstance(ranks, (list, tuple)):
-        items = [np.atleast_1d(np.asarray(r.detach().cpu().numpy() if isinstance(r, torch.Tensor) else r)) for r in ranks]
+        items = [
+            np.atleast_1d(np.asarray(r.detach().cpu().numpy() if isinstance(r, torch.Tensor) else r)) for r in ranks
+        ]
     else:
         arr = np.asarray(ranks)
         if arr.ndim == 1:
@@ -224,7 +229,9 @@ def keep_multiple_choice(option_kept, gold) -> np.ndarray:
     kept = np.asarray(option_kept, dtype=bool)
     g = np.asarray(gold)
     if kept.ndim != 2 or g.shape != (kept.shape[0],):
-        raise ValueError(f"option_kept must be (n_questions, n_options) and gold (n_questions,); got {kept.shape}, {g.shape}.")
+        raise ValueError(
+            f"option_kept must be (n_questions, n_options) and gold (n_questions,); got {kept.shape}, {g.shape}."
+        )
     rows = np.arange(len(g))
     others = kept.copy()
     others[rows, g] = False
@@ -251,7 +258,9 @@ def ttest_per_question(a, b, *, ddof: int = 1, equal_var: bool = True):
     b = np.asarray(b, dtype=np.float64).ravel()
     if np.isnan(a).any() or np.isnan(b).any():
         raise ValueError("t-test samples contain NaN; drop filtered questions first.")
-    return ttest_from_stats(a.mean(), a.std(ddof=ddof), a.size, b.mean(), b.std(ddof=ddof), b.size, equal_var=equal_var)
+    return ttest_from_stats(
+        a.mean(), a.std(ddof=ddof), a.size, b.mean(), b.std(ddof=ddof), b.size, equal_var=equal_var
+    )
 
 
 def gap_closure(apd, cd, llm_big, llm_elm, *, higher_is_better: bool | None = None):

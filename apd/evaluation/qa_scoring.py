@@ -13,6 +13,7 @@ accuracy: the gold option has the lowest ppl. Only answers inside the ELM's (and
 top k count. 1/T is picked per metric on the evaluation set (``protocol="paper"``) or on other data
 (``protocol="held-out"``).
 """
+
 from __future__ import annotations
 
 import math
@@ -31,8 +32,7 @@ from apd.evaluation.qa_data import QAExample
 from apd.world.world import ANSWER_PREFIX
 
 #: The paper's 1/T grid for CD and APD in the QA tables (appendix, "QA Experiment Details").
-PAPER_INV_T = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.8, 1.0,
-               1.2, 1.4, 1.6, 1.8, 2.0)
+PAPER_INV_T = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 #: metric -> whether higher is better
 METRICS = {"ppl": False, "acc": True, "MRR": True}
 #: method -> the role name of ``apd.report.paper`` (``elm`` = the expert alone, ``big`` = the reference LLM)
@@ -40,9 +40,15 @@ METHOD_ROLES = {"elm": "elm", "cd": "cd", "apd": "apd", "ref": "big"}
 PROTOCOLS = ("paper", "held-out")
 #: apd.evaluation.qa_data dataset names -> the paper's canonical names (apd.report.paper)
 PAPER_DATASETS = {
-    "lambada": "LAMBADA", "commonsense_qa": "CommonsenseQA", "qasc": "QASC (Q+Fact)",
-    "qasc_q": "QASC (Q only)", "arc": "ARC", "social_iqa": "SocialIQA", "multirc": "MultiRC",
-    "squad": "SQuAD (Q+P)", "squad_q": "SQuAD (Q only)",
+    "lambada": "LAMBADA",
+    "commonsense_qa": "CommonsenseQA",
+    "qasc": "QASC (Q+Fact)",
+    "qasc_q": "QASC (Q only)",
+    "arc": "ARC",
+    "social_iqa": "SocialIQA",
+    "multirc": "MultiRC",
+    "squad": "SQuAD (Q+P)",
+    "squad_q": "SQuAD (Q only)",
 }
 
 
@@ -73,8 +79,9 @@ class EncodedPairs:
         return np.diff(self.offsets)
 
 
-def encode_pairs(tokenizer, prompts: Sequence[str], continuations: Sequence[str],
-                 max_length: int | None = None) -> EncodedPairs:
+def encode_pairs(
+    tokenizer, prompts: Sequence[str], continuations: Sequence[str], max_length: int | None = None
+) -> EncodedPairs:
     """Tokenise prompts and continuations separately (no special tokens) and concatenate.
 
     max_length: if given, prompts are cut from the left so that prompt + continuation fit in
@@ -93,13 +100,17 @@ def encode_pairs(tokenizer, prompts: Sequence[str], continuations: Sequence[str]
         if not c_ids:
             raise ValueError(f"the continuation {c!r} has no tokens; drop empty answers before scoring.")
         if not p_ids:
-            raise ValueError(f"the prompt before {c!r} has no tokens, so the first answer token has no "
-                             "context; every prompt needs at least one token.")
+            raise ValueError(
+                f"the prompt before {c!r} has no tokens, so the first answer token has no "
+                "context; every prompt needs at least one token."
+            )
         if max_length is not None:
             room = int(max_length) - len(c_ids)
             if room < 1:
-                raise ValueError(f"max_length={max_length} leaves no room for the prompt before a "
-                                 f"{len(c_ids)}-token answer; raise max_length.")
+                raise ValueError(
+                    f"max_length={max_length} leaves no room for the prompt before a "
+                    f"{len(c_ids)}-token answer; raise max_length."
+                )
             p_ids = p_ids[-room:]
         ids.append(p_ids + c_ids)
         lengths.append(len(c_ids))
@@ -117,6 +128,7 @@ def _pad_id(tokenizer) -> int:
 
 def _accepts(model, name: str) -> bool:
     import inspect
+
     try:
         return name in inspect.signature(model.forward).parameters
     except (TypeError, ValueError):  # pragma: no cover
@@ -124,8 +136,9 @@ def _accepts(model, name: str) -> bool:
 
 
 @torch.no_grad()
-def iter_answer_log_probs(model, enc: EncodedPairs, vocab_size: int, batch_size: int = 16,
-                          pad_id: int = 0, progress: str | None = None):
+def iter_answer_log_probs(
+    model, enc: EncodedPairs, vocab_size: int, batch_size: int = 16, pad_id: int = 0, progress: str | None = None
+):
     """Yield ``(token_index (n,), log_probs (n, V) float32)`` batch by batch: the model's
     next-token log-probabilities (log-softmax over the first ``vocab_size`` outputs) at every
     answer token of a batch of pairs; ``token_index`` says which rows of ``enc.gold`` they score.
@@ -139,34 +152,36 @@ def iter_answer_log_probs(model, enc: EncodedPairs, vocab_size: int, batch_size:
     max_pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
     lengths = np.array([len(x) for x in enc.input_ids])
     if max_pos is not None and lengths.max() > max_pos:
-        raise ValueError(f"a pair has {lengths.max()} tokens but the model takes at most {max_pos}; "
-                         "pass max_length= to cut prompts from the left, or drop long examples.")
+        raise ValueError(
+            f"a pair has {lengths.max()} tokens but the model takes at most {max_pos}; "
+            "pass max_length= to cut prompts from the left, or drop long examples."
+        )
     order = np.argsort(lengths, kind="stable")
     starts = range(0, len(order), batch_size)
     if progress:
         starts = progress_bar(starts, desc=progress, unit="batch", leave=False)
     with_pos, with_keep = _accepts(model, "position_ids"), _accepts(model, "logits_to_keep")
     for s in starts:
-        idx = order[s:s + batch_size]
+        idx = order[s : s + batch_size]
         seqs = [enc.input_ids[i] for i in idx]
         ans = enc.answer_lengths[idx]
         L, a_max = max(map(len, seqs)), int(ans.max())
         ids = torch.full((len(seqs), L), pad_id, dtype=torch.long)
         mask = torch.zeros((len(seqs), L), dtype=torch.long)
         for r, seq in enumerate(seqs):
-            ids[r, L - len(seq):] = torch.tensor(seq, dtype=torch.long)
-            mask[r, L - len(seq):] = 1
+            ids[r, L - len(seq) :] = torch.tensor(seq, dtype=torch.long)
+            mask[r, L - len(seq) :] = 1
         kwargs = {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
         if with_pos:
             kwargs["position_ids"] = (mask.cumsum(-1) - 1).clamp(min=0).to(device)
         if with_keep:
             kwargs["logits_to_keep"] = a_max + 1
-        logits = model(**kwargs).logits[:, -(a_max + 1):, :vocab_size]
+        logits = model(**kwargs).logits[:, -(a_max + 1) :, :vocab_size]
         if logits.shape[-1] < vocab_size:
             raise ValueError(f"the model has {logits.shape[-1]} outputs but the vocabulary has {vocab_size} tokens.")
         # kept position m predicts the token at L - a_max + m; answer token j of row r sits at
         # L - a_r + j, so its logits are kept position a_max - a_r + j.
-        rows = [logits[r, a_max - int(a): a_max] for r, a in enumerate(ans)]
+        rows = [logits[r, a_max - int(a) : a_max] for r, a in enumerate(ans)]
         lp = torch.log_softmax(torch.cat(rows).float(), dim=-1)
         token_index = np.concatenate([np.arange(enc.offsets[i], enc.offsets[i + 1]) for i in idx])
         yield token_index, lp
@@ -193,8 +208,15 @@ class ExpertTopK:
         return self.ids.shape[1]
 
 
-def expert_topk(model, enc: EncodedPairs, vocab_size: int, k: int = 20, batch_size: int = 16,
-                pad_id: int = 0, progress: str | None = None) -> ExpertTopK:
+def expert_topk(
+    model,
+    enc: EncodedPairs,
+    vocab_size: int,
+    k: int = 20,
+    batch_size: int = 16,
+    pad_id: int = 0,
+    progress: str | None = None,
+) -> ExpertTopK:
     """Run an expert (the ELM or the reference LLM) over every answer token: see :class:`ExpertTopK`."""
     if not isinstance(k, int) or not 1 <= k <= vocab_size:
         raise ValueError(f"k must be an int in [1, {vocab_size}], got {k!r} (the paper uses 20).")
@@ -213,8 +235,15 @@ def expert_topk(model, enc: EncodedPairs, vocab_size: int, k: int = 20, batch_si
     return ExpertTopK(ids, lps, gold_pos, ranks, int(vocab_size))
 
 
-def amateur_at(model, enc: EncodedPairs, ids: np.ndarray, vocab_size: int, batch_size: int = 16,
-               pad_id: int = 0, progress: str | None = None) -> np.ndarray:
+def amateur_at(
+    model,
+    enc: EncodedPairs,
+    ids: np.ndarray,
+    vocab_size: int,
+    batch_size: int = 16,
+    pad_id: int = 0,
+    progress: str | None = None,
+) -> np.ndarray:
     """An amateur's full-vocabulary log-probabilities at the expert's top-k ids: ``(P, k)`` float32."""
     out = np.zeros(ids.shape, dtype=np.float32)
     for t_idx, lp in iter_answer_log_probs(model, enc, vocab_size, batch_size, pad_id, progress):
@@ -226,8 +255,9 @@ def amateur_at(model, enc: EncodedPairs, ids: np.ndarray, vocab_size: int, batch
 # Methods over the ELM's top k, per token and per answer
 
 
-def method_token_scores(expert: ExpertTopK, amateur_logprobs: np.ndarray | None,
-                        inv_T: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def method_token_scores(
+    expert: ExpertTopK, amateur_logprobs: np.ndarray | None, inv_T: Sequence[float]
+) -> tuple[np.ndarray, np.ndarray]:
     """Gold-token log-probability and rank of CD/APD (or the expert alone) at every answer token.
 
     expert: the ELM's top k; amateur_logprobs: ``(P, k)`` amateur log-probabilities at those ids
@@ -241,10 +271,13 @@ def method_token_scores(expert: ExpertTopK, amateur_logprobs: np.ndarray | None,
     if amateur_logprobs is None and np.any(inv != 0):
         raise ValueError("without an amateur only 1/T = 0 (the expert alone) is defined; pass amateur_logprobs.")
     if amateur.shape != expert.logprobs.shape:
-        raise ValueError(f"amateur_logprobs has shape {amateur.shape}, the expert's top k {expert.logprobs.shape}; "
-                         "compute it with amateur_at(model, enc, expert.ids, ...).")
-    scores = qa_metrics.cd_scores_over_topk(expert.logprobs.astype(np.float64), amateur.astype(np.float64),
-                                         inv, k=expert.k)  # (n_T, P, k)
+        raise ValueError(
+            f"amateur_logprobs has shape {amateur.shape}, the expert's top k {expert.logprobs.shape}; "
+            "compute it with amateur_at(model, enc, expert.ids, ...)."
+        )
+    scores = qa_metrics.cd_scores_over_topk(
+        expert.logprobs.astype(np.float64), amateur.astype(np.float64), inv, k=expert.k
+    )  # (n_T, P, k)
     inside = expert.gold_pos >= 0
     pos = np.where(inside, expert.gold_pos, 0)
     logp = np.take_along_axis(scores, np.broadcast_to(pos[None, :, None], scores.shape[:2] + (1,)), -1)[..., 0]
@@ -282,8 +315,9 @@ def answer_rr_matrix(rank: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     return out
 
 
-def answers_in_topk(expert_rank: np.ndarray, offsets: np.ndarray, ref_rank: np.ndarray | None = None,
-                    k: int = 20) -> np.ndarray:
+def answers_in_topk(
+    expert_rank: np.ndarray, offsets: np.ndarray, ref_rank: np.ndarray | None = None, k: int = 20
+) -> np.ndarray:
     """Which answers have all their tokens in the expert's (and reference's) top k: ``(n_answers,)``
     bool, from per-token full-vocabulary ranks ``(P,)`` (:func:`apd.evaluation.qa_metrics.in_topk_filter`)."""
     split = lambda r: [np.asarray(r[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]  # noqa: E731
@@ -369,14 +403,32 @@ def world_examples(items) -> list:
     out = []
     for i, it in enumerate(items):
         options = [ANSWER_PREFIX + c for c in it.choices]
-        out.append(QAExample("world", f"world/{i}/{it.person}/{it.attribute}", it.prompt, options[0], options, 0,
-                             {"person": it.person, "attribute": it.attribute, "bucket": it.bucket}))
+        out.append(
+            QAExample(
+                "world",
+                f"world/{i}/{it.person}/{it.attribute}",
+                it.prompt,
+                options[0],
+                options,
+                0,
+                {"person": it.person, "attribute": it.attribute, "bucket": it.bucket},
+            )
+        )
     return out
 
 
-def score_qa(family, examples, alm_prime=None, reference=None, *, inv_T: Sequence[float] = PAPER_INV_T,
-             k: int = 20, batch_size: int = 16, max_length: int | None = None,
-             progress: bool = False) -> QAScores:
+def score_qa(
+    family,
+    examples,
+    alm_prime=None,
+    reference=None,
+    *,
+    inv_T: Sequence[float] = PAPER_INV_T,
+    k: int = 20,
+    batch_size: int = 16,
+    max_length: int | None = None,
+    progress: bool = False,
+) -> QAScores:
     """Score ``examples`` (``apd.evaluation.qa_data.QAExample``; all multiple choice or all free answer) with the
     family's ELM alone, CD (ALM amateur), APD (``alm_prime`` amateur) and the reference LLM.
 
@@ -389,7 +441,9 @@ def score_qa(family, examples, alm_prime=None, reference=None, *, inv_T: Sequenc
     max_length: cut prompts from the left to fit (see :func:`encode_pairs`); None: no cut.
     """
     if not examples:
-        raise ValueError("no examples to score; load some with apd.evaluation.qa_data.load_dataset (or world_examples).")
+        raise ValueError(
+            "no examples to score; load some with apd.evaluation.qa_data.load_dataset (or world_examples)."
+        )
     kinds = {"mc" if ex.options is not None else "free" for ex in examples}
     if len(kinds) != 1:
         raise ValueError("mix of multiple-choice and free-answer examples; score each dataset on its own.")
@@ -402,8 +456,10 @@ def score_qa(family, examples, alm_prime=None, reference=None, *, inv_T: Sequenc
 
     # unique (prompt, continuation) pairs: options and SQuAD answers repeat
     pair_of: dict = {}
+
     def pair(prompt, cont):
         return pair_of.setdefault((prompt, cont), len(pair_of))
+
     if kind == "mc":
         n_opt = max(len(ex.options) for ex in examples)
         opt_pair = np.full((len(examples), n_opt), -1, dtype=np.int64)
@@ -441,12 +497,19 @@ def score_qa(family, examples, alm_prime=None, reference=None, *, inv_T: Sequenc
     pair_kept = answers_in_topk(elm.gold_rank, enc.offsets, None if ref is None else ref.gold_rank, k)
 
     out = QAScores(
-        dataset=examples[0].dataset, kind=kind, ids=[ex.id for ex in examples],
-        groups=np.array([question_group(ex) for ex in examples]), inv_T=inv, methods=list(token_scores),
+        dataset=examples[0].dataset,
+        kind=kind,
+        ids=[ex.id for ex in examples],
+        groups=np.array([question_group(ex) for ex in examples]),
+        inv_T=inv,
+        methods=list(token_scores),
         gold_ppl={m: v[:, gold_pair] for m, v in pair_ppl.items()},
         gold_rr={m: v[:, gold_pair] for m, v in pair_rr.items()},
-        kept=pair_kept[gold_pair], has_reference=ref is not None, k=k,
-        meta=[dict(ex.meta) if isinstance(ex.meta, dict) else {} for ex in examples])
+        kept=pair_kept[gold_pair],
+        has_reference=ref is not None,
+        k=k,
+        meta=[dict(ex.meta) if isinstance(ex.meta, dict) else {} for ex in examples],
+    )
     if kind == "mc":
         valid = opt_pair >= 0
         out.gold_index = np.array([ex.gold_index for ex in examples], dtype=np.int64)
@@ -460,7 +523,8 @@ def score_qa(family, examples, alm_prime=None, reference=None, *, inv_T: Sequenc
             if out.kept_mc.any():
                 for t in range(ppl.shape[0]):
                     correct[t, out.kept_mc] = qa_metrics.accuracy_lowest_ppl(
-                        ppl[t][out.kept_mc], out.gold_index[out.kept_mc], return_per_question=True)
+                        ppl[t][out.kept_mc], out.gold_index[out.kept_mc], return_per_question=True
+                    )
             out.correct[m] = correct
     return out
 
@@ -507,13 +571,20 @@ def half_split(groups: Sequence, seed: int = 0) -> np.ndarray:
     uniq = np.unique(keys)
     perm = np.random.default_rng(seed).permutation(len(uniq))
     half = np.zeros(len(uniq), dtype=np.int64)
-    half[perm[len(uniq) // 2:]] = 1
+    half[perm[len(uniq) // 2 :]] = 1
     return half[np.searchsorted(uniq, keys)]
 
 
-def pick(values: np.ndarray, grid: Sequence[float], higher_is_better: bool, counted: np.ndarray,
-         protocol: str = "paper", report: np.ndarray | None = None, select: np.ndarray | None = None,
-         folds: np.ndarray | None = None) -> Picked:
+def pick(
+    values: np.ndarray,
+    grid: Sequence[float],
+    higher_is_better: bool,
+    counted: np.ndarray,
+    protocol: str = "paper",
+    report: np.ndarray | None = None,
+    select: np.ndarray | None = None,
+    folds: np.ndarray | None = None,
+) -> Picked:
     """Per-question values ``(n_T, n_items)`` at the best 1/T of ``grid`` under a protocol.
 
     counted: items that count for this metric (the filter). report: items reported (default all).
@@ -556,15 +627,18 @@ def pick(values: np.ndarray, grid: Sequence[float], higher_is_better: bool, coun
     return Picked(out, tuple(chosen))
 
 
-def picked_values(scores: QAScores, metric: str, protocol: str = "paper", report=None, select=None,
-                  folds=None, seed: int = 0) -> dict:
+def picked_values(
+    scores: QAScores, metric: str, protocol: str = "paper", report=None, select=None, folds=None, seed: int = 0
+) -> dict:
     """``{method: Picked}`` for one metric (see :func:`pick`); held-out without ``select`` cuts
     the report set into halves with :func:`half_split` (``seed``) unless ``folds`` is given."""
     vals, counted = scores.values(metric)
     if protocol == "held-out" and select is None and folds is None:
         folds = half_split(scores.groups, seed)
-    return {m: pick(vals[m], scores.grid(m), METRICS[metric], counted, protocol, report, select, folds)
-            for m in scores.methods}
+    return {
+        m: pick(vals[m], scores.grid(m), METRICS[metric], counted, protocol, report, select, folds)
+        for m in scores.methods
+    }
 
 
 def _fmt_T(inv_T: tuple, method: str) -> str:
@@ -573,7 +647,9 @@ def _fmt_T(inv_T: tuple, method: str) -> str:
     return " / ".join(f"{t:g}" for t in inv_T)
 
 
-def qa_summary(scores: QAScores, report=None, select=None, seed: int = 0, by: np.ndarray | None = None) -> pd.DataFrame:
+def qa_summary(
+    scores: QAScores, report=None, select=None, seed: int = 0, by: np.ndarray | None = None
+) -> pd.DataFrame:
     """Long table: one row per (protocol, metric, method[, group]) with the mean per-question value
     (``value``), the number of questions counted (``n``) and the chosen 1/T (``inv_T``; "a / b"
     for the two halves of cross-fitting). ``by``: a label per item (e.g. the frequency bucket) to
@@ -592,16 +668,32 @@ def qa_summary(scores: QAScores, report=None, select=None, seed: int = 0, by: np
                 for m in scores.methods:
                     v = None if picked is None else picked[m].values[sel]
                     ok = None if v is None else ~np.isnan(v)
-                    rows.append({"dataset": scores.dataset, "protocol": protocol, "metric": metric, "method": m,
-                                 "group": label, "inv_T": "n/a" if picked is None else _fmt_T(picked[m].inv_T, m),
-                                 "value": float(v[ok].mean()) if v is not None and ok.any() else math.nan,
-                                 "n": int(ok.sum()) if ok is not None else 0})
+                    rows.append(
+                        {
+                            "dataset": scores.dataset,
+                            "protocol": protocol,
+                            "metric": metric,
+                            "method": m,
+                            "group": label,
+                            "inv_T": "n/a" if picked is None else _fmt_T(picked[m].inv_T, m),
+                            "value": float(v[ok].mean()) if v is not None and ok.any() else math.nan,
+                            "n": int(ok.sum()) if ok is not None else 0,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
-def significance(scores: QAScores, a: str = "apd", b: str = "cd", metric: str = "ppl", report=None,
-                 select=None, seed: int = 0, by: np.ndarray | None = None,
-                 cluster: np.ndarray | None = None) -> pd.DataFrame:
+def significance(
+    scores: QAScores,
+    a: str = "apd",
+    b: str = "cd",
+    metric: str = "ppl",
+    report=None,
+    select=None,
+    seed: int = 0,
+    by: np.ndarray | None = None,
+    cluster: np.ndarray | None = None,
+) -> pd.DataFrame:
     """t-tests of method ``a`` against ``b`` on per-question values at their chosen 1/T, per protocol
     (and per group of ``by``): the paper's two-sample test from summary statistics with numpy's
     ``std`` (ddof=0, as the release; :func:`apd.evaluation.qa_metrics.ttest_per_question`) and, since both
@@ -618,9 +710,19 @@ def significance(scores: QAScores, a: str = "apd", b: str = "cd", metric: str = 
         except NothingToChoose:
             picked = None
         for label in labels:
-            row = {"dataset": scores.dataset, "protocol": protocol, "metric": metric, "a": a, "b": b,
-                   "group": label, "n": 0, "diff": math.nan, "se_paired": math.nan, "p_two_sample": math.nan,
-                   "p_paired": math.nan}
+            row = {
+                "dataset": scores.dataset,
+                "protocol": protocol,
+                "metric": metric,
+                "a": a,
+                "b": b,
+                "group": label,
+                "n": 0,
+                "diff": math.nan,
+                "se_paired": math.nan,
+                "p_two_sample": math.nan,
+                "p_paired": math.nan,
+            }
             if cluster is not None:
                 row.update({"se_clustered": math.nan, "n_clusters": 0})
             if picked is not None and a in picked and b in picked:
@@ -655,8 +757,20 @@ def gap_rows(table: pd.DataFrame) -> pd.DataFrame:
             continue
         hib = METRICS[key[2]]
         base = dict(zip(keys, key))
-        rows.append({**base, "row": "APD vs CD", "value": qa_metrics.gap_closure(v["apd"], v["cd"], v["ref"], v["elm"], higher_is_better=hib)})
-        rows.append({**base, "row": "APD vs LLM", "value": qa_metrics.gap_closure(v["apd"], v["elm"], v["ref"], v["elm"], higher_is_better=hib)})
+        rows.append(
+            {
+                **base,
+                "row": "APD vs CD",
+                "value": qa_metrics.gap_closure(v["apd"], v["cd"], v["ref"], v["elm"], higher_is_better=hib),
+            }
+        )
+        rows.append(
+            {
+                **base,
+                "row": "APD vs LLM",
+                "value": qa_metrics.gap_closure(v["apd"], v["elm"], v["ref"], v["elm"], higher_is_better=hib),
+            }
+        )
     return pd.DataFrame(rows, columns=keys + ["row", "value"])
 
 
@@ -669,12 +783,19 @@ def chance_accuracy(scores: QAScores) -> float:
 
 
 #: row labels of :func:`table_layout`, in the paper's order
-LAYOUT_ROWS = {"elm": "LLM (ELM)", "cd": "CD", "apd": "APD", "ref": "LLM (bigger)",
-               "APD vs CD": "APD vs CD", "APD vs LLM": "APD vs LLM (ELM)"}
+LAYOUT_ROWS = {
+    "elm": "LLM (ELM)",
+    "cd": "CD",
+    "apd": "APD",
+    "ref": "LLM (bigger)",
+    "APD vs CD": "APD vs CD",
+    "APD vs LLM": "APD vs LLM (ELM)",
+}
 
 
-def table_layout(table: pd.DataFrame, gaps: pd.DataFrame | None = None, protocol: str = "paper",
-                 group: str = "all") -> pd.DataFrame:
+def table_layout(
+    table: pd.DataFrame, gaps: pd.DataFrame | None = None, protocol: str = "paper", group: str = "all"
+) -> pd.DataFrame:
     """The paper's Table 2 layout from concatenated :func:`summary` tables (and :func:`gap_rows`):
     one row per method (then the gap rows), one column per (dataset, metric), for one protocol."""
     t = table[(table["protocol"] == protocol) & (table["group"] == group)]
@@ -685,8 +806,14 @@ def table_layout(table: pd.DataFrame, gaps: pd.DataFrame | None = None, protocol
     if gaps is not None and len(gaps):
         g = gaps[(gaps["protocol"] == protocol) & (gaps["group"] == group)]
         if len(g):
-            wide = pd.concat([wide, g.pivot_table(index="row", columns=["dataset", "metric"], values="value",
-                                                  sort=False, dropna=False)])
+            wide = pd.concat(
+                [
+                    wide,
+                    g.pivot_table(
+                        index="row", columns=["dataset", "metric"], values="value", sort=False, dropna=False
+                    ),
+                ]
+            )
     order = [r for r in LAYOUT_ROWS if r in wide.index]
     wide = wide.reindex(columns=pd.MultiIndex.from_tuples(columns, names=["dataset", "metric"])).loc[order]
     wide.index = [LAYOUT_ROWS[r] for r in order]

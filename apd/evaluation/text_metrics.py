@@ -4,6 +4,7 @@ Pure functions of text. Dist-2: distinct word bigrams / all bigrams pooled over 
 (first 3 sentences each). Rep: share of continuations ending in a repeated span (characters).
 NE_ER: mean share of named entities missing from the evidence. Entail_R: share of claims entailed.
 """
+
 from __future__ import annotations
 
 import math
@@ -79,9 +80,7 @@ def _tokens(item, tokenize: Callable[[str], Sequence] | None, max_sentences: int
         text = first_sentences(item, max_sentences)
         return list((tokenize or default)(text))
     if isinstance(item, (bytes, dict)) or not isinstance(item, Iterable):
-        raise TypeError(
-            f"a continuation must be a str or a sequence of tokens, got {type(item).__name__}."
-        )
+        raise TypeError(f"a continuation must be a str or a sequence of tokens, got {type(item).__name__}.")
     return list(item)
 
 
@@ -191,9 +190,7 @@ def repetition_ratio(
     """
     if isinstance(continuations, str):
         raise TypeError("repetition_ratio expects a list of continuations, got one str; wrap it: [text].")
-    flags = [
-        ends_in_repetition(_tokens(c, tokenize, None, list), max_n) for c in continuations
-    ]
+    flags = [ends_in_repetition(_tokens(c, tokenize, None, list), max_n) for c in continuations]
     if not flags:
         raise ValueError("repetition_ratio got no continuations.")
     return float(np.mean(flags))

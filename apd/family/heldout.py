@@ -3,6 +3,7 @@
 Windows of ``seq_len`` tokens are cut from the EOS-joined text; ``n_positions`` (window, position)
 pairs are drawn without replacement with a seeded generator. Returns ``(N, P, V)`` log-probabilities.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,17 +21,28 @@ def _sample_windows(tokenizer, texts, n_positions: int, seq_len: int, seed: int)
     ids = token_stream(tokenizer, texts)
     n_windows = len(ids) // seq_len
     if n_windows < 1:
-        raise ValueError(f"the held-out text has {len(ids)} tokens, fewer than seq_len={seq_len}; "
-                         "pass more text or a smaller seq_len")
+        raise ValueError(
+            f"the held-out text has {len(ids)} tokens, fewer than seq_len={seq_len}; "
+            "pass more text or a smaller seq_len"
+        )
     windows = ids[: n_windows * seq_len].reshape(n_windows, seq_len).astype(np.int64)
     rng = np.random.default_rng(seed)
-    flat = np.sort(rng.choice(n_windows * (seq_len - 1), size=min(n_positions, n_windows * (seq_len - 1)),
-                              replace=False))
+    flat = np.sort(
+        rng.choice(n_windows * (seq_len - 1), size=min(n_positions, n_windows * (seq_len - 1)), replace=False)
+    )
     return windows, flat // (seq_len - 1), flat % (seq_len - 1) + 1
 
 
-def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed: int = 0,
-                      batch_size: int = 16, amateur=None, amateurs=None) -> dict:
+def heldout_positions(
+    family,
+    texts,
+    n_positions: int,
+    seq_len: int = 128,
+    seed: int = 0,
+    batch_size: int = 16,
+    amateur=None,
+    amateurs=None,
+) -> dict:
     """Next-token log-probabilities at ``n_positions`` positions sampled (seeded) from windows of
     ``seq_len`` tokens of held-out ``texts``.
 
@@ -50,7 +62,7 @@ def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed:
     am = {name: np.zeros((len(win), V), dtype=np.float32) for name in models}
     uniq = np.unique(win)
     for s in range(0, len(uniq), batch_size):
-        chunk = uniq[s:s + batch_size]
+        chunk = uniq[s : s + batch_size]
         x = torch.as_tensor(windows[chunk])
         with torch.no_grad():
             lp = family.log_probs(x, torch.ones_like(x)).float().cpu().numpy()  # (N, b, S, V)
@@ -61,8 +73,11 @@ def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed:
             for name in models:
                 am[name][sel] = a[name][j, pos[sel] - 1]
     tok = family.tokenizer
-    out = {"member_logprobs": members, "next_ids": windows[win, pos],
-           "contexts": np.array([tok.decode(windows[w, :p]) for w, p in zip(win, pos)], dtype=object)}
+    out = {
+        "member_logprobs": members,
+        "next_ids": windows[win, pos],
+        "contexts": np.array([tok.decode(windows[w, :p]) for w, p in zip(win, pos)], dtype=object),
+    }
     if amateur is not None:
         out["amateur_logprobs"] = am.pop(None)
     if amateurs is not None:
@@ -70,8 +85,9 @@ def heldout_positions(family, texts, n_positions: int, seq_len: int = 128, seed:
     return out
 
 
-def sample_positions(family, texts, n_positions: int, seq_len: int = 128, seed: int = 0,
-                     batch_size: int = 16) -> np.ndarray:
+def sample_positions(
+    family, texts, n_positions: int, seq_len: int = 128, seed: int = 0, batch_size: int = 16
+) -> np.ndarray:
     """Every member's log-probabilities ``(N, P, V)`` (float32) at the positions
     ``heldout_positions`` samples."""
     return heldout_positions(family, texts, n_positions, seq_len, seed, batch_size)["member_logprobs"]

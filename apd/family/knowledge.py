@@ -6,6 +6,7 @@ position: the token right after ``"Answer:"``. For each item and member we recor
 of the gold answer's first token, its rank over the whole vocabulary, and whether it beats the
 distractors' first tokens (multiple-choice accuracy).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,8 +44,10 @@ def first_token_id(tokenizer, prompt: str, answer: str) -> int:
     base = tokenizer(prompt, add_special_tokens=False)["input_ids"]
     full = tokenizer(prompt + " " + answer, add_special_tokens=False)["input_ids"]
     if full[: len(base)] != base or len(full) == len(base):
-        raise ValueError(f"the tokenizer merges the end of {prompt!r} with the answer {answer!r}; "
-                         "the answer position is not well defined")
+        raise ValueError(
+            f"the tokenizer merges the end of {prompt!r} with the answer {answer!r}; "
+            "the answer position is not well defined"
+        )
     return int(full[len(base)])
 
 
@@ -62,8 +65,9 @@ def score_world_qa(family, world, items, batch_size: int = 64, progress: bool = 
             truth[i, token] += p
     out = prompt_log_probs(family, [it.prompt for it in items], batch_size, progress=progress)
     frame = qa_frame(family.names, np.asarray(family.log_sizes), items, out, gold, choices)
-    return WorldQAScores(list(family.names), np.asarray(family.log_sizes), list(items), out, gold,
-                         choices, truth, frame)
+    return WorldQAScores(
+        list(family.names), np.asarray(family.log_sizes), list(items), out, gold, choices, truth, frame
+    )
 
 
 def qa_frame(names, log_sizes, items, logprobs, gold, choices) -> pd.DataFrame:
@@ -76,16 +80,27 @@ def qa_frame(names, log_sizes, items, logprobs, gold, choices) -> pd.DataFrame:
         g = lp[idx, gold]
         rank = 1 + (lp > g[:, None]).sum(-1)
         mc = lp[idx[:, None], choices].argmax(-1) == 0
-        rows.append(pd.DataFrame({
-            "member": name, "log_size": float(log_sizes[m]), "item": idx,
-            "attribute": [it.attribute for it in items], "bucket": [it.bucket for it in items],
-            "p_gold": np.exp(g), "rank": rank, "top1": rank == 1, "mc_correct": mc,
-        }))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "member": name,
+                    "log_size": float(log_sizes[m]),
+                    "item": idx,
+                    "attribute": [it.attribute for it in items],
+                    "bucket": [it.bucket for it in items],
+                    "p_gold": np.exp(g),
+                    "rank": rank,
+                    "top1": rank == 1,
+                    "mc_correct": mc,
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
-def accuracy_table(frame: pd.DataFrame, metric: str = "mc_correct", deterministic_only: bool = True,
-                   distributional=("drink", "hobby")) -> pd.DataFrame:
+def accuracy_table(
+    frame: pd.DataFrame, metric: str = "mc_correct", deterministic_only: bool = True, distributional=("drink", "hobby")
+) -> pd.DataFrame:
     """Mean of ``metric`` by member (rows, in size order) and frequency bucket (columns)."""
     df = frame[~frame["attribute"].isin(distributional)] if deterministic_only else frame
     order = list(dict.fromkeys(frame["member"]))
@@ -96,8 +111,14 @@ def accuracy_table(frame: pd.DataFrame, metric: str = "mc_correct", deterministi
     return table
 
 
-def paired_gain(frame: pd.DataFrame, smaller: str, larger: str, bucket: str | None = None,
-                metric: str = "mc_correct", distributional=("drink", "hobby")) -> dict:
+def paired_gain(
+    frame: pd.DataFrame,
+    smaller: str,
+    larger: str,
+    bucket: str | None = None,
+    metric: str = "mc_correct",
+    distributional=("drink", "hobby"),
+) -> dict:
     """Does member ``larger`` answer more of the same items than ``smaller``? Exact McNemar test.
 
     Both members are scored on the same items, so the test looks only at the discordant items:
@@ -118,14 +139,22 @@ def paired_gain(frame: pd.DataFrame, smaller: str, larger: str, bucket: str | No
     if len(a) == 0:
         raise ValueError(f"no items to compare in bucket {bucket!r} (after leaving out {list(distributional)})")
     if not a.index.equals(b.index):
-        raise ValueError(f"{smaller!r} and {larger!r} were not scored on the same items; a paired test needs the same items")
+        raise ValueError(
+            f"{smaller!r} and {larger!r} were not scored on the same items; a paired test needs the same items"
+        )
     only_larger = int((b & ~a).sum())
     only_smaller = int((a & ~b).sum())
     discordant = only_larger + only_smaller
     p = float(scipy.stats.binomtest(only_larger, discordant, 0.5).pvalue) if discordant else 1.0
-    return {"n": len(a), "acc_smaller": float(a.mean()), "acc_larger": float(b.mean()),
-            "gain": float(b.mean() - a.mean()), "only_larger": only_larger, "only_smaller": only_smaller,
-            "p_value": p}
+    return {
+        "n": len(a),
+        "acc_smaller": float(a.mean()),
+        "acc_larger": float(b.mean()),
+        "gain": float(b.mean() - a.mean()),
+        "only_larger": only_larger,
+        "only_smaller": only_smaller,
+        "p_value": p,
+    }
 
 
 def saturation_table(scores: WorldQAScores, ratio: float = 0.5) -> pd.DataFrame:
@@ -154,10 +183,14 @@ def saturation_table(scores: WorldQAScores, ratio: float = 0.5) -> pd.DataFrame:
     x = np.asarray(scores.log_sizes, dtype=np.float64)
     if x.size < 3:
         raise ValueError(f"saturation needs at least 3 members (a first and a last slope), got {x.size}.")
-    p = np.exp(np.take_along_axis(scores.logprobs.astype(np.float64),
-                                  np.broadcast_to(scores.gold[None, :, None], scores.logprobs.shape[:2] + (1,)),
-                                  axis=-1)[..., 0])                                                  # (N, B)
-    slopes = np.diff(p, axis=0) / np.diff(x)[:, None]                                                  # (N-1, B)
+    p = np.exp(
+        np.take_along_axis(
+            scores.logprobs.astype(np.float64),
+            np.broadcast_to(scores.gold[None, :, None], scores.logprobs.shape[:2] + (1,)),
+            axis=-1,
+        )[..., 0]
+    )  # (N, B)
+    slopes = np.diff(p, axis=0) / np.diff(x)[:, None]  # (N-1, B)
     first, last, steepest = slopes[0], slopes[-1], slopes.max(axis=0)
     rising = first > 0
     flat = rising & (last < ratio * first)
@@ -174,10 +207,16 @@ def saturation_table(scores: WorldQAScores, ratio: float = 0.5) -> pd.DataFrame:
             continue
         n_rising = int(rising[sel].sum())
         n_up = int(up[sel].sum())
-        rows[name] = {"items": int(sel.sum()), "share rising": float(rising[sel].mean()),
-                      "share flattening (of rising)": float(flat[sel].sum() / n_rising) if n_rising else float("nan"),
-                      "share past the steepest step (of rising overall)": float(past[sel].sum() / n_up) if n_up else float("nan"),
-                      "mean first slope": float(first[sel].mean()), "mean last slope": float(last[sel].mean())}
+        rows[name] = {
+            "items": int(sel.sum()),
+            "share rising": float(rising[sel].mean()),
+            "share flattening (of rising)": float(flat[sel].sum() / n_rising) if n_rising else float("nan"),
+            "share past the steepest step (of rising overall)": float(past[sel].sum() / n_up)
+            if n_up
+            else float("nan"),
+            "mean first slope": float(first[sel].mean()),
+            "mean last slope": float(last[sel].mean()),
+        }
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.index.name = "bucket"
     table.attrs["ratio"] = ratio

@@ -5,6 +5,7 @@ shared tokenizer's vocabulary only: padded embedding rows (Pythia pads to 50,304
 before any softmax. Members load through ``from_pretrained``, so a local folder and a Hub id take
 the same path; ``get_family`` picks the embedded pico family or a Hub family by name.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,9 +26,14 @@ from apd.family.logprobs import prompt_log_probs
 from apd.family.registry import FamilySpec, MemberSpec, count_from_config, count_nonembedding, get_family_spec
 
 _DTYPES = {
-    "fp32": torch.float32, "float32": torch.float32, "float": torch.float32,
-    "fp16": torch.float16, "float16": torch.float16, "half": torch.float16,
-    "bf16": torch.bfloat16, "bfloat16": torch.bfloat16,
+    "fp32": torch.float32,
+    "float32": torch.float32,
+    "float": torch.float32,
+    "fp16": torch.float16,
+    "float16": torch.float16,
+    "half": torch.float16,
+    "bf16": torch.bfloat16,
+    "bfloat16": torch.bfloat16,
 }
 
 
@@ -61,19 +67,17 @@ def _is_local_folder(location: str) -> bool:
 
 def _looks_like_path(location: str) -> bool:
     """A location that cannot be a Hub id ("org/name"): absolute, ./ ../ ~, or nested."""
-    return (
-        os.path.isabs(location)
-        or location.startswith((".", "~"))
-        or location.count("/") > 1
-        or "\\" in location
-    )
+    return os.path.isabs(location) or location.startswith((".", "~")) or location.count("/") > 1 or "\\" in location
 
 
 def _offline_message(location: str, member: str, what: str, err: Exception) -> str:
     first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
     offline = os.environ.get("HF_HUB_OFFLINE", "")
-    why = (f"offline mode is on: HF_HUB_OFFLINE={offline}" if offline
-           else "no network? set HF_HUB_OFFLINE=1 to skip the slow retries")
+    why = (
+        f"offline mode is on: HF_HUB_OFFLINE={offline}"
+        if offline
+        else "no network? set HF_HUB_OFFLINE=1 to skip the slow retries"
+    )
     return (
         f"could not load the {what} of member {member!r} from the Hub id {location!r}: the Hugging "
         f"Face Hub could not be reached ({why}) and its files are not in the local cache, or the "
@@ -116,8 +120,10 @@ def _read_manifest(local_dir: Path) -> list[str] | None:
     try:
         data = json.loads(path.read_text())
     except ValueError as err:
-        raise ValueError(f"{path} is damaged ({err}); rebuild the family (apd.get_family or "
-                         f"apd.family.pico.build sets it aside and rewrites it).") from None
+        raise ValueError(
+            f"{path} is damaged ({err}); rebuild the family (apd.get_family or "
+            f"apd.family.pico.build sets it aside and rewrites it)."
+        ) from None
     items = data.get("members") if isinstance(data, dict) else data
     if not isinstance(items, list) or not items:
         raise ValueError(
@@ -151,16 +157,16 @@ def _member_locations(spec: FamilySpec, members, local_dir) -> tuple[dict[str, s
         return {str(k): str(v) for k, v in members.items()}, False
     if members is not None and (isinstance(members, str) or not isinstance(members, Sequence)):
         raise TypeError(
-            f"members must be a list of member names or a dict name -> folder/Hub id, got "
-            f"{type(members).__name__}."
+            f"members must be a list of member names or a dict name -> folder/Hub id, got {type(members).__name__}."
         )
     if members is not None and len(members) == 0:
         raise ValueError("members is empty; give at least one member name.")
     if members is not None:
         dupes = sorted({str(m) for m in members if list(members).count(m) > 1})
         if dupes:
-            raise ValueError(f"members lists {', '.join(map(repr, dupes))} more than once; give each member "
-                             f"once, smallest first.")
+            raise ValueError(
+                f"members lists {', '.join(map(repr, dupes))} more than once; give each member once, smallest first."
+            )
 
     if not spec.all_members():  # pico-like: the members are whatever local_dir holds
         if local is None:
@@ -203,7 +209,8 @@ def _member_locations(spec: FamilySpec, members, local_dir) -> tuple[dict[str, s
                 raise ValueError(
                     f"member {name!r} in {str(local)!r} was damaged (its files no longer match the digests "
                     f"recorded when it was saved) and has been set aside; rebuild it with apd.get_family(...) "
-                    f"or apd.family.pico.build(...), which retrains the missing member.")
+                    f"or apd.family.pico.build(...), which retrains the missing member."
+                )
             locations[name] = str(folder)
         else:
             locations[name] = spec.member(name).hub_id
@@ -220,10 +227,7 @@ def _vocab_difference(a: dict, b: dict, limit: int = 5) -> str:
     if only_b:
         parts.append(f"{len(only_b)} tokens only in the second (e.g. {only_b[:limit]})")
     if moved:
-        parts.append(
-            f"{len(moved)} tokens with different ids (e.g. "
-            f"{[(t, a[t], b[t]) for t in moved[:limit]]})"
-        )
+        parts.append(f"{len(moved)} tokens with different ids (e.g. {[(t, a[t], b[t]) for t in moved[:limit]]})")
     return "; ".join(parts)
 
 
@@ -284,19 +288,23 @@ class Family:
 
     def __repr__(self) -> str:
         rows = ", ".join(f"{n} (x={x:.4f})" for n, x in zip(self.names, self.log_sizes))
-        return (f"Family({self.spec.name!r}: {rows}; vocab {self.vocab_size}, {self.device}, "
-                f"{str(self.dtype).replace('torch.', '')}{', offload' if self.offload else ''})")
+        return (
+            f"Family({self.spec.name!r}: {rows}; vocab {self.vocab_size}, {self.device}, "
+            f"{str(self.dtype).replace('torch.', '')}{', offload' if self.offload else ''})"
+        )
 
     def table(self):
         """A pandas DataFrame: name, location, non-embedding count, log size (the x-axis)."""
         import pandas as pd
 
-        return pd.DataFrame({
-            "member": self.names,
-            "location": [self.locations[n] for n in self.names],
-            "n_nonembedding": self.n_nonembedding,
-            "log_size": self.log_sizes,
-        })
+        return pd.DataFrame(
+            {
+                "member": self.names,
+                "location": [self.locations[n] for n in self.names],
+                "n_nonembedding": self.n_nonembedding,
+                "log_size": self.log_sizes,
+            }
+        )
 
     def _check_names(self, members) -> list[str]:
         if members is None:
@@ -306,8 +314,7 @@ class Family:
         for name in members:
             if name not in self.names:
                 raise ValueError(
-                    f"{name!r} is not a member of this loaded family; loaded members: "
-                    f"{', '.join(self.names)}."
+                    f"{name!r} is not a member of this loaded family; loaded members: {', '.join(self.names)}."
                 )
         return list(members)
 
@@ -324,8 +331,12 @@ class Family:
 
         location = self.locations[name]
         model = _from_pretrained(
-            AutoModelForCausalLM.from_pretrained, location, name, "model",
-            torch_dtype=self.dtype, **self._hub_kwargs,
+            AutoModelForCausalLM.from_pretrained,
+            location,
+            name,
+            "model",
+            torch_dtype=self.dtype,
+            **self._hub_kwargs,
         )
         model.eval()
         counted = count_nonembedding(model, self.spec.count_untied_unembedding)
@@ -426,8 +437,7 @@ class Family:
             out = model(**kwargs).logits[..., : self.vocab_size]
         return out.float().to(self.device)
 
-    def iter_member_logits(self, input_ids, attention_mask=None, members=None
-                           ) -> Iterator[tuple[str, torch.Tensor]]:
+    def iter_member_logits(self, input_ids, attention_mask=None, members=None) -> Iterator[tuple[str, torch.Tensor]]:
         """Yield (name, logits (batch, seq, V) float32) one member at a time, smallest first;
         only one member is on the GPU at a time when offloading."""
         ids, mask = self._prepare(input_ids, attention_mask)  # validate before the first yield
@@ -480,8 +490,7 @@ def _count_members(spec: FamilySpec, locations: Mapping[str, str], hub_kwargs: d
     counts, totals, out_rows = {}, {}, {}
     for n, loc in locations.items():
         config = _from_pretrained(AutoConfig.from_pretrained, loc, n, "config", **hub_kwargs)
-        counts[n], totals[n], out_rows[n] = count_from_config(
-            config, spec.count_untied_unembedding, hub_kwargs)
+        counts[n], totals[n], out_rows[n] = count_from_config(config, spec.count_untied_unembedding, hub_kwargs)
     return counts, totals, out_rows
 
 
@@ -495,8 +504,14 @@ def _given_log_sizes(log_sizes: Sequence[float], names: list[str]) -> list[float
     return xs
 
 
-def _registry_log_sizes(spec: FamilySpec, names: list[str], locations: Mapping[str, str], counts: dict,
-                        check_sizes: bool, size_tolerance: float) -> list[float]:
+def _registry_log_sizes(
+    spec: FamilySpec,
+    names: list[str],
+    locations: Mapping[str, str],
+    counts: dict,
+    check_sizes: bool,
+    size_tolerance: float,
+) -> list[float]:
     """The x-axis: the registry's value of a registered member (after checking the counted size
     against it), ln of the counted size otherwise."""
     xs = []
@@ -553,7 +568,7 @@ def _shared_tokenizer(names: list[str], locations: Mapping[str, str], out_rows: 
     tokenizer = tokenizers[locations[names[0]]]
     if tokenizer.pad_token is None and tokenizer.eos_token is not None:
         tokenizer.pad_token = tokenizer.eos_token  # for padding=True; attention_mask does the work
-    tokenizer.padding_side = "left"   # a padded batch ends every prompt at the last column, as generation needs
+    tokenizer.padding_side = "left"  # a padded batch ends every prompt at the last column, as generation needs
     vocab_size = max(vocab0.values()) + 1
     for n in names:
         if out_rows[n] < vocab_size:
@@ -573,7 +588,9 @@ def _decide_offload(offload: bool | None, device: torch.device, dtype: torch.dty
         if max(need) > 0.8 * free:
             warnings.warn(
                 f"the largest member needs ~{max(need) / 2**30:.1f} GiB in {dtype} but the GPU has "
-                f"{free / 2**30:.1f} GiB free; it may not fit even alone.", stacklevel=3)
+                f"{free / 2**30:.1f} GiB free; it may not fit even alone.",
+                stacklevel=3,
+            )
     return bool(offload) and device.type != "cpu"
 
 
@@ -643,8 +660,7 @@ def load_family(
     tokenizer, vocab_size = _shared_tokenizer(names, locations, out_rows, hub_kwargs)
     offload = _decide_offload(offload, device, dtype, [totals[n] for n in names])
     loaded = [
-        MemberSpec(n, locations[n], counts[n], x,
-                   spec.member(n).role if spec.all_members() else "member")
+        MemberSpec(n, locations[n], counts[n], x, spec.member(n).role if spec.all_members() else "member")
         for n, x in zip(names, xs)
     ]
     return Family(spec, loaded, tokenizer, vocab_size, device, dtype, offload, hub_kwargs)

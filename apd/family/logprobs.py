@@ -4,6 +4,7 @@
 causal LM (e.g. ALM') after each prompt, ``(B, V)``; ``window_log_probs``: one LM at every position
 of unpadded windows, ``(B, S, V)``; ``text_log_probs``: every member at every position of a text.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -26,9 +27,12 @@ def prompt_log_probs(family, prompts, batch_size: int = 64, members=None, progre
         batches = progress_bar(batches, total=-(-len(prompts) // batch_size), desc="prompts", unit="batch")
     for s, ids, mask in batches:
         with torch.no_grad():
-            lp = family.next_token_log_probs(ids, mask) if members is None else \
-                family.next_token_log_probs(ids, mask, members=members)
-        out[:, s:s + len(ids)] = lp.float().cpu().numpy()
+            lp = (
+                family.next_token_log_probs(ids, mask)
+                if members is None
+                else family.next_token_log_probs(ids, mask, members=members)
+            )
+        out[:, s : s + len(ids)] = lp.float().cpu().numpy()
     return out
 
 
@@ -45,8 +49,9 @@ def text_log_probs(family, text: str, members=None) -> tuple[list[int], np.ndarr
 
 
 @torch.no_grad()
-def next_token_log_probs(model, tokenizer, prompts, vocab_size: Optional[int] = None,
-                         batch_size: int = 64) -> np.ndarray:
+def next_token_log_probs(
+    model, tokenizer, prompts, vocab_size: Optional[int] = None, batch_size: int = 64
+) -> np.ndarray:
     """Log-probabilities ``(B, V)`` (float32, log-softmax over the first ``vocab_size`` ids, default
     ``len(tokenizer)``) of the token after each prompt, for one causal LM (e.g. ALM'). Prompts are
     left-padded; position ids count from each prompt's first real token, as ``apd.family`` does."""
@@ -56,9 +61,10 @@ def next_token_log_probs(model, tokenizer, prompts, vocab_size: Optional[int] = 
     out = np.zeros((len(prompts), V), dtype=np.float32)
     for s, ids, mask in left_padded_batches(tokenizer, prompts, batch_size):
         ids, mask = ids.to(dev), mask.to(dev)
-        logits = model(input_ids=ids, attention_mask=mask,
-                       position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[:, -1, :V]
-        out[s:s + len(ids)] = torch.log_softmax(logits.float(), -1).cpu().numpy()
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)).logits[
+            :, -1, :V
+        ]
+        out[s : s + len(ids)] = torch.log_softmax(logits.float(), -1).cpu().numpy()
     return out
 
 
@@ -72,6 +78,6 @@ def window_log_probs(model, input_ids, vocab_size: int, batch_size: int = 16) ->
     dev = next(model.parameters()).device
     out = []
     for s in range(0, x.shape[0], batch_size):
-        logits = model(input_ids=x[s:s + batch_size].to(dev)).logits[..., :vocab_size]
+        logits = model(input_ids=x[s : s + batch_size].to(dev)).logits[..., :vocab_size]
         out.append(torch.log_softmax(logits.float(), -1).cpu().numpy())
     return np.concatenate(out)

@@ -7,6 +7,7 @@ Scales: ``"smoke"`` (seconds; tests and CI), ``"default"`` (the book on a 2-core
 (seven members spanning 371x and five times the text, for one GPU: the ``gpu`` profile). Artifacts live under
 ``apd.base.paths.cache_dir()``, keyed by the configuration that produced them.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,16 +47,21 @@ class PicoBuild:
         return load_family("pico", local_dir=self.family_dir, device=device, dtype=dtype)
 
 
-def build(scale: str = "default", cache: Path | str | None = None, device=None,
-          progress: bool = True) -> PicoBuild:
+def build(scale: str = "default", cache: Path | str | None = None, device=None, progress: bool = True) -> PicoBuild:
     """Build (or find cached) the corpus, tokenizer and trained family of ``scale``."""
     corpus_cfg, pico_cfg = configs(scale)
     return build_configured(corpus_cfg, pico_cfg, scale, cache=cache, device=device, progress=progress)
 
 
-def build_configured(corpus_cfg: corpus_mod.CorpusConfig, pico_cfg: pretrain.PicoConfig, name: str = "custom",
-                     cache: Path | str | None = None, device=None, progress: bool = True,
-                     train: bool = True) -> PicoBuild:
+def build_configured(
+    corpus_cfg: corpus_mod.CorpusConfig,
+    pico_cfg: pretrain.PicoConfig,
+    name: str = "custom",
+    cache: Path | str | None = None,
+    device=None,
+    progress: bool = True,
+    train: bool = True,
+) -> PicoBuild:
     """:func:`build` for any corpus and pretraining configuration (a testbed study's world and
     family); cached by the configurations as :func:`build` is, ``name`` is the build's label.
     ``train=False``: only find the trained family (FileNotFoundError when it is not cached).
@@ -72,8 +78,9 @@ def build_configured(corpus_cfg: corpus_mod.CorpusConfig, pico_cfg: pretrain.Pic
         folder = pretrain.family_dir(pico_cfg, tok, corp.pretrain, cache / "families", device=device)
         if not (folder / "family.json").is_file():
             raise FileNotFoundError(f"the {name!r} family is not trained yet ({folder}); build it with train=True.")
-    family_dir = pretrain.train_family(pico_cfg, tok, corp.pretrain, cache / "families",
-                                       device=device, progress=progress)
+    family_dir = pretrain.train_family(
+        pico_cfg, tok, corp.pretrain, cache / "families", device=device, progress=progress
+    )
     return PicoBuild(name, corp, tok, Path(family_dir), pico_cfg)
 
 
@@ -85,8 +92,11 @@ def find_cached(scale: str = "default", cache: Path | str | None = None, device=
     cache = Path(cache) if cache is not None else cache_dir()
     want = json.loads(json.dumps(pico_cfg.to_dict()))
     # cheap pre-check on the manifests before building the corpus and hashing its token stream
-    if not any(_manifest_config(d / "family.json") == want
-               for d in (cache / "families").glob(f"{pico_cfg.prefix}-*") if (d / "family.json").is_file()):
+    if not any(
+        _manifest_config(d / "family.json") == want
+        for d in (cache / "families").glob(f"{pico_cfg.prefix}-*")
+        if (d / "family.json").is_file()
+    ):
         return None
     corp = corpus_mod.build_corpus(corpus_cfg)
     tok = corp.tokenizer(cache_dir=cache / "tokenizers")
@@ -104,8 +114,7 @@ def _manifest_config(path: Path):
 
 
 #: Registry names the smoke members stand in for (smallest first; the last is the QA reference).
-STAND_IN_NAMES = {"pythia": ("pythia-70m-deduped", "pythia-160m-deduped", "pythia-410m-deduped",
-                             "pythia-12b-deduped")}
+STAND_IN_NAMES = {"pythia": ("pythia-70m-deduped", "pythia-160m-deduped", "pythia-410m-deduped", "pythia-12b-deduped")}
 
 
 def export_stand_in(built: PicoBuild, folder, family: str = "pythia") -> Path:
@@ -118,7 +127,7 @@ def export_stand_in(built: PicoBuild, folder, family: str = "pythia") -> Path:
     if len(members) < len(names):
         raise ValueError(f"{built.family_dir} has {len(members)} members; the {family} stand-in needs {len(names)}.")
     folder = Path(folder)
-    for src, name in zip(members[-len(names):], names):
+    for src, name in zip(members[-len(names) :], names):
         dst = folder / name
         if not (dst / "config.json").exists():
             tmp = folder / f".{name}.partial"

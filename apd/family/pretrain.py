@@ -9,6 +9,7 @@ is their natural log. Output: ``<cache_dir>/pico-<key>/`` holding ``family.json`
 first) and one ``save_pretrained`` folder per member. A finished member is never retrained; an
 interrupted one resumes from ``_checkpoints/<member>.pt`` to the weights an uninterrupted run gives.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -110,13 +111,15 @@ class PicoConfig:
             if min(m.n_layer, m.d_model, m.n_head, m.ff) < 1:
                 raise ValueError(f"{m}: n_layer, d_model, n_head and d_ff must all be >= 1.")
             if m.d_model % m.n_head:
-                raise ValueError(f"{m}: d_model={m.d_model} is not divisible by n_head={m.n_head}; "
-                                 f"pick n_head dividing d_model.")
+                raise ValueError(
+                    f"{m}: d_model={m.d_model} is not divisible by n_head={m.n_head}; pick n_head dividing d_model."
+                )
             rot = int(m.d_model // m.n_head * self.rotary_pct)
             if rot < 2 or rot % 2:
                 raise ValueError(
                     f"{m}: rotary dimensions int(head_dim * rotary_pct) = {rot} must be even and >= 2; "
-                    f"change n_head (head_dim = {m.d_model // m.n_head}) or rotary_pct.")
+                    f"change n_head (head_dim = {m.d_model // m.n_head}) or rotary_pct."
+                )
         names = self.names
         if len(set(names)) != len(names):
             raise ValueError(f"member names must be unique, got {names}; give the members explicit names.")
@@ -124,13 +127,17 @@ class PicoConfig:
             if getattr(self, key) < 1:
                 raise ValueError(f"PicoConfig.{key} must be >= 1, got {getattr(self, key)}.")
         if self.seq_len > self.max_position_embeddings:
-            raise ValueError(f"seq_len={self.seq_len} exceeds max_position_embeddings="
-                             f"{self.max_position_embeddings}; raise the latter.")
+            raise ValueError(
+                f"seq_len={self.seq_len} exceeds max_position_embeddings="
+                f"{self.max_position_embeddings}; raise the latter."
+            )
         if not self.epochs > 0:
             raise ValueError(f"PicoConfig.epochs must be > 0, got {self.epochs}.")
         if not (self.lr > 0 and 0 <= self.warmup_frac < 1 and 0 <= self.min_lr_ratio <= 1):
-            raise ValueError("need lr > 0, 0 <= warmup_frac < 1 and 0 <= min_lr_ratio <= 1; got "
-                             f"lr={self.lr}, warmup_frac={self.warmup_frac}, min_lr_ratio={self.min_lr_ratio}.")
+            raise ValueError(
+                "need lr > 0, 0 <= warmup_frac < 1 and 0 <= min_lr_ratio <= 1; got "
+                f"lr={self.lr}, warmup_frac={self.warmup_frac}, min_lr_ratio={self.min_lr_ratio}."
+            )
         if self.dtype not in ("auto", "float32", "bfloat16"):
             raise ValueError(f"PicoConfig.dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}.")
 
@@ -166,7 +173,11 @@ class PicoConfig:
         """Four tiny members (~3.4k to ~56k non-embedding, 16x), seconds on a CPU."""
         return cls(
             members=(Member(1, 16, 2), Member(1, 32, 2), Member(2, 32, 2), Member(2, 48, 2)),
-            seq_len=64, batch_size=16, epochs=2.0, lr=3e-3, seed=0,
+            seq_len=64,
+            batch_size=16,
+            epochs=2.0,
+            lr=3e-3,
+            seed=0,
         )
 
     @classmethod
@@ -181,16 +192,20 @@ class PicoConfig:
         """
         return cls(
             members=(
-                Member(1, 32, 2),    # 12,768
-                Member(1, 48, 2),    # 28,368
-                Member(2, 64, 4),    # 100,096
-                Member(3, 96, 4),    # 335,712
-                Member(4, 128, 4),   # 793,344
-                Member(4, 192, 4),   # 1,779,840
+                Member(1, 32, 2),  # 12,768
+                Member(1, 48, 2),  # 28,368
+                Member(2, 64, 4),  # 100,096
+                Member(3, 96, 4),  # 335,712
+                Member(4, 128, 4),  # 793,344
+                Member(4, 192, 4),  # 1,779,840
             ),
-            seq_len=128, batch_size=32, epochs=4.0, max_tokens=1_250_000, lr=4e-3, seed=0,
+            seq_len=128,
+            batch_size=32,
+            epochs=4.0,
+            max_tokens=1_250_000,
+            lr=4e-3,
+            seed=0,
         )
-
 
     @classmethod
     def gpu(cls) -> "PicoConfig":
@@ -204,15 +219,20 @@ class PicoConfig:
         """
         return cls(
             members=(
-                Member(1, 32, 2),    # 12,768
-                Member(1, 48, 2),    # 28,368
-                Member(2, 64, 4),    # 100,096
-                Member(3, 96, 4),    # 335,712
-                Member(4, 128, 4),   # 793,344
-                Member(4, 192, 4),   # 1,779,840
-                Member(6, 256, 8),   # 4,739,072
+                Member(1, 32, 2),  # 12,768
+                Member(1, 48, 2),  # 28,368
+                Member(2, 64, 4),  # 100,096
+                Member(3, 96, 4),  # 335,712
+                Member(4, 128, 4),  # 793,344
+                Member(4, 192, 4),  # 1,779,840
+                Member(6, 256, 8),  # 4,739,072
             ),
-            seq_len=256, batch_size=64, epochs=16.0, max_tokens=24_000_000, lr=2e-3, seed=0,
+            seq_len=256,
+            batch_size=64,
+            epochs=16.0,
+            max_tokens=24_000_000,
+            lr=2e-3,
+            seed=0,
         )
 
 
@@ -249,22 +269,24 @@ def member_configs(config: PicoConfig, vocab_size: int, **special_token_ids):
         raise ValueError(f"vocab_size must be an int >= 2 (use len(tokenizer)), got {vocab_size!r}.")
     out = []
     for m in config.members:
-        out.append(GPTNeoXConfig(
-            vocab_size=int(vocab_size),
-            hidden_size=m.d_model,
-            num_hidden_layers=m.n_layer,
-            num_attention_heads=m.n_head,
-            intermediate_size=m.ff,
-            hidden_act="gelu",
-            rotary_pct=config.rotary_pct,
-            max_position_embeddings=config.max_position_embeddings,
-            use_parallel_residual=True,
-            tie_word_embeddings=False,
-            attention_dropout=0.0,
-            hidden_dropout=0.0,
-            attn_implementation="sdpa",
-            **special_token_ids,
-        ))
+        out.append(
+            GPTNeoXConfig(
+                vocab_size=int(vocab_size),
+                hidden_size=m.d_model,
+                num_hidden_layers=m.n_layer,
+                num_attention_heads=m.n_head,
+                intermediate_size=m.ff,
+                hidden_act="gelu",
+                rotary_pct=config.rotary_pct,
+                max_position_embeddings=config.max_position_embeddings,
+                use_parallel_residual=True,
+                tie_word_embeddings=False,
+                attention_dropout=0.0,
+                hidden_dropout=0.0,
+                attn_implementation="sdpa",
+                **special_token_ids,
+            )
+        )
     return out
 
 
@@ -290,7 +312,8 @@ def training_plan(n_tokens: int, config: PicoConfig) -> tuple[int, int]:
     if n_chunks < config.batch_size:
         raise ValueError(
             f"{n_tokens} tokens make only {n_chunks} windows of seq_len={config.seq_len}, fewer than "
-            f"batch_size={config.batch_size}; give more text or lower seq_len / batch_size.")
+            f"batch_size={config.batch_size}; give more text or lower seq_len / batch_size."
+        )
     n_steps = int(config.epochs * n_chunks) // config.batch_size
     if config.max_tokens is not None:
         n_steps = min(n_steps, config.max_tokens // (config.batch_size * config.seq_len))
@@ -301,8 +324,7 @@ def chunk_order(n_chunks: int, n_steps: int, batch_size: int, seed: int) -> np.n
     """(n_steps, batch_size) window indices: epoch e visits all windows in the permutation
     ``default_rng([seed, e])``; epochs are concatenated and cut into batches."""
     need = n_steps * batch_size
-    epochs = [np.random.default_rng([seed, e]).permutation(n_chunks)
-              for e in range(-(-need // n_chunks))]
+    epochs = [np.random.default_rng([seed, e]).permutation(n_chunks) for e in range(-(-need // n_chunks))]
     return np.concatenate(epochs)[:need].reshape(n_steps, batch_size)
 
 
@@ -325,13 +347,19 @@ def tokenizer_hash(tokenizer) -> str:
     return _hash_bytes(json.dumps(vocab).encode(), json.dumps(special).encode())
 
 
-def family_key(config: PicoConfig, ids_hash: str, tok_hash: str, precision: str = "fp32",
-               cpu_threads: int | None = None) -> str:
+def family_key(
+    config: PicoConfig, ids_hash: str, tok_hash: str, precision: str = "fp32", cpu_threads: int | None = None
+) -> str:
     """12 hex digits identifying the family: config, token stream, tokenizer, training precision
     ("fp32" or "bf16-autocast", as resolved on the device by ``_autocast``) and, for training on the
     CPU, the torch thread count (the weights depend on it; None: not on the CPU)."""
-    parts = {"config": config.to_dict(), "data": ids_hash, "tokenizer": tok_hash,
-             "precision": precision, "format": FORMAT_VERSION}
+    parts = {
+        "config": config.to_dict(),
+        "data": ids_hash,
+        "tokenizer": tok_hash,
+        "precision": precision,
+        "format": FORMAT_VERSION,
+    }
     if cpu_threads is not None:
         parts["cpu_threads"] = int(cpu_threads)
     blob = json.dumps(parts, sort_keys=True)
@@ -380,8 +408,7 @@ def _optimizer(model: torch.nn.Module, config: PicoConfig) -> torch.optim.AdamW:
     """AdamW with weight decay on matrices only (no decay on biases and LayerNorm weights)."""
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    groups = [{"params": decay, "weight_decay": config.weight_decay},
-              {"params": no_decay, "weight_decay": 0.0}]
+    groups = [{"params": decay, "weight_decay": config.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     return torch.optim.AdamW(groups, lr=config.lr, betas=config.betas)
 
 
@@ -391,9 +418,9 @@ class _Pretraining:
     tokenizer saved beside each member, the family key, the device and how to report and checkpoint."""
 
     config: PicoConfig
-    inputs: torch.Tensor        # (n_chunks, seq_len) token ids, on the device
-    targets: torch.Tensor       # the same shifted by one
-    order: torch.Tensor         # (n_steps, batch_size) window indices, on the device
+    inputs: torch.Tensor  # (n_chunks, seq_len) token ids, on the device
+    targets: torch.Tensor  # the same shifted by one
+    order: torch.Tensor  # (n_steps, batch_size) window indices, on the device
     tokenizer: object
     key: str
     device: torch.device
@@ -429,8 +456,12 @@ def _resume_member(job: _Pretraining, name: str, ckpt_path: Path, state: _Member
         try:
             saved = torch.load(ckpt_path, map_location="cpu", weights_only=True)
         except Exception as err:  # truncated or otherwise unreadable
-            set_aside(ckpt_path, "pretraining checkpoint", f"unreadable: {type(err).__name__}",
-                      f"training {name} from the start")
+            set_aside(
+                ckpt_path,
+                "pretraining checkpoint",
+                f"unreadable: {type(err).__name__}",
+                f"training {name} from the start",
+            )
     if saved is None:
         return
     if saved["key"] != job.key or saved["n_steps"] != n_steps:
@@ -445,11 +476,21 @@ def _resume_member(job: _Pretraining, name: str, ckpt_path: Path, state: _Member
 
 def _save_member_checkpoint(job: _Pretraining, ckpt_path: Path, state: _MemberState) -> None:
     ckpt_path.parent.mkdir(exist_ok=True)
-    torch_save({"key": job.key, "n_steps": job.order.shape[0], "step": state.step, "losses": state.losses,
-                "elapsed": state.elapsed, "model": state.model.state_dict(),
-                "optimizer": state.opt.state_dict(), "rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state(job.device) if job.cuda else None}, ckpt_path,
-               digest=True)
+    torch_save(
+        {
+            "key": job.key,
+            "n_steps": job.order.shape[0],
+            "step": state.step,
+            "losses": state.losses,
+            "elapsed": state.elapsed,
+            "model": state.model.state_dict(),
+            "optimizer": state.opt.state_dict(),
+            "rng": torch.get_rng_state(),
+            "cuda_rng": torch.cuda.get_rng_state(job.device) if job.cuda else None,
+        },
+        ckpt_path,
+        digest=True,
+    )
 
 
 def _pretraining_loss(job: _Pretraining, state: _MemberState, autocast, mask: torch.Tensor) -> torch.Tensor:
@@ -463,8 +504,9 @@ def _pretraining_loss(job: _Pretraining, state: _MemberState, autocast, mask: to
     return loss
 
 
-def _run_steps(job: _Pretraining, name: str, position: str, ckpt_path: Path, state: _MemberState,
-               steps_left: int | None) -> int:
+def _run_steps(
+    job: _Pretraining, name: str, position: str, ckpt_path: Path, state: _MemberState, steps_left: int | None
+) -> int:
     """Train from ``state.step`` to the end (or ``steps_left`` steps); the steps run. A checkpoint is
     saved every ``checkpoint_every`` seconds, when stopped early and on a KeyboardInterrupt."""
     config, model, opt = job.config, state.model, state.opt
@@ -472,8 +514,15 @@ def _run_steps(job: _Pretraining, name: str, position: str, ckpt_path: Path, sta
     autocast, _ = _autocast(job.device, config.dtype)
     tokens_per_step = batch_size * config.seq_len
     mask = _no_padding(batch_size, config.seq_len, job.device)
-    bar = progress_bar(total=n_steps, initial=state.step, desc=f"{name} ({position})", unit="step",
-                       progress=job.progress, dynamic_ncols=True, leave=True)
+    bar = progress_bar(
+        total=n_steps,
+        initial=state.step,
+        desc=f"{name} ({position})",
+        unit="step",
+        progress=job.progress,
+        dynamic_ncols=True,
+        leave=True,
+    )
     run_steps, t_last_ckpt, updating = 0, time.perf_counter(), False
     t_run = time.perf_counter()
     try:
@@ -482,7 +531,8 @@ def _run_steps(job: _Pretraining, name: str, position: str, ckpt_path: Path, sta
                 _save_member_checkpoint(job, ckpt_path, state)
                 raise TrainingInterrupted(
                     f"stopped {name} at step {state.step}/{n_steps} after max_steps_this_run; call "
-                    f"train_family again with the same arguments to resume.")
+                    f"train_family again with the same arguments to resume."
+                )
             t0 = time.perf_counter()
             loss = _pretraining_loss(job, state, autocast, mask)
             if config.grad_clip:
@@ -500,10 +550,12 @@ def _run_steps(job: _Pretraining, name: str, position: str, ckpt_path: Path, sta
             now = time.perf_counter()
             state.elapsed += now - t0
             bar.update(1)
-            bar.set_postfix(loss=f"{state.losses[-1]:.3f}", refresh=False,
-                            tok_s=f"{run_steps * tokens_per_step / max(now - t_run, 1e-9):,.0f}")
-            if (job.checkpoint_every is not None and now - t_last_ckpt >= job.checkpoint_every
-                    and state.step < n_steps):
+            bar.set_postfix(
+                loss=f"{state.losses[-1]:.3f}",
+                refresh=False,
+                tok_s=f"{run_steps * tokens_per_step / max(now - t_run, 1e-9):,.0f}",
+            )
+            if job.checkpoint_every is not None and now - t_last_ckpt >= job.checkpoint_every and state.step < n_steps:
                 _save_member_checkpoint(job, ckpt_path, state)
                 t_last_ckpt = time.perf_counter()
     except KeyboardInterrupt:
@@ -535,7 +587,7 @@ def _member_record(job: _Pretraining, name: str, state: _MemberState) -> dict:
         "tokens_per_second": round(n_steps * tokens_per_step / max(elapsed, 1e-9), 1),
         "device": str(job.device),
         "precision": precision,
-        "torch_threads": torch.get_num_threads(),   # during training (keyed on the CPU)
+        "torch_threads": torch.get_num_threads(),  # during training (keyed on the CPU)
         "family_key": job.key,
         "config": config.to_dict(),
         "torch_version": torch.__version__,
@@ -550,14 +602,15 @@ def _save_member(job: _Pretraining, folder: Path, ckpt_path: Path, model: torch.
     model.save_pretrained(tmp)
     job.tokenizer.save_pretrained(tmp)
     (tmp / "training.json").write_text(json.dumps(record, indent=1))
-    write_folder_digests(tmp)   # checked whenever the member is found again (_finished_member, load_family)
+    write_folder_digests(tmp)  # checked whenever the member is found again (_finished_member, load_family)
     os.replace(tmp, folder)
     ckpt_path.unlink(missing_ok=True)
     ckpt_path.with_name(ckpt_path.name + ".sha256").unlink(missing_ok=True)
 
 
-def _train_member(job: _Pretraining, name: str, model_config, folder: Path, steps_left: int | None,
-                  position: str) -> tuple[dict, int]:
+def _train_member(
+    job: _Pretraining, name: str, model_config, folder: Path, steps_left: int | None, position: str
+) -> tuple[dict, int]:
     """Train (or resume) one member; save it to ``folder``. Returns (training record, steps run)."""
     from transformers import GPTNeoXForCausalLM
 
@@ -574,9 +627,17 @@ def _train_member(job: _Pretraining, name: str, model_config, folder: Path, step
     return record, run_steps
 
 
-def train_family(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None,
-                 progress: bool = True, checkpoint_every: float | None = 60.0,
-                 max_steps_this_run: int | None = None, num_threads: int | None = None) -> Path:
+def train_family(
+    config: PicoConfig,
+    tokenizer,
+    documents_or_ids,
+    cache_dir,
+    device=None,
+    progress: bool = True,
+    checkpoint_every: float | None = 60.0,
+    max_steps_this_run: int | None = None,
+    num_threads: int | None = None,
+) -> Path:
     """Train every member of the family (or find it cached) and return the family folder.
 
     tokenizer: a ``PreTrainedTokenizerFast`` (saved beside every member; needs an EOS token when
@@ -595,12 +656,22 @@ def train_family(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, dev
     device = resolve_device(device)
     keyed = training_threads(device, num_threads)
     with cpu_threads(keyed if keyed is not None else num_threads):
-        return _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
-                             checkpoint_every, max_steps_this_run, keyed)
+        return _train_family(
+            config,
+            tokenizer,
+            documents_or_ids,
+            cache_dir,
+            device,
+            progress,
+            checkpoint_every,
+            max_steps_this_run,
+            keyed,
+        )
 
 
-def _identity(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device: torch.device,
-              threads: int | None = None):
+def _identity(
+    config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device: torch.device, threads: int | None = None
+):
     """(token stream, its hash, tokenizer hash, precision, family key, family folder) of a run;
     ``threads``: the CPU thread count it trains with (:func:`training_threads`)."""
     ids = token_stream(tokenizer, documents_or_ids)
@@ -610,13 +681,13 @@ def _identity(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device
     return ids, ids_hash, tok_hash, precision, key, Path(cache_dir).expanduser() / f"{config.prefix}-{key}"
 
 
-def family_dir(config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None,
-               num_threads: int | None = None) -> Path:
+def family_dir(
+    config: PicoConfig, tokenizer, documents_or_ids, cache_dir, device=None, num_threads: int | None = None
+) -> Path:
     """The folder :func:`train_family` trains into (or finds) for these arguments; trains nothing.
     It exists with a ``family.json`` once the family is trained."""
     device = resolve_device(device)
-    return _identity(config, tokenizer, documents_or_ids, cache_dir, device,
-                     training_threads(device, num_threads))[-1]
+    return _identity(config, tokenizer, documents_or_ids, cache_dir, device, training_threads(device, num_threads))[-1]
 
 
 def _finished_member(folder: Path) -> dict | None:
@@ -637,13 +708,15 @@ def family_intact(family_dir: Path) -> bool:
         folder = family_dir / name
         if not folder.is_dir() or not check_folder(folder, "pico member", f"retraining {name}", backfill=True):
             ok = False
-    return ok   # when False, the build retrains what is missing and rewrites family.json
+    return ok  # when False, the build retrains what is missing and rewrites family.json
 
 
-def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progress,
-                  checkpoint_every, max_steps_this_run, threads) -> Path:
-    ids, ids_hash, tok_hash, precision, key, family_dir = _identity(config, tokenizer, documents_or_ids,
-                                                                    cache_dir, device, threads)
+def _train_family(
+    config, tokenizer, documents_or_ids, cache_dir, device, progress, checkpoint_every, max_steps_this_run, threads
+) -> Path:
+    ids, ids_hash, tok_hash, precision, key, family_dir = _identity(
+        config, tokenizer, documents_or_ids, cache_dir, device, threads
+    )
     if (family_dir / "family.json").exists() and family_intact(family_dir):
         return family_dir
     # One writer per family: a second build waits here, then finds the family done.
@@ -651,13 +724,37 @@ def _train_family(config, tokenizer, documents_or_ids, cache_dir, device, progre
         if (family_dir / "family.json").exists() and family_intact(family_dir):
             return family_dir
         family_dir.mkdir(parents=True, exist_ok=True)
-        remove_stale_tmp(family_dir)   # member folders a dead writer was saving
-        return _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family_dir, tokenizer,
-                                    device, progress, checkpoint_every, max_steps_this_run)
+        remove_stale_tmp(family_dir)  # member folders a dead writer was saving
+        return _train_family_locked(
+            config,
+            ids,
+            ids_hash,
+            tok_hash,
+            precision,
+            key,
+            family_dir,
+            tokenizer,
+            device,
+            progress,
+            checkpoint_every,
+            max_steps_this_run,
+        )
 
 
-def _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family_dir, tokenizer, device,
-                         progress, checkpoint_every, max_steps_this_run) -> Path:
+def _train_family_locked(
+    config,
+    ids,
+    ids_hash,
+    tok_hash,
+    precision,
+    key,
+    family_dir,
+    tokenizer,
+    device,
+    progress,
+    checkpoint_every,
+    max_steps_this_run,
+) -> Path:
     manifest_path = family_dir / "family.json"
 
     n_chunks, n_steps = training_plan(len(ids), config)
@@ -665,8 +762,11 @@ def _train_family_locked(config, ids, ids_hash, tok_hash, precision, key, family
     stream = torch.from_numpy(ids[: n_chunks * config.seq_len + 1]).to(device)
     inputs = stream[:-1].view(n_chunks, config.seq_len)
     targets = stream[1:].view(n_chunks, config.seq_len)
-    special = {k: getattr(tokenizer, k) for k in ("bos_token_id", "eos_token_id", "pad_token_id")
-               if getattr(tokenizer, k) is not None}
+    special = {
+        k: getattr(tokenizer, k)
+        for k in ("bos_token_id", "eos_token_id", "pad_token_id")
+        if getattr(tokenizer, k) is not None
+    }
     configs = dict(zip(config.names, member_configs(config, len(tokenizer), **special)))
 
     job = _Pretraining(config, inputs, targets, order, tokenizer, key, device, progress, checkpoint_every)
@@ -729,20 +829,19 @@ def evaluate_loss(model, ids, seq_len: int, batch_size: int = 32) -> float:
     was_training = model.training
     model.eval()
     n_full = (ids.numel() - 1) // seq_len
-    pieces = [(ids[:n_full * seq_len].view(n_full, seq_len), ids[1:n_full * seq_len + 1].view(n_full, seq_len))]
-    rest = ids[n_full * seq_len:]
+    pieces = [(ids[: n_full * seq_len].view(n_full, seq_len), ids[1 : n_full * seq_len + 1].view(n_full, seq_len))]
+    rest = ids[n_full * seq_len :]
     if rest.numel() >= 2:
         pieces.append((rest[:-1].view(1, -1), rest[1:].view(1, -1)))
     total, count = 0.0, 0
     try:
         for x_all, y_all in pieces:
             for start in range(0, x_all.size(0), batch_size):
-                x = x_all[start:start + batch_size].to(device)
-                y = y_all[start:start + batch_size].to(device)
+                x = x_all[start : start + batch_size].to(device)
+                y = y_all[start : start + batch_size].to(device)
                 mask = _no_padding(x.size(0), x.size(1), device)
                 logits = model(input_ids=x, attention_mask=mask, use_cache=False).logits.float()
-                total += F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1),
-                                         reduction="sum").item()
+                total += F.cross_entropy(logits.view(-1, logits.size(-1)), y.reshape(-1), reduction="sum").item()
                 count += y.numel()
     finally:
         model.train(was_training)

@@ -6,6 +6,7 @@ embedding and the output unembedding (tied matrices counted once). Learned posit
 count as non-embedding (this reproduces the release's OPT sizes); an untied unembedding counts in
 Qwen1.5 only (``FamilySpec.count_untied_unembedding``), as the release's Qwen sizes imply.
 """
+
 from __future__ import annotations
 
 import math

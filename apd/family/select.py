@@ -1,13 +1,21 @@
-"""A chapter's family by name: the embedded pico family, or a Hub family (pythia, opt, qwen1.5).
-"""
+"""A chapter's family by name: the embedded pico family, or a Hub family (pythia, opt, qwen1.5)."""
+
 from __future__ import annotations
 
 from apd.base.device import resolve_device
 from apd.family.loading import load_family
 
 
-def get_family(family: str = "pico", pico_scale: str = "default", members=None, local_dir=None,
-               device: str | None = "auto", dtype=None, progress: bool = True, **load_kwargs):
+def get_family(
+    family: str = "pico",
+    pico_scale: str = "default",
+    members=None,
+    local_dir=None,
+    device: str | None = "auto",
+    dtype=None,
+    progress: bool = True,
+    **load_kwargs,
+):
     """``(Family, PicoBuild | None)``: the embedded pico family (trained here once, then cached) or a
     Hub family (``pythia``, ``opt``, ``qwen1.5``; ``local_dir`` for local copies).
 
@@ -28,10 +36,11 @@ def get_family(family: str = "pico", pico_scale: str = "default", members=None, 
         from apd.family import pico  # the embedded builder loads only when asked for: Hub families never import it
 
         if local_dir is not None:
-            raise ValueError("local_dir is for Hub families (pythia, opt, qwen1.5); the pico family is "
-                             "trained and cached here (apd.family.pico.build). Leave local_dir=None for pico.")
+            raise ValueError(
+                "local_dir is for Hub families (pythia, opt, qwen1.5); the pico family is "
+                "trained and cached here (apd.family.pico.build). Leave local_dir=None for pico."
+            )
         built = pico.build(pico_scale, device=dev, progress=progress)
-        fam = load_family("pico", members=members, local_dir=built.family_dir, device=dev, dtype=dtype,
-                          **load_kwargs)
+        fam = load_family("pico", members=members, local_dir=built.family_dir, device=dev, dtype=dtype, **load_kwargs)
         return fam, built
     return load_family(family, members=members, local_dir=local_dir, device=dev, dtype=dtype, **load_kwargs), None

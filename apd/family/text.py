@@ -1,5 +1,5 @@
-"""Text to token ids for a family's tokenizer: one EOS-joined stream, and left-padded batches.
-"""
+"""Text to token ids for a family's tokenizer: one EOS-joined stream, and left-padded batches."""
+
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +21,9 @@ def left_padded_batches(tokenizer, prompts, batch_size: int):
     side, tokenizer.padding_side = tokenizer.padding_side, "left"
     try:
         for s in range(0, len(prompts), batch_size):
-            batch = tokenizer(list(prompts[s:s + batch_size]), return_tensors="pt", padding=True,
-                              add_special_tokens=False)
+            batch = tokenizer(
+                list(prompts[s : s + batch_size]), return_tensors="pt", padding=True, add_special_tokens=False
+            )
             yield s, batch["input_ids"], batch["attention_mask"]
     finally:
         tokenizer.padding_side = side
@@ -33,31 +34,36 @@ def token_stream(tokenizer, documents_or_ids) -> np.ndarray:
     followed by the tokenizer's EOS token; or a given 1-D array/list of ids, checked."""
     vocab = len(tokenizer)
     if isinstance(documents_or_ids, (np.ndarray, torch.Tensor)) or (
-        isinstance(documents_or_ids, Sequence) and len(documents_or_ids)
+        isinstance(documents_or_ids, Sequence)
+        and len(documents_or_ids)
         and isinstance(documents_or_ids[0], (int, np.integer))
     ):
-        ids = np.asarray(documents_or_ids.cpu() if isinstance(documents_or_ids, torch.Tensor)
-                         else documents_or_ids)
+        ids = np.asarray(documents_or_ids.cpu() if isinstance(documents_or_ids, torch.Tensor) else documents_or_ids)
         if ids.ndim != 1 or not np.issubdtype(ids.dtype, np.integer):
-            raise ValueError(f"token ids must be a 1-D integer array, got shape {ids.shape} and "
-                             f"dtype {ids.dtype}; concatenate documents into one stream.")
+            raise ValueError(
+                f"token ids must be a 1-D integer array, got shape {ids.shape} and "
+                f"dtype {ids.dtype}; concatenate documents into one stream."
+            )
         ids = ids.astype(np.int64)
     elif isinstance(documents_or_ids, (str, bytes)):
         raise TypeError("pass a list of documents (strings), not one string: wrap it as [text].")
     else:
         docs = list(documents_or_ids)
         if not docs or not all(isinstance(d, str) for d in docs):
-            raise TypeError("documents_or_ids must be a non-empty list of strings or a 1-D array of "
-                            "token ids.")
+            raise TypeError("documents_or_ids must be a non-empty list of strings or a 1-D array of token ids.")
         eos = tokenizer.eos_token_id
         if eos is None:
-            raise ValueError("the tokenizer has no eos_token, which separates documents; set one "
-                             "(e.g. tokenizer.eos_token = '<|endoftext|>') before training.")
+            raise ValueError(
+                "the tokenizer has no eos_token, which separates documents; set one "
+                "(e.g. tokenizer.eos_token = '<|endoftext|>') before training."
+            )
         enc = tokenizer(docs, add_special_tokens=False)["input_ids"]
         ids = np.fromiter((t for doc in enc for t in (*doc, eos)), dtype=np.int64)
     if ids.size and (ids.min() < 0 or ids.max() >= vocab):
-        raise ValueError(f"token ids must lie in [0, {vocab}) (len(tokenizer)); found "
-                         f"[{ids.min()}, {ids.max()}]: were they made by another tokenizer?")
+        raise ValueError(
+            f"token ids must lie in [0, {vocab}) (len(tokenizer)); found "
+            f"[{ids.min()}, {ids.max()}]: were they made by another tokenizer?"
+        )
     return ids
 
 
@@ -70,7 +76,7 @@ def texts_for_tokens(tokenizer, texts: Sequence[str], n_tokens: int) -> list:
     for i, t in enumerate(texts):
         total += len(tokenizer(t, add_special_tokens=False)["input_ids"]) + 1
         if total >= n_tokens:
-            return list(texts[:i + 1])
+            return list(texts[: i + 1])
     return list(texts)
 
 

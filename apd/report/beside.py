@@ -3,6 +3,7 @@
 A chapter that regenerates rows of the paper's Table N saves a tidy CSV with ``paper_table``,
 ``role`` (elm, cd, apd, apd_on_the_fly, big), ``dataset``, ``metric`` and ``value``.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ def _run_parameters(profile: str, stem: str) -> dict:
         return {}
 
 
-_QA_ROLES = {"elm": "elm", "cd": "cd", "apd": "apd", "ref": "big"}   # apd.evaluation.qa_scoring's method names
+_QA_ROLES = {"elm": "elm", "cd": "cd", "apd": "apd", "ref": "big"}  # apd.evaluation.qa_scoring's method names
 
 
 _MRC = {"MultiRC", "SQuAD (Q+P)", "SQuAD (Q only)"}
@@ -53,14 +54,22 @@ def qa_summary_rows(df: pd.DataFrame, family: str, world: bool = False) -> pd.Da
     if not world:
         d = d[d["group"] == "all"]
     dataset = ("world QA (" + d["group"].astype(str) + ")") if world else d["dataset"].astype(str)
-    out = pd.DataFrame({"role": d["method"].map(_QA_ROLES), "dataset": dataset, "metric": d["metric"],
-                        "value": d["value"]})
+    out = pd.DataFrame(
+        {"role": d["method"].map(_QA_ROLES), "dataset": dataset, "metric": d["metric"], "value": d["value"]}
+    )
     if "n" in d:
         size = d[(d["method"] == "elm") & (d["metric"] == "MRR")]
-        out = pd.concat([out, pd.DataFrame({
-            "role": "dataset_size", "dataset": dataset[size.index], "metric": "|D|", "value": size["n"]})])
-    out["paper_table"] = [_qa_table_number(ds, m if m != "|D|" else "MRR", family)
-                          for ds, m in zip(out["dataset"], out["metric"])]
+        out = pd.concat(
+            [
+                out,
+                pd.DataFrame(
+                    {"role": "dataset_size", "dataset": dataset[size.index], "metric": "|D|", "value": size["n"]}
+                ),
+            ]
+        )
+    out["paper_table"] = [
+        _qa_table_number(ds, m if m != "|D|" else "MRR", family) for ds, m in zip(out["dataset"], out["metric"])
+    ]
     out["family"], out["setting"] = family, None
     return out[cols].reset_index(drop=True)
 
@@ -74,10 +83,17 @@ def qa_gap_rows(df: pd.DataFrame, family: str) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     d = df[(df["protocol"] == "paper") & (df["group"] == "all") & df["metric"].isin(["ppl", "acc"])]
     d = d[d["row"].isin(["APD vs CD", "APD vs LLM"])]
-    out = pd.DataFrame({"paper_table": 2, "role": d["row"].map({"APD vs CD": "gap_apd_vs_cd",
-                                                                 "APD vs LLM": "gap_apd_vs_elm"}),
-                        "dataset": d["dataset"], "metric": d["metric"], "value": 100.0 * d["value"],
-                        "family": family, "setting": None})
+    out = pd.DataFrame(
+        {
+            "paper_table": 2,
+            "role": d["row"].map({"APD vs CD": "gap_apd_vs_cd", "APD vs LLM": "gap_apd_vs_elm"}),
+            "dataset": d["dataset"],
+            "metric": d["metric"],
+            "value": 100.0 * d["value"],
+            "family": family,
+            "setting": None,
+        }
+    )
     return out[cols].reset_index(drop=True)
 
 
@@ -155,8 +171,9 @@ class Beside:
     same_datasets: tuple[str, ...] = ()
 
 
-def paper_beside_ours(number: int, profile: str, family: str | None = None,
-                      items: Sequence[PaperItem] = tuple(PAPER_TABLES)) -> Beside:
+def paper_beside_ours(
+    number: int, profile: str, family: str | None = None, items: Sequence[PaperItem] = tuple(PAPER_TABLES)
+) -> Beside:
     """The paper's Table ``number`` (one ``family``, or all when None or when the table does not
     have that family) with the rows this profile regenerated for it (see
     :func:`regenerated_rows`) beside it; rows are aligned on role (and setting)."""
@@ -168,46 +185,61 @@ def paper_beside_ours(number: int, profile: str, family: str | None = None,
         paper = paper[paper["family"] == family]
     ours = regenerated_rows(profile)
     ours = ours[ours["paper_table"] == number]
-    unscored = sorted(set(ours.loc[ours["value"].isna(), "dataset"].astype(str)) - set(ours.loc[ours["value"].notna(), "dataset"].astype(str)))
-    ours = ours[ours["value"].notna()]   # a row without a value (nothing scored) is no row of ours
+    unscored = sorted(
+        set(ours.loc[ours["value"].isna(), "dataset"].astype(str))
+        - set(ours.loc[ours["value"].notna(), "dataset"].astype(str))
+    )
+    ours = ours[ours["value"].notna()]  # a row without a value (nothing scored) is no row of ours
     same = tuple(sorted(set(paper["dataset"]) & set(ours["dataset"].astype(str))))
     parts = [paper.assign(source="paper: " + paper["family"])]
     if not ours.empty:
         parts.append(ours.assign(source="ours"))
-    long = pd.concat([p[["role", "setting", "source", "dataset", "metric", "value"]] for p in parts],
-                     ignore_index=True)
+    long = pd.concat(
+        [p[["role", "setting", "source", "dataset", "metric", "value"]] for p in parts], ignore_index=True
+    )
     long["row"] = [_row_label(r, s) for r, s in zip(long["role"], long["setting"])]
     size_rows = long["role"] == "dataset_size"
     others = set(long.loc[~size_rows, "metric"])
     if size_rows.any() and len(others) == 1:  # Table 5: print |D| under each dataset's MRR column
         long.loc[size_rows, "metric"] = others.pop()
-    wide = long.pivot_table(index="row", columns=["dataset", "metric", "source"], values="value",
-                            aggfunc="first", sort=False)
+    wide = long.pivot_table(
+        index="row", columns=["dataset", "metric", "source"], values="value", aggfunc="first", sort=False
+    )
     rank = {r: i for i, r in enumerate(ROLE_NAMES)}
     role_of = dict(zip(long["row"], long["role"]))
     order = sorted(wide.index, key=lambda r: (rank.get(role_of[r], len(rank)), list(long["row"]).index(r)))
-    first = {level: {v: i for i, v in enumerate(dict.fromkeys(long[level]))} for level in ("dataset", "metric", "source")}
-    columns = sorted(wide.columns, key=lambda c: (first["dataset"][c[0]], first["metric"][c[1]], first["source"][c[2]]))
+    first = {
+        level: {v: i for i, v in enumerate(dict.fromkeys(long[level]))} for level in ("dataset", "metric", "source")
+    }
+    columns = sorted(
+        wide.columns, key=lambda c: (first["dataset"][c[0]], first["metric"][c[1]], first["source"][c[2]])
+    )
     wide = wide.loc[order, columns]  # the paper's number and ours side by side, dataset by dataset
     wide.index.name = None
     if item.never:
         note = f"{item.name} cannot be regenerated: {item.never}"
     elif ours.empty:
         ran = chapter_ran(profile, item.stem)
-        why = (f"chapter {item.stem} wrote no rows for {item.name} under profile {profile}" if ran
-               else f"chapter {item.stem} has not run under profile {profile}")
+        why = (
+            f"chapter {item.stem} wrote no rows for {item.name} under profile {profile}"
+            if ran
+            else f"chapter {item.stem} has not run under profile {profile}"
+        )
         if unscored:
-            why = (f"chapter {item.stem} scored nothing for {item.name} under profile {profile} "
-                   f"({', '.join(unscored)}: no question qualified)")
+            why = (
+                f"chapter {item.stem} scored nothing for {item.name} under profile {profile} "
+                f"({', '.join(unscored)}: no question qualified)"
+            )
         note = f"{item.name}, the paper's numbers only: {why}; {item.needs}"
     elif same:
         fams = ", ".join(sorted(set(ours["family"].dropna().astype(str)))) or "unnamed"
-        note = (f"{item.name}: the paper's rows beside ours (family {fams}) on the same datasets "
-                f"({', '.join(same)})")
+        note = f"{item.name}: the paper's rows beside ours (family {fams}) on the same datasets ({', '.join(same)})"
     else:
-        note = (f"{item.name}: no dataset in common; our rows "
-                f"({', '.join(sorted(set(ours['dataset'].astype(str))))}) are this profile's "
-                "counterpart: compare the order of the methods, not the values")
+        note = (
+            f"{item.name}: no dataset in common; our rows "
+            f"({', '.join(sorted(set(ours['dataset'].astype(str))))}) are this profile's "
+            "counterpart: compare the order of the methods, not the values"
+        )
     if unscored and not ours.empty:
         note += f"; nothing scored on {', '.join(unscored)} (no question qualified)"
     if item.never_part and not item.never:

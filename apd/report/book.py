@@ -1,4 +1,5 @@
 """Old import path of the book runner, :mod:`apd.book.runner` (``python -m apd``), kept for users."""
+
 import sys
 
 from apd.book import runner as _moved

@@ -1,5 +1,5 @@
-"""The paper's eight claims as evidence specifications (:class:`apd.report.evidence.PaperClaim`).
-"""
+"""The paper's eight claims as evidence specifications (:class:`apd.report.evidence.PaperClaim`)."""
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -32,13 +32,13 @@ _HLM_TABLE = "curves_hlm_vs_real"
 
 
 #: tables of other chapters that the checks read (names as the chapters save them)
-ABLATIONS_TABLE = "ablations"                   # one row per run: APD, each variant, CD, ELM
+ABLATIONS_TABLE = "ablations"  # one row per run: APD, each variant, CD, ELM
 
 
 QA_WORLD_GAIN_TABLE = "qa_world_gain_by_bucket"  # APD's gain over CD per frequency bucket (pico)
 
 
-QA_DATASETS_TABLE = "qa_datasets_summary"        # the paper's QA datasets, long format (Hub families)
+QA_DATASETS_TABLE = "qa_datasets_summary"  # the paper's QA datasets, long format (Hub families)
 
 
 def _ablation(name: str, column: str) -> Cell:
@@ -57,22 +57,37 @@ def _qa(method: str, dataset: str | None = None, metric: str = "ppl", protocol: 
     return Cell(QA_DATASETS_TABLE, "value", (("dataset", dataset), *where))
 
 
-def _engaged(stem: str = "apd", key: str = "gate_engaged", reason_key: str = "gate_reason",
-             what: str = "the tested ALM''s (the APD chapter's engaged variant, apd.variant_used)") -> EvidenceSpec:
+def _engaged(
+    stem: str = "apd",
+    key: str = "gate_engaged",
+    reason_key: str = "gate_reason",
+    what: str = "the tested ALM''s (the APD chapter's engaged variant, apd.variant_used)",
+) -> EvidenceSpec:
     """The mechanism gate of an ALM' (:mod:`apd.amateur.gates`) as a precondition: a claim about APD
     cannot be tested when the curve model is inert, c collapsed to the expert or ALM' never moved.
     By default the ALM' every chapter uses: the APD chapter's engaged variant, or the release
     configuration when no variant engages (then this precondition fails)."""
-    return EvidenceSpec(stem, key, at_least(1),
-                        f"{what} mechanism engaged: curve alive, c not collapsed to the expert, ALM' moved "
-                        "(the gates of apd.amateur.gates)", kind="precondition", reason_key=reason_key)
+    return EvidenceSpec(
+        stem,
+        key,
+        at_least(1),
+        f"{what} mechanism engaged: curve alive, c not collapsed to the expert, ALM' moved "
+        "(the gates of apd.amateur.gates)",
+        kind="precondition",
+        reason_key=reason_key,
+    )
 
 
 #: The release configuration's own gates, beside every claim tested on the engaged variant (context only).
-RELEASE_CONTEXT = EvidenceSpec("apd", "release_gate_engaged", at_least(1),
-                               "the release configuration's own mechanism engaged (context: claims about APD test "
-                               "the engaged variant, which may be another configuration of the trainer)",
-                               kind="context", reason_key="release_gate_reason")
+RELEASE_CONTEXT = EvidenceSpec(
+    "apd",
+    "release_gate_engaged",
+    at_least(1),
+    "the release configuration's own mechanism engaged (context: claims about APD test "
+    "the engaged variant, which may be another configuration of the trainer)",
+    kind="context",
+    reason_key="release_gate_reason",
+)
 
 
 def _with_release_context(claim: PaperClaim) -> PaperClaim:
@@ -146,41 +161,64 @@ def paper_real_share() -> float:
 
 #: positive controls: CD beats the expert significantly on the measure a claim uses (pico world)
 def _control_kl() -> EvidenceSpec:
-    return EvidenceSpec("apd", ("kl_cd_gain", "kl_cd_gain_se"), significant(),
-                        "positive control: CD is closer (KL) to the world's truth than the expert, significantly "
-                        "(the expert's KL minus CD's, paired over the test questions, standard error over people); "
-                        "without it there is no contrast for APD to improve on", kind="precondition",
-                        profiles=PICO_PROFILES)
+    return EvidenceSpec(
+        "apd",
+        ("kl_cd_gain", "kl_cd_gain_se"),
+        significant(),
+        "positive control: CD is closer (KL) to the world's truth than the expert, significantly "
+        "(the expert's KL minus CD's, paired over the test questions, standard error over people); "
+        "without it there is no contrast for APD to improve on",
+        kind="precondition",
+        profiles=PICO_PROFILES,
+    )
 
 
 def _control_qa() -> EvidenceSpec:
-    return EvidenceSpec("qa", ("world_ho_ppl_cd_gain", "world_ho_ppl_cd_gain_se"), significant(),
-                        "positive control: CD's QA ppl on the world's test questions is lower than the expert's, "
-                        "significantly (paired, standard error over people)", kind="precondition",
-                        profiles=PICO_PROFILES)
+    return EvidenceSpec(
+        "qa",
+        ("world_ho_ppl_cd_gain", "world_ho_ppl_cd_gain_se"),
+        significant(),
+        "positive control: CD's QA ppl on the world's test questions is lower than the expert's, "
+        "significantly (paired, standard error over people)",
+        kind="precondition",
+        profiles=PICO_PROFILES,
+    )
 
 
 def _control_ne_er() -> EvidenceSpec:
-    return EvidenceSpec("factuality", ("ne_er_cd_gain", "ne_er_cd_gain_se"), significant(),
-                        "positive control: CD names fewer wrong entities than the expert, significantly (the "
-                        "expert's NE_ER minus CD's at the first p of Table 1, world prompts, paired by prompt and "
-                        "seed, standard error over people)", kind="precondition", profiles=PICO_PROFILES)
+    return EvidenceSpec(
+        "factuality",
+        ("ne_er_cd_gain", "ne_er_cd_gain_se"),
+        significant(),
+        "positive control: CD names fewer wrong entities than the expert, significantly (the "
+        "expert's NE_ER minus CD's at the first p of Table 1, world prompts, paired by prompt and "
+        "seed, standard error over people)",
+        kind="precondition",
+        profiles=PICO_PROFILES,
+    )
 
 
-KNOWN_ANSWER = EvidenceSpec("known_answer", "ka_n_beating_family", at_least(1),
-                            "known-answer condition: on synthetic families with this family's sizes and its own noise "
-                            "(the held-out residual of the on-the-fly fits), some estimator of the asymptote beats the "
-                            "expert's own probability beyond seed noise (decay-and-regime cells of the known-answer "
-                            "chapter, exponential and logistic decays); if none does, APD cannot be expected to beat the "
-                            "expert here",
-                            kind="precondition")
+KNOWN_ANSWER = EvidenceSpec(
+    "known_answer",
+    "ka_n_beating_family",
+    at_least(1),
+    "known-answer condition: on synthetic families with this family's sizes and its own noise "
+    "(the held-out residual of the on-the-fly fits), some estimator of the asymptote beats the "
+    "expert's own probability beyond seed noise (decay-and-regime cells of the known-answer "
+    "chapter, exponential and logistic decays); if none does, APD cannot be expected to beat the "
+    "expert here",
+    kind="precondition",
+)
 
 
 def _point(stem, keys, comparison, description, hub_test: bool = True) -> list[EvidenceSpec]:
     """A point comparison (no interval): a test under the Hub profiles when ``hub_test`` (where no
     paired interval exists), context under the pico profiles (an interval test decides there)."""
-    out = [EvidenceSpec(stem, keys, comparison, description + " (point estimates, context)", kind="context",
-                        profiles=PICO_PROFILES)]
+    out = [
+        EvidenceSpec(
+            stem, keys, comparison, description + " (point estimates, context)", kind="context", profiles=PICO_PROFILES
+        )
+    ]
     if hub_test:
         out.append(EvidenceSpec(stem, keys, comparison, description, profiles=HUB_PROFILES))
     return out
@@ -205,193 +243,422 @@ def paper_claims() -> list[PaperClaim]:
     profiles; the Hub profiles, which have no paired intervals, still read them as tests."""
     E = EvidenceSpec
     claims = [
-        _claim("C1_cd_extrapolates", [
-            E("theorem1", "max_abs_error", at_most(1e-9),
-              "Theorem 1's identity L_CD = (1 - 1/T) L_HLM holds to round-off on exactly linear families"),
-            E("curves", "r2_median", at_least(0.9),
-              "the theorem's premise: the members' log-probabilities are close to linear in log size "
-              "(median R^2 of a line over the expert's top tokens at least 0.9, the usual reading of "
-              "'mostly linear'); where they are not, the theorem says nothing about this family",
-              kind="precondition"),
-            E("apd", ("kl_cd", "kl_elm"), less_than(),
-              "CD's answer distribution is closer (KL) to the world's truth than the expert's alone",
-              kind="context", profiles=PICO_PROFILES),
-            E("curves", "hlm_n_T", at_least(1),
-              "CD's hypothetical LM falls inside the family for at least one T", kind="precondition"),
-            E("curves", (Cell(_HLM_TABLE, "KL(real || CD-HLM), full vocab", agg="mean"),
-                         Cell(_HLM_TABLE, "KL(real || ELM), full vocab", agg="mean")), less_than(),
-              "its consequence: CD's implied HLM is closer (KL, mean over the T tried) to the real "
-              "member of that size than the expert is"),
-        ]),
-        _claim("C2_obvious_blindness", [
-            _engaged(),
-            E("curves", "all_blind_both_right", at_least(1),
-              "some contexts (questions or held-out text) have the right token ranked first by both "
-              "the expert and the amateur", kind="precondition"),
-            E("curves", "all_blind_count", at_least(1),
-              "CD ranks another token first on at least one of them (T = the first of blind_T_grid)"),
-            E("curves", ("all_blind_apd_rate", "all_blind_cd1_rate"), less_than(),
-              "APD at T = 1 is obviously blind on a smaller share of those contexts than CD at T = 1 "
-              "(Figure 1: APD keeps the obvious answer first)"),
-            E("curves", "blind_both_right", at_least(0),
-              "of which questions (the paper's setting) answered right by both", kind="context"),
-        ]),
-        _claim("C3_apd_more_factual", [
-            E("factuality", ("ne_er_apd", "ne_er_cd"), less_than(),
-              "APD's named-entity error rate is lower than CD's (top-p k20, the first p of Table 1)",
-              profiles=HUB_PROFILES),
-            E("factuality", ("ne_er_apd", "ne_er_cd"), less_than(),
-              "APD's named-entity error rate in the sweep is lower than CD's (top-p k20, the first p of "
-              "Table 1; point estimates, context)", kind="context", profiles=PICO_PROFILES),
-            _engaged(),
-            _control_ne_er(),
-            KNOWN_ANSWER,
-            E("factuality", ("ne_er_diff_verdict", "ne_er_diff_se_verdict", "ne_er_cd_gain"),
-              detects(share=paper_ne_er_share()),
-              "APD names fewer wrong entities than CD, paired by prompt and seed: CD's NE_ER minus APD's, "
-              "standard error over people, with its 95% interval above 0 (reproduced) or below the paper's "
-              "effect on this scale (not reproduced: the paper's APD-over-CD gain as a share of its "
-              "CD-over-expert gain, Table 1, times this build's CD-over-expert gain)", profiles=PICO_PROFILES),
-            *_point("factuality", ("true_rate_apd", "true_rate_cd"), greater_than(),
-                    "APD's share of true claims (Entail_R on FactualityPrompts) is higher than CD's"),
-            *_point("factuality", ("dist2_apd", "dist2_cd"), within_relative(0.1),
-                    "at similar diversity: Dist-2 within 10% (relative) of CD's"),
-        ]),
-        _claim("C4_apd_better_qa_easy", [
-            # pico: the world's questions, test half, 1/T picked on the dev half
-            E("qa", ("world_ho_ppl_apd", "world_ho_ppl_cd"), less_than(),
-              "APD's QA ppl (nats) on the world's test questions is lower than CD's (1/T picked on "
-              "the dev half; point estimates, context)", kind="context", profiles=PICO_PROFILES),
-            _engaged(),
-            _control_qa(),
-            KNOWN_ANSWER,
-            E("qa", ("world_ho_ppl_gain", "world_ho_ppl_gain_se", "world_ho_ppl_cd_gain"),
-              detects(share=paper_qa_share()),
-              "APD's QA ppl is lower than CD's: CD's ppl minus APD's, paired over the test questions, standard "
-              "error over people, with its 95% interval above 0 (reproduced) or below the paper's effect on this "
-              "scale (not reproduced: the paper's mean APD-over-CD gain over its Pythia QA datasets as a share of "
-              "its CD-over-expert gain, about a third, times this build's CD-over-expert gain)",
-              profiles=PICO_PROFILES),
-            E("qa", (_bucket("head"), _bucket("torso"), _bucket("tail")), is_largest(),
-              "exploratory: the gain (CD ppl - APD ppl) is largest on the easiest questions, head people, the most "
-              "mentioned in pretraining (point estimates per bucket, no correction for three buckets)",
-              kind="context", profiles=PICO_PROFILES),
-            E("qa", (_bucket("head", "ELM acc"), _bucket("torso", "ELM acc"), _bucket("tail", "ELM acc")),
-              is_largest(), "head questions are also the ones the expert alone answers best",
-              kind="context", profiles=PICO_PROFILES),
-            E("qa", ("world_pp_ppl_apd", "world_pp_ppl_cd"), less_than(),
-              "with the paper's protocol (1/T picked on the test questions themselves)",
-              kind="context", profiles=PICO_PROFILES),
-            # Hub families: the paper's datasets
-            E("qa", ("datasets_ppl_cd_gain", "datasets_ppl_cd_gain_se"), significant(),
-              "positive control: CD's QA ppl, averaged over the datasets run, is lower than the expert's, "
-              "significantly (paired per dataset, held-out 1/T)", kind="precondition", profiles=HUB_PROFILES),
-            E("qa", ("datasets_ppl_gain", "datasets_ppl_gain_se", "datasets_ppl_cd_gain"), detects(share=paper_qa_share()),
-              "APD's QA ppl, averaged over the datasets run, is lower than CD's: the mean of CD's ppl minus APD's "
-              "(paired per dataset, held-out 1/T), with its 95% interval above 0 (reproduced) or below the paper's "
-              "effect on this scale (not reproduced: a third of this build's CD-over-expert gain)",
-              profiles=HUB_PROFILES),
-            E("qa", (_qa("apd"), _qa("cd")), less_than(),
-              "APD's ppl, averaged over the QA datasets run, is lower than CD's (held-out 1/T; point estimates, "
-              "context)", kind="context", profiles=HUB_PROFILES),
-            E("qa", (_qa("cd", "QASC (Q+Fact)"), _qa("apd", "QASC (Q+Fact)"),
-                     _qa("cd", "QASC (Q only)"), _qa("apd", "QASC (Q only)")), difference_larger(),
-              "exploratory: the gain (CD ppl - APD ppl) is larger on QASC with the facts (easier) than with the "
-              "question only (point estimates, context)", kind="context", profiles=HUB_PROFILES),
-        ]),
-        _claim("C5_on_the_fly_worse", [
-            _engaged(),
-            _control_kl(),
-            KNOWN_ANSWER,
-            E("apd", ("kl_fly_gain", "kl_fly_gain_se", "kl_cd_gain"), detects(share=paper_fly_share()),
-              "APD is closer (KL, nats) to the world's true answer distribution than APD on the fly: the "
-              "on-the-fly KL minus APD's, paired over the test questions, standard error over people, with its 95% "
-              "interval above 0 (reproduced) or below the paper's effect on this scale (not reproduced: the "
-              "paper's APD-over-on-the-fly QA gain as a share of its CD-over-expert gain, Tables 2-5, times this "
-              "build's CD-over-expert KL gain; 1/T and the on-the-fly weight picked on the dev questions)",
-              profiles=PICO_PROFILES),
-            E("apd", ("text_fly_gain", "text_fly_gain_se"), detects(),
-              "on held-out text, APD's -log(p + 0.01) of the next token is lower than APD on the fly's "
-              "by more than 1.96 standard errors (paired over positions)", profiles=HUB_PROFILES),
-            E("apd", ("text_apdbest", "text_fly"), less_than(),
-              "the same direction on held-out text (-log(p + 0.01) of the next token)",
-              kind="context", profiles=PICO_PROFILES),
-        ]),
-        _claim("C6_more_midsize_members_help", [
-            # tested on the distilled variant, the ablations' run that engages on pico; the release
-            # configuration's own member ablations are context (inert on pico, see the ablations chapter)
-            _engaged("ablations", "gate_engaged_distilled", "gate_reason_distilled",
-                     "the ablations' distilled variant's (the variant the APD chapter found engaged, at the "
-                     "ablations' budget)"),
-            _engaged("ablations", "gate_engaged_distilled-alm+mid+elm", "gate_reason_distilled-alm+mid+elm",
-                     "its ALM + middle member + ELM subset's"),
-            _engaged("ablations", "gate_engaged_distilled-no-small", "gate_reason_distilled-no-small",
-                     "its subset without the small members'"),
-            _control_kl(),
-            KNOWN_ANSWER,
-            E("ablations", (_ablation("distilled-alm+mid+elm", "kl_diff"),
-                            _ablation("distilled-alm+mid+elm", "kl_diff_se")), detects(),
-              "more mid-size members help: the distilled variant with its targets fitted on the ALM, "
-              "the middle member and the ELM only is farther (KL) from the truth than on every member, by more "
-              "than 1.96 standard errors (paired over questions; the paper reports this ablation in a figure "
-              "only, so a smaller difference is inconclusive)"),
-            E("ablations", (_ablation("distilled-no-small", "kl_diff"), _ablation("distilled-no-small", "kl_diff_se")),
-              detects(), "small members matter: without the small mid-size members the distilled variant is "
-              "farther (KL) from the truth, by more than 1.96 standard errors"),
-            E("ablations", ("midsize_ends_only", "midsize_cd"), less_than(), kind="context", description=
-              "APD on the amateur and expert only still beats CD (point estimates; lower KL to the truth; the release "
-              "configuration's ALM + ELM run, counted only when it and the main APD pass their gates: the "
-              "distilled variant's fitter needs three members)"),
-            E("ablations", "gate_engaged_APD", at_least(1),
-              "the ablations' main APD (the release configuration) engaged, for its own member ablations",
-              kind="context", reason_key="gate_reason_APD"),
-            E("ablations", (_ablation("alm+elm", "kl_diff"), _ablation("alm+elm", "kl_diff_se")), detects(),
-              "the release configuration on the ALM and ELM only is worse than on every member (the paper's "
-              "own ablation)", kind="context"),
-        ]),
-        _claim("C7_probability_space_and_flip", [
-            _engaged("ablations", "gate_engaged_APD", "gate_reason_APD",
-                     "the ablations' main APD's (the release configuration, at the ablations' budget)"),
-            _engaged("ablations", "gate_engaged_logit", "gate_reason_logit", "the APD logit variant's"),
-            _engaged("ablations", "gate_engaged_no-flip", "gate_reason_no-flip", "the no-flip variant's"),
-            _control_kl(),
-            KNOWN_ANSWER,
-            E("ablations", (_ablation("logit", "kl_diff"), _ablation("logit", "kl_diff_se")), detects(),
-              "APD logit (curves on log-probabilities) is worse than APD: KL to the truth higher by "
-              "more than 1.96 standard errors (the paper's effect is in a figure only)"),
-            E("ablations", (_ablation("no-flip", "kl_diff"), _ablation("no-flip", "kl_diff_se")), detects(),
-              "APD no rev (no flip) is worse than APD: KL to the truth higher by more than 1.96 standard errors"),
-        ]),
-        _claim("C8_real_apd_complementary", [
-            _engaged(),
-            _control_ne_er(),
-            KNOWN_ANSWER,
-            *_point("factuality", ("ne_er_apd_real", "ne_er_apd_k20"), less_than(),
+        _claim(
+            "C1_cd_extrapolates",
+            [
+                E(
+                    "theorem1",
+                    "max_abs_error",
+                    at_most(1e-9),
+                    "Theorem 1's identity L_CD = (1 - 1/T) L_HLM holds to round-off on exactly linear families",
+                ),
+                E(
+                    "curves",
+                    "r2_median",
+                    at_least(0.9),
+                    "the theorem's premise: the members' log-probabilities are close to linear in log size "
+                    "(median R^2 of a line over the expert's top tokens at least 0.9, the usual reading of "
+                    "'mostly linear'); where they are not, the theorem says nothing about this family",
+                    kind="precondition",
+                ),
+                E(
+                    "apd",
+                    ("kl_cd", "kl_elm"),
+                    less_than(),
+                    "CD's answer distribution is closer (KL) to the world's truth than the expert's alone",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "curves",
+                    "hlm_n_T",
+                    at_least(1),
+                    "CD's hypothetical LM falls inside the family for at least one T",
+                    kind="precondition",
+                ),
+                E(
+                    "curves",
+                    (
+                        Cell(_HLM_TABLE, "KL(real || CD-HLM), full vocab", agg="mean"),
+                        Cell(_HLM_TABLE, "KL(real || ELM), full vocab", agg="mean"),
+                    ),
+                    less_than(),
+                    "its consequence: CD's implied HLM is closer (KL, mean over the T tried) to the real "
+                    "member of that size than the expert is",
+                ),
+            ],
+        ),
+        _claim(
+            "C2_obvious_blindness",
+            [
+                _engaged(),
+                E(
+                    "curves",
+                    "all_blind_both_right",
+                    at_least(1),
+                    "some contexts (questions or held-out text) have the right token ranked first by both "
+                    "the expert and the amateur",
+                    kind="precondition",
+                ),
+                E(
+                    "curves",
+                    "all_blind_count",
+                    at_least(1),
+                    "CD ranks another token first on at least one of them (T = the first of blind_T_grid)",
+                ),
+                E(
+                    "curves",
+                    ("all_blind_apd_rate", "all_blind_cd1_rate"),
+                    less_than(),
+                    "APD at T = 1 is obviously blind on a smaller share of those contexts than CD at T = 1 "
+                    "(Figure 1: APD keeps the obvious answer first)",
+                ),
+                E(
+                    "curves",
+                    "blind_both_right",
+                    at_least(0),
+                    "of which questions (the paper's setting) answered right by both",
+                    kind="context",
+                ),
+            ],
+        ),
+        _claim(
+            "C3_apd_more_factual",
+            [
+                E(
+                    "factuality",
+                    ("ne_er_apd", "ne_er_cd"),
+                    less_than(),
+                    "APD's named-entity error rate is lower than CD's (top-p k20, the first p of Table 1)",
+                    profiles=HUB_PROFILES,
+                ),
+                E(
+                    "factuality",
+                    ("ne_er_apd", "ne_er_cd"),
+                    less_than(),
+                    "APD's named-entity error rate in the sweep is lower than CD's (top-p k20, the first p of "
+                    "Table 1; point estimates, context)",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+                _engaged(),
+                _control_ne_er(),
+                KNOWN_ANSWER,
+                E(
+                    "factuality",
+                    ("ne_er_diff_verdict", "ne_er_diff_se_verdict", "ne_er_cd_gain"),
+                    detects(share=paper_ne_er_share()),
+                    "APD names fewer wrong entities than CD, paired by prompt and seed: CD's NE_ER minus APD's, "
+                    "standard error over people, with its 95% interval above 0 (reproduced) or below the paper's "
+                    "effect on this scale (not reproduced: the paper's APD-over-CD gain as a share of its "
+                    "CD-over-expert gain, Table 1, times this build's CD-over-expert gain)",
+                    profiles=PICO_PROFILES,
+                ),
+                *_point(
+                    "factuality",
+                    ("true_rate_apd", "true_rate_cd"),
+                    greater_than(),
+                    "APD's share of true claims (Entail_R on FactualityPrompts) is higher than CD's",
+                ),
+                *_point(
+                    "factuality",
+                    ("dist2_apd", "dist2_cd"),
+                    within_relative(0.1),
+                    "at similar diversity: Dist-2 within 10% (relative) of CD's",
+                ),
+            ],
+        ),
+        _claim(
+            "C4_apd_better_qa_easy",
+            [
+                # pico: the world's questions, test half, 1/T picked on the dev half
+                E(
+                    "qa",
+                    ("world_ho_ppl_apd", "world_ho_ppl_cd"),
+                    less_than(),
+                    "APD's QA ppl (nats) on the world's test questions is lower than CD's (1/T picked on "
+                    "the dev half; point estimates, context)",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+                _engaged(),
+                _control_qa(),
+                KNOWN_ANSWER,
+                E(
+                    "qa",
+                    ("world_ho_ppl_gain", "world_ho_ppl_gain_se", "world_ho_ppl_cd_gain"),
+                    detects(share=paper_qa_share()),
+                    "APD's QA ppl is lower than CD's: CD's ppl minus APD's, paired over the test questions, standard "
+                    "error over people, with its 95% interval above 0 (reproduced) or below the paper's effect on this "
+                    "scale (not reproduced: the paper's mean APD-over-CD gain over its Pythia QA datasets as a share of "
+                    "its CD-over-expert gain, about a third, times this build's CD-over-expert gain)",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "qa",
+                    (_bucket("head"), _bucket("torso"), _bucket("tail")),
+                    is_largest(),
+                    "exploratory: the gain (CD ppl - APD ppl) is largest on the easiest questions, head people, the most "
+                    "mentioned in pretraining (point estimates per bucket, no correction for three buckets)",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "qa",
+                    (_bucket("head", "ELM acc"), _bucket("torso", "ELM acc"), _bucket("tail", "ELM acc")),
+                    is_largest(),
+                    "head questions are also the ones the expert alone answers best",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "qa",
+                    ("world_pp_ppl_apd", "world_pp_ppl_cd"),
+                    less_than(),
+                    "with the paper's protocol (1/T picked on the test questions themselves)",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+                # Hub families: the paper's datasets
+                E(
+                    "qa",
+                    ("datasets_ppl_cd_gain", "datasets_ppl_cd_gain_se"),
+                    significant(),
+                    "positive control: CD's QA ppl, averaged over the datasets run, is lower than the expert's, "
+                    "significantly (paired per dataset, held-out 1/T)",
+                    kind="precondition",
+                    profiles=HUB_PROFILES,
+                ),
+                E(
+                    "qa",
+                    ("datasets_ppl_gain", "datasets_ppl_gain_se", "datasets_ppl_cd_gain"),
+                    detects(share=paper_qa_share()),
+                    "APD's QA ppl, averaged over the datasets run, is lower than CD's: the mean of CD's ppl minus APD's "
+                    "(paired per dataset, held-out 1/T), with its 95% interval above 0 (reproduced) or below the paper's "
+                    "effect on this scale (not reproduced: a third of this build's CD-over-expert gain)",
+                    profiles=HUB_PROFILES,
+                ),
+                E(
+                    "qa",
+                    (_qa("apd"), _qa("cd")),
+                    less_than(),
+                    "APD's ppl, averaged over the QA datasets run, is lower than CD's (held-out 1/T; point estimates, "
+                    "context)",
+                    kind="context",
+                    profiles=HUB_PROFILES,
+                ),
+                E(
+                    "qa",
+                    (
+                        _qa("cd", "QASC (Q+Fact)"),
+                        _qa("apd", "QASC (Q+Fact)"),
+                        _qa("cd", "QASC (Q only)"),
+                        _qa("apd", "QASC (Q only)"),
+                    ),
+                    difference_larger(),
+                    "exploratory: the gain (CD ppl - APD ppl) is larger on QASC with the facts (easier) than with the "
+                    "question only (point estimates, context)",
+                    kind="context",
+                    profiles=HUB_PROFILES,
+                ),
+            ],
+        ),
+        _claim(
+            "C5_on_the_fly_worse",
+            [
+                _engaged(),
+                _control_kl(),
+                KNOWN_ANSWER,
+                E(
+                    "apd",
+                    ("kl_fly_gain", "kl_fly_gain_se", "kl_cd_gain"),
+                    detects(share=paper_fly_share()),
+                    "APD is closer (KL, nats) to the world's true answer distribution than APD on the fly: the "
+                    "on-the-fly KL minus APD's, paired over the test questions, standard error over people, with its 95% "
+                    "interval above 0 (reproduced) or below the paper's effect on this scale (not reproduced: the "
+                    "paper's APD-over-on-the-fly QA gain as a share of its CD-over-expert gain, Tables 2-5, times this "
+                    "build's CD-over-expert KL gain; 1/T and the on-the-fly weight picked on the dev questions)",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "apd",
+                    ("text_fly_gain", "text_fly_gain_se"),
+                    detects(),
+                    "on held-out text, APD's -log(p + 0.01) of the next token is lower than APD on the fly's "
+                    "by more than 1.96 standard errors (paired over positions)",
+                    profiles=HUB_PROFILES,
+                ),
+                E(
+                    "apd",
+                    ("text_apdbest", "text_fly"),
+                    less_than(),
+                    "the same direction on held-out text (-log(p + 0.01) of the next token)",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+            ],
+        ),
+        _claim(
+            "C6_more_midsize_members_help",
+            [
+                # tested on the distilled variant, the ablations' run that engages on pico; the release
+                # configuration's own member ablations are context (inert on pico, see the ablations chapter)
+                _engaged(
+                    "ablations",
+                    "gate_engaged_distilled",
+                    "gate_reason_distilled",
+                    "the ablations' distilled variant's (the variant the APD chapter found engaged, at the "
+                    "ablations' budget)",
+                ),
+                _engaged(
+                    "ablations",
+                    "gate_engaged_distilled-alm+mid+elm",
+                    "gate_reason_distilled-alm+mid+elm",
+                    "its ALM + middle member + ELM subset's",
+                ),
+                _engaged(
+                    "ablations",
+                    "gate_engaged_distilled-no-small",
+                    "gate_reason_distilled-no-small",
+                    "its subset without the small members'",
+                ),
+                _control_kl(),
+                KNOWN_ANSWER,
+                E(
+                    "ablations",
+                    (_ablation("distilled-alm+mid+elm", "kl_diff"), _ablation("distilled-alm+mid+elm", "kl_diff_se")),
+                    detects(),
+                    "more mid-size members help: the distilled variant with its targets fitted on the ALM, "
+                    "the middle member and the ELM only is farther (KL) from the truth than on every member, by more "
+                    "than 1.96 standard errors (paired over questions; the paper reports this ablation in a figure "
+                    "only, so a smaller difference is inconclusive)",
+                ),
+                E(
+                    "ablations",
+                    (_ablation("distilled-no-small", "kl_diff"), _ablation("distilled-no-small", "kl_diff_se")),
+                    detects(),
+                    "small members matter: without the small mid-size members the distilled variant is "
+                    "farther (KL) from the truth, by more than 1.96 standard errors",
+                ),
+                E(
+                    "ablations",
+                    ("midsize_ends_only", "midsize_cd"),
+                    less_than(),
+                    kind="context",
+                    description="APD on the amateur and expert only still beats CD (point estimates; lower KL to the truth; the release "
+                    "configuration's ALM + ELM run, counted only when it and the main APD pass their gates: the "
+                    "distilled variant's fitter needs three members)",
+                ),
+                E(
+                    "ablations",
+                    "gate_engaged_APD",
+                    at_least(1),
+                    "the ablations' main APD (the release configuration) engaged, for its own member ablations",
+                    kind="context",
+                    reason_key="gate_reason_APD",
+                ),
+                E(
+                    "ablations",
+                    (_ablation("alm+elm", "kl_diff"), _ablation("alm+elm", "kl_diff_se")),
+                    detects(),
+                    "the release configuration on the ALM and ELM only is worse than on every member (the paper's "
+                    "own ablation)",
+                    kind="context",
+                ),
+            ],
+        ),
+        _claim(
+            "C7_probability_space_and_flip",
+            [
+                _engaged(
+                    "ablations",
+                    "gate_engaged_APD",
+                    "gate_reason_APD",
+                    "the ablations' main APD's (the release configuration, at the ablations' budget)",
+                ),
+                _engaged("ablations", "gate_engaged_logit", "gate_reason_logit", "the APD logit variant's"),
+                _engaged("ablations", "gate_engaged_no-flip", "gate_reason_no-flip", "the no-flip variant's"),
+                _control_kl(),
+                KNOWN_ANSWER,
+                E(
+                    "ablations",
+                    (_ablation("logit", "kl_diff"), _ablation("logit", "kl_diff_se")),
+                    detects(),
+                    "APD logit (curves on log-probabilities) is worse than APD: KL to the truth higher by "
+                    "more than 1.96 standard errors (the paper's effect is in a figure only)",
+                ),
+                E(
+                    "ablations",
+                    (_ablation("no-flip", "kl_diff"), _ablation("no-flip", "kl_diff_se")),
+                    detects(),
+                    "APD no rev (no flip) is worse than APD: KL to the truth higher by more than 1.96 standard errors",
+                ),
+            ],
+        ),
+        _claim(
+            "C8_real_apd_complementary",
+            [
+                _engaged(),
+                _control_ne_er(),
+                KNOWN_ANSWER,
+                *_point(
+                    "factuality",
+                    ("ne_er_apd_real", "ne_er_apd_k20"),
+                    less_than(),
                     "APD + REAL (the paper's T_r = 4) names fewer wrong entities (NE_ER) than APD alone (APD + "
-                    "top-p k20 at the first p of Table 1)"),
-            *_point("factuality", ("ne_er_apd_real", "ne_er_elm_real"), less_than(),
-                    "and fewer than REAL alone (ELM + REAL at the same T_r)"),
-            E("factuality", ("real_matched_gap_world", "real_matched_gap_se_world", "ne_er_cd_gain"),
-              detects(share=paper_real_share()),
-              "the trade-off: at matched diversity (APD + top-p k20's curve over p interpolated at the Dist-2 of APD + "
-              "REAL's points over T_r), APD + top-p k20's NE_ER minus APD + REAL's (standard error from resampling "
-              "people, both curves together), with its 95% interval above 0 (reproduced) or below the paper's effect on "
-              "this scale (not reproduced: Table 6's 39.2 - 37.5 points as a share of its CD-over-expert gain, 47.9 - "
-              "40.3, times this build's CD-over-expert NE_ER gain)", profiles=PICO_PROFILES),
-            E("factuality", ("comp_apd_diff", "comp_apd_diff_se"), more_than_z_se(1.96),
-              "at the paper's single setting: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 (world prompts, "
-              "paired by prompt and seed, standard error over people; one point of the trade-off, context)",
-              kind="context", profiles=PICO_PROFILES),
-            E("factuality", ("comp_elm_diff", "comp_elm_diff_se"), detects(),
-              "the gain over REAL alone: ELM + REAL's NE_ER minus APD + REAL's, with its 95% interval above 0 "
-              "(the paper prints no REAL-alone NE_ER, so only an interval below 0 reads not reproduced)",
-              profiles=PICO_PROFILES),
-            E("factuality", ("true_rate_apd_real", "true_rate_apd_k20"), greater_than(),
-              "APD + REAL's share of true claims (Entail_R) is higher than APD alone's (Table 6: 7.0 "
-              "against 5.3)", kind="context"),
-            E("factuality", ("dist2_apd_real", "dist2_apd_k20"), less_than(),
-              "diversity: in the paper's Table 6 REAL lowers it, APD + REAL's Dist-2 below APD alone's "
-              "(42.0 against 47.1)", kind="context"),
-        ]),
+                    "top-p k20 at the first p of Table 1)",
+                ),
+                *_point(
+                    "factuality",
+                    ("ne_er_apd_real", "ne_er_elm_real"),
+                    less_than(),
+                    "and fewer than REAL alone (ELM + REAL at the same T_r)",
+                ),
+                E(
+                    "factuality",
+                    ("real_matched_gap_world", "real_matched_gap_se_world", "ne_er_cd_gain"),
+                    detects(share=paper_real_share()),
+                    "the trade-off: at matched diversity (APD + top-p k20's curve over p interpolated at the Dist-2 of APD + "
+                    "REAL's points over T_r), APD + top-p k20's NE_ER minus APD + REAL's (standard error from resampling "
+                    "people, both curves together), with its 95% interval above 0 (reproduced) or below the paper's effect on "
+                    "this scale (not reproduced: Table 6's 39.2 - 37.5 points as a share of its CD-over-expert gain, 47.9 - "
+                    "40.3, times this build's CD-over-expert NE_ER gain)",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "factuality",
+                    ("comp_apd_diff", "comp_apd_diff_se"),
+                    more_than_z_se(1.96),
+                    "at the paper's single setting: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 (world prompts, "
+                    "paired by prompt and seed, standard error over people; one point of the trade-off, context)",
+                    kind="context",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "factuality",
+                    ("comp_elm_diff", "comp_elm_diff_se"),
+                    detects(),
+                    "the gain over REAL alone: ELM + REAL's NE_ER minus APD + REAL's, with its 95% interval above 0 "
+                    "(the paper prints no REAL-alone NE_ER, so only an interval below 0 reads not reproduced)",
+                    profiles=PICO_PROFILES,
+                ),
+                E(
+                    "factuality",
+                    ("true_rate_apd_real", "true_rate_apd_k20"),
+                    greater_than(),
+                    "APD + REAL's share of true claims (Entail_R) is higher than APD alone's (Table 6: 7.0 "
+                    "against 5.3)",
+                    kind="context",
+                ),
+                E(
+                    "factuality",
+                    ("dist2_apd_real", "dist2_apd_k20"),
+                    less_than(),
+                    "diversity: in the paper's Table 6 REAL lowers it, APD + REAL's Dist-2 below APD alone's "
+                    "(42.0 against 47.1)",
+                    kind="context",
+                ),
+            ],
+        ),
     ]
     return [_with_release_context(c) for c in claims]

@@ -1,5 +1,5 @@
-"""Which of the paper's tables and figures the book regenerated under a profile.
-"""
+"""Which of the paper's tables and figures the book regenerated under a profile."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -33,8 +33,9 @@ def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGUR
                     ours += f"; {item.caveat}"
             else:
                 status = "not produced here"
-                ours = (f"chapter {item.stem} did not produce {', '.join(item.artefacts)} under "
-                        f"profile {profile}" + (f"; it needs {item.needs}" if item.needs else ""))
+                ours = f"chapter {item.stem} did not produce {', '.join(item.artefacts)} under profile {profile}" + (
+                    f"; it needs {item.needs}" if item.needs else ""
+                )
         else:
             status, ours = "regenerated", f"chapter {item.stem} (its figures under profile {profile})"
         rows.append({"paper": item.name, "shows": item.shows, "status": status, "ours": ours})
@@ -54,15 +55,19 @@ def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES))
     for number, item in enumerate(items, start=1):
         mine = ours[ours["paper_table"] == number]
         unscored = not mine.empty and mine["value"].isna().all()
-        mine = mine[mine["value"].notna()]      # a row without a value (nothing scored) is no row of ours
+        mine = mine[mine["value"].notna()]  # a row without a value (nothing scored) is no row of ours
         if item.never:
             status, text = "cannot be regenerated", item.never
         elif mine.empty:
             ran = chapter_ran(profile, item.stem)
             status = "not produced here"
-            text = (f"chapter {item.stem} scored nothing for it under profile {profile} (no question qualified)"
-                    if unscored else f"chapter {item.stem} wrote no rows for it under profile {profile}" if ran
-                    else f"chapter {item.stem} has not run under profile {profile}") + f"; {item.needs}"
+            text = (
+                f"chapter {item.stem} scored nothing for it under profile {profile} (no question qualified)"
+                if unscored
+                else f"chapter {item.stem} wrote no rows for it under profile {profile}"
+                if ran
+                else f"chapter {item.stem} has not run under profile {profile}"
+            ) + f"; {item.needs}"
             if item.never_part:
                 text += f"; {item.never_part}"
         else:
@@ -74,8 +79,10 @@ def table_status(profile: str, items: Sequence[PaperItem] = tuple(PAPER_TABLES))
             n_items = int(pd.to_numeric(sizes, errors="coerce").min()) if len(sizes) else None
             if same and n_items is not None and n_items < MIN_SAME_ROWS_ITEMS:
                 status = "too few items"
-                text += (f"; the same datasets, but only {n_items} qualifying item(s) in the smallest "
-                         f"(a 'same rows' label needs at least {MIN_SAME_ROWS_ITEMS})")
+                text += (
+                    f"; the same datasets, but only {n_items} qualifying item(s) in the smallest "
+                    f"(a 'same rows' label needs at least {MIN_SAME_ROWS_ITEMS})"
+                )
             if item.never_part:
                 text += f"; {item.never_part}"
         rows.append({"paper": item.name, "shows": item.shows, "status": status, "ours": text})

@@ -5,6 +5,7 @@ A :class:`PaperClaim` lists :class:`EvidenceSpec` s: values read from ``results/
 ``precondition`` or ``context``. :func:`judge` gives one verdict per claim; a missing value never
 counts for or against a claim. Only what a chapter's last run wrote counts.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,6 @@ INCONCLUSIVE = "inconclusive"
 
 
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
-
 
 
 #: profiles that run the embedded pico family (world QA with head/torso/tail buckets)
@@ -70,8 +70,10 @@ class Cell:
             object.__setattr__(self, "where", tuple(self.where.items()))
         for pair in self.where:
             if not (isinstance(pair, tuple) and len(pair) == 2):
-                raise TypeError(f"Cell where must hold (column, value) pairs, got {pair!r}; "
-                                "e.g. where=(('T', 1.0), ('bucket', 'all'))")
+                raise TypeError(
+                    f"Cell where must hold (column, value) pairs, got {pair!r}; "
+                    "e.g. where=(('T', 1.0), ('bucket', 'all'))"
+                )
 
     def label(self) -> str:
         cond = ", ".join(f"{k}={v!r}" for k, v in self.where)
@@ -89,7 +91,7 @@ class Outcome:
     holds: bool
     text: str
     inconclusive: bool = False
-    numbers: dict = field(default_factory=dict)   # estimate, ci_low, ci_high, effect (interval tests only)
+    numbers: dict = field(default_factory=dict)  # estimate, ci_low, ci_high, effect (interval tests only)
 
 
 def _fmt(v: float) -> str:
@@ -117,8 +119,10 @@ class Comparison:
         self.check_arity(len(values))
         result = self.test(values)
         nums = self.numbers(values) if self.numbers is not None else {}
-        if result is None:   # the interval holds both no effect and the claimed one
-            return Outcome(False, f"{self.show(labels, values)}: too little data to tell", inconclusive=True, numbers=nums)
+        if result is None:  # the interval holds both no effect and the claimed one
+            return Outcome(
+                False, f"{self.show(labels, values)}: too little data to tell", inconclusive=True, numbers=nums
+            )
         holds = bool(result)
         return Outcome(holds, f"{self.show(labels, values)}: {_verdict_text(holds)}", numbers=nums)
 
@@ -145,6 +149,7 @@ def _pair(symbol: str, margin: float) -> Callable:
         m = f" {'-' if symbol == '<' else '+'} {_fmt(margin)}" if margin else ""
         a, b = _fmt_pair(values[0], values[1])
         return f"{labels[0]} = {a} {symbol} {labels[1]} = {b}{m}"
+
     return show
 
 
@@ -160,29 +165,46 @@ def greater_than(margin: float = 0.0) -> Comparison:
 
 def at_most(limit: float) -> Comparison:
     """a <= limit (one key)."""
-    return Comparison(f"at_most({limit:g})", 1, lambda v: v[0] <= limit,
-                      lambda labels, v: f"{labels[0]} = {_fmt(v[0])} <= {_fmt(limit)}")
+    return Comparison(
+        f"at_most({limit:g})",
+        1,
+        lambda v: v[0] <= limit,
+        lambda labels, v: f"{labels[0]} = {_fmt(v[0])} <= {_fmt(limit)}",
+    )
 
 
 def at_least(limit: float) -> Comparison:
     """a >= limit (one key)."""
-    return Comparison(f"at_least({limit:g})", 1, lambda v: v[0] >= limit,
-                      lambda labels, v: f"{labels[0]} = {_fmt(v[0])} >= {_fmt(limit)}")
+    return Comparison(
+        f"at_least({limit:g})",
+        1,
+        lambda v: v[0] >= limit,
+        lambda labels, v: f"{labels[0]} = {_fmt(v[0])} >= {_fmt(limit)}",
+    )
 
 
 def within_relative(tol: float) -> Comparison:
     """|a - b| <= tol * max(|a|, |b|) (two keys; unit-free "similar")."""
+
     def show(labels, v):
-        return (f"|{labels[0]} - {labels[1]}| = |{_fmt(v[0])} - {_fmt(v[1])}| = {_fmt(abs(v[0] - v[1]))} "
-                f"<= {tol:g} x {_fmt(max(abs(v[0]), abs(v[1])))}")
-    return Comparison(f"within_relative({tol:g})", 2,
-                      lambda v: abs(v[0] - v[1]) <= tol * max(abs(v[0]), abs(v[1])), show)
+        return (
+            f"|{labels[0]} - {labels[1]}| = |{_fmt(v[0])} - {_fmt(v[1])}| = {_fmt(abs(v[0] - v[1]))} "
+            f"<= {tol:g} x {_fmt(max(abs(v[0]), abs(v[1])))}"
+        )
+
+    return Comparison(
+        f"within_relative({tol:g})", 2, lambda v: abs(v[0] - v[1]) <= tol * max(abs(v[0]), abs(v[1])), show
+    )
 
 
 def more_than_z_se(z: float = 2.0) -> Comparison:
     """A mean difference exceeds ``z`` of its standard errors: d > z * se (two keys: d, se)."""
-    return Comparison(f"more_than_z_se({z:g})", 2, lambda v: v[0] > z * v[1],
-                      lambda labels, v: f"{labels[0]} = {_fmt(v[0])} > {z:g} x {labels[1]} = {z:g} x {_fmt(v[1])}")
+    return Comparison(
+        f"more_than_z_se({z:g})",
+        2,
+        lambda v: v[0] > z * v[1],
+        lambda labels, v: f"{labels[0]} = {_fmt(v[0])} > {z:g} x {labels[1]} = {z:g} x {_fmt(v[1])}",
+    )
 
 
 def _ci_text(d: float, se: float, z: float) -> str:
@@ -190,8 +212,9 @@ def _ci_text(d: float, se: float, z: float) -> str:
     return f"95% CI [{_fmt(lo)}, {_fmt(hi)}]" if z == Z_TEST else f"CI (z = {z:g}) [{_fmt(lo)}, {_fmt(hi)}]"
 
 
-def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER,
-            share: float | None = None) -> Comparison:
+def detects(
+    paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER, share: float | None = None
+) -> Comparison:
     """A difference d (first key; positive = the claimed direction) with its standard error se
     (second key), decided by its confidence interval d +- z se (:func:`apd.core.stats.detected`):
     holds when the interval lies above 0; fails when it excludes the paper's effect (its upper
@@ -212,6 +235,7 @@ def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float
         >>> out.holds, out.inconclusive, out.numbers["effect"]
         (False, False, 0.01)
     """
+
     def effect_of(v):
         if share is None:
             return paper_effect
@@ -224,18 +248,28 @@ def detects(paper_effect: float | None = None, z: float = Z_TEST, power_z: float
         mde = min_detectable_effect(v[1], z, power_z)
         eff = effect_of(v)
         if share is not None:
-            paper = (f"the paper's effect on this scale {_fmt(share)} x {labels[2]} = {_fmt(eff)}" if eff is not None else
-                     f"no effect on this scale ({labels[2]} = {_fmt(v[2])} <= 0)")
+            paper = (
+                f"the paper's effect on this scale {_fmt(share)} x {labels[2]} = {_fmt(eff)}"
+                if eff is not None
+                else f"no effect on this scale ({labels[2]} = {_fmt(v[2])} <= 0)"
+            )
         else:
-            paper = (f"the paper's effect {_fmt(eff)}" if eff is not None else "no paper effect in these units")
-        return (f"{labels[0]} = {_fmt(v[0])}, se {labels[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} against 0 and "
-                f"{paper} (smallest detectable effect {_fmt(mde)}, context)")
+            paper = f"the paper's effect {_fmt(eff)}" if eff is not None else "no paper effect in these units"
+        return (
+            f"{labels[0]} = {_fmt(v[0])}, se {labels[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} against 0 and "
+            f"{paper} (smallest detectable effect {_fmt(mde)}, context)"
+        )
 
     def numbers(v):
         lo, hi = interval(v[0], v[1], z)
         eff = effect_of(v)
-        return {"estimate": float(v[0]), "se": float(v[1]), "ci_low": lo, "ci_high": hi,
-                "effect": float("nan") if eff is None else float(eff)}
+        return {
+            "estimate": float(v[0]),
+            "se": float(v[1]),
+            "ci_low": lo,
+            "ci_high": hi,
+            "effect": float("nan") if eff is None else float(eff),
+        }
 
     name = f"detects(share={share:g})" if share is not None else f"detects({paper_effect})"
     return Comparison(name, 2 if share is None else 3, test, show, numbers)
@@ -250,6 +284,7 @@ def significant(z: float = Z_TEST) -> Comparison:
         >>> significant()(["d", "se"], [0.009, 0.014]).holds
         False
     """
+
     def show(labels, v):
         return f"{labels[0]} = {_fmt(v[0])}, se {labels[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} above 0"
 
@@ -263,24 +298,34 @@ def significant(z: float = Z_TEST) -> Comparison:
 def is_largest() -> Comparison:
     """The first value is strictly larger than every other value (two or more keys; a tie does
     not hold: "largest on X" needs X to stand out)."""
+
     def show(labels, v):
         others = ", ".join(f"{a} = {_fmt(b)}" for a, b in zip(labels[1:], v[1:]))
         return f"{labels[0]} = {_fmt(v[0])} > each of ({others})"
+
     return Comparison("is_largest", None, lambda v: all(v[0] > x for x in v[1:]), show)
 
 
 def difference_larger() -> Comparison:
     """(a - b) > (c - d) (four keys), e.g. CD's ppl minus APD's on one dataset against another."""
+
     def show(labels, v):
-        return (f"({labels[0]} - {labels[1]}) = {_fmt(v[0] - v[1])} > ({labels[2]} - {labels[3]}) = {_fmt(v[2] - v[3])} "
-                f"[{_fmt(v[0])}, {_fmt(v[1])}, {_fmt(v[2])}, {_fmt(v[3])}]")
+        return (
+            f"({labels[0]} - {labels[1]}) = {_fmt(v[0] - v[1])} > ({labels[2]} - {labels[3]}) = {_fmt(v[2] - v[3])} "
+            f"[{_fmt(v[0])}, {_fmt(v[1])}, {_fmt(v[2])}, {_fmt(v[3])}]"
+        )
+
     return Comparison("difference_larger", 4, lambda v: v[0] - v[1] > v[2] - v[3], show)
 
 
 def non_increasing() -> Comparison:
     """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added)."""
-    return Comparison("non_increasing", None, lambda v: all(a >= b for a, b in zip(v, v[1:])),
-                      lambda labels, v: " >= ".join(f"{a} = {_fmt(b)}" for a, b in zip(labels, v)))
+    return Comparison(
+        "non_increasing",
+        None,
+        lambda v: all(a >= b for a, b in zip(v, v[1:])),
+        lambda labels, v: " >= ".join(f"{a} = {_fmt(b)}" for a, b in zip(labels, v)),
+    )
 
 
 @dataclass(frozen=True)
@@ -355,8 +400,9 @@ class Results:
                 self._json[stem] = f"results/{self.profile}/{stem}.json is not valid JSON ({err})"
         got = self._json[stem]
         if got is None:
-            raise Missing(f"chapter {stem} has not run under profile {self.profile} "
-                          f"(no results/{self.profile}/{stem}.json)")
+            raise Missing(
+                f"chapter {stem} has not run under profile {self.profile} (no results/{self.profile}/{stem}.json)"
+            )
         if isinstance(got, str):
             raise Missing(got)
         return got
@@ -371,8 +417,9 @@ class Results:
             try:
                 self._tables[stem, name] = pd.read_csv(path) if written and path.is_file() else None
             except (OSError, ValueError) as err:  # pandas' parser errors are ValueErrors
-                raise Missing(f"table {name}.csv of chapter {stem} cannot be read under profile "
-                              f"{self.profile}: {err}") from None
+                raise Missing(
+                    f"table {name}.csv of chapter {stem} cannot be read under profile {self.profile}: {err}"
+                ) from None
         if self._tables[stem, name] is None:
             raise Missing(f"chapter {stem} did not produce table {name}.csv under profile {self.profile}")
         return self._tables[stem, name]
@@ -391,16 +438,17 @@ class Results:
         values = self.chapter(stem)
         if key not in values:
             raise Missing(f"chapter {stem} did not produce key {key} under profile {self.profile}")
-        return _as_number(values[key], f"chapter {stem} reported {key} = {values[key]!r} under "
-                                       f"profile {self.profile}")
+        return _as_number(values[key], f"chapter {stem} reported {key} = {values[key]!r} under profile {self.profile}")
 
     def _cell(self, stem: str, cell: Cell) -> float:
         df = self.table(stem, cell.table)
         where = f"under profile {self.profile}"
         for col in [cell.column, *(k for k, _ in cell.where)]:
             if col not in df.columns:
-                raise Missing(f"table {cell.table}.csv of chapter {stem} has no column {col!r} {where} "
-                              f"(its columns: {', '.join(map(str, df.columns))})")
+                raise Missing(
+                    f"table {cell.table}.csv of chapter {stem} has no column {col!r} {where} "
+                    f"(its columns: {', '.join(map(str, df.columns))})"
+                )
         sel = df
         for col, value in cell.where:
             sel = sel[sel[col] == value]
@@ -410,12 +458,15 @@ class Results:
         if sel.empty:
             raise Missing(f"table {cell.table}.csv of chapter {stem} has no {rows} {where}")
         if cell.agg == "one" and len(sel) != 1:
-            raise Missing(f"table {cell.table}.csv of chapter {stem} has {len(sel)} {rows} {where}, "
-                          "expected exactly one")
+            raise Missing(
+                f"table {cell.table}.csv of chapter {stem} has {len(sel)} {rows} {where}, expected exactly one"
+            )
         col = pd.to_numeric(sel[cell.column], errors="coerce")
         if col.isna().any():
-            raise Missing(f"table {cell.table}.csv of chapter {stem} has empty or non-numeric "
-                          f"{cell.column!r} cells in its {rows} {where}")
+            raise Missing(
+                f"table {cell.table}.csv of chapter {stem} has empty or non-numeric "
+                f"{cell.column!r} cells in its {rows} {where}"
+            )
         value = float(col.iloc[0]) if cell.agg == "one" else float(getattr(col, cell.agg)())
         return _as_number(value, f"{cell.label()} = {value!r} {where}")
 
@@ -462,12 +513,21 @@ def checks(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
             if not spec.applies_to(profile):
                 continue
             c = check(spec, results)
-            rows.append({"claim_id": claim.id, "kind": spec.kind,
-                         "description": spec.description, "chapter": spec.stem,
-                         "status": c["status"], "evidence": c["text"], "values": c.get("values", ""),
-                         **{k: c.get(k, math.nan) for k in _NUMBERS}})
-    return pd.DataFrame(rows, columns=["claim_id", "kind", "description", "chapter", "status", "evidence", "values",
-                                       *_NUMBERS])
+            rows.append(
+                {
+                    "claim_id": claim.id,
+                    "kind": spec.kind,
+                    "description": spec.description,
+                    "chapter": spec.stem,
+                    "status": c["status"],
+                    "evidence": c["text"],
+                    "values": c.get("values", ""),
+                    **{k: c.get(k, math.nan) for k in _NUMBERS},
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["claim_id", "kind", "description", "chapter", "status", "evidence", "values", *_NUMBERS]
+    )
 
 
 #: the interval columns of :func:`checks` (NaN for checks without an interval)
@@ -507,7 +567,7 @@ def _numbers(text: str) -> str:
     """The checked expression of an evidence text without its verdict words: "a = 1 < b = 2" from
     "a = 1 < b = 2: does not hold (why)"; the reason in parentheses is kept."""
     head, _, tail = str(text).partition(": ")
-    why = tail[tail.index("("):] if "(" in tail else ""
+    why = tail[tail.index("(") :] if "(" in tail else ""
     return f"{head} {why}".strip()
 
 
@@ -583,19 +643,27 @@ def judge(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
         verdict, reason = verdict_of(mine, profile)
         tests = mine[mine["kind"] == "test"]
         pre = mine[mine["kind"] == "precondition"]
-        rows.append({
-            "claim_id": claim.id, "claim": claim.text, "verdict": verdict, "reason": reason,
-            "in_words": in_words(mine, verdict),
-            "preconditions": preconditions_text(mine), "n_preconditions": len(pre),
-            "n_preconditions_failed": int((pre["status"] != HOLDS).sum()),
-            **_deciding_interval(mine),
-            "evidence": "\n".join(f"{k}, {s}: {t}" for k, s, t in
-                                   zip(mine["kind"], mine["status"], mine["evidence"])),
-            "n_tests": len(tests), "n_hold": int((tests["status"] == HOLDS).sum()),
-            "n_fail": int((tests["status"] == FAILS).sum()),
-            "n_missing": int((tests["status"] == MISSING).sum()),
-            "n_undecided": int((tests["status"] == UNDECIDED).sum()),
-        })
+        rows.append(
+            {
+                "claim_id": claim.id,
+                "claim": claim.text,
+                "verdict": verdict,
+                "reason": reason,
+                "in_words": in_words(mine, verdict),
+                "preconditions": preconditions_text(mine),
+                "n_preconditions": len(pre),
+                "n_preconditions_failed": int((pre["status"] != HOLDS).sum()),
+                **_deciding_interval(mine),
+                "evidence": "\n".join(
+                    f"{k}, {s}: {t}" for k, s, t in zip(mine["kind"], mine["status"], mine["evidence"])
+                ),
+                "n_tests": len(tests),
+                "n_hold": int((tests["status"] == HOLDS).sum()),
+                "n_fail": int((tests["status"] == FAILS).sum()),
+                "n_missing": int((tests["status"] == MISSING).sum()),
+                "n_undecided": int((tests["status"] == UNDECIDED).sum()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -627,8 +695,7 @@ def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame) -> str:
         if mine.empty:
             out.append(f"- {_md_text(c['reason'])}\n")
         for _, r in mine.iterrows():
-            out.append(f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. "
-                       f"{_md_text(r['evidence'])}")
+            out.append(f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. {_md_text(r['evidence'])}")
         out.append("")
     return "\n".join(out)
 

@@ -4,6 +4,7 @@ The paper-vs-book chapter shows :func:`findings_markdown` and writes it to
 ``results/<profile>/findings.md``. Every entry is made from the judged claims
 (:func:`apd.report.evidence.judge`) and the family chapter's member table; nothing is typed.
 """
+
 from __future__ import annotations
 
 import math
@@ -25,8 +26,14 @@ STRENGTH = {
 
 #: The chapter (notebook stem) each check reads -> the page it links to.
 CHAPTER_TITLES = {
-    "theorem1": "Theorem 1", "family": "the family", "apd": "training ALM'", "known_answer": "known answers",
-    "curves": "curves", "qa": "QA", "factuality": "factuality", "ablations": "ablations",
+    "theorem1": "Theorem 1",
+    "family": "the family",
+    "apd": "training ALM'",
+    "known_answer": "known answers",
+    "curves": "curves",
+    "qa": "QA",
+    "factuality": "factuality",
+    "ablations": "ablations",
 }
 
 
@@ -49,14 +56,16 @@ def scale_note(members: pd.DataFrame | None, profile: str) -> str:
         >>> scale_note(pd.DataFrame({"member": ["a", "b"], "n_nonembedding": [12768, 1779840]}), "default")
         "Under the profile `default` the family's 2 members span 12.8k to 1.78M non-embedding parameters (139x); the paper's Pythia members span 18.9M to 6.44B (341x), so a verdict here speaks for this scale only."
     """
-    pythia = (math.exp(PYTHIA_LOG_SIZES[0]), math.exp(PYTHIA_LOG_SIZES[-1]))   # Pythia-70M and -6.9B, non-embedding
+    pythia = (math.exp(PYTHIA_LOG_SIZES[0]), math.exp(PYTHIA_LOG_SIZES[-1]))  # Pythia-70M and -6.9B, non-embedding
     paper = f"the paper's Pythia members span {size_in_words(pythia[0])} to {size_in_words(pythia[1])} ({pythia[1] / pythia[0]:.0f}x)"
     if members is None or members.empty or "n_nonembedding" not in members:
         return f"Under the profile `{profile}` the family chapter did not run; {paper}."
     n = members["n_nonembedding"].astype(float)
-    return (f"Under the profile `{profile}` the family's {len(n)} members span {size_in_words(n.min())} to "
-            f"{size_in_words(n.max())} non-embedding parameters ({n.max() / n.min():.0f}x); {paper}, so a verdict "
-            "here speaks for this scale only.")
+    return (
+        f"Under the profile `{profile}` the family's {len(n)} members span {size_in_words(n.min())} to "
+        f"{size_in_words(n.max())} non-embedding parameters ({n.max() / n.min():.0f}x); {paper}, so a verdict "
+        "here speaks for this scale only."
+    )
 
 
 def _clip(text: str, n: int = 220) -> str:
@@ -74,7 +83,7 @@ def _reason(in_words: str) -> str:
     import re
 
     text, previous = str(in_words), None
-    while text != previous:             # innermost brackets first: result keys nest ("t.csv['kl' where ...]")
+    while text != previous:  # innermost brackets first: result keys nest ("t.csv['kl' where ...]")
         previous, text = text, re.sub(r"\s*\[[^\[\]]*\]", "", text)
     return text.strip()
 
@@ -100,13 +109,19 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[PaperClaim], profil
         short = str(r.claim_id).split("_")[0]
         reason = _clip(_reason(getattr(r, "in_words", None) or r.reason), 320).rstrip(".")
         strength = STRENGTH.get(r.verdict, "")
-        rows.append(f"- **{short}**, *{text}*: **{r.verdict}**" + (f" ({strength})" if strength else "")
-                    + f": {reason}."
-                    + (f" Read in {links}." if links else ""))
+        rows.append(
+            f"- **{short}**, *{text}*: **{r.verdict}**"
+            + (f" ({strength})" if strength else "")
+            + f": {reason}."
+            + (f" Read in {links}." if links else "")
+        )
     counts = judged["verdict"].value_counts()
-    summary = ", ".join(f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE))
-    return "\n".join([f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", variant_note(profile), "",
-                      scale, ""])
+    summary = ", ".join(
+        f"{int(counts.get(v, 0))} {v}" for v in (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_TESTABLE)
+    )
+    return "\n".join(
+        [f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", variant_note(profile), "", scale, ""]
+    )
 
 
 def _number(value) -> float | None:
@@ -130,23 +145,33 @@ def variant_note(profile: str) -> str:
     values = load_results(profile, "apd") if path.is_file() else {}
     if "variant_used_note" not in values:
         return "The APD chapter has not run under this profile, so no ALM' was tested."
-    text = (f"Claims about APD are tested on the ALM' every chapter uses: {values['variant_used_note']}. Variants "
-            f"of ALM' whose mechanism gates pass: {values.get('engaged_list', 'none')} (of {values.get('n_variants')}).")
+    text = (
+        f"Claims about APD are tested on the ALM' every chapter uses: {values['variant_used_note']}. Variants "
+        f"of ALM' whose mechanism gates pass: {values.get('engaged_list', 'none')} (of {values.get('n_variants')})."
+    )
     gain, se, mde = (_number(values.get(k)) for k in ("kl_apd_gain", "kl_apd_gain_se", "kl_apd_gain_mde"))
     if gain is not None and se is not None:
         n = values.get("kl_apd_gain_n", values.get("n_test_items"))
         people = values.get("kl_apd_gain_people")
         over = f"{n} questions" + (f" about {people} people, standard error over people" if people is not None else "")
-        text += (f" On the world's test questions CD's KL to the true answer distribution minus APD's is "
-                 f"{format_value('{:+.4f}', gain)} ± {se:.4f} nats (paired over the {over}; 1/T and "
-                 f"lambda3 chosen on the dev half; the smallest difference this detects is {mde:.4f})")
+        text += (
+            f" On the world's test questions CD's KL to the true answer distribution minus APD's is "
+            f"{format_value('{:+.4f}', gain)} ± {se:.4f} nats (paired over the {over}; 1/T and "
+            f"lambda3 chosen on the dev half; the smallest difference this detects is {mde:.4f})"
+        )
         per = []
         for b in ("head", "torso", "tail"):
             g, flat = _number(values.get(f"regime_{b}_gain")), _number(values.get(f"regime_{b}_flat"))
             if g is not None:
-                per.append(f"{b} {format_value('{:+.4f}', g)}" + (f" ({flat:.0%} of its rising gold curves flatten)" if flat is not None else ""))
-        text += (": by frequency bucket (exploratory, see the APD chapter for Holm's correction) " + ", ".join(per) + "."
-                 if per else ".")
+                per.append(
+                    f"{b} {format_value('{:+.4f}', g)}"
+                    + (f" ({flat:.0%} of its rising gold curves flatten)" if flat is not None else "")
+                )
+        text += (
+            ": by frequency bucket (exploratory, see the APD chapter for Holm's correction) " + ", ".join(per) + "."
+            if per
+            else "."
+        )
     return text
 
 

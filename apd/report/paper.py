@@ -10,6 +10,7 @@ QA "ppl" is mean -log(p + 0.01), never exponentiated; ``fraction``, ``likert_1_5
 question counts, :func:`claim_texts` the paper's main claims. ``tests/test_reference.py`` checks
 every number against paper.tex.
 """
+
 from __future__ import annotations
 
 import math
@@ -18,28 +19,55 @@ from dataclasses import dataclass
 import pandas as pd
 
 COLUMNS = [
-    "table", "label", "family", "method", "role", "setting", "dataset", "metric", "group",
-    "value", "unit", "significant",
+    "table",
+    "label",
+    "family",
+    "method",
+    "role",
+    "setting",
+    "dataset",
+    "metric",
+    "group",
+    "value",
+    "unit",
+    "significant",
 ]
 
 NA = math.nan  # the paper's "NA"
 
 QA_PPL_COLUMNS = [  # (dataset, metric) of Tables 2 and 3, left to right
     ("LAMBADA", "ppl"),
-    ("CommonsenseQA", "ppl"), ("CommonsenseQA", "acc"),
-    ("QASC (Q+Fact)", "ppl"), ("QASC (Q+Fact)", "acc"),
-    ("QASC (Q only)", "ppl"), ("QASC (Q only)", "acc"),
-    ("ARC", "ppl"), ("ARC", "acc"),
-    ("SocialIQA", "ppl"), ("SocialIQA", "acc"),
+    ("CommonsenseQA", "ppl"),
+    ("CommonsenseQA", "acc"),
+    ("QASC (Q+Fact)", "ppl"),
+    ("QASC (Q+Fact)", "acc"),
+    ("QASC (Q only)", "ppl"),
+    ("QASC (Q only)", "acc"),
+    ("ARC", "ppl"),
+    ("ARC", "acc"),
+    ("SocialIQA", "ppl"),
+    ("SocialIQA", "acc"),
 ]
 MRC_COLUMNS = [("MultiRC", "ppl"), ("SQuAD (Q+P)", "ppl"), ("SQuAD (Q only)", "ppl")]
 MRR_DATASETS = [
-    "LAMBADA", "CommonsenseQA", "QASC (Q+Fact)", "QASC (Q only)", "ARC", "SocialIQA", "MultiRC",
-    "SQuAD (Q+P)", "SQuAD (Q only)",
+    "LAMBADA",
+    "CommonsenseQA",
+    "QASC (Q+Fact)",
+    "QASC (Q only)",
+    "ARC",
+    "SocialIQA",
+    "MultiRC",
+    "SQuAD (Q+P)",
+    "SQuAD (Q only)",
 ]
 
-_QA_ROLES = {"CD": "cd", "APD": "apd", "APD on the fly": "apd_on_the_fly", "APD vs CD": "gap_apd_vs_cd",
-             "|D|": "dataset_size"}
+_QA_ROLES = {
+    "CD": "cd",
+    "APD": "apd",
+    "APD on the fly": "apd_on_the_fly",
+    "APD vs CD": "gap_apd_vs_cd",
+    "|D|": "dataset_size",
+}
 _ELM = {"Pythia": "LLM 6.9B", "OPT": "LLM 6.7B", "Qwen1.5": "LLM 4B"}
 _BIG = {"Pythia": "LLM 12B", "OPT": "LLM 13B", "Qwen1.5": "LLM 7B"}
 
@@ -72,15 +100,25 @@ def _qa_records(table, label, rows, columns, *, unit_for, daggers=frozenset()):
     for family, fam_rows in rows.items():
         for method, values in fam_rows:
             if len(values) != len(columns):
-                raise AssertionError(f"table {table} {family} {method}: {len(values)} values for {len(columns)} columns")
+                raise AssertionError(
+                    f"table {table} {family} {method}: {len(values)} values for {len(columns)} columns"
+                )
             role = _qa_role(family, method)
             for (dataset, metric), v in zip(columns, values):
-                out.append(dict(
-                    table=table, label=label, family=family, method=method, role=role,
-                    dataset=dataset, metric=metric, value=v,
-                    unit="%" if role.startswith("gap_") else unit_for(metric, role),
-                    significant=((method, dataset, metric) in daggers) if table == 2 else None,
-                ))
+                out.append(
+                    dict(
+                        table=table,
+                        label=label,
+                        family=family,
+                        method=method,
+                        role=role,
+                        dataset=dataset,
+                        metric=metric,
+                        value=v,
+                        unit="%" if role.startswith("gap_") else unit_for(metric, role),
+                        significant=((method, dataset, metric) in daggers) if table == 2 else None,
+                    )
+                )
     return out
 
 
@@ -120,12 +158,21 @@ def table1_factuality_prompts() -> pd.DataFrame:
     for family, fam_rows in rows.items():
         for method, p, values in fam_rows:
             for (metric, group), v in zip(metrics, values):
-                records.append(dict(
-                    table=1, label="tb:gen_both", family=family, method=method,
-                    role={"LLM": "elm", "CD": "cd", "APD": "apd"}[method],
-                    setting=f"top-p k20, {p}", dataset="FactualityPrompts", metric=metric,
-                    group=group, value=v, unit="%",
-                ))
+                records.append(
+                    dict(
+                        table=1,
+                        label="tb:gen_both",
+                        family=family,
+                        method=method,
+                        role={"LLM": "elm", "CD": "cd", "APD": "apd"}[method],
+                        setting=f"top-p k20, {p}",
+                        dataset="FactualityPrompts",
+                        metric=metric,
+                        group=group,
+                        value=v,
+                        unit="%",
+                    )
+                )
     return _frame(records)
 
 
@@ -137,15 +184,17 @@ def table2_qa_pythia() -> pd.DataFrame:
     """Table 2 (``tb:QA_ppl_pythia``): one-shot QA, Pythia 6.9B as ELM, ppl (nats, lower is
     better) and accuracy; gap rows ``APD vs CD`` and ``APD vs LLM 6.9B`` in percent (NaN = "NA",
     LLM 12B worse than LLM 6.9B). ``significant`` marks the paper's daggers (APD vs CD, p<0.05)."""
-    rows = {"Pythia": [
-        ("LLM 6.9B", [2.264, 8.380, 0.658, 5.702, 0.856, 8.127, 0.621, 4.433, 0.692, 8.441, 0.662]),
-        ("CD", [2.237, 6.176, 0.671, 5.693, 0.862, 7.741, 0.633, 4.375, 0.699, 7.595, 0.688]),
-        ("APD", [2.132, 5.882, 0.685, 5.020, 0.874, 7.766, 0.632, 4.310, 0.698, 7.378, 0.691]),
-        ("APD on the fly", [2.281, 8.245, 0.660, 5.725, 0.866, 8.106, 0.620, 4.464, 0.694, 8.299, 0.665]),
-        ("LLM 12B", [2.188, 8.140, 0.660, 4.783, 0.845, 7.612, 0.630, 4.058, 0.719, 7.898, 0.691]),
-        ("APD vs CD", [138.52, 122.34, 650.00, 73.30, NA, -4.86, -12.50, 17.34, -4.17, 39.92, 11.54]),
-        ("APD vs LLM 6.9B", [173.68, 1039.11, 1250.00, 74.26, NA, 70.06, 125.00, 32.87, 20.83, 195.88, 100.00]),
-    ]}
+    rows = {
+        "Pythia": [
+            ("LLM 6.9B", [2.264, 8.380, 0.658, 5.702, 0.856, 8.127, 0.621, 4.433, 0.692, 8.441, 0.662]),
+            ("CD", [2.237, 6.176, 0.671, 5.693, 0.862, 7.741, 0.633, 4.375, 0.699, 7.595, 0.688]),
+            ("APD", [2.132, 5.882, 0.685, 5.020, 0.874, 7.766, 0.632, 4.310, 0.698, 7.378, 0.691]),
+            ("APD on the fly", [2.281, 8.245, 0.660, 5.725, 0.866, 8.106, 0.620, 4.464, 0.694, 8.299, 0.665]),
+            ("LLM 12B", [2.188, 8.140, 0.660, 4.783, 0.845, 7.612, 0.630, 4.058, 0.719, 7.898, 0.691]),
+            ("APD vs CD", [138.52, 122.34, 650.00, 73.30, NA, -4.86, -12.50, 17.34, -4.17, 39.92, 11.54]),
+            ("APD vs LLM 6.9B", [173.68, 1039.11, 1250.00, 74.26, NA, 70.06, 125.00, 32.87, 20.83, 195.88, 100.00]),
+        ]
+    }
     daggers = frozenset({("APD", "LAMBADA", "ppl"), ("APD", "CommonsenseQA", "ppl"), ("APD", "QASC (Q+Fact)", "ppl")})
     return _frame(_qa_records(2, "tb:QA_ppl_pythia", rows, QA_PPL_COLUMNS, unit_for=_qa_unit, daggers=daggers))
 
@@ -239,8 +288,13 @@ def table5_mrr() -> pd.DataFrame:
     for family, fam_rows in rows.items():
         for method, values in fam_rows:
             metric = "|D|" if method == "|D|" else "MRR"
-            records += _qa_records(5, "tb:QA_mrr_both", {family: [(method, values)]},
-                                   [(d, metric) for d in MRR_DATASETS], unit_for=_qa_unit)
+            records += _qa_records(
+                5,
+                "tb:QA_mrr_both",
+                {family: [(method, values)]},
+                [(d, metric) for d in MRR_DATASETS],
+                unit_for=_qa_unit,
+            )
     return _frame(records)
 
 
@@ -254,9 +308,13 @@ def table6_human_eval() -> pd.DataFrame:
     continuations). The table does not name the family; we record Pythia (CD's T=2 is Pythia's
     best, and the text compares with Pythia's top-p)."""
     metrics = [
-        ("Factuality", "Human", "likert_1_5"), ("Informativeness", "Human", "likert_1_5"),
-        ("Fluency", "Human", "likert_1_5"), ("Overall", "Human", "likert_1_5"),
-        ("Dist-2", "Automatic", "%"), ("Rep", "Automatic", "%"), ("NE_ER", "Automatic", "%"),
+        ("Factuality", "Human", "likert_1_5"),
+        ("Informativeness", "Human", "likert_1_5"),
+        ("Fluency", "Human", "likert_1_5"),
+        ("Overall", "Human", "likert_1_5"),
+        ("Dist-2", "Automatic", "%"),
+        ("Rep", "Automatic", "%"),
+        ("NE_ER", "Automatic", "%"),
         ("Entail_R", "Automatic", "%"),
     ]
     rows = [
@@ -269,11 +327,21 @@ def table6_human_eval() -> pd.DataFrame:
     records = []
     for method, setting, values in rows:
         for (metric, group, unit), v in zip(metrics, values):
-            records.append(dict(
-                table=6, label="tb:human_abs_scores", family="Pythia", method=method,
-                role={"LLM": "elm", "CD": "cd", "APD": "apd"}[method], setting=setting,
-                dataset="FactualityPrompts", metric=metric, group=group, value=v, unit=unit,
-            ))
+            records.append(
+                dict(
+                    table=6,
+                    label="tb:human_abs_scores",
+                    family="Pythia",
+                    method=method,
+                    role={"LLM": "elm", "CD": "cd", "APD": "apd"}[method],
+                    setting=setting,
+                    dataset="FactualityPrompts",
+                    metric=metric,
+                    group=group,
+                    value=v,
+                    unit=unit,
+                )
+            )
     return _frame(records)
 
 
@@ -283,10 +351,14 @@ def table7_story_writing() -> pd.DataFrame:
     metrics (8k continuations): Dist-2, MAUVE and Sim as fractions; ROUGE-2 (F1) as printed,
     apparently in % (the paper gives no unit)."""
     metrics = [
-        ("Fluency", "GPT3.5 Turbo", "fraction"), ("Coherency", "GPT3.5 Turbo", "fraction"),
-        ("Likability", "GPT3.5 Turbo", "fraction"), ("Overall", "GPT3.5 Turbo", "fraction"),
-        ("Dist-2", "Automatic", "fraction"), ("MAUVE", "Automatic", "fraction"),
-        ("ROUGE-2", "Automatic", "%"), ("Sim", "Automatic", "fraction"),
+        ("Fluency", "GPT3.5 Turbo", "fraction"),
+        ("Coherency", "GPT3.5 Turbo", "fraction"),
+        ("Likability", "GPT3.5 Turbo", "fraction"),
+        ("Overall", "GPT3.5 Turbo", "fraction"),
+        ("Dist-2", "Automatic", "fraction"),
+        ("MAUVE", "Automatic", "fraction"),
+        ("ROUGE-2", "Automatic", "%"),
+        ("Sim", "Automatic", "fraction"),
     ]
     rows = {
         "Pythia": [
@@ -302,11 +374,21 @@ def table7_story_writing() -> pd.DataFrame:
     for family, fam_rows in rows.items():
         for method, setting, values in fam_rows:
             for (metric, group, unit), v in zip(metrics, values):
-                records.append(dict(
-                    table=7, label="tb:creative_writing", family=family, method=method,
-                    role={"CD": "cd", "APD": "apd"}[method], setting=setting, dataset="ROCStories",
-                    metric=metric, group=group, value=v, unit=unit,
-                ))
+                records.append(
+                    dict(
+                        table=7,
+                        label="tb:creative_writing",
+                        family=family,
+                        method=method,
+                        role={"CD": "cd", "APD": "apd"}[method],
+                        setting=setting,
+                        dataset="ROCStories",
+                        metric=metric,
+                        group=group,
+                        value=v,
+                        unit=unit,
+                    )
+                )
     return _frame(records)
 
 
@@ -349,43 +431,59 @@ def claim_texts() -> list[dict]:
     """The paper's main claims, each a dict with ``id``, ``claim`` (one sentence) and ``evidence``
     (where the paper supports it). The book checks each against our own results."""
     return [
-        dict(id="C1_cd_extrapolates",
-             claim="CD works because it linearly extrapolates the logits of the amateur and expert "
-                   "to a huge hypothetical LM: L_CD = (1 - 1/T) L_HLM with "
-                   "s_HLM = (s_ELM^T / s_ALM)^(1/(T-1)) when logits are linear in log size.",
-             evidence="Theorem 1 (Section 2.1), Figure 2"),
-        dict(id="C2_obvious_blindness",
-             claim="CD suffers from obvious blindness: when the amateur already gives the obvious "
-                   "answer a high probability, CD can rank it below a rarer, less factual answer; "
-                   "APD keeps the obvious answer first.",
-             evidence="Figure 1, Section 2.2 ('When could CD fail?'), Appendix visualisation"),
-        dict(id="C3_apd_more_factual",
-             claim="APD is more factual than CD (lower NE_ER, higher Entail_R, better human "
-                   "factuality) at similar diversity (Dist-2).",
-             evidence="Table 1, Figure 3 (a, b, g, h), Table 6"),
-        dict(id="C4_apd_better_qa_easy",
-             claim="APD gives better QA perplexity than CD, with the largest gains on easier "
-                   "questions (LAMBADA, CommonsenseQA, QASC with facts), sometimes beating the "
-                   "2x larger LLM.",
-             evidence="Table 2 (APD vs CD row), Tables 3-5"),
-        dict(id="C5_on_the_fly_worse",
-             claim="APD on the fly (fitting the curves at inference, no ALM' fine-tuning) is worse "
-                   "than APD: fine-tuning ALM' is more efficient and more effective.",
-             evidence="Tables 2-5 (APD on the fly rows)"),
-        dict(id="C6_more_midsize_members_help",
-             claim="APD improves as the family provides more mid-size members between the amateur "
-                   "and the expert; small members matter most, yet APD with only 70M and 6.9B "
-                   "still beats CD.",
-             evidence="Figure 3e (mid-size LLM ablation)"),
-        dict(id="C7_probability_space_and_flip",
-             claim="Modelling the exponential decay in probability space beats modelling it in "
-                   "logit space (APD logit) and beats dropping the flip (APD no rev).",
-             evidence="Figure 3f (other ablation)"),
-        dict(id="C8_real_apd_complementary",
-             claim="REAL sampling and APD are complementary: APD + REAL is more factual than APD "
-                   "alone (top-p k20) and than REAL sampling alone.",
-             evidence="Section 6 ('our experiment shows that they are complementary'), Appendix "
-                      "('APD + REAL achieves the best results'), Table 6, Figure 4 (b)"),
+        dict(
+            id="C1_cd_extrapolates",
+            claim="CD works because it linearly extrapolates the logits of the amateur and expert "
+            "to a huge hypothetical LM: L_CD = (1 - 1/T) L_HLM with "
+            "s_HLM = (s_ELM^T / s_ALM)^(1/(T-1)) when logits are linear in log size.",
+            evidence="Theorem 1 (Section 2.1), Figure 2",
+        ),
+        dict(
+            id="C2_obvious_blindness",
+            claim="CD suffers from obvious blindness: when the amateur already gives the obvious "
+            "answer a high probability, CD can rank it below a rarer, less factual answer; "
+            "APD keeps the obvious answer first.",
+            evidence="Figure 1, Section 2.2 ('When could CD fail?'), Appendix visualisation",
+        ),
+        dict(
+            id="C3_apd_more_factual",
+            claim="APD is more factual than CD (lower NE_ER, higher Entail_R, better human "
+            "factuality) at similar diversity (Dist-2).",
+            evidence="Table 1, Figure 3 (a, b, g, h), Table 6",
+        ),
+        dict(
+            id="C4_apd_better_qa_easy",
+            claim="APD gives better QA perplexity than CD, with the largest gains on easier "
+            "questions (LAMBADA, CommonsenseQA, QASC with facts), sometimes beating the "
+            "2x larger LLM.",
+            evidence="Table 2 (APD vs CD row), Tables 3-5",
+        ),
+        dict(
+            id="C5_on_the_fly_worse",
+            claim="APD on the fly (fitting the curves at inference, no ALM' fine-tuning) is worse "
+            "than APD: fine-tuning ALM' is more efficient and more effective.",
+            evidence="Tables 2-5 (APD on the fly rows)",
+        ),
+        dict(
+            id="C6_more_midsize_members_help",
+            claim="APD improves as the family provides more mid-size members between the amateur "
+            "and the expert; small members matter most, yet APD with only 70M and 6.9B "
+            "still beats CD.",
+            evidence="Figure 3e (mid-size LLM ablation)",
+        ),
+        dict(
+            id="C7_probability_space_and_flip",
+            claim="Modelling the exponential decay in probability space beats modelling it in "
+            "logit space (APD logit) and beats dropping the flip (APD no rev).",
+            evidence="Figure 3f (other ablation)",
+        ),
+        dict(
+            id="C8_real_apd_complementary",
+            claim="REAL sampling and APD are complementary: APD + REAL is more factual than APD "
+            "alone (top-p k20) and than REAL sampling alone.",
+            evidence="Section 6 ('our experiment shows that they are complementary'), Appendix "
+            "('APD + REAL achieves the best results'), Table 6, Figure 4 (b)",
+        ),
     ]
 
 
@@ -409,76 +507,156 @@ class PaperItem:
 
 
 PAPER_TABLES = [
-    PaperItem("tb:gen_both", "Table 1", "FactualityPrompts, top-p k20: NE_ER, Entail_R, Dist-2, Rep",
-              "factuality", needs="the paper's rows need FactualityPrompts, its Wikipedia evidence and "
-              "Pythia-6.9B on a GPU (profile pythia); the pico profiles score generations on the "
-              "synthetic world instead"),
-    PaperItem("tb:QA_ppl_pythia", "Table 2", "one-shot QA ppl and accuracy, Pythia", "qa",
-              needs="the paper's rows need Pythia 70M-12B weights and a GPU (profile pythia); the "
-              "pico profiles ask the world's questions instead"),
-    PaperItem("tb:QA_ppl_opt", "Table 3", "one-shot QA ppl and accuracy, OPT and Qwen1.5", "qa",
-              needs="the paper's rows need OPT 125M-13B and Qwen1.5 0.5B-7B weights and a GPU "
-              "(the pythia profile runs Pythia only)"),
-    PaperItem("tb:MRC_both", "Table 4", "reading comprehension ppl (MultiRC, SQuAD)", "qa",
-              needs="the paper's rows need Pythia, OPT and Qwen1.5 weights and a GPU (profile "
-              "pythia for Pythia's)"),
-    PaperItem("tb:QA_mrr_both", "Table 5", "MRR on nine QA settings", "qa",
-              needs="the paper's rows need Pythia, OPT and Qwen1.5 weights and a GPU (profile "
-              "pythia for Pythia's)"),
-    PaperItem("tb:human_abs_scores", "Table 6", "human evaluation (MTurk) of FactualityPrompts, with "
-              "automatic metrics, for top-p, CD and APD with top-p k20 and with REAL sampling", "factuality",
-              needs="its automatic columns need the factuality chapter's REAL settings (REAL's THF model, "
-              "real_T_r_grid not empty); the paper's rows need FactualityPrompts and Pythia-6.9B on a GPU "
-              "(profile pythia)",
-              never_part="its human columns (Likert scores from MTurk workers, 150 prompts, 2 workers each) "
-              "cannot be regenerated by any build"),
-    PaperItem("tb:creative_writing", "Table 7", "ROC story writing, GPT-3.5 Turbo win rates",
-              never="its win rates are judged by GPT-3.5 Turbo (a network service) and its automatic "
-              "metrics need ROCStories, MAUVE and sBERT, none of which this offline build has"),
+    PaperItem(
+        "tb:gen_both",
+        "Table 1",
+        "FactualityPrompts, top-p k20: NE_ER, Entail_R, Dist-2, Rep",
+        "factuality",
+        needs="the paper's rows need FactualityPrompts, its Wikipedia evidence and "
+        "Pythia-6.9B on a GPU (profile pythia); the pico profiles score generations on the "
+        "synthetic world instead",
+    ),
+    PaperItem(
+        "tb:QA_ppl_pythia",
+        "Table 2",
+        "one-shot QA ppl and accuracy, Pythia",
+        "qa",
+        needs="the paper's rows need Pythia 70M-12B weights and a GPU (profile pythia); the "
+        "pico profiles ask the world's questions instead",
+    ),
+    PaperItem(
+        "tb:QA_ppl_opt",
+        "Table 3",
+        "one-shot QA ppl and accuracy, OPT and Qwen1.5",
+        "qa",
+        needs="the paper's rows need OPT 125M-13B and Qwen1.5 0.5B-7B weights and a GPU "
+        "(the pythia profile runs Pythia only)",
+    ),
+    PaperItem(
+        "tb:MRC_both",
+        "Table 4",
+        "reading comprehension ppl (MultiRC, SQuAD)",
+        "qa",
+        needs="the paper's rows need Pythia, OPT and Qwen1.5 weights and a GPU (profile pythia for Pythia's)",
+    ),
+    PaperItem(
+        "tb:QA_mrr_both",
+        "Table 5",
+        "MRR on nine QA settings",
+        "qa",
+        needs="the paper's rows need Pythia, OPT and Qwen1.5 weights and a GPU (profile pythia for Pythia's)",
+    ),
+    PaperItem(
+        "tb:human_abs_scores",
+        "Table 6",
+        "human evaluation (MTurk) of FactualityPrompts, with "
+        "automatic metrics, for top-p, CD and APD with top-p k20 and with REAL sampling",
+        "factuality",
+        needs="its automatic columns need the factuality chapter's REAL settings (REAL's THF model, "
+        "real_T_r_grid not empty); the paper's rows need FactualityPrompts and Pythia-6.9B on a GPU "
+        "(profile pythia)",
+        never_part="its human columns (Likert scores from MTurk workers, 150 prompts, 2 workers each) "
+        "cannot be regenerated by any build",
+    ),
+    PaperItem(
+        "tb:creative_writing",
+        "Table 7",
+        "ROC story writing, GPT-3.5 Turbo win rates",
+        never="its win rates are judged by GPT-3.5 Turbo (a network service) and its automatic "
+        "metrics need ROCStories, MAUVE and sBERT, none of which this offline build has",
+    ),
 ]
 
 
 PAPER_FIGURES = [
-    PaperItem("fig:first_fig", "Figure 1", "obvious blindness: CD ranks a rare answer above the obvious one",
-              "curves", ("curves_obvious_blindness_example",),
-              needs="an obviously blind question: the chapter draws one when it finds one"),
-    PaperItem("fig:theory", "Figure 2", "the proof picture of Theorem 1", "theorem1",
-              ("theorem1_proof_picture",)),
-    PaperItem("fig:APD", "Figure 3", "diagram of fine-tuning ALM'",
-              never="a schematic drawing with no data behind it"),
-    PaperItem("fig:comp_div_NE_gen", "Figure 4 (a, c)", "FactualityPrompts: NE_ER against Dist-2, "
-              "APD vs CD vs top-p, CD's temperature", "factuality",
-              ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
-              needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)"),
-    PaperItem("fig:div_ne_cd", "Figure 4 (b, h)", "with REAL sampling: NE_ER against Dist-2 for the ELM, "
-              "CD and APD thresholded by REAL", "factuality", ("factuality_world_real", "factuality_fp_real"),
-              needs="REAL's THF model (the REAL chapter's apd.thf_model) and REAL settings in the factuality "
-              "sweep (real_T_r_grid); the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
-              caveat="panel (h) is OPT's, which needs OPT weights; ours also plot the true-claim rate "
-              "against Dist-2"),
-    PaperItem("fig:div_ne_term_ablation", "Figure 4 (d, e, f)", "loss-term, mid-size-member and other "
-              "ablations (APD logit, APD no rev, half data)", "ablations",
-              ("ablations_loss", "ablations_members", "ablations_other"),
-              needs="the ablations it runs (this book measures them by KL to the world's truth, "
-              "not by FactualityPrompts)"),
-    PaperItem("fig:div_ne_opt", "Figure 4 (g, i)", "the same with OPT",
-              never="needs OPT 125M-6.7B weights on a GPU; the book's profiles run pico and Pythia only"),
-    PaperItem("fig:vis", "Figure 5 (CD)", "probability curves across sizes with CD's predictions",
-              "curves", ("curves_prompt",)),
-    PaperItem("fig:vis", "Figure 5 (APD)", "probability curves across sizes with APD's predicted curve "
-              "and asymptote", "apd", ("apd_fitted_curves",),
-              needs="a question (or position) whose gold token is in the expert's top 20"),
-    PaperItem("fig:func_ablation", "Figure 6 (e)", "decay functions: exponential, logistic, "
-              "fractional polynomials", "ablations", ("ablations_decay",),
-              needs="the decay ablations (logistic, poly1, poly3)"),
-    PaperItem("fig:comp_agg_gen", "Figure 6 (other panels)", "REAL's aggregate factuality against "
-              "aggregate diversity for every method, DoLa, OPT and Qwen1.5",
-              never="this book plots NE_ER and the true-claim rate, not REAL's aggregate metrics; the "
-              "OPT and Qwen1.5 panels need their weights on a GPU"),
-    PaperItem("fig:comp_ne_dist_factual", "Figures 7-8", "NE_ER against Dist-2 on factual and on "
-              "nonfactual prompts", "factuality", ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
-              needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)"),
-    PaperItem("fig:comp_ent_rep_factual", "Figures 9-10", "Entail_R against Rep on factual and on "
-              "nonfactual prompts", "factuality", ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
-              needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)"),
+    PaperItem(
+        "fig:first_fig",
+        "Figure 1",
+        "obvious blindness: CD ranks a rare answer above the obvious one",
+        "curves",
+        ("curves_obvious_blindness_example",),
+        needs="an obviously blind question: the chapter draws one when it finds one",
+    ),
+    PaperItem("fig:theory", "Figure 2", "the proof picture of Theorem 1", "theorem1", ("theorem1_proof_picture",)),
+    PaperItem(
+        "fig:APD", "Figure 3", "diagram of fine-tuning ALM'", never="a schematic drawing with no data behind it"
+    ),
+    PaperItem(
+        "fig:comp_div_NE_gen",
+        "Figure 4 (a, c)",
+        "FactualityPrompts: NE_ER against Dist-2, APD vs CD vs top-p, CD's temperature",
+        "factuality",
+        ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
+        needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
+    ),
+    PaperItem(
+        "fig:div_ne_cd",
+        "Figure 4 (b, h)",
+        "with REAL sampling: NE_ER against Dist-2 for the ELM, CD and APD thresholded by REAL",
+        "factuality",
+        ("factuality_world_real", "factuality_fp_real"),
+        needs="REAL's THF model (the REAL chapter's apd.thf_model) and REAL settings in the factuality "
+        "sweep (real_T_r_grid); the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
+        caveat="panel (h) is OPT's, which needs OPT weights; ours also plot the true-claim rate against Dist-2",
+    ),
+    PaperItem(
+        "fig:div_ne_term_ablation",
+        "Figure 4 (d, e, f)",
+        "loss-term, mid-size-member and other ablations (APD logit, APD no rev, half data)",
+        "ablations",
+        ("ablations_loss", "ablations_members", "ablations_other"),
+        needs="the ablations it runs (this book measures them by KL to the world's truth, not by FactualityPrompts)",
+    ),
+    PaperItem(
+        "fig:div_ne_opt",
+        "Figure 4 (g, i)",
+        "the same with OPT",
+        never="needs OPT 125M-6.7B weights on a GPU; the book's profiles run pico and Pythia only",
+    ),
+    PaperItem(
+        "fig:vis",
+        "Figure 5 (CD)",
+        "probability curves across sizes with CD's predictions",
+        "curves",
+        ("curves_prompt",),
+    ),
+    PaperItem(
+        "fig:vis",
+        "Figure 5 (APD)",
+        "probability curves across sizes with APD's predicted curve and asymptote",
+        "apd",
+        ("apd_fitted_curves",),
+        needs="a question (or position) whose gold token is in the expert's top 20",
+    ),
+    PaperItem(
+        "fig:func_ablation",
+        "Figure 6 (e)",
+        "decay functions: exponential, logistic, fractional polynomials",
+        "ablations",
+        ("ablations_decay",),
+        needs="the decay ablations (logistic, poly1, poly3)",
+    ),
+    PaperItem(
+        "fig:comp_agg_gen",
+        "Figure 6 (other panels)",
+        "REAL's aggregate factuality against aggregate diversity for every method, DoLa, OPT and Qwen1.5",
+        never="this book plots NE_ER and the true-claim rate, not REAL's aggregate metrics; the "
+        "OPT and Qwen1.5 panels need their weights on a GPU",
+    ),
+    PaperItem(
+        "fig:comp_ne_dist_factual",
+        "Figures 7-8",
+        "NE_ER against Dist-2 on factual and on nonfactual prompts",
+        "factuality",
+        ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
+        needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
+    ),
+    PaperItem(
+        "fig:comp_ent_rep_factual",
+        "Figures 9-10",
+        "Entail_R against Rep on factual and on nonfactual prompts",
+        "factuality",
+        ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
+        needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
+    ),
 ]

@@ -4,6 +4,7 @@ Call :func:`use_style` once per notebook (``apd.report.plots.use_style()``); tak
 :data:`COLORS` so the same method has the same colour in every chapter; label axes with units,
 e.g. :data:`XLABEL_LOG_SIZE` for the x-axis of every size curve.
 """
+
 from __future__ import annotations
 
 import matplotlib
@@ -15,17 +16,17 @@ XLABEL_LOG_SIZE = "ln(non-embedding parameters)"
 
 #: One colour per role, used by every chapter (teal/red follow the paper's Figure 2).
 COLORS = {
-    "logit": "#1b9e9e",        # original logits (teal)
-    "scaled": "#d1495b",       # logits scaled by 1 - 1/T (red)
-    "members": "#4c566a",      # family members
+    "logit": "#1b9e9e",  # original logits (teal)
+    "scaled": "#d1495b",  # logits scaled by 1 - 1/T (red)
+    "members": "#4c566a",  # family members
     "elm": "#2e3440",
     "alm": "#8f9bb3",
-    "cd_t1": "#e07a1f",        # CD at T = 1
-    "cd_t2": "#7b2cbf",        # CD at T = 2
+    "cd_t1": "#e07a1f",  # CD at T = 1
+    "cd_t2": "#7b2cbf",  # CD at T = 2
     "cd": "#e07a1f",
     "apd": "#2a9d8f",
     "apd_fly": "#90be6d",
-    "apd_conditioned": "#264653",   # APD variants (apd.amateur.VARIANTS) beside the release configuration's "apd"
+    "apd_conditioned": "#264653",  # APD variants (apd.amateur.VARIANTS) beside the release configuration's "apd"
     "apd_distilled": "#e9c46a",
     "hlm": "#d1495b",
     "truth": "#111111",
@@ -38,29 +39,31 @@ PALETTE = sns.color_palette("colorblind")
 def use_style(context: str = "notebook") -> None:
     """Apply the house style (white grid, colourblind palette, readable sizes)."""
     sns.set_theme(context=context, style="whitegrid", palette=PALETTE)
-    matplotlib.rcParams.update({
-        "figure.figsize": (6.4, 4.0),
-        "figure.dpi": 110,
-        "savefig.dpi": 150,
-        "axes.titlesize": "medium",
-        "axes.titleweight": "bold",
-        "axes.spines.top": False,
-        "axes.spines.right": False,
-        "legend.frameon": False,
-        "pdf.fonttype": 42,
-    })
+    matplotlib.rcParams.update(
+        {
+            "figure.figsize": (6.4, 4.0),
+            "figure.dpi": 110,
+            "savefig.dpi": 150,
+            "axes.titlesize": "medium",
+            "axes.titleweight": "bold",
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+            "legend.frameon": False,
+            "pdf.fonttype": 42,
+        }
+    )
 
 
-def figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None,
-           **kwargs):
+def figure(ncols: int = 1, nrows: int = 1, width: float | None = None, height: float | None = None, **kwargs):
     """``plt.subplots`` with house sizes: about 4.8 x 3.6 inches per panel."""
     width = width or 4.8 * ncols
     height = height or 3.6 * nrows
     return plt.subplots(nrows, ncols, figsize=(width, height), **kwargs)
 
 
-def probability_curve(ax, log_sizes, member_probs, names=None, hlines=None, title=None,
-                      ylabel="probability of the token"):
+def probability_curve(
+    ax, log_sizes, member_probs, names=None, hlines=None, title=None, ylabel="probability of the token"
+):
     """Draw one token's probability in every member against log size (``member_probs``: (N,)),
     with optional horizontal lines ``{label: (value, color)}`` for decoding methods (CD, APD, truth)."""
     ax.plot(log_sizes, member_probs, marker="o", color=COLORS["members"], label="family members", zorder=3)
@@ -85,16 +88,24 @@ def wrap(text: str, width: int = 45) -> str:
     return "\n".join(textwrap.fill(line, width) for line in str(text).splitlines() or [""])
 
 
-def panels(n: int, ncols: int = 2, panel_width: float = 4.6, panel_height: float = 3.5,
-           sharey: bool = False, **kwargs):
+def panels(
+    n: int, ncols: int = 2, panel_width: float = 4.6, panel_height: float = 3.5, sharey: bool = False, **kwargs
+):
     """A figure of ``n`` panels wrapped into rows of at most ``ncols`` (legible at page width), with
     constrained layout (titles, labels and a suptitle never overlap). Returns ``(fig, axes)`` with
     ``axes`` a flat list of the ``n`` panels; unused grid cells are removed. Do not call
     ``fig.tight_layout()`` on it."""
     ncols = max(1, min(ncols, n))
     nrows = -(-n // ncols)
-    fig, grid = plt.subplots(nrows, ncols, figsize=(panel_width * ncols, panel_height * nrows),
-                             squeeze=False, sharey=sharey, layout="constrained", **kwargs)
+    fig, grid = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(panel_width * ncols, panel_height * nrows),
+        squeeze=False,
+        sharey=sharey,
+        layout="constrained",
+        **kwargs,
+    )
     axes = list(grid.flat)
     for ax in axes[n:]:
         fig.delaxes(ax)
@@ -102,6 +113,7 @@ def panels(n: int, ncols: int = 2, panel_width: float = 4.6, panel_height: float
 
 
 # -- legends that tell every line apart -----------------------------------------------------------
+
 
 def _look(handle) -> tuple:
     """What a legend entry looks like: (colour, line style, marker, marker face), as comparable values."""
@@ -113,13 +125,17 @@ def _look(handle) -> tuple:
         except (ValueError, TypeError):
             return str(value)
 
-    get = lambda name, default=None: getattr(handle, f"get_{name}", lambda: default)()   # noqa: E731
+    get = lambda name, default=None: getattr(handle, f"get_{name}", lambda: default)()  # noqa: E731
     style = get("linestyle", "")
     if get("linewidth", 1.0) == 0:
         style = "None"
     face = get("markerfacecolor")
-    return (colour(get("color", get("facecolor"))), str(style), str(get("marker", "")),
-            colour(face) if face is not None else None)
+    return (
+        colour(get("color", get("facecolor"))),
+        str(style),
+        str(get("marker", "")),
+        colour(face) if face is not None else None,
+    )
 
 
 def legend(ax, **kwargs):
@@ -135,19 +151,24 @@ def legend(ax, **kwargs):
     ValueError: legend entries 'ELM + top-p' and 'ELM + REAL' are drawn alike (#000000, -, None): give one another line style or marker
     """
     axes = ax.axes if hasattr(ax, "get_legend_handles_labels") and not hasattr(ax, "legends") else ax
-    handles, labels = (kwargs.pop("handles"), kwargs.pop("labels")) if "handles" in kwargs else ax.get_legend_handles_labels()
+    handles, labels = (
+        (kwargs.pop("handles"), kwargs.pop("labels")) if "handles" in kwargs else ax.get_legend_handles_labels()
+    )
     seen: dict[tuple, str] = {}
     for h, label in zip(handles, labels):
         look = _look(h)
         if look in seen and seen[look] != label:
-            raise ValueError(f"legend entries {seen[look]!r} and {label!r} are drawn alike "
-                             f"({look[0]}, {look[1]}, {look[2]}): give one another line style or marker")
+            raise ValueError(
+                f"legend entries {seen[look]!r} and {label!r} are drawn alike "
+                f"({look[0]}, {look[1]}, {look[2]}): give one another line style or marker"
+            )
         seen.setdefault(look, label)
     kwargs.setdefault("handlelength", 3.0)
     return axes.legend(handles, labels, **kwargs)
 
 
 # -- figure numbers, captions and alt text on the book's pages --------------------------------------
+
 
 def caption_metadata(caption: str, alt: str, name: str | None = None, full_width: bool = False) -> dict:
     """The cell metadata that makes myst-nb render a cell's figure as a numbered figure with
@@ -186,8 +207,10 @@ def figure_cells(nb: dict) -> list[tuple[int, str, str]]:
     """``(index, caption, alt)`` of every code cell of notebook dict ``nb`` that shows a figure
     (it calls ``plt.show()``, or a function of the notebook that does, outside a ``def``);
     caption and alt are "" when the cell has none (see :func:`caption_metadata`)."""
-    sources = [(c["source"] if isinstance(c["source"], str) else "".join(c["source"]))
-               if c.get("cell_type") == "code" else "" for c in nb.get("cells", [])]
+    sources = [
+        (c["source"] if isinstance(c["source"], str) else "".join(c["source"])) if c.get("cell_type") == "code" else ""
+        for c in nb.get("cells", [])
+    ]
     drawers = {name for src in sources for name, body in _split_defs(src)[0].items() if "plt.show()" in body}
     out = []
     for i, (cell, src) in enumerate(zip(nb.get("cells", []), sources)):
@@ -206,8 +229,11 @@ def _number_figures(app, doctree) -> None:
     from docutils import nodes
 
     for node in list(doctree.findall(nodes.figure)):
-        if not any(True for _ in node.findall(nodes.image)) and node.parent is not None \
-                and any(c.get("nb_element") == "mime_bundle" for c in node.children if isinstance(c, nodes.container)):
+        if (
+            not any(True for _ in node.findall(nodes.image))
+            and node.parent is not None
+            and any(c.get("nb_element") == "mime_bundle" for c in node.children if isinstance(c, nodes.container))
+        ):
             node.replace_self([c for c in node.children if not isinstance(c, (nodes.caption, nodes.legend))])
         elif not node["ids"] and any(isinstance(c, nodes.caption) for c in node.children):
             doctree.set_id(node)

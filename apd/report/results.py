@@ -33,6 +33,7 @@ the defaults of the notebook's parameters cell (the profile's values and ``--set
 ``Run.finish`` shows the run record as a table. Under the book runner (``APD_WARNINGS_TO_LOG=1``)
 warnings raised after ``Run.start`` go to ``runs/<stem>.log`` instead of the page.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -58,8 +59,18 @@ from apd.report.tables import show as show_table
 
 #: Packages whose versions every run record lists.
 RECORDED_PACKAGES = (
-    "apd", "torch", "transformers", "tokenizers", "numpy", "scipy", "pandas", "matplotlib",
-    "seaborn", "papermill", "myst-nb", "jupyter-book",
+    "apd",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "seaborn",
+    "papermill",
+    "myst-nb",
+    "jupyter-book",
 )
 _IPYTHON_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
 #: Suffix of the profile folder a notebook run by hand writes into (``results/<profile>-by-hand``).
@@ -99,6 +110,7 @@ def injected_parameters(namespace: dict) -> list[str]:
     """Names assigned by papermill's injected cell(s) (inputs starting ``# Parameters`` in the
     kernel's history ``namespace['In']``); empty outside a papermill kernel."""
     import ast
+
     names: list[str] = []
     for source in namespace.get("In") or ():
         if isinstance(source, str) and source.lstrip().startswith(_PAPERMILL_HEADER):
@@ -106,8 +118,9 @@ def injected_parameters(namespace: dict) -> list[str]:
                 body = ast.parse(source).body
             except SyntaxError:
                 continue
-            names += [t.id for node in body if isinstance(node, ast.Assign)
-                      for t in node.targets if isinstance(t, ast.Name)]
+            names += [
+                t.id for node in body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
+            ]
     return sorted(set(names))
 
 
@@ -130,7 +143,8 @@ def check_injected(stem: str, injected: list[str]) -> None:
     if unknown:
         raise UnknownParameterError(
             f"notebook {stem} got parameter(s) {', '.join(unknown)} that its parameters cell does "
-            f"not define (a typo in papermill -p?); its parameters: {', '.join(declared)}")
+            f"not define (a typo in papermill -p?); its parameters: {', '.join(declared)}"
+        )
 
 
 def package_versions(names=RECORDED_PACKAGES) -> dict[str, str]:
@@ -241,8 +255,16 @@ class Run:
     warnings_logged: int = 0
 
     @classmethod
-    def start(cls, stem: str, namespace: dict | None = None, *, profile: str | None = None,
-              parameters: dict | None = None, device: str | None = None, show: bool | None = None) -> "Run":
+    def start(
+        cls,
+        stem: str,
+        namespace: dict | None = None,
+        *,
+        profile: str | None = None,
+        parameters: dict | None = None,
+        device: str | None = None,
+        show: bool | None = None,
+    ) -> "Run":
         """Begin a run. ``namespace`` is the notebook's ``globals()`` right after its parameters
         cell; its ``profile`` variable names the profile (default ``'default'``). Raises
         UnknownParameterError when papermill injected a name the parameters cell lacks.
@@ -256,12 +278,20 @@ class Run:
             injected = injected_parameters(namespace)
             check_injected(stem, injected)
         profile = profile or params.get("profile") or "default"
-        run = cls(stem=stem, profile=str(profile), parameters=params, device=device, injected=injected,
-                  defaults=notebook_defaults(stem))
+        run = cls(
+            stem=stem,
+            profile=str(profile),
+            parameters=params,
+            device=device,
+            injected=injected,
+            defaults=notebook_defaults(stem),
+        )
         if run.dir.name == run.profile + BY_HAND_SUFFIX:
-            print(f"apd: not run through the book runner (python -m apd): results go to {run.dir}, "
-                  f"not {results_dir(run.profile)}; the book's are made by "
-                  f"`python -m apd --profile {run.profile} --only {stem}`")
+            print(
+                f"apd: not run through the book runner (python -m apd): results go to {run.dir}, "
+                f"not {results_dir(run.profile)}; the book's are made by "
+                f"`python -m apd --profile {run.profile} --only {stem}`"
+            )
         run.dir.mkdir(parents=True, exist_ok=True)
         if os.environ.get("APD_WARNINGS_TO_LOG", "").strip() == "1":
             run._warnings_to_log()
@@ -300,10 +330,17 @@ class Run:
         if not changed:
             display(Markdown(f"This run (profile `{self.profile}`) uses the defaults above."))
             return
-        frame = pd.DataFrame([{"parameter": k, "this run": _short(v), "default": _short(d)}
-                              for k, (v, d) in changed.items()])
-        display(show_table(frame, caption=f"This run (profile {self.profile}) changes these defaults",
-                           index=False, wrap=["this run"]))
+        frame = pd.DataFrame(
+            [{"parameter": k, "this run": _short(v), "default": _short(d)} for k, (v, d) in changed.items()]
+        )
+        display(
+            show_table(
+                frame,
+                caption=f"This run (profile {self.profile}) changes these defaults",
+                index=False,
+                wrap=["this run"],
+            )
+        )
 
     def _warnings_to_log(self) -> None:
         """Send every warning shown from now on to ``runs/<stem>.log`` (started empty)."""
@@ -368,6 +405,7 @@ class Run:
         self.figures.append(name)
         if glue_name:
             from myst_nb import glue
+
             glue(glue_name, fig, display=False)
         return png
 
@@ -409,6 +447,7 @@ class Run:
         if show:
             try:
                 from IPython.display import HTML, display
+
                 display(HTML(run_record_html(record)))
             except ImportError:  # pragma: no cover
                 print(json.dumps(record, indent=2))
@@ -427,7 +466,7 @@ def _in_kernel() -> bool:
 def _short(value: Any, width: int = 120) -> str:
     """A parameter value as the run's tables print it: ``repr`` cut to ``width`` characters."""
     text = repr(value)
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def notebook_defaults(stem: str) -> dict[str, Any] | None:
@@ -450,16 +489,23 @@ def _record_rows(record: dict[str, Any]) -> list[tuple[str, str, str]]:
     code = lambda s: f"<code>{html.escape(s)}</code>"  # noqa: E731
     rows = [
         ("profile", f"`{record['profile']}`", code(record["profile"])),
-        ("parameters", ", ".join(f"`{k}={v!r}`" for k, v in params.items()) or "(none)",
-         ", ".join(code(f"{k}={_short(v)}") for k, v in params.items()) or "(none)"),
+        (
+            "parameters",
+            ", ".join(f"`{k}={v!r}`" for k, v in params.items()) or "(none)",
+            ", ".join(code(f"{k}={_short(v)}") for k, v in params.items()) or "(none)",
+        ),
     ]
     if changed:
-        rows.append(("changed from the defaults", ", ".join(f"`{k}`" for k in changed),
-                     ", ".join(code(k) for k in changed)))
+        rows.append(
+            ("changed from the defaults", ", ".join(f"`{k}`" for k in changed), ", ".join(code(k) for k in changed))
+        )
     rows += [
         ("device", record["device"], html.escape(record["device"])),
-        ("wall time", f"{record['wall_time_s']:.1f} s (started {record['started']})",
-         html.escape(f"{record['wall_time_s']:.1f} s (started {record['started']})")),
+        (
+            "wall time",
+            f"{record['wall_time_s']:.1f} s (started {record['started']})",
+            html.escape(f"{record['wall_time_s']:.1f} s (started {record['started']})"),
+        ),
         ("packages", pkgs, html.escape(pkgs)),
     ]
     if record.get("warnings_logged"):
@@ -472,11 +518,14 @@ def _record_rows(record: dict[str, Any]) -> list[tuple[str, str, str]]:
 def run_record_html(record: dict[str, Any]) -> str:
     """The run record as an HTML table (what the end of every chapter shows)."""
     cell = 'style="padding: 0.3em 0.75em; border-bottom: 1px solid #d8dde6; vertical-align: top; text-align: left"'
-    body = "\n".join(f'<tr><th {cell}>{html.escape(k)}</th><td {cell}>{v}</td></tr>'
-                     for k, _, v in _record_rows(record))
-    return (f'<table class="apd-run-record" style="border-collapse: collapse; font-size: 0.9em">'
-            f'<caption style="caption-side: top; text-align: left; font-weight: bold">Run record</caption>'
-            f"\n<tbody>\n{body}\n</tbody></table>")
+    body = "\n".join(
+        f"<tr><th {cell}>{html.escape(k)}</th><td {cell}>{v}</td></tr>" for k, _, v in _record_rows(record)
+    )
+    return (
+        f'<table class="apd-run-record" style="border-collapse: collapse; font-size: 0.9em">'
+        f'<caption style="caption-side: top; text-align: left; font-weight: bold">Run record</caption>'
+        f"\n<tbody>\n{body}\n</tbody></table>"
+    )
 
 
 def run_record_markdown(record: dict[str, Any]) -> str:
@@ -491,8 +540,7 @@ def load_results(profile: str, stem: str) -> dict[str, Any]:
     path = results_dir(profile) / f"{stem}.json"
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} does not exist: run the notebook first, e.g. "
-            f"`make book PROFILE={profile} ONLY={stem}`"
+            f"{path} does not exist: run the notebook first, e.g. `make book PROFILE={profile} ONLY={stem}`"
         )
     return json.loads(path.read_text())
 
@@ -511,8 +559,9 @@ def last_run_outputs(profile: str, stem: str) -> dict[str, set]:
 
 def artefact_exists(profile: str, stem: str, name: str) -> bool:
     d, out = results_dir(profile), last_run_outputs(profile, stem)
-    return ((name in out["figures"] and (d / "figures" / f"{name}.png").is_file())
-            or (name in out["tables"] and (d / "tables" / f"{name}.csv").is_file()))
+    return (name in out["figures"] and (d / "figures" / f"{name}.png").is_file()) or (
+        name in out["tables"] and (d / "tables" / f"{name}.csv").is_file()
+    )
 
 
 def chapter_ran(profile: str, stem: str) -> bool:

@@ -19,6 +19,7 @@ Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.st
 :func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...);
 :func:`plus_minus` prints a difference with its standard error, to the precision the error supports.
 """
+
 from __future__ import annotations
 
 import math
@@ -36,18 +37,30 @@ MISSING = "\u2014"
 
 #: Cell padding and alignment of every table :func:`show` returns.
 TABLE_CSS = [
-    {"selector": "", "props": [("border-collapse", "collapse"), ("margin", "0.5em 0 1em 0"),
-                               ("font-size", "0.9em")]},
-    {"selector": "th, td", "props": [("padding", "0.3em 0.75em"), ("border-bottom", "1px solid #d8dde6"),
-                                     ("vertical-align", "top")]},
+    {"selector": "", "props": [("border-collapse", "collapse"), ("margin", "0.5em 0 1em 0"), ("font-size", "0.9em")]},
+    {
+        "selector": "th, td",
+        "props": [("padding", "0.3em 0.75em"), ("border-bottom", "1px solid #d8dde6"), ("vertical-align", "top")],
+    },
     # long headers and row labels wrap, so that a table of a few columns fits the text column
-    {"selector": "thead th", "props": [("border-bottom", "2px solid #8f9bb3"), ("text-align", "left"),
-                                       ("white-space", "normal"), ("max-width", "10em")]},
-    {"selector": "th.row_heading", "props": [("text-align", "left"), ("white-space", "normal"),
-                                             ("min-width", "8em"), ("max-width", "18em")]},
+    {
+        "selector": "thead th",
+        "props": [
+            ("border-bottom", "2px solid #8f9bb3"),
+            ("text-align", "left"),
+            ("white-space", "normal"),
+            ("max-width", "10em"),
+        ],
+    },
+    {
+        "selector": "th.row_heading",
+        "props": [("text-align", "left"), ("white-space", "normal"), ("min-width", "8em"), ("max-width", "18em")],
+    },
     {"selector": "th.index_name", "props": [("text-align", "left")]},
-    {"selector": "caption", "props": [("caption-side", "top"), ("text-align", "left"), ("font-weight", "bold"),
-                                      ("padding", "0.3em 0")]},
+    {
+        "selector": "caption",
+        "props": [("caption-side", "top"), ("text-align", "left"), ("font-weight", "bold"), ("padding", "0.3em 0")],
+    },
 ]
 
 
@@ -65,8 +78,10 @@ class Folded:
     def to_html(self, **kwargs) -> str:
         import html
 
-        return (f'<details class="apd-wide-table"><summary>{html.escape(self.summary)}</summary>'
-                f"{self.styler.to_html(**kwargs)}</details>")
+        return (
+            f'<details class="apd-wide-table"><summary>{html.escape(self.summary)}</summary>'
+            f"{self.styler.to_html(**kwargs)}</details>"
+        )
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -110,7 +125,7 @@ def format_number(value: Any, digits: int = 3) -> str:
             return "∞" if v > 0 else "−∞"
         if v == 0:
             return f"{0:.{digits}f}"
-        if abs(v) < 10 ** -digits or abs(v) >= 1e6:
+        if abs(v) < 10**-digits or abs(v) >= 1e6:
             return f"{v:.2e}"
         return f"{v:.{digits}f}"
     return str(value)
@@ -167,18 +182,34 @@ def _large(series: pd.Series) -> bool:
 
 def _formatter(kind: str, digits: int) -> Callable[[Any], str]:
     if kind == "int":
-        return lambda v: MISSING if _is_missing(v) else (
-            f"{int(round(float(v))):,}" if isinstance(v, numbers.Real) and not isinstance(v, bool) else str(v))
+        return lambda v: (
+            MISSING
+            if _is_missing(v)
+            else (f"{int(round(float(v))):,}" if isinstance(v, numbers.Real) and not isinstance(v, bool) else str(v))
+        )
     if kind == "float":
         return lambda v: format_number(v, digits)
-    return lambda v: MISSING if _is_missing(v) else (
-        format_number(v, digits) if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) else str(v))
+    return lambda v: (
+        MISSING
+        if _is_missing(v)
+        else (
+            format_number(v, digits) if isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) else str(v)
+        )
+    )
 
 
-def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int = 3, *,
-         formats: dict[Any, str | Callable] | None = None, index: bool = True,
-         wrap: Iterable = (), percent: Iterable = (), fold: bool | None = None,
-         errors: dict | None = None):
+def show(
+    df: pd.DataFrame | pd.Series,
+    caption: str | None = None,
+    digits: int = 3,
+    *,
+    formats: dict[Any, str | Callable] | None = None,
+    index: bool = True,
+    wrap: Iterable = (),
+    percent: Iterable = (),
+    fold: bool | None = None,
+    errors: dict | None = None,
+):
     """``df`` as a styled table for a page (a pandas ``Styler``; the last expression of a cell, or
     ``display(show(df))``). See the module docstring for the formats.
 
@@ -209,8 +240,10 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         scale = 100.0 if col in percent else 1.0
         ses = [None if _is_missing(e) else scale * float(e) for e in df[se_col]]
         dec = [se_decimals(e) if e is not None else digits for e in ses]
-        df[col] = [MISSING if _is_missing(v) else f"{scale * float(v):.{k}f}{'%' if scale != 1 else ''}"
-                   for v, k in zip(df[col], dec)]
+        df[col] = [
+            MISSING if _is_missing(v) else f"{scale * float(v):.{k}f}{'%' if scale != 1 else ''}"
+            for v, k in zip(df[col], dec)
+        ]
         df[se_col] = [MISSING if e is None else f"{e:.{k}f}{'%' if scale != 1 else ''}" for e, k in zip(ses, dec)]
         percent -= {col, se_col}
         aligned += [col, se_col]
@@ -223,7 +256,7 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
             col_formats[col] = lambda v: MISSING if _is_missing(v) else f"{100 * float(v):.{max(0, digits - 2)}f}%"
         else:
             kind = _column_kind(df[col])
-            if kind == "float" and _large(df[col]):   # sizes: one significant format for the column
+            if kind == "float" and _large(df[col]):  # sizes: one significant format for the column
                 col_formats[col] = lambda v: MISSING if _is_missing(v) else f"{float(v):.3g}"
             else:
                 col_formats[col] = _formatter(kind, _decimals(df[col], digits) if kind == "float" else digits)
@@ -239,15 +272,20 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
         sty = sty.format_index(format_label, axis=1)
     sty = sty.format_index(format_label, axis=0)
     sty = sty.set_table_styles(TABLE_CSS).set_table_attributes('class="dataframe apd-table"')
-    numeric = [c for c in df.columns if (pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]))
-               or c in aligned]
+    numeric = [
+        c
+        for c in df.columns
+        if (pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])) or c in aligned
+    ]
     text = [c for c in df.columns if c not in numeric]
     if numeric:
-        sty = sty.set_properties(subset=numeric, **{"text-align": "right", "white-space": "nowrap",
-                                                     "font-variant-numeric": "tabular-nums"})
+        sty = sty.set_properties(
+            subset=numeric, **{"text-align": "right", "white-space": "nowrap", "font-variant-numeric": "tabular-nums"}
+        )
         try:  # numbers' headers sit right, over the numbers
-            sty = sty.set_table_styles({c: [{"selector": "th", "props": [("text-align", "right")]}] for c in numeric},
-                                       overwrite=False)
+            sty = sty.set_table_styles(
+                {c: [{"selector": "th", "props": [("text-align", "right")]}] for c in numeric}, overwrite=False
+            )
         except (KeyError, ValueError, TypeError):  # pragma: no cover - unusual column labels
             pass
     if text:
@@ -262,13 +300,20 @@ def show(df: pd.DataFrame | pd.Series, caption: str | None = None, digits: int =
     width = df.shape[1] + (df.index.nlevels if index else 0)
     if fold or (fold is None and width > MAX_COLUMNS):
         what = f"{caption}: " if caption else ""
-        return Folded(sty, f"{what}a table of {len(df):,} rows and {width} columns, wider than the text; "
-                           "click to open it")
+        return Folded(
+            sty, f"{what}a table of {len(df):,} rows and {width} columns, wider than the text; click to open it"
+        )
     return sty
 
 
-def compare_word(a: float | None, b: float | None, *, lower_is_better: bool | None = None,
-                 digits: int = 3, missing: str = "not comparable with") -> str:
+def compare_word(
+    a: float | None,
+    b: float | None,
+    *,
+    lower_is_better: bool | None = None,
+    digits: int = 3,
+    missing: str = "not comparable with",
+) -> str:
     """How ``a`` compares with ``b``, worded to be followed by ``b``: ``"lower than"``,
     ``"higher than"``, ``"the same as"`` (equal when printed to ``digits`` decimals) or ``missing``
     when either is missing. With ``lower_is_better`` the word says which is better too:
@@ -292,8 +337,9 @@ def compare_word(a: float | None, b: float | None, *, lower_is_better: bool | No
     return f"{word} ({'better' if better else 'worse'}) than"
 
 
-def better_word(a: float | None, b: float | None, *, lower_is_better: bool, digits: int = 3,
-                missing: str = "not comparable with") -> str:
+def better_word(
+    a: float | None, b: float | None, *, lower_is_better: bool, digits: int = 3, missing: str = "not comparable with"
+) -> str:
     """Whether ``a`` is better than ``b``, worded to be followed by ``b``: ``"better than"``,
     ``"worse than"``, ``"the same as"`` (equal to ``digits`` decimals) or ``missing``.
 

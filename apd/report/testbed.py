@@ -7,6 +7,7 @@ name), ``overrides`` (JSON of the fields changed from the default scale), the
 :meth:`apd.evaluation.controls.Controls.row` values, ``family_key``, ``train_seconds``,
 ``control_seconds``, ``device``, ``machine`` and ``date`` (UTC).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -54,8 +55,11 @@ def append_configuration(row: dict, path=None) -> pd.DataFrame:
         raise ValueError(f"a testbed row needs {list(TESTBED_KEY)}; {missing} missing.")
     table = read_configurations(path)
     if len(table):
-        same = (table["configuration"].astype(str) == str(row["configuration"])) & \
-               (table["overrides"].astype(str) == str(row["overrides"])) & (table["device"].astype(str) == str(row["device"]))
+        same = (
+            (table["configuration"].astype(str) == str(row["configuration"]))
+            & (table["overrides"].astype(str) == str(row["overrides"]))
+            & (table["device"].astype(str) == str(row["device"]))
+        )
         table = table[~same]
     table = pd.concat([table, pd.DataFrame([row])], ignore_index=True) if len(table) else pd.DataFrame([row])
     p = table_path(path)
@@ -65,13 +69,25 @@ def append_configuration(row: dict, path=None) -> pd.DataFrame:
 
 
 #: The summary's columns: (table column, heading).
-TESTBED_SUMMARY = (("configuration", "configuration"), ("dev_people", "dev people"), ("dev_inv_T", "dev 1/T"),
-           ("kl_gain_dev_T", "CD KL gain (dev 1/T)"), ("kl_gain_dev_T_se", "its se"),
-           ("kl_gain_paper_T", "CD KL gain (1/T = 1)"), ("kl_gain_paper_T_se", "its se (1/T = 1)"),
-           ("nll_gain_dev_T", "CD NLL gain (dev 1/T)"), ("ne_er_gain", "NE_ER, ELM minus CD"), ("ne_er_gain_se", "NE_ER se"),
-           ("residual_noise", "fit residual"), ("ka_ratio_saturating", "known-answer fit/p_ELM"),
-           ("fit_ratio_head", "world head fit/p_ELM"), ("flat_head", "head flatten"), ("flat_tail", "tail flatten"),
-           ("train_seconds", "train s"), ("device", "device"))
+TESTBED_SUMMARY = (
+    ("configuration", "configuration"),
+    ("dev_people", "dev people"),
+    ("dev_inv_T", "dev 1/T"),
+    ("kl_gain_dev_T", "CD KL gain (dev 1/T)"),
+    ("kl_gain_dev_T_se", "its se"),
+    ("kl_gain_paper_T", "CD KL gain (1/T = 1)"),
+    ("kl_gain_paper_T_se", "its se (1/T = 1)"),
+    ("nll_gain_dev_T", "CD NLL gain (dev 1/T)"),
+    ("ne_er_gain", "NE_ER, ELM minus CD"),
+    ("ne_er_gain_se", "NE_ER se"),
+    ("residual_noise", "fit residual"),
+    ("ka_ratio_saturating", "known-answer fit/p_ELM"),
+    ("fit_ratio_head", "world head fit/p_ELM"),
+    ("flat_head", "head flatten"),
+    ("flat_tail", "tail flatten"),
+    ("train_seconds", "train s"),
+    ("device", "device"),
+)
 
 
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:
@@ -79,11 +95,17 @@ def summary_table(table: pd.DataFrame) -> pd.DataFrame:
     four controls pass, of those measured), indexed by configuration."""
     cols = [(c, h) for c, h in TESTBED_SUMMARY if c in table.columns]
     out = table[[c for c, _ in cols]].rename(columns=dict(cols))
-    checks = [c for c in ("pass_cd_kl", "pass_cd_ne_er", "pass_head_extrapolation", "pass_head_flattens") if c in table.columns]
+    checks = [
+        c
+        for c in ("pass_cd_kl", "pass_cd_ne_er", "pass_head_extrapolation", "pass_head_flattens")
+        if c in table.columns
+    ]
     if checks:
         flags = table[checks].apply(lambda col: col.map(_flag))
-        out["passes"] = [f"{int(sum(v is True for v in r))} of {int(sum(v is not None for v in r))}"
-                         for r in flags.itertuples(index=False)]
+        out["passes"] = [
+            f"{int(sum(v is True for v in r))} of {int(sum(v is not None for v in r))}"
+            for r in flags.itertuples(index=False)
+        ]
     return out.set_index("configuration")
 
 

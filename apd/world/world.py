@@ -10,6 +10,7 @@ tokenizer)`` ``{token id: p}``, what an infinitely large LM trained on this worl
 answer position. ``check(text)`` finds (person, attribute, value) claims in any text and judges each
 True, False, or None (subject not a person of this world).
 """
+
 from __future__ import annotations
 
 import random
@@ -21,21 +22,61 @@ from typing import Iterable
 
 import numpy as np
 
-ATTRIBUTES = ("birth_city", "birth_country", "birth_year", "occupation", "employer", "university",
-              "drink", "hobby")
+ATTRIBUTES = ("birth_city", "birth_country", "birth_year", "occupation", "employer", "university", "drink", "hobby")
 DISTRIBUTIONAL = ("drink", "hobby")
 BUCKETS = ("head", "torso", "tail")
 SPLITS = ("pretrain", "finetune", "validation")
 ENTITY_KINDS = ("person", "city", "country", "employer", "university", "year", "unknown")
 
-OCCUPATIONS = ("chemist", "architect", "pilot", "baker", "teacher", "nurse", "engineer", "lawyer",
-               "painter", "farmer", "journalist", "librarian", "dentist", "carpenter", "economist",
-               "photographer", "translator", "geologist", "musician", "accountant")
+OCCUPATIONS = (
+    "chemist",
+    "architect",
+    "pilot",
+    "baker",
+    "teacher",
+    "nurse",
+    "engineer",
+    "lawyer",
+    "painter",
+    "farmer",
+    "journalist",
+    "librarian",
+    "dentist",
+    "carpenter",
+    "economist",
+    "photographer",
+    "translator",
+    "geologist",
+    "musician",
+    "accountant",
+)
 DRINKS = ("tea", "coffee", "cocoa", "lemonade", "cider", "milk", "kefir", "juice")
-HOBBIES = ("painting", "hiking", "sailing", "gardening", "fishing", "knitting", "cycling", "baking",
-           "chess", "swimming")
-_EMPLOYER_SUFFIXES = ("Labs", "Systems", "Foods", "Motors", "Works", "Bank", "Media", "Group",
-                      "Energy", "Textiles", "Press", "Logistics")
+HOBBIES = (
+    "painting",
+    "hiking",
+    "sailing",
+    "gardening",
+    "fishing",
+    "knitting",
+    "cycling",
+    "baking",
+    "chess",
+    "swimming",
+)
+_EMPLOYER_SUFFIXES = (
+    "Labs",
+    "Systems",
+    "Foods",
+    "Motors",
+    "Works",
+    "Bank",
+    "Media",
+    "Group",
+    "Energy",
+    "Textiles",
+    "Press",
+    "Logistics",
+)
 _UNIVERSITY_SUFFIXES = ("University", "College", "Institute")
 
 # QA: one question per attribute; prompt = f"Question: {question}\nAnswer:", answer = " " + value.
@@ -109,11 +150,20 @@ TEMPLATES = {
     ),
 }
 _GROUPS = ("birth_place", "birth_year", "occupation", "employer", "university", "drink", "hobby")
-_JOINT = {frozenset(("birth_place", "birth_year")): "birth_place+birth_year",
-          frozenset(("occupation", "employer")): "occupation+employer"}
-_SLOT_ATTRIBUTE = {"city": "birth_city", "country": "birth_country", "year": "birth_year",
-                   "a_occupation": "occupation", "employer": "employer", "university": "university",
-                   "drink": "drink", "hobby": "hobby"}
+_JOINT = {
+    frozenset(("birth_place", "birth_year")): "birth_place+birth_year",
+    frozenset(("occupation", "employer")): "occupation+employer",
+}
+_SLOT_ATTRIBUTE = {
+    "city": "birth_city",
+    "country": "birth_country",
+    "year": "birth_year",
+    "a_occupation": "occupation",
+    "employer": "employer",
+    "university": "university",
+    "drink": "drink",
+    "hobby": "hobby",
+}
 _N_SYLLABLES = 40  # open and as many closed syllables in a world's inventory
 # Openings of biography sentences used as open-ended generation prompts ("Mira Tolvane was born in").
 OPENERS = (" was born in", " works as", " works for", " studied at", " is")
@@ -134,6 +184,7 @@ _QA_LINE_RE = re.compile(r"^(?:Question|Answer):[^\n]*$", re.M)
 class WorldConfig:
     """Every size of the world. ``smoke()`` is a tiny world for tests; the default targets about
     0.8 M BPE tokens of pretraining world text (see ``apd.world.corpus`` for measured sizes)."""
+
     seed: int = 0
     n_people: int = 200
     n_countries: int = 10
@@ -141,17 +192,17 @@ class WorldConfig:
     n_employers: int = 40
     n_universities: int = 20
     year_range: tuple[int, int] = (1900, 2000)  # birth years, half-open
-    value_zipf: float = 0.7          # popularity of attribute values: weight of value rank r ~ r^-value_zipf
-    zipf_exponent: float = 1.0       # mentions of person rank r ~ (r + zipf_offset)^-zipf_exponent
+    value_zipf: float = 0.7  # popularity of attribute values: weight of value rank r ~ r^-value_zipf
+    zipf_exponent: float = 1.0  # mentions of person rank r ~ (r + zipf_offset)^-zipf_exponent
     zipf_offset: float = 5.0
-    bio_mentions: int = 3000         # biographies in the pretraining split (about; rounding, minimum)
-    min_mentions: int = 2            # every person is mentioned at least this often in pretraining
-    finetune_mentions: int = 1200    # fresh biographies in the fine-tuning split (Zipf-sampled)
-    validation_mentions: int = 300   # fresh biographies in the validation split
-    qa_train_fraction: float = 0.5   # people whose QA documents are training text
+    bio_mentions: int = 3000  # biographies in the pretraining split (about; rounding, minimum)
+    min_mentions: int = 2  # every person is mentioned at least this often in pretraining
+    finetune_mentions: int = 1200  # fresh biographies in the fine-tuning split (Zipf-sampled)
+    validation_mentions: int = 300  # fresh biographies in the validation split
+    qa_train_fraction: float = 0.5  # people whose QA documents are training text
     qa_docs_per_mention: float = 0.25  # QA documents per biography for qa_train people (>= 1 in pretraining)
-    p_pronoun: float = 0.4           # a sentence after the first names its subject by pronoun
-    p_combine: float = 0.5           # two adjacent groups with a joint template share a sentence
+    p_pronoun: float = 0.4  # a sentence after the first names its subject by pronoun
+    p_combine: float = 0.5  # two adjacent groups with a joint template share a sentence
     bucket_quantiles: tuple[float, float] = (0.5, 0.9)
     n_distractors: int = 3
 
@@ -159,19 +210,38 @@ class WorldConfig:
     def gpu(cls, seed: int = 0) -> "WorldConfig":
         """A world of 1,000 people (five times the default's text; 100 evaluation people become
         500) for the GPU scale; value tables stay within the distinct-first-token limit."""
-        return cls(seed=seed, n_people=1000, n_countries=20, n_cities=40, n_employers=40, n_universities=40,
-                   bio_mentions=15000, finetune_mentions=6000, validation_mentions=1500)
+        return cls(
+            seed=seed,
+            n_people=1000,
+            n_countries=20,
+            n_cities=40,
+            n_employers=40,
+            n_universities=40,
+            bio_mentions=15000,
+            finetune_mentions=6000,
+            validation_mentions=1500,
+        )
 
     @classmethod
     def smoke(cls, seed: int = 0) -> "WorldConfig":
         """A world of 60 people that generates in well under a second."""
-        return cls(seed=seed, n_people=60, n_countries=4, n_cities=12, n_employers=10,
-                   n_universities=6, bio_mentions=400, finetune_mentions=80, validation_mentions=30)
+        return cls(
+            seed=seed,
+            n_people=60,
+            n_countries=4,
+            n_cities=12,
+            n_employers=10,
+            n_universities=6,
+            bio_mentions=400,
+            finetune_mentions=80,
+            validation_mentions=30,
+        )
 
 
 @dataclass(frozen=True)
 class Person:
     """One fictional person; ``rank`` 1 is the most mentioned, ``mentions`` counts pretraining biographies."""
+
     name: str
     gender: str  # "f" or "m" (pronouns)
     birth_city: str
@@ -193,6 +263,7 @@ class QAItem:
 
     ``gold`` is the true value (for a distributional attribute, its most probable value);
     ``distractors`` are other values of the same attribute that are false for this person."""
+
     prompt: str
     gold: str
     distractors: tuple[str, ...]
@@ -209,6 +280,7 @@ class QAItem:
 @dataclass(frozen=True)
 class BioPrompt:
     """An open-ended generation prompt about one person, e.g. ``"Mira Tolvane was born in"``."""
+
     prompt: str
     person: str
     bucket: str
@@ -226,6 +298,7 @@ class Entity:
 class Claim:
     """A claim read from text: ``person`` (None if the subject is not a person of the world) has
     ``attribute`` = ``value``; ``start:end`` is the value's character span in the text."""
+
     person: str | None
     subject: str
     attribute: str
@@ -237,6 +310,7 @@ class Claim:
 @dataclass(frozen=True)
 class CheckedClaim(Claim):
     """A claim with its verdict: True, False, or None (subject not a person of the world)."""
+
     verdict: bool | None = None
 
 
@@ -295,21 +369,29 @@ class World:
             raise ValueError(f"n_people={c.n_people} is too small; use at least 4")
         largest = max(c.n_countries, c.n_cities, c.n_employers, c.n_universities)
         if largest > _N_SYLLABLES:
-            raise ValueError(f"a value table of {largest} entries is more than the {_N_SYLLABLES} first "
-                             "syllables that keep their first tokens distinct; use at most that many")
+            raise ValueError(
+                f"a value table of {largest} entries is more than the {_N_SYLLABLES} first "
+                "syllables that keep their first tokens distinct; use at most that many"
+            )
         if c.n_countries < 2 or c.n_cities < c.n_countries:
             raise ValueError(f"need n_countries >= 2 and n_cities >= n_countries, got {c.n_countries}, {c.n_cities}")
         smallest = min(c.n_countries, c.n_employers, c.n_universities, c.year_range[1] - c.year_range[0])
         if smallest < c.n_distractors + 1:
-            raise ValueError(f"every value table needs more than n_distractors={c.n_distractors} values, "
-                             f"the smallest has {smallest}; enlarge it or lower n_distractors")
+            raise ValueError(
+                f"every value table needs more than n_distractors={c.n_distractors} values, "
+                f"the smallest has {smallest}; enlarge it or lower n_distractors"
+            )
         if c.n_distractors > len(DRINKS) - 3:  # drinks: support of 3 of the 8, the rest can be distractors
-            raise ValueError(f"n_distractors={c.n_distractors} is more than the {len(DRINKS) - 3} false drinks; lower it")
+            raise ValueError(
+                f"n_distractors={c.n_distractors} is more than the {len(DRINKS) - 3} false drinks; lower it"
+            )
         if not 0 < c.qa_train_fraction < 1:
             raise ValueError(f"qa_train_fraction={c.qa_train_fraction} must be in (0, 1) so both QA halves exist")
         lo, hi = c.bucket_quantiles
         if not 0 < lo < hi < 1:
-            raise ValueError(f"bucket_quantiles={c.bucket_quantiles} must satisfy 0 < tail < head < 1, e.g. (0.5, 0.9)")
+            raise ValueError(
+                f"bucket_quantiles={c.bucket_quantiles} must satisfy 0 < tail < head < 1, e.g. (0.5, 0.9)"
+            )
         for name in ("zipf_exponent", "value_zipf", "zipf_offset", "qa_docs_per_mention"):
             if getattr(c, name) < 0:
                 raise ValueError(f"{name}={getattr(c, name)} must be >= 0")
@@ -325,8 +407,12 @@ class World:
         onsets = list("bdfgklmnprstvz") + ["br", "tr", "sh"]
         syllables = sorted({o + v + coda for o in onsets for v in "aeiou" for coda in ("", "n", "r", "l", "s")})
         # a small per-world inventory: names are a few frequent syllables, which the BPE learns as tokens
-        self._syllables_open = [str(s) for s in rng.permutation([s for s in syllables if s[-1] in "aeiou"])[:_N_SYLLABLES]]
-        self._syllables_closed = [str(s) for s in rng.permutation([s for s in syllables if s[-1] not in "aeiou"])[:_N_SYLLABLES]]
+        self._syllables_open = [
+            str(s) for s in rng.permutation([s for s in syllables if s[-1] in "aeiou"])[:_N_SYLLABLES]
+        ]
+        self._syllables_closed = [
+            str(s) for s in rng.permutation([s for s in syllables if s[-1] not in "aeiou"])[:_N_SYLLABLES]
+        ]
         self._used: set[str] = set()
         self._syllables_of: dict[str, str] = {}  # generated word -> its syllables joined by "-"
 
@@ -340,8 +426,12 @@ class World:
                     pool = self._syllables_open if kind == "o" else self._syllables_closed
                     parts.append(pool[rng.integers(len(pool))])
                 w = "".join(parts) + suffix
-                if (4 <= len(w) <= 12 and w not in self._used and w not in self._avoid
-                        and (firsts is None or parts[0] not in firsts)):
+                if (
+                    4 <= len(w) <= 12
+                    and w not in self._used
+                    and w not in self._avoid
+                    and (firsts is None or parts[0] not in firsts)
+                ):
                     self._used.add(w)
                     self._syllables_of[w.capitalize()] = "-".join(parts + ([suffix] if suffix else [])).capitalize()
                     if firsts is not None:
@@ -352,8 +442,10 @@ class World:
         # Values of one attribute start with distinct closed syllables (a consonant follows, so the
         # BPE cannot merge across the boundary into another value's first syllable): distinct first tokens.
         firsts: set = set()
-        self.countries = [word(rng, "co", "ia", firsts) if rng.random() < 0.6 else word(rng, "cc", "", firsts)
-                          for _ in range(c.n_countries)]
+        self.countries = [
+            word(rng, "co", "ia", firsts) if rng.random() < 0.6 else word(rng, "cc", "", firsts)
+            for _ in range(c.n_countries)
+        ]
         firsts = set()
         self.cities = [word(rng, rng.choice(["cc", "coc", "cooc"]), "", firsts) for _ in range(c.n_cities)]
         # every country gets at least one city; the rest are spread at random
@@ -361,12 +453,17 @@ class World:
         rng.shuffle(owners)
         self.country_of = {city: self.countries[k] for city, k in zip(self.cities, owners)}
         firsts = set()
-        self.employers = [f"{word(rng, rng.choice(['cc', 'co', 'coc']), '', firsts)} "
-                          f"{_EMPLOYER_SUFFIXES[rng.integers(len(_EMPLOYER_SUFFIXES))]}" for _ in range(c.n_employers)]
+        self.employers = [
+            f"{word(rng, rng.choice(['cc', 'co', 'coc']), '', firsts)} "
+            f"{_EMPLOYER_SUFFIXES[rng.integers(len(_EMPLOYER_SUFFIXES))]}"
+            for _ in range(c.n_employers)
+        ]
         firsts = set()
-        self.universities = [f"{word(rng, rng.choice(['co', 'cc', 'coo']), '', firsts)} "
-                             f"{_UNIVERSITY_SUFFIXES[rng.integers(len(_UNIVERSITY_SUFFIXES))]}"
-                             for _ in range(c.n_universities)]
+        self.universities = [
+            f"{word(rng, rng.choice(['co', 'cc', 'coo']), '', firsts)} "
+            f"{_UNIVERSITY_SUFFIXES[rng.integers(len(_UNIVERSITY_SUFFIXES))]}"
+            for _ in range(c.n_universities)
+        ]
         self.occupations = list(OCCUPATIONS)
         self.drinks = list(DRINKS)
         self.hobbies = list(HOBBIES)
@@ -378,8 +475,12 @@ class World:
             self.drink_distribution[occupation] = {DRINKS[i]: p for i, p in zip(support, _grid_probabilities(rng, 3))}
         # popularity of values (a random order of each table, Zipf weights)
         self._popularity = {}
-        for attribute, table in (("birth_city", self.cities), ("occupation", self.occupations),
-                                 ("employer", self.employers), ("university", self.universities)):
+        for attribute, table in (
+            ("birth_city", self.cities),
+            ("occupation", self.occupations),
+            ("employer", self.employers),
+            ("university", self.universities),
+        ):
             weights = np.empty(len(table))
             weights[rng.permutation(len(table))] = _zipf_weights(len(table), c.value_zipf)
             self._popularity[attribute] = weights
@@ -389,9 +490,11 @@ class World:
         c = self.config
         rng = np.random.default_rng(_stream(c.seed, 1))
         word = self._word
-        n_first = max(8, int(round(c.n_people ** 0.5 * 2)))
-        first = {"f": [word(rng, rng.choice(["oo", "coo", "co"])) for _ in range(n_first)],
-                 "m": [word(rng, rng.choice(["oc", "cc", "ooc"])) for _ in range(n_first)]}
+        n_first = max(8, int(round(c.n_people**0.5 * 2)))
+        first = {
+            "f": [word(rng, rng.choice(["oo", "coo", "co"])) for _ in range(n_first)],
+            "m": [word(rng, rng.choice(["oc", "cc", "ooc"])) for _ in range(n_first)],
+        }
         mentions = self.allocate_mentions(c.bio_mentions, minimum=c.min_mentions)
         lo, hi = np.quantile(mentions, c.bucket_quantiles)
         self.bucket_thresholds = (float(lo), float(hi))
@@ -410,13 +513,23 @@ class World:
             hobby = tuple((HOBBIES[h], p) for h, p in zip(hobby_support, _grid_probabilities(rng, len(hobby_support))))
             m = int(mentions[i])
             bucket = "tail" if m <= lo else ("head" if m >= hi else "torso")
-            people.append(Person(
-                name=name, gender=gender, birth_city=city, birth_country=self.country_of[city],
-                birth_year=int(rng.integers(*c.year_range)),
-                occupation=self.occupations[rng.choice(len(self.occupations), p=self._popularity["occupation"])],
-                employer=self.employers[rng.choice(len(self.employers), p=self._popularity["employer"])],
-                university=self.universities[rng.choice(len(self.universities), p=self._popularity["university"])],
-                hobby=hobby, rank=i + 1, mentions=m, bucket=bucket, qa_train=bool(qa_train[i])))
+            people.append(
+                Person(
+                    name=name,
+                    gender=gender,
+                    birth_city=city,
+                    birth_country=self.country_of[city],
+                    birth_year=int(rng.integers(*c.year_range)),
+                    occupation=self.occupations[rng.choice(len(self.occupations), p=self._popularity["occupation"])],
+                    employer=self.employers[rng.choice(len(self.employers), p=self._popularity["employer"])],
+                    university=self.universities[rng.choice(len(self.universities), p=self._popularity["university"])],
+                    hobby=hobby,
+                    rank=i + 1,
+                    mentions=m,
+                    bucket=bucket,
+                    qa_train=bool(qa_train[i]),
+                )
+            )
         self.people: list[Person] = people
         self._by_name = {p.name: p for p in people}
         if len(self._by_name) != len(people):  # surnames are unique, so this cannot happen
@@ -441,7 +554,11 @@ class World:
         the values of an attribute have distinct first tokens. For training the tokenizer only."""
         docs = []
         for s in self._syllables_open + self._syllables_closed + ["ia"]:
-            docs += [" ".join([s.capitalize()] * repeats), "-".join([s.capitalize()] * repeats), "-".join([s] * repeats)]
+            docs += [
+                " ".join([s.capitalize()] * repeats),
+                "-".join([s.capitalize()] * repeats),
+                "-".join([s] * repeats),
+            ]
         for w in self.years + self.occupations + self.drinks + self.hobbies:
             docs.append(" ".join([w] * repeats))
         return docs
@@ -478,9 +595,16 @@ class World:
 
     def values(self, attribute: str) -> list[str]:
         """All values an attribute can take in this world."""
-        tables = {"birth_city": self.cities, "birth_country": self.countries, "birth_year": self.years,
-                  "occupation": self.occupations, "employer": self.employers,
-                  "university": self.universities, "drink": self.drinks, "hobby": self.hobbies}
+        tables = {
+            "birth_city": self.cities,
+            "birth_country": self.countries,
+            "birth_year": self.years,
+            "occupation": self.occupations,
+            "employer": self.employers,
+            "university": self.universities,
+            "drink": self.drinks,
+            "hobby": self.hobbies,
+        }
         if attribute not in tables:
             raise ValueError(f"unknown attribute {attribute!r}; use one of {ATTRIBUTES}")
         return list(tables[attribute])
@@ -507,19 +631,27 @@ class World:
         for answer, prob in self.answer_distribution(item).items():
             ids = tokenizer.encode(item.prompt + ANSWER_PREFIX + answer, add_special_tokens=False)
             if ids[: len(prompt_ids)] != prompt_ids or len(ids) == len(prompt_ids):
-                raise ValueError(f"the tokenizer merges the end of the prompt {item.prompt[-12:]!r} with the answer "
-                                 f"{answer!r}, so the first answer token is undefined; use a tokenizer that splits "
-                                 "':' from ' word' (byte-level BPE does)")
+                raise ValueError(
+                    f"the tokenizer merges the end of the prompt {item.prompt[-12:]!r} with the answer "
+                    f"{answer!r}, so the first answer token is undefined; use a tokenizer that splits "
+                    "':' from ' word' (byte-level BPE does)"
+                )
             out[ids[len(prompt_ids)]] = out.get(ids[len(prompt_ids)], 0.0) + prob
         return out
 
     # ------------------------------------------------------------------ text
     def _values(self, p: Person, rng: random.Random) -> dict[str, str]:
         drink = self.drink_distribution[p.occupation]
-        return {"city": p.birth_city, "country": p.birth_country, "year": str(p.birth_year),
-                "a_occupation": _a(p.occupation), "employer": p.employer, "university": p.university,
-                "drink": rng.choices(list(drink), weights=list(drink.values()))[0],
-                "hobby": rng.choices([h for h, _ in p.hobby], weights=[w for _, w in p.hobby])[0]}
+        return {
+            "city": p.birth_city,
+            "country": p.birth_country,
+            "year": str(p.birth_year),
+            "a_occupation": _a(p.occupation),
+            "employer": p.employer,
+            "university": p.university,
+            "drink": rng.choices(list(drink), weights=list(drink.values()))[0],
+            "hobby": rng.choices([h for h, _ in p.hobby], weights=[w for _, w in p.hobby])[0],
+        }
 
     def biography(self, person: "Person | str", rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
         """One paraphrased biography and the (attribute, value) facts it states."""
@@ -528,7 +660,7 @@ class World:
         rng.shuffle(groups)
         units, i = [], 0
         while i < len(groups):
-            joint = _JOINT.get(frozenset(groups[i:i + 2])) if i + 1 < len(groups) else None
+            joint = _JOINT.get(frozenset(groups[i : i + 2])) if i + 1 < len(groups) else None
             if joint and rng.random() < c.p_combine:
                 units.append(joint)
                 i += 2
@@ -541,11 +673,17 @@ class World:
         for k, unit in enumerate(units):
             template = rng.choice(TEMPLATES[unit])
             named = k == 0 or rng.random() >= c.p_pronoun
-            subject = {"S": p.name if named else she.capitalize(), "s": p.name if named else she,
-                       "P": f"{p.name}'s" if named else her.capitalize()}
+            subject = {
+                "S": p.name if named else she.capitalize(),
+                "s": p.name if named else she,
+                "P": f"{p.name}'s" if named else her.capitalize(),
+            }
             sentences.append(template.format(**subject, **values))
-            facts += [(_SLOT_ATTRIBUTE[f], values[f].split(" ", 1)[1] if f == "a_occupation" else values[f])
-                      for f in _fields(template) if f in _SLOT_ATTRIBUTE]
+            facts += [
+                (_SLOT_ATTRIBUTE[f], values[f].split(" ", 1)[1] if f == "a_occupation" else values[f])
+                for f in _fields(template)
+                if f in _SLOT_ATTRIBUTE
+            ]
         return " ".join(sentences), facts
 
     def qa_document(self, person: "Person | str", rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
@@ -554,9 +692,16 @@ class World:
         attributes = list(ATTRIBUTES)
         rng.shuffle(attributes)
         values = self._values(p, rng)
-        answers = {"birth_city": p.birth_city, "birth_country": p.birth_country, "birth_year": str(p.birth_year),
-                   "occupation": p.occupation, "employer": p.employer, "university": p.university,
-                   "drink": values["drink"], "hobby": values["hobby"]}
+        answers = {
+            "birth_city": p.birth_city,
+            "birth_country": p.birth_country,
+            "birth_year": str(p.birth_year),
+            "occupation": p.occupation,
+            "employer": p.employer,
+            "university": p.university,
+            "drink": values["drink"],
+            "hobby": values["hobby"],
+        }
         lines = [f"{qa_prompt(QUESTIONS[a].format(name=p.name))}{ANSWER_PREFIX}{answers[a]}" for a in attributes]
         return "\n".join(lines), [(a, answers[a]) for a in attributes]
 
@@ -599,8 +744,9 @@ class World:
             raise ValueError(f"unknown split {split!r}; use one of {SPLITS}")
         return list(self._split_documents[split])
 
-    def qa_items(self, people: Iterable["Person | str"] | None = None,
-                 attributes: Iterable[str] = ATTRIBUTES) -> list[QAItem]:
+    def qa_items(
+        self, people: Iterable["Person | str"] | None = None, attributes: Iterable[str] = ATTRIBUTES
+    ) -> list[QAItem]:
         """QA items, one per (person, attribute); by default about ``eval_people``, whose QA text is
         never training text. Distractors: ``n_distractors`` other values of the attribute that are
         false for the person (for distributional attributes: values of probability 0)."""
@@ -613,9 +759,16 @@ class World:
                 truth = self.truth(p, attribute)
                 gold = max(truth, key=truth.get)  # first of the most probable (dicts keep order)
                 false = [v for v in self.values(attribute) if v not in truth]
-                items.append(QAItem(prompt=qa_prompt(QUESTIONS[attribute].format(name=p.name)), gold=gold,
-                                    distractors=tuple(rng.sample(false, c.n_distractors)), person=p.name,
-                                    attribute=attribute, bucket=p.bucket))
+                items.append(
+                    QAItem(
+                        prompt=qa_prompt(QUESTIONS[attribute].format(name=p.name)),
+                        gold=gold,
+                        distractors=tuple(rng.sample(false, c.n_distractors)),
+                        person=p.name,
+                        attribute=attribute,
+                        bucket=p.bucket,
+                    )
+                )
         return items
 
     def bio_prompts(self, people: Iterable["Person | str"] | None = None) -> list[BioPrompt]:
@@ -629,14 +782,20 @@ class World:
     def people_frame(self):
         """A pandas DataFrame of the people, one row each (hobby as its distribution)."""
         import pandas as pd
+
         rows = [{**asdict(p), "hobby": dict(p.hobby)} for p in self.people]
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ checker
     def _build_checker(self) -> None:
         index: dict[str, str] = {}
-        for kind, table in (("person", self._by_name), ("city", self.cities), ("country", self.countries),
-                            ("employer", self.employers), ("university", self.universities)):
+        for kind, table in (
+            ("person", self._by_name),
+            ("city", self.cities),
+            ("country", self.countries),
+            ("employer", self.employers),
+            ("university", self.universities),
+        ):
             for text in table:
                 if text in index:
                     raise AssertionError(f"{text!r} is both {index[text]} and {kind}")
@@ -647,16 +806,21 @@ class World:
             return "|".join(sorted(map(re.escape, words), key=len, reverse=True))
 
         slot = {
-            "city": rf"(?P<city>{_SPAN})", "country": rf"(?P<country>{_SPAN})",
-            "employer": rf"(?P<employer>{_SPAN})", "university": rf"(?P<university>{_SPAN})",
+            "city": rf"(?P<city>{_SPAN})",
+            "country": rf"(?P<country>{_SPAN})",
+            "employer": rf"(?P<employer>{_SPAN})",
+            "university": rf"(?P<university>{_SPAN})",
             "year": r"(?P<year>\d{3,4})(?!\d)",
             "a_occupation": rf"an? (?P<a_occupation>{alternation(self.occupations)})(?![a-z])",
             "drink": rf"(?P<drink>{alternation(self.drinks)})(?![a-z])",
             "hobby": rf"(?P<hobby>{alternation(self.hobbies)})(?![a-z])",
         }
         # pronouns in either case: a continuation may start mid-sentence ("... born in X, and she ...")
-        subject = {"S": rf"(?P<subj>{_NAME}|[Hh]e|[Ss]he)", "s": rf"(?P<subj>{_NAME}|[Hh]e|[Ss]he)",
-                   "P": rf"(?P<subj>{_NAME}'s|[Hh]is|[Hh]er)"}
+        subject = {
+            "S": rf"(?P<subj>{_NAME}|[Hh]e|[Ss]he)",
+            "s": rf"(?P<subj>{_NAME}|[Hh]e|[Ss]he)",
+            "P": rf"(?P<subj>{_NAME}'s|[Hh]is|[Hh]er)",
+        }
         self._template_res = []  # (the longest literal of the template, its regex)
         for templates in TEMPLATES.values():
             for template in templates:
@@ -667,8 +831,10 @@ class World:
                     if name:
                         parts.append(subject[name] if name in subject else slot[name])
                 self._template_res.append((max(literals, key=len), re.compile("".join(parts))))
-        self._question_res = {a: re.compile(re.escape(q).replace(re.escape("{name}"), rf"(?P<subj>{_NAME})"))
-                              for a, q in QUESTIONS.items()}
+        self._question_res = {
+            a: re.compile(re.escape(q).replace(re.escape("{name}"), rf"(?P<subj>{_NAME})"))
+            for a, q in QUESTIONS.items()
+        }
 
     def _known(self, text: str, kind: str) -> str | None:
         """The longest prefix of a capitalised span that is a known entity of ``kind``."""
@@ -706,7 +872,7 @@ class World:
             i = 0
             while i < len(words):
                 for j in range(len(words), i, -1):  # longest known entity starting at word i
-                    phrase = text[words[i][0]:words[j - 1][1]]
+                    phrase = text[words[i][0] : words[j - 1][1]]
                     if phrase in self._kind_of:
                         flush()
                         found.append(Entity(phrase, self._kind_of[phrase], words[i][0], words[j - 1][1]))

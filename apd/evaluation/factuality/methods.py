@@ -3,6 +3,7 @@
 Distributions: ELM, Temperature, CD (ELM - ALM/T), APD (ELM - ALM'/T), DoLa. Thresholds: NA,
 alpha, top-p, top-p k20, REAL (value T_r; needs a THF model), all on the ELM (:mod:`apd.core.filters`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ class Method:
     dola_layers: Optional[str] = None
 
     def __post_init__(self):
-        for name in ("value", "T"):   # checked, not converted: the fields enter cache keys as given
+        for name in ("value", "T"):  # checked, not converted: the fields enter cache keys as given
             if getattr(self, name) is not None:
                 number(f"Method's {name}", getattr(self, name))
         if self.dist not in DISTRIBUTIONS:
@@ -51,19 +52,27 @@ class Method:
         if self.threshold not in THRESHOLD_NAMES:
             raise ValueError(f"unknown threshold {self.threshold!r}; use one of {THRESHOLD_NAMES}.")
         if (self.threshold == "NA") != (self.value is None):
-            raise ValueError(f"{self.dist} + {self.threshold}: give value (p or alpha) exactly when the "
-                             f"threshold is not 'NA', got value={self.value!r}.")
+            raise ValueError(
+                f"{self.dist} + {self.threshold}: give value (p or alpha) exactly when the "
+                f"threshold is not 'NA', got value={self.value!r}."
+            )
         if self.dist in ("CD", "APD", "Temperature") and not (self.T is not None and self.T > 0):
-            raise ValueError(f"{self.dist} needs a temperature T > 0, got T={self.T!r}; the paper uses T = 1 "
-                             "for APD and picks CD's from {1, 1.33, 2, 4, 10}.")
+            raise ValueError(
+                f"{self.dist} needs a temperature T > 0, got T={self.T!r}; the paper uses T = 1 "
+                "for APD and picks CD's from {1, 1.33, 2, 4, 10}."
+            )
         if self.dist == "Temperature" and self.threshold != "NA":
             raise ValueError("temperature sampling is the paper's 'Temperature + NA': use threshold='NA'.")
         if self.threshold == "REAL" and not (isinstance(self.value, (int, float)) and self.value > 0):
-            raise ValueError(f"{self.dist} + REAL: value is REAL's decay temperature T_r and must be > 0, got "
-                             f"{self.value!r}; the paper's APD + REAL uses T_r = 4.0.")
+            raise ValueError(
+                f"{self.dist} + REAL: value is REAL's decay temperature T_r and must be > 0, got "
+                f"{self.value!r}; the paper's APD + REAL uses T_r = 4.0."
+            )
         if self.dist == "DoLa" and (self.threshold != "alpha" or self.dola_layers not in ("low", "high")):
-            raise ValueError("DoLa is 'DoLa + alpha' (its built-in relative-top filter, alpha = 0.1) with "
-                             "dola_layers='low' or 'high': Method('DoLa', 'alpha', 0.1, dola_layers='low').")
+            raise ValueError(
+                "DoLa is 'DoLa + alpha' (its built-in relative-top filter, alpha = 0.1) with "
+                "dola_layers='low' or 'high': Method('DoLa', 'alpha', 0.1, dola_layers='low')."
+            )
 
     @property
     def curve(self) -> str:
@@ -100,11 +109,18 @@ class Method:
         return {"ELM": "elm", "CD": "cd", "APD": "apd"}.get(self.dist, self.dist.lower())
 
 
-def paper_methods(p_grid: Sequence[float] = (0.4, 0.6, 0.8, 0.95), temperatures: Sequence[float] = (0.6, 0.8, 1.0),
-                  cd_T: float = 2.0, cd_T_grid: Sequence[float] = (1.0, 4.0),
-                  cd_alpha_T_grid: Sequence[float] = (1.0, 2.0, 4.0), alpha: float = 0.1, apd_T: float = 1.0,
-                  table_ps: Sequence[float] = (0.8, 0.6), dola_layers: Sequence[str] = ("low", "high"),
-                  include: Optional[Iterable[str]] = None) -> list[Method]:
+def paper_methods(
+    p_grid: Sequence[float] = (0.4, 0.6, 0.8, 0.95),
+    temperatures: Sequence[float] = (0.6, 0.8, 1.0),
+    cd_T: float = 2.0,
+    cd_T_grid: Sequence[float] = (1.0, 4.0),
+    cd_alpha_T_grid: Sequence[float] = (1.0, 2.0, 4.0),
+    alpha: float = 0.1,
+    apd_T: float = 1.0,
+    table_ps: Sequence[float] = (0.8, 0.6),
+    dola_layers: Sequence[str] = ("low", "high"),
+    include: Optional[Iterable[str]] = None,
+) -> list[Method]:
     """The paper's methods for the diversity-factuality curves, in a fixed order, no duplicates.
 
     - ``ELM + top-p`` over ``p_grid``; ``ELM + top-p k20`` at ``table_ps`` (Table 1's first row);
@@ -143,8 +159,12 @@ def paper_methods(p_grid: Sequence[float] = (0.4, 0.6, 0.8, 0.95), temperatures:
 REAL_DISTRIBUTIONS = ("ELM", "CD", "APD")
 
 
-def real_methods(T_r_grid: Sequence[float] = (1.0, 2.0, 4.0), cd_T: float = 2.0, apd_T: float = 1.0,
-                 dists: Sequence[str] = REAL_DISTRIBUTIONS) -> list[Method]:
+def real_methods(
+    T_r_grid: Sequence[float] = (1.0, 2.0, 4.0),
+    cd_T: float = 2.0,
+    apd_T: float = 1.0,
+    dists: Sequence[str] = REAL_DISTRIBUTIONS,
+) -> list[Method]:
     """REAL sampling's settings of the sweep: ``ELM + REAL`` (REAL alone), ``CD T=cd_T + REAL`` and
     ``APD + REAL`` at every T_r of ``T_r_grid`` (the paper's APD + REAL row: T_r = 4.0), distribution
     by distribution, no duplicates. Each needs a THF model (``Decoders(..., thf=...)``). An empty
@@ -157,7 +177,9 @@ def real_methods(T_r_grid: Sequence[float] = (1.0, 2.0, 4.0), cd_T: float = 2.0,
         ['APD + REAL', 'CD T=2 + REAL', 'ELM + REAL']
     """
     if isinstance(T_r_grid, (int, float)):
-        raise TypeError(f"T_r_grid must be a list of temperatures, got the number {T_r_grid!r}; wrap it: [{T_r_grid!r}].")
+        raise TypeError(
+            f"T_r_grid must be a list of temperatures, got the number {T_r_grid!r}; wrap it: [{T_r_grid!r}]."
+        )
     unknown = [d for d in dists if d not in REAL_DISTRIBUTIONS]
     if unknown:
         raise ValueError(f"REAL thresholds {', '.join(REAL_DISTRIBUTIONS)} in this sweep, got {unknown}.")
@@ -174,15 +196,22 @@ def table6_methods(T_r: float = 4.0, cd_T: float = 2.0, apd_T: float = 1.0, p: f
         >>> [m.label for m in table6_methods()]
         ['ELM + top-p (p=1)', 'CD T=2 + top-p k20 (p=0.8)', 'APD T=1 + top-p k20 (p=0.8)', 'CD T=2 + REAL (T_r=4)', 'APD T=1 + REAL (T_r=4)']
     """
-    return [Method("ELM", "top-p", 1.0), Method("CD", "top-p k20", float(p), float(cd_T)),
-            Method("APD", "top-p k20", float(p), float(apd_T)), Method("CD", "REAL", float(T_r), float(cd_T)),
-            Method("APD", "REAL", float(T_r), float(apd_T))]
+    return [
+        Method("ELM", "top-p", 1.0),
+        Method("CD", "top-p k20", float(p), float(cd_T)),
+        Method("APD", "top-p k20", float(p), float(apd_T)),
+        Method("CD", "REAL", float(T_r), float(cd_T)),
+        Method("APD", "REAL", float(T_r), float(apd_T)),
+    ]
 
 
 def table1_methods(table_ps: Sequence[float] = (0.8, 0.6), cd_T: float = 2.0, apd_T: float = 1.0) -> list[Method]:
     """Table 1's rows: ELM, CD and APD with top-p k20 at each p of ``table_ps``."""
-    return [Method(d, "top-p k20", float(p), t) for d, t in (("ELM", None), ("CD", float(cd_T)), ("APD", float(apd_T)))
-            for p in table_ps]
+    return [
+        Method(d, "top-p k20", float(p), t)
+        for d, t in (("ELM", None), ("CD", float(cd_T)), ("APD", float(apd_T)))
+        for p in table_ps
+    ]
 
 
 class TemperatureLogitsProcessor(LogitsProcessor):
@@ -209,10 +238,18 @@ class Decoders:
     sampled. ``alm``/``alm_prime`` may be None when no method needs them.
     """
 
-    def __init__(self, elm, tokenizer, alm=None, alm_prime=None, vocab_size: Optional[int] = None, thf=None,
-                 real_window: int = 40):
+    def __init__(
+        self,
+        elm,
+        tokenizer,
+        alm=None,
+        alm_prime=None,
+        vocab_size: Optional[int] = None,
+        thf=None,
+        real_window: int = 40,
+    ):
         self.elm = elm.eval()
-        self.thf = thf.eval() if thf is not None else None   # REAL's THF model (apd.load_thf)
+        self.thf = thf.eval() if thf is not None else None  # REAL's THF model (apd.load_thf)
         self.real_window = int(real_window)
         self.tokenizer = tokenizer
         self.alm = alm.eval() if alm is not None else None
@@ -233,9 +270,18 @@ class Decoders:
         if method.threshold != "REAL":
             return procs, kwargs
         if self.thf is None:
-            raise ValueError(f"{method.label} needs REAL's THF model: Decoders(..., thf=apd.load_thf(apd.thf_model(fam, built))).")
-        return [processors.REALLogitsProcessor(self.thf, processor=procs[0], window=self.real_window,
-                                               tokenizer=self.tokenizer, pad_token_id=self.pad_id)], kwargs
+            raise ValueError(
+                f"{method.label} needs REAL's THF model: Decoders(..., thf=apd.load_thf(apd.thf_model(fam, built)))."
+            )
+        return [
+            processors.REALLogitsProcessor(
+                self.thf,
+                processor=procs[0],
+                window=self.real_window,
+                tokenizer=self.tokenizer,
+                pad_token_id=self.pad_id,
+            )
+        ], kwargs
 
     def _processors_and_kwargs(self, method: Method) -> tuple[list, dict]:
         V = self.vocab_size
@@ -263,8 +309,8 @@ class Decoders:
         ids = torch.full((len(enc), L), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(enc), L), dtype=torch.long)
         for i, e in enumerate(enc):
-            ids[i, L - len(e):] = torch.tensor(e, dtype=torch.long)
-            mask[i, L - len(e):] = 1
+            ids[i, L - len(e) :] = torch.tensor(e, dtype=torch.long)
+            mask[i, L - len(e) :] = 1
         return ids.to(self.device), mask.to(self.device)
 
 

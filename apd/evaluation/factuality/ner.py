@@ -3,6 +3,7 @@
 Units are the check-worthy sentences among the first 3 of a continuation; an entity is supported
 when it occurs in the evidence (case-folded; a PERSON by any of its words).
 """
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,10 @@ DROPPED_TYPES = frozenset({"ORDINAL", "CARDINAL"})
 _NOT_FACTUAL_SUBJECTS = frozenset({"i", "you", "we"})
 
 
-_STOP_CAPS = frozenset("The A An He She It They We I You His Her Its Their This That These Those In On At "
-                       "Of For And But Or As By With From To".split())
+_STOP_CAPS = frozenset(
+    "The A An He She It They We I You His Her Its Their This That These Those In On At "
+    "Of For And But Or As By With From To".split()
+)
 
 
 def load_ner(names: Sequence[str] = SPACY_MODELS):
@@ -59,8 +62,9 @@ class Unit:
     entities: tuple[tuple[str, str], ...]
 
 
-def checkworthy(sentence: str, entities: Sequence[tuple[str, str]], subjects: Sequence[str],
-                titles_text: str) -> Optional[Unit]:
+def checkworthy(
+    sentence: str, entities: Sequence[tuple[str, str]], subjects: Sequence[str], titles_text: str
+) -> Optional[Unit]:
     """FactualityPrompts' rules for one sentence (see the module docstring): the :class:`Unit` to
     check, or None when the sentence states no checkable fact or is off topic.
 

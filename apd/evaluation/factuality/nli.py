@@ -1,5 +1,5 @@
-"""Entailment of a claim by its evidence (an NLI model from the Hub, RoBERTa-large-MNLI by default).
-"""
+"""Entailment of a claim by its evidence (an NLI model from the Hub, RoBERTa-large-MNLI by default)."""
+
 from __future__ import annotations
 
 import math
@@ -20,21 +20,27 @@ def load_nli(name: str = "FacebookAI/roberta-large-mnli", device=None, batch_siz
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     def load(local_only: bool):
-        return (AutoTokenizer.from_pretrained(name, local_files_only=local_only),
-                AutoModelForSequenceClassification.from_pretrained(name, local_files_only=local_only))
+        return (
+            AutoTokenizer.from_pretrained(name, local_files_only=local_only),
+            AutoModelForSequenceClassification.from_pretrained(name, local_files_only=local_only),
+        )
 
     try:
         tok, model = load(True)  # a local folder or the Hub cache: no network needed
     except (OSError, ValueError):
         if not _hub_reachable():  # fail fast instead of the Hub client's minute of retries
-            raise MeasureUnavailable(f"the NLI model {name} is not in the local Hugging Face cache and "
-                                     "huggingface.co cannot be reached; Entail_R needs it (network or a local "
-                                     "copy: pass the folder as nli_model)") from None
+            raise MeasureUnavailable(
+                f"the NLI model {name} is not in the local Hugging Face cache and "
+                "huggingface.co cannot be reached; Entail_R needs it (network or a local "
+                "copy: pass the folder as nli_model)"
+            ) from None
         try:
             tok, model = load(False)
         except (OSError, ValueError) as e:
-            raise MeasureUnavailable(f"the NLI model {name} cannot be loaded here ({type(e).__name__}: "
-                                     f"{str(e).splitlines()[0][:160]}); Entail_R needs it") from None
+            raise MeasureUnavailable(
+                f"the NLI model {name} cannot be loaded here ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:160]}); Entail_R needs it"
+            ) from None
     labels = {v.lower(): int(k) for k, v in model.config.id2label.items()}
     if "entailment" not in labels:
         raise MeasureUnavailable(f"{name} has no 'entailment' label ({model.config.id2label}); use an MNLI model")
@@ -46,8 +52,14 @@ def load_nli(name: str = "FacebookAI/roberta-large-mnli", device=None, batch_siz
     def nli(premises: Sequence[str], hypotheses: Sequence[str]) -> np.ndarray:
         out = []
         for s in range(0, len(premises), batch_size):
-            enc = tok(list(premises[s:s + batch_size]), list(hypotheses[s:s + batch_size]), truncation=True,
-                      max_length=512, padding=True, return_tensors="pt").to(dev)
+            enc = tok(
+                list(premises[s : s + batch_size]),
+                list(hypotheses[s : s + batch_size]),
+                truncation=True,
+                max_length=512,
+                padding=True,
+                return_tensors="pt",
+            ).to(dev)
             out.append((model(**enc).logits.argmax(-1) == ent).cpu().numpy())
         return np.concatenate(out) if out else np.zeros(0, dtype=bool)
 
@@ -57,6 +69,7 @@ def load_nli(name: str = "FacebookAI/roberta-large-mnli", device=None, batch_siz
 def _hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
     """Whether the Hugging Face Hub can be reached (False under HF_HUB_OFFLINE=1)."""
     import socket
+
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
         return False
     try:

@@ -8,6 +8,7 @@ error taken over people, since the prompts about one person share that person's 
 variance components (:func:`apd.core.stats.variance_components`) say how much more seeds or more
 people would buy.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,15 +31,20 @@ def world_verdict_prompts(world, seed: int = 0, openers: Sequence[str] = OPENERS
     if not openers:
         raise ValueError("openers is empty; pass at least one sentence opening, e.g. apd.world.world.OPENERS.")
     people = [p for p in world_test_prompts(world, seed)]
-    return [BioPrompt(prompt=world.person(p.person).name + o, person=p.person, bucket=p.bucket)
-            for p in people for o in openers]
+    return [
+        BioPrompt(prompt=world.person(p.person).name + o, person=p.person, bucket=p.bucket)
+        for p in people
+        for o in openers
+    ]
 
 
 def ne_er_units(world, prompts: Sequence[BioPrompt], continuations: Sequence[Sequence[str]]) -> np.ndarray:
     """``(n_prompts, n_seeds)`` share of each continuation's named entities that are wrong for the
     prompt's person (NaN: no entity)."""
     if len(continuations) != len(prompts):
-        raise ValueError(f"{len(continuations)} prompts' continuations for {len(prompts)} prompts; pass them in order.")
+        raise ValueError(
+            f"{len(continuations)} prompts' continuations for {len(prompts)} prompts; pass them in order."
+        )
     out = np.full((len(prompts), len(continuations[0]) if continuations else 0), np.nan)
     for i, (p, row) in enumerate(zip(prompts, continuations)):
         for j, c in enumerate(row):
@@ -70,8 +76,16 @@ class PairedVerdict:
         for g, s, what in rows:
             se = stats.projected_se(vc, n_groups=g, per_group=per_seed * s)
             mde = stats.min_detectable_effect(se)
-            out.append({"design": what, "people": g, "seeds per prompt": s, "se": se, "smallest detectable": mde,
-                        "detects the paper's effect": bool(mde <= effect)})
+            out.append(
+                {
+                    "design": what,
+                    "people": g,
+                    "seeds per prompt": s,
+                    "se": se,
+                    "smallest detectable": mde,
+                    "detects the paper's effect": bool(mde <= effect),
+                }
+            )
         return pd.DataFrame(out)
 
     def people_needed(self, effect: float, n_seeds: float | None = None) -> float:
@@ -98,12 +112,16 @@ def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continu
     a = ne_er_units(world, prompts, continuations_a)
     b = ne_er_units(world, prompts, continuations_b)
     if a.shape != b.shape:
-        raise ValueError(f"continuations of shape {a.shape} and {b.shape}: generate both with the same prompts and seeds.")
+        raise ValueError(
+            f"continuations of shape {a.shape} and {b.shape}: generate both with the same prompts and seeds."
+        )
     groups = np.repeat([p.person for p in prompts], a.shape[1])
     diff = stats.paired_difference(b.ravel(), a.ravel(), groups=groups)
     if diff.n_groups < 2:
-        raise ValueError(f"{diff.n_groups} person(s) with an entity in both methods' continuations; a grouped "
-                         "comparison needs at least two: use more prompts or longer continuations.")
+        raise ValueError(
+            f"{diff.n_groups} person(s) with an entity in both methods' continuations; a grouped "
+            "comparison needs at least two: use more prompts or longer continuations."
+        )
     vc = stats.variance_components(b.ravel(), a.ravel(), groups)
     return PairedVerdict(float(np.nanmean(a)), float(np.nanmean(b)), diff, vc, int(a.shape[1]))
 
@@ -140,17 +158,27 @@ def summary(v: PairedVerdict, effect: float | None = None) -> dict:
     :func:`reading` against ``effect``) and ``people_needed`` (to detect ``effect`` at these seeds;
     None without an effect)."""
     d = v.difference
-    return {"ne_er_a": v.ne_er_a, "ne_er_b": v.ne_er_b, "diff": d.mean, "diff_se": d.se, "mde": d.mde,
-            "n_pairs": d.n, "n_people": d.n_groups, "n_seeds": v.n_seeds, "reading": reading(d.mean, d.se, effect),
-            "people_needed": _ceil(v.people_needed(effect)) if effect is not None else None}
+    return {
+        "ne_er_a": v.ne_er_a,
+        "ne_er_b": v.ne_er_b,
+        "diff": d.mean,
+        "diff_se": d.se,
+        "mde": d.mde,
+        "n_pairs": d.n,
+        "n_people": d.n_groups,
+        "n_seeds": v.n_seeds,
+        "reading": reading(d.mean, d.se, effect),
+        "people_needed": _ceil(v.people_needed(effect)) if effect is not None else None,
+    }
 
 
 def _ceil(x: float) -> float:
     return math.ceil(x) if math.isfinite(x) else x
 
 
-def matched_gap_paired(world, prompts: Sequence[BioPrompt], curves: dict, a: str, b: str, n_boot: int = 200,
-                       seed: int = 0) -> dict:
+def matched_gap_paired(
+    world, prompts: Sequence[BioPrompt], curves: dict, a: str, b: str, n_boot: int = 200, seed: int = 0
+) -> dict:
     """:func:`apd.evaluation.factuality.scoring.matched_gap` of curve ``b`` against curve ``a`` (NE_ER at
     matched Dist-2; positive: ``a`` names fewer wrong entities at the same diversity) with a standard
     error from resampling people: every setting's continuations are of the same ``prompts`` and seeds,
@@ -170,12 +198,17 @@ def matched_gap_paired(world, prompts: Sequence[BioPrompt], curves: dict, a: str
             for gens, u in zip(settings, units[c]):
                 texts = [t for i in rows for t in gens[i]]
                 ne = u[rows].ravel()
-                out.append({"curve": c, "Dist-2": diversity(texts)["Dist-2"],
-                            "NE_ER": float(np.nanmean(ne)) if np.isfinite(ne).any() else float("nan")})
+                out.append(
+                    {
+                        "curve": c,
+                        "Dist-2": diversity(texts)["Dist-2"],
+                        "NE_ER": float(np.nanmean(ne)) if np.isfinite(ne).any() else float("nan"),
+                    }
+                )
         return pd.DataFrame(out)
 
     full = matched_gap(frame(np.arange(len(prompts))), a, b)
-    if not np.isfinite(full["gap"]):   # no point of a inside b's range: nothing to resample
+    if not np.isfinite(full["gap"]):  # no point of a inside b's range: nothing to resample
         return {"gap": full["gap"], "se": float("nan"), "n_boot": 0, "n": full["n"], "n_outside": full["n_outside"]}
     rng = np.random.default_rng(seed)
     draws = []

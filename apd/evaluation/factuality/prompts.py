@@ -1,5 +1,5 @@
-"""FactualityPrompts prompts and their Wikipedia evidence (KILT online, Wikipedia leads offline).
-"""
+"""FactualityPrompts prompts and their Wikipedia evidence (KILT online, Wikipedia leads offline)."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +19,6 @@ from apd.evaluation.factuality.ner import MeasureUnavailable
 from apd.evaluation.factuality.sources import prompts_file
 from apd.evaluation.factuality.sweeps import config_key
 from apd.world import corpus
-
 
 
 @dataclass(frozen=True)
@@ -49,13 +48,15 @@ def _download(url: str, dest: Path) -> None:
         tmp.unlink(missing_ok=True)
         raise MeasureUnavailable(
             f"cannot download FactualityPrompts from {url} ({e}); without a network pass data_dir= (or set "
-            "APD_DATA_DIR) to a folder holding factuality_prompts/fever_*.jsonl") from None
+            "APD_DATA_DIR) to a folder holding factuality_prompts/fever_*.jsonl"
+        ) from None
     tmp.replace(dest)
     record_digest(dest)
 
 
-def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir=None, limit: Optional[int] = None,
-                            seed: int = 0, cache=None) -> list[FactualityPrompt]:
+def load_factuality_prompts(
+    kind: str = "factual", split: str = "test", data_dir=None, limit: Optional[int] = None, seed: int = 0, cache=None
+) -> list[FactualityPrompt]:
     """FactualityPrompts prompts of one ``kind`` (``factual``/``nonfactual``).
 
     split: ``test`` (the 7k test prompts the paper used), ``validation`` (its 1k) or ``all`` (the
@@ -71,8 +72,10 @@ def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir
     if root is not None:
         path = root / rel
         if not path.is_file():
-            raise FileNotFoundError(f"{path} not found: data_dir (or APD_DATA_DIR) must hold factuality_prompts/{name}, "
-                                    "or pass data_dir=None (and unset APD_DATA_DIR) to download it.")
+            raise FileNotFoundError(
+                f"{path} not found: data_dir (or APD_DATA_DIR) must hold factuality_prompts/{name}, "
+                "or pass data_dir=None (and unset APD_DATA_DIR) to download it."
+            )
     else:
         if cache is None:
             cache = cache_dir()
@@ -83,8 +86,10 @@ def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text ({e}); FactualityPrompts files are UTF-8 JSON lines: "
-                         "is it the right file, or was it saved in another encoding?") from None
+        raise ValueError(
+            f"{path} is not UTF-8 text ({e}); FactualityPrompts files are UTF-8 JSON lines: "
+            "is it the right file, or was it saved in another encoding?"
+        ) from None
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -93,8 +98,10 @@ def load_factuality_prompts(kind: str = "factual", split: str = "test", data_dir
             titles = tuple(str(t[0]) for t in row["evidence_info"])
             items.append(FactualityPrompt(str(row["id"]), str(row["prompt"]).strip(), titles, kind))
         except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
-            raise ValueError(f"{path}:{n} is not a FactualityPrompts row {{id, prompt, evidence_info: "
-                             f"[[title, id], ...]}} ({e}); is it the right file?") from None
+            raise ValueError(
+                f"{path}:{n} is not a FactualityPrompts row {{id, prompt, evidence_info: "
+                f"[[title, id], ...]}} ({e}); is it the right file?"
+            ) from None
     if limit is not None and limit < len(items):
         keep = np.sort(np.random.default_rng(seed).choice(len(items), size=int(limit), replace=False))
         items = [items[i] for i in keep]
@@ -128,7 +135,7 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
         ident = "hub"
     elif Path(source).is_file():
         ident = [Path(source).name, Path(source).stat().st_size]
-    else:   # the source is gone: what an earlier call extracted from a file of that name
+    else:  # the source is gone: what an earlier call extracted from a file of that name
         cached = read_json_checked(by_name, "KILT evidence", "reading the knowledge source again")
         if isinstance(cached, dict):
             return cached
@@ -142,13 +149,17 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
         try:
             import datasets
         except ImportError:
-            raise MeasureUnavailable("KILT from the Hub needs the `datasets` package (pip install datasets), or "
-                                     "pass the path of kilt_knowledgesource.json") from None
+            raise MeasureUnavailable(
+                "KILT from the Hub needs the `datasets` package (pip install datasets), or "
+                "pass the path of kilt_knowledgesource.json"
+            ) from None
         try:
             rows = datasets.load_dataset("facebook/kilt_wikipedia", split="full", streaming=True)
         except Exception as e:  # network, script datasets no longer supported, ...
-            raise MeasureUnavailable(f"cannot stream facebook/kilt_wikipedia ({e}); download "
-                                     "kilt_knowledgesource.json from dl.fbaipublicfiles.com/KILT/ and pass its path") from None
+            raise MeasureUnavailable(
+                f"cannot stream facebook/kilt_wikipedia ({e}); download "
+                "kilt_knowledgesource.json from dl.fbaipublicfiles.com/KILT/ and pass its path"
+            ) from None
         for row in rows:
             t = row.get("wikipedia_title")
             if t in want:
@@ -158,8 +169,10 @@ def kilt_evidence(titles: Iterable[str], source, cache=None) -> dict[str, str]:
     else:
         path = Path(source)
         if not path.is_file():
-            raise FileNotFoundError(f"no KILT knowledge source at {path}; download kilt_knowledgesource.json from "
-                                    "dl.fbaipublicfiles.com/KILT/ or use the offline lead sections (evidence='wiki').")
+            raise FileNotFoundError(
+                f"no KILT knowledge source at {path}; download kilt_knowledgesource.json from "
+                "dl.fbaipublicfiles.com/KILT/ or use the offline lead sections (evidence='wiki')."
+            )
         with open(path, encoding="utf-8") as f:
             for line in f:
                 m = re.search(r'"wikipedia_title":\s*"((?:[^"\\]|\\.)*)"', line)

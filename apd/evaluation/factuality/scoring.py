@@ -1,5 +1,5 @@
-"""FactualityPrompts scoring (NE_ER, Entail_R) of a sweep, the paper's Table 1 rows and trade-off plot.
-"""
+"""FactualityPrompts scoring (NE_ER, Entail_R) of a sweep, the paper's Table 1 rows and trade-off plot."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +26,16 @@ class FactualityPromptsScorer:
 
     name = "FactualityPrompts"
 
-    def __init__(self, prompts: Sequence[FactualityPrompt], evidence: dict, ner=None, nli=None,
-                 reasons: Optional[dict] = None, max_sentences: int = 3, n_evidence: int = 2):
+    def __init__(
+        self,
+        prompts: Sequence[FactualityPrompt],
+        evidence: dict,
+        ner=None,
+        nli=None,
+        reasons: Optional[dict] = None,
+        max_sentences: int = 3,
+        n_evidence: int = 2,
+    ):
         self.prompts = list(prompts)
         self.evidence = evidence
         self.ner, self.nli = ner, nli
@@ -49,9 +57,16 @@ class FactualityPromptsScorer:
     def __call__(self, continuations: Sequence[Sequence[str]]) -> dict:
         if len(continuations) != len(self.prompts):
             raise ValueError(f"{len(continuations)} prompts' continuations for {len(self.prompts)} prompts.")
-        row = {**diversity(flatten(continuations)), "NE_ER": float("nan"), "NE_ER_se": float("nan"),
-               "true_rate": float("nan"), "true_rate_se": float("nan"), "ne_units": 0,
-               "continuations": sum(map(len, continuations)), "coverage": self.coverage}
+        row = {
+            **diversity(flatten(continuations)),
+            "NE_ER": float("nan"),
+            "NE_ER_se": float("nan"),
+            "true_rate": float("nan"),
+            "true_rate_se": float("nan"),
+            "ne_units": 0,
+            "continuations": sum(map(len, continuations)),
+            "coverage": self.coverage,
+        }
         if self.ner is None or not any(self.covered):
             return row
         ne_ratios, pairs = [], []
@@ -76,9 +91,15 @@ class FactualityPromptsScorer:
         return row
 
 
-def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[float] = (0.8, 0.6),
-                cd_T: Optional[float] = None, apd_T: Optional[float] = None,
-                true_metric: str = "Entail_R") -> pd.DataFrame:
+def table1_rows(
+    results: pd.DataFrame,
+    dataset: str,
+    family: str,
+    ps: Sequence[float] = (0.8, 0.6),
+    cd_T: Optional[float] = None,
+    apd_T: Optional[float] = None,
+    true_metric: str = "Entail_R",
+) -> pd.DataFrame:
     """Our Table 1 rows in the regenerated-table convention of :mod:`apd.report.evidence` (columns
     ``paper_table, role, family, setting, dataset, metric, value``; values in %): ELM, CD and
     APD with top-p k20 at each p. ``cd_T``/``apd_T`` choose the temperature when a sweep ran
@@ -93,13 +114,24 @@ def table1_rows(results: pd.DataFrame, dataset: str, family: str, ps: Sequence[f
             if T is not None:
                 sel = sel[np.isclose(sel["T"].astype(float), float(T))]
             if len(sel) != 1:
-                raise ValueError(f"expected one {role} top-p k20 row at p={p:g} (found {len(sel)}); run those "
-                                 "settings (table1_methods), or pass cd_T/apd_T to pick the temperature.")
+                raise ValueError(
+                    f"expected one {role} top-p k20 row at p={p:g} (found {len(sel)}); run those "
+                    "settings (table1_methods), or pass cd_T/apd_T to pick the temperature."
+                )
             r = sel.iloc[0]
             for metric, col in (("NE_ER", "NE_ER"), (true_metric, "true_rate"), ("Dist-2", "Dist-2"), ("Rep", "Rep")):
-                rows.append({"paper_table": 1, "role": role, "family": family, "setting": f"top-p k20, p={p:g}",
-                             "dataset": dataset, "metric": metric, "value": 100.0 * float(r[col]),
-                             "method": r["label"]})
+                rows.append(
+                    {
+                        "paper_table": 1,
+                        "role": role,
+                        "family": family,
+                        "setting": f"top-p k20, p={p:g}",
+                        "dataset": dataset,
+                        "metric": metric,
+                        "value": 100.0 * float(r[col]),
+                        "method": r["label"],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -117,8 +149,16 @@ def _tr(T_r: float) -> str:
     return f"{float(T_r):.1f}" if float(T_r).is_integer() else f"{float(T_r):g}"
 
 
-def table6_rows(results: pd.DataFrame, dataset: str, family: str, T_r: float = 4.0, cd_T: float = 2.0,
-                apd_T: float = 1.0, p: float = 0.8, true_metric: str = "Entail_R") -> pd.DataFrame:
+def table6_rows(
+    results: pd.DataFrame,
+    dataset: str,
+    family: str,
+    T_r: float = 4.0,
+    cd_T: float = 2.0,
+    apd_T: float = 1.0,
+    p: float = 0.8,
+    true_metric: str = "Entail_R",
+) -> pd.DataFrame:
     """Our rows of the paper's Table 6, its automatic columns (Dist-2, Rep, NE_ER, Entail_R in %;
     the human Likert columns cannot be regenerated; ``true_metric`` as in :func:`table1_rows`), in the regenerated-table convention of
     :func:`table1_rows`: the settings of :func:`apd.evaluation.factuality.table6_methods`, with the
@@ -133,23 +173,48 @@ def table6_rows(results: pd.DataFrame, dataset: str, family: str, T_r: float = 4
         >>> sorted(set(rows["setting"]))[:2], float(rows["value"].iloc[0])
         (['REAL, T_r=4.0', 'T=2, REAL, T_r=4.0'], 45.0)
     """
-    settings = [f"top-p, p={1.0:.1f}", f"T={float(cd_T):g}, top-p k20, p={float(p):g}", f"top-p k20, p={float(p):g}",
-                f"T={float(cd_T):g}, REAL, T_r={_tr(T_r)}", f"REAL, T_r={_tr(T_r)}"]
+    settings = [
+        f"top-p, p={1.0:.1f}",
+        f"T={float(cd_T):g}, top-p k20, p={float(p):g}",
+        f"top-p k20, p={float(p):g}",
+        f"T={float(cd_T):g}, REAL, T_r={_tr(T_r)}",
+        f"REAL, T_r={_tr(T_r)}",
+    ]
     by_label = results.set_index("label")
     rows = []
     for m, setting in zip(table6_methods(T_r, cd_T, apd_T, p), settings):
         if m.label not in by_label.index:
-            raise ValueError(f"no {m.label!r} row for Table 6; run fx.table6_methods({T_r:g}, cd_T={cd_T:g}) in the sweep.")
+            raise ValueError(
+                f"no {m.label!r} row for Table 6; run fx.table6_methods({T_r:g}, cd_T={cd_T:g}) in the sweep."
+            )
         r = by_label.loc[m.label]
         for metric, col in (("Dist-2", "Dist-2"), ("Rep", "Rep"), ("NE_ER", "NE_ER"), (true_metric, "true_rate")):
-            rows.append({"paper_table": 6, "role": m.role, "family": family, "setting": setting, "dataset": dataset,
-                         "metric": metric, "value": 100.0 * float(r[col]), "method": m.label})
+            rows.append(
+                {
+                    "paper_table": 6,
+                    "role": m.role,
+                    "family": family,
+                    "setting": setting,
+                    "dataset": dataset,
+                    "metric": metric,
+                    "value": 100.0 * float(r[col]),
+                    "method": m.label,
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Dist-2", y: str = "NE_ER",
-                  colors: Optional[dict] = None, annotate: bool = True, linestyles: Optional[dict] = None,
-                  markers: Optional[dict] = None):
+def plot_tradeoff(
+    ax,
+    results: pd.DataFrame,
+    curves: Sequence[str],
+    x: str = "Dist-2",
+    y: str = "NE_ER",
+    colors: Optional[dict] = None,
+    annotate: bool = True,
+    linestyles: Optional[dict] = None,
+    markers: Optional[dict] = None,
+):
     """Draw each curve of ``results`` (rows of :func:`score_sweep`) as a line of its settings in
     the (x, y) plane, in percent, points annotated with their p, T_r (REAL) or T, with a one-standard-error bar
     on y where ``results`` has a ``<y>_se`` column. ``colors``/``linestyles``: per curve (e.g. one
@@ -166,18 +231,36 @@ def plot_tradeoff(ax, results: pd.DataFrame, curves: Sequence[str], x: str = "Di
             style["color"] = colors[c]
         if c in linestyles:
             style["ls"] = linestyles[c]
-        line, = ax.plot(100 * d[x], 100 * d[y], **style)
-        if f"{y}_se" in d:   # one standard error of every point, when the sweep measured it
-            ax.errorbar(100 * d[x], 100 * d[y], yerr=100 * d[f"{y}_se"].fillna(0.0), fmt="none",
-                        ecolor=line.get_color(), elinewidth=0.8, capsize=2, alpha=0.7)
+        (line,) = ax.plot(100 * d[x], 100 * d[y], **style)
+        if f"{y}_se" in d:  # one standard error of every point, when the sweep measured it
+            ax.errorbar(
+                100 * d[x],
+                100 * d[y],
+                yerr=100 * d[f"{y}_se"].fillna(0.0),
+                fmt="none",
+                ecolor=line.get_color(),
+                elinewidth=0.8,
+                capsize=2,
+                alpha=0.7,
+            )
         if annotate:
             for _, r in d.iterrows():
-                knob = (f"p={r['value']:g}" if str(r["threshold"]).startswith("top-p")
-                        else f"T_r={r['value']:g}" if r["threshold"] == "REAL"
-                        else (f"T={r['T']:g}" if pd.notna(r["T"]) else ""))
+                knob = (
+                    f"p={r['value']:g}"
+                    if str(r["threshold"]).startswith("top-p")
+                    else f"T_r={r['value']:g}"
+                    if r["threshold"] == "REAL"
+                    else (f"T={r['T']:g}" if pd.notna(r["T"]) else "")
+                )
                 if knob:
-                    ax.annotate(knob, (100 * r[x], 100 * r[y]), textcoords="offset points", xytext=(3, 3),
-                                fontsize=6, color=line.get_color())
+                    ax.annotate(
+                        knob,
+                        (100 * r[x], 100 * r[y]),
+                        textcoords="offset points",
+                        xytext=(3, 3),
+                        fontsize=6,
+                        color=line.get_color(),
+                    )
     ax.set_xlabel(f"{x} (%)")
     ax.set_ylabel(f"{y} (%)")
     return ax
@@ -201,6 +284,11 @@ def matched_gap(results: pd.DataFrame, a: str, b: str, x: str = "Dist-2", y: str
     if len(db) < 2:
         return {"gap": float("nan"), "n": 0, "n_outside": int(len(da))}
     inside = da[(da[x] >= db[x].min()) & (da[x] <= db[x].max())]
-    gaps = np.interp(inside[x].to_numpy(float), db[x].to_numpy(float), db[y].to_numpy(float)) - inside[y].to_numpy(float)
-    return {"gap": round(float(gaps.mean()), 12) if len(gaps) else float("nan"), "n": int(len(inside)),
-            "n_outside": int(len(da) - len(inside))}
+    gaps = np.interp(inside[x].to_numpy(float), db[x].to_numpy(float), db[y].to_numpy(float)) - inside[y].to_numpy(
+        float
+    )
+    return {
+        "gap": round(float(gaps.mean()), 12) if len(gaps) else float("nan"),
+        "n": int(len(inside)),
+        "n_outside": int(len(da) - len(inside)),
+    }

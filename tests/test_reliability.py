@@ -705,16 +705,16 @@ def test_batched_generation_equals_each_prompt_alone(fam, method):
     prompts = ["Alma", "Boris Chen Dara Emil was born in", "Goran Hana was"]
     V = fam.vocab_size
     if method == "CD":
-        make = lambda: processors.ContrastiveLogitsProcessor(
+        make = lambda: processors.ContrastiveLogitsProcessor(  # noqa: E731
             fam.model("pico-a"),
-            T=2.0,  # noqa: E731
+            T=2.0,
             filters=make_filters("top-p k20", 0.9),
             vocab_size=V,
         )
     elif method == "APD":  # the mechanics of APD with a stand-in for ALM' (another member)
-        make = lambda: processors.APDLogitsProcessor(
+        make = lambda: processors.APDLogitsProcessor(  # noqa: E731
             fam.model("pico-b"),
-            filters=make_filters("alpha", 0.1),  # noqa: E731
+            filters=make_filters("alpha", 0.1),
             vocab_size=V,
         )
     else:

@@ -50,7 +50,7 @@ def test_measured_on_the_smoke_alm_prime(smoke_family):
 
 
 def test_the_distilled_variant_is_gated_on_its_own_c_not_the_fitters_refit():
-    """Fidelity: ALM''s c must be closer (KL) to the fitter's targets than the expert's probability is.
+    """Fidelity: the c of ALM' must be closer (KL) to the fitter's targets than the expert's probability is.
     The refitted curves' 'alive' reading passes by construction and no longer decides."""
     good = make(fidelity_apd=0.2, fidelity_elm=0.36, fidelity_cd=2.47)
     assert good.distilled and good.fidelity and good.engaged

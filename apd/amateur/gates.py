@@ -18,7 +18,7 @@ The thresholds live in :data:`THRESHOLDS`, and nowhere else.
 A distilled run (``objective="distill"``, no curve MLP) is trained to make its c match the
 asymptotes the on-the-fly fitter finds (:data:`apd.amateur.distill.DISTILL_FIT`). The fitter's curves
 are alive by construction (it is refitted on the same tokens), so for a distilled run *curve alive* is
-replaced by **fidelity**: ALM''s own c must be closer to the fitter's targets than the expert's
+replaced by **fidelity**: the c of ALM' itself must be closer to the fitter's targets than the expert's
 probability is, KL(target || c_APD) < ``fidelity_ratio_max`` x KL(target || p_ELM), both over the top
 ``top_k`` tokens renormalised, mean over held-out positions (CD at T = 1, KL(target || c_CD), is
 measured beside them). The refitted curves' alive ratio and L1 are still measured, as context.
@@ -94,7 +94,7 @@ class Gates:
 
     @property
     def fidelity(self) -> bool:
-        """ALM''s c is closer to its distillation targets than p_ELM (True for runs with a curve MLP)."""
+        """The c of ALM' is closer to its distillation targets than p_ELM (True for runs with a curve MLP)."""
         if not self.distilled:
             return True
         return bool(self.fidelity_apd < self.thresholds.fidelity_ratio_max * self.fidelity_elm)
@@ -241,7 +241,7 @@ def _measure_gates(
             drawn = dec(x.to(fit.params), fit.c, fit.params)  # (S k, N) flipped
             curve = curves.flip_values(drawn, fit.flipped[:, None]).reshape(v_k.shape).to(v_k)
             c_sp = curves.flip_values(fit.c, fit.flipped).reshape(v_k.shape[:-1]).to(v_k)
-            # fidelity: ALM''s own c against the fitter's targets, both renormalised over the top-k tokens
+            # fidelity: the c of ALM' itself against the fitter's targets, both renormalised over the top-k tokens
             target = _renorm(c_sp)
             for who, q in (("apd", c[:, k]), ("elm", p[-1, :, k]), ("cd", c_cd[:, k])):
                 fid[who].append(_kl_rows(target, _renorm(q)))

@@ -43,7 +43,7 @@ _TUNING_VERSION = 1  # bump when the tuning score changes
 def validation_score(elm_logprobs, alm_prime_logprobs, truth_probs, k: int = 20, inv_T: float = 1.0) -> dict:
     """The tuning score of one ALM': mean KL(truth || APD at ``inv_T`` = 1/T = 1) over the ELM's top k
     (lower is better), and the number of items scored (those whose truth has mass on the top k).
-    Inputs ``(B, V)``: the ELM's and ALM''s log-probabilities and the true next-token probabilities."""
+    Inputs ``(B, V)``: the log-probabilities of the ELM and of ALM' and the true next-token probabilities."""
     ids = truth.topk_ids(elm_logprobs, k)
     q = truth.contrastive_topk(elm_logprobs, alm_prime_logprobs, inv_T, ids)
     kl = truth.kl_to_truth(truth.at(truth_probs, ids), q)

@@ -61,7 +61,7 @@ def _engaged(
     stem: str = "apd",
     key: str = "gate_engaged",
     reason_key: str = "gate_reason",
-    what: str = "the tested ALM''s (the APD chapter's engaged variant, apd.variant_used)",
+    what: str = "the tested ALM' (the APD chapter's engaged variant, apd.variant_used)",
 ) -> EvidenceSpec:
     """The mechanism gate of an ALM' (:mod:`apd.amateur.gates`) as a precondition: a claim about APD
     cannot be tested when the curve model is inert, c collapsed to the expert or ALM' never moved.
@@ -71,7 +71,7 @@ def _engaged(
         stem,
         key,
         at_least(1),
-        f"{what} mechanism engaged: curve alive, c not collapsed to the expert, ALM' moved "
+        f"the mechanism of {what} engaged: curve alive, c not collapsed to the expert, ALM' moved "
         "(the gates of apd.amateur.gates)",
         kind="precondition",
         reason_key=reason_key,
@@ -507,20 +507,20 @@ def paper_claims() -> list[PaperClaim]:
                     "ablations",
                     "gate_engaged_distilled",
                     "gate_reason_distilled",
-                    "the ablations' distilled variant's (the variant the APD chapter found engaged, at the "
+                    "the ablations' distilled variant (the variant the APD chapter found engaged, at the "
                     "ablations' budget)",
                 ),
                 _engaged(
                     "ablations",
                     "gate_engaged_distilled-alm+mid+elm",
                     "gate_reason_distilled-alm+mid+elm",
-                    "its ALM + middle member + ELM subset's",
+                    "its ALM + middle member + ELM subset",
                 ),
                 _engaged(
                     "ablations",
                     "gate_engaged_distilled-no-small",
                     "gate_reason_distilled-no-small",
-                    "its subset without the small members'",
+                    "its subset without the small members",
                 ),
                 _control_kl(),
                 KNOWN_ANSWER,
@@ -574,10 +574,10 @@ def paper_claims() -> list[PaperClaim]:
                     "ablations",
                     "gate_engaged_APD",
                     "gate_reason_APD",
-                    "the ablations' main APD's (the release configuration, at the ablations' budget)",
+                    "the ablations' main APD (the release configuration, at the ablations' budget)",
                 ),
-                _engaged("ablations", "gate_engaged_logit", "gate_reason_logit", "the APD logit variant's"),
-                _engaged("ablations", "gate_engaged_no-flip", "gate_reason_no-flip", "the no-flip variant's"),
+                _engaged("ablations", "gate_engaged_logit", "gate_reason_logit", "the APD logit variant"),
+                _engaged("ablations", "gate_engaged_no-flip", "gate_reason_no-flip", "the no-flip variant"),
                 _control_kl(),
                 KNOWN_ANSWER,
                 E(

@@ -526,7 +526,7 @@ def heldout_texts(built) -> list[str]:
 @dataclass
 class CurveSource:
     """Where the fitted-curve examples come from: the method distributions ``dist`` (their top-k
-    ``ids`` and on-the-fly fit), every member's (N, n, V) ``logprobs``, every ALM''s ``amateurs``,
+    ``ids`` and on-the-fly fit), every member's (N, n, V) ``logprobs``, the ALM' models' ``amateurs``,
     the ``gold`` ids, the ``truth`` (None on held-out text), the candidate rows ``pool``, a ``label``
     per row and the ``bucket`` per row (None on held-out text)."""
 

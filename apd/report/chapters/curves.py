@@ -140,7 +140,7 @@ def questions(fam, built, rng, seed: int, per_bucket: int, dataset: str, limit: 
 @dataclass
 class Pool:
     """One pool of contexts, the questions then the held-out positions: the expert's, the amateur's
-    and ALM''s log-probabilities ``(B, V)``, ``gold`` ``(B,)``, ``labels``, ``is_q`` ``(B,)`` and the
+    and ALM' log-probabilities ``(B, V)``, ``gold`` ``(B,)``, ``labels``, ``is_q`` ``(B,)`` and the
     ``groups`` ``{name: (B,) bool}`` of the blindness table."""
 
     elm: np.ndarray
@@ -153,7 +153,7 @@ class Pool:
 
 
 def pool(q: Questions, q_apd, held: dict) -> Pool:
-    """Pool the questions (``q``, ALM''s log-probabilities ``q_apd`` ``(Q, V)``) and the held-out
+    """Pool the questions (``q``, the log-probabilities of ALM' ``q_apd`` ``(Q, V)``) and the held-out
     positions (:func:`apd.family.heldout.heldout_positions` with ALM' as its amateur).
 
     Example:

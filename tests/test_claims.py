@@ -812,9 +812,9 @@ def test_findings_read_one_sentence_per_claim(results, tmp_path):
     assert text.startswith(f"Of the paper's {len(claims)} main claims:")
     items = [line for line in text.splitlines() if line.startswith("- **C")]
     assert len(items) == len(claims) and "|" not in "".join(items)
-    assert any("**not testable here**" in i and "not met: the mechanism of the tested ALM' engaged." in i for i in items), (
-        items
-    )
+    assert any(
+        "**not testable here**" in i and "not met: the mechanism of the tested ALM' engaged." in i for i in items
+    ), items
     assert "[apd." not in text  # result keys and numbers stay in the chapter's table of checks
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
     page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")

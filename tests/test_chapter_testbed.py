@@ -24,10 +24,41 @@ def test_configurations_glue_and_the_table_in_the_text(tmp_path, monkeypatch):
     ch.glue_configurations(run, table, summary)
     assert run.values["best_config"] == "b" and run.values["all_pass_configs"] == "b"
     shown = ch.in_text(summary)
-    assert shown.columns[0] == "passes" and shown.shape[1] + 1 <= 7 and shown.iloc[0, 1] == "+0.300 ± 0.040"
+    assert shown.columns[0] == "passes" and shown.shape[1] + 1 <= 7
+    assert shown["CD KL gain (dev 1/T) ± se"].iloc[0] == "+0.300 ± 0.040"
+    assert shown["head / tail flatten"].iloc[0] == "20% / 30%"
     assert ch.verdict_first(summary).columns[0] == "passes"
     ch.glue_configurations(run, table.iloc[:0], pd.DataFrame())
     assert run.values["best_passes"] == "none"
+
+
+def test_the_closest_configuration_is_glued_and_marked_when_it_is_this_build():
+    import json
+
+    from apd.report.testbed import summary_table
+
+    run = Run(stem="testbed", profile="p", parameters={})
+    table = pd.DataFrame(
+        {
+            "configuration": ["default", "bigger"],
+            "overrides": [json.dumps({"scale": "default"}), json.dumps({"scale": "default", "world.n_people": 400})],
+            "eval_people": [100, 200],
+            "kl_gain_dev_T": [0.02, 0.01],
+            "kl_gain_dev_T_se": [0.01, 0.01],
+            "fit_ratio_head": [0.9, 1.0],
+            "flat_head": [0.3, 0.4],
+            "flat_tail": [0.5, 0.8],
+            "train_seconds": [1200, 600],
+        }
+    )
+    summary = summary_table(table)
+    # default: (2/3 + 1 + 0.6) / 3; bigger: (1/3 + 0 + 0.5) / 3
+    assert summary["closeness"].round(4).tolist() == [round((2 / 3 + 1 + 0.6) / 3, 4), round((1 / 3 + 0.5) / 3, 4)]
+    ch.glue_closest(run, table, summary, "default")
+    assert run.values["closest_config"] == "default" and run.values["closest_is_build"] is True
+    assert run.values["closest_large_config"] == "bigger"
+    ch.glue_closest(run, table, summary, "smoke")
+    assert run.values["closest_is_build"] is False
 
 
 def test_docstring_examples_of_the_chapter_modules_run():

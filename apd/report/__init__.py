@@ -166,6 +166,8 @@ from apd.report.testbed import (
     read_configurations,
     append_configuration,
     TESTBED_SUMMARY,
+    CONTROL_TARGETS,
+    closeness,
     summary_table,
 )
 
@@ -434,6 +436,8 @@ __all__ = [
     "qa_gap_rows",
     "qa_summary_rows",
     "read_configurations",
+    "closeness",
+    "CONTROL_TARGETS",
     "regenerated_rows",
     "results",
     "results_dir",

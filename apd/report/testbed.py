@@ -86,15 +86,52 @@ TESTBED_SUMMARY = (
     ("flat_head", "head flatten"),
     ("flat_tail", "tail flatten"),
     ("train_seconds", "train s"),
+    ("eval_people", "evaluation people"),
     ("device", "device"),
 )
 
+#: Each control's threshold, as :func:`closeness` reads it: CD's KL gain in standard errors, the
+#: NE_ER gain in standard errors, the head fit's error below p_ELM's (share), head over tail flattening.
+CONTROL_TARGETS = {"cd_kl": 3.0, "cd_ne_er": 1.96, "head_extrapolation": 0.10, "head_flattens": 1.0}
+
+
+def closeness(table: pd.DataFrame) -> pd.Series:
+    """How close each configuration comes to passing the four controls: the mean, over the controls it
+    measured, of its progress toward each threshold (:data:`CONTROL_TARGETS`), each clipped to [0, 1]
+    (1: the control passes; 0: no progress or the wrong direction). Indexed like ``table``.
+
+    Progress: CD's KL gain / se / 3; the NE_ER gain (expert minus CD) / se / 1.96; (1 - the world
+    head fit's error over p_ELM's) / 0.10; head flattening share / tail flattening share.
+
+    Example:
+        >>> t = pd.DataFrame({"kl_gain_dev_T": [0.03, -0.01], "kl_gain_dev_T_se": [0.01, 0.01],
+        ...                   "ne_er_gain": [0.0, None], "ne_er_gain_se": [0.01, None],
+        ...                   "fit_ratio_head": [0.95, 1.2], "flat_head": [0.3, 0.5], "flat_tail": [0.6, 0.4]})
+        >>> closeness(t).round(3).tolist()
+        [0.5, 0.333]
+    """
+
+    def col(name):
+        return pd.to_numeric(table[name], errors="coerce") if name in table else pd.Series(float("nan"), table.index)
+
+    parts = pd.DataFrame(
+        {
+            "cd_kl": col("kl_gain_dev_T") / col("kl_gain_dev_T_se") / CONTROL_TARGETS["cd_kl"],
+            "cd_ne_er": col("ne_er_gain") / col("ne_er_gain_se") / CONTROL_TARGETS["cd_ne_er"],
+            "head_extrapolation": (1.0 - col("fit_ratio_head")) / CONTROL_TARGETS["head_extrapolation"],
+            "head_flattens": col("flat_head") / col("flat_tail") / CONTROL_TARGETS["head_flattens"],
+        }
+    )
+    return parts.clip(lower=0.0, upper=1.0).mean(axis=1, skipna=True)
+
 
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The columns of :data:`TESTBED_SUMMARY` that the table has, renamed, plus ``passes`` (how many of the
-    four controls pass, of those measured), indexed by configuration."""
+    """The columns of :data:`TESTBED_SUMMARY` that the table has, renamed, plus ``closeness``
+    (:func:`closeness`) and ``passes`` (how many of the four controls pass, of those measured),
+    indexed by configuration."""
     cols = [(c, h) for c, h in TESTBED_SUMMARY if c in table.columns]
     out = table[[c for c, _ in cols]].rename(columns=dict(cols))
+    out["closeness"] = closeness(table).to_numpy()
     checks = [
         c
         for c in ("pass_cd_kl", "pass_cd_ne_er", "pass_head_extrapolation", "pass_head_flattens")

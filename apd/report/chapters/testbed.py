@@ -3,6 +3,8 @@ of this build's family (``notebooks/testbed.ipynb``). Gains are in nats (the exp
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 
@@ -41,8 +43,9 @@ def n_passed(passes: pd.Series) -> pd.Series:
     return passes.str.split(" of ").str[0].astype(int)
 
 
-def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame) -> None:
-    """Glue how many configurations were tried, the best one with its passes, and those passing all four."""
+def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) -> None:
+    """Glue how many configurations were tried, the best one with its passes, those passing all four,
+    and the closest to the controls (:func:`glue_closest`; ``scale``: this build's pico scale)."""
     run.glue("n_configs", len(table))
     run.glue("configs_tried", "; ".join(map(str, table["configuration"])) if len(table) else "none")
     if not len(summary):
@@ -55,6 +58,59 @@ def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame) -> None
     run.glue("best_passes", summary.loc[best, "passes"])
     run.glue("best_config", best)
     run.glue_text("all_pass_configs", ", ".join(summary.index[n == 4]) or None, "{}", missing="none")
+    glue_closest(run, table, summary, scale)
+
+
+#: Evaluation people a configuration needs for at least 100 test people (half of them are test people).
+MIN_EVAL_PEOPLE = 200
+
+
+def closest(table: pd.DataFrame, summary: pd.DataFrame, min_eval_people: int = 0):
+    """The row of ``table`` (its position) closest to the controls (``summary["closeness"]``, the
+    first of ties) among configurations with at least ``min_eval_people`` evaluation people; None
+    when none qualifies.
+
+    Example:
+        >>> t = pd.DataFrame({"eval_people": [100, 400, 200]})
+        >>> s = pd.DataFrame({"closeness": [0.6, 0.3, 0.4]})
+        >>> closest(t, s), closest(t, s, MIN_EVAL_PEOPLE)
+        (0, 2)
+    """
+    if "closeness" not in summary:
+        return None
+    score = pd.to_numeric(summary["closeness"], errors="coerce").to_numpy()
+    people = pd.to_numeric(table.get("eval_people", pd.Series(np.nan, table.index)), errors="coerce").to_numpy()
+    ok = ~np.isnan(score) & (people >= min_eval_people if min_eval_people else True)
+    if not ok.any():
+        return None
+    return int(np.flatnonzero(ok)[np.argmax(score[ok])])
+
+
+def _is_scale(overrides, scale) -> bool:
+    try:
+        return json.loads(str(overrides)) == {"scale": scale}
+    except ValueError:
+        return False
+
+
+def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) -> None:
+    """Glue the configuration closest to the controls (``closest_*``), the closest with at least 100
+    test people (``closest_large_*``), their training minutes and test people, and whether the closest
+    is this build's own scale (``closest_is_build``: its overrides are ``{"scale": scale}``)."""
+    for prefix, i in (
+        ("closest", closest(table, summary)),
+        ("closest_large", closest(table, summary, MIN_EVAL_PEOPLE)),
+    ):
+        if i is None:
+            run.glue_text(f"{prefix}_config", None, "{}", missing="none")
+            continue
+        row = table.iloc[i]
+        run.glue(f"{prefix}_config", str(row["configuration"]))
+        run.glue_text(f"{prefix}_score", float(summary["closeness"].iloc[i]), "{:.2f}")
+        run.glue_text(f"{prefix}_train_min", float(row.get("train_seconds", np.nan)) / 60, "{:.0f}")
+        run.glue_text(f"{prefix}_test_people", float(row.get("eval_people", np.nan)) / 2, "{:.0f}")
+    i = closest(table, summary)
+    run.glue("closest_is_build", bool(i is not None and scale and _is_scale(table.iloc[i].get("overrides"), scale)))
 
 
 def verdict_first(summary: pd.DataFrame) -> pd.DataFrame:
@@ -92,11 +148,11 @@ def glue_controls(run, cur) -> None:
 # the controls table in the text: the verdict, then one number per control (every column folds below it)
 IN_TEXT = [
     "passes",
+    "closeness",
     "CD KL gain (dev 1/T) ± se",
     "NE_ER, ELM minus CD",
     "world head fit/p_ELM",
-    "head flatten",
-    "tail flatten",
+    "head / tail flatten",
 ]
 
 
@@ -109,6 +165,8 @@ def in_text(summary: pd.DataFrame) -> pd.DataFrame:
         out["CD KL gain (dev 1/T) ± se"] = [
             plus_minus(v, e) for v, e in zip(out["CD KL gain (dev 1/T)"], out["its se"])
         ]
+    if {"head flatten", "tail flatten"} <= set(out.columns):
+        out["head / tail flatten"] = [f"{h:.0%} / {t:.0%}" for h, t in zip(out["head flatten"], out["tail flatten"])]
     return out[[c for c in IN_TEXT if c in out.columns]]
 
 

@@ -12,6 +12,7 @@ file is not already cached. Standard library only (the datasets' specifications 
     >>> [(n.chapter, n.file, n.source) for n in needs]
     [('qa', 'qa/lambada_openai.jsonl', 'hub:EleutherAI/lambada_openai')]
 """
+
 from __future__ import annotations
 
 import os
@@ -75,8 +76,9 @@ def data_needs(params: dict[str, dict], stems: list[str], defaults: dict[str, di
             names.append(_param(p, d, "qa_dataset"))
         for name in names:
             if name in qa_data.DATASETS and qa_data.offline_file(name) is not None:
-                out.append(DataNeed(stem, qa_data.offline_file(name), f"hub:{qa_data.DATASETS[name].hub_id}",
-                                    data_dir))
+                out.append(
+                    DataNeed(stem, qa_data.offline_file(name), f"hub:{qa_data.DATASETS[name].hub_id}", data_dir)
+                )
         if stem == "factuality" and (_param(p, d, "fp_n_prompts") or 0) > 0:
             for kind in _param(p, d, "fp_kinds") or ():
                 rel, url = fp_sources.prompts_file(kind, _param(p, d, "fp_split") or "test")
@@ -120,12 +122,12 @@ def _probe(urls: set[str]) -> dict[str, bool]:
     if hub_offline():
         return {u: False for u in urls}
     from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=max(1, len(urls))) as pool:
         return dict(zip(urls, pool.map(reachable, urls)))
 
 
-def check_data(params: dict[str, dict], stems: list[str], root: Path,
-               defaults: dict[str, dict] | None = None) -> None:
+def check_data(params: dict[str, dict], stems: list[str], root: Path, defaults: dict[str, dict] | None = None) -> None:
     """Raise :class:`DataUnavailable` in one line when a dataset the chapters ``stems`` need cannot be had
     (see the module docstring); return quietly when every one can. A relative ``data_dir`` is
     taken from ``root``, where the kernels run."""
@@ -134,14 +136,14 @@ def check_data(params: dict[str, dict], stems: list[str], root: Path,
         return
     cache = Path(os.environ["APD_CACHE_DIR"]) if os.environ.get("APD_CACHE_DIR") else root / "cache"
     env_dir = os.environ.get(DATA_ENV) or None
-    missing: dict[str, list[str]] = {}     # the data directory (as named) -> files it lacks
+    missing: dict[str, list[str]] = {}  # the data directory (as named) -> files it lacks
     from_source: list[tuple[DataNeed, str]] = []
     for need in needs:
         named = need.data_dir or env_dir
         if named:
             folder = Path(named).expanduser()
             folder = folder if folder.is_absolute() else root / folder
-            qa_alone = need.file.startswith("qa/") and folder.name == "qa"   # the qa/ folder itself
+            qa_alone = need.file.startswith("qa/") and folder.name == "qa"  # the qa/ folder itself
             path = folder / (need.file[3:] if qa_alone else need.file)
             if not path.is_file():
                 missing.setdefault(named if need.data_dir else f"{DATA_ENV}={named}", []).append(need.file)
@@ -154,13 +156,17 @@ def check_data(params: dict[str, dict], stems: list[str], root: Path,
         files = sorted({f for fs in missing.values() for f in fs})
         exists = Path(where.split("=", 1)[-1]).expanduser()
         exists = (exists if exists.is_absolute() else root / exists).is_dir()
-        raise DataUnavailable(f"data: {where} {'lacks' if exists else 'does not exist, so it lacks'} "
-                        f"{', '.join(files)}; point {DATA_ENV} at a folder holding these files, "
-                        f"or unset it to read them from the Hub and their original sources")
+        raise DataUnavailable(
+            f"data: {where} {'lacks' if exists else 'does not exist, so it lacks'} "
+            f"{', '.join(files)}; point {DATA_ENV} at a folder holding these files, "
+            f"or unset it to read them from the Hub and their original sources"
+        )
     ok = _probe({host for _, host in from_source})
     unreachable = [need for need, host in from_source if not ok[host]]
     if unreachable:
         files = sorted({n.file for n in unreachable})
         why = "HF_HUB_OFFLINE=1" if hub_offline() else "no connection within 2 s"
-        raise DataUnavailable(f"data: {DATA_ENV} is not set and the Hub and original sources cannot be reached "
-                        f"({why}); set {DATA_ENV}=FOLDER holding {', '.join(files)}")
+        raise DataUnavailable(
+            f"data: {DATA_ENV} is not set and the Hub and original sources cannot be reached "
+            f"({why}); set {DATA_ENV}=FOLDER holding {', '.join(files)}"
+        )

@@ -18,6 +18,7 @@ A hand-written page (the book's summary, ``book/intro.md``) marks its conditiona
 blocks, ``<!-- needs:<key> -->`` ... ``<!-- end -->`` (or ``unless:``), and the runner fills it
 from one chapter's results with :func:`fill_page`.
 """
+
 from __future__ import annotations
 
 import math
@@ -104,9 +105,11 @@ def render_markdown(source: str, values: dict[str, Any], unknown: str = "<<{key}
         >>> render_markdown("KL is {glue:text}`kl:.2f` on {glue:text}`n` items", {"kl": 0.1234, "n": 5})
         'KL is 0.12 on 5 items'
     """
+
     def one(m: re.Match) -> str:
         key, spec = m.group(1), m.group(2)
         return _format(values[key], spec) if key in values else unknown.format(key=key)
+
     return GLUE_ROLE.sub(one, source)
 
 
@@ -164,6 +167,8 @@ def fill_page(markdown: str, values: dict[str, Any]) -> str:
     kept = BLOCK.sub(lambda m: m.group(2) if cell_shown(m.group(1).split(), values) else "", markdown)
     missing = sorted({m.group(1) for m in GLUE_ROLE.finditer(kept) if not present(values.get(m.group(1)))})
     if missing:
-        raise ValueError(f"the page quotes {', '.join(missing)}, which the results do not have; "
-                         "put those sentences in a <!-- needs:KEY --> ... <!-- end --> block")
+        raise ValueError(
+            f"the page quotes {', '.join(missing)}, which the results do not have; "
+            "put those sentences in a <!-- needs:KEY --> ... <!-- end --> block"
+        )
     return render_markdown(kept, values)

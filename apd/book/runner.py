@@ -22,6 +22,7 @@ the CUDA device and the Hub access the profile asks for, writable cache, results
 One build per checkout and profile runs at a time (:func:`build_lock`): a second one waits for the
 first (or stops, ``--no-wait``), and every run stages its results in a folder of its own.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -66,10 +67,10 @@ PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 #: notebook of their own keeps them. Warnings raised after ``Run.start`` go to the chapter's run
 #: log (``results/<profile>/runs/<stem>.log``) instead of the page (see apd.report.results).
 KERNEL_ENV = {
-    "APD_PROGRESS": "0",                       # apd.base.progress
-    "APD_WARNINGS_TO_LOG": "1",                # apd.report.results.Run.start
-    "TQDM_DISABLE": "1",                       # any other tqdm bar (tqdm >= 4.66 reads TQDM_*)
-    "HF_HUB_DISABLE_PROGRESS_BARS": "1",       # huggingface_hub and transformers downloads/loading
+    "APD_PROGRESS": "0",  # apd.base.progress
+    "APD_WARNINGS_TO_LOG": "1",  # apd.report.results.Run.start
+    "TQDM_DISABLE": "1",  # any other tqdm bar (tqdm >= 4.66 reads TQDM_*)
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # huggingface_hub and transformers downloads/loading
     "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
     "TRANSFORMERS_VERBOSITY": "error",
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
@@ -80,6 +81,7 @@ KERNEL_ENV = {
 
 
 # -- table of contents and parameters -----------------------------------------------------------
+
 
 def toc_notebooks(root: Path = ROOT) -> list[str]:
     """Stems of the notebooks listed in ``root/_toc.yml``, in order (:func:`apd.base.notebooks.toc_notebooks`)."""
@@ -93,8 +95,14 @@ def notebook_path(stem: str, root: Path = ROOT) -> Path:
     return path
 
 
-_KINDS = ((bool, "true or false"), (int, "an integer"), (float, "a number"), (str, "a string"),
-          (list, "a list such as [1, 2]"), (dict, "a mapping such as {a: 1}"))
+_KINDS = (
+    (bool, "true or false"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list such as [1, 2]"),
+    (dict, "a mapping such as {a: 1}"),
+)
 
 
 def check_type(where: str, value: Any, default: Any, literal: bool = True) -> Any:
@@ -122,8 +130,7 @@ def profile_path(profile: str, root: Path = ROOT) -> Path:
     """``profiles/<profile>.yml``; ``profile`` must be a plain name (letters, digits, ``_``, ``-``)."""
     known = sorted(p.stem for p in (root / "profiles").glob("*.yml"))
     if not PROFILE_NAME.match(str(profile)):
-        raise BookError(f"--profile {profile!r}: takes a profile name, not a path; known profiles: "
-                        f"{', '.join(known)}")
+        raise BookError(f"--profile {profile!r}: takes a profile name, not a path; known profiles: {', '.join(known)}")
     path = root / "profiles" / f"{profile}.yml"
     if not path.is_file():
         raise BookError(f"unknown profile {profile!r}: no {path}; known profiles: {', '.join(known)}")
@@ -174,7 +181,8 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
             if name not in declared:
                 problems.append(
                     f"{stem}.{name} is not a parameter of notebooks/{stem}.ipynb "
-                    f"(its parameters: {', '.join(declared)})")
+                    f"(its parameters: {', '.join(declared)})"
+                )
                 continue
             try:
                 check_type(f"{stem}.{name}", value, *declared[name])
@@ -185,8 +193,9 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
             if bad:
                 problems.append(bad)
     if problems:
-        raise BookError(f"profile {profile!r} ({profile_path(profile, root)}) is invalid:\n  - "
-                        + "\n  - ".join(problems))
+        raise BookError(
+            f"profile {profile!r} ({profile_path(profile, root)}) is invalid:\n  - " + "\n  - ".join(problems)
+        )
 
 
 def _yaml_problem(err: yaml.YAMLError) -> str:
@@ -223,15 +232,18 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
             raise BookError(f"--set {item}: no notebook {stem!r}; known: {', '.join(profile_params)}")
         declared = parameter_defaults(notebook_path(stem, root))
         if name not in declared:
-            raise BookError(f"--set {item}: {name!r} is not a parameter of {stem} "
-                            f"(its parameters: {', '.join(declared)})")
+            raise BookError(
+                f"--set {item}: {name!r} is not a parameter of {stem} (its parameters: {', '.join(declared)})"
+            )
         default, literal = declared[name]
         try:
             value = parse_value(text)
         except yaml.YAMLError as err:
             if not (literal and isinstance(default, str)):
-                raise BookError(f"--set {item}: not a valid value ({_yaml_problem(err)}); "
-                                "quote lists and mappings, e.g. --set 'nb.grid=[1, 2]'") from None
+                raise BookError(
+                    f"--set {item}: not a valid value ({_yaml_problem(err)}); "
+                    "quote lists and mappings, e.g. --set 'nb.grid=[1, 2]'"
+                ) from None
             value = text
         if literal and isinstance(default, str) and isinstance(value, (bool, int, float)):
             value = text  # a string parameter: a scalar's text as given (e.g. a folder named 2024)
@@ -248,10 +260,14 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
 
 # -- what the machine must have ------------------------------------------------------------------
 
+
 def _cuda_available() -> bool:
     """Whether torch sees a CUDA device (torch is imported only when an NVIDIA driver is present)."""
-    if not (Path("/proc/driver/nvidia").exists() or Path("/dev/nvidiactl").exists()
-            or os.environ.get("CUDA_VISIBLE_DEVICES")):
+    if not (
+        Path("/proc/driver/nvidia").exists()
+        or Path("/dev/nvidiactl").exists()
+        or os.environ.get("CUDA_VISIBLE_DEVICES")
+    ):
         return False
     try:
         import torch
@@ -268,7 +284,8 @@ def _hub_reachable(timeout: float = 2.0) -> bool:
 def _hub_cached(family: str) -> bool:
     """Whether the local Hugging Face cache holds any model whose id names ``family``."""
     hub = os.environ.get("HF_HUB_CACHE") or str(
-        Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub")
+        Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub"
+    )
     key = family.lower().split(".")[0]
     return any(key in p.name.lower() for p in Path(hub).glob("models--*"))
 
@@ -282,9 +299,9 @@ def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]
     if cuda and not _cuda_available():
         problems.append(
             f"{', '.join(cuda)} ask for device cuda, but there is no CUDA device here: "
-            f"run on a GPU or add {' '.join(f'--set {s}.device=cpu' for s in cuda)}")
-    hub = [s for s in stems if params[s].get("family") not in (None, "pico")
-           and not params[s].get("local_dir")]
+            f"run on a GPU or add {' '.join(f'--set {s}.device=cpu' for s in cuda)}"
+        )
+    hub = [s for s in stems if params[s].get("family") not in (None, "pico") and not params[s].get("local_dir")]
     if hub:
         family = params[hub[0]]["family"]
         offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes")
@@ -298,7 +315,8 @@ def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]
             problems.append(
                 f"{', '.join(hub)} load the {family} family from the Hub, but {why}: give local "
                 f"copies with {' '.join(f'--set {s}.local_dir=FOLDER' for s in hub)} (see "
-                "book/rerun.md), or HF_HUB_OFFLINE=1 with the models already in the Hugging Face cache")
+                "book/rerun.md), or HF_HUB_OFFLINE=1 with the models already in the Hugging Face cache"
+            )
     return problems
 
 
@@ -324,7 +342,7 @@ def _writable_problem(folder: Path, label: str, fix: str) -> str | None:
     except OSError as err:
         return f"{label} cannot be written ({err.strerror or type(err).__name__}): {fix}"
     finally:
-        for p in made:                      # deepest first
+        for p in made:  # deepest first
             with contextlib.suppress(OSError):
                 p.rmdir()
     return None
@@ -336,16 +354,28 @@ def folder_problems(profile: str, root: Path = ROOT) -> list[str]:
     per folder that is a file or cannot be written."""
     cache, results = cache_folder(root), results_root(root)
     if os.environ.get("APD_CACHE_DIR"):
-        cache_check = (cache, f"the cache folder APD_CACHE_DIR={cache}",
-                       "point APD_CACHE_DIR at a folder you can write, or unset it to use the checkout's cache/")
+        cache_check = (
+            cache,
+            f"the cache folder APD_CACHE_DIR={cache}",
+            "point APD_CACHE_DIR at a folder you can write, or unset it to use the checkout's cache/",
+        )
     else:
-        cache_check = (cache, f"the cache folder {cache}", f"make {cache} a writable folder, or set APD_CACHE_DIR to one")
-    fix_results = ("point APD_RESULTS_DIR at a folder you can write" if os.environ.get("APD_RESULTS_DIR")
-                   else f"make {results} writable (chmod -R u+w {results}), or set APD_RESULTS_DIR to a writable folder")
+        cache_check = (
+            cache,
+            f"the cache folder {cache}",
+            f"make {cache} a writable folder, or set APD_CACHE_DIR to one",
+        )
+    fix_results = (
+        "point APD_RESULTS_DIR at a folder you can write"
+        if os.environ.get("APD_RESULTS_DIR")
+        else f"make {results} writable (chmod -R u+w {results}), or set APD_RESULTS_DIR to a writable folder"
+    )
     problems = [bad for bad in (_writable_problem(*cache_check),) if bad]
-    bad = (_writable_problem(results / profile, f"the results folder {results / profile}", fix_results)
-           or _writable_problem(_staging_base(profile, root), f"the staging folder {_staging_base(profile, root)}",
-                                fix_results))
+    bad = _writable_problem(
+        results / profile, f"the results folder {results / profile}", fix_results
+    ) or _writable_problem(
+        _staging_base(profile, root), f"the staging folder {_staging_base(profile, root)}", fix_results
+    )
     problems += [bad] if bad else []
     build_dir = root / "_build" / profile
     bad = _writable_problem(build_dir, f"the build folder {build_dir}", f"make {root / '_build'} writable")
@@ -354,8 +384,12 @@ def folder_problems(profile: str, root: Path = ROOT) -> list[str]:
 
 #: Parameters that name a file or folder a chapter reads (data folders aside: :func:`data_problems`),
 #: what each must be, and the value that means "download it" instead.
-INPUT_PATHS = {"local_dir": ("folder", None), "alm_prime_path": ("folder", None),
-               "thf_path": ("folder", None), "kilt_path": ("file", "hub")}
+INPUT_PATHS = {
+    "local_dir": ("folder", None),
+    "alm_prime_path": ("folder", None),
+    "thf_path": ("folder", None),
+    "kilt_path": ("file", "hub"),
+}
 
 
 def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
@@ -371,10 +405,15 @@ def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = 
             path = path if path.is_absolute() else root / path
             ok = path.is_dir() if kind == "folder" else path.is_file()
             if not ok:
-                why = (f"is a {'file' if path.is_file() else 'folder'}, not a {kind}" if path.exists()
-                       else f"no such {kind}")
-                problems.append(f"{stem}.{name} = {str(value)!r}: {why} ({path}); give an existing {kind} "
-                                f"or leave {name} unset" + (f" (or {download!r} to download it)" if download else ""))
+                why = (
+                    f"is a {'file' if path.is_file() else 'folder'}, not a {kind}"
+                    if path.exists()
+                    else f"no such {kind}"
+                )
+                problems.append(
+                    f"{stem}.{name} = {str(value)!r}: {why} ({path}); give an existing {kind} "
+                    f"or leave {name} unset" + (f" (or {download!r} to download it)" if download else "")
+                )
     return problems
 
 
@@ -398,8 +437,9 @@ PREFLIGHT_CHECKS = {
 }
 
 
-def preflight(profile: str | None, params: dict[str, dict], stems: list[str], root: Path = ROOT,
-              checks=tuple(PREFLIGHT_CHECKS)) -> None:
+def preflight(
+    profile: str | None, params: dict[str, dict], stems: list[str], root: Path = ROOT, checks=tuple(PREFLIGHT_CHECKS)
+) -> None:
     """Everything a build needs, checked before the first notebook starts: this machine (CUDA, the
     Hub: :func:`environment_problems`), the folders it writes (:func:`folder_problems`), the files
     and folders it reads (:func:`input_path_problems`) and its data (:func:`data_problems`); or only
@@ -407,8 +447,9 @@ def preflight(profile: str | None, params: dict[str, dict], stems: list[str], ro
     ``"folders"``). Raises one BookError with a line per problem."""
     problems = [line for name in checks for line in PREFLIGHT_CHECKS[name](profile, params, stems, root)]
     if problems:
-        raise BookError("a build would stop here: " + ("\n  - " + "\n  - ".join(problems)
-                                                       if len(problems) > 1 else problems[0]))
+        raise BookError(
+            "a build would stop here: " + ("\n  - " + "\n  - ".join(problems) if len(problems) > 1 else problems[0])
+        )
 
 
 def use_data_dir(folder: str | None) -> None:
@@ -418,6 +459,7 @@ def use_data_dir(folder: str | None) -> None:
 
 
 # -- execution ----------------------------------------------------------------------------------
+
 
 def _source_fingerprint(root: Path) -> str:
     """Hash of every ``apd`` source file (subpackages included, by relative path) and the lock file."""
@@ -495,6 +537,7 @@ def _new_staging(profile: str, stem: str, root: Path) -> Path:
     """A fresh staging folder for one execution of chapter ``stem``, owned by this run alone:
     ``.staging/<profile>/run-<pid>-<random>/<stem>`` (a second build never touches it)."""
     import uuid
+
     return _staging_base(profile, root) / f"run-{os.getpid()}-{uuid.uuid4().hex[:8]}" / stem
 
 
@@ -534,8 +577,9 @@ def recover(profile: str, root: Path = ROOT) -> list[str]:
     return done
 
 
-def commit_results(profile: str, stem: str, key: str, root: Path = ROOT,
-                   staging: Path | None = None) -> dict[str, str]:
+def commit_results(
+    profile: str, stem: str, key: str, root: Path = ROOT, staging: Path | None = None
+) -> dict[str, str]:
     """Move chapter ``stem``'s staged results (``staging``, default ``.staging/<profile>/<stem>``)
     into ``results/<profile>/``, replacing its previous files (those the new run no longer writes
     are removed). The run record gets ``cache_key`` and ``results_sha256`` (every other file's
@@ -554,8 +598,16 @@ def commit_results(profile: str, stem: str, key: str, root: Path = ROOT,
     digests = {rel: _sha256(staging / rel) for rel in new}
     journal = _staging_base(profile, root) / f"{stem}.commit.json"
     tmp = journal.with_name(journal.name + ".tmp")
-    tmp.write_text(json.dumps({"dest": str(dest), "staging": str(staging), "move": new,
-                               "remove": sorted(chapter_files(dest, stem) - set(new))}))
+    tmp.write_text(
+        json.dumps(
+            {
+                "dest": str(dest),
+                "staging": str(staging),
+                "move": new,
+                "remove": sorted(chapter_files(dest, stem) - set(new)),
+            }
+        )
+    )
     os.replace(tmp, journal)
     _apply_journal(journal)
     return digests
@@ -614,7 +666,7 @@ def relay_notices(stem: str, stream=None, every: float = 0.5):
                 text = f.read()
         except OSError:
             return
-        complete = text[:text.rfind("\n") + 1]   # whole lines only; the rest next time
+        complete = text[: text.rfind("\n") + 1]  # whole lines only; the rest next time
         pos[0] += len(complete.encode("utf-8"))
         for line in complete.splitlines():
             if line.strip():
@@ -635,8 +687,7 @@ def relay_notices(stem: str, stream=None, every: float = 0.5):
         path.unlink(missing_ok=True)
 
 
-def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False,
-            upstream: str = "") -> str:
+def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool = False, upstream: str = "") -> str:
     """Execute one notebook with papermill into ``out``; return 'cached' or 'executed'.
 
     The kernel writes its results into a staging folder; they replace the chapter's results in
@@ -653,7 +704,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     tmp = out.with_name(out.stem + ".partial.ipynb")
     staging = _new_staging(profile, stem, root)
     staging.mkdir(parents=True)
-    relay = contextlib.ExitStack()   # "damaged ... moved aside" lines from the kernel, on this terminal
+    relay = contextlib.ExitStack()  # "damaged ... moved aside" lines from the kernel, on this terminal
     notices = relay.enter_context(relay_notices(stem))
     env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key, NOTICES_ENV: str(notices)}
     saved = {name: os.environ.get(name) for name in env}
@@ -662,9 +713,14 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     try:
         with kernel_environment():
             pm.execute_notebook(
-                str(notebook_path(stem, root)), str(tmp), parameters=params, cwd=str(root),
-                kernel_name="python3", progress_bar=False, log_output=False,
-                kernel_manager_class=terminal.IPCKernelManager,   # IPC: no TCP port, no encryption warning
+                str(notebook_path(stem, root)),
+                str(tmp),
+                parameters=params,
+                cwd=str(root),
+                kernel_name="python3",
+                progress_bar=False,
+                log_output=False,
+                kernel_manager_class=terminal.IPCKernelManager,  # IPC: no TCP port, no encryption warning
             )
         digests = commit_results(profile, stem, key, root, staging)
         committed = True
@@ -690,7 +746,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
         tags = cell.get("metadata", {}).get("tags", [])
         if INJECTED_TAG in tags and "remove-cell" not in tags:
             tags.append("remove-cell")
-    values_path = dest / f"{stem}.json"   # needs:/unless: cells: the paragraphs this run's results can fill
+    values_path = dest / f"{stem}.json"  # needs:/unless: cells: the paragraphs this run's results can fill
     select_cells(nb, json.loads(values_path.read_text()) if values_path.is_file() else {})
     nb["metadata"]["apd"] = {"cache_key": key, "parameters": params, "results_sha256": digests}
     nb = portable_notebook(nb, stem, out, root)
@@ -700,6 +756,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
 
 
 # -- one build per checkout and profile ---------------------------------------------------------
+
 
 def lock_paths(profile: str, root: Path = ROOT) -> list[Path]:
     """The lock files a build of ``profile`` holds: one beside its staging folders (guarding
@@ -714,14 +771,19 @@ def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
     same checkout (or on the same results folder) says so on stderr and waits for the first to end
     (``wait=True``, what ``python -m apd`` does), or stops with a BookError (``wait=False``,
     ``--no-wait``). The lock dies with its process: a killed build never leaves it stuck."""
-    holder = (f"pid {os.getpid()} on {socket.gethostname()}, started "
-              f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {' '.join(sys.argv) or 'python'}")
+    holder = (
+        f"pid {os.getpid()} on {socket.gethostname()}, started "
+        f"{time.strftime('%Y-%m-%d %H:%M:%S %Z')}: {' '.join(sys.argv) or 'python'}"
+    )
 
     def busy(other: str) -> None:
         if wait:
-            print(f"[apd] another build of profile {profile!r} is running here ({other or 'a process'}); "
-                  "waiting for it to finish (Ctrl-C stops this one; --no-wait stops at once)",
-                  file=sys.stderr, flush=True)
+            print(
+                f"[apd] another build of profile {profile!r} is running here ({other or 'a process'}); "
+                "waiting for it to finish (Ctrl-C stops this one; --no-wait stops at once)",
+                file=sys.stderr,
+                flush=True,
+            )
 
     with contextlib.ExitStack() as stack:
         for path in lock_paths(profile, root):
@@ -731,7 +793,8 @@ def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
                 raise BookError(
                     f"another build of profile {profile!r} is running here ({err.holder or 'a process'}; "
                     f"lock {path}): wait for it to finish, or run without --no-wait to wait for it; "
-                    f"its results in results/{profile}/ are left to it") from None
+                    f"its results in results/{profile}/ are left to it"
+                ) from None
         yield
 
 
@@ -784,8 +847,10 @@ def insert_findings(page: str, findings: str | None, profile: str) -> str:
     if FINDINGS_MARKER not in page:
         return page
     if not findings:
-        findings = (f"The verdicts appear here once the paper-vs-book chapter has run under the profile "
-                    f"`{profile}` (`make book PROFILE={profile}`).")
+        findings = (
+            f"The verdicts appear here once the paper-vs-book chapter has run under the profile "
+            f"`{profile}` (`make book PROFILE={profile}`)."
+        )
     return page.replace(FINDINGS_MARKER, findings.strip())
 
 
@@ -825,15 +890,17 @@ def stage(profile: str, root: Path = ROOT) -> Path:
     if intro.is_file():
         text = insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None, profile)
         intro.write_text(summary_page(text, profile, dest / "book", root))
-    status_page = dest / "book" / "status.md"   # the build report: the run records of this profile
+    status_page = dest / "book" / "status.md"  # the build report: the run records of this profile
     if status_page.is_file():
-        status_page.write_text(build_status.insert_status(status_page.read_text(), profile, toc_notebooks(root),
-                                                          results_root(root), root))
+        status_page.write_text(
+            build_status.insert_status(status_page.read_text(), profile, toc_notebooks(root), results_root(root), root)
+        )
     mathjax = root / "node_modules" / "mathjax" / "es5"
     if not (mathjax / "tex-chtml.js").is_file():
         raise BookError(
             f"{mathjax}/tex-chtml.js is missing: the book serves MathJax locally so that math "
-            "renders offline. Run `npm install` (or `make env`) in the project root.")
+            "renders offline. Run `npm install` (or `make env`) in the project root."
+        )
     static = dest / "_mathjax" / "mathjax"
     if not (static / "tex-chtml.js").is_file():
         shutil.copytree(mathjax, static, dirs_exist_ok=True)
@@ -844,19 +911,30 @@ def render(profile: str, root: Path = ROOT) -> Path:
     """Build the HTML book from the staged sources with warnings as errors; return the html dir."""
     src = stage(profile, root)
     jb = Path(sys.executable).with_name("jupyter-book")
-    cmd = [str(jb if jb.exists() else "jupyter-book"), "build", str(src), "--builder", "html",
-           "-W", "-n", "--keep-going", "--quiet"]
+    cmd = [
+        str(jb if jb.exists() else "jupyter-book"),
+        "build",
+        str(src),
+        "--builder",
+        "html",
+        "-W",
+        "-n",
+        "--keep-going",
+        "--quiet",
+    ]
     # the API reference imports apd (sphinx.ext.autodoc): this project's, installed or not
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(cmd, cwd=root, text=True, capture_output=True, env=env)
     if proc.returncode != 0:
-        raise BookError(f"jupyter-book build failed (warnings are errors):\n{proc.stdout[-6000:]}"
-                        f"\n{proc.stderr[-6000:]}")
+        raise BookError(
+            f"jupyter-book build failed (warnings are errors):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+        )
     return src / "_build" / "html"
 
 
-def resolve(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
-            root: Path = ROOT) -> tuple[dict[str, dict], list[str]]:
+def resolve(
+    profile: str, overrides: list[str] | None = None, only: list[str] | None = None, root: Path = ROOT
+) -> tuple[dict[str, dict], list[str]]:
     """The parameters every notebook runs with (profile, ``--set`` overrides and ``profile``), all
     validated, and the toc's notebooks in order. Raises BookError (one line per problem)."""
     params = load_profile(profile, root)
@@ -869,8 +947,15 @@ def resolve(profile: str, overrides: list[str] | None = None, only: list[str] | 
     return {stem: {**params[stem], **extra.get(stem, {}), "profile": profile} for stem in stems}, stems
 
 
-def build_book(profile: str, overrides: list[str] | None = None, only: list[str] | None = None,
-               force: bool = False, html: bool = True, root: Path = ROOT, wait: bool = True) -> Path | None:
+def build_book(
+    profile: str,
+    overrides: list[str] | None = None,
+    only: list[str] | None = None,
+    force: bool = False,
+    html: bool = True,
+    root: Path = ROOT,
+    wait: bool = True,
+) -> Path | None:
     """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book. Everything is
     checked first (:func:`resolve`, :func:`preflight`); then the profile's build lock is
     taken for the whole build (:func:`build_lock`; ``wait=False``: stop if another build holds it)
@@ -881,8 +966,15 @@ def build_book(profile: str, overrides: list[str] | None = None, only: list[str]
         return _build_locked(profile, params, stems, only, force, html, root)
 
 
-def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only: list[str] | None,
-                  force: bool, html: bool, root: Path) -> Path | None:
+def _build_locked(
+    profile: str,
+    params: dict[str, dict],
+    stems: list[str],
+    only: list[str] | None,
+    force: bool,
+    html: bool,
+    root: Path,
+) -> Path | None:
     """The body of :func:`build_book`, run while holding the profile's build lock."""
     for stem in recover(profile, root):
         print(f"[apd] {stem}: finished moving the results of an interrupted build into place", flush=True)
@@ -900,8 +992,11 @@ def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only:
         else:
             t0 = time.time()
             print(f"[apd] {stem}: executing under profile {profile!r} ...", flush=True)
-            with terminal.ChapterProgress(stem, root / "_build" / profile / "progress",
-                                          terminal.last_wall_time(results_root(root) / profile / "runs" / f"{stem}.json")):
+            with terminal.ChapterProgress(
+                stem,
+                root / "_build" / profile / "progress",
+                terminal.last_wall_time(results_root(root) / profile / "runs" / f"{stem}.json"),
+            ):
                 status = execute(stem, p, out, root, force=force, upstream=upstream)
             print(f"[apd] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
             build_status.log_chapter(profile, stem, status, time.time() - t0, root)
@@ -910,8 +1005,11 @@ def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only:
     if not html:
         return None
     if missing:
-        print(f"[apd] not rendering the HTML: {', '.join(missing)} never ran under profile "
-              f"{profile!r}; build the whole book once (make book PROFILE={profile})", flush=True)
+        print(
+            f"[apd] not rendering the HTML: {', '.join(missing)} never ran under profile "
+            f"{profile!r}; build the whole book once (make book PROFILE={profile})",
+            flush=True,
+        )
         return None
     t0 = time.time()
     html_dir = render(profile, root)
@@ -922,20 +1020,40 @@ def _build_locked(profile: str, params: dict[str, dict], stems: list[str], only:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m apd", description=__doc__.split("\n\n")[0])
     ap.add_argument("--profile", default="default", help="profiles/<name>.yml (smoke, default, pythia)")
-    ap.add_argument("--set", action="append", default=[], metavar="NB.PARAM=VALUE",
-                    help="override one notebook parameter for this run (repeatable)")
-    ap.add_argument("--only", action="append", default=None, metavar="NB",
-                    help="execute only this notebook (repeatable); others keep earlier outputs")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NB.PARAM=VALUE",
+        help="override one notebook parameter for this run (repeatable)",
+    )
+    ap.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="NB",
+        help="execute only this notebook (repeatable); others keep earlier outputs",
+    )
     ap.add_argument("--force", action="store_true", help="re-execute even when cached")
     ap.add_argument("--no-html", action="store_true", help="execute notebooks, skip Jupyter Book")
-    ap.add_argument("--no-wait", action="store_true",
-                    help="stop at once if another build of this profile is running here (default: wait)")
-    ap.add_argument("--check", action="store_true",
-                    help="only validate the profile with every --set applied and check what a build "
-                         "needs here, then exit (0: a build could start; 1: it would stop, and why)")
-    ap.add_argument("--data-dir", default=None, metavar="FOLDER",
-                    help="offline copies of the datasets (sets APD_DATA_DIR for this build; default: "
-                         "$APD_DATA_DIR, else the Hub and the original sources)")
+    ap.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="stop at once if another build of this profile is running here (default: wait)",
+    )
+    ap.add_argument(
+        "--check",
+        action="store_true",
+        help="only validate the profile with every --set applied and check what a build "
+        "needs here, then exit (0: a build could start; 1: it would stop, and why)",
+    )
+    ap.add_argument(
+        "--data-dir",
+        default=None,
+        metavar="FOLDER",
+        help="offline copies of the datasets (sets APD_DATA_DIR for this build; default: "
+        "$APD_DATA_DIR, else the Hub and the original sources)",
+    )
     args = ap.parse_args(argv)
     use_data_dir(args.data_dir)
     try:
@@ -950,8 +1068,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"apd: {err}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"apd: interrupted; results/{args.profile}/ holds what the last successful run of each "
-              "chapter wrote", file=sys.stderr)
+        print(
+            f"apd: interrupted; results/{args.profile}/ holds what the last successful run of each chapter wrote",
+            file=sys.stderr,
+        )
         return 130
     return 0
 
@@ -962,15 +1082,21 @@ if __name__ == "__main__":
 
 def check_environment(params: dict[str, dict], stems: list[str]) -> None:
     """The old check of this machine alone (deprecated): ``preflight(None, params, stems, checks=("machine",))``."""
-    warnings.warn('check_environment is deprecated; use preflight(None, params, stems, checks=("machine",))',
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        'check_environment is deprecated; use preflight(None, params, stems, checks=("machine",))',
+        DeprecationWarning,
+        stacklevel=2,
+    )
     preflight(None, params, stems, checks=("machine",))
 
 
 def preflight_data(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
     """The old check of the data alone (deprecated): ``preflight(None, params, stems, root, checks=("data",))``."""
-    warnings.warn('preflight_data is deprecated; use preflight(None, params, stems, root, checks=("data",))',
-                  DeprecationWarning, stacklevel=2)
+    warnings.warn(
+        'preflight_data is deprecated; use preflight(None, params, stems, root, checks=("data",))',
+        DeprecationWarning,
+        stacklevel=2,
+    )
     preflight(None, params, stems, root, checks=("data",))
 
 

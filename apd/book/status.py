@@ -7,6 +7,7 @@ package versions and the digest of its results, read from the run records in
     >>> print(status_markdown({"theorem1": rec}, {"theorem1": {"status": "cached"}}, "smoke").splitlines()[4])
     | theorem1 | 2026-01-02 03:04:05 | cached | 12.5 s | cpu | 1 files, ab5afef4875d |
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,8 +31,7 @@ def log_chapter(profile: str, stem: str, status: str, seconds: float, root: Path
         log = json.loads(path.read_text())
     except (OSError, ValueError):
         log = {}
-    log[stem] = {"status": status, "seconds": round(seconds, 1),
-                 "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    log[stem] = {"status": status, "seconds": round(seconds, 1), "at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(log, indent=1))
@@ -56,20 +56,25 @@ def read_records(profile: str, stems: list[str], results: Path) -> dict[str, dic
     return out
 
 
-def status_markdown(records: dict[str, dict], log: dict[str, dict], profile: str,
-                    stems: list[str] | None = None) -> str:
+def status_markdown(
+    records: dict[str, dict], log: dict[str, dict], profile: str, stems: list[str] | None = None
+) -> str:
     """The build report's tables (Markdown): one row per chapter, then the package versions."""
     stems = stems or list(records)
-    rows = ["| chapter | ran (local time) | this build | wall time | device | results (SHA-256) |",
-            "|---|---|---|---|---|---|"]
+    rows = [
+        "| chapter | ran (local time) | this build | wall time | device | results (SHA-256) |",
+        "|---|---|---|---|---|---|",
+    ]
     for stem in stems:
         rec, how = records.get(stem), (log.get(stem) or {}).get("status", "not run")
         if rec is None:
             rows.append(f"| {stem} | never | {how} | | | |")
             continue
-        rows.append(f"| {stem} | {str(rec.get('started', '')).replace('T', ' ')} | {how} | "
-                    f"{float(rec.get('wall_time_s') or 0):.1f} s | {rec.get('device', '')} | "
-                    f"{results_digest(rec)} |")
+        rows.append(
+            f"| {stem} | {str(rec.get('started', '')).replace('T', ' ')} | {how} | "
+            f"{float(rec.get('wall_time_s') or 0):.1f} s | {rec.get('device', '')} | "
+            f"{results_digest(rec)} |"
+        )
     groups: dict[str, list[str]] = {}
     for stem in stems:
         packages = (records.get(stem) or {}).get("packages")
@@ -78,8 +83,11 @@ def status_markdown(records: dict[str, dict], log: dict[str, dict], profile: str
             groups.setdefault(text, []).append(stem)
     pk = ["| chapters | package versions |", "|---|---|"]
     pk += [f"| {'all' if len(g) == len(records) else ', '.join(g)} | {text} |" for text, g in groups.items()]
-    return (f"Profile `{profile}`.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(pk)
-            if records else f"No chapter has run under the profile `{profile}` yet.")
+    return (
+        f"Profile `{profile}`.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(pk)
+        if records
+        else f"No chapter has run under the profile `{profile}` yet."
+    )
 
 
 def insert_status(page: str, profile: str, stems: list[str], results: Path, root: Path) -> str:

@@ -12,6 +12,7 @@ from the chapter's last run record. On a terminal the line is updated in place (
 Kernels are started with IPC transport (:class:`IPCKernelManager`): no TCP port and no
 "running over TCP without encryption" warning.
 """
+
 from __future__ import annotations
 
 import json
@@ -78,8 +79,15 @@ class ChapterProgress:
     """Context manager around one chapter's execution: sets ``$APD_PROGRESS_FILE`` for the kernel
     and shows :func:`progress_line` on ``stream`` until the chapter ends."""
 
-    def __init__(self, stem: str, folder: Path, estimate: float | None = None, stream=None,
-                 interval: float = 1.0, log_every: float = 30.0):
+    def __init__(
+        self,
+        stem: str,
+        folder: Path,
+        estimate: float | None = None,
+        stream=None,
+        interval: float = 1.0,
+        log_every: float = 30.0,
+    ):
         self.stem, self.estimate = stem, estimate
         self.stream = stream or sys.stdout
         self.path = Path(folder) / f"{stem}.progress.json"
@@ -115,7 +123,7 @@ class ChapterProgress:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.path.unlink(missing_ok=True)
         self._saved = os.environ.get(PROGRESS_FILE_ENV)
-        os.environ[PROGRESS_FILE_ENV] = str(self.path.resolve())   # the kernel inherits it
+        os.environ[PROGRESS_FILE_ENV] = str(self.path.resolve())  # the kernel inherits it
         self.t0 = time.time()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()

@@ -237,6 +237,7 @@ RANGES: dict[str, Rule] = {
     # known_answer
     "size": one_of(*KNOWN_ANSWER_SIZES),
     "noise": NONNEG,
+    "fitter_noise": NONNEG,
     "noise_free_check": FLAG,
     "family_noise": FLAG,
     "condition_seeds": list_of(SEED),

@@ -234,10 +234,10 @@ RANGES: dict[str, Rule] = {
     "text_seq_len": at_least(2),
     "n_curve_examples": COUNT0,
     "fly_iterations": COUNT,
+    "fitter_noise": NONNEG,
     # known_answer
     "size": one_of(*KNOWN_ANSWER_SIZES),
     "noise": NONNEG,
-    "fitter_noise": NONNEG,
     "noise_free_check": FLAG,
     "family_noise": FLAG,
     "condition_seeds": list_of(SEED),

@@ -165,6 +165,8 @@ def in_text(summary: pd.DataFrame) -> pd.DataFrame:
         out["CD KL gain (dev 1/T) ± se"] = [
             plus_minus(v, e) for v, e in zip(out["CD KL gain (dev 1/T)"], out["its se"])
         ]
+    if "closeness" in out.columns:
+        out["closeness"] = [f"{v:.2f}" if v == v else "" for v in out["closeness"]]
     if {"head flatten", "tail flatten"} <= set(out.columns):
         out["head / tail flatten"] = [f"{h:.0%} / {t:.0%}" for h, t in zip(out["head flatten"], out["tail flatten"])]
     return out[[c for c in IN_TEXT if c in out.columns]]

@@ -125,6 +125,21 @@ def test_cache_keys_chain_through_upstream_chapters(tmp_path):
     assert a != book.cache_key("nb", {"x": 2}, root, upstream="k1")
 
 
+def test_a_chapter_input_file_enters_its_cache_key(tmp_path):
+    root = make_project(tmp_path, [], {"nb": {}})
+    (root / "notebooks" / "testbed.ipynb").write_bytes((root / "notebooks" / "nb.ipynb").read_bytes())
+    table = root / "docs" / "testbed" / "configurations.csv"
+    table.parent.mkdir(parents=True)
+    table.write_text("configuration\na\n")
+    before = book.cache_key("testbed", {}, root), book.cache_key("nb", {}, root)
+    table.write_text("configuration\na\nb\n")
+    after = book.cache_key("testbed", {}, root), book.cache_key("nb", {}, root)
+    assert before[0] != after[0] and before[1] == after[1]
+    other = root / "mine.csv"
+    other.write_text("configuration\nc\n")
+    assert book.cache_key("testbed", {"table_path": str(other)}, root) != after[0]
+
+
 def test_execution_hides_the_cells_whose_results_are_missing(tmp_path):
     # needs:/unless: markdown cells (apd.book.pages): after the run, the chapter's results decide
     write = (

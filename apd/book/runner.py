@@ -482,7 +482,25 @@ def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") ->
     h.update(json.dumps(params, sort_keys=True, default=str).encode())
     h.update(_source_fingerprint(root).encode())
     h.update(data_source().encode())
+    h.update(input_fingerprint(stem, params, root).encode())
     return h.hexdigest()[:16]
+
+
+#: Committed files a chapter reads besides the package and its parameters (relative to the root); a
+#: chapter parameter naming a file (``table_path``) replaces its default.
+CHAPTER_INPUTS = {"testbed": ("docs/testbed/configurations.csv",)}
+
+
+def input_fingerprint(stem: str, params: dict, root: Path = ROOT) -> str:
+    """SHA-256 of the files chapter ``stem`` reads (:data:`CHAPTER_INPUTS`, or the file its
+    ``table_path`` parameter names), so that a new row in the testbed table re-executes that chapter;
+    empty for a chapter that reads none. A missing file hashes as ``missing``."""
+    paths = [params["table_path"]] if params.get("table_path") else list(CHAPTER_INPUTS.get(stem, ()))
+    parts = []
+    for rel in paths:
+        path = Path(rel) if Path(rel).is_absolute() else Path(root) / rel
+        parts.append(f"{rel}:{_sha256(path) if path.is_file() else 'missing'}")
+    return ";".join(parts)
 
 
 def data_source() -> str:

@@ -23,7 +23,19 @@ PINNED = {
         train="a2247dd340f0",
         fingerprint="43af55a5831052d0",
     ),
+    # the 400-person world with five members: a new world and family, so new corpus and family keys
     "default": dict(
+        corpus="d485f107d257",
+        family_fp32="7b0202358d68",
+        family_bf16="1369f3f43c7d",
+        family_cpu_1_thread="97f313885614",
+        collect_config="417a0f5655a2e47e",
+        collect="93ca00701d09",
+        train="ccced5494bf2",
+        fingerprint="535005842518639e",
+    ),
+    # the 200-person, six-member world: the keys it had as the default scale, unchanged
+    "default-200": dict(
         corpus="58d9d03f7632",
         family_fp32="14ad811fb9b4",
         family_bf16="6acc04bf115c",
@@ -36,7 +48,7 @@ PINNED = {
 }
 
 
-@pytest.mark.parametrize("scale", ["smoke", "default"])
+@pytest.mark.parametrize("scale", ["smoke", "default-200", "default"])
 def test_cache_keys_are_unchanged(scale):
     want = PINNED[scale]
     corpus_config, pico_config = pico.configs(scale)

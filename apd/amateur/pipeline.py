@@ -48,6 +48,7 @@ from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, l
 from apd.base.checks import number
 from apd.base.io import read_json_checked, write_json
 from apd.base.lock import file_lock
+from apd.family.registry import settings_scale
 from apd.family.logprobs import next_token_log_probs
 from apd.family.text import texts_for_tokens
 from apd.world import corpus, truth
@@ -188,7 +189,7 @@ def gate_collection(fam, built=None, *, scale: str = "default", cache=None, prog
         corp = corpus.build_corpus(corpus.CorpusConfig())
         texts = [d for d, s in zip(corp.validation, corp.sources["validation"]) if s == "wiki"]
     config = collect_config(family_name(fam), scale, built)
-    texts = texts_for_tokens(fam.tokenizer, texts, GATE_CHUNKS[scale] * (config.seq_len + 1))
+    texts = texts_for_tokens(fam.tokenizer, texts, GATE_CHUNKS[settings_scale(scale)] * (config.seq_len + 1))
     return collect_family(fam, texts, config, cache=cache, progress=progress)
 
 
@@ -197,7 +198,7 @@ def run_gates(alm_prime, fam, built=None, *, scale: str = "default", cache=None)
     :class:`APDResult`) on :func:`gate_collection`'s chunks; cached in the run's folder."""
     folder = Path(getattr(alm_prime, "alm_prime_path", alm_prime))
     val_dir = gate_collection(fam, built, scale=scale, cache=cache)
-    n = GATE_CHUNKS[scale]
+    n = GATE_CHUNKS[settings_scale(scale)]
     key = hash_key("gates-v2", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
     path = folder.parent / f"gates-{key}.json"
     with file_lock(path.with_suffix(".lock")):

@@ -26,7 +26,7 @@ from apd.base import paths
 from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
 from apd.base.lock import file_lock
-from apd.family.registry import SCALES
+from apd.family.registry import SCALES, settings_scale
 from apd.family.text import token_stream
 from apd.world import corpus
 
@@ -238,9 +238,9 @@ def train_config(family: str, scale: str = "default", lambda3: Optional[float] =
     """
     check_scale(scale)
     if family == "pico":
-        fields = PICO_TRAIN[scale]
+        fields = PICO_TRAIN[settings_scale(scale)]
     elif family in LAMBDA3:
-        fields = HUB_TRAIN[scale]
+        fields = HUB_TRAIN[settings_scale(scale)]
         lambda3 = LAMBDA3[family] if lambda3 is None else lambda3
     else:
         raise ValueError(f"unknown family {family!r}; use 'pico' or one of {sorted(LAMBDA3)}.")

@@ -35,6 +35,7 @@ from apd.amateur.entropies import EntropyLabels, entropy_labels, load_entropies
 from apd.amateur.runs import check_scale, hash_key, family_name, finetune_texts
 from apd.base import paths
 from apd.base.device import cpu_threads, resolve_device
+from apd.family.registry import settings_scale
 from apd.base.io import (
     check_file,
     check_folder,
@@ -115,7 +116,7 @@ THF_TRAIN = {
 def thf_config(family: str, scale: str = "default", **changes) -> THFConfig:
     """The THF training configuration of a family ('pico' or a Hub family) at a scale."""
     check_scale(scale)
-    fields = THF_TRAIN[("pico" if family == "pico" else "hub", scale)]
+    fields = THF_TRAIN[("pico" if family == "pico" else "hub", settings_scale(scale))]
     return THFConfig(**{**fields, **changes})
 
 

@@ -25,6 +25,7 @@ from typing import Optional
 
 from apd.amateur.config import APDTrainConfig
 from apd.amateur.runs import PICO_LAMBDA3_GRID, check_scale, train_config
+from apd.family.registry import settings_scale
 from apd.amateur.tuning import SCORE_APD_T1, SCORE_BEST_INV_T
 
 RELEASE = "release"
@@ -111,6 +112,7 @@ def get_variant(name: str) -> Variant:
 
 
 def _fields(table: dict, family: str, scale: str) -> dict:
+    scale = settings_scale(scale)
     if family != "pico" and scale == "smoke" and "hub-smoke" in table:
         return dict(table["hub-smoke"])
     if family != "pico" and "hub" in table:
@@ -145,4 +147,4 @@ def lambda3_grid(name: str, family: str, scale: str = "default") -> Optional[tup
     check_scale(scale)
     if family != "pico":
         return None
-    return tuple(get_variant(name).grid[scale])
+    return tuple(get_variant(name).grid[settings_scale(scale)])

@@ -33,7 +33,7 @@ TOP_KEYS = {
 
 #: Known values, copied here so that validation needs no torch; tests compare them with their
 #: sources (apd.family.registry.SCALES, apd.family.registry.FAMILIES, apd.evaluation.known_answer.SIZES).
-PICO_SCALES = ("smoke", "default", "gpu")
+PICO_SCALES = ("smoke", "default", "gpu", "default-200")
 FAMILIES = ("pico", "pythia", "opt", "qwen1.5", "qwen")
 KNOWN_ANSWER_SIZES = ("smoke", "default", "full")
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")

@@ -3,8 +3,10 @@
     built = pico.build("default")          # trains once (cached), then returns in seconds
     fam = built.family()                   # a Family over the trained members
 
-Scales: ``"smoke"`` (seconds; tests and CI), ``"default"`` (the book on a 2-core CPU) and ``"gpu"``
-(seven members spanning 371x and five times the text, for one GPU: the ``gpu`` profile). Artifacts live under
+Scales: ``"smoke"`` (seconds; tests and CI), ``"default"`` (the book on a 2-core CPU: 400 people, five
+members spanning 62x), ``"default-200"`` (200 people, six members spanning 139x: the ``default-200``
+profile) and ``"gpu"`` (seven members spanning 371x and 2.5 times the default's text, for one GPU: the
+``gpu`` profile). Artifacts live under
 ``apd.base.paths.cache_dir()``, keyed by the configuration that produced them.
 """
 
@@ -30,6 +32,8 @@ def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
         return corpus_mod.CorpusConfig(), pretrain.PicoConfig.default()
     if scale == "gpu":
         return corpus_mod.CorpusConfig.gpu(), pretrain.PicoConfig.gpu()
+    if scale == "default-200":
+        return corpus_mod.CorpusConfig.default200(), pretrain.PicoConfig.default200()
     raise ValueError(f"unknown pico scale {scale!r}; use one of {SCALES}")
 
 

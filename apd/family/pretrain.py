@@ -182,14 +182,21 @@ class PicoConfig:
 
     @classmethod
     def default(cls) -> "PicoConfig":
-        """Six members from ~13k to ~1.8M non-embedding parameters (139x, 2.2-3.5x apart).
+        """Five members from ~13k to ~0.8M non-embedding parameters (62x, 2.2-3.5x apart): the
+        testbed's closest configuration (``docs/testbed/configurations.csv``).
 
         Width grows at every step, one to four layers. Budget: 4 epochs capped at 1.25M tokens (305
-        steps of 32 x 128 tokens) per member, paired with ~0.3M tokens of text; peak learning rate
-        4e-3. Training on the CPU uses one thread (:data:`CPU_THREADS`). Why these shapes, this
-        budget and this learning rate, with the measurements behind them: ``docs/design-notes.md``
-        ("The pico family's shapes and budget").
+        steps of 32 x 128 tokens) per member; peak learning rate 4e-3. Training on the CPU uses one
+        thread (:data:`CPU_THREADS`). Why these shapes, this budget and this learning rate, with the
+        measurements behind them: ``docs/design-notes.md`` ("The pico family's shapes and budget").
         """
+        six = cls.default200()
+        return six.replace(members=six.members[:5])
+
+    @classmethod
+    def default200(cls) -> "PicoConfig":
+        """The ``default-200`` scale's six members, ~13k to ~1.8M non-embedding parameters (139x):
+        the default's five and a four-layer width-192 member, with the same budget."""
         return cls(
             members=(
                 Member(1, 32, 2),  # 12,768

@@ -15,7 +15,22 @@ from dataclasses import dataclass
 import torch
 
 #: The scales of the embedded pico family (:mod:`apd.family.pico`); ALM's runs use the same ones.
-SCALES = ("smoke", "default", "gpu")
+#: ``default-200`` is the 200-person world with six members (13k to 1.8M), reachable as its own profile.
+SCALES = ("smoke", "default", "gpu", "default-200")
+
+#: Scales that train ALM', THF and the gates with another scale's settings: only their world and
+#: members are their own.
+SETTINGS_OF = {"default-200": "default"}
+
+
+def settings_scale(scale: str) -> str:
+    """The scale whose training settings (ALM', THF, gates, lambda3 grids) ``scale`` uses.
+
+    Example:
+        >>> settings_scale("default-200"), settings_scale("smoke")
+        ('default', 'smoke')
+    """
+    return SETTINGS_OF.get(scale, scale)
 
 
 @dataclass(frozen=True)

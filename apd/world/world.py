@@ -182,11 +182,12 @@ _QA_LINE_RE = re.compile(r"^(?:Question|Answer):[^\n]*$", re.M)
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """Every size of the world. ``smoke()`` is a tiny world for tests; the default targets about
-    0.8 M BPE tokens of pretraining world text (see ``apd.world.corpus`` for measured sizes)."""
+    """Every size of the world. The default has 400 people, 200 of them evaluation people (100 test
+    people); ``default200()`` is the 200-person world of the ``default-200`` scale, ``smoke()`` a tiny
+    world for tests. Measured token counts: the family chapter's corpus table."""
 
     seed: int = 0
-    n_people: int = 200
+    n_people: int = 400
     n_countries: int = 10
     n_cities: int = 40
     n_employers: int = 40
@@ -195,10 +196,10 @@ class WorldConfig:
     value_zipf: float = 0.7  # popularity of attribute values: weight of value rank r ~ r^-value_zipf
     zipf_exponent: float = 1.0  # mentions of person rank r ~ (r + zipf_offset)^-zipf_exponent
     zipf_offset: float = 5.0
-    bio_mentions: int = 3000  # biographies in the pretraining split (about; rounding, minimum)
+    bio_mentions: int = 6000  # biographies in the pretraining split (about; rounding, minimum)
     min_mentions: int = 2  # every person is mentioned at least this often in pretraining
-    finetune_mentions: int = 1200  # fresh biographies in the fine-tuning split (Zipf-sampled)
-    validation_mentions: int = 300  # fresh biographies in the validation split
+    finetune_mentions: int = 2400  # fresh biographies in the fine-tuning split (Zipf-sampled)
+    validation_mentions: int = 600  # fresh biographies in the validation split
     qa_train_fraction: float = 0.5  # people whose QA documents are training text
     qa_docs_per_mention: float = 0.25  # QA documents per biography for qa_train people (>= 1 in pretraining)
     p_pronoun: float = 0.4  # a sentence after the first names its subject by pronoun
@@ -207,9 +208,15 @@ class WorldConfig:
     n_distractors: int = 3
 
     @classmethod
+    def default200(cls, seed: int = 0) -> "WorldConfig":
+        """The 200-person world of the ``default-200`` scale: half the default's people and text
+        (100 evaluation people, 51 of them test people)."""
+        return cls(seed=seed, n_people=200, bio_mentions=3000, finetune_mentions=1200, validation_mentions=300)
+
+    @classmethod
     def gpu(cls, seed: int = 0) -> "WorldConfig":
-        """A world of 1,000 people (five times the default's text; 100 evaluation people become
-        500) for the GPU scale; value tables stay within the distinct-first-token limit."""
+        """A world of 1,000 people (2.5 times the default's text; 500 evaluation people) for the GPU
+        scale; value tables stay within the distinct-first-token limit."""
         return cls(
             seed=seed,
             n_people=1000,

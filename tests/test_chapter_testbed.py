@@ -69,3 +69,38 @@ def test_docstring_examples_of_the_chapter_modules_run():
     for module in (ablations, family, gluing, paper_vs_book, qa, testbed):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
         assert result.attempted and result.failed == 0, module.__name__
+
+
+def test_the_best_each_control_reached_names_its_configuration_and_whether_it_passes():
+    import doctest
+
+    from apd.report import testbed
+
+    table = pd.DataFrame(
+        {
+            "configuration": ["default", "bigger", "smaller"],
+            "kl_gain_dev_T": [0.02, 0.012, -0.01],
+            "kl_gain_dev_T_se": [0.01, 0.004, 0.01],  # z = 2, 3, -1
+            "ne_er_gain": [0.004, None, -0.02],
+            "ne_er_gain_se": [0.01, None, 0.01],  # z = 0.4, not measured, -2
+            "fit_ratio_head": [0.95, 1.0, 0.99],
+            "flat_head": [0.3, 0.4, 0.5],
+            "flat_tail": [0.5, 0.8, 0.45],
+        }
+    )
+    best = testbed.best_per_control(table)
+    assert best["configuration"].tolist() == ["bigger", "default", "default", "smaller"]
+    assert best["passes"].tolist() == ["yes", "no", "no", "yes"]
+    assert best["best reached"].tolist() == [
+        "+0.0120 ± 0.0040 (3.0 se)",
+        "+0.004 ± 0.010 (0.4 se)",
+        "95% of p_ELM's error",
+        "50% / 45%",
+    ]
+    none = testbed.best_per_control(table.drop(columns=["ne_er_gain", "ne_er_gain_se"]))
+    assert none.loc["CD names fewer wrong entities (NE_ER)", "best reached"] == "not measured"
+    # closeness reads the same readings: each over its target, clipped to [0, 1], averaged
+    readings = testbed.control_readings(table)
+    expected = (readings / pd.Series(testbed.CONTROL_TARGETS)).clip(0, 1).mean(axis=1)
+    pd.testing.assert_series_equal(testbed.closeness(table), expected)
+    assert doctest.testmod(testbed, optionflags=doctest.ELLIPSIS).failed == 0

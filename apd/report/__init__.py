@@ -166,8 +166,11 @@ from apd.report.testbed import (
     read_configurations,
     append_configuration,
     TESTBED_SUMMARY,
+    CONTROL_NAMES,
     CONTROL_TARGETS,
+    best_per_control,
     closeness,
+    control_readings,
     summary_table,
 )
 
@@ -437,7 +440,10 @@ __all__ = [
     "qa_summary_rows",
     "read_configurations",
     "closeness",
+    "CONTROL_NAMES",
     "CONTROL_TARGETS",
+    "best_per_control",
+    "control_readings",
     "regenerated_rows",
     "results",
     "results_dir",

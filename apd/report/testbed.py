@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from apd.base.io import atomic_write
 from apd.base.paths import project_root
+from apd.report.tables import plus_minus
 
 #: Where the table lives, relative to the project root.
 TESTBED_TABLE = Path("docs") / "testbed" / "configurations.csv"
@@ -95,13 +97,38 @@ TESTBED_SUMMARY = (
 CONTROL_TARGETS = {"cd_kl": 3.0, "cd_ne_er": 1.96, "head_extrapolation": 0.10, "head_flattens": 1.0}
 
 
+def control_readings(table: pd.DataFrame) -> pd.DataFrame:
+    """Each configuration's reading of the four controls, in the units of :data:`CONTROL_TARGETS`
+    (NaN where it was not measured): ``cd_kl``, CD's KL gain over its standard error; ``cd_ne_er``,
+    the NE_ER gain (expert minus CD) over its standard error; ``head_extrapolation``, 1 minus the world
+    head fit's error over p_ELM's; ``head_flattens``, the head flattening share over the tail's.
+    Indexed like ``table``; a control passes where its reading reaches its target.
+
+    Example:
+        >>> t = pd.DataFrame({"kl_gain_dev_T": [0.03], "kl_gain_dev_T_se": [0.01], "fit_ratio_head": [0.95],
+        ...                   "flat_head": [0.3], "flat_tail": [0.6]})
+        >>> control_readings(t).round(3).iloc[0].tolist()
+        [3.0, nan, 0.05, 0.5]
+    """
+
+    def col(name):
+        return pd.to_numeric(table[name], errors="coerce") if name in table else pd.Series(float("nan"), table.index)
+
+    return pd.DataFrame(
+        {
+            "cd_kl": col("kl_gain_dev_T") / col("kl_gain_dev_T_se"),
+            "cd_ne_er": col("ne_er_gain") / col("ne_er_gain_se"),
+            "head_extrapolation": 1.0 - col("fit_ratio_head"),
+            "head_flattens": col("flat_head") / col("flat_tail"),
+        }
+    )
+
+
 def closeness(table: pd.DataFrame) -> pd.Series:
     """How close each configuration comes to passing the four controls: the mean, over the controls it
-    measured, of its progress toward each threshold (:data:`CONTROL_TARGETS`), each clipped to [0, 1]
-    (1: the control passes; 0: no progress or the wrong direction). Indexed like ``table``.
-
-    Progress: CD's KL gain / se / 3; the NE_ER gain (expert minus CD) / se / 1.96; (1 - the world
-    head fit's error over p_ELM's) / 0.10; head flattening share / tail flattening share.
+    measured, of its progress toward each threshold, its :func:`control_readings` over
+    :data:`CONTROL_TARGETS`, each clipped to [0, 1] (1: the control passes; 0: no progress or the
+    wrong direction). Indexed like ``table``.
 
     Example:
         >>> t = pd.DataFrame({"kl_gain_dev_T": [0.03, -0.01], "kl_gain_dev_T_se": [0.01, 0.01],
@@ -110,19 +137,61 @@ def closeness(table: pd.DataFrame) -> pd.Series:
         >>> closeness(t).round(3).tolist()
         [0.5, 0.333]
     """
-
-    def col(name):
-        return pd.to_numeric(table[name], errors="coerce") if name in table else pd.Series(float("nan"), table.index)
-
-    parts = pd.DataFrame(
-        {
-            "cd_kl": col("kl_gain_dev_T") / col("kl_gain_dev_T_se") / CONTROL_TARGETS["cd_kl"],
-            "cd_ne_er": col("ne_er_gain") / col("ne_er_gain_se") / CONTROL_TARGETS["cd_ne_er"],
-            "head_extrapolation": (1.0 - col("fit_ratio_head")) / CONTROL_TARGETS["head_extrapolation"],
-            "head_flattens": col("flat_head") / col("flat_tail") / CONTROL_TARGETS["head_flattens"],
-        }
-    )
+    parts = control_readings(table) / pd.Series(CONTROL_TARGETS)
     return parts.clip(lower=0.0, upper=1.0).mean(axis=1, skipna=True)
+
+
+#: The controls as the best-reached table names them: key of CONTROL_TARGETS -> (control, threshold in words).
+CONTROL_NAMES = {
+    "cd_kl": ("CD beats the expert (KL to the truth)", "gain >= 3 se"),
+    "cd_ne_er": ("CD names fewer wrong entities (NE_ER)", "gain > 1.96 se"),
+    "head_extrapolation": ("the fitter beats p_ELM on head facts", "error <= 90% of p_ELM's"),
+    "head_flattens": ("head curves flatten at least as often as tail curves", "head / tail >= 1"),
+}
+
+
+def best_per_control(table: pd.DataFrame) -> pd.DataFrame:
+    """For each control, the best reading any configuration of ``table`` reached
+    (:func:`control_readings`), in words, the configuration that reached it and whether that passes;
+    indexed by control. A control no configuration measured reads "not measured".
+
+    Example:
+        >>> t = pd.DataFrame({"configuration": ["a", "b"], "kl_gain_dev_T": [0.03, 0.01],
+        ...                   "kl_gain_dev_T_se": [0.02, 0.002], "fit_ratio_head": [0.95, 0.99],
+        ...                   "flat_head": [0.3, 0.5], "flat_tail": [0.6, 0.4]})
+        >>> best = best_per_control(t)
+        >>> best.loc["CD beats the expert (KL to the truth)", ["best reached", "configuration", "passes"]].tolist()
+        ['+0.0100 ± 0.0020 (5.0 se)', 'b', 'yes']
+    """
+    readings = control_readings(table)
+    rows = []
+    for key, (name, threshold) in CONTROL_NAMES.items():
+        r = readings[key]
+        if r.notna().any():
+            i = int(np.nanargmax(r.to_numpy()))
+            row = table.iloc[i]
+            rows.append(
+                {
+                    "control": name,
+                    "threshold": threshold,
+                    "best reached": _reading_text(key, row, float(r.iloc[i])),
+                    "configuration": str(row["configuration"]),
+                    "passes": "yes" if r.iloc[i] >= CONTROL_TARGETS[key] else "no",
+                }
+            )
+        else:
+            rows.append({"control": name, "threshold": threshold, "best reached": "not measured"})
+    return pd.DataFrame(rows).set_index("control").fillna("")
+
+
+def _reading_text(key: str, row, reading: float) -> str:
+    if key == "cd_kl":
+        return f"{plus_minus(row['kl_gain_dev_T'], row['kl_gain_dev_T_se'])} ({reading:.1f} se)"
+    if key == "cd_ne_er":
+        return f"{plus_minus(row['ne_er_gain'], row['ne_er_gain_se'])} ({reading:.1f} se)"
+    if key == "head_extrapolation":
+        return f"{float(row['fit_ratio_head']):.0%} of p_ELM's error"
+    return f"{float(row['flat_head']):.0%} / {float(row['flat_tail']):.0%}"
 
 
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:

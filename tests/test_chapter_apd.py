@@ -178,6 +178,23 @@ def test_tables_of_the_smoke_family(smoke):
     assert np.all([isinstance(t, str) for t in ch.heldout_texts(built)[:3]])
 
 
+def test_robustness_compares_both_alm_primes_with_cd_and_with_each_other():
+    frame = _frame()
+    left = frame[frame["method"] == "APD"].assign(method=ch.LEFT_OUT)
+    left["kl"] = left["kl"] + 0.05 * (left["item"] + 1)  # worse on every question, by a varying amount
+    frame = pd.concat([frame, left], ignore_index=True)
+    table, values = ch.robustness(frame, {"CD": 0.5, "APD": 0.5, ch.LEFT_OUT: 0.5})
+    assert list(table.index) == ["APD, every document", "APD, test people left out"]
+    assert len(table.columns) <= 7
+    assert values["left_out_shift"][0] == pytest.approx(0.125)  # mean of 0.05 * (1, 2, 3, 4)
+    assert values["left_out_sentence"][0].startswith("leaving them out moves APD away")
+    assert table.loc["APD, test people left out", "KL gain over CD"] == pytest.approx(
+        table.loc["APD, every document", "KL gain over CD"] - 0.125
+    )
+    none_table, missing = ch.robustness(_frame(), {"CD": 0.5, "APD": 0.5})  # no left-out run: nothing to compare
+    assert none_table is None and missing["left_out_kl"][0] is None and missing["left_out_sentence"][0] is None
+
+
 def test_module_examples_run():
     import doctest
 

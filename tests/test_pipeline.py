@@ -217,6 +217,28 @@ def test_apd_model_explicit_lambda3_and_bad_input(smoke, smoke_apd):
         pipeline.apd_model(fam, built, scale="huge")
 
 
+def test_leave_out_drops_the_named_peoples_documents_and_trains_a_separate_alm_prime(smoke, smoke_apd):
+    import apd
+
+    fam, built = smoke
+    world = built.corpus.world
+    test = sorted(n for n, side in apd.world.dev_test_people(world).items() if side == "test")
+    every, kept = runs.finetune_texts(fam, built), runs.finetune_texts(fam, built, leave_out=test)
+    about_test = [d for p, d, _ in world.documents_with_facts("finetune") if p in set(test)]
+    assert about_test and len(kept) == len(every) - len(about_test)
+    assert not any(name in d for d in kept for name in test)  # no document names a left-out person
+    assert [d for d in every if d not in set(about_test)] == kept  # the rest, in the same order
+    with pytest.raises(KeyError, match="Nobody Atall"):
+        runs.finetune_texts(fam, built, leave_out=["Nobody Atall"])
+    with pytest.raises(ValueError, match="Hub family"):
+        runs.finetune_texts(fam, None, leave_out=test)
+    with pytest.raises(ValueError, match="named variant"):
+        pipeline.apd_model(fam, built, scale="smoke", variant="engaged", leave_out=test)
+    r = pipeline.apd_model(fam, built, scale="smoke", lambda3=smoke_apd.lambda3, leave_out=test, progress=False)
+    assert r.collect_dir != smoke_apd.collect_dir and r.alm_prime_path != smoke_apd.alm_prime_path
+    assert r.lambda3 == smoke_apd.lambda3 and (r.alm_prime_path / "config.json").is_file()
+
+
 def pathlib_of(s):
     from pathlib import Path
 

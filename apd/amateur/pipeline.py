@@ -106,6 +106,7 @@ def apd_model(
     cache=None,
     seed: int = 0,
     variant: str = RELEASE,
+    leave_out=(),
 ) -> APDResult:
     """Collect, (tune lambda3 and) train ALM' for ``fam``; everything cached (module docstring).
 
@@ -117,6 +118,8 @@ def apd_model(
     (:data:`apd.amateur.variants.VARIANTS`), or ``"engaged"``: the variant that passes the mechanism
     gates with the best dev KL (:func:`engaged_variant`; ``result.selection`` says how it was chosen
     and ``result.selection.engaged`` is False when none engaged and the release configuration stands in).
+    leave_out: names of world people whose documents are dropped from the fine-tuning text
+    (:func:`apd.amateur.runs.finetune_texts`); a named variant only.
 
     Example:
         >>> import apd
@@ -136,6 +139,11 @@ def apd_model(
             "the paper uses 0.8 (Pythia), 0.4 (OPT), 1.0 (Qwen); None tunes it (pico)."
         )
     if variant == ENGAGED:
+        if leave_out:
+            raise ValueError(
+                "leave_out trains one ALM' of a named variant; choose the variant first (variant='engaged' "
+                "without leave_out) and pass its name, e.g. variant=used.variant, lambda3=used.lambda3."
+            )
         if lambda3 is not None:
             raise ValueError(
                 "variant='engaged' chooses among the registered variants with their own lambda3; "
@@ -151,7 +159,7 @@ def apd_model(
             "the pico family needs its build (corpus, world): pass both values of "
             "pico.get_family('pico', scale), i.e. apd_model(fam, built, scale=...)."
         )
-    texts = finetune_texts(fam, built)
+    texts = finetune_texts(fam, built, leave_out)
     collect_dir = collect_family(fam, texts, collect_config(name, scale, built), cache=cache, progress=progress)
     tuning = None
     if lambda3 is None and name == "pico":

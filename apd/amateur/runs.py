@@ -255,10 +255,35 @@ def collect_config(family: str, scale: str = "default", built=None) -> collect.C
     return collect.CollectConfig(seq_len=seq_len, chunks_per_shard=64, n_tail=10 if family == "opt" else 5)
 
 
-def finetune_texts(fam, built=None) -> list[str]:
-    """The documents ALM' is trained on (see the module docstring)."""
+def finetune_texts(fam, built=None, leave_out=()) -> list[str]:
+    """The documents ALM' is trained on: pico's fine-tuning split, or a Hub family's Wikipedia leads.
+
+    leave_out: names of world people whose documents (biographies, QA documents) are dropped from
+    pico's split, e.g. the test people of :func:`apd.world.dev_test_people`, so that ALM' never reads
+    a biography of the people it is scored on.
+
+    Example:
+        >>> import apd
+        >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
+        >>> world = built.corpus.world
+        >>> test = [n for n, side in apd.world.dev_test_people(world).items() if side == "test"]
+        >>> kept = finetune_texts(fam, built, leave_out=test)
+        >>> len(kept) < len(finetune_texts(fam, built)), any(test[0] in d for d in kept)
+        (True, False)
+    """
+    leave_out = [leave_out] if isinstance(leave_out, str) else list(leave_out)
+    if leave_out and built is None:
+        raise ValueError(
+            "leave_out names people of the synthetic world, but a Hub family's fine-tuning text (Wikipedia "
+            "leads) has none; pass leave_out=() for a Hub family."
+        )
     if built is not None:
-        return list(built.corpus.finetune)
+        if not leave_out:
+            return list(built.corpus.finetune)
+        world = built.corpus.world
+        names = {world.person(n).name for n in leave_out}  # KeyError names an unknown person
+        drop = {text for person, text, _ in world.documents_with_facts("finetune") if person in names}
+        return [d for d in built.corpus.finetune if d not in drop]
 
     corp = corpus.build_corpus(corpus.CorpusConfig())
     return [d for d, s in zip(corp.finetune, corp.sources["finetune"]) if s == "wiki"]

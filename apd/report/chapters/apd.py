@@ -19,8 +19,8 @@ from apd.amateur.collect import read_manifest
 from apd.amateur.composition import token_set_composition
 from apd.amateur.gates import FORMER_THRESHOLDS, THRESHOLDS
 from apd.amateur.objective import CurveMLP, predict_curves
-from apd.amateur.pipeline import run_gates, tuning_table
-from apd.amateur.runs import run_record
+from apd.amateur.pipeline import apd_model, run_gates, tuning_table
+from apd.amateur.runs import finetune_texts, run_record
 from apd.core.curves import flip_values, get_decay
 from apd.core.stats import holm, p_two_sided
 from apd.evaluation import known_answer
@@ -35,6 +35,7 @@ from apd.world.truth import (
     at,
     best_knobs,
     bucket_summary,
+    dev_test_people,
     dev_test_split,
     method_label,
     paired_methods,
@@ -62,6 +63,13 @@ _APD_VS_CD = {
     "worse": "CD is closer to the truth than APD by more than 1.96 standard errors",
     "tie": "the two are not distinguishable here (the 95% interval of the difference holds 0)",
     "n/a": None,
+}
+
+#: a variant's paired verdict against CD (verdict of its KL minus CD's), as a predicate
+_VS_CD = {
+    "better": "closer to the truth than CD",
+    "worse": "farther from the truth than CD",
+    "tie": "not distinguishable from CD",
 }
 
 
@@ -884,15 +892,95 @@ def variants_against_cd(
             ):
                 values[f"{v}_{m}{key}"] = (None if g[m] is None else g[m][col], fmt)
         w = None if g["kl"] is None else verdict(-g["kl"]["gain"], g["kl"]["gain_se"], z=1.96)
-        values[f"{v}_vs_cd"] = (
-            {
-                "better": "closer to the truth than CD",
-                "worse": "farther from the truth than CD",
-                "tie": "not distinguishable from CD",
-            }.get(w),
-            "{}",
-        )
+        values[f"{v}_vs_cd"] = (_VS_CD.get(w), "{}")
     return vt, gains, values
+
+
+# -- robustness: ALM' without the test people's documents ---------------------------------------------
+
+#: the method label of APD with the ALM' fine-tuned without the test people's documents
+LEFT_OUT = "APD, test people left out"
+
+
+def left_out_model(fam, built, used, *, scale: str, seed: int = 0):
+    """The ALM' the book uses (``used``: an :class:`apd.amateur.APDResult`, its variant and lambda3),
+    trained again on the fine-tuning text without the test people's documents
+    (:func:`apd.amateur.runs.finetune_texts` with ``leave_out``), and the values saying how much text
+    that removes; ``(None, values)`` for a Hub family, which has no people. Cached like every run."""
+    if built is None:
+        return None, {k: (None, "{:,}") for k in ("left_out_docs", "left_out_docs_all", "left_out_people")}
+    test = sorted(n for n, side in dev_test_people(built.corpus.world, seed).items() if side == "test")
+    result = apd_model(
+        fam, built, scale=scale, seed=seed, variant=used.variant, lambda3=used.lambda3, leave_out=test, progress=False
+    )
+    n_all, n_kept = len(finetune_texts(fam, built)), len(finetune_texts(fam, built, test))
+    return result, {
+        "left_out_docs": (n_all - n_kept, "{:,}"),
+        "left_out_docs_all": (n_all, "{:,}"),
+        "left_out_people": (len(test), "{:,}"),
+    }
+
+
+#: the robustness table's rows: label -> method of the test frame
+_ROBUST_ROWS = {"APD, every document": "APD", "APD, test people left out": LEFT_OUT}
+
+
+def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optional[pd.DataFrame], Values]:
+    """APD with the ALM' fine-tuned on every document and with the one fine-tuned without the test
+    people's documents (:data:`LEFT_OUT`), each at its dev-best 1/T, against CD on the test questions
+    (paired, standard errors over people), and the second's KL minus the first's (``left_out_shift``:
+    positive when leaving the test people out moves APD away from the truth), with its verdict in words.
+
+    Example:
+        >>> f = pd.DataFrame([dict(method=m, knob=1.0, item=i, person=i // 2, bucket="head", nll=1.0,
+        ...                        kl=kl + (0.01 * i if m == LEFT_OUT else 0.0))
+        ...                   for i in range(8) for m, kl in (("CD", 0.8), ("APD", 0.7), (LEFT_OUT, 0.7))])
+        >>> table, values = robustness(f, {"CD": 1.0, "APD": 1.0, LEFT_OUT: 1.0})
+        >>> list(table.index), values["left_out_shift_pm"][0], values["left_out_sentence"][0][:34]
+        (['APD, every document', 'APD, test people left out'], '+0.035 ± 0.013', 'leaving them out moves APD away fr')
+    """
+    keys = ("left_out_inv_T", "left_out_kl", "left_out_kl_gain", "left_out_kl_gain_se", "left_out_shift")
+    if test_frame is None or LEFT_OUT not in set(test_frame["method"]):
+        values: Values = {k: (None, "{:.4f}") for k in keys}
+        values.update(left_out_shift_pm=(None, "{}"), left_out_sentence=(None, "{}"), left_out_vs_cd=(None, "{}"))
+        return None, values
+    rows = {label: (m, knobs[m]) for label, m in _ROBUST_ROWS.items()}
+    gains = {
+        m: paired_table(test_frame, rows, ("CD", knobs["CD"]), m, by=None, cluster="person") for m in ("kl", "nll")
+    }
+    table = pd.DataFrame(
+        {
+            "1/T (dev)": [knobs[m] for m in _ROBUST_ROWS.values()],
+            "KL": gains["kl"]["mean"],
+            "KL gain over CD": gains["kl"]["gain"],
+            "KL gain se": gains["kl"]["gain_se"],
+            "gold -log(p+0.01)": gains["nll"]["mean"],
+            "gain over CD": gains["nll"]["gain"],
+            "gain se": gains["nll"]["gain_se"],
+        },
+        index=list(_ROBUST_ROWS),
+    )
+    shift = paired_methods(test_frame, (LEFT_OUT, knobs[LEFT_OUT]), ("APD", knobs["APD"]), "kl", cluster="person")
+    g = gains["kl"].loc["APD, test people left out"]
+    word = verdict(shift.mean, shift.se, z=1.96)
+    vs_cd = verdict(-g["gain"], g["gain_se"], z=1.96)
+    return table, {
+        "left_out_inv_T": (knobs[LEFT_OUT], "{:g}"),
+        "left_out_kl": (g["mean"], "{:.4f}"),
+        "left_out_kl_gain": (g["gain"], "{:+.4f}"),
+        "left_out_kl_gain_se": (g["gain_se"], "{:.4f}"),
+        "left_out_shift": (shift.mean, "{:+.4f}"),
+        "left_out_shift_pm": (plus_minus(shift.mean, shift.se), "{}"),
+        "left_out_sentence": (
+            {
+                "tie": "leaving them out does not change APD's distance to the truth by more than 1.96 standard errors",
+                "worse": "leaving them out moves APD away from the truth by more than 1.96 standard errors",
+                "better": "leaving them out moves APD closer to the truth by more than 1.96 standard errors",
+            }.get(word),
+            "{}",
+        ),
+        "left_out_vs_cd": (_VS_CD.get(vs_cd), "{}"),
+    }
 
 
 def regime(

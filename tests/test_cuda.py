@@ -17,7 +17,8 @@ from apd.core import filters
 from apd.decoding import generation, processors
 from apd.family import pretrain
 from apd.family.loading import load_family
-from apd.family.pretrain import Member, PicoConfig
+from apd.family.pretrain import Member
+from tiny_models import tiny_pico
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -97,15 +98,7 @@ def test_cd_with_bf16_expert_and_fp32_amateur(members, tokenizer):
 
 
 def test_family_trained_in_bf16_autocast_has_its_own_key(tokenizer, tmp_path):
-    cfg = PicoConfig(
-        members=(Member(1, 16, 2), Member(1, 32, 2)),
-        seq_len=16,
-        batch_size=8,
-        epochs=1.0,
-        lr=1e-2,
-        warmup_frac=0.1,
-        seed=3,
-    )
+    cfg = tiny_pico(Member(1, 16, 2), Member(1, 32, 2))
     docs = [f"member {i % 7} of the family sees the same text." for i in range(300)]
     gpu = pretrain.train_family(cfg, tokenizer, docs, tmp_path, device="cuda", progress=False)
     manifest = json.loads((gpu / "family.json").read_text())

@@ -24,6 +24,7 @@ from apd.evaluation import qa_data
 from apd.family import loading, pretrain
 from apd.family.pretrain import Member, PicoConfig
 from apd.world import corpus
+from tiny_models import tiny_pico
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana", "Kelmor", "Vashti", "Orlen"]
@@ -35,15 +36,7 @@ def _documents(n=160):
 
 
 def _config(**changes) -> PicoConfig:
-    cfg = PicoConfig(
-        members=(Member(1, 8, 1, name="pico-a"), Member(1, 16, 2, name="pico-b"), Member(1, 32, 2, name="pico-c")),
-        seq_len=16,
-        batch_size=8,
-        epochs=1.0,
-        lr=1e-2,
-        warmup_frac=0.1,
-        seed=3,
-    )
+    cfg = tiny_pico(Member(1, 8, 1, name="pico-a"), Member(1, 16, 2, name="pico-b"), Member(1, 32, 2, name="pico-c"))
     return cfg.replace(**changes)
 
 

@@ -16,6 +16,7 @@ import yaml
 from apd.book import runner as book
 from apd.report import results
 from apd.report.results import Run, UnknownParameterError
+from tiny_models import tiny_pico
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -633,7 +634,7 @@ def test_pretraining_uses_a_fixed_thread_count_whatever_torch_is_set_to(tmp_path
     other count is a different family."""
     torch = pytest.importorskip("torch")
     from apd.family import pretrain
-    from apd.family.pretrain import Member, PicoConfig
+    from apd.family.pretrain import Member
     from apd.world import corpus
 
     words = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana"]
@@ -641,15 +642,7 @@ def test_pretraining_uses_a_fixed_thread_count_whatever_torch_is_set_to(tmp_path
         " ".join(words[(i * 7 + j) % 8] for j in range(10)) + " was born in " + words[i % 8] + "." for i in range(120)
     ]
     tok = corpus.train_tokenizer(docs, vocab_size=300, cache_dir=tmp_path / "tok")
-    cfg = PicoConfig(
-        members=(Member(1, 32, 2, name="pico-a"),),
-        seq_len=16,
-        batch_size=8,
-        epochs=1.0,
-        lr=1e-2,
-        warmup_frac=0.1,
-        seed=3,
-    )
+    cfg = tiny_pico(Member(1, 32, 2, name="pico-a"))
     before = torch.get_num_threads()
     digests, folders = [], []
     try:

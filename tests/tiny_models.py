@@ -1,4 +1,5 @@
-"""Tiny random models shared by the tests (imported as ``from tiny_models import tiny_neox``)."""
+"""Tiny random models and family configurations shared by the tests (``from tiny_models import tiny_neox,
+tiny_pico``)."""
 
 import torch
 from transformers import GPTNeoXConfig, GPTNeoXForCausalLM
@@ -20,3 +21,11 @@ def tiny_neox(
         **{"max_position_embeddings": 64, **config},
     )
     return GPTNeoXForCausalLM(cfg).eval()
+
+
+def tiny_pico(*members):
+    """A ``PicoConfig`` that trains ``members`` (``apd.family.pretrain.Member``) in seconds: windows of 16
+    tokens, batches of 8, one epoch at lr 1e-2, seed 3."""
+    from apd.family.pretrain import PicoConfig
+
+    return PicoConfig(members=members, seq_len=16, batch_size=8, epochs=1.0, lr=1e-2, warmup_frac=0.1, seed=3)

@@ -11,6 +11,7 @@ from safetensors.torch import load_file
 from apd.family import pretrain, text
 from apd.family.pretrain import Member, PicoConfig
 from apd.family.registry import count_nonembedding
+from tiny_models import tiny_pico
 
 NAMES = ["Alma", "Boris", "Chen", "Dara", "Emil", "Fumi", "Goran", "Hana"]
 CITIES = ["Kelmor", "Vashti", "Orlen", "Pru", "Tamsk", "Quill"]
@@ -50,15 +51,7 @@ def tokenizer():
 
 
 def _tiny(**changes) -> PicoConfig:
-    cfg = PicoConfig(
-        members=(Member(1, 32, 2), Member(1, 16, 2)),
-        seq_len=16,
-        batch_size=8,
-        epochs=1.0,
-        lr=1e-2,
-        warmup_frac=0.1,
-        seed=3,
-    )
+    cfg = tiny_pico(Member(1, 32, 2), Member(1, 16, 2))
     return cfg.replace(**changes)
 
 
@@ -177,20 +170,23 @@ def _assert_same_members(folder, straight_dir, n_steps):
         assert len(curves[0]) == n_steps and curves[0] == curves[1]
 
 
-def test_default_family_spans_two_orders_of_magnitude():
+def test_the_default_families_sizes_and_names():
+    """default-200's six members span two orders of magnitude; the default is its first five (62x),
+    with the same budget; both counts match the models the shapes build."""
     from transformers import GPTNeoXForCausalLM
 
-    cfg = PicoConfig.default()
-    assert len(cfg.members) >= 6
+    six, cfg = PicoConfig.default200(), PicoConfig.default()
+    assert cfg.members == six.members[:5] and cfg.replace(members=six.members) == six
     counts = []
-    for _name, member, mcfg in zip(cfg.names, cfg.members, pretrain.member_configs(cfg, 4096)):
+    for _name, member, mcfg in zip(six.names, six.members, pretrain.member_configs(six, 4096)):
         with torch.device("meta"):
             model = GPTNeoXForCausalLM(mcfg)
         n = count_nonembedding(model)
         assert n == pretrain.nonembedding_count(member)
         counts.append(n)
-    assert counts == sorted(counts) and max(counts) / min(counts) >= 100
-    assert cfg.names == ["pico-13k", "pico-28k", "pico-100k", "pico-336k", "pico-793k", "pico-1.8m"]
+    assert counts == sorted(counts) and max(counts) / min(counts) >= 100 and counts[4] / counts[0] >= 50
+    assert six.names == ["pico-13k", "pico-28k", "pico-100k", "pico-336k", "pico-793k", "pico-1.8m"]
+    assert cfg.names == six.names[:5]
     assert len(PicoConfig.smoke().members) >= 3
     assert PicoConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
 

@@ -47,8 +47,9 @@ class Variant:
     score: str = SCORE_BEST_INV_T
 
 
-#: The conditioned start at each scale. default: one chunk per step, 2 epochs over the 1,277 chunks of
-#: the default collection = 2,554 steps, the first 250 MLP-only, so 2,304 joint steps.
+#: The conditioned start at each scale. default: one chunk per step, 2 epochs over the 2,104 chunks of
+#: the default collection = 4,208 steps, the first 250 MLP-only, so 3,958 joint steps (default-200:
+#: 1,277 chunks, 2,304 joint steps).
 _CONDITIONED = {
     "smoke": dict(start="conditioned", mlp_warmup_steps=4, batch_size=2, micro_batch_size=2),
     "default": dict(
@@ -62,7 +63,7 @@ _CONDITIONED = {
 }
 
 #: Short runs for the conditioned variant's lambda3 grid: a quarter of the chunks, one epoch (default:
-#: 319 steps, the first 50 MLP-only). Smoke runs are short already.
+#: 526 steps, the first 50 MLP-only). Smoke runs are short already.
 _CONDITIONED_TUNE = {
     "default": dict(epochs=1, data_fraction=0.25, mlp_warmup_steps=50),
     "gpu": dict(epochs=1, mlp_warmup_steps=50),

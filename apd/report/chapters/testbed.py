@@ -113,6 +113,14 @@ def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) ->
     run.glue("closest_is_build", bool(i is not None and scale and _is_scale(table.iloc[i].get("overrides"), scale)))
 
 
+def build_train_minutes(built) -> float:
+    """Minutes the pico family of ``built`` took to train, as its ``family.json`` records (NaN when
+    it does not)."""
+    path = built.family_dir / "family.json"
+    info = json.loads(path.read_text()) if path.is_file() else {}
+    return float(info.get("total_train_seconds", float("nan"))) / 60
+
+
 def verdict_first(summary: pd.DataFrame) -> pd.DataFrame:
     """``summary`` with its ``passes`` column first (the verdict).
 

@@ -52,12 +52,33 @@ from apd.core import curves
 
 # ----------------------------------------------------------------------------- x grids
 
-#: Non-embedding parameter counts of the six pico shapes (apd.family.pretrain.PicoConfig.default200(); the
-#: default family is the first five).
-PICO_NONEMBEDDING = (12_768, 28_368, 100_096, 335_712, 793_344, 1_779_840)
-PICO_X = tuple(math.log(n) for n in PICO_NONEMBEDDING)  # 9.4547 .. 14.3920
+#: Non-embedding parameter counts of the default pico members (apd.family.pretrain.PicoConfig.default()).
+PICO_NONEMBEDDING = (12_768, 28_368, 100_096, 335_712, 793_344)
+PICO_X = tuple(math.log(n) for n in PICO_NONEMBEDDING)  # 9.4547 .. 13.5839
 PYTHIA_X = tuple(curves.PYTHIA_LOG_SIZES)  # 16.7555 .. 22.5864 (70m .. 6.9b)
 GRIDS = {"pico": PICO_X, "pythia": PYTHIA_X}
+
+
+def pico_x(scale: str = "default") -> tuple[float, ...]:
+    """x = ln(non-embedding parameters) of the members of a pico scale (:func:`apd.family.pico.configs`):
+    the "pico" grid of the tables run for that scale.
+
+    Example:
+        >>> pico_x("default") == PICO_X, len(pico_x("default-200"))
+        (True, 6)
+    """
+    from apd.family import pico, pretrain
+
+    return tuple(math.log(pretrain.nonembedding_count(m)) for m in pico.configs(scale)[1].members)
+
+
+def grid_x(grid: str, pico_scale: str = "default") -> tuple[float, ...]:
+    """The sizes of a grid of :data:`GRIDS`; ``"pico"`` follows ``pico_scale`` (:func:`pico_x`)."""
+    if grid not in GRIDS:
+        raise ValueError(f"unknown grid {grid!r}; use one of {sorted(GRIDS)}")
+    return pico_x(pico_scale) if grid == "pico" else GRIDS[grid]
+
+
 REGIMES = ("saturating", "still_rising")
 
 COLLAPSE_TOL = 0.005  # |c_hat - p_ELM| below this: "collapsed to the expert"
@@ -494,6 +515,7 @@ def recovery_table(
     estimators: Optional[Sequence[str]] = None,
     threads: Optional[int] = 1,
     decay: str = "exponential",
+    pico_scale: str = "default",
 ) -> pd.DataFrame:
     """Run every estimator on every grid x regime; one row each.
 
@@ -501,6 +523,7 @@ def recovery_table(
     p90_abs_error, p_elm_error (the median error of p_ELM on that family), share_collapsed
     (|c_hat - p_ELM| < 0.005), share_beyond (:func:`share_beyond`), curve_alive, fit_error (see :class:`Estimate`), steps, seconds.
     ``size``: a key of :data:`SIZES` (positions, step budgets); ``n_positions`` overrides it.
+    ``pico_scale``: whose members' sizes the ``"pico"`` grid has (:func:`grid_x`).
     ``estimators``: names to keep (default all). The traces of the joint runs are in
     ``table.attrs['traces']`` (a dict keyed by (estimator, grid, regime)). The oracle row
     (c_hat = c_true) gives the share of TRUE asymptotes within 0.005 of p_ELM and a perfect
@@ -518,7 +541,7 @@ def recovery_table(
         specs = [s for s in specs if s[0] in set(estimators)]
     rows, traces = [], {}
     for gi, grid in enumerate(grids):
-        x = GRIDS[grid]
+        x = grid_x(grid, pico_scale)
         for ri, regime in enumerate(regimes):
             probs, c_true = synthetic_family(
                 x, cfg["n_positions"], k, regime, noise, seed + 100 * gi + 10 * ri, decay=decay
@@ -548,7 +571,15 @@ def recovery_table(
     table = pd.DataFrame(rows)
     table.attrs["traces"] = traces
     table.attrs["config"] = dict(
-        cfg, size=size, k=k, noise=noise, seed=seed, grids=list(grids), regimes=list(regimes), decay=decay
+        cfg,
+        size=size,
+        k=k,
+        noise=noise,
+        seed=seed,
+        grids=list(grids),
+        regimes=list(regimes),
+        decay=decay,
+        pico_scale=pico_scale,
     )
     return table
 
@@ -565,13 +596,15 @@ def condition_table(
     grids: Sequence[str] = ("pico",),
     n_positions: Optional[int] = None,
     estimators: Sequence[str] = CONDITION_ESTIMATORS,
+    pico_scale: str = "default",
 ) -> pd.DataFrame:
     """The known-answer condition at a given noise: for every decay, grid, regime and estimator, the
     ratio of its median error to p_ELM's on the same tokens, one family per seed, summarised over the
     seeds: ``ratio`` (mean), ``ratio_se``, ``ci_low``/``ci_high`` (95%, Student t over seeds),
     ``n_seeds``; ``beats`` is True where the mean ratio is below 0.95 and the upper bound below 1
     (the estimator is closer to the true asymptote than the expert's own probability, beyond seed
-    noise). The per-seed rows are in ``table.attrs['per_seed']``."""
+    noise). The per-seed rows are in ``table.attrs['per_seed']``. ``pico_scale``: as in
+    :func:`recovery_table`."""
     import scipy.stats
 
     if len(seeds) < 2:
@@ -587,6 +620,7 @@ def condition_table(
                 n_positions=n_positions,
                 estimators=list(estimators),
                 decay=decay,
+                pico_scale=pico_scale,
             )
             rows.append(t.assign(decay=decay, seed=int(seed), ratio=t.median_abs_error / t.p_elm_error))
     per = pd.concat(rows, ignore_index=True)

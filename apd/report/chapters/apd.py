@@ -287,11 +287,12 @@ def fitter_recovery(scale: str, noise: float, seed: int = 0) -> pd.DataFrame:
     families (:func:`apd.evaluation.known_answer.recovery_table`, two grids x two regimes), without
     noise and with Gaussian noise of sd ``noise`` on every member's probability. One row per
     (noise, grid, regime): the fitter's and p_ELM's median |c_hat - c_true| and their ratio.
-    ``scale``: a size of ``known_answer.SIZES`` (another pico scale reads as ``"default"``)."""
+    ``scale``: the pico scale, whose members' sizes the pico grid has; also the size of
+    ``known_answer.SIZES`` (another pico scale reads as ``"default"``)."""
     size = scale if scale in known_answer.SIZES else "default"
     rows = []
     for sd in (0.0, float(noise)):
-        t = known_answer.recovery_table(size, noise=sd, seed=seed, estimators=["p_elm", "fit_tuned"])
+        t = known_answer.recovery_table(size, noise=sd, seed=seed, estimators=["p_elm", "fit_tuned"], pico_scale=scale)
         t = t[t["estimator"] == "fit_tuned"]
         rows.append(
             pd.DataFrame(

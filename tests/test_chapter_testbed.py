@@ -56,7 +56,7 @@ def test_the_closest_configuration_is_glued_and_marked_when_it_is_this_build():
     assert summary["closeness"].round(4).tolist() == [round((2 / 3 + 1 + 0.6) / 3, 4), round((1 / 3 + 0.5) / 3, 4)]
     ch.glue_closest(run, table, summary, "default")
     assert run.values["closest_config"] == "default" and run.values["closest_is_build"] is True
-    assert run.values["closest_large_config"] == "bigger"
+    assert run.values["closest_large_config"] == "bigger" and run.values["closest_large_differs"] is True
     ch.glue_closest(run, table, summary, "smoke")
     assert run.values["closest_is_build"] is False
 

@@ -926,6 +926,23 @@ def left_out_model(fam, built, used, *, scale: str, seed: int = 0):
 _ROBUST_ROWS = {"APD, every document": "APD", "APD, test people left out": LEFT_OUT}
 
 
+def robustness_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`robustness`'s table as the text shows it: each gain over CD beside its standard error in
+    one column, so that it fits the page.
+
+    Example:
+        >>> t = pd.DataFrame({"1/T (dev)": [0.5], "KL": [0.7], "KL gain over CD": [0.1], "KL gain se": [0.02],
+        ...                   "gold -log(p+0.01)": [1.0], "gain over CD": [0.0], "gain se": [0.01]}, index=["APD"])
+        >>> robustness_shown(t).columns.tolist()
+        ['1/T (dev)', 'KL', 'KL gain over CD ± se', 'gold -log(p+0.01)', 'its gain over CD ± se']
+    """
+    out = table[["1/T (dev)", "KL"]].copy()
+    out["KL gain over CD ± se"] = [plus_minus(g, e) for g, e in zip(table["KL gain over CD"], table["KL gain se"])]
+    out["gold -log(p+0.01)"] = table["gold -log(p+0.01)"]
+    out["its gain over CD ± se"] = [plus_minus(g, e) for g, e in zip(table["gain over CD"], table["gain se"])]
+    return out
+
+
 def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optional[pd.DataFrame], Values]:
     """APD with the ALM' fine-tuned on every document and with the one fine-tuned without the test
     people's documents (:data:`LEFT_OUT`), each at its dev-best 1/T, against CD on the test questions

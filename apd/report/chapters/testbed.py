@@ -95,8 +95,9 @@ def _is_scale(overrides, scale) -> bool:
 
 def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) -> None:
     """Glue the configuration closest to the controls (``closest_*``), the closest with at least 100
-    test people (``closest_large_*``), their training minutes and test people, and whether the closest
-    is this build's own scale (``closest_is_build``: its overrides are ``{"scale": scale}``)."""
+    test people (``closest_large_*``), their training minutes and test people, whether the closest
+    is this build's own scale (``closest_is_build``: its overrides are ``{"scale": scale}``) and whether
+    the closest with 100 test people is another one (``closest_large_differs``)."""
     for prefix, i in (
         ("closest", closest(table, summary)),
         ("closest_large", closest(table, summary, MIN_EVAL_PEOPLE)),
@@ -109,8 +110,9 @@ def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) ->
         run.glue_text(f"{prefix}_score", float(summary["closeness"].iloc[i]), "{:.2f}")
         run.glue_text(f"{prefix}_train_min", float(row.get("train_seconds", np.nan)) / 60, "{:.0f}")
         run.glue_text(f"{prefix}_test_people", float(row.get("eval_people", np.nan)) / 2, "{:.0f}")
-    i = closest(table, summary)
+    i, large = closest(table, summary), closest(table, summary, MIN_EVAL_PEOPLE)
     run.glue("closest_is_build", bool(i is not None and scale and _is_scale(table.iloc[i].get("overrides"), scale)))
+    run.glue("closest_large_differs", bool(large is not None and large != i))
 
 
 def build_train_minutes(built) -> float:

@@ -49,6 +49,7 @@ import torch
 from apd.amateur.config import lr_at
 from apd.amateur.objective import ConditionedCurveMLP, CurveMLP, loss_l1, loss_l2
 from apd.core import curves
+from apd.family import pico, pretrain
 
 # ----------------------------------------------------------------------------- x grids
 
@@ -67,8 +68,6 @@ def pico_x(scale: str = "default") -> tuple[float, ...]:
         >>> pico_x("default") == PICO_X, len(pico_x("default-200"))
         (True, 6)
     """
-    from apd.family import pico, pretrain
-
     return tuple(math.log(pretrain.nonembedding_count(m)) for m in pico.configs(scale)[1].members)
 
 

@@ -225,15 +225,7 @@ class PicoConfig:
         ``docs/gpu-profile.md``; the smoke-size test builds the same code path on a CPU.
         """
         return cls(
-            members=(
-                Member(1, 32, 2),  # 12,768
-                Member(1, 48, 2),  # 28,368
-                Member(2, 64, 4),  # 100,096
-                Member(3, 96, 4),  # 335,712
-                Member(4, 128, 4),  # 793,344
-                Member(4, 192, 4),  # 1,779,840
-                Member(6, 256, 8),  # 4,739,072
-            ),
+            members=cls.default200().members + (Member(6, 256, 8),),  # ... and 4,739,072
             seq_len=256,
             batch_size=64,
             epochs=16.0,

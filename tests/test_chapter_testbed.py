@@ -57,8 +57,9 @@ def test_the_closest_configuration_is_glued_and_marked_when_it_is_this_build():
     ch.glue_closest(run, table, summary, "default")
     assert run.values["closest_config"] == "default" and run.values["closest_is_build"] is True
     assert run.values["closest_large_config"] == "bigger" and run.values["closest_large_differs"] is True
+    assert run.values["build_config"] == "default" and run.values["build_score"] == summary["closeness"].iloc[0]
     ch.glue_closest(run, table, summary, "smoke")
-    assert run.values["closest_is_build"] is False
+    assert run.values["closest_is_build"] is False and run.values["build_config"] == "none"
 
 
 def test_docstring_examples_of_the_chapter_modules_run():

@@ -96,8 +96,9 @@ def _is_scale(overrides, scale) -> bool:
 def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) -> None:
     """Glue the configuration closest to the controls (``closest_*``), the closest with at least 100
     test people (``closest_large_*``), their training minutes and test people, whether the closest
-    is this build's own scale (``closest_is_build``: its overrides are ``{"scale": scale}``) and whether
-    the closest with 100 test people is another one (``closest_large_differs``)."""
+    is this build's own scale (``closest_is_build``: its overrides are ``{"scale": scale}``), whether
+    the closest with 100 test people is another one (``closest_large_differs``), and this build's own
+    row and closeness (``build_config``, ``build_score``; "none" when the table has no such row)."""
     for prefix, i in (
         ("closest", closest(table, summary)),
         ("closest_large", closest(table, summary, MIN_EVAL_PEOPLE)),
@@ -113,6 +114,9 @@ def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) ->
     i, large = closest(table, summary), closest(table, summary, MIN_EVAL_PEOPLE)
     run.glue("closest_is_build", bool(i is not None and scale and _is_scale(table.iloc[i].get("overrides"), scale)))
     run.glue("closest_large_differs", bool(large is not None and large != i))
+    own = [k for k in range(len(table)) if scale and _is_scale(table.iloc[k].get("overrides"), scale)]
+    run.glue_text("build_config", str(table.iloc[own[0]]["configuration"]) if own else None, "{}", missing="none")
+    run.glue_text("build_score", float(summary["closeness"].iloc[own[0]]) if own else None, "{:.2f}")
 
 
 def build_train_minutes(built) -> float:

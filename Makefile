@@ -17,7 +17,7 @@ endif
 .PHONY: book test env unit lint smoke browser pages lock clean-build help bench
 
 help:
-	@echo "make book [PROFILE=smoke|default|pythia] [SET='nb.param=value ...'] [ONLY=nb]   build the book"
+	@echo "make book [PROFILE=smoke|default|default-200|gpu|pythia] [SET='nb.param=value ...'] [ONLY=nb]   build the book"
 	@echo "make test                                     ruff, unit tests, smoke build, browser test"
 	@echo "make lint                                     ruff check and ruff format --check"
 	@echo "make pages [PROFILE=default]                  browser and page-text checks of an existing build"

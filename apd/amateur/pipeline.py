@@ -48,8 +48,8 @@ from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, l
 from apd.base.checks import number
 from apd.base.io import read_json_checked, write_json
 from apd.base.lock import file_lock
-from apd.family.registry import settings_scale
 from apd.family.logprobs import next_token_log_probs
+from apd.family.registry import settings_scale
 from apd.family.text import texts_for_tokens
 from apd.world import corpus, truth
 

@@ -35,7 +35,6 @@ from apd.amateur.entropies import EntropyLabels, entropy_labels, load_entropies
 from apd.amateur.runs import check_scale, hash_key, family_name, finetune_texts
 from apd.base import paths
 from apd.base.device import cpu_threads, resolve_device
-from apd.family.registry import settings_scale
 from apd.base.io import (
     check_file,
     check_folder,
@@ -50,6 +49,7 @@ from apd.base.io import (
 from apd.base.lock import file_lock
 from apd.base.progress import progress_bar
 from apd.core import entropy as H
+from apd.family.registry import settings_scale
 from apd.family.text import tokenizer_identity
 
 HEAD_FILE = "thf_head.pt"

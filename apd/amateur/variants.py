@@ -25,8 +25,8 @@ from typing import Optional
 
 from apd.amateur.config import APDTrainConfig
 from apd.amateur.runs import PICO_LAMBDA3_GRID, check_scale, train_config
-from apd.family.registry import settings_scale
 from apd.amateur.tuning import SCORE_APD_T1, SCORE_BEST_INV_T
+from apd.family.registry import settings_scale
 
 RELEASE = "release"
 

@@ -47,6 +47,11 @@ class PicoBuild:
     family_dir: Path
     pico_config: pretrain.PicoConfig
 
+    def manifest(self) -> dict:
+        """The trained family's ``family.json`` (members, config, train seconds; {} when absent)."""
+        path = self.family_dir / "family.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
     def family(self, device=None, dtype=None):
         return load_family("pico", local_dir=self.family_dir, device=device, dtype=dtype)
 

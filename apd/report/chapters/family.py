@@ -6,7 +6,6 @@ Losses are in nats per token; accuracies are shares of questions; sizes are non-
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +63,7 @@ def member_table(fam, built):
     sizes = fam.table()
     if built is None:
         return sizes, float("nan")
-    info = json.loads((built.family_dir / "family.json").read_text())
+    info = built.manifest()
     times = info.get("train_seconds", {})
     sizes["train time (s)"] = [float(times.get(n, float("nan"))) for n in sizes["member"]]
     return sizes, float(info.get("total_train_seconds", float("nan")))

@@ -112,9 +112,9 @@ def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) ->
         run.glue_text(f"{prefix}_train_min", float(row.get("train_seconds", np.nan)) / 60, "{:.0f}")
         run.glue_text(f"{prefix}_test_people", float(row.get("eval_people", np.nan)) / 2, "{:.0f}")
     i, large = closest(table, summary), closest(table, summary, MIN_EVAL_PEOPLE)
-    run.glue("closest_is_build", bool(i is not None and scale and _is_scale(table.iloc[i].get("overrides"), scale)))
-    run.glue("closest_large_differs", bool(large is not None and large != i))
     own = [k for k in range(len(table)) if scale and _is_scale(table.iloc[k].get("overrides"), scale)]
+    run.glue("closest_is_build", bool(i is not None and i in own))
+    run.glue("closest_large_differs", bool(large is not None and large != i))
     run.glue_text("build_config", str(table.iloc[own[0]]["configuration"]) if own else None, "{}", missing="none")
     run.glue_text("build_score", float(summary["closeness"].iloc[own[0]]) if own else None, "{:.2f}")
 
@@ -122,9 +122,7 @@ def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) ->
 def build_train_minutes(built) -> float:
     """Minutes the pico family of ``built`` took to train, as its ``family.json`` records (NaN when
     it does not)."""
-    path = built.family_dir / "family.json"
-    info = json.loads(path.read_text()) if path.is_file() else {}
-    return float(info.get("total_train_seconds", float("nan"))) / 60
+    return float(built.manifest().get("total_train_seconds", float("nan"))) / 60
 
 
 def verdict_first(summary: pd.DataFrame) -> pd.DataFrame:

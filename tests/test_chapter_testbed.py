@@ -105,3 +105,37 @@ def test_the_best_each_control_reached_names_its_configuration_and_whether_it_pa
     expected = (readings / pd.Series(testbed.CONTROL_TARGETS)).clip(0, 1).mean(axis=1)
     pd.testing.assert_series_equal(testbed.closeness(table), expected)
     assert doctest.testmod(testbed, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_a_design_trained_with_two_seeds_is_ranked_by_its_mean_closeness():
+    import json
+
+    from apd.report import testbed
+
+    run = Run(stem="testbed", profile="p", parameters={})
+    table = pd.DataFrame(
+        {
+            "configuration": ["default", "other", "default, seed 1"],
+            "overrides": [
+                json.dumps({"scale": "default"}),
+                json.dumps({"scale": "default", "world.value_zipf": 0.0}),
+                json.dumps({"pico.seed": 1, "scale": "default"}),
+            ],
+            "eval_people": [200, 200, 200],
+            "flat_head": [0.5, 0.35, 0.1],  # closeness = head / tail: 1.0, 0.7, 0.2
+            "flat_tail": [0.5, 0.5, 0.5],
+        }
+    )
+    summary = testbed.summary_table(table)
+    assert summary["closeness"].round(2).tolist() == [1.0, 0.7, 0.2]
+    assert summary["design closeness"].round(2).tolist() == [0.6, 0.7, 0.6]
+    assert summary["seeds"].tolist() == [2, 1, 2]
+    # the best single row is the default's seed 0, but its design's mean loses to "other"
+    assert ch.closest(table, summary) == 1
+    ch.glue_closest(run, table, summary, "default")
+    assert run.values["closest_config"] == "other" and run.values["closest_is_build"] is False
+    assert run.values["build_config"] == "default" and run.values["build_score"] == summary["design closeness"].iloc[0]
+    reps = testbed.replicates(table)
+    assert reps.index.tolist() == ["default", "default, seed 1"]
+    assert reps["design"].tolist() == ["default", "default"] and reps["seeds"].tolist() == [2, 2]
+    assert testbed.replicates(table.iloc[:2]).empty

@@ -171,6 +171,8 @@ from apd.report.testbed import (
     best_per_control,
     closeness,
     control_readings,
+    design_closeness,
+    replicates,
     summary_table,
 )
 
@@ -440,6 +442,8 @@ __all__ = [
     "qa_summary_rows",
     "read_configurations",
     "closeness",
+    "design_closeness",
+    "replicates",
     "CONTROL_NAMES",
     "CONTROL_TARGETS",
     "best_per_control",

@@ -10,6 +10,7 @@ name), ``overrides`` (JSON of the fields changed from the default scale), the
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -141,6 +142,71 @@ def closeness(table: pd.DataFrame) -> pd.Series:
     return parts.clip(lower=0.0, upper=1.0).mean(axis=1, skipna=True)
 
 
+#: The override that changes only a configuration's training seed: a replicate, not another design.
+SEED_OVERRIDE = "pico.seed"
+
+
+def design_of(table: pd.DataFrame) -> pd.Series:
+    """Each row's design: its ``overrides`` without :data:`SEED_OVERRIDE`, as sorted JSON (the text
+    itself where it is not JSON), so rows that differ only in the training seed share one design.
+
+    Example:
+        >>> t = pd.DataFrame({"overrides": ['{"scale": "default"}', '{"pico.seed": 1, "scale": "default"}']})
+        >>> design_of(t).nunique()
+        1
+    """
+
+    def key(overrides):
+        try:
+            d = json.loads(str(overrides))
+        except ValueError:
+            return str(overrides)
+        return json.dumps({k: v for k, v in d.items() if k != SEED_OVERRIDE}, sort_keys=True)
+
+    if "overrides" not in table:
+        return pd.Series([str(i) for i in range(len(table))], index=table.index)
+    return table["overrides"].map(key)
+
+
+def design_closeness(table: pd.DataFrame) -> pd.DataFrame:
+    """Per row of ``table``: ``closeness``, the mean :func:`closeness` of the rows of its design
+    (:func:`design_of`: the same configuration trained with other seeds), and ``seeds``, how many rows
+    that mean is over. Indexed like ``table``.
+
+    Example:
+        >>> t = pd.DataFrame({"overrides": ['{"scale": "d"}', '{"pico.seed": 1, "scale": "d"}', '{"scale": "e"}'],
+        ...                   "flat_head": [0.2, 0.4, 0.5], "flat_tail": [0.5, 0.5, 0.5]})
+        >>> design_closeness(t).round(2).values.tolist()
+        [[0.6, 2.0], [0.6, 2.0], [1.0, 1.0]]
+    """
+    score = closeness(table)
+    group = score.groupby(design_of(table))
+    return pd.DataFrame({"closeness": group.transform("mean"), "seeds": group.transform("count")})
+
+
+def replicates(table: pd.DataFrame) -> pd.DataFrame:
+    """The designs of ``table`` trained with more than one seed: per row, its design (the first
+    row's configuration), each row's closeness and the design's mean (:func:`design_closeness`);
+    indexed by configuration. Empty when every design has one row."""
+    design = design_of(table)
+    both = design_closeness(table)
+    keep = both["seeds"] > 1
+    first = table.groupby(design)["configuration"].transform("first").astype(str)
+    return (
+        pd.DataFrame(
+            {
+                "design": first[keep].to_numpy(),
+                "closeness": closeness(table)[keep].to_numpy(),
+                "design closeness (mean)": both["closeness"][keep].to_numpy(),
+                "seeds": both["seeds"][keep].astype(int).to_numpy(),
+            },
+            index=pd.Index(table["configuration"][keep].astype(str), name="configuration"),
+        )
+        if "configuration" in table
+        else pd.DataFrame()
+    )
+
+
 #: The controls as the best-reached table names them: key of CONTROL_TARGETS -> (control, threshold in words).
 CONTROL_NAMES = {
     "cd_kl": ("CD beats the expert (KL to the truth)", "gain >= 3 se"),
@@ -196,11 +262,14 @@ def _reading_text(key: str, row, reading: float) -> str:
 
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:
     """The columns of :data:`TESTBED_SUMMARY` that the table has, renamed, plus ``closeness``
-    (:func:`closeness`) and ``passes`` (how many of the four controls pass, of those measured),
+    (:func:`closeness`), ``design closeness`` and ``seeds`` (:func:`design_closeness`) and ``passes`` (how many of the four controls pass, of those measured),
     indexed by configuration."""
     cols = [(c, h) for c, h in TESTBED_SUMMARY if c in table.columns]
     out = table[[c for c, _ in cols]].rename(columns=dict(cols))
     out["closeness"] = closeness(table).to_numpy()
+    both = design_closeness(table)
+    out["design closeness"] = both["closeness"].to_numpy()
+    out["seeds"] = both["seeds"].astype(int).to_numpy()
     checks = [
         c
         for c in ("pass_cd_kl", "pass_cd_ne_er", "pass_head_extrapolation", "pass_head_flattens")

@@ -1,7 +1,8 @@
 """Train a pico world + family configuration and record its testbed controls (dev people only).
 
     python scripts/testbed_study.py --name default
-    python scripts/testbed_study.py --name "zipf 0, 400 people" --world value_zipf=0.0 n_people=400 \\
+    python scripts/testbed_study.py --name "default, training seed 1" --pico seed=1
+    python scripts/testbed_study.py --name "value_zipf 0.7, 800 people" --world value_zipf=0.7 n_people=800 \\
         --pico max_tokens=800000 --no-ne-er
 
 ``--world`` sets fields of ``apd.world.WorldConfig``, ``--corpus`` of ``apd.world.CorpusConfig``,
@@ -11,6 +12,8 @@ Values are Python literals (``0.7``, ``(0.5, 0.9)``, ``None``). The family train
 normal cached path (``APD_CACHE_DIR``; keyed by the configuration, resumable, progress shown), so
 a rerun only recomputes the controls. Appends one row to ``docs/testbed/configurations.csv``
 (``--table``) and prints the controls. Choose worlds by these controls, never by APD's results.
+Rows that differ only in ``--pico seed`` are one design trained again; the testbed page ranks a
+design by its mean closeness over those seeds (``apd.report.design_closeness``).
 """
 
 from __future__ import annotations

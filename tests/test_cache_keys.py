@@ -23,9 +23,10 @@ PINNED = {
         train="a2247dd340f0",
         fingerprint="43af55a5831052d0",
     ),
-    # the 400-person world with five members: a new world and family, so new corpus and family keys
+    # the 400-person world with five members and no popularity prior on attribute values
+    # (value_zipf 0): a new world and family, so new corpus and family keys
     "default": dict(
-        corpus="d485f107d257",
+        corpus="493dbdc6a5f4",
         family_fp32="7b0202358d68",
         family_bf16="1369f3f43c7d",
         family_cpu_1_thread="97f313885614",

@@ -183,8 +183,10 @@ _QA_LINE_RE = re.compile(r"^(?:Question|Answer):[^\n]*$", re.M)
 @dataclass(frozen=True)
 class WorldConfig:
     """Every size of the world. The default has 400 people, 200 of them evaluation people (100 test
-    people); ``default200()`` is the 200-person world of the ``default-200`` scale, ``smoke()`` a tiny
-    world for tests. Measured token counts: the family chapter's corpus table."""
+    people), and attribute values without a popularity prior (``value_zipf = 0``: every value of a
+    table is equally likely); ``default200()`` is the 200-person world of the ``default-200`` scale,
+    ``smoke()`` a tiny world for tests, both with the popularity prior ``value_zipf = 0.7``, as is
+    ``gpu()``. Measured token counts: the family chapter's corpus table."""
 
     seed: int = 0
     n_people: int = 400
@@ -193,7 +195,7 @@ class WorldConfig:
     n_employers: int = 40
     n_universities: int = 20
     year_range: tuple[int, int] = (1900, 2000)  # birth years, half-open
-    value_zipf: float = 0.7  # popularity of attribute values: weight of value rank r ~ r^-value_zipf
+    value_zipf: float = 0.0  # popularity of attribute values: weight of value rank r ~ r^-value_zipf
     zipf_exponent: float = 1.0  # mentions of person rank r ~ (r + zipf_offset)^-zipf_exponent
     zipf_offset: float = 5.0
     bio_mentions: int = 6000  # biographies in the pretraining split (about; rounding, minimum)
@@ -211,7 +213,14 @@ class WorldConfig:
     def default200(cls, seed: int = 0) -> "WorldConfig":
         """The 200-person world of the ``default-200`` scale: half the default's people and text
         (100 evaluation people, 51 of them test people)."""
-        return cls(seed=seed, n_people=200, bio_mentions=3000, finetune_mentions=1200, validation_mentions=300)
+        return cls(
+            seed=seed,
+            n_people=200,
+            value_zipf=0.7,
+            bio_mentions=3000,
+            finetune_mentions=1200,
+            validation_mentions=300,
+        )
 
     @classmethod
     def gpu(cls, seed: int = 0) -> "WorldConfig":
@@ -224,6 +233,7 @@ class WorldConfig:
             n_cities=40,
             n_employers=40,
             n_universities=40,
+            value_zipf=0.7,
             bio_mentions=15000,
             finetune_mentions=6000,
             validation_mentions=1500,
@@ -239,6 +249,7 @@ class WorldConfig:
             n_cities=12,
             n_employers=10,
             n_universities=6,
+            value_zipf=0.7,
             bio_mentions=400,
             finetune_mentions=80,
             validation_mentions=30,

@@ -137,5 +137,12 @@ def test_a_design_trained_with_two_seeds_is_ranked_by_its_mean_closeness():
     assert run.values["build_config"] == "default" and run.values["build_score"] == summary["design closeness"].iloc[0]
     reps = testbed.replicates(table)
     assert reps.index.tolist() == ["default", "default, seed 1"]
+    # the rows of one design sit together, in the order the designs first appear
+    mixed = table.iloc[[0, 1, 2, 1]].reset_index(drop=True)
+    mixed.loc[3, "configuration"], mixed.loc[3, "overrides"] = (
+        "other, seed 1",
+        json.dumps({"pico.seed": 1, "scale": "default", "world.value_zipf": 0.0}),
+    )
+    assert testbed.replicates(mixed).index.tolist() == ["default", "default, seed 1", "other", "other, seed 1"]
     assert reps["design"].tolist() == ["default", "default"] and reps["seeds"].tolist() == [2, 2]
     assert testbed.replicates(table.iloc[:2]).empty

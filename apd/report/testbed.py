@@ -187,24 +187,23 @@ def design_closeness(table: pd.DataFrame) -> pd.DataFrame:
 def replicates(table: pd.DataFrame) -> pd.DataFrame:
     """The designs of ``table`` trained with more than one seed: per row, its design (the first
     row's configuration), each row's closeness and the design's mean (:func:`design_closeness`);
-    indexed by configuration. Empty when every design has one row."""
+    indexed by configuration, the rows of one design together. Empty when every design has one row."""
+    if "configuration" not in table:
+        return pd.DataFrame()
     design = design_of(table)
     both = design_closeness(table)
-    keep = both["seeds"] > 1
-    first = table.groupby(design)["configuration"].transform("first").astype(str)
-    return (
-        pd.DataFrame(
-            {
-                "design": first[keep].to_numpy(),
-                "closeness": closeness(table)[keep].to_numpy(),
-                "design closeness (mean)": both["closeness"][keep].to_numpy(),
-                "seeds": both["seeds"][keep].astype(int).to_numpy(),
-            },
-            index=pd.Index(table["configuration"][keep].astype(str), name="configuration"),
-        )
-        if "configuration" in table
-        else pd.DataFrame()
+    out = pd.DataFrame(
+        {
+            "design": table.groupby(design)["configuration"].transform("first").astype(str).to_numpy(),
+            "closeness": closeness(table).to_numpy(),
+            "design closeness (mean)": both["closeness"].to_numpy(),
+            "seeds": both["seeds"].astype(int).to_numpy(),
+            "_order": design.map({d: i for i, d in enumerate(pd.unique(design))}).to_numpy(),
+        },
+        index=pd.Index(table["configuration"].astype(str), name="configuration"),
     )
+    out = out[out["seeds"] > 1].sort_values("_order", kind="stable")
+    return out.drop(columns="_order")
 
 
 #: The controls as the best-reached table names them: key of CONTROL_TARGETS -> (control, threshold in words).

@@ -184,9 +184,9 @@ _QA_LINE_RE = re.compile(r"^(?:Question|Answer):[^\n]*$", re.M)
 class WorldConfig:
     """Every size of the world. The default has 400 people, 200 of them evaluation people (100 test
     people), and attribute values without a popularity prior (``value_zipf = 0``: every value of a
-    table is equally likely); ``default200()`` is the 200-person world of the ``default-200`` scale,
-    ``smoke()`` a tiny world for tests, both with the popularity prior ``value_zipf = 0.7``, as is
-    ``gpu()``. Measured token counts: the family chapter's corpus table."""
+    table is equally likely), as has ``gpu()``; ``default200()`` is the 200-person world of the
+    ``default-200`` scale and ``smoke()`` a tiny world for tests, both with the popularity prior
+    ``value_zipf = 0.7``. Measured token counts: the family chapter's corpus table."""
 
     seed: int = 0
     n_people: int = 400
@@ -233,7 +233,6 @@ class WorldConfig:
             n_cities=40,
             n_employers=40,
             n_universities=40,
-            value_zipf=0.7,
             bio_mentions=15000,
             finetune_mentions=6000,
             validation_mentions=1500,

@@ -209,6 +209,7 @@ def plot_headline(rows: list, variant: str):
     ax.axvline(0, color=COLORS["elm"], lw=1, ls="--")
     ax.set_yticks(y, [r[0] for r in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)
+    ax.locator_params(axis="x", nbins=5)  # tick labels like -0.025 run together at 6 or more
     ax.set_xlabel("CD's KL to the truth minus APD's (nats; > 0: APD closer)")
     ax.set_title(f"APD ({variant} ALM') against CD, world test questions")
     return fig

@@ -137,7 +137,9 @@ def plot_traces(table: pd.DataFrame):
         >>> fig = plot_traces(tiny_recovery_table())
     """
     cfg, traces = table.attrs["config"], table.attrs["traces"]
-    fig, axes = figure(ncols=len(cfg["regimes"]), nrows=len(cfg["grids"]), width=11, height=6.5, squeeze=False)
+    fig, axes = figure(
+        ncols=len(cfg["regimes"]), nrows=len(cfg["grids"]), width=11, height=6.5, squeeze=False, layout="constrained"
+    )
     for i, grid in enumerate(cfg["grids"]):
         for j, regime in enumerate(cfg["regimes"]):
             ax = axes[i][j]

@@ -261,8 +261,8 @@ def _reading_text(key: str, row, reading: float) -> str:
 
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:
     """The columns of :data:`TESTBED_SUMMARY` that the table has, renamed, plus ``closeness``
-    (:func:`closeness`), ``design closeness`` and ``seeds`` (:func:`design_closeness`) and ``passes`` (how many of the four controls pass, of those measured),
-    indexed by configuration."""
+    (:func:`closeness`), ``design closeness`` and ``seeds`` (:func:`design_closeness`), and
+    ``passes`` (how many of the four controls pass, of those measured); indexed by configuration."""
     cols = [(c, h) for c, h in TESTBED_SUMMARY if c in table.columns]
     out = table[[c for c, _ in cols]].rename(columns=dict(cols))
     out["closeness"] = closeness(table).to_numpy()

@@ -45,7 +45,8 @@ def n_passed(passes: pd.Series) -> pd.Series:
 
 def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) -> None:
     """Glue how many configurations were tried, the best one with its passes, those passing all four,
-    whether a design was trained with more than one seed (``has_replicates``), and the closest to the controls (:func:`glue_closest`; ``scale``: this build's pico scale)."""
+    whether a design was trained with more than one seed (``has_replicates``), and the closest to the
+    controls (:func:`glue_closest`; ``scale``: this build's pico scale)."""
     run.glue("n_configs", len(table))
     run.glue("configs_tried", "; ".join(map(str, table["configuration"])) if len(table) else "none")
     if not len(summary):
@@ -69,7 +70,7 @@ MIN_EVAL_PEOPLE = 200
 def closest(table: pd.DataFrame, summary: pd.DataFrame, min_eval_people: int = 0):
     """The row of ``table`` (its position) closest to the controls among configurations with at least
     ``min_eval_people`` evaluation people, None when none qualifies. Designs are ranked by
-    :func:`score` (a design's mean over its training seeds), the first row of ties.
+    :func:`ranking` (a design's mean over its training seeds), the first row of ties.
 
     Example:
         >>> t = pd.DataFrame({"eval_people": [100, 400, 200]})

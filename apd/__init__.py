@@ -13,8 +13,10 @@ The front door: what a notebook of your own needs, imported lazily on first use.
     out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, proc, max_new_tokens=32)
 
 The package is laid out as the data flows, one subpackage per stage:
-``base`` -> ``core`` -> ``world`` -> ``family`` -> ``amateur`` -> ``decoding`` -> ``evaluation`` -> ``report``.
-A module imports only from its own stage or earlier ones.
+``base`` -> ``core`` -> ``world`` -> ``family`` -> ``amateur`` -> ``decoding`` -> ``evaluation`` -> ``report``
+-> ``chapters`` (one module per notebook), and the book runner ``apd.book`` on top. A module imports only from
+its own stage or earlier ones, and from the module that defines a name: a subpackage's ``__init__`` lists no
+names, so ``apd.evaluation.blindness.find_obvious_blindness`` is both the import path and the attribute path.
 """
 
 import importlib
@@ -58,8 +60,9 @@ _EXPORTS = {
     "hlm_log_size": "apd.core.theory",
     "hlm_size": "apd.core.theory",
     "hlm_logits": "apd.core.theory",
-    # the run record of a notebook, and the house style of its figures
+    # the run record of a notebook, its tables and the house style of its figures
     "Run": "apd.report.results",
+    "show": "apd.report.tables",
     "plots": "apd.report.plots",
     # the stages, for everything else: apd.world.method_distributions, apd.evaluation.find_obvious_blindness, ...
     "core": "apd.core",
@@ -69,6 +72,7 @@ _EXPORTS = {
     "decoding": "apd.decoding",
     "evaluation": "apd.evaluation",
     "report": "apd.report",
+    "chapters": "apd.chapters",
 }
 __all__ = sorted(_EXPORTS)
 

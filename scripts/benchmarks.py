@@ -12,7 +12,7 @@ one repeat to the next), every ratio is taken within one repeat, and medians are
 Generation (greedy, fixed prompt length and number of new tokens, batch 1 and 8; the prompts are
 windows of the fine-tuning text; ``min_new_tokens`` keeps EOS from ending a run early):
 
-- ELM alone: ``apd.decoding.generate(elm, ...)`` with no processor.
+- ELM alone: ``apd.decoding.generation.generate(elm, ...)`` with no processor.
 - CD: the ELM with ``ContrastiveLogitsProcessor(ALM, T=2)`` (no filters: they cost the same for
   CD and APD and are not what the targets are about).
 - APD: the ELM with ``APDLogitsProcessor(ALM', T=1)``. ALM' here is a COPY of the ALM (same

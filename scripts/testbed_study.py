@@ -5,15 +5,15 @@
     python scripts/testbed_study.py --name "value_zipf 0.7, 800 people" --world value_zipf=0.7 n_people=800 \\
         --pico max_tokens=800000 --no-ne-er
 
-``--world`` sets fields of ``apd.world.WorldConfig``, ``--corpus`` of ``apd.world.CorpusConfig``,
-``--pico`` of ``apd.family.PicoConfig`` (``members`` as ``"1,32,2;1,48,2;..."``: n_layer,
+``--world`` sets fields of ``apd.world.world.WorldConfig``, ``--corpus`` of ``apd.world.corpus.CorpusConfig``,
+``--pico`` of ``apd.family.pretrain.PicoConfig`` (``members`` as ``"1,32,2;1,48,2;..."``: n_layer,
 d_model, n_head per member), each over the ``--scale`` configuration (default: ``default``).
 Values are Python literals (``0.7``, ``(0.5, 0.9)``, ``None``). The family trains through the
 normal cached path (``APD_CACHE_DIR``; keyed by the configuration, resumable, progress shown), so
 a rerun only recomputes the controls. Appends one row to ``docs/testbed/configurations.csv``
 (``--table``) and prints the controls. Choose worlds by these controls, never by APD's results.
 Rows that differ only in ``--pico seed`` are one design trained again; the testbed page ranks a
-design by its mean closeness over those seeds (``apd.report.design_closeness``).
+design by its mean closeness over those seeds (``apd.report.testbed.design_closeness``).
 """
 
 from __future__ import annotations

@@ -3,7 +3,6 @@
 import ast
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -12,20 +11,9 @@ import apd
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "apd"
-STAGES = ("base", "core", "world", "family", "amateur", "decoding", "evaluation", "report")
-# old import paths kept for users (aliases of the new modules); they sit outside the stages
-COMPAT = {
-    "apd",
-    "apd.__main__",
-    "apd.theory",
-    "apd.curves",
-    "apd.report.book",
-    "apd.report.data_check",
-    "apd.report.schema",
-    "apd.report.terminal",
-    "apd.report.status",
-    "apd.report.pages",
-}
+STAGES = ("base", "core", "world", "family", "amateur", "decoding", "evaluation", "report", "chapters")
+# the front door and ``python -m apd``: above every stage
+TOP = {"apd", "apd.__main__"}
 # the book runner: after the stages, and imported by none of them
 RUNNER = "apd.book"
 # imports inside functions that are deliberate (an optional, heavy builder loaded only when asked for)
@@ -77,14 +65,14 @@ MODULES = modules()
 
 
 def test_every_module_is_in_a_stage():
-    loose = [m for m in MODULES if m not in COMPAT and stage(m) is None and m.split(".")[:2] != ["apd", "book"]]
+    loose = [m for m in MODULES if m not in TOP and stage(m) is None and m.split(".")[:2] != ["apd", "book"]]
     assert not loose, f"modules outside the stages {STAGES}: {loose}"
 
 
 def test_no_import_runs_from_a_lower_stage_up():
     upward = []
     for name, tree in MODULES.items():
-        if name in COMPAT or stage(name) is None:  # the runner may import every stage
+        if name in TOP or stage(name) is None:  # the runner may import every stage
             continue
         for _node, target in apd_imports(tree):
             if stage(target) is not None and stage(target) > stage(name):
@@ -96,7 +84,7 @@ def test_no_stage_imports_the_book_runner():
     into_runner = [
         f"{name} -> {target}"
         for name, tree in MODULES.items()
-        if stage(name) is not None and name not in COMPAT
+        if stage(name) is not None and name not in TOP
         for _, target in apd_imports(tree)
         if target == RUNNER or target.startswith(RUNNER + ".")
     ]
@@ -184,58 +172,93 @@ def test_import_apd_is_lazy_and_the_hub_path_never_loads_the_pico_builder():
     assert not hub & {"apd.family.pico", "apd.family.pretrain", "apd.world.corpus", "apd.world.world"}, hub
 
 
-def test_old_import_paths_keep_working():
-    import apd.book.runner
-    from apd import curves, theory
-    from apd.report import book, data_check, pages
-
-    assert book is apd.book.runner and data_check is apd.book.data_check and pages is apd.book.pages
+def test_no_module_stands_in_for_another():
+    aliases = [
+        name
+        for name, tree in MODULES.items()
+        if any(
+            isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "modules"
+            for node in ast.walk(tree)
+        )
+    ]
+    assert not aliases, f"modules that replace themselves in sys.modules: {aliases}"
     assert subprocess.run([sys.executable, "-m", "apd.book", "--help"], capture_output=True, cwd=ROOT).returncode == 0
-    from apd.core import curves as core_curves
-    from apd.core import theory as core_theory
-    from apd.decoding import APDLogitsProcessor, TopP, contrastive_scores, generate  # noqa: F401
-    from apd.family import Family, count_nonembedding, load_family  # noqa: F401
-
-    assert theory is core_theory and curves is core_curves
-    assert callable(generate)
 
 
-OLD_NAMES = ROOT / "tests" / "data" / "old_namespace_names.json"  # the names each package listed before
+def test_subpackage_inits_list_no_names():
+    """A subpackage's ``__init__`` is a docstring and the module-path getter; names live in their modules."""
+    inits = sorted(p for p in PKG.rglob("__init__.py") if p.parent != PKG)
+    lines = sum(len(p.read_text().splitlines()) for p in inits)
+    assert lines <= 300, f"the subpackage __init__ files hold {lines} lines"
+    for init in inits:
+        tree = ast.parse(init.read_text())
+        assert ast.get_docstring(tree), f"{init} has no docstring"
+        imported = [a.name for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names]
+        assert imported in ([], ["submodules"]), f"{init} imports {imported}"
 
 
-def test_names_users_may_hold_stay_importable():
+def test_every_module_path_is_an_attribute_path():
     import importlib
-    import json
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # a renamed name warns (tests/test_renamed_names.py)
-        missing = [
-            f"{package}.{name}"
-            for package, names in json.loads(OLD_NAMES.read_text()).items()
-            for name in names
-            if not hasattr(importlib.import_module(package), name)
-        ]
-    assert not missing, missing
-
-
-def test_a_module_and_a_function_of_the_same_name_are_both_reachable():
     import types
 
-    import apd.amateur
-
-    assert isinstance(apd.amateur.collect, types.ModuleType)
-    assert apd.amateur.collect_probabilities is apd.amateur.collect.collect_probabilities
-
-
-def test_subpackages_import_their_modules_plainly():
     for init in sorted(PKG.rglob("__init__.py")):
         package = ".".join(init.relative_to(ROOT).parent.parts)
-        namespace = __import__(package, fromlist=["_"])
-        assert sorted(set(namespace.__all__)) == sorted(namespace.__all__), f"{package}: a name listed twice"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # an old name listed beside its new one
-            for name in namespace.__all__:
-                assert getattr(namespace, name) is not None, f"{package}.{name}"
+        namespace = importlib.import_module(package)
+        for child in sorted(init.parent.iterdir()):
+            if child.suffix == ".py" and child.stem not in ("__init__", "__main__"):
+                assert isinstance(getattr(namespace, child.stem), types.ModuleType), f"{package}.{child.stem}"
+    with pytest.raises(AttributeError, match="no attribute 'nosuch'"):
+        _ = apd.evaluation.nosuch
+
+
+def _used_paths():
+    """Every ``apd.a.b...`` path and ``from apd.a import b`` name in the notebooks, the README and the book."""
+    import json
+    import re
+
+    texts = [(p.name, p.read_text()) for p in [ROOT / "README.md", *sorted((ROOT / "book").glob("*.md"))]]
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            texts.append((nb.name, "".join(cell["source"])))
+    found = set()
+    for where, text in texts:
+        for m in re.finditer(r"(?<![\w.])apd(?:\.[A-Za-z_]\w*)+", text):
+            found.add((where, m.group(0)))
+        for m in re.finditer(r"from (apd(?:\.\w+)*) import ([\w, ]+)", text):
+            for name in m.group(2).split(","):
+                if name.strip():
+                    found.add((where, f"{m.group(1)}.{name.strip().split(' as ')[0]}"))
+    return found
+
+
+def test_the_names_the_notebooks_readme_and_book_use_exist():
+    import importlib
+    import json
+    import re
+
+    missing = []
+    for where, path in sorted(_used_paths()):
+        parts = path.split(".")
+        if parts[1] not in apd.__all__ and not (PKG / parts[1]).is_dir():
+            continue  # not a name of the package: a chapter's file or parameter (apd.json, apd.local_dir)
+        obj = importlib.import_module("apd")
+        for i, part in enumerate(parts[1:], start=1):
+            try:
+                obj = getattr(obj, part)
+            except AttributeError:
+                if i == len(parts) - 1 and not isinstance(obj, type(apd)):
+                    break  # an attribute of an object (a method), read at run time
+                missing.append(f"{where}: {path}")
+                break
+            if not isinstance(obj, type(apd)):
+                break  # past the module path: the rest are attributes of a class or object
+    assert not missing, missing
+    calls = set()
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                calls |= set(re.findall(r"(?<![\w.])apd\.(\w+)\(", "".join(cell["source"])))
+    assert calls <= set(apd.__all__), calls - set(apd.__all__)
 
 
 def test_no_private_name_crosses_a_module_boundary():

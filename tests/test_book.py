@@ -48,7 +48,7 @@ def test_theorem1_identity_holds_in_smoke_results():
 def test_apd_results_hold_every_variant_with_its_gates_and_its_scores_against_the_truth():
     """Issue 13: apd.json holds, for each APD variant, its gates, test KL to the truth and gold-token
     ppl with the paired gain over CD, beside the CD and expert references, and names the variant used."""
-    from apd.amateur import VARIANT_NAMES
+    from apd.amateur.variants import VARIANT_NAMES
 
     values = json.loads((results_dir("smoke") / "apd.json").read_text())
     for ref in ("kl_cd", "kl_elm", "nll_cd", "nll_elm"):

@@ -1,4 +1,4 @@
-"""apd.report.chapters.ablations on tiny hand-made runs: the table, its gates, comparisons, headline."""
+"""apd.chapters.ablations on tiny hand-made runs: the table, its gates, comparisons, headline."""
 
 from types import SimpleNamespace
 
@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from chapter_keys import keys_read
 
-from apd.report.chapters import ablations as ab
-from apd.report.chapters.gluing import record_headline, result_keys
+from apd.chapters import ablations as ab
+from apd.chapters.gluing import record_headline, result_keys
 from apd.report.results import Run
 
 NAMES = ["logit", "alm+elm", "distilled", "distilled-no-small"]

@@ -1,4 +1,4 @@
-"""The APD chapter's bookkeeping (apd.report.chapters.apd): its headline numbers cover what the rest
+"""The APD chapter's bookkeeping (apd.chapters.apd): its headline numbers cover what the rest
 of the book reads, and its tables and values come out right on tiny inputs and the smoke family."""
 
 import json
@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import apd.report.chapters.apd as ch
-from apd.report import claims, pages
+import apd.chapters.apd as ch
+from apd.book import pages
+from apd.report import claims
 from apd.world.truth import method_label
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +39,7 @@ def _keys_read_from_apd() -> set[str]:
     }  # apd.report.findings
     keys |= {f"regime_{b}_{k}" for b in ("head", "torso", "tail") for k in ("gain", "flat")}  # apd.report.findings
     for stem in ("known_answer", "ablations"):  # the chapters that read apd.json (notebook and module)
-        for path in (ROOT / "notebooks" / f"{stem}.ipynb", ROOT / "apd" / "report" / "chapters" / f"{stem}.py"):
+        for path in (ROOT / "notebooks" / f"{stem}.ipynb", ROOT / "apd" / "chapters" / f"{stem}.py"):
             src = path.read_text().replace('\\"', '"')
             keys |= set(re.findall(r'apd_values\.get\("(\w+)"', src))
             keys |= set(re.findall(r'apd_values\[["\'](\w+)["\']\]', src))
@@ -154,7 +155,8 @@ def smoke():
 
     fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
     results = {
-        v: apd.apd_model(fam, built, scale="smoke", variant=v, progress=False) for v in apd.amateur.VARIANT_NAMES
+        v: apd.apd_model(fam, built, scale="smoke", variant=v, progress=False)
+        for v in apd.amateur.variants.VARIANT_NAMES
     }
     sel = apd.apd_model(fam, built, scale="smoke", variant="engaged", progress=False).selection
     return fam, built, results, sel

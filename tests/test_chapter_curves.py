@@ -1,4 +1,4 @@
-"""The probability-curves chapter's module (apd.report.chapters.curves): pools, summaries, figures."""
+"""The probability-curves chapter's module (apd.chapters.curves): pools, summaries, figures."""
 
 import dataclasses
 import doctest
@@ -12,7 +12,7 @@ import pandas as pd
 
 from apd.evaluation.blindness import blindness_table
 from apd.report import claims
-from apd.report.chapters import curves as chapter
+from apd.chapters import curves as chapter
 
 matplotlib.use("Agg")
 PYTHIA = Path(__file__).parent / "data" / "pythia_results" / "curves.json"

@@ -1,4 +1,4 @@
-"""The factuality chapter's bookkeeping (apd.report.chapters.factuality): its typed headline holds
+"""The factuality chapter's bookkeeping (apd.chapters.factuality): its typed headline holds
 every key the verdicts read, its fallbacks glue every key as missing, and its tables and figures
 are built from a scored sweep."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apd.report import pages
-from apd.report.chapters import factuality as ch
+from apd.book import pages
+from apd.chapters import factuality as ch
 from apd.report.claims import paper_claims
 from apd.world.world import World, WorldConfig
 

@@ -1,11 +1,11 @@
-"""apd.report.chapters.family on the smoke family: tables, losses, knowledge, saturation, headline."""
+"""apd.chapters.family on the smoke family: tables, losses, knowledge, saturation, headline."""
 
 import numpy as np
 import pytest
 from chapter_keys import keys_read
 
-from apd.report.chapters import family as ch
-from apd.report.chapters.gluing import record_headline, result_keys
+from apd.chapters import family as ch
+from apd.chapters.gluing import record_headline, result_keys
 from apd.report.results import Run
 
 

@@ -1,4 +1,4 @@
-"""The known-answer chapter's module (apd.report.chapters.known_answer): summaries, tables, figure."""
+"""The known-answer chapter's module (apd.chapters.known_answer): summaries, tables, figure."""
 
 import dataclasses
 import doctest
@@ -7,8 +7,8 @@ import matplotlib
 import pandas as pd
 
 from apd.report import claims
-from apd.report.chapters import known_answer as chapter
-from apd.report.chapters.gluing import glue_values
+from apd.chapters import known_answer as chapter
+from apd.chapters.gluing import glue_values
 
 matplotlib.use("Agg")
 

@@ -1,11 +1,11 @@
-"""apd.report.chapters.paper_vs_book on an empty and a tiny results folder."""
+"""apd.chapters.paper_vs_book on an empty and a tiny results folder."""
 
 import json
 
 import pandas as pd
 import pytest
 
-from apd.report.chapters import paper_vs_book as ch
+from apd.chapters import paper_vs_book as ch
 from apd.report.claims import paper_claims
 from apd.report.evidence import judge
 from apd.report.results import Run

@@ -1,4 +1,4 @@
-"""apd.report.chapters.qa on the smoke family: the world's questions, their summaries and glue."""
+"""apd.chapters.qa on the smoke family: the world's questions, their summaries and glue."""
 
 import numpy as np
 import pandas as pd
@@ -6,8 +6,8 @@ import pytest
 from chapter_keys import keys_read
 
 from apd.evaluation.qa_scoring import score_qa, world_examples
-from apd.report.chapters import qa
-from apd.report.chapters.gluing import record_headline, result_keys
+from apd.chapters import qa
+from apd.chapters.gluing import record_headline, result_keys
 from apd.report.results import Run
 
 

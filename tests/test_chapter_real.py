@@ -1,4 +1,4 @@
-"""The REAL chapter's module (apd.report.chapters.real): held-out fit, truth comparison, thresholds."""
+"""The REAL chapter's module (apd.chapters.real): held-out fit, truth comparison, thresholds."""
 
 import dataclasses
 import doctest
@@ -8,7 +8,7 @@ import pandas as pd
 
 from apd.evaluation.entropy_truth import entropy_truth_table
 from apd.report import claims
-from apd.report.chapters import real as chapter
+from apd.chapters import real as chapter
 
 
 def _frame(seed=0, n=30):

@@ -1,8 +1,8 @@
-"""apd.report.chapters.testbed on a tiny controls table."""
+"""apd.chapters.testbed on a tiny controls table."""
 
 import pandas as pd
 
-from apd.report.chapters import testbed as ch
+from apd.chapters import testbed as ch
 from apd.report.results import Run
 
 
@@ -65,7 +65,7 @@ def test_the_closest_configuration_is_glued_and_marked_when_it_is_this_build():
 def test_docstring_examples_of_the_chapter_modules_run():
     import doctest
 
-    from apd.report.chapters import ablations, family, gluing, paper_vs_book, qa, testbed
+    from apd.chapters import ablations, family, gluing, paper_vs_book, qa, testbed
 
     for module in (ablations, family, gluing, paper_vs_book, qa, testbed):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)

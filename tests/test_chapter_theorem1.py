@@ -1,4 +1,4 @@
-"""The Theorem 1 chapter's module (apd.report.chapters.theorem1): draws, tables, figures, headline."""
+"""The Theorem 1 chapter's module (apd.chapters.theorem1): draws, tables, figures, headline."""
 
 import dataclasses
 import doctest
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from apd.report import claims
-from apd.report.chapters import theorem1 as chapter
+from apd.chapters import theorem1 as chapter
 
 matplotlib.use("Agg")
 

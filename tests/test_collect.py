@@ -230,7 +230,7 @@ def test_bad_inputs(family, tmp_path):
         collect.collect_probabilities(family, np.zeros(10, dtype=np.int64), tmp_path, CollectConfig(seq_len=16))
     with pytest.raises(TypeError, match="integer"):
         collect.collect_probabilities(family, np.zeros(64), tmp_path, CollectConfig(seq_len=16))
-    with pytest.raises(FileNotFoundError, match="run apd.amateur.collect_probabilities"):
+    with pytest.raises(FileNotFoundError, match="run apd.amateur.collect.collect_probabilities"):
         collect.read_manifest(tmp_path / "nothing")
 
 
@@ -255,7 +255,7 @@ TOKENIZER_JSON = (
 
 
 def test_with_a_loaded_family_over_the_pythia_tokenizer(tmp_path):
-    """apd.family.Family (pico folder layout) with the real 50,277-token vocabulary."""
+    """apd.family.loading.Family (pico folder layout) with the real 50,277-token vocabulary."""
     if not TOKENIZER_JSON.exists():
         pytest.skip(f"{TOKENIZER_JSON} not found: set APD_DATA_DIR to the shared data folder")
     from apd.family.loading import load_family

@@ -168,7 +168,7 @@ def test_controls_on_the_smoke_family(smoke_family):
     fam, built, _ = smoke_family
     c = ct.measure_controls(fam, built, ne_er=False, fit_iterations=50, known_answer_positions=4)
     dev_people = {
-        n for n, side in __import__("apd").world.dev_test_people(built.corpus.world).items() if side == "dev"
+        n for n, side in __import__("apd").world.truth.dev_test_people(built.corpus.world).items() if side == "dev"
     }
     assert c.n_people == len(dev_people)
     assert c.dev_inv_T in ct.CONTROL_INV_T_GRID and 0 < c.residual_noise < 1

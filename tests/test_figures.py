@@ -10,7 +10,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from apd.report import plots  # noqa: E402
+from apd.report import plots
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

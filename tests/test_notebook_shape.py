@@ -2,7 +2,7 @@
 
 Every chapter: no code cell over 25 lines (the ``parameters`` cell aside: one line per
 parameter, and papermill needs it whole), a median code cell of at most 12 lines, no function
-defined in a notebook (it belongs in ``apd.report.chapters`` with a test), and at least as many
+defined in a notebook (it belongs in ``apd.chapters`` with a test), and at least as many
 characters of prose as of code.
 """
 
@@ -56,7 +56,7 @@ def test_code_cells_are_short(path):
 def test_no_function_is_defined_in_a_notebook(path):
     code, _ = _cells(path)
     defs = [m for c in code for m in re.findall(r"^\s*(?:async\s+)?def\s+(\w+)", _text(c), flags=re.M)]
-    assert not defs, f"{path.name} defines {defs}: move them into apd.report.chapters with a test"
+    assert not defs, f"{path.name} defines {defs}: move them into apd.chapters with a test"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

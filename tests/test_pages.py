@@ -105,7 +105,7 @@ if __name__ == "__main__":
 def test_hub_family_apd_results_have_every_variant_and_its_gates():
     """Under a Hub family the APD chapter still trains and gates every variant; its world scores are
     missing (no truth), said once rather than as walls of n/a."""
-    from apd.amateur import VARIANT_NAMES
+    from apd.amateur.variants import VARIANT_NAMES
 
     values = json.loads((DATA / "apd.json").read_text())
     for v in VARIANT_NAMES:

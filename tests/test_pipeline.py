@@ -222,7 +222,7 @@ def test_leave_out_drops_the_named_peoples_documents_and_trains_a_separate_alm_p
 
     fam, built = smoke
     world = built.corpus.world
-    test = sorted(n for n, side in apd.world.dev_test_people(world).items() if side == "test")
+    test = sorted(n for n, side in apd.world.truth.dev_test_people(world).items() if side == "test")
     every, kept = runs.finetune_texts(fam, built), runs.finetune_texts(fam, built, leave_out=test)
     about_test = [d for p, d, _ in world.documents_with_facts("finetune") if p in set(test)]
     assert about_test and len(kept) == len(every) - len(about_test)

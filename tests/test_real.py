@@ -140,8 +140,8 @@ def test_factuality_methods_take_real_thresholds(smoke_family):
     fam, built, _ = smoke_family
     fx = apd.evaluation.factuality
     thf = apd.load_thf(apd.thf_model(fam, built, scale="smoke", progress=False), device="cpu")
-    dec = fx.Decoders(fam.model(fam.elm), fam.tokenizer, alm=fam.model(fam.alm), vocab_size=fam.vocab_size, thf=thf)
-    method = fx.Method("CD", "REAL", 4.0, 2.0)
+    dec = fx.methods.Decoders(fam.model(fam.elm), fam.tokenizer, alm=fam.model(fam.alm), vocab_size=fam.vocab_size, thf=thf)
+    method = fx.methods.Method("CD", "REAL", 4.0, 2.0)
     assert method.label == "CD T=2 + REAL (T_r=4)"
     (proc,), _ = dec.processors_and_kwargs(method)
     assert isinstance(proc, apd.REALLogitsProcessor)
@@ -150,8 +150,8 @@ def test_factuality_methods_take_real_thresholds(smoke_family):
     out = apd.generate(dec.elm, ids, mask, proc, max_new_tokens=3, do_sample=True, pad_token_id=dec.pad_id)
     assert out.shape == (2, ids.shape[1] + 3)
     with pytest.raises(ValueError, match="THF model"):
-        fx.Decoders(fam.model(fam.elm), fam.tokenizer, vocab_size=fam.vocab_size).processors_and_kwargs(
-            fx.Method("ELM", "REAL", 4.0)
+        fx.methods.Decoders(fam.model(fam.elm), fam.tokenizer, vocab_size=fam.vocab_size).processors_and_kwargs(
+            fx.methods.Method("ELM", "REAL", 4.0)
         )
 
 

@@ -421,7 +421,7 @@ def test_a_cache_from_before_digests_is_accepted_then_covered(tok, tmp_path):
 def _decoders(fam):
     from apd.evaluation import factuality as fx
 
-    return fx.Decoders(fam.model("pico-c"), fam.tokenizer, alm=fam.model("pico-a"), vocab_size=fam.vocab_size)
+    return fx.methods.Decoders(fam.model("pico-c"), fam.tokenizer, alm=fam.model("pico-a"), vocab_size=fam.vocab_size)
 
 
 SWEEP_PROMPTS = ["Alma Boris was born in", "Chen"]
@@ -430,8 +430,8 @@ SWEEP_PROMPTS = ["Alma Boris was born in", "Chen"]
 def _sweep(fam, folder, methods=None):
     from apd.evaluation import factuality as fx
 
-    methods = methods or [fx.Method("ELM", "top-p", 0.8), fx.Method("CD", "top-p", 0.8, 2.0)]
-    return fx.sweep(
+    methods = methods or [fx.methods.Method("ELM", "top-p", 0.8), fx.methods.Method("CD", "top-p", 0.8, 2.0)]
+    return fx.sweeps.sweep(
         _decoders(fam),
         methods,
         SWEEP_PROMPTS,
@@ -446,7 +446,7 @@ def _sweep(fam, folder, methods=None):
 def test_factuality_generations_are_checked_and_a_moved_cache_is_used_as_it_is(fam, family_dir, tmp_path):
     from apd.evaluation import factuality as fx
 
-    folder = fx.sweep_cache("world", fx.decoder_identity(fam), root=tmp_path / "cache")
+    folder = fx.sweeps.sweep_cache("world", fx.sweeps.decoder_identity(fam), root=tmp_path / "cache")
     want = _sweep(fam, folder)
     files = sorted(folder.glob("*.json"))
     assert len(files) == 2 and all(io.recorded_digest(f) for f in files)
@@ -471,10 +471,10 @@ def test_factuality_generations_are_checked_and_a_moved_cache_is_used_as_it_is(f
     # the key holds the models' weight digests, not their paths: a moved family and cache are found again
     shutil.copytree(family_dir, tmp_path / "moved" / family_dir.name)
     moved = loading.load_family("pico", local_dir=tmp_path / "moved" / family_dir.name, device="cpu")
-    assert fx.decoder_identity(moved) == fx.decoder_identity(fam)
-    assert not any(str(tmp_path) in str(part) or str(family_dir) in str(part) for part in fx.decoder_identity(fam))
+    assert fx.sweeps.decoder_identity(moved) == fx.sweeps.decoder_identity(fam)
+    assert not any(str(tmp_path) in str(part) or str(family_dir) in str(part) for part in fx.sweeps.decoder_identity(fam))
     shutil.copytree(tmp_path / "cache", tmp_path / "elsewhere")
-    found = fx.sweep_cache("world", fx.decoder_identity(moved), root=tmp_path / "elsewhere")
+    found = fx.sweeps.sweep_cache("world", fx.sweeps.decoder_identity(moved), root=tmp_path / "elsewhere")
     assert found.name == folder.name
     import apd.evaluation.factuality.sweeps as sweeps_mod
 

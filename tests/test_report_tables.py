@@ -1,4 +1,4 @@
-"""The page helpers: readable tables (apd.report.show), comparison words, short paths, progress
+"""The page helpers: readable tables (apd.report.tables.show), comparison words, short paths, progress
 bars that stay off the pages, the run record as a real table, and the effective parameters."""
 
 import doctest

@@ -81,7 +81,7 @@ def test_one_sentence_per_point_chosen_by_the_numbers(change, expect):
 def test_every_value_the_summary_quotes_is_glued_by_the_paper_vs_book_chapter():
     nb = json.loads((ROOT / "notebooks" / "paper_vs_book.ipynb").read_text())
     code = "\n".join(c["source"] for c in nb["cells"] if c["cell_type"] == "code")
-    code += (ROOT / "apd" / "report" / "chapters" / "paper_vs_book.py").read_text()  # the chapter's own module
+    code += (ROOT / "apd" / "chapters" / "paper_vs_book.py").read_text()  # the chapter's own module
     glued = set(re.findall(r"run\.glue(?:_text)?\(\"(\w+)\"", code))
     quoted = {m.group(1) for m in pages.GLUE_ROLE.finditer(INTRO)}
     conditions = {key for m in pages.BLOCK.finditer(INTRO) for _, key in pages.conditions(m.group(1).split())}

@@ -299,7 +299,7 @@ def collect_probabilities(
 ) -> dict:
     """Collect the family's log-probabilities at the token sets of every corpus position.
 
-    family: an ``apd.family.Family``, any object with ``names`` (smallest first), ``log_sizes``,
+    family: an ``apd.family.loading.Family``, any object with ``names`` (smallest first), ``log_sizes``,
         ``vocab_size`` and ``model(name)`` (``on_device(name)`` and ``tokenizer`` are used when
         present), or a list of HF causal LMs (smallest first, equal output widths; for padded
         vocabularies pass a :class:`ModelFamily` with the tokenizer's size).
@@ -345,7 +345,9 @@ def _as_family(family):
         family = ModelFamily(family, vocab_size=widths.pop())
     for attr in ("names", "log_sizes", "vocab_size", "model"):
         if not hasattr(family, attr):
-            raise TypeError(f"family has no {attr!r}: pass an apd.family.Family, a ModelFamily or a list of models.")
+            raise TypeError(
+                f"family has no {attr!r}: pass an apd.family.loading.Family, a ModelFamily or a list of models."
+            )
     return family
 
 
@@ -614,7 +616,7 @@ def read_manifest(collect_dir) -> dict:
     path = Path(collect_dir) / MANIFEST
     if not path.exists():
         raise FileNotFoundError(
-            f"no {MANIFEST} in {collect_dir}: run apd.amateur.collect_probabilities(family, tokens, "
+            f"no {MANIFEST} in {collect_dir}: run apd.amateur.collect.collect_probabilities(family, tokens, "
             f"{str(collect_dir)!r}) first."
         )
     try:

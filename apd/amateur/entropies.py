@@ -77,7 +77,7 @@ def collect_entropies(
 ) -> dict:
     """Each member's next-token entropy (nats, full vocabulary) at every position; returns the manifest.
 
-    family: an ``apd.family.Family`` (or anything :func:`apd.amateur.collect.collect` takes as one);
+    family: an ``apd.family.loading.Family`` (or anything :func:`apd.amateur.collect.collect` takes as one);
     token_ids: 1-D token stream (cut into ``seq_len`` chunks, the last partial one dropped) or
     (C, seq_len); out_dir: the folder (a rerun resumes; another corpus or family there is an error).
     threads: torch CPU threads meanwhile (small members run faster on one uncontended thread; None:
@@ -197,7 +197,9 @@ def load_entropies(folder) -> EntropyLabels:
     folder = Path(folder)
     manifest = read_json_checked(folder / MANIFEST, "entropy-label manifest", "stopping")
     if not manifest or not manifest.get("complete") or manifest.get("format") != FORMAT:
-        raise FileNotFoundError(f"no finished entropy labels in {folder}: run apd.amateur.entropy_labels(fam, texts).")
+        raise FileNotFoundError(
+            f"no finished entropy labels in {folder}: run apd.amateur.entropies.entropy_labels(fam, texts)."
+        )
     arrays = load_checked(folder / LABELS, "entropy labels")
     if arrays is None:
         raise ValueError(f"the entropy labels in {folder} were damaged and set aside; run entropy_labels again.")

@@ -187,7 +187,7 @@ def measure_gates(
         >>> import apd
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
         >>> result = apd.apd_model(fam, built, scale="smoke", progress=False)
-        >>> g = apd.amateur.measure_gates(result.alm_prime_path, result.collect_dir, max_chunks=2, device="cpu")
+        >>> g = apd.amateur.gates.measure_gates(result.alm_prime_path, result.collect_dir, max_chunks=2, device="cpu")
         >>> sorted(g.to_dict())[:3]
         ['alive', 'collapsed', 'collapsed_cd']
     """

@@ -126,7 +126,7 @@ def apd_model(
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
         >>> result = apd.apd_model(fam, built, scale="smoke", progress=False)   # cached after the first call
         >>> alm_prime = apd.load_alm_prime(result, device="cpu")
-        >>> result.lambda3 in apd.amateur.PICO_LAMBDA3_GRID["smoke"]            # tuned on the world's dev people
+        >>> result.lambda3 in apd.amateur.runs.PICO_LAMBDA3_GRID["smoke"]            # tuned on the world's dev people
         True
         >>> used = apd.apd_model(fam, built, scale="smoke", variant="engaged", progress=False)
         >>> used.variant == used.selection.variant
@@ -334,7 +334,7 @@ def engaged_variant(
         >>> import apd
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
         >>> sel = apd.engaged_variant(fam, built, scale="smoke", progress=False)
-        >>> sel.variant in apd.amateur.VARIANT_NAMES, list(sel.table["variant"]) == list(apd.amateur.VARIANT_NAMES)
+        >>> sel.variant in apd.amateur.variants.VARIANT_NAMES, list(sel.table["variant"]) == list(apd.amateur.variants.VARIANT_NAMES)
         (True, True)
     """
     names = list(variants)

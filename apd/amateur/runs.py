@@ -204,7 +204,7 @@ def family_name(fam) -> str:
     spec = getattr(fam, "spec", None)
     name = getattr(spec, "name", None)
     if name is None:
-        raise TypeError(f"expected an apd.family.Family (from pico.get_family), got {type(fam).__name__}.")
+        raise TypeError(f"expected an apd.family.loading.Family (from pico.get_family), got {type(fam).__name__}.")
     return "qwen" if name.startswith("qwen") else name
 
 
@@ -259,14 +259,14 @@ def finetune_texts(fam, built=None, leave_out=()) -> list[str]:
     """The documents ALM' is trained on: pico's fine-tuning split, or a Hub family's Wikipedia leads.
 
     leave_out: names of world people whose documents (biographies, QA documents) are dropped from
-    pico's split, e.g. the test people of :func:`apd.world.dev_test_people`, so that ALM' never reads
+    pico's split, e.g. the test people of :func:`apd.world.truth.dev_test_people`, so that ALM' never reads
     a biography of the people it is scored on.
 
     Example:
         >>> import apd
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
         >>> world = built.corpus.world
-        >>> test = [n for n, side in apd.world.dev_test_people(world).items() if side == "test"]
+        >>> test = [n for n, side in apd.world.truth.dev_test_people(world).items() if side == "test"]
         >>> kept = finetune_texts(fam, built, leave_out=test)
         >>> len(kept) < len(finetune_texts(fam, built)), any(test[0] in d for d in kept)
         (True, False)

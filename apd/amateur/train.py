@@ -171,7 +171,7 @@ def train_alm_prime(
         >>> import apd, tempfile
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
         >>> result = apd.apd_model(fam, built, scale="smoke", progress=False)   # collected data + config
-        >>> data = apd.amateur.collected_chunks(result.collect_dir)
+        >>> data = apd.amateur.data.collected_chunks(result.collect_dir)
         >>> out = apd.train_alm_prime(result.config, fam.locations[fam.alm], data, tempfile.mkdtemp(),
         ...                           tokenizer=fam.tokenizer, progress=False)
         >>> out.name

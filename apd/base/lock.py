@@ -4,7 +4,6 @@ per checkout and profile at a time."""
 from __future__ import annotations
 
 import contextlib
-import warnings
 from pathlib import Path
 
 
@@ -65,13 +64,3 @@ def file_lock(path, holder: str | None = None, *, wait: bool = True, on_busy=Non
                     f.seek(0)
                     f.truncate()
             fcntl.flock(f, fcntl.LOCK_UN)
-
-
-def held_lock(path, holder: str, wait: bool = True, on_busy=None):
-    """The old name of :func:`file_lock` with a ``holder`` (deprecated)."""
-    warnings.warn(
-        "apd.base.lock.held_lock is deprecated; use apd.base.lock.file_lock(path, holder, ...)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return file_lock(path, holder, wait=wait, on_busy=on_busy)

@@ -36,13 +36,11 @@ import socket
 import subprocess
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from apd.base.names import renamed
 from apd.base.io import NOTICES_ENV
 from apd.base.lock import LockBusy, file_lock
 from apd.book import data_check, schema, terminal
@@ -1096,27 +1094,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-
-def check_environment(params: dict[str, dict], stems: list[str]) -> None:
-    """The old check of this machine alone (deprecated): ``preflight(None, params, stems, checks=("machine",))``."""
-    warnings.warn(
-        'check_environment is deprecated; use preflight(None, params, stems, checks=("machine",))',
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    preflight(None, params, stems, checks=("machine",))
-
-
-def preflight_data(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> None:
-    """The old check of the data alone (deprecated): ``preflight(None, params, stems, root, checks=("data",))``."""
-    warnings.warn(
-        'preflight_data is deprecated; use preflight(None, params, stems, root, checks=("data",))',
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    preflight(None, params, stems, root, checks=("data",))
-
-
-# old name (``build`` also names the pico family's builder, apd.family.pico.build)
-__getattr__ = renamed(__name__, {"build": "build_book"}, globals())

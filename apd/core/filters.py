@@ -110,7 +110,7 @@ class REAL:
     """REAL sampling's threshold: a nucleus per row with top-p = min(1, exp((c - H_last) / T_r)).
 
     c and H_last (nats, one per row) come from a THF model at every step:
-    :class:`apd.decoding.REALLogitsProcessor` sets them (:meth:`set_entropies`) before the
+    :class:`apd.decoding.processors.REALLogitsProcessor` sets them (:meth:`set_entropies`) before the
     filters run; alone, the filter has no threshold. The nucleus is the :class:`TopP` set.
 
     Example:
@@ -161,7 +161,7 @@ def make_filters(kind: str, value: Optional[float] = None) -> list:
     ``"NA"`` -> [] (no filter), ``"alpha"`` -> [AlphaMask(value)], ``"top-p"`` -> [TopP(value)],
     ``"top-p k20"`` -> [TopP(value), TopK(20)], ``"top-k"`` -> [TopK(value)], ``"REAL"`` ->
     [REAL(value)] (value = T_r; its thresholds come from a THF model through
-    :class:`apd.decoding.REALLogitsProcessor`).
+    :class:`apd.decoding.processors.REALLogitsProcessor`).
 
     Example:
         >>> make_filters("top-p k20", 0.8)

@@ -1,6 +1,6 @@
 """Hugging Face ``LogitsProcessor``s for CD, APD, APD on the fly, a filtered expert, and REAL.
 
-Use them in ``expert.generate(logits_processor=...)`` or through :func:`apd.decoding.generate`.
+Use them in ``expert.generate(logits_processor=...)`` or through :func:`apd.decoding.generation.generate`.
 The amateur keeps its own KV cache: the first call runs it on the whole (left-padded) prompt with
 the prompt's mask; later calls only on the new tokens. Beam search is not supported.
 """
@@ -242,7 +242,7 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
                 raise ValueError(
                     f"{type(self).__name__} got a batch of {input_ids.shape[0]} prompts but no attention "
                     "mask: call processor.prepare(attention_mask) with the prompt's mask before generate "
-                    "(or use apd.decoding.generate, which does it), so left padding is masked."
+                    "(or use apd.decoding.generation.generate, which does it), so left padding is masked."
                 )
             mask = torch.ones_like(input_ids)
         if mask.shape != input_ids.shape:

@@ -22,7 +22,6 @@ import pandas as pd
 from apd.amateur import collect, data, objective, runs, train
 from apd.amateur.config import LATER_DEFAULTS, APDTrainConfig
 from apd.amateur.tuning import scoring_threads
-from apd.base.names import renamed
 from apd.base.device import resolve_device
 from apd.core import stats
 from apd.family import logprobs
@@ -569,16 +568,3 @@ def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
         "half-data": f"half data ({config.data_fraction:g} of the chunks)",
         "distilled": "distilled on the fly",
     }[name]
-
-
-# old names (``variant_config`` also names an APD variant's configuration in ``apd.amateur``;
-# ``paired_difference`` is :func:`apd.core.stats.paired_difference`, which returns more)
-__getattr__ = renamed(
-    __name__,
-    {
-        "variant_config": "ablation_config",
-        "variant_configs": "ablation_configs",
-        "paired_difference": "measure_difference",
-    },
-    globals(),
-)

@@ -10,7 +10,7 @@ expert. :func:`measure_controls` measures four controls on the **dev** people of
    with the lowest dev KL and at the paper's T = 1.
 2. **CD names fewer wrong entities**: NE_ER of ELM + top-p k20 against CD + top-p k20 on the dev
    people's open-ended prompts (every opener, same seeds), grouped by person
-   (:func:`apd.evaluation.factuality.paired_verdict`); optional (it samples text).
+   (:func:`apd.evaluation.factuality.power.paired_verdict`); optional (it samples text).
 3. **Extrapolation can beat the expert**: the family's own noise is the on-the-fly fitter's
    held-out residual (each inner member left out in turn, predicted from the curve fitted to the
    others; root mean square over tokens); the known-answer families

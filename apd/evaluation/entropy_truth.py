@@ -1,7 +1,7 @@
 """Does extrapolated entropy move toward the truth? REAL's THF model against the world's true entropy.
 
 At the answer position of a world question the true next-token distribution is known
-(:meth:`apd.world.World.next_token_distribution`), hence its entropy: 0 nats for a one-valued fact
+(:meth:`apd.world.world.World.next_token_distribution`), hence its entropy: 0 nats for a one-valued fact
 whose answer starts with one token, the entropy of the attribute's distribution for a distributional
 one. :func:`entropy_vs_truth` puts beside it every member's next-token entropy there (full
 vocabulary), and the THF model's asymptote c, its curve at the largest member (H_last) and its

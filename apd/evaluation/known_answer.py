@@ -289,7 +289,7 @@ def estimate_fitter(
 ) -> Estimate:
     """APD on the fly: :func:`apd.core.curves.fit_curves` on every token's N probabilities.
 
-    ``settings``: 'tuned' (:data:`apd.curves.TUNED_FIT`) or 'plain' (:data:`apd.curves.PLAIN_FIT`,
+    ``settings``: 'tuned' (:data:`apd.core.curves.TUNED_FIT`) or 'plain' (:data:`apd.core.curves.PLAIN_FIT`,
     the release's plainest reading). Adam lr 1e-2, ``iterations`` steps, L1 + 10 L2. The fitted
     asymptotes are renormalised over the K tokens (as APD on the fly does; a set summing to 0
     falls back to p_ELM) unless ``renormalise`` is False. probs (P, K, N) -> c_hat (P, K).

@@ -397,7 +397,7 @@ def question_group(example) -> str:
 
 
 def world_examples(items) -> list:
-    """World QA items (``apd.world.QAItem``) as ``apd.evaluation.qa_data.QAExample``: the gold answer and the
+    """World QA items (``apd.world.world.QAItem``) as ``apd.evaluation.qa_data.QAExample``: the gold answer and the
     distractors as options (gold first), meta with person, attribute and bucket."""
 
     out = []
@@ -432,7 +432,7 @@ def score_qa(
     """Score ``examples`` (``apd.evaluation.qa_data.QAExample``; all multiple choice or all free answer) with the
     family's ELM alone, CD (ALM amateur), APD (``alm_prime`` amateur) and the reference LLM.
 
-    family: an ``apd.family.Family`` (uses ``tokenizer``, ``vocab_size``, ``elm``, ``alm``, ``on_device``).
+    family: an ``apd.family.loading.Family`` (uses ``tokenizer``, ``vocab_size``, ``elm``, ``alm``, ``on_device``).
     alm_prime: ALM' as a HF causal LM on the family's device, or None (no APD rows).
     reference: a ``Family`` whose largest member is the bigger "LLM" of the paper's tables (e.g.
         ``load_family("pythia", members=["pythia-12b-deduped"])``), or None (no LLM-big row; the

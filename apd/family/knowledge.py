@@ -1,5 +1,5 @@
 """What each member of a family knows about the synthetic world: next-token scores at the answer
-position of world QA items (``apd.world.QAItem``).
+position of world QA items (``apd.world.world.QAItem``).
 
 Every attribute value of the world starts with its own first token, so a question is scored at one
 position: the token right after ``"Answer:"``. For each item and member we record the probability

@@ -240,7 +240,7 @@ def nonembedding_count(member: Member) -> int:
 
     Per layer: two LayerNorms (4d), fused QKV (3d^2 + 3d), attention output (d^2 + d), MLP
     (d*ff + ff + ff*d + d); plus the final LayerNorm (2d). Equals
-    ``apd.family.count_nonembedding`` of the built model.
+    ``apd.family.registry.count_nonembedding`` of the built model.
     """
     d, ff = member.d_model, member.ff
     per_layer = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (2 * d * ff + ff + d)
@@ -650,7 +650,7 @@ def train_family(
     num_threads: torch CPU threads while training on the CPU (default :data:`CPU_THREADS`, whatever
         the machine; the count enters the family's key, since the weights depend on it); restored
         afterwards.
-    Returns the family folder (load it with ``apd.family.load_family("pico", local_dir=...)``).
+    Returns the family folder (load it with ``apd.family.loading.load_family("pico", local_dir=...)``).
     """
     device = resolve_device(device)
     keyed = training_threads(device, num_threads)

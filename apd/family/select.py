@@ -19,7 +19,7 @@ def get_family(
     """``(Family, PicoBuild | None)``: the embedded pico family (trained here once, then cached) or a
     Hub family (``pythia``, ``opt``, ``qwen1.5``; ``local_dir`` for local copies).
 
-    load_kwargs: more arguments of :func:`apd.family.load_family` (``check_sizes``, ``offload``,
+    load_kwargs: more arguments of :func:`apd.family.loading.load_family` (``check_sizes``, ``offload``,
     ``log_sizes``, ``hub_kwargs``, ...), e.g. ``check_sizes=False`` for models of your own under a
     registered family's member names. ``built`` is None for Hub families.
 

@@ -42,7 +42,7 @@ def _qa_table_number(dataset: str, metric: str, family: str) -> int:
 
 
 def qa_summary_rows(df: pd.DataFrame, family: str, world: bool = False) -> pd.DataFrame:
-    """The QA chapter's long summary (``apd.evaluation.qa_summary``: dataset, protocol, metric,
+    """The QA chapter's long summary (``apd.evaluation.qa_scoring.qa_summary``: dataset, protocol, metric,
     method, group, value, n) as regenerated rows of Tables 2-5: the paper's protocol, roles of
     :mod:`apd.report.paper`, ``|D|`` from the ELM's MRR counts. ``world``: the pico world's
     questions, one dataset per frequency bucket ("world QA (head)", ...), as counterpart rows."""

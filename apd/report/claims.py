@@ -230,7 +230,7 @@ def _claim(id: str, evidence: list[EvidenceSpec]) -> PaperClaim:
 
 
 def paper_claims() -> list[PaperClaim]:
-    """The paper's eight main claims (:func:`apd.report.claim_texts`) with their checks.
+    """The paper's eight main claims (:func:`apd.report.paper.claim_texts`) with their checks.
 
     Thresholds are stated in each description. "Better" means: lower perplexity, lower NE_ER,
     higher true-claim rate, lower KL to the true next-token distribution. A claim is judged only

@@ -17,7 +17,6 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from apd.base.names import renamed
 from apd.core.stats import Z_POWER, Z_TEST, detected, interval, min_detectable_effect
 from apd.report.results import last_run_outputs, results_dir
 
@@ -698,7 +697,3 @@ def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame) -> str:
             out.append(f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. {_md_text(r['evidence'])}")
         out.append("")
     return "\n".join(out)
-
-
-# old name (``apd.world.Claim`` is a claim found in generated text)
-__getattr__ = renamed(__name__, {"Claim": "PaperClaim"}, globals())

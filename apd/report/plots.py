@@ -26,7 +26,7 @@ COLORS = {
     "cd": "#e07a1f",
     "apd": "#2a9d8f",
     "apd_fly": "#90be6d",
-    "apd_conditioned": "#264653",  # APD variants (apd.amateur.VARIANTS) beside the release configuration's "apd"
+    "apd_conditioned": "#264653",  # APD variants (apd.amateur.variants.VARIANTS) beside the release configuration's "apd"
     "apd_distilled": "#e9c46a",
     "hlm": "#d1495b",
     "truth": "#111111",

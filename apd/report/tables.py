@@ -2,7 +2,7 @@
 
 Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.style`` calls::
 
-    apd.report.show(df, caption="World QA, test half", digits=3)
+    apd.report.tables.show(df, caption="World QA, test half", digits=3)
 
 - cells have padding and numbers are right-aligned, so neighbouring numbers never run together;
 - integer columns (and float columns holding only whole numbers below a billion, e.g. counts that
@@ -222,6 +222,7 @@ def show(
     column}``; both print, row by row, to the precision the standard error supports
     (:func:`se_decimals`), in percent when the column is in ``percent``.
 
+    Example:
     >>> import pandas as pd
     >>> df = pd.DataFrame({"steps": [5000.0, 12.0], "KL": [0.35512, float("nan")]}, index=[1.1, 2.0])
     >>> html = show(df, caption="demo").to_html()

@@ -6,7 +6,7 @@ p_ALM)``; APD at 1/T, the same with ALM'; APD on the fly with weight w, ``(1 - w
 (asymptotes fitted per token, :func:`apd.core.curves.on_the_fly_asymptotes`). Inputs are ``(B, V)``
 log-probabilities, ``(N, B, V)`` for all members (smallest first). Measures per item, in nats, lower
 is better: :func:`kl_to_truth`, KL(truth || method) with the truth
-(``apd.world.World.next_token_distribution``) renormalised over the top k, and :func:`gold_nll`,
+(``apd.world.world.World.next_token_distribution``) renormalised over the top k, and :func:`gold_nll`,
 ``-log(p + 0.01)`` of the gold token. :func:`dev_test_split` halves the evaluation people per
 frequency bucket into "dev" (choosing 1/T and w) and "test" (what the book reports).
 """
@@ -39,7 +39,7 @@ def dev_test_people(world, seed: int = 0) -> dict[str, str]:
     """
     people = getattr(world, "eval_people", None)
     if people is None:
-        raise TypeError(f"dev_test_people needs an apd.world.World, got {type(world).__name__}.")
+        raise TypeError(f"dev_test_people needs an apd.world.world.World, got {type(world).__name__}.")
     out = {}
     groups: dict[str, list[str]] = {}
     for p in people:
@@ -54,7 +54,7 @@ def dev_test_people(world, seed: int = 0) -> dict[str, str]:
 
 
 def dev_test_split(items, world, seed: int = 0) -> tuple[list, list]:
-    """``(dev, test)``: the world QA items (``apd.world.QAItem``) whose person is in each half.
+    """``(dev, test)``: the world QA items (``apd.world.world.QAItem``) whose person is in each half.
 
     The split is by person (:func:`dev_test_people`), so no person is in both halves and a subset of
     the items splits as the full list does. Items keep their order.

@@ -13,7 +13,6 @@ import torch
 import torch.nn.functional as F
 from transformers import LogitsProcessor
 
-from apd.base.names import renamed
 from apd.base.checks import count, number
 from apd.core.filters import make_filters
 from apd.decoding import generation, processors
@@ -312,7 +311,3 @@ class Decoders:
             ids[i, L - len(e) :] = torch.tensor(e, dtype=torch.long)
             mask[i, L - len(e) :] = 1
         return ids.to(self.device), mask.to(self.device)
-
-
-# old name (``apd.amateur.THRESHOLDS`` are the gates' thresholds)
-__getattr__ = renamed(__name__, {"THRESHOLDS": "THRESHOLD_NAMES"}, globals())

@@ -96,7 +96,7 @@ class PairedVerdict:
 
 def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continuations_b) -> PairedVerdict:
     """Compare two methods' continuations of the same ``prompts`` under the same seeds (``out[i][j]``
-    as :func:`apd.evaluation.factuality.generate_continuations` returns them), grouped by person.
+    as :func:`apd.evaluation.factuality.sweeps.generate_continuations` returns them), grouped by person.
 
     Example (A names each person's birth city, B another person's; two seeds):
         >>> from apd.world.world import World, WorldConfig

@@ -136,7 +136,7 @@ def table1_rows(
 
 
 def row_of(results: pd.DataFrame, method) -> pd.Series:
-    """The row of ``method`` (a :class:`apd.evaluation.factuality.Method`) in a scored sweep; a clear
+    """The row of ``method`` (a :class:`apd.evaluation.factuality.methods.Method`) in a scored sweep; a clear
     error when the sweep did not run it."""
     sel = results[results["label"] == method.label]
     if len(sel) != 1:
@@ -161,7 +161,7 @@ def table6_rows(
 ) -> pd.DataFrame:
     """Our rows of the paper's Table 6, its automatic columns (Dist-2, Rep, NE_ER, Entail_R in %;
     the human Likert columns cannot be regenerated; ``true_metric`` as in :func:`table1_rows`), in the regenerated-table convention of
-    :func:`table1_rows`: the settings of :func:`apd.evaluation.factuality.table6_methods`, with the
+    :func:`table1_rows`: the settings of :func:`apd.evaluation.factuality.methods.table6_methods`, with the
     ``setting`` strings the paper prints (``T=2, REAL, T_r=4.0``, ...) so that the rows line up
     with the paper's. A setting missing from ``results`` is an error naming it.
 

@@ -30,7 +30,7 @@ class WorldFacts:
 
 
 def world_facts(world, prompt, continuation: str) -> WorldFacts:
-    """Check one continuation of a world prompt (``apd.world.BioPrompt``) exactly.
+    """Check one continuation of a world prompt (``apd.world.world.BioPrompt``) exactly.
 
     The checker reads ``prompt.prompt + continuation`` (so "was born in" + " Kelmor" is a claim
     and pronouns resolve to the prompt's person) and keeps the entities and claim values that

@@ -202,7 +202,7 @@ def apd_minus_cd(p: Pool, top_k: int):
 
 def blindness_summary(blind: pd.DataFrame, p: Pool, source: str, T_grid, top_k: int) -> dict[str, Any]:
     """The blindness table's glued values (``value`` or ``(value, fmt)``, see
-    :func:`apd.report.chapters.gluing.glue_values`) for the questions (``blind_``), held-out text
+    :func:`apd.chapters.gluing.glue_values`) for the questions (``blind_``), held-out text
     (``text_blind_``) and all contexts (``all_blind_``) at the first T of ``T_grid``, how CD's rate
     moves with T, and APD's minus CD's rate at T = 1 (``all_blind_apd_minus_cd``) with the conditions
     ``blind_apd_fewer``, ``blind_apd_more`` and ``blind_apd_tie`` (95%)."""

@@ -25,7 +25,7 @@ from apd.evaluation.ablations import (
     verdicts,
 )
 from apd.family.text import texts_for_tokens
-from apd.report.chapters.gluing import fmt, per_name
+from apd.chapters.gluing import fmt, per_name
 from apd.report.plots import COLORS, figure
 from apd.report.results import load_results, results_dir
 from apd.report.tables import plus_minus

@@ -20,7 +20,7 @@ from apd.amateur.thf import load_thf, thf_model
 from apd.core import stats
 from apd.evaluation.factuality import methods as fm
 from apd.evaluation.factuality import ner, nli, power, prompts, scoring, world_scoring
-from apd.report.chapters import gluing
+from apd.chapters import gluing
 from apd.report import plots
 from apd.report.tables import compare_word
 
@@ -160,7 +160,7 @@ def glue_values(run, values: Glued) -> dict:
 
 
 def record_headline(run, headline: FactualityHeadline) -> None:
-    """Glue every field of ``headline`` (:func:`apd.report.chapters.gluing.record_headline`) and the
+    """Glue every field of ``headline`` (:func:`apd.chapters.gluing.record_headline`) and the
     conditions of :meth:`FactualityHeadline.conditions` as booleans."""
     gluing.record_headline(run, headline)
     for key, holds in headline.conditions().items():
@@ -210,7 +210,7 @@ def sweep_methods(
     real_T_r_grid,
     real_T_r,
 ) -> tuple[list, list[float]]:
-    """The sweep's settings (:func:`apd.evaluation.factuality.paper_methods`, then ELM, CD and APD +
+    """The sweep's settings (:func:`apd.evaluation.factuality.methods.paper_methods`, then ELM, CD and APD +
     REAL over the T_r grid and the paper's T_r, and Table 6's rows) and that T_r grid ([] without REAL).
 
     Example:
@@ -263,7 +263,7 @@ def apd_k20(p: float, apd_T: float):
 
 def world_prompts(world, seed: int, n: int) -> tuple[list, int]:
     """``n`` prompts (at most one per person) drawn with ``seed`` from the test half's biography
-    prompts (:func:`apd.evaluation.factuality.world_test_prompts`), in order; and that half's size.
+    prompts (:func:`apd.evaluation.factuality.world_scoring.world_test_prompts`), in order; and that half's size.
 
     Example:
         >>> from apd.world.world import World, WorldConfig
@@ -526,7 +526,7 @@ def verdict_values(
 def verdict_projection(v: power.PairedVerdict, effect: float, n_eval: int) -> pd.DataFrame:
     """The smallest detectable difference of the verdict comparison's design, with twice and four
     times its seeds, all ``n_eval`` evaluation people, and the people the paper's ``effect`` needs
-    (:meth:`apd.evaluation.factuality.PairedVerdict.projection`)."""
+    (:meth:`apd.evaluation.factuality.power.PairedVerdict.projection`)."""
     return v.projection(
         effect, seeds=[2 * v.n_seeds, 4 * v.n_seeds], people=[n_eval, math.ceil(v.people_needed(effect))]
     )
@@ -555,7 +555,7 @@ def complementarity_values(
     comp: dict, comp_head: dict, n_seeds: Optional[int] = None, n_prompts: Optional[int] = None
 ) -> Glued:
     """What the page says of the complementarity comparison: ``comp`` holds ``comp_<who>_<k>`` of
-    :func:`apd.evaluation.factuality.summary` for ``who`` = apd (against APD alone) and elm (against
+    :func:`apd.evaluation.factuality.power.summary` for ``who`` = apd (against APD alone) and elm (against
     REAL alone), and ``comp_top_p_<setting>``; ``comp_head`` the three settings' measures
     (:func:`scores_of`). Every key None where the comparison did not run (empty dicts)."""
     out: Glued = {}
@@ -655,7 +655,7 @@ def real_world_values(
 
 def matched_gap(world, wprompts, wres: pd.DataFrame, gens: dict, seed: int) -> dict:
     """APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 over the sweep's settings, people
-    resampled for both curves together (:func:`apd.evaluation.factuality.matched_gap_paired`)."""
+    resampled for both curves together (:func:`apd.evaluation.factuality.power.matched_gap_paired`)."""
     curve_sets = {
         c: [gens[lab] for lab in wres.loc[wres["curve"] == c, "label"]] for c in ("APD + REAL", "APD + top-p k20")
     }
@@ -696,7 +696,7 @@ def fp_prompts(
     """``n`` FactualityPrompts prompts of each kind (drawn with ``seed``, among those whose evidence
     pages are all available when ``covered_only``), their evidence ``{title: text}`` (KILT pages,
     or the offline Wikipedia leads) and ``{"fp_evidence_source", "fp_coverage_all"}``. Raises
-    :class:`apd.evaluation.factuality.MeasureUnavailable` or FileNotFoundError without the data."""
+    :class:`apd.evaluation.factuality.ner.MeasureUnavailable` or FileNotFoundError without the data."""
     kind = evidence if evidence != "auto" else ("kilt" if kilt_path else "wiki")
     pool = [p for k in kinds for p in prompts.load_factuality_prompts(k, split, data_dir=data_dir)]
     if kind == "kilt":

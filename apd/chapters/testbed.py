@@ -90,7 +90,7 @@ def closest(table: pd.DataFrame, summary: pd.DataFrame, min_eval_people: int = 0
 
 def ranking(summary: pd.DataFrame) -> pd.Series:
     """What ranks configurations: ``design closeness`` (the mean over a design's training seeds,
-    :func:`apd.report.design_closeness`) where the summary has it, else ``closeness``."""
+    :func:`apd.report.testbed.design_closeness`) where the summary has it, else ``closeness``."""
     return summary["design closeness"] if "design closeness" in summary else summary["closeness"]
 
 
@@ -146,7 +146,7 @@ def verdict_first(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 def glue_controls(run, cur) -> None:
-    """Glue the controls of this build's family (an :func:`apd.evaluation.measure_controls` result):
+    """Glue the controls of this build's family (an :func:`apd.evaluation.controls.measure_controls` result):
     questions, the chosen 1/T, CD's gains, the fitter's noise and error ratios, flattening shares,
     NE_ER when measured, and each pass ("not measured" where a control did not run)."""
     row = cur.row()

@@ -36,7 +36,7 @@ class KnownAnswerHeadline:
 
 def recovery_summary(table: pd.DataFrame, beat: float = BEAT) -> dict[str, Any]:
     """The recovery table's glued values (``value`` or ``(value, fmt)``, see
-    :func:`apd.report.chapters.gluing.glue_values`): the cells beaten, the best estimator, and the
+    :func:`apd.chapters.gluing.glue_values`): the cells beaten, the best estimator, and the
     ratio ranges of the joint objective and the fitter.
 
     ``table``: :func:`apd.evaluation.known_answer.recovery_table`'s frame (``attrs['config']`` kept).

@@ -29,7 +29,7 @@ from apd.evaluation.qa_scoring import (
 )
 from apd.family.loading import load_family
 from apd.report.beside import paper_rows
-from apd.report.chapters.gluing import fmt
+from apd.chapters.gluing import fmt
 from apd.report.claims import paper_qa_gain
 from apd.report.findings import gate_verdict
 from apd.report.plots import COLORS, panels

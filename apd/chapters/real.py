@@ -68,7 +68,7 @@ def heldout_fit_table(fit: dict, entropies: np.ndarray, names) -> tuple[pd.DataF
 
 def truth_summary(frame: pd.DataFrame, err: pd.DataFrame, elm: str) -> dict[str, Any]:
     """The truth comparison's glued values (``value`` or ``(value, fmt)``, see
-    :func:`apd.report.chapters.gluing.glue_values`): the mean errors of c, the expert's entropy and
+    :func:`apd.chapters.gluing.glue_values`): the mean errors of c, the expert's entropy and
     H_last, the buckets where c is closer, and c's error minus the expert's, paired over the
     questions (``real_c_minus_elm``), with the conditions ``real_c_closer``, ``real_c_farther`` and
     ``real_c_tie`` (95%).

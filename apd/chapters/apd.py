@@ -116,7 +116,7 @@ def _where(value: float, grid) -> str:
 
 
 def release_setup(result, x, names, top_k: int) -> Values:
-    """The release configuration's training settings (``result``: an ``apd.amateur.APDResult``), the
+    """The release configuration's training settings (``result``: an ``apd.amateur.pipeline.APDResult``), the
     ALM's log size ``x[0]`` and the members' names ``names`` (ALM first, ELM last)."""
     meta = json.loads((result.train_dir / "train_config.json").read_text())
     cfg, log = result.config, result.train_log()
@@ -138,7 +138,7 @@ def release_setup(result, x, names, top_k: int) -> Values:
 
 def collection(collect_dir) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
     """The collected training data of ``collect_dir``: what it holds (one row per quantity), the
-    token sets' composition (:func:`apd.amateur.token_set_composition`) and their glue values."""
+    token sets' composition (:func:`apd.amateur.composition.token_set_composition`) and their glue values."""
     manifest = read_manifest(collect_dir)
     bpp, ccfg, corpus = manifest["bytes_per_position"], manifest["config"], manifest["corpus"]
     k = ccfg["top_k"] + ccfg["n_mid"] + ccfg["n_tail"]
@@ -201,7 +201,7 @@ def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
 
 
 def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
-    """Every variant's lambda3 runs (``results``: {variant: APDResult}; :func:`apd.amateur.tuning_table`),
+    """Every variant's lambda3 runs (``results``: {variant: APDResult}; :func:`apd.amateur.pipeline.tuning_table`),
     with, per variant, its grid, its runs' steps and where the chosen value sits in the grid."""
     table = tuning_table(results)
     values: Values = {}
@@ -269,7 +269,7 @@ def loss_terms(log: pd.DataFrame, lambda2: float) -> tuple[pd.DataFrame, Values]
 
 
 def variant_records(results: dict, seconds: dict) -> tuple[dict, Values]:
-    """Every variant's run record (:func:`apd.amateur.run_record`: steps, warm-up, joint steps,
+    """Every variant's run record (:func:`apd.amateur.runs.run_record`: steps, warm-up, joint steps,
     training seconds), the seconds this run spent on it (``seconds``) and the conditioned start's a0."""
     records = {v: run_record(r) for v, r in results.items()}
     values: Values = {}
@@ -338,8 +338,8 @@ def fitter_values(table: pd.DataFrame) -> Values:
 
 def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
     """Every variant's gates as the engaged-variant choice read them (``sel``: an
-    ``apd.amateur.VariantSelection``), plus the release configuration's other lambda3 runs
-    (:func:`apd.amateur.run_gates`, cached beside each run), one row per run."""
+    ``apd.amateur.pipeline.VariantSelection``), plus the release configuration's other lambda3 runs
+    (:func:`apd.amateur.pipeline.run_gates`, cached beside each run), one row per run."""
     table = sel.table.assign(run=sel.table["variant"])
     if result.tuning is None:
         return table
@@ -387,7 +387,7 @@ def gate_table_shown(table: pd.DataFrame) -> pd.DataFrame:
 
 def gate_values(sel, variant_names) -> Values:
     """Per variant its gates' measurements and verdict; which variants engage; the gates of the
-    ALM' the book uses (``gate_*``) and the thresholds (:data:`apd.amateur.THRESHOLDS`)."""
+    ALM' the book uses (``gate_*``) and the thresholds (:data:`apd.amateur.gates.THRESHOLDS`)."""
     by_variant = sel.table.set_index("variant")
     values: Values = {}
     for v in variant_names:
@@ -436,7 +436,7 @@ def gate_values(sel, variant_names) -> Values:
 
 
 def gate_reading(sel, variant_names) -> tuple[pd.DataFrame, Values]:
-    """Every variant under the former thresholds (:data:`apd.amateur.FORMER_THRESHOLDS`) and the
+    """Every variant under the former thresholds (:data:`apd.amateur.gates.FORMER_THRESHOLDS`) and the
     current ones, beside its moved KL and its fidelity to the distillation targets."""
     by_variant = sel.table.set_index("variant")
 
@@ -466,7 +466,7 @@ def gate_reading(sel, variant_names) -> tuple[pd.DataFrame, Values]:
 @dataclass
 class WorldQuestions:
     """The world's questions of the chapter: ``items`` (dev first, then test), ``qa`` (every member's
-    scores, :func:`apd.family.score_world_qa`), ``amateurs`` ({variant: (n, V) log-probabilities of
+    scores, :func:`apd.family.knowledge.score_world_qa`), ``amateurs`` ({variant: (n, V) log-probabilities of
     its ALM'}), ``split`` ("dev"/"test"), ``bucket`` and ``person`` per item, and the glue ``values``."""
 
     items: list
@@ -588,7 +588,7 @@ def curve_examples(src: CurveSource, n: int) -> list[int]:
 
 
 def curve_predictions(src: CurveSource, chosen: list[int], results: dict, n_members: int) -> dict:
-    """{variant: its curve MLP's prediction (:func:`apd.amateur.predict_curves`) on the ``chosen``
+    """{variant: its curve MLP's prediction (:func:`apd.amateur.objective.predict_curves`) on the ``chosen``
     rows' top-k tokens} for every variant with a curve MLP (``results``: {variant: APDResult})."""
     if not chosen:
         return {}
@@ -803,7 +803,7 @@ _PAIRS = {
 
 def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
     """The paired differences of :data:`_PAIRS` over the test questions (standard errors over people,
-    :func:`apd.world.paired_methods`): mean, se, smallest detectable difference, questions and people;
+    :func:`apd.world.truth.paired_methods`): mean, se, smallest detectable difference, questions and people;
     the verdict of APD against CD (1.96 standard errors) in words and as three conditions
     (``apd_closer``, ``cd_closer``, ``apd_cd_tie``), and CD's KL minus APD's as ``difference ± se``.
 
@@ -850,7 +850,7 @@ def variants_against_cd(
     test_frame: Optional[pd.DataFrame], knobs: dict, sel, results: dict, records: dict, label_of: dict
 ) -> tuple[Optional[pd.DataFrame], Optional[dict], Values]:
     """Every variant (``label_of``: {variant: its method label}) against CD on the test questions,
-    each at its dev-best 1/T (:func:`apd.world.paired_table`, standard errors over people): the table
+    each at its dev-best 1/T (:func:`apd.world.truth.paired_table`, standard errors over people): the table
     (gates, lambda3, 1/T, KL and NLL, CD's minus its own with se and MDE, per bucket), the paired
     tables {"kl", "nll"}, and the values; ``(None, None, missing values)`` without a world."""
     names = list(label_of)
@@ -904,7 +904,7 @@ LEFT_OUT = "APD, test people left out"
 
 
 def left_out_model(fam, built, used, *, scale: str, seed: int = 0):
-    """The ALM' the book uses (``used``: an :class:`apd.amateur.APDResult`, its variant and lambda3),
+    """The ALM' the book uses (``used``: an :class:`apd.amateur.pipeline.APDResult`, its variant and lambda3),
     trained again on the fine-tuning text without the test people's documents
     (:func:`apd.amateur.runs.finetune_texts` with ``leave_out``), and the values saying how much text
     that removes; ``(None, values)`` for a Hub family, which has no people. Cached like every run."""
@@ -1006,7 +1006,7 @@ def regime(
 ) -> tuple[Optional[pd.DataFrame], Values]:
     """Per frequency bucket, each variant's KL gain over CD ± se (``gains``: :func:`variants_against_cd`'s)
     beside the family chapter's shares of rising gold curves and of those flattening
-    (:func:`apd.report.family_saturation`); for the variant the book uses, the gains, the bucket
+    (:func:`apd.report.findings.family_saturation`); for the variant the book uses, the gains, the bucket
     where it is highest, and which buckets' gains differ from zero after Holm's correction."""
     sat = family_saturation(profile)
     table = None
@@ -1148,9 +1148,9 @@ class ApdHeadline:
     """The APD chapter's headline numbers: what other chapters, the claims (:mod:`apd.report.claims`)
     and the findings (:mod:`apd.report.findings`) read from ``results/<profile>/apd.json``."""
 
-    n_variants: int  # variants of ALM' trained (apd.amateur.VARIANTS)
+    n_variants: int  # variants of ALM' trained (apd.amateur.variants.VARIANTS)
     engaged_list: str  # the variants that pass every mechanism gate, "none of them" if none
-    variant_used_note: str  # the ALM' every chapter uses, in words (apd.amateur.VariantSelection.note)
+    variant_used_note: str  # the ALM' every chapter uses, in words (apd.amateur.pipeline.VariantSelection.note)
     gate_engaged: int  # 1 when that ALM' passes every mechanism gate
     gate_reason: str  # which of its gates fail ("...: all gates pass" if none)
     gate_verdict: str  # its gates' verdict in words ("engaged (...)" / "not engaged (...)")

@@ -14,7 +14,7 @@ import pandas as pd
 from apd.family.knowledge import accuracy_table, paired_gain, saturation_table, score_world_qa
 from apd.family.pretrain import evaluate_loss
 from apd.family.text import token_stream
-from apd.report.chapters.gluing import fmt
+from apd.chapters.gluing import fmt
 from apd.report.plots import COLORS, PALETTE, XLABEL_LOG_SIZE, figure
 from apd.world.corpus import load_wiki
 from apd.world.truth import sample_per_bucket

@@ -802,7 +802,7 @@ def test_same_rows_need_thirty_qualifying_items(results):
 
 
 def test_findings_read_one_sentence_per_claim(results, tmp_path):
-    from apd.book import runner as book
+    from apd.book.rendering import FINDINGS_MARKER, insert_findings
     from apd.report import findings
 
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
@@ -817,9 +817,9 @@ def test_findings_read_one_sentence_per_claim(results, tmp_path):
     ), items
     assert "[apd." not in text  # result keys and numbers stay in the chapter's table of checks
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
-    page = book.insert_findings(f"# Intro\n\n{book.FINDINGS_MARKER}\n\nMore.", text, "smoke")
-    assert book.FINDINGS_MARKER not in page and "main claims" in page
-    assert "make book PROFILE=smoke" in book.insert_findings(book.FINDINGS_MARKER, None, "smoke")
+    page = insert_findings(f"# Intro\n\n{FINDINGS_MARKER}\n\nMore.", text, "smoke")
+    assert FINDINGS_MARKER not in page and "main claims" in page
+    assert "make book PROFILE=smoke" in insert_findings(FINDINGS_MARKER, None, "smoke")
 
 
 # ----------------------------------------------------------------------------------------------

@@ -17,10 +17,14 @@ import pytest
 import yaml
 
 from apd.base import paths
+from apd.base.notebooks import BookError, notebook_parameters
+from apd.book import data_check
+from apd.book.cache import cache_key
+from apd.book.preflight import preflight
+from apd.book.profiles import resolve
+from apd.book.project import notebook_path
 from apd.evaluation import qa_data
 from apd.evaluation.factuality import prompts as fp
-from apd.book import data_check
-from apd.book import runner as book
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -51,7 +55,7 @@ def test_the_default_build_reads_the_hub_and_the_original_source_when_no_data_fo
     monkeypatch.delenv("APD_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.chdir(tmp_path)  # not inside a checkout
-    params, _ = book.resolve("default", root=REPO)
+    params, _ = resolve("default", root=REPO)
     assert params["qa"].get("data_dir") is None and params["factuality"].get("data_dir") is None
 
     hub_calls = []
@@ -98,29 +102,27 @@ def test_cache_folder_order(monkeypatch, tmp_path):
 
 
 def _smoke(stems=None):
-    params, all_stems = book.resolve("smoke", root=REPO)
+    params, all_stems = resolve("smoke", root=REPO)
     return params, stems or all_stems
 
 
 def test_preflight_names_the_files_a_data_folder_lacks(monkeypatch, tmp_path):
     params, stems = _smoke()
-    needs = data_check.data_needs(
-        params, stems, {s: book.notebook_parameters(book.notebook_path(s, REPO)) for s in stems}
-    )
+    needs = data_check.data_needs(params, stems, {s: notebook_parameters(notebook_path(s, REPO)) for s in stems})
     files = sorted({n.file for n in needs})
     assert "qa/lambada_openai.jsonl" in files and "factuality_prompts/fever_factual_test7k_final.jsonl" in files
     for rel in files[1:]:  # every file but one
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("{}\n")
     monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
-    with pytest.raises(book.BookError) as err:
-        book.preflight(None, params, stems, REPO, checks=("data",))
+    with pytest.raises(BookError) as err:
+        preflight(None, params, stems, REPO, checks=("data",))
     message = str(err.value)
     assert "\n" not in message and f"APD_DATA_DIR={tmp_path}" in message and files[0] in message
     assert files[1] not in message
     (tmp_path / files[0]).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / files[0]).write_text("{}\n")
-    book.preflight(None, params, stems, REPO, checks=("data",))  # every file there: the build may start
+    preflight(None, params, stems, REPO, checks=("data",))  # every file there: the build may start
 
 
 def test_preflight_without_data_folder_offline_stops_before_any_notebook(tmp_path):
@@ -151,6 +153,6 @@ def test_preflight_without_data_folder_offline_stops_before_any_notebook(tmp_pat
 def test_the_data_source_is_part_of_the_cache_key(monkeypatch, tmp_path):
     """A chapter built from the Hub is not reused when the build switches to offline copies."""
     monkeypatch.delenv("APD_DATA_DIR", raising=False)
-    hub = book.cache_key("qa", {"profile": "smoke"}, REPO)
+    hub = cache_key("qa", {"profile": "smoke"}, REPO)
     monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
-    assert book.cache_key("qa", {"profile": "smoke"}, REPO) != hub
+    assert cache_key("qa", {"profile": "smoke"}, REPO) != hub

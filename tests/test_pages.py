@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from apd.book import pages
-from apd.book import runner as book
+from apd.book.project import notebook_path, toc_notebooks
 
 DATA = Path(__file__).parent / "data" / "pythia_results"
 HUB_CHAPTERS = ["family", "curves", "apd", "qa", "factuality", "paper_vs_book"]
@@ -58,7 +58,7 @@ def test_render_markdown_and_missing_walls():
 
 
 def _chapter_text(stem, values):
-    nb = json.loads(book.notebook_path(stem).read_text())
+    nb = json.loads(notebook_path(stem).read_text())
     return [p for md in pages.page_markdown(nb, values) for p in pages.paragraphs(md)]
 
 
@@ -79,10 +79,10 @@ def test_hub_family_pages_have_no_walls_of_missing_values(stem):
 
 
 def test_what_this_chapter_finds_opens_every_chapter():
-    for stem in book.toc_notebooks():
+    for stem in toc_notebooks():
         if stem == "tutorial":
             continue
-        nb = json.loads(book.notebook_path(stem).read_text())
+        nb = json.loads(notebook_path(stem).read_text())
         first = [c["source"] for c in nb["cells"][:6] if c["cell_type"] == "markdown"]
         assert any("**What this chapter finds.**" in s for s in first), stem
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from apd.book import runner as book
+from apd.book.execution import portable_notebook
+from apd.book.project import toc_notebooks
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,7 @@ def test_portable_notebook_rewrites_every_absolute_path(monkeypatch, tmp_path):
             }
         ],
     }
-    out = book.portable_notebook(nb, "qa", root / "_build" / "smoke" / "book" / "notebooks" / "qa.ipynb", root)
+    out = portable_notebook(nb, "qa", root / "_build" / "smoke" / "book" / "notebooks" / "qa.ipynb", root)
     text = json.dumps(out)
     assert str(tmp_path) not in text, text
     assert out["metadata"]["papermill"]["input_path"] == "notebooks/qa.ipynb"
@@ -54,7 +55,7 @@ def test_the_books_downloadable_notebooks_carry_no_absolute_path(root, smoke_htm
     files = sorted((root / "_build" / "smoke" / "book" / "notebooks").glob("*.ipynb"))
     files += sorted((smoke_html / "_sources").rglob("*.ipynb"))
     files = [f for f in files if not f.name.endswith(".partial.ipynb")]
-    assert len(files) >= len(book.toc_notebooks()), files
+    assert len(files) >= len(toc_notebooks()), files
     for path in files:
         text = path.read_text()
         found = [m for m in machine if m in text]

@@ -13,7 +13,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from apd.book import runner as book
+from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, parameter_defaults
+from apd.book import preflight, runner, staging
+from apd.book.cache import results_intact
+from apd.book.execution import execute
+from apd.book.preflight import input_path_problems
+from apd.book.profiles import load_profile, parse_overrides, resolve
+from apd.book.project import notebook_path, toc_notebooks
+from apd.book.runner import build_book, main
+from apd.book.staging import commit_results, recover
 from apd.report import results
 from apd.report.results import Run, UnknownParameterError
 from tiny_models import tiny_pico
@@ -69,13 +77,13 @@ def kernel_env(monkeypatch):
     """Kernels import this checkout's apd; results go to <project>/results (no APD_RESULTS_DIR)."""
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     monkeypatch.delenv("APD_RESULTS_DIR", raising=False)
-    for name in (book.RUNNER_ENV, book.STAGING_ENV, book.KEY_ENV):
+    for name in (RUNNER_ENV, STAGING_ENV, KEY_ENV):
         monkeypatch.delenv(name, raising=False)
 
 
 def run_nb(root, **params):
     out = root / "_build" / "p" / "book" / "notebooks" / "nb.ipynb"
-    return book.execute("nb", {"profile": "p", **params}, out, root)
+    return execute("nb", {"profile": "p", **params}, out, root)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -91,7 +99,7 @@ def test_failed_run_leaves_previous_results_intact_and_says_so(tmp_path, kernel_
     dest = root / "results" / "p"
     before = snapshot(dest)
     assert json.loads((dest / "nb.json").read_text())["x"] == 1 and "tables/b.csv" in before
-    with pytest.raises(book.BookError) as err:
+    with pytest.raises(BookError) as err:
         run_nb(root, x=2, tables="a,c", fail=True)  # writes everything, then fails
     assert "keeps the last successful run's results of nb" in str(err.value)
     assert snapshot(dest) == before  # not one byte changed, no tables/c.csv
@@ -132,18 +140,18 @@ def test_an_interrupted_commit_is_finished_by_the_next_build(tmp_path, monkeypat
     (dest / "tables" / "old.csv").write_text("old\n")
     (dest / "runs").mkdir()
     (dest / "runs" / "nb.json").write_text(json.dumps({"tables": ["old"], "figures": []}))
-    staging = root / "results" / ".staging" / "p" / "nb"
-    (staging / "tables").mkdir(parents=True)
-    (staging / "tables" / "new.csv").write_text("new\n")
-    (staging / "nb.json").write_text("{}")
-    (staging / "runs").mkdir()
-    (staging / "runs" / "nb.json").write_text(json.dumps({"tables": ["new"], "figures": []}))
-    real = book._apply_journal
-    monkeypatch.setattr(book, "_apply_journal", lambda journal: (_ for _ in ()).throw(KeyboardInterrupt))
+    staged = root / "results" / ".staging" / "p" / "nb"
+    (staged / "tables").mkdir(parents=True)
+    (staged / "tables" / "new.csv").write_text("new\n")
+    (staged / "nb.json").write_text("{}")
+    (staged / "runs").mkdir()
+    (staged / "runs" / "nb.json").write_text(json.dumps({"tables": ["new"], "figures": []}))
+    real = staging._apply_journal
+    monkeypatch.setattr(staging, "_apply_journal", lambda journal: (_ for _ in ()).throw(KeyboardInterrupt))
     with pytest.raises(KeyboardInterrupt):  # killed between writing the journal and moving files
-        book.commit_results("p", "nb", "k", root)
-    monkeypatch.setattr(book, "_apply_journal", real)
-    assert book.recover("p", root) == ["nb"]
+        commit_results("p", "nb", "k", root)
+    monkeypatch.setattr(staging, "_apply_journal", real)
+    assert recover("p", root) == ["nb"]
     assert sorted(snapshot(dest)) == ["nb.json", "runs/nb.json", "tables/new.csv"]
     assert json.loads((dest / "runs" / "nb.json").read_text())["cache_key"] == "k"
     assert not (root / "results" / ".staging" / "p" / "nb").exists()
@@ -155,7 +163,7 @@ def test_recover_drops_staging_of_runs_that_never_finished(tmp_path, monkeypatch
     half = root / "results" / ".staging" / "p" / "nb"
     half.mkdir(parents=True)
     (half / "nb.json").write_text("{}")
-    assert book.recover("p", root) == [] and not half.exists()
+    assert recover("p", root) == [] and not half.exists()
     assert not (root / "results" / "p").exists()
 
 
@@ -165,18 +173,18 @@ def test_recover_drops_staging_of_runs_that_never_finished(tmp_path, monkeypatch
 def test_run_outside_the_runner_writes_to_the_by_hand_folder(tmp_path, monkeypatch, capsys):
     root = make_project(tmp_path)
     monkeypatch.chdir(root)
-    for name in ("APD_RESULTS_DIR", book.RUNNER_ENV, book.STAGING_ENV):
+    for name in ("APD_RESULTS_DIR", RUNNER_ENV, STAGING_ENV):
         monkeypatch.delenv(name, raising=False)
     run = Run.start("my_chapter", {"profile": "smoke", "n": 3})
     assert "not run through the book runner" in capsys.readouterr().out
     run.finish(show=False)
     assert (root / "results" / "smoke-by-hand" / "my_chapter.json").is_file()
     assert not (root / "results" / "smoke").exists()
-    monkeypatch.setenv(book.RUNNER_ENV, "1")
-    monkeypatch.setenv(book.STAGING_ENV, str(tmp_path / "stage"))
+    monkeypatch.setenv(RUNNER_ENV, "1")
+    monkeypatch.setenv(STAGING_ENV, str(tmp_path / "stage"))
     assert Run.start("my_chapter", {"profile": "smoke"}).dir == tmp_path / "stage"
-    monkeypatch.delenv(book.RUNNER_ENV)
-    monkeypatch.delenv(book.STAGING_ENV)
+    monkeypatch.delenv(RUNNER_ENV)
+    monkeypatch.delenv(STAGING_ENV)
     monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path / "chosen"))
     assert Run.start("my_chapter", {"profile": "smoke"}).dir == tmp_path / "chosen" / "smoke"
 
@@ -236,8 +244,8 @@ def test_hand_run_with_papermill_typo_fails_in_the_first_cell(tmp_path, kernel_e
 )
 def test_set_values_are_parsed_as_numbers_and_typed(tmp_path, item, value):
     root = make_project(tmp_path)
-    params = book.load_profile("p", root)
-    got = book.parse_overrides([item], params, root)["nb"]
+    params = load_profile("p", root)
+    got = parse_overrides([item], params, root)["nb"]
     assert list(got.values()) == [value] and type(list(got.values())[0]) is type(value)
 
 
@@ -254,23 +262,23 @@ def test_set_values_are_parsed_as_numbers_and_typed(tmp_path, item, value):
 )
 def test_bad_set_values_give_one_line_errors(tmp_path, item, message):
     root = make_project(tmp_path)
-    params = book.load_profile("p", root)
-    with pytest.raises(book.BookError) as err:
-        book.parse_overrides([item], params, root)
+    params = load_profile("p", root)
+    with pytest.raises(BookError) as err:
+        parse_overrides([item], params, root)
     assert str(err.value).startswith(message) and "\n" not in str(err.value)
 
 
 def test_profile_values_are_type_checked(tmp_path):
     root = make_project(tmp_path, {"nb": {"x": "many", "rate": 1}})
-    with pytest.raises(book.BookError, match=r"nb\.x: expected an integer \(default 1\), got 'many'"):
-        book.load_profile("p", root)
+    with pytest.raises(BookError, match=r"nb\.x: expected an integer \(default 1\), got 'many'"):
+        load_profile("p", root)
 
 
 def test_profile_accepts_only_names(tmp_path):
     root = make_project(tmp_path)
     for bad in ("../profiles/p", "profiles/p", "p.yml", ".."):
-        with pytest.raises(book.BookError, match="takes a profile name, not a path"):
-            book.load_profile(bad, root)
+        with pytest.raises(BookError, match="takes a profile name, not a path"):
+            load_profile(bad, root)
 
 
 def cli(*args):
@@ -299,13 +307,13 @@ def test_check_applies_set_and_errors_are_one_line():
 
 
 def test_cuda_and_hub_needs_fail_before_any_kernel_names_the_fix(monkeypatch, tmp_path):
-    monkeypatch.setattr(book, "_cuda_available", lambda: False)
+    monkeypatch.setattr(preflight, "_cuda_available", lambda: False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub-cache"))
     started = []
-    monkeypatch.setattr(book, "execute", lambda *a, **k: started.append(a) or "executed")
-    with pytest.raises(book.BookError) as err:
-        book.build_book("pythia", html=False)
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: started.append(a) or "executed")
+    with pytest.raises(BookError) as err:
+        build_book("pythia", html=False)
     assert not started  # it stops before any kernel starts
     msg = str(err.value)
     assert "--set family.device=cpu" in msg and "--set family.local_dir=FOLDER" in msg and "HF_HUB_OFFLINE" in msg
@@ -314,32 +322,32 @@ def test_cuda_and_hub_needs_fail_before_any_kernel_names_the_fix(monkeypatch, tm
         "b": {"family": "pico"},
         "c": {"device": "auto"},
     }
-    book.preflight(None, params, ["a", "b", "c"], checks=("machine",))  # local copies, pico, auto: nothing needed
+    preflight.preflight(None, params, ["a", "b", "c"], checks=("machine",))  # local copies, pico, auto: nothing needed
     monkeypatch.delenv("HF_HUB_OFFLINE")
-    monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
-    with pytest.raises(book.BookError, match="the Hub cannot be reached"):
-        book.preflight(None, {"a": {"family": "opt"}}, ["a"], checks=("machine",))
+    monkeypatch.setattr(preflight, "_hub_reachable", lambda timeout=2.0: False)
+    with pytest.raises(BookError, match="the Hub cannot be reached"):
+        preflight.preflight(None, {"a": {"family": "opt"}}, ["a"], checks=("machine",))
 
 
 def test_every_real_profile_passes_type_and_range_checks():
     profiles = sorted(p.stem for p in (ROOT / "profiles").glob("*.yml"))
     assert {"smoke", "default", "gpu", "pythia", "hub-smoke"} <= set(profiles)
     for profile in profiles:
-        book.resolve(profile)
+        resolve(profile)
 
 
 def test_check_exits_nonzero_when_a_build_would_stop(monkeypatch, capsys):
     """--check says the file is valid, then exits 1 when this machine lacks what a build needs."""
-    monkeypatch.setattr(book, "_cuda_available", lambda: False)
-    monkeypatch.setattr(book, "_hub_reachable", lambda timeout=2.0: False)
+    monkeypatch.setattr(preflight, "_cuda_available", lambda: False)
+    monkeypatch.setattr(preflight, "_hub_reachable", lambda timeout=2.0: False)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     for profile in ("pythia", "gpu"):
-        assert book.main(["--profile", profile, "--check"]) == 1
+        assert main(["--profile", profile, "--check"]) == 1
         out, err = capsys.readouterr()
         assert "is valid" in out and "a build would stop here" in err and "--set qa.device=cpu" in err
-    assert "the Hub cannot be reached" in book.main(["--profile", "pythia", "--check"]) * "" + capsys.readouterr().err
-    assert book.main(["--profile", "pythia", "--check", "--set", "qa.batch_size=many"]) == 1
-    assert book.main(["--profile", "smoke", "--check"]) == 0
+    assert "the Hub cannot be reached" in main(["--profile", "pythia", "--check"]) * "" + capsys.readouterr().err
+    assert main(["--profile", "pythia", "--check", "--set", "qa.batch_size=many"]) == 1
+    assert main(["--profile", "smoke", "--check"]) == 0
     assert "this machine has what a build needs" in capsys.readouterr().out
 
 
@@ -360,17 +368,18 @@ SLOW_BODY = (
     "run.finish(show=False)\n"
 )
 BUILD = (
-    "import sys\nfrom pathlib import Path\nfrom apd.book import runner as book\n"
+    "import sys\nfrom pathlib import Path\n"
+    "from apd.base.notebooks import BookError\nfrom apd.book.runner import build_book\n"
     "try:\n"
-    "    book.build_book('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
-    "except book.BookError as err:\n"
+    "    build_book('p', overrides=sys.argv[3:], root=Path(sys.argv[1]), html=False, wait=sys.argv[2] == 'wait')\n"
+    "except BookError as err:\n"
     "    print(f'apd: {err}', file=sys.stderr)\n"
     "    sys.exit(1)\n"
 )
 
 
 def start_build(root: Path, wait: bool, *sets: str) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k not in ("APD_RESULTS_DIR", book.RUNNER_ENV, book.STAGING_ENV)}
+    env = {k: v for k, v in os.environ.items() if k not in ("APD_RESULTS_DIR", RUNNER_ENV, STAGING_ENV)}
     env["PYTHONPATH"] = str(ROOT)
     return subprocess.Popen(
         [sys.executable, "-c", BUILD, str(root), "wait" if wait else "no-wait", *sets],
@@ -411,7 +420,7 @@ def test_two_concurrent_builds_in_one_checkout_never_damage_each_other(tmp_path)
     for rel in ("nb.json", "runs/nb.json", "tables/a.csv", "figures/picture.png", "figures/picture.pdf"):
         assert rel in files, rel
     record = json.loads(files["runs/nb.json"])
-    assert book.results_intact(dest, record["results_sha256"]) and record["parameters"]["x"] == 7
+    assert results_intact(dest, record["results_sha256"]) and record["parameters"]["x"] == 7
     assert not [p for p in staging.iterdir() if p.is_dir()]  # every run cleaned up after itself
 
 
@@ -452,18 +461,18 @@ def write_profile(root: Path, text: str) -> None:
 def test_profile_keys_and_shape_are_checked_naming_the_key_and_the_fix(tmp_path, text, message):
     root = make_project(tmp_path)
     write_profile(root, text)
-    with pytest.raises(book.BookError) as err:
-        book.load_profile("p", root)
+    with pytest.raises(BookError) as err:
+        load_profile("p", root)
     assert message in str(err.value) and "p.yml" in str(err.value)
 
 
 def test_yaml_anchors_and_merge_keys_are_not_duplicates(tmp_path):
     root = make_project(tmp_path)
     write_profile(root, "base: &b {x: 3}\nnotebooks:\n  nb:\n    <<: *b\n    rate: 0.25\n")
-    with pytest.raises(book.BookError, match="unknown top-level key 'base'"):
-        book.load_profile("p", root)
+    with pytest.raises(BookError, match="unknown top-level key 'base'"):
+        load_profile("p", root)
     write_profile(root, "notebooks:\n  nb: &b {x: 3}\n")
-    assert book.load_profile("p", root)["nb"] == {"x": 3}
+    assert load_profile("p", root)["nb"] == {"x": 3}
 
 
 @pytest.mark.parametrize(
@@ -504,8 +513,8 @@ def test_out_of_range_values_fail_before_any_notebook(item, message):
     ],
 )
 def test_in_range_edge_values_pass(item):
-    params = book.load_profile("smoke")
-    assert book.parse_overrides([item], params)
+    params = load_profile("smoke")
+    assert parse_overrides([item], params)
 
 
 def test_out_of_range_values_in_a_profile_file_name_every_key(tmp_path):
@@ -515,8 +524,8 @@ def test_out_of_range_values_in_a_profile_file_name_every_key(tmp_path):
     schema.RANGES["nb.x"] = schema.COUNT  # a project of its own: its notebook's ranges
     schema.RANGES["nb.rate"] = schema.PROBABILITY
     try:
-        with pytest.raises(book.BookError) as err:
-            book.load_profile("p", root)
+        with pytest.raises(BookError) as err:
+            load_profile("p", root)
     finally:
         del schema.RANGES["nb.x"], schema.RANGES["nb.rate"]
     assert "nb.x = -5: expected an integer >= 1" in str(err.value)
@@ -528,13 +537,13 @@ def test_every_notebook_parameter_has_a_declared_range():
 
     missing = [
         f"{stem}.{name}"
-        for stem in book.toc_notebooks()
-        for name in book.parameter_defaults(book.notebook_path(stem))
+        for stem in toc_notebooks()
+        for name in parameter_defaults(notebook_path(stem))
         if schema.rule_for(stem, name) is None
     ]
     assert not missing, f"declare these in apd.book.schema.RANGES: {missing}"
-    for stem in book.toc_notebooks():  # every default is in its own range
-        for name, (default, literal) in book.parameter_defaults(book.notebook_path(stem)).items():
+    for stem in toc_notebooks():  # every default is in its own range
+        for name, (default, literal) in parameter_defaults(notebook_path(stem)).items():
             if literal:
                 assert schema.check_value(stem, name, default) is None, (stem, name, default)
 
@@ -559,8 +568,8 @@ def test_cache_dir_that_is_a_file_stops_the_build_before_any_notebook(tmp_path, 
     afile.write_text("")
     monkeypatch.setenv("APD_CACHE_DIR", str(afile))
     t0 = time.time()
-    with pytest.raises(book.BookError) as err:
-        book.build_book("p", root=root, html=False)
+    with pytest.raises(BookError) as err:
+        build_book("p", root=root, html=False)
     assert time.time() - t0 < 2.0
     assert f"the cache folder APD_CACHE_DIR={afile} is a file, not a folder" in str(err.value)
     assert "point APD_CACHE_DIR at a folder" in str(err.value)
@@ -590,8 +599,8 @@ def test_read_only_results_folder_stops_the_build_in_one_line(tmp_path, monkeypa
             pytest.skip("/sys is writable here")
         except OSError:
             pass
-    with pytest.raises(book.BookError) as err:
-        book.build_book("p", root=root, html=False)
+    with pytest.raises(BookError) as err:
+        build_book("p", root=root, html=False)
     msg = str(err.value)
     assert f"the results folder {results / 'p'} cannot be written" in msg
     assert ("chmod -R u+w" in msg) if how == "chmod" else ("APD_RESULTS_DIR" in msg)
@@ -673,17 +682,17 @@ def test_files_and_folders_a_profile_names_are_checked_before_any_notebook(tmp_p
         "a": {"local_dir": str(there), "kilt_path": str(afile), "thf_path": None},
         "b": {"kilt_path": "hub", "alm_prime_path": ""},
     }
-    assert book.input_path_problems(params, ["a", "b"]) == []
+    assert input_path_problems(params, ["a", "b"]) == []
     params = {
         "a": {"local_dir": str(tmp_path / "nope")},
         "b": {"alm_prime_path": str(afile)},
         "c": {"kilt_path": str(there)},
     }
-    problems = book.input_path_problems(params, ["a", "b", "c"])
+    problems = input_path_problems(params, ["a", "b", "c"])
     assert len(problems) == 3
     assert problems[0].startswith(f"a.local_dir = '{tmp_path / 'nope'}': no such folder")
     assert "b.alm_prime_path" in problems[1] and "is a file, not a folder" in problems[1]
     assert "c.kilt_path" in problems[2] and "is a folder, not a file" in problems[2] and "'hub'" in problems[2]
-    assert book.input_path_problems(params, ["b"]) == [problems[1]]  # only the chapters that run
+    assert input_path_problems(params, ["b"]) == [problems[1]]  # only the chapters that run
     code, out, err = cli("--profile", "smoke", "--check", "--set", f"family.local_dir={tmp_path / 'nope'}")
     assert code == 1 and "family.local_dir" in err and "no such folder" in err and "Traceback" not in err

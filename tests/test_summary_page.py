@@ -1,5 +1,5 @@
 """The book's first page (book/intro.md): a summary written by hand whose sentences are chosen by
-the paper-vs-book chapter's results (apd.book.pages.fill_page, apd.book.runner.summary_page)."""
+the paper-vs-book chapter's results (apd.book.pages.fill_page, apd.book.rendering.summary_page)."""
 
 import json
 import re
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from apd.book import pages
-from apd.book import runner as book
+from apd.book.rendering import summary_page
 
 ROOT = Path(__file__).resolve().parents[1]
 INTRO = (ROOT / "book" / "intro.md").read_text()
@@ -97,7 +97,7 @@ def test_summary_page_copies_the_headline_figure(tmp_path, monkeypatch):
     monkeypatch.setenv("APD_RESULTS_DIR", str(results))
     out = tmp_path / "book"
     out.mkdir()
-    text = book.summary_page(INTRO, "p", out, tmp_path)
+    text = summary_page(INTRO, "p", out, tmp_path)
     assert (out / "headline.png").is_file() and "```{figure} headline.png" in text
     assert "Does APD come closer to the truth than CD?" in text
 

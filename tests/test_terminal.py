@@ -8,8 +8,8 @@ import json
 import os
 import time
 
-from apd.book import runner as book
 from apd.book import terminal
+from apd.book.runner import build_book
 from test_book_runner import make_project
 
 CELL = """import time
@@ -25,7 +25,7 @@ bar.close()
 def test_a_chapters_progress_reaches_the_log_and_no_kernel_warning(tmp_path, capfd, monkeypatch):
     monkeypatch.delenv("APD_RESULTS_DIR", raising=False)
     root = make_project(tmp_path, [CELL], {"nb": {}})
-    book.build_book("p", root=root, html=False)
+    build_book("p", root=root, html=False)
     out, err = capfd.readouterr()
     assert "[apd] nb: member-b (2/3) step " in out, out
     assert "without encryption" not in out + err, err

@@ -8,7 +8,7 @@ missing, each in its own markdown cell, and tags them:
 - ``needs:<key>``: shown only when the chapter's result ``<key>`` is present (:func:`present`);
 - ``unless:<key>``: shown only when it is not.
 
-After a chapter has run, the book runner (:func:`apd.book.runner.execute`) reads its
+After a chapter has run, the book runner (:func:`apd.book.execution.execute`) reads its
 ``results/<profile>/<stem>.json`` and hides, with ``remove-cell``, every cell whose condition
 fails (:func:`select_cells`); the downloadable notebook keeps them all. Glue still pastes values
 only. :func:`render_markdown` fills a cell's glue references from a results dict, as the page

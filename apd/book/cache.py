@@ -1,0 +1,92 @@
+"""A chapter's cache key (its notebook, parameters, the ``apd`` sources, the lock file, its data
+and input files, chained with the chapter before it), and whether an executed notebook is still
+current: same key, and every results file it committed still there, unedited."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from apd.book.project import ROOT, notebook_path
+
+
+def _source_fingerprint(root: Path) -> str:
+    """Hash of every ``apd`` source file (subpackages included, by relative path) and the lock file."""
+    h = hashlib.sha256()
+    files = sorted((root / "apd").rglob("*.py")) + [root / "requirements.lock"]
+    for path in files:
+        if path.is_file():
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") -> str:
+    """Key of one execution: the notebook, its parameters, the ``apd`` sources and the lock file,
+    chained with the key of the chapter before it (``upstream``), since later chapters read the
+    artifacts and results of earlier ones."""
+    h = hashlib.sha256()
+    h.update(upstream.encode())
+    h.update(notebook_path(stem, root).read_bytes())
+    h.update(json.dumps(params, sort_keys=True, default=str).encode())
+    h.update(_source_fingerprint(root).encode())
+    h.update(data_source().encode())
+    h.update(input_fingerprint(stem, params, root).encode())
+    return h.hexdigest()[:16]
+
+
+#: Committed files a chapter reads besides the package and its parameters (relative to the root); a
+#: chapter parameter naming a file (``table_path``) replaces its default.
+CHAPTER_INPUTS = {"testbed": ("docs/testbed/configurations.csv",)}
+
+
+def input_fingerprint(stem: str, params: dict, root: Path = ROOT) -> str:
+    """SHA-256 of the files chapter ``stem`` reads (:data:`CHAPTER_INPUTS`, or the file its
+    ``table_path`` parameter names), so that a new row in the testbed table re-executes that chapter;
+    empty for a chapter that reads none. A missing file hashes as ``missing``."""
+    paths = [params["table_path"]] if params.get("table_path") else list(CHAPTER_INPUTS.get(stem, ()))
+    parts = []
+    for rel in paths:
+        path = Path(rel) if Path(rel).is_absolute() else Path(root) / rel
+        parts.append(f"{rel}:{file_digest(path) if path.is_file() else 'missing'}")
+    return ";".join(parts)
+
+
+def data_source() -> str:
+    """Where the chapters read their datasets, part of every cache key: the resolved
+    ``$APD_DATA_DIR``, else ``hub`` (the Hub and the original sources)."""
+    folder = os.environ.get("APD_DATA_DIR")
+    return f"data:{Path(folder).expanduser().resolve()}" if folder else "data:hub"
+
+
+def file_digest(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes, read afresh each time (an edit is always seen)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def results_intact(dest: Path, digests: dict[str, str] | None) -> bool:
+    """Whether every file of ``digests`` (``{relative path: sha256}``) exists under ``dest`` with
+    that digest. ``None`` (an executed notebook from before digests were kept) is not intact."""
+    if digests is None:
+        return False
+    for rel, digest in digests.items():
+        path = dest / rel
+        if not path.is_file() or file_digest(path) != digest:
+            return False
+    return True
+
+
+def is_cached(out: Path, key: str, dest: Path | None = None) -> bool:
+    """The executed notebook ``out`` has cache key ``key`` and (with ``dest``) its results files
+    in ``dest`` are all there, unedited."""
+    if not out.is_file():
+        return False
+    try:
+        meta = json.loads(out.read_text())["metadata"].get("apd", {})
+    except (ValueError, KeyError):
+        return False
+    if meta.get("cache_key") != key:
+        return False
+    return dest is None or results_intact(dest, meta.get("results_sha256"))

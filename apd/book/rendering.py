@@ -1,0 +1,116 @@
+"""The HTML book: the hand-written sources staged in ``_build/<profile>/book`` (the intro page
+filled from this profile's findings and summary results, the build report page, a local MathJax),
+then built by Jupyter Book with warnings as errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from apd.base.notebooks import BookError
+from apd.book import status as build_status
+from apd.book.pages import fill_page
+from apd.book.project import ROOT, results_root, toc_notebooks
+
+#: Where the intro page takes the findings table the paper-vs-book chapter wrote
+#: (``results/<profile>/findings.md``, made by :func:`apd.report.findings.findings_markdown`).
+FINDINGS_MARKER = "<!-- apd:findings -->"
+
+
+def insert_findings(page: str, findings: str | None, profile: str) -> str:
+    """``page`` with :data:`FINDINGS_MARKER` replaced by ``findings``, or by a sentence saying how to get them.
+
+    Example:
+        >>> insert_findings("a\\n<!-- apd:findings -->\\nb", "F", "smoke")
+        'a\\nF\\nb'
+    """
+    if FINDINGS_MARKER not in page:
+        return page
+    if not findings:
+        findings = (
+            f"The verdicts appear here once the paper-vs-book chapter has run under the profile "
+            f"`{profile}` (`make book PROFILE={profile}`)."
+        )
+    return page.replace(FINDINGS_MARKER, findings.strip())
+
+
+#: The chapter whose results fill the book's summary page, and the figure that page shows.
+SUMMARY_STEM, HEADLINE_FIGURE = "paper_vs_book", "headline"
+
+
+def summary_page(page: str, profile: str, book_dir: Path, root: Path = ROOT) -> str:
+    """The summary page (``book/intro.md``) filled from :data:`SUMMARY_STEM`'s results under
+    ``profile`` (:func:`apd.book.pages.fill_page`), with its headline figure copied beside it as
+    ``headline.png`` (the value ``headline_figure`` says whether it exists)."""
+    results = results_root(root) / profile
+    path = results / f"{SUMMARY_STEM}.json"
+    values = json.loads(path.read_text()) if path.is_file() else {}
+    figure = results / "figures" / f"{HEADLINE_FIGURE}.png"
+    values["headline_figure"] = figure.is_file()
+    if figure.is_file():
+        shutil.copy2(figure, book_dir / f"{HEADLINE_FIGURE}.png")
+    try:
+        return fill_page(page, values)
+    except ValueError as err:
+        raise BookError(f"book/intro.md: {err}") from None
+
+
+def stage(profile: str, root: Path = ROOT) -> Path:
+    """Copy the book's hand-written sources and a local MathJax into ``_build/<profile>/book``, with
+    the findings of this profile's results in the intro page."""
+    dest = root / "_build" / profile / "book"
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(root / name, dest / name)
+    if (dest / "book").exists():
+        shutil.rmtree(dest / "book")
+    shutil.copytree(root / "book", dest / "book")
+    findings = results_root(root) / profile / "findings.md"
+    intro = dest / "book" / "intro.md"
+    if intro.is_file():
+        text = insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None, profile)
+        intro.write_text(summary_page(text, profile, dest / "book", root))
+    status_page = dest / "book" / "status.md"  # the build report: the run records of this profile
+    if status_page.is_file():
+        status_page.write_text(
+            build_status.insert_status(status_page.read_text(), profile, toc_notebooks(root), results_root(root), root)
+        )
+    mathjax = root / "node_modules" / "mathjax" / "es5"
+    if not (mathjax / "tex-chtml.js").is_file():
+        raise BookError(
+            f"{mathjax}/tex-chtml.js is missing: the book serves MathJax locally so that math "
+            "renders offline. Run `npm install` (or `make env`) in the project root."
+        )
+    static = dest / "_mathjax" / "mathjax"
+    if not (static / "tex-chtml.js").is_file():
+        shutil.copytree(mathjax, static, dirs_exist_ok=True)
+    return dest
+
+
+def render(profile: str, root: Path = ROOT) -> Path:
+    """Build the HTML book from the staged sources with warnings as errors; return the html dir."""
+    src = stage(profile, root)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    cmd = [
+        str(jb if jb.exists() else "jupyter-book"),
+        "build",
+        str(src),
+        "--builder",
+        "html",
+        "-W",
+        "-n",
+        "--keep-going",
+        "--quiet",
+    ]
+    # the API reference imports apd (sphinx.ext.autodoc): this project's, installed or not
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(cmd, cwd=root, text=True, capture_output=True, env=env)
+    if proc.returncode != 0:
+        raise BookError(
+            f"jupyter-book build failed (warnings are errors):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
+        )
+    return src / "_build" / "html"

@@ -345,7 +345,7 @@ def bench_generation(setup: Setup, s: Settings, device, log) -> dict:
         else:
             procs = [
                 processors.OnTheFlyLogitsProcessor(
-                    setup.models[:-1], setup.log_sizes, T=2.0, top_k=20, vocab_size=V, iterations=s.otf_iterations
+                    setup.models[:-1], setup.log_sizes, w=0.5, top_k=20, vocab_size=V, iterations=s.otf_iterations
                 )
             ]
 

@@ -285,3 +285,16 @@ def test_no_private_name_crosses_a_module_boundary():
             ):
                 crossing.append(f"{name}:{node.lineno} reads {node.value.id}.{node.attr}")
     assert not crossing, crossing
+
+
+def test_no_function_takes_both_T_and_inv_T():
+    """One knob, one name: a function takes the temperature ``T`` or its reciprocal ``inv_T``, never both."""
+    both = []
+    for name, tree in MODULES.items():
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = node.args
+                params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if p}
+                if {"T", "inv_T"} <= params:
+                    both.append(f"{name}:{node.lineno} {getattr(node, 'name', 'lambda')}")
+    assert not both, both

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from apd.core.contrastive import contrastive_scores, top_k_keep
+from apd.core.contrastive import Reciprocal, contrastive_scores, top_k_keep
 from apd.core.filters import TopK, TopP
 from apd.core.theory import cd_logits
 from apd.decoding.processors import ContrastiveLogitsProcessor
@@ -40,9 +40,10 @@ def reference(elm, am, T, k=None, ties="keep", renorm=False):
 def test_matches_an_independent_numpy_formula(T, k):
     elm, am = rng.normal(size=(6, 40)) * 3, rng.normal(size=(6, 40)) * 3
     want = reference(elm, am, T, k)
-    np.testing.assert_allclose(contrastive_scores(elm, am, T, top_k=k), want, rtol=1e-12, atol=1e-12)
-    got = contrastive_scores(torch.tensor(elm), torch.tensor(am), T, top_k=k).numpy()
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    for inv_T in (1.0 / T, Reciprocal(T)):
+        np.testing.assert_allclose(contrastive_scores(elm, am, inv_T, top_k=k), want, rtol=1e-12, atol=1e-12)
+        got = contrastive_scores(torch.tensor(elm), torch.tensor(am), inv_T, top_k=k).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
     if k is not None:
         ren = contrastive_scores(elm, am, inv_T=1.0 / T, top_k=k, renormalize="log")
         np.testing.assert_allclose(ren, reference(elm, am, T, k, renorm=True), rtol=1e-9, atol=1e-12)
@@ -63,15 +64,21 @@ def test_tie_rules():
 
 def test_temperature_conventions_and_bad_input():
     elm, am = rng.normal(size=(3, 10)), rng.normal(size=(3, 10))
-    np.testing.assert_allclose(contrastive_scores(elm, am, 4.0), contrastive_scores(elm, am, inv_T=0.25), atol=1e-12)
+    np.testing.assert_allclose(
+        contrastive_scores(elm, am, Reciprocal(4.0)), contrastive_scores(elm, am, 0.25), atol=1e-12
+    )
+    # a float inv_T multiplies, Reciprocal(T) divides: each exactly as written
+    np.testing.assert_array_equal(contrastive_scores(elm, am, Reciprocal(3.0), normalize=False), elm - am / 3.0)
+    np.testing.assert_array_equal(contrastive_scores(elm, am, 0.3, normalize=False), elm - 0.3 * am)
     grid = contrastive_scores(elm, am, inv_T=[0.0, 0.5], top_k=3, renormalize="log")
     assert grid.shape == (2, 3, 10)
     np.testing.assert_allclose(grid[1], contrastive_scores(elm, am, inv_T=0.5, top_k=3, renormalize="log"))
     for bad in (0.0, -1.0, float("nan")):
         with pytest.raises(ValueError, match="T"):
-            contrastive_scores(elm, am, bad)
-    with pytest.raises(ValueError, match="inv_T"):
-        contrastive_scores(elm, am, inv_T=-0.5)
+            contrastive_scores(elm, am, Reciprocal(bad))
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="inv_T"):
+            contrastive_scores(elm, am, inv_T=bad)
     with pytest.raises(ValueError, match="differ in shape"):
         contrastive_scores(elm, am[:, :9], 1.0)
     with pytest.raises(TypeError, match="both"):
@@ -100,7 +107,7 @@ def test_every_caller_goes_through_it():
     scores = contrastive_scores(
         torch.tensor(elm, dtype=torch.float32),
         torch.tensor(am, dtype=torch.float32),
-        2.0,
+        Reciprocal(2.0),
         filters=[TopK(5), TopP(0.99)],
     )
     kept = torch.isfinite(scores)

@@ -217,8 +217,12 @@ def test_on_the_fly_distribution():
     assert torch.allclose(curves.mix_on_the_fly(p_elm, p_ap, 0.0), p_elm)
     mixed = curves.mix_on_the_fly(p_elm, p_ap, 0.3)
     assert torch.allclose(mixed, 0.7 * p_elm + 0.3 * p_ap) and torch.allclose(mixed.sum(-1), torch.ones(2, 3))
-    with pytest.raises(ValueError, match="inv_T must be"):
-        curves.mix_on_the_fly(p_elm, p_ap, 1.5)
+    for w in (0.0, 0.05, 0.3, 0.55, 1.0):  # exactly (1 - w) p + w q, w by position or by name
+        assert torch.equal(curves.mix_on_the_fly(p_elm, p_ap, w), (1 - w) * p_elm + w * p_ap)
+        assert torch.equal(curves.mix_on_the_fly(p_elm, p_ap, w=w), (1 - w) * p_elm + w * p_ap)
+    for bad in (1.5, -0.1):
+        with pytest.raises(ValueError, match="w must be"):
+            curves.mix_on_the_fly(p_elm, p_ap, bad)
 
 
 def test_benchmark_reports_speedup():

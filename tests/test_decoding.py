@@ -388,12 +388,12 @@ def test_filtered_processor_is_filtered_elm():
 def test_contrastive_scores_formula_by_hand():
     elm = torch.tensor([[2.0, 1.0, 0.0]])
     alm = torch.tensor([[0.0, 1.0, 3.0]])
-    got = contrastive.contrastive_scores(elm, alm, T=4.0)
+    got = contrastive.contrastive_scores(elm, alm, contrastive.Reciprocal(4.0))
     e = elm - torch.logsumexp(elm, -1, keepdim=True)
     a = alm - torch.logsumexp(alm, -1, keepdim=True)
     torch.testing.assert_close(got, e - a / 4.0)
     # the token ELM finds unlikely but ALM finds even less likely: removed by alpha masking
-    got = contrastive.contrastive_scores(elm, alm, T=4.0, filters=[AlphaMask(0.3)])
+    got = contrastive.contrastive_scores(elm, alm, contrastive.Reciprocal(4.0), filters=[AlphaMask(0.3)])
     assert torch.isneginf(got[0, 2]) and torch.isfinite(got[0, :2]).all()
 
 
@@ -476,7 +476,7 @@ def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smal
         return real(logits, log_sizes, **kw)
 
     monkeypatch.setattr(curves, "on_the_fly_asymptotes", spy)
-    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, inv_T=0.4, top_k=8, vocab_size=V, **fit)
+    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.4, top_k=8, vocab_size=V, **fit)
     out = generation.generate(
         elm,
         ids,
@@ -512,7 +512,7 @@ def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
     plain = generation.generate(
         elm, ids, mask, FilteredLogitsProcessor(vocab_size=V), max_new_tokens=4, do_sample=False, pad_token_id=PAD
     )  # greedy ELM over the shared vocabulary
-    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=float("inf"), vocab_size=V, iterations=5)
+    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.0, vocab_size=V, iterations=5)
     out = generation.generate(elm, ids, mask, proc, max_new_tokens=4, do_sample=False, pad_token_id=PAD)
     assert torch.equal(out, plain)
 
@@ -520,17 +520,15 @@ def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
 def test_on_the_fly_bad_arguments(models, smallest):
     _, mid = models
     with pytest.raises(ValueError, match="log_sizes has 2 values"):
-        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 2.0], T=2.0)
+        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 2.0], w=0.5)
     with pytest.raises(ValueError, match="must increase"):
-        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 3.0, 2.0], T=2.0)
-    with pytest.raises(ValueError, match="inv_T must be in"):
-        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, inv_T=1.5)
-    with pytest.raises(ValueError, match="T must be >= 1"):
-        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=0.5)
-    with pytest.raises(TypeError, match="exactly one of T and inv_T"):
-        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=2.0, inv_T=0.5)
+        OnTheFlyLogitsProcessor([smallest, mid], [1.0, 3.0, 2.0], w=0.5)
+    for bad in (1.5, -0.1):
+        with pytest.raises(ValueError, match="w must be in"):
+            OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=bad)
+    with pytest.raises(TypeError, match="w must be a number"):
+        OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w="0.5")
     with pytest.raises(ValueError, match="at least 3 members"):
-        OnTheFlyLogitsProcessor([smallest], [1.0, 2.0], T=2.0)
-    with pytest.warns(DeprecationWarning, match="pass T"):
-        old = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.25)
-    assert old.inv_T == old.w == 0.25 == OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, T=4.0).inv_T
+        OnTheFlyLogitsProcessor([smallest], [1.0, 2.0], w=0.5)
+    proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.25)
+    assert proc.w == 0.25 and "w=0.25" in repr(proc)

@@ -371,15 +371,15 @@ def test_bad_qa_files_name_file_and_line(tmp_path, lines, match):
 def test_minus_inf_in_both_models_and_masked_rows_never_give_nan():
     elm = torch.tensor([[0.0, 1.0, -math.inf], [-math.inf] * 3])
     alm = torch.tensor([[0.5, 0.0, -math.inf], [-math.inf] * 3])
-    s = contrastive.contrastive_scores(elm, alm, T=2.0)
+    s = contrastive.contrastive_scores(elm, alm, 0.5)
     assert not torch.isnan(s).any()
     assert s[0, 2] == -math.inf and (s[1] == -math.inf).all() and torch.isfinite(s[0, :2]).all()
     with pytest.raises(ValueError, match="every token of some row scores -inf"):
-        contrastive.contrastive_scores(elm, alm, T=2.0, renormalize="prob")
-    s = contrastive.contrastive_scores(elm.numpy(), alm.numpy(), T=2.0)
+        contrastive.contrastive_scores(elm, alm, 0.5, renormalize="prob")
+    s = contrastive.contrastive_scores(elm.numpy(), alm.numpy(), contrastive.Reciprocal(2.0))
     assert not np.isnan(s).any()
     with pytest.raises(ValueError, match="amateur has no finite"):
-        contrastive.contrastive_scores(elm[:1], torch.full((1, 3), -math.inf), T=2.0)
+        contrastive.contrastive_scores(elm[:1], torch.full((1, 3), -math.inf), 0.5)
 
 
 def test_beam_search_with_a_contrastive_processor_says_it_is_unsupported():
@@ -472,7 +472,9 @@ def test_factuality_generations_are_checked_and_a_moved_cache_is_used_as_it_is(f
     shutil.copytree(family_dir, tmp_path / "moved" / family_dir.name)
     moved = loading.load_family("pico", local_dir=tmp_path / "moved" / family_dir.name, device="cpu")
     assert fx.sweeps.decoder_identity(moved) == fx.sweeps.decoder_identity(fam)
-    assert not any(str(tmp_path) in str(part) or str(family_dir) in str(part) for part in fx.sweeps.decoder_identity(fam))
+    assert not any(
+        str(tmp_path) in str(part) or str(family_dir) in str(part) for part in fx.sweeps.decoder_identity(fam)
+    )
     shutil.copytree(tmp_path / "cache", tmp_path / "elsewhere")
     found = fx.sweeps.sweep_cache("world", fx.sweeps.decoder_identity(moved), root=tmp_path / "elsewhere")
     assert found.name == folder.name

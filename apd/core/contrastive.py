@@ -4,15 +4,18 @@
     score(w) = -inf                                                        otherwise
 
 The amateur is the ALM for CD and ALM' for APD (paper eq. 2 and 4; the release uses the same
-order of operations). Inputs are ``(..., V)`` over the same vocabulary. Tokens are kept by
-``filters`` (top-p, top-k, alpha-masking, computed on the ELM's log-probabilities) and by
-``top_k`` with an explicit tie rule. numpy in gives numpy out (computed with scipy), torch in
-gives torch out: each backend keeps the exact arithmetic its callers always had.
+order of operations). The knob is ``inv_T`` = 1/T, the paper's parameter; a caller that holds a
+temperature T passes :class:`Reciprocal` ``(T)``, which divides by T. Inputs are ``(..., V)`` over
+the same vocabulary. Tokens are kept by ``filters`` (top-p, top-k, alpha-masking, computed on the
+ELM's log-probabilities) and by ``top_k`` with an explicit tie rule. numpy in gives numpy out
+(computed with scipy), torch in gives torch out: each backend keeps the exact arithmetic its
+callers always had.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import numpy as np
@@ -49,6 +52,27 @@ def check_temperature(T, *, allow_one: bool = True) -> None:
             "T == 1 puts the hypothetical LM at infinite size (ln s_HLM = (T ln s_ELM - ln s_ALM)"
             " / (T - 1) divides by zero); use T > 1, for example T = 2."
         )
+
+
+@dataclass(frozen=True, eq=False)
+class Reciprocal:
+    """``inv_T`` = 1/T given as the temperature ``T`` itself: the score divides, ``amateur / T``.
+
+    A float ``inv_T`` multiplies (``inv_T * amateur``), and ``x * (1/T)`` can differ from ``x / T`` in
+    the last bit. Callers that hold a temperature (the processors, :func:`apd.core.theory.cd_logits`,
+    blindness) pass ``Reciprocal(T)``, so they score exactly as they always did. ``T`` > 0 (``inf``: the
+    ELM alone): a float, or an array or tensor broadcastable to the scores ``(..., V)``.
+
+    Example:
+        >>> import numpy as np
+        >>> contrastive_scores(np.zeros((1, 2)), np.log([[0.5, 0.5]]), Reciprocal(3.0), normalize=False).round(4)
+        array([[0.231, 0.231]])
+    """
+
+    T: object
+
+    def __post_init__(self):
+        check_temperature(self.T)
 
 
 def _inv_T(inv_T, like):
@@ -100,9 +124,8 @@ def top_k_keep(elm_lp, k: int, ties: str = "keep"):
 def contrastive_scores(
     elm,
     amateur,
-    T=1.0,
+    inv_T,
     *,
-    inv_T=None,
     filters: Iterable = (),
     top_k: Optional[int] = None,
     ties: str = "keep",
@@ -112,13 +135,13 @@ def contrastive_scores(
     vocab_size: Optional[int] = None,
     check_finite: bool = False,
 ):
-    """CD/APD scores ``log_softmax(elm) - (1/T) log_softmax(amateur)`` with tokens outside the kept set at -inf.
+    """CD/APD scores ``log_softmax(elm) - inv_T * log_softmax(amateur)`` with tokens outside the kept set at -inf.
 
     Args:
         elm, amateur: ``(..., V)`` logits of the expert and the amateur (ALM for CD, ALM' for APD),
             numpy arrays or torch tensors (half precision is scored in float32).
-        T: the amateur's temperature, > 0 (``inf``: the ELM alone); or pass ``inv_T`` = 1/T >= 0
-            instead, a float or a 1-D grid that adds a leading axis ``(G, ..., V)``.
+        inv_T: 1/T >= 0 with T the amateur's temperature (0: the ELM alone): a float, a 1-D grid
+            that adds a leading axis ``(G, ..., V)``, or :class:`Reciprocal` ``(T)`` to divide by T.
         filters: keep masks computed on the ELM's log-probabilities (``TopP``, ``TopK``, ``AlphaMask``).
         top_k, ties: also keep only the ELM's top ``top_k``; ``ties="keep"`` keeps every token tied
             with the k-th (the release's QA rule), ``"exact"`` exactly k.
@@ -136,9 +159,9 @@ def contrastive_scores(
     Example:
         >>> import numpy as np
         >>> elm = np.log([[0.6, 0.3, 0.1]]); alm = np.log([[0.7, 0.1, 0.2]])
-        >>> contrastive_scores(elm, alm, T=1.0, top_k=2).round(3)
+        >>> contrastive_scores(elm, alm, 1.0, top_k=2).round(3)
         array([[-0.154,  1.099,   -inf]])
-        >>> contrastive_scores(elm, alm, T=2.0, top_k=2, renormalize="prob").round(3)
+        >>> contrastive_scores(elm, alm, 0.5, top_k=2, renormalize="prob").round(3)
         array([[0.431, 0.569, 0.   ]])
     """
     if ties not in TIES:
@@ -146,8 +169,6 @@ def contrastive_scores(
     if renormalize not in RENORMALIZE:
         raise ValueError(f"renormalize must be one of {RENORMALIZE}, got {renormalize!r}.")
     elm, amateur, is_torch = _matched(elm, amateur, vocab_size)
-    if inv_T is None:
-        check_temperature(T)
     if normalize:
         elm, amateur = _log_softmax(elm, is_torch), _log_softmax(amateur, is_torch)
     if ids is not None:
@@ -158,11 +179,11 @@ def contrastive_scores(
     if keep is not None:  # outside the kept set the amateur is irrelevant (and may be -inf)
         where = torch.where if is_torch else np.where
         amateur = where(keep, amateur, torch.zeros_like(amateur) if is_torch else 0.0)
-    if inv_T is not None:
+    if isinstance(inv_T, Reciprocal):
+        scores = elm - amateur / inv_T.T
+    else:
         inv = _inv_T(inv_T, elm)
         scores = elm if (not isinstance(inv, (torch.Tensor, np.ndarray)) and inv == 0.0) else elm - inv * amateur
-    else:
-        scores = elm - amateur / T
     scores = _outside_kept(scores, elm, keep, is_torch)
     if renormalize and not bool((scores > -math.inf).any(-1).all()):
         raise ValueError(

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import re
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -431,22 +430,17 @@ def on_the_fly_asymptotes(member_logits, log_sizes: Sequence[float], *, top_k: i
     return top_ids, p_elm, p_ap, fit
 
 
-def mix_on_the_fly(
-    p_elm: torch.Tensor, p_ap: torch.Tensor, inv_T: float | None = None, *, w: float | None = None
-) -> torch.Tensor:
-    """(1 - 1/T) * p_ELM + (1/T) * p_AP, over the same top-k tokens: ``inv_T`` = 1/T in [0, 1] is the
-    paper's mixing weight w, best of :data:`ON_THE_FLY_WEIGHTS` ({0.05, ..., 0.6, 0.8, 1.0}).
-    ``w=`` is the old name of ``inv_T`` (deprecated)."""
-    if w is not None:
-        warnings.warn(
-            "mix_on_the_fly(w=...) is deprecated; pass inv_T (the paper's w is 1/T)", DeprecationWarning, stacklevel=2
-        )
-        inv_T = w
-    if inv_T is None:
-        raise TypeError("mix_on_the_fly needs inv_T, the weight 1/T in [0, 1] of the asymptotic probabilities.")
-    if not 0.0 <= float(inv_T) <= 1.0:
-        raise ValueError(f"inv_T must be in [0, 1] (the mixing weight 1/T, the paper's w), got {inv_T}.")
-    return (1.0 - inv_T) * p_elm + inv_T * p_ap
+def mix_on_the_fly(p_elm: torch.Tensor, p_ap: torch.Tensor, w: float) -> torch.Tensor:
+    """(1 - w) * p_ELM + w * p_AP, probabilities ``(..., k)`` over the same top-k tokens: ``w`` in
+    [0, 1] is the paper's mixing weight, best of :data:`ON_THE_FLY_WEIGHTS` ({0.05, ..., 0.6, 0.8, 1.0}).
+
+    Example:
+        >>> mix_on_the_fly(torch.tensor([0.5, 0.5]), torch.tensor([1.0, 0.0]), 0.25)
+        tensor([0.6250, 0.3750])
+    """
+    if not 0.0 <= float(w) <= 1.0:
+        raise ValueError(f"w must be in [0, 1] (the mixing weight of the asymptotic probabilities), got {w}.")
+    return (1.0 - w) * p_elm + w * p_ap
 
 
 ON_THE_FLY_WEIGHTS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.8, 1.0)

@@ -24,7 +24,7 @@ try:  # torch is a dependency, but the theory does not need it
 except ImportError:  # pragma: no cover
     torch = None
 
-from apd.core.contrastive import check_temperature, contrastive_scores  # noqa: F401 (re-exported)
+from apd.core.contrastive import Reciprocal, check_temperature, contrastive_scores  # noqa: F401 (re-exported)
 
 ArrayLike = Union[np.ndarray, "torch.Tensor", float]
 
@@ -104,7 +104,7 @@ def cd_logits(elm_logits, alm_logits, T) -> ArrayLike:
     """
     e, a = _as_array(elm_logits), _as_array(alm_logits)
     _check_same_shape(e, a, "elm_logits and alm_logits")
-    return contrastive_scores(e, a, T, normalize=False)
+    return contrastive_scores(e, a, Reciprocal(T), normalize=False)
 
 
 def hlm_log_size(log_s_elm, log_s_alm, T) -> ArrayLike:

@@ -8,7 +8,6 @@ the prompt's mask; later calls only on the new tokens. Beam search is not suppor
 from __future__ import annotations
 
 import inspect
-import warnings
 from typing import Optional, Sequence
 
 import torch
@@ -18,7 +17,7 @@ from transformers.cache_utils import DynamicCache
 
 from apd.base.checks import count, number
 from apd.core import curves
-from apd.core.contrastive import contrastive_scores
+from apd.core.contrastive import Reciprocal, contrastive_scores
 from apd.core.filters import REAL, keep_mask
 from apd.family.text import tokenizer_identity
 
@@ -139,7 +138,8 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         amateur: a causal LM (the ALM) sharing the ELM's tokenizer; run incrementally with its
             own KV cache on the device its weights are on.
         T: the amateur's temperature (> 0); the paper's best CD settings were 1/T = 0.5 (Pythia)
-            and 0.25 (OPT). ``float('inf')`` turns the amateur off.
+            and 0.25 (OPT). ``float('inf')`` turns the amateur off. Kept as ``T``; ``inv_T`` holds
+            :class:`apd.core.contrastive.Reciprocal` ``(T)``, what the score takes (it divides by T).
         filters: a filter or list of filters computed on the ELM (TopP, TopK, AlphaMask); their
             keep masks are intersected.
         vocab_size: the shared tokenizer vocabulary (required when ELM and amateur pad their
@@ -176,6 +176,7 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         self.amateur = amateur.eval()
         self._takes_position_ids = "position_ids" in inspect.signature(amateur.forward).parameters
         self.T = T
+        self.inv_T = Reciprocal(T)
         self.filters = _check_filters(filters)
         self.vocab_size = _check_vocab_size(vocab_size)
         self._pending_mask = None
@@ -296,7 +297,7 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
         V = _restricted_width(scores, self.vocab_size, alm.shape[-1])
         _check_expert(scores, V)
         out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
-        out[:, :V] = contrastive_scores(scores, alm, self.T, filters=self.filters, vocab_size=V)
+        out[:, :V] = contrastive_scores(scores, alm, self.inv_T, filters=self.filters, vocab_size=V)
         return out.to(scores.dtype)
 
     def __repr__(self) -> str:
@@ -333,28 +334,6 @@ class APDLogitsProcessor(ContrastiveLogitsProcessor):
         super().__init__(amateur_prime, T=T, filters=filters, vocab_size=vocab_size, attention_mask=attention_mask)
 
 
-def _mixing_weight(T, inv_T, w) -> float:
-    """On the fly's weight 1/T of the asymptotic probabilities, from exactly one of T, inv_T and the old w."""
-    if w is not None:
-        warnings.warn(
-            "OnTheFlyLogitsProcessor(w=...) is deprecated; pass T (or inv_T = 1/T, the paper's w)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    given = [name for name, v in (("T", T), ("inv_T", inv_T), ("w", w)) if v is not None]
-    if len(given) != 1:
-        raise TypeError(f"pass exactly one of T and inv_T (= 1/T), got {given or 'neither'}.")
-    if T is not None:
-        T = number("T", T, "the temperature, >= 1 (the asymptotic probabilities get the weight 1/T)")
-        if not T >= 1.0:
-            raise ValueError(f"T must be >= 1 (the weight 1/T of the asymptotic probabilities is in [0, 1]), got {T}.")
-        return 1.0 / T
-    name, value = given[0], inv_T if inv_T is not None else w
-    if not 0.0 <= number(name, value) <= 1.0:
-        raise ValueError(f"{name} must be in [0, 1] (the weight 1/T of the asymptotic probabilities), got {value}.")
-    return float(value)
-
-
 class OnTheFlyLogitsProcessor(LogitsProcessor):
     """APD on the fly: fit a decay curve per token at every step, from ALL members' probabilities.
 
@@ -364,15 +343,14 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
     c + a exp(-max(0, b (x - d))) with Adam, flip back, renormalise over the top k) and
     :func:`apd.core.curves.mix_on_the_fly`. Returns log((1 - w) p_ELM + w p_AP) at the ELM's top-k ids
     and -inf everywhere else, shape (B, V_elm): sampling or greedy decoding then picks among the
-    top k, where w = 1/T. ``T = inf`` (``inv_T = 0``) is the ELM renormalised over its top k.
+    top k. ``w = 0`` is the ELM renormalised over its top k.
 
     Args:
         members: the smaller members as HF causal LMs, smallest (ALM) first, the ELM left out.
         log_sizes: x of every member, ELM LAST (len(members) + 1 values, increasing; natural log
             of the non-embedding parameter count, e.g. ``family.log_sizes``).
-        T: the temperature, >= 1: the asymptotic probabilities get the weight w = 1/T (the paper
-            picks w from :data:`apd.core.curves.ON_THE_FLY_WEIGHTS`); or pass ``inv_T`` = 1/T in
-            [0, 1] instead (``w=`` is its old, deprecated name).
+        w: the mixing weight in [0, 1] of the asymptotic probabilities (the paper picks it from
+            :data:`apd.core.curves.ON_THE_FLY_WEIGHTS`).
         top_k: the token set (the paper: the ELM's top 20).
         vocab_size: the shared tokenizer vocabulary (needed when members pad differently).
         attention_mask: the prompt's (B, L) mask; same as calling :meth:`prepare`.
@@ -387,7 +365,7 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)  # trained once, then cached
         >>> enc = fam.tokenizer(["Ada was born in"], return_tensors="pt")
         >>> smaller = [fam.model(name) for name in fam.names[:-1]]
-        >>> fly = apd.OnTheFlyLogitsProcessor(smaller, fam.log_sizes, T=2.0, vocab_size=fam.vocab_size, iterations=50)
+        >>> fly = apd.OnTheFlyLogitsProcessor(smaller, fam.log_sizes, w=0.5, vocab_size=fam.vocab_size, iterations=50)
         >>> out = apd.generate(fam.model(fam.elm), enc.input_ids, enc.attention_mask, fly, max_new_tokens=4,
         ...                    do_sample=False, pad_token_id=fam.tokenizer.pad_token_id)
         >>> out.shape[0]
@@ -398,13 +376,10 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
         self,
         members: Sequence,
         log_sizes: Sequence[float],
-        T: Optional[float] = None,
+        w: float,
         top_k: int = 20,
         vocab_size: Optional[int] = None,
         attention_mask: Optional[torch.Tensor] = None,
-        *,
-        inv_T: Optional[float] = None,
-        w: Optional[float] = None,
         **fit_kwargs,
     ):
 
@@ -429,7 +404,10 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
             )
         if not all(b > a for a, b in zip(self.log_sizes, self.log_sizes[1:])):
             raise ValueError(f"log_sizes must increase (smallest member first, ELM last), got {self.log_sizes}.")
-        self.inv_T = _mixing_weight(T, inv_T, w)
+        w = number("w", w, "the mixing weight of the asymptotic probabilities, in [0, 1]")
+        if not 0.0 <= w <= 1.0:
+            raise ValueError(f"w must be in [0, 1] (the mixing weight of the asymptotic probabilities), got {w}.")
+        self.w = w
         self.top_k = count("top_k", top_k, 1, "the paper uses 20")
         self.vocab_size = _check_vocab_size(vocab_size)
         self.fit_kwargs = dict(fit_kwargs)
@@ -438,11 +416,6 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
         self.last_fit = None
         if attention_mask is not None:
             self.prepare(attention_mask)
-
-    @property
-    def w(self) -> float:
-        """The paper's name of the mixing weight, ``inv_T`` = 1/T."""
-        return self.inv_T
 
     def prepare(self, attention_mask: Optional[torch.Tensor]) -> "OnTheFlyLogitsProcessor":
         """Give the prompt's (B, L) attention mask for the next generation; forget the caches."""
@@ -466,14 +439,14 @@ class OnTheFlyLogitsProcessor(LogitsProcessor):
             logits, self.log_sizes, top_k=self.top_k, **self.fit_kwargs
         )
         self.last_fit = fit
-        mixed = self._curves.mix_on_the_fly(p_elm, p_ap, self.inv_T).float()
+        mixed = self._curves.mix_on_the_fly(p_elm, p_ap, self.w).float()
         out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
         out.scatter_(-1, top_ids, mixed.log())
         return out.to(scores.dtype)
 
     def __repr__(self) -> str:
         return (
-            f"OnTheFlyLogitsProcessor(members={len(self._runners) + 1}, inv_T={self.inv_T:g}, top_k={self.top_k}, "
+            f"OnTheFlyLogitsProcessor(members={len(self._runners) + 1}, w={self.w:g}, top_k={self.top_k}, "
             f"vocab_size={self.vocab_size})"
         )
 

@@ -14,13 +14,17 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from apd.core.contrastive import contrastive_scores
+from apd.core.contrastive import Reciprocal, contrastive_scores
 
 
 def cd_scores(elm_logits, alm_logits, T: float, top_k: int | None = None) -> np.ndarray:
     """CD scores ``(B, V)`` (float64) from raw logits; tokens outside the ELM's top-k (ties kept) get ``-inf``."""
     return contrastive_scores(
-        np.asarray(elm_logits, dtype=np.float64), np.asarray(alm_logits, dtype=np.float64), T, top_k=top_k, ties="keep"
+        np.asarray(elm_logits, dtype=np.float64),
+        np.asarray(alm_logits, dtype=np.float64),
+        Reciprocal(T),
+        top_k=top_k,
+        ties="keep",
     )
 
 

@@ -10,6 +10,7 @@ import pytest
 from apd.amateur import entropies, runs, thf, train
 from apd.evaluation.factuality import sweeps
 from apd.family import pico, pretrain
+from apd.family.settings import settings_for
 from apd.world import corpus
 
 PINNED = {
@@ -59,7 +60,7 @@ def test_cache_keys_are_unchanged(scale):
     # Changed on purpose: training on the CPU keys by its thread count (the weights depend on it),
     # fixed at pretrain.CPU_THREADS = 1 whatever the machine, so CPU families carry "cpu_threads".
     assert pretrain.family_key(pico_config, "0" * 16, "1" * 16, "fp32", 1) == want["family_cpu_1_thread"]
-    collect_config = runs.collect_config("pico", scale)
+    collect_config = runs.collect_config(settings_for("pico", scale))
     assert collect_config.hash() == want["collect_config"]
     ids = np.arange(10, dtype=np.uint16).tobytes()
     # Changed on purpose (issue 16, item 6): the collection key used to hold the members' absolute
@@ -67,7 +68,7 @@ def test_cache_keys_are_unchanged(scale):
     # name and a digest of its weights (runs.member_identity), nothing that depends on where they live.
     members = [("pico-13k", "sha256:" + "a" * 16), ("pico-1.8m", "sha256:" + "b" * 16)]
     assert runs.collection_key(members, [9.4, 14.4], ids, asdict(collect_config)) == want["collect"]
-    config = runs.train_config("pico", scale, lambda3=0.6)
+    config = runs.train_config(settings_for("pico", scale), lambda3=0.6)
     assert runs.hash_key("abc", {"n": 1}, ["m1", "m2"], config.to_dict()) == want["train"]
     assert train._fingerprint(config.to_dict(), {"n_chunks": 3}, "d" * 16) == want["fingerprint"]
 
@@ -82,5 +83,5 @@ def test_entropy_label_and_thf_keys_are_unchanged():
     ids = np.arange(10, dtype=np.uint16).tobytes()
     key = entropies.entropy_key(members, [9.4, 14.4], ids, 128)
     assert key == "8b6c0057885e"
-    assert thf.thf_key(key, thf.thf_config("pico", "default")) == "2fabd00963bc"
-    assert thf.thf_key(key, thf.thf_config("pico", "smoke")) == "b3eb36730d6d"
+    assert thf.thf_key(key, thf.thf_config(settings_for("pico", "default"))) == "2fabd00963bc"
+    assert thf.thf_key(key, thf.thf_config(settings_for("pico", "smoke"))) == "b3eb36730d6d"

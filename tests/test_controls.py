@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from apd.evaluation import controls as ct
+from apd.family.settings import CONTROL_INV_T_GRID
 from apd.report import testbed as tb
 
 
@@ -46,26 +47,6 @@ def test_cd_gain_se_is_clustered_by_person():
     assert t_people.loc[0.5, "n_people"] == 3 and t_items.loc[0.5, "n_people"] == 12
     # the clustered se is the se over the 3 persons' mean differences
     assert t_people.loc[0.5, "kl_gain_se"] != pytest.approx(t_items.loc[0.5, "kl_gain_se"])
-
-
-def test_heldout_residual_grows_with_noise():
-    x = np.log([1e4, 3e4, 1e5, 3e5, 1e6])
-    rng = np.random.default_rng(0)
-    B, k = 6, 4
-    c = rng.dirichlet(np.ones(k), size=B)
-    q = rng.dirichlet(np.ones(k), size=B)
-    g = np.exp(-0.3 * (x - x[0]))  # (N,), a gentle bend
-    p = c[None] + (q - c)[None] * g[:, None, None]  # (N, B, k), sums to 1 over k
-    ids = np.tile(np.arange(k), (B, 1))
-    clean = ct.heldout_residual(np.log(p), x, ids, iterations=200)
-    noisy_p = np.clip(p + 0.05 * rng.standard_normal(p.shape), 1e-4, None)
-    noisy = ct.heldout_residual(np.log(noisy_p / noisy_p.sum(-1, keepdims=True)), x, ids, iterations=200)
-    assert clean < 0.02 and noisy > 2 * clean
-
-
-def test_heldout_residual_needs_four_members():
-    with pytest.raises(ValueError, match="at least 4 members"):
-        ct.heldout_residual(np.zeros((3, 2, 5)), [1.0, 2.0, 3.0], np.zeros((2, 2), int))
 
 
 def test_known_answer_at_noise_rows_and_ratio():
@@ -171,7 +152,7 @@ def test_controls_on_the_smoke_family(smoke_family):
         n for n, side in __import__("apd").world.truth.dev_test_people(built.corpus.world).items() if side == "dev"
     }
     assert c.n_people == len(dev_people)
-    assert c.dev_inv_T in ct.CONTROL_INV_T_GRID and 0 < c.residual_noise < 1
+    assert c.dev_inv_T in CONTROL_INV_T_GRID and 0 < c.residual_noise < 1
     assert set(c.flattening.index) >= {"head", "torso", "tail"}
     assert c.passes()["cd_ne_er"] is None and c.ne_er is None
     g = c.gain_at(1.0)

@@ -6,8 +6,9 @@ import pytest
 
 import apd
 from apd.amateur import runs
+from apd.book.profiles import load_profile
 from apd.family import pico, pretrain
-from apd.book import runner as book
+from apd.family.settings import settings_for
 from apd.world.world import World, WorldConfig
 
 
@@ -29,10 +30,11 @@ def test_gpu_world_has_five_times_the_evaluation_people_of_the_200_person_world(
 
 
 def test_gpu_scale_is_known_to_every_stage():
-    assert "gpu" in pico.SCALES and "gpu" in runs.SCALES
-    assert runs.train_config("pico", "gpu").epochs >= 8
-    assert runs.PICO_LAMBDA3_GRID["gpu"]
-    assert apd.amateur.thf.thf_config("pico", "gpu").label_chunks is None  # THF labels on every chunk
+    gpu = settings_for("pico", "gpu")
+    assert "gpu" in pico.SCALES and gpu.scale == gpu.train_scale == "gpu"
+    assert runs.train_config(gpu).epochs >= 8
+    assert gpu.lambda3_grids["release"]
+    assert apd.amateur.thf.thf_config(gpu).label_chunks is None  # THF labels on every chunk
     assert "gpu" in apd.report.evidence.PICO_PROFILES
 
 
@@ -52,7 +54,7 @@ def test_gpu_members_train_save_and_load_on_the_cpu(smoke_family, tmp_path):
 
 
 def test_gpu_profile_validates_and_runs_pico_at_gpu_scale_on_cuda():
-    params = book.load_profile("gpu")  # raises BookError on any invalid parameter
+    params = load_profile("gpu")  # raises BookError on any invalid parameter
     pico_chapters = {stem for stem, p in params.items() if "pico_scale" in p}
     assert pico_chapters and all(params[s]["pico_scale"] == "gpu" for s in pico_chapters)
     # every chapter that loads the family runs it on the GPU (known_answer's families are synthetic:

@@ -1,4 +1,5 @@
-"""apd.amateur.pipeline (the trained ALM' every chapter uses) and apd.world.truth (distances to the world's truth).
+"""apd.amateur.pipeline (the trained ALM' every chapter uses), apd.world.truth (distances to the world's truth) and
+apd.evaluation.distributions (every method's distribution at once).
 
 The apd_model tests use the smoke pico family (trained once and cached under cache/, like the
 smoke book build does) and the same cache as the book, so after the first run they only read it.
@@ -14,8 +15,9 @@ import torch
 
 from apd.amateur import pipeline, runs
 from apd.base import lock
-from apd.evaluation import qa_metrics
+from apd.evaluation import distributions, qa_metrics
 from apd.family import logprobs, pico, select
+from apd.family.settings import settings_for
 from apd.world import truth
 
 # ----------------------------------------------------------------------------- distances, by hand
@@ -84,7 +86,7 @@ def test_method_distributions_rows_and_on_the_fly_extremes():
     g = torch.Generator().manual_seed(1)
     lp = torch.log_softmax(torch.randn(3, 4, 30, generator=g) * 2, -1).numpy()
     ap = torch.log_softmax(torch.randn(4, 30, generator=g), -1).numpy()
-    md = truth.method_distributions(
+    md = distributions.method_distributions(
         lp, ap, [1.0, 2.0, 3.0], inv_T=(0.5, 1.0), fly_weights=(0.0, 1.0), k=5, iterations=20
     )
     assert set(md.probs) == {
@@ -101,13 +103,13 @@ def test_method_distributions_rows_and_on_the_fly_extremes():
     assert np.allclose(md.probs[("APD on the fly", 0.0)], md.probs[("ELM", 0.0)])
     assert not np.allclose(md.probs[("APD on the fly", 1.0)], md.probs[("ELM", 0.0)])
     # more amateurs (every APD variant's ALM') are scored like APD under their own names
-    more = truth.method_distributions(lp, ap, inv_T=(0.5, 1.0), fly_weights=(), k=5, amateurs={"APD v": ap})
+    more = distributions.method_distributions(lp, ap, inv_T=(0.5, 1.0), fly_weights=(), k=5, amateurs={"APD v": ap})
     assert np.allclose(more.probs[("APD v", 0.5)], more.probs[("APD", 0.5)])
     assert set(more.frame(gold=np.zeros(4, dtype=int))["method"]) == {"ELM", "CD", "APD", "APD v"}
     with pytest.raises(ValueError, match="taken by a built-in method"):
-        truth.method_distributions(lp, None, inv_T=(1.0,), fly_weights=(), k=5, amateurs={"CD": ap})
+        distributions.method_distributions(lp, None, inv_T=(1.0,), fly_weights=(), k=5, amateurs={"CD": ap})
     with pytest.raises(ValueError, match="must match"):
-        truth.method_distributions(lp, None, inv_T=(1.0,), fly_weights=(), k=5, amateurs={"APD v": ap[:2]})
+        distributions.method_distributions(lp, None, inv_T=(1.0,), fly_weights=(), k=5, amateurs={"APD v": ap[:2]})
 
 
 def test_frame_best_knobs_and_summary():
@@ -117,7 +119,7 @@ def test_frame_best_knobs_and_summary():
         ("CD", 0.5): np.array([[0.9, 0.1], [0.9, 0.1], [0.9, 0.1]]),
         ("CD", 1.0): np.array([[0.6, 0.4], [0.6, 0.4], [0.6, 0.4]]),
     }
-    md = truth.MethodDistributions(ids=ids, probs=probs)
+    md = distributions.MethodDistributions(ids=ids, probs=probs)
     t = np.array([[1.0, 0.0], [1.0, 0.0], [1.0, 0.0]])  # truth over the vocabulary (V = 2): token 0
     fr = md.frame(truth=t, gold=np.array([0, 0, 0]), bucket=["head", "tail", "tail"])
     assert len(fr) == 9 and set(fr.columns) >= {"method", "knob", "item", "kl", "nll", "bucket"}
@@ -173,7 +175,7 @@ def test_apd_model_trains_a_loadable_alm_prime_with_a_tuning_table(smoke, smoke_
     r = smoke_apd
     assert r.config.family == "pico" and r.lambda3 == r.config.lambda3_value
     assert isinstance(r.tuning, pd.DataFrame)
-    assert r.tuning["lambda3"].tolist() == list(runs.PICO_LAMBDA3_GRID["smoke"])
+    assert r.tuning["lambda3"].tolist() == list(settings_for("pico", "smoke").lambda3_grids["release"])
     assert r.tuning["chosen"].sum() == 1
     best = r.tuning.loc[r.tuning["score"].idxmin()]
     assert best["lambda3"] == r.lambda3 and best["chosen"]
@@ -246,13 +248,14 @@ def pathlib_of(s):
 
 
 def test_train_configs_per_family():
-    assert runs.train_config("pythia").lambda3_value == 0.8
-    assert runs.train_config("opt").lambda3_value == 0.4
-    assert runs.train_config("qwen").lambda3_value == 1.0
-    assert runs.train_config("pico", lambda3=0.6).lambda3_value == 0.6
+    assert runs.train_config(settings_for("pythia", "default")).lambda3_value == 0.8
+    assert runs.train_config(settings_for("opt", "default")).lambda3_value == 0.4
+    assert runs.train_config(settings_for("qwen", "default")).lambda3_value == 1.0
+    assert runs.train_config(settings_for("pico", "default"), lambda3=0.6).lambda3_value == 0.6
     with pytest.raises(ValueError, match="lambda3"):
-        _ = runs.train_config("pico").lambda3_value  # pico has no published value: tune it
-    assert runs.collect_config("opt").n_tail == 10 and runs.collect_config("pythia").n_tail == 5
+        _ = runs.train_config(settings_for("pico", "default")).lambda3_value  # pico has no published value: tune it
+    opt, pythia = settings_for("opt", "default"), settings_for("pythia", "default")
+    assert runs.collect_config(opt).n_tail == 10 and runs.collect_config(pythia).n_tail == 5
 
 
 def test_read_train_log_keeps_one_row_per_step(tmp_path):

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from apd.amateur import gates, pipeline, runs, tuning, variants
+from apd.family.settings import HUB_TRAIN, settings_for
 
 #: Chunks of the default pico collection (the fine-tuning split cut into 128-token windows).
 DEFAULT_CHUNKS = 1277  # the default-200 collection, the smaller of the two default worlds' (the default's: 2,104)
@@ -24,50 +25,51 @@ def test_registry_names_and_unknown_variant():
 
 @pytest.mark.parametrize("scale", ["smoke", "default", "gpu"])
 def test_release_variant_is_the_release_configuration_with_its_pinned_keys(scale):
+    pico = settings_for("pico", scale)
     for lam in (None, 0.6):
-        assert variants.variant_config("release", "pico", scale, lam) == runs.train_config("pico", scale, lam)
-        assert variants.variant_config("release", "pico", scale, lam, tuning=True) == runs.train_config(
-            "pico", scale, lam
-        )
-    assert variants.lambda3_grid("release", "pico", scale) == runs.PICO_LAMBDA3_GRID[scale]
+        assert variants.variant_config("release", pico, lam) == runs.train_config(pico, lam)
+        assert variants.variant_config("release", pico, lam, tuning=True) == runs.train_config(pico, lam)
+    assert variants.lambda3_grid("release", pico) == pico.lambda3_grids["release"]
     assert variants.get_variant("release").score == tuning.SCORE_APD_T1
     for hub in ("pythia", "opt"):
-        assert variants.variant_config("release", hub, scale) == runs.train_config(hub, scale)
-        assert variants.lambda3_grid("release", hub, scale) is None
+        s = settings_for(hub, scale)
+        assert variants.variant_config("release", s) == runs.train_config(s)
+        assert variants.lambda3_grid("release", s) is None
 
 
 def test_new_variants_get_their_own_keys():
     keys = {
-        v: runs.hash_key("abc", variants.variant_config(v, "pico", "default", 0.6).to_dict())
+        v: runs.hash_key("abc", variants.variant_config(v, settings_for("pico", "default"), 0.6).to_dict())
         for v in variants.VARIANT_NAMES
     }
     assert len(set(keys.values())) == 3
-    assert keys["release"] == runs.hash_key("abc", runs.train_config("pico", "default", 0.6).to_dict())
+    assert keys["release"] == runs.hash_key("abc", runs.train_config(settings_for("pico", "default"), 0.6).to_dict())
 
 
 def test_conditioned_variant_meets_the_issue_budget():
     """At least 2,000 joint steps after an MLP-only warm-up, at default scale; a lambda3 grid with 0 and
     a value above the paper's largest (1.2); tuned on shorter runs than it is trained with."""
-    cfg = variants.variant_config("conditioned", "pico", "default", 0.6)
+    default = settings_for("pico", "default")
+    cfg = variants.variant_config("conditioned", default, 0.6)
     assert cfg.start == "conditioned" and cfg.mlp_warmup_steps > 0 and cfg.objective == "paper"
     steps = (int(DEFAULT_CHUNKS * cfg.data_fraction) // cfg.batch_size) * cfg.epochs
     assert steps - cfg.mlp_warmup_steps >= 2000
-    short = variants.variant_config("conditioned", "pico", "default", 0.6, tuning=True)
+    short = variants.variant_config("conditioned", default, 0.6, tuning=True)
     assert (int(DEFAULT_CHUNKS * short.data_fraction) // short.batch_size) * short.epochs < steps / 4
     assert short.start == "conditioned" and short.mlp_warmup_steps < cfg.mlp_warmup_steps
     for scale in ("smoke", "default", "gpu"):
-        grid = variants.lambda3_grid("conditioned", "pico", scale)
+        grid = variants.lambda3_grid("conditioned", settings_for("pico", scale))
         assert 0.0 in grid and max(grid) > 1.2
     assert variants.get_variant("conditioned").score == tuning.SCORE_BEST_INV_T
-    hub = variants.variant_config("conditioned", "pythia", "default")
-    assert hub.start == "conditioned" and hub.lambda3_value == 0.8 and hub.lr == runs.HUB_TRAIN["default"]["lr"]
-    assert variants.variant_config("conditioned", "pythia", "smoke").mlp_warmup_steps == 2
+    hub = variants.variant_config("conditioned", settings_for("pythia", "default"))
+    assert hub.start == "conditioned" and hub.lambda3_value == 0.8 and hub.lr == HUB_TRAIN["default"]["lr"]
+    assert variants.variant_config("conditioned", settings_for("pythia", "smoke")).mlp_warmup_steps == 2
 
 
 def test_distilled_variant_is_the_distill_objective():
-    cfg = variants.variant_config("distilled", "pico", "default", 0.2)
+    cfg = variants.variant_config("distilled", settings_for("pico", "default"), 0.2)
     assert cfg.objective == "distill" and cfg.start == "release"
-    assert variants.variant_config("distilled", "pico", "default", 0.2, tuning=True) == cfg
+    assert variants.variant_config("distilled", settings_for("pico", "default"), 0.2, tuning=True) == cfg
 
 
 # ----------------------------------------------------------------------------- the choice
@@ -169,7 +171,7 @@ def test_gates_are_cached_beside_the_run_and_round_trip(smoke_family, selection)
     g = pipeline.run_gates(release, fam, built, scale="smoke")
     files = list(release.train_dir.glob("gates-*.json"))
     assert files and gates.Gates.from_dict(json.loads(files[0].read_text())) == g
-    assert g.n_positions == pipeline.GATE_CHUNKS["smoke"] * built.pico_config.seq_len
+    assert g.n_positions == settings_for("pico", "smoke").gate_chunks * built.pico_config.seq_len
     row = selection.table.set_index("variant").loc["release"]
     assert row["curve_alive"] == pytest.approx(g.curve_alive) and bool(row["engaged"]) == g.engaged
 

@@ -1,7 +1,8 @@
 """The configuration of one ALM' training run, and its learning-rate schedule.
 
 Defaults are the release's: AdamW lr 1e-4, linear schedule with 100 warm-up steps, effective batch
-64 sequences, 5 epochs, lambda2 = 10, lambda3 = 0.8 Pythia / 0.4 OPT / 1.0 Qwen (:data:`LAMBDA3`).
+64 sequences, 5 epochs, lambda2 = 10, lambda3 = 0.8 Pythia / 0.4 OPT / 1.0 Qwen
+(:data:`apd.family.settings.LAMBDA3`).
 """
 
 from __future__ import annotations
@@ -14,12 +15,7 @@ from typing import Optional
 
 from apd.base.checks import number
 from apd.core import curves
-
-LAMBDA3 = {"pythia": 0.8, "opt": 0.4, "qwen": 1.0}  # the paper's values, tuned on FactualityPrompts validation
-
-
-LAMBDA3_GRID = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)  # the paper's tuning grid
-
+from apd.family.settings import LAMBDA3, LAMBDA3_GRID
 
 X_ORIGINS = ("zero", "alm")
 
@@ -129,12 +125,8 @@ class APDTrainConfig:
         if not 0.0 <= self.mid_dropout < 1.0:
             raise ValueError(f"mid_dropout must be in [0, 1), got {self.mid_dropout}.")
         for name in ("lambda2", "lambda3", "weight_decay"):  # checked, not converted (they enter cache keys)
-            value = getattr(self, name)
-            if value is not None and not 0.0 <= number(name, value, "a loss weight such as 0.8") < math.inf:
-                raise ValueError(
-                    f"{name} must be a finite number >= 0 (a weight in the loss), got {value!r}; "
-                    f"the paper's lambda3 values are {LAMBDA3} (lambda2 = 10)."
-                )
+            if getattr(self, name) is not None:
+                check_loss_weight(name, getattr(self, name))
 
     @property
     def lambda3_value(self) -> float:
@@ -166,6 +158,24 @@ class APDTrainConfig:
         if unknown:
             raise ValueError(f"unknown APDTrainConfig fields {sorted(unknown)}; known: {sorted(known)}.")
         return cls(**d)
+
+
+def check_loss_weight(name: str, value) -> None:
+    """Raise unless ``value`` is a finite number >= 0 (TypeError for a string or a bool): the one check
+    of lambda2, lambda3 and the weight decay.
+
+    Example:
+        >>> check_loss_weight("lambda3", 0.8)
+        >>> check_loss_weight("lambda3", -1)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: lambda3 must be a finite number >= 0 (a weight in the loss), got -1; the paper's lambda3 values ...
+    """
+    if not 0.0 <= number(name, value, "a loss weight such as 0.8") < math.inf:
+        raise ValueError(
+            f"{name} must be a finite number >= 0 (a weight in the loss), got {value!r}; "
+            f"the paper's lambda3 values are {LAMBDA3} (lambda2 = 10)."
+        )
 
 
 #: Fields added after the release configuration's runs were cached, with their defaults: left out of

@@ -21,7 +21,9 @@ are alive by construction (it is refitted on the same tokens), so for a distille
 replaced by **fidelity**: the c of ALM' itself must be closer to the fitter's targets than the expert's
 probability is, KL(target || c_APD) < ``fidelity_ratio_max`` x KL(target || p_ELM), both over the top
 ``top_k`` tokens renormalised, mean over held-out positions (CD at T = 1, KL(target || c_CD), is
-measured beside them). The refitted curves' alive ratio and L1 are still measured, as context.
+measured beside them). The refitted curves' alive ratio and L1 are still measured, as context; that
+L1 (the fitter refitted on every member, read at every member but the expert) is the family's own
+noise *in sample* the known-answer condition uses (``apd.evaluation.noise.IN_SAMPLE``).
 """
 
 from __future__ import annotations

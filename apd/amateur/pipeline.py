@@ -8,19 +8,21 @@
 
 **The engaged variant** (:func:`engaged_variant`): every registered variant is trained (cached) and
 assessed (:func:`assess`, cached in its run folder): its mechanism gates (:mod:`apd.amateur.gates`) on
-:data:`GATE_CHUNKS` held-out chunks of the validation text (:func:`gate_collection`), and, where the
+``Settings.gate_chunks`` held-out chunks of the validation text (:func:`gate_collection`), and, where the
 family has a world, its dev KL: mean KL(truth || APD) over the ELM's top 20 of every dev person's
-world question, at APD's dev-best 1/T of :data:`apd.world.truth.INV_T_GRID`. The chosen variant is
+world question, at APD's dev-best 1/T of ``Settings.inv_T_grid``. The chosen variant is
 the one with every gate passing and the lowest dev KL (ties, and families without a world: the
 order of :data:`apd.amateur.variants.VARIANTS`). When no variant engages, the release configuration
 is returned with ``engaged=False``. Everything is read from cached artifacts, so every chapter that
 asks gets the same variant.
+
+The entry points (:func:`apd_model`, :func:`engaged_variant`, :func:`run_gates`) take a ``scale`` and
+build its :class:`apd.family.settings.Settings` once; everything below them receives it.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Optional
@@ -28,11 +30,10 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from apd.amateur.config import APDTrainConfig
+from apd.amateur.config import APDTrainConfig, check_loss_weight
 from apd.amateur.distill import DISTILL_FIT
 from apd.amateur.gates import THRESHOLDS, Gates, measure_gates
 from apd.amateur.runs import (
-    check_scale,
     hash_key,
     collect_config,
     collect_family,
@@ -45,17 +46,12 @@ from apd.amateur.runs import (
 )
 from apd.amateur.tuning import dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
 from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, lambda3_grid, variant_config
-from apd.base.checks import number
 from apd.base.io import read_json_checked, write_json
 from apd.base.lock import file_lock
 from apd.family.logprobs import next_token_log_probs
-from apd.family.registry import settings_scale
+from apd.family.settings import Settings, settings_for
 from apd.family.text import texts_for_tokens
 from apd.world import corpus, truth
-
-#: Held-out chunks the mechanism gates are measured on, per scale (fixed here, not per chapter, so
-#: that every chapter's choice of the engaged variant is the same).
-GATE_CHUNKS = {"smoke": 4, "default": 16, "gpu": 16}
 
 _ASSESSMENT_VERSION = 1  # bump when what assess() measures changes
 
@@ -111,7 +107,8 @@ def apd_model(
     """Collect, (tune lambda3 and) train ALM' for ``fam``; everything cached (module docstring).
 
     fam, built: what ``pico.get_family`` returns (built is None for Hub families).
-    scale: 'smoke' or 'default' (pass the chapter's ``pico_scale``).
+    scale: a pico scale (pass the chapter's ``pico_scale``); its :func:`apd.family.settings.settings_for`
+    is built here once and passed down.
     lambda3: None = the paper's value (Pythia, OPT, Qwen) or tuned on the dev people (pico).
     seed: the dev/test split of the world's people (:func:`apd.world.truth.dev_test_split`).
     variant: ``"release"`` (the release configuration), ``"conditioned"``, ``"distilled"``
@@ -126,18 +123,31 @@ def apd_model(
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
         >>> result = apd.apd_model(fam, built, scale="smoke", progress=False)   # cached after the first call
         >>> alm_prime = apd.load_alm_prime(result, device="cpu")
-        >>> result.lambda3 in apd.amateur.runs.PICO_LAMBDA3_GRID["smoke"]            # tuned on the world's dev people
+        >>> result.lambda3 in apd.family.settings.settings_for("pico", "smoke").lambda3_grids["release"]  # tuned
         True
         >>> used = apd.apd_model(fam, built, scale="smoke", variant="engaged", progress=False)
         >>> used.variant == used.selection.variant
         True
     """
-    check_scale(scale, built)
-    if lambda3 is not None and not 0.0 <= number("lambda3", lambda3, "e.g. lambda3=0.8") < math.inf:
-        raise ValueError(
-            f"lambda3 must be a finite number >= 0 (the weight of L3 in the ALM' loss), got {lambda3!r}; "
-            "the paper uses 0.8 (Pythia), 0.4 (OPT), 1.0 (Qwen); None tunes it (pico)."
-        )
+    settings = settings_for(family_name(fam), scale)
+    settings.check_built(built)
+    if lambda3 is not None:
+        check_loss_weight("lambda3", lambda3)
+    return _apd_model(
+        fam,
+        built,
+        settings,
+        lambda3=lambda3,
+        progress=progress,
+        cache=cache,
+        seed=seed,
+        variant=variant,
+        leave_out=leave_out,
+    )
+
+
+def _apd_model(fam, built, settings: Settings, *, lambda3, progress, cache, seed, variant, leave_out) -> APDResult:
+    """:func:`apd_model` under ``settings``, its arguments checked."""
     if variant == ENGAGED:
         if leave_out:
             raise ValueError(
@@ -149,32 +159,31 @@ def apd_model(
                 "variant='engaged' chooses among the registered variants with their own lambda3; "
                 "pass lambda3 only with a named variant, e.g. variant='release'."
             )
-        sel = engaged_variant(fam, built, scale=scale, progress=progress, cache=cache, seed=seed)
+        sel = _engaged_variant(fam, built, settings, progress=progress, cache=cache, seed=seed, variants=VARIANT_NAMES)
         return replace(sel.result, selection=sel)
     spec = get_variant(variant)
-    name = family_name(fam)
-    check_scale(scale)
-    if name == "pico" and built is None:
+    if settings.family == "pico" and built is None:
         raise ValueError(
             "the pico family needs its build (corpus, world): pass both values of "
             "pico.get_family('pico', scale), i.e. apd_model(fam, built, scale=...)."
         )
     texts = finetune_texts(fam, built, leave_out)
-    collect_dir = collect_family(fam, texts, collect_config(name, scale, built), cache=cache, progress=progress)
+    collect_dir = collect_family(fam, texts, collect_config(settings, built), cache=cache, progress=progress)
     tuning = None
-    if lambda3 is None and name == "pico":
+    if lambda3 is None and settings.family == "pico":
         lambda3, tuning = tune_lambda3(
             fam,
             built,
             collect_dir,
-            variant_config(variant, name, scale, tuning=True),
-            lambda3_grid(variant, name, scale),
+            variant_config(variant, settings, tuning=True),
+            lambda3_grid(variant, settings),
             cache=cache,
             seed=seed,
             progress=progress,
             score=spec.score,
+            inv_T_grid=settings.inv_T_grid,
         )
-    config = variant_config(variant, name, scale, lambda3)
+    config = variant_config(variant, settings, lambda3)
     path = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
     return APDResult(
         alm_prime_path=Path(path),
@@ -186,27 +195,33 @@ def apd_model(
     )
 
 
-def gate_collection(fam, built=None, *, scale: str = "default", cache=None, progress: bool = False) -> Path:
-    """The held-out chunks the mechanism gates are measured on: the first :data:`GATE_CHUNKS` chunks'
-    worth of the validation split (pico), or of its Wikipedia leads (Hub families), collected like the
-    training data (cached)."""
-    check_scale(scale, built)
+def gate_collection(fam, built, settings: Settings, *, cache=None, progress: bool = False) -> Path:
+    """The held-out chunks the mechanism gates are measured on: the first ``settings.gate_chunks``
+    chunks' worth of the validation split (pico), or of its Wikipedia leads (Hub families), collected
+    like the training data (cached)."""
     if built is not None:
         texts = list(built.corpus.validation)
     else:
         corp = corpus.build_corpus(corpus.CorpusConfig())
         texts = [d for d, s in zip(corp.validation, corp.sources["validation"]) if s == "wiki"]
-    config = collect_config(family_name(fam), scale, built)
-    texts = texts_for_tokens(fam.tokenizer, texts, GATE_CHUNKS[settings_scale(scale)] * (config.seq_len + 1))
+    config = collect_config(settings, built)
+    texts = texts_for_tokens(fam.tokenizer, texts, settings.gate_chunks * (config.seq_len + 1))
     return collect_family(fam, texts, config, cache=cache, progress=progress)
 
 
 def run_gates(alm_prime, fam, built=None, *, scale: str = "default", cache=None) -> Gates:
     """:func:`apd.amateur.gates.measure_gates` of the ALM' in ``alm_prime`` (a folder or an
-    :class:`APDResult`) on :func:`gate_collection`'s chunks; cached in the run's folder."""
+    :class:`APDResult`) on :func:`gate_collection`'s chunks; cached in the run's folder. ``scale``: a
+    pico scale, whose :func:`apd.family.settings.settings_for` is built here."""
+    settings = settings_for(family_name(fam), scale)
+    settings.check_built(built)
+    return _run_gates(alm_prime, fam, built, settings, cache)
+
+
+def _run_gates(alm_prime, fam, built, settings: Settings, cache) -> Gates:
     folder = Path(getattr(alm_prime, "alm_prime_path", alm_prime))
-    val_dir = gate_collection(fam, built, scale=scale, cache=cache)
-    n = GATE_CHUNKS[settings_scale(scale)]
+    val_dir = gate_collection(fam, built, settings, cache=cache)
+    n = settings.gate_chunks
     key = hash_key("gates-v2", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
     path = folder.parent / f"gates-{key}.json"
     with file_lock(path.with_suffix(".lock")):
@@ -277,15 +292,13 @@ class VariantSelection:
         )
 
 
-def assess(
-    result: APDResult, fam, built=None, *, scale: str = "default", cache=None, seed: int = 0, dev_qa=None
-) -> dict:
+def assess(result: APDResult, fam, built, settings: Settings, *, cache=None, seed: int = 0, dev_qa=None) -> dict:
     """A trained variant's mechanism gates (:func:`run_gates`) and, where the family has a world, its dev
     KL: mean KL(truth || APD) over the ELM's top 20 of every dev person's world question at APD's
-    dev-best 1/T (``dev_kl``, ``dev_inv_T``, ``n_dev_items``; None without a world). Cached in the
-    run's folder. ``dev_qa``: the dev items' :func:`apd.family.knowledge.score_world_qa`, a callable
-    returning it (computed only when needed), or None."""
-    gates = run_gates(result, fam, built, scale=scale, cache=cache)
+    dev-best 1/T of ``settings.inv_T_grid`` (``dev_kl``, ``dev_inv_T``, ``n_dev_items``; None without a
+    world). Cached in the run's folder. ``dev_qa``: the dev items' :func:`apd.family.knowledge.score_world_qa`,
+    a callable returning it (computed only when needed), or None."""
+    gates = _run_gates(result, fam, built, settings, cache)
     row = {
         "variant": result.variant,
         "lambda3": result.lambda3,
@@ -299,7 +312,7 @@ def assess(
         return row
     dev, _ = truth.dev_test_split(built.corpus.qa_items, built.corpus.world, seed)
     folder = Path(result.alm_prime_path)
-    key = hash_key("dev-kl-v1", _run_identity(folder), [(it.prompt, it.gold) for it in dev], list(truth.INV_T_GRID))
+    key = hash_key("dev-kl-v1", _run_identity(folder), [(it.prompt, it.gold) for it in dev], list(settings.inv_T_grid))
     path = folder.parent / f"dev-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "dev score", "scoring again")
@@ -310,7 +323,7 @@ def assess(
                     qa = dev_scores(fam, built.corpus.world, dev)
                 model = load_alm_prime(folder, device=fam.device)
                 lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
-                saved = best_inv_T_score(qa.logprobs[-1], lp, qa.truth)
+                saved = best_inv_T_score(qa.logprobs[-1], lp, qa.truth, grid=settings.inv_T_grid)
             write_json(path, saved, digest=True)
     row.update(dev_kl=float(saved["score"]), dev_inv_T=float(saved["inv_T"]), n_dev_items=int(saved["n_items"]))
     return row
@@ -337,13 +350,23 @@ def engaged_variant(
         >>> sel.variant in apd.amateur.variants.VARIANT_NAMES, list(sel.table["variant"]) == list(apd.amateur.variants.VARIANT_NAMES)
         (True, True)
     """
+    settings = settings_for(family_name(fam), scale)
+    settings.check_built(built)
+    return _engaged_variant(fam, built, settings, progress=progress, cache=cache, seed=seed, variants=variants)
+
+
+def _engaged_variant(fam, built, settings: Settings, *, progress, cache, seed, variants) -> VariantSelection:
+    """:func:`engaged_variant` under ``settings``."""
     names = list(variants)
     if not names:
         raise ValueError(f"no variants to choose from; pass some of {VARIANT_NAMES}.")
     if RELEASE not in names:
         raise ValueError(f"the release configuration must be among the variants (it is the fallback); got {names}.")
     results = {
-        n: apd_model(fam, built, scale=scale, progress=progress, cache=cache, seed=seed, variant=n) for n in names
+        n: _apd_model(
+            fam, built, settings, lambda3=None, progress=progress, cache=cache, seed=seed, variant=n, leave_out=()
+        )
+        for n in names
     }
     qa_cache = {}
 
@@ -353,7 +376,7 @@ def engaged_variant(
             qa_cache["qa"] = dev_scores(fam, built.corpus.world, dev)
         return qa_cache["qa"]
 
-    rows = [assess(r, fam, built, scale=scale, cache=cache, seed=seed, dev_qa=dev_qa) for r in results.values()]
+    rows = [assess(r, fam, built, settings, cache=cache, seed=seed, dev_qa=dev_qa) for r in results.values()]
     table = pd.DataFrame(rows)
     chosen = choose_variant(table)
     table["chosen"] = table["variant"] == (chosen or RELEASE)

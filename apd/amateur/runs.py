@@ -2,7 +2,7 @@
 
 ``collect_family``: ``cache/collected/<key>`` (key: member locations and sizes, token stream,
 collection config). ``train_apd``: ``cache/apd/<key>`` (key: collection and training config).
-``train_config``/``collect_config``: the per-family, per-scale settings.
+``train_config``/``collect_config``: the configurations of a family's :class:`apd.family.settings.Settings`.
 """
 
 from __future__ import annotations
@@ -19,37 +19,16 @@ import pandas as pd
 import torch
 
 from apd.amateur import collect, distill
-from apd.amateur.config import LAMBDA3, APDTrainConfig
+from apd.amateur.config import APDTrainConfig
 from apd.amateur.data import collected_chunks
 from apd.amateur.train import train_alm_prime
 from apd.base import paths
 from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
 from apd.base.lock import file_lock
-from apd.family.registry import SCALES, settings_scale
+from apd.family.settings import Settings, train_family
 from apd.family.text import token_stream
 from apd.world import corpus
-
-
-#: ALM' training of the pico family, per scale (see :func:`train_config` for the reasons).
-PICO_TRAIN = {
-    "smoke": dict(lr=1e-3, epochs=1, batch_size=8, micro_batch_size=8, warmup_steps=0.1, data_fraction=0.5),
-    "default": dict(lr=1e-3, epochs=1, batch_size=8, micro_batch_size=8, warmup_steps=0.1),
-    # ~7,100 fine-tuning documents (about 2,300 chunks of 256 tokens), 8 epochs of batches of 8: ~2,300 steps
-    "gpu": dict(lr=1e-3, epochs=8, batch_size=8, micro_batch_size=8, warmup_steps=0.05),
-}
-
-
-#: lambda3 values tried for pico (a subset of the paper's grid apd.amateur.config.LAMBDA3_GRID, to keep it cheap).
-PICO_LAMBDA3_GRID = {"smoke": (0.2, 1.2), "default": (0.2, 0.6, 1.2), "gpu": (0.2, 0.6, 1.2)}
-
-
-#: Hub families: the paper's optimiser settings; smaller batches because our corpus is small.
-HUB_TRAIN = {
-    "smoke": dict(lr=1e-4, epochs=1, batch_size=8, micro_batch_size=8, warmup_steps=0.1),
-    "default": dict(lr=1e-4, epochs=5, batch_size=16, micro_batch_size=8, warmup_steps=0.1),
-    "gpu": dict(lr=1e-4, epochs=5, batch_size=16, micro_batch_size=8, warmup_steps=0.1),
-}
 
 
 def hash_key(*parts) -> str:
@@ -200,29 +179,16 @@ def load_alm_prime(path, device=None, dtype=None, *, trained_elsewhere: bool = F
 
 
 def family_name(fam) -> str:
-    """'pico', 'pythia', 'opt' or 'qwen' (the keys of apd.amateur.config.LAMBDA3) for a loaded family."""
+    """'pico', 'pythia', 'opt' or 'qwen' (:func:`apd.family.settings.train_family`) for a loaded family."""
     spec = getattr(fam, "spec", None)
-    name = getattr(spec, "name", None)
-    if name is None:
+    if getattr(spec, "name", None) is None:
         raise TypeError(f"expected an apd.family.loading.Family (from pico.get_family), got {type(fam).__name__}.")
-    return "qwen" if name.startswith("qwen") else name
+    return train_family(spec)
 
 
-def check_scale(scale: str, built=None) -> None:
-    """Raise unless ``scale`` is known and, given a pico build, is the scale ``built`` was built at."""
-    if scale not in SCALES:
-        raise ValueError(f"unknown scale {scale!r}; use one of {SCALES} (pass the chapter's pico_scale).")
-    have = getattr(built, "scale", None)
-    if have is not None and have != scale:
-        raise ValueError(
-            f"built is the {have!r} pico family but scale={scale!r} was asked: the {scale} settings "
-            f"do not fit its members. Pass scale={have!r} (built.scale, the chapter's pico_scale), "
-            f"or build the {scale} family: apd.get_family('pico', {scale!r})."
-        )
-
-
-def train_config(family: str, scale: str = "default", lambda3: Optional[float] = None) -> APDTrainConfig:
-    """The ALM' training configuration of a family at a scale.
+def train_config(settings: Settings, lambda3: Optional[float] = None) -> APDTrainConfig:
+    """The ALM' training configuration of the release configuration (``settings.alm_train``) with
+    ``lambda3`` (None: ``settings.lambda3``, the paper's value, or None for pico until tuned).
 
     pico: lr 1e-3, 10x the paper's 1e-4 and a quarter to a third of the members' own pretraining
     peak (4e-3 default, 3e-3 smoke): a pico run has ten optimizer steps (smoke) to ~160 (default), not the
@@ -235,24 +201,25 @@ def train_config(family: str, scale: str = "default", lambda3: Optional[float] =
     fingerprint.
     Hub families: the paper's lr 1e-4 and 5 epochs, batches of 16 chunks of 128 tokens (our corpus
     has only ~50 k tokens, see the module docstring).
+
+    Example:
+        >>> from apd.family.settings import settings_for
+        >>> train_config(settings_for("pythia", "default")).lambda3_value
+        0.8
+        >>> train_config(settings_for("pico", "smoke"), lambda3=0.6).lr
+        0.001
     """
-    check_scale(scale)
-    if family == "pico":
-        fields = PICO_TRAIN[settings_scale(scale)]
-    elif family in LAMBDA3:
-        fields = HUB_TRAIN[settings_scale(scale)]
-        lambda3 = LAMBDA3[family] if lambda3 is None else lambda3
-    else:
-        raise ValueError(f"unknown family {family!r}; use 'pico' or one of {sorted(LAMBDA3)}.")
-    return APDTrainConfig(family=family, lambda3=None if lambda3 is None else float(lambda3), **fields)
+    lambda3 = settings.lambda3 if lambda3 is None else lambda3
+    return APDTrainConfig(
+        family=settings.family, lambda3=None if lambda3 is None else float(lambda3), **settings.alm_train
+    )
 
 
-def collect_config(family: str, scale: str = "default", built=None) -> collect.CollectConfig:
+def collect_config(settings: Settings, built=None) -> collect.CollectConfig:
     """Token sets as the release (top 20 + 5 from ranks 20-100 + 5 (10 for OPT) from the rest);
-    chunks as long as the pico members' training windows (pico) or 128 tokens (Hub families)."""
-    check_scale(scale)
+    chunks as long as the pico members' training windows (pico, ``built``) or 128 tokens (Hub families)."""
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
-    return collect.CollectConfig(seq_len=seq_len, chunks_per_shard=64, n_tail=10 if family == "opt" else 5)
+    return collect.CollectConfig(seq_len=seq_len, chunks_per_shard=64, n_tail=10 if settings.family == "opt" else 5)
 
 
 def finetune_texts(fam, built=None, leave_out=()) -> list[str]:

@@ -32,7 +32,7 @@ from torch import nn
 from apd.amateur.config import lr_at, warmup_for
 from apd.amateur.data import epoch_order
 from apd.amateur.entropies import EntropyLabels, entropy_labels, load_entropies
-from apd.amateur.runs import check_scale, hash_key, family_name, finetune_texts
+from apd.amateur.runs import hash_key, family_name, finetune_texts
 from apd.base import paths
 from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
@@ -49,7 +49,7 @@ from apd.base.io import (
 from apd.base.lock import file_lock
 from apd.base.progress import progress_bar
 from apd.core import entropy as H
-from apd.family.registry import settings_scale
+from apd.family.settings import Settings, settings_for
 from apd.family.text import tokenizer_identity
 
 HEAD_FILE = "thf_head.pt"
@@ -102,22 +102,14 @@ class THFConfig:
         return {k: v for k, v in self.to_dict().items() if k not in ("checkpoint_every", "device", "threads")}
 
 
-#: THF training of the pico family and of Hub families, per scale.
-THF_TRAIN = {
-    ("pico", "smoke"): dict(lr=1e-2, epochs=2, batch_size=8, warmup_steps=0.1),
-    ("pico", "default"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1, label_chunks=384),
-    ("hub", "smoke"): dict(lr=1e-4, epochs=1, batch_size=8, warmup_steps=0.1),
-    ("hub", "default"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
-    ("pico", "gpu"): dict(lr=1e-2, epochs=8, batch_size=16, warmup_steps=0.1),  # labels on every chunk
-    ("hub", "gpu"): dict(lr=1e-4, epochs=3, batch_size=16, warmup_steps=0.1),
-}
+def thf_config(settings: Settings, **changes) -> THFConfig:
+    """The THF training configuration of a family's ``settings`` (``settings.thf_train``), with ``changes``.
 
-
-def thf_config(family: str, scale: str = "default", **changes) -> THFConfig:
-    """The THF training configuration of a family ('pico' or a Hub family) at a scale."""
-    check_scale(scale)
-    fields = THF_TRAIN[("pico" if family == "pico" else "hub", settings_scale(scale))]
-    return THFConfig(**{**fields, **changes})
+    Example:
+        >>> thf_config(settings_for("pico", "default")).label_chunks, thf_config(settings_for("opt", "smoke")).lr
+        (384, 0.0001)
+    """
+    return THFConfig(**{**settings.thf_train, **changes})
 
 
 @dataclass
@@ -546,8 +538,9 @@ def thf_model(
 ) -> THFResult:
     """Entropy labels on the fine-tuning text, then the THF model trained from the ALM; all cached.
 
-    fam, built: what ``apd.get_family`` returns (built None for Hub families); scale: 'smoke' or
-    'default'; config: default :func:`thf_config`. Labels use the APD collection's chunk length.
+    fam, built: what ``apd.get_family`` returns (built None for Hub families); scale: a pico scale
+    (its :func:`apd.family.settings.settings_for`, built here once); config: default :func:`thf_config`.
+    Labels use the APD collection's chunk length.
 
     Example:
         >>> import apd
@@ -556,9 +549,9 @@ def thf_model(
         >>> result.config.decay, result.path.name
         ('poly10', 'thf')
     """
-    name = family_name(fam)
-    check_scale(scale, built)
-    config = config or thf_config(name, scale)
+    settings = settings_for(family_name(fam), scale)
+    settings.check_built(built)
+    config = config or thf_config(settings)
     seq_len = int(built.pico_config.seq_len) if built is not None else 128
     labels_dir = entropy_labels(
         fam, finetune_texts(fam, built), seq_len, cache=cache, progress=progress, max_chunks=config.label_chunks

@@ -25,7 +25,7 @@ from typing import Callable, Optional, Sequence
 import torch
 from torch import nn
 
-from apd.amateur.config import NOT_FINGERPRINTED, LAMBDA3_GRID, APDTrainConfig, lr_at, warmup_for
+from apd.amateur.config import NOT_FINGERPRINTED, APDTrainConfig, lr_at, warmup_for
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
 from apd.amateur.distill import DISTILL_FIT, WithTargets, targets_for_records
 from apd.amateur.objective import APDObjective, ConditionedCurveMLP, CurveMLP, DistillObjective, start_amplitude
@@ -41,6 +41,7 @@ from apd.base.io import (
     write_json,
 )
 from apd.base.progress import progress_bar
+from apd.family.settings import LAMBDA3_GRID
 
 
 def _micro_batch(config: APDTrainConfig, device: torch.device, world: int) -> int:

@@ -3,7 +3,7 @@
 Score (:data:`SCORE_APD_T1`, the release configuration's) = mean KL(truth || APD at 1/T = 1) over the
 ELM's top 20 at the answer position of the dev people's world QA items (nats). The newer variants
 (:mod:`apd.amateur.variants`) use :data:`SCORE_BEST_INV_T`: the same KL at APD's best 1/T of
-:data:`apd.world.truth.INV_T_GRID` on the same items, i.e. lambda3 and 1/T chosen together on the dev
+:data:`apd.family.settings.INV_T_GRID` on the same items, i.e. lambda3 and 1/T chosen together on the dev
 half, as the chapters report APD. Chapters report on the test people only.
 """
 
@@ -24,12 +24,13 @@ from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.lock import file_lock
 from apd.family import knowledge
 from apd.family.logprobs import next_token_log_probs
+from apd.family.settings import INV_T_GRID
 from apd.world import truth
 
 TUNING_SCORE = "mean KL(truth || APD 1/T=1) over the ELM top-20, dev people"
 
 #: The tuning scores (:func:`tune_lambda3`'s ``score``): APD at 1/T = 1 (the release's), or at APD's
-#: dev-best 1/T of apd.world.truth.INV_T_GRID.
+#: dev-best 1/T of apd.family.settings.INV_T_GRID.
 SCORE_APD_T1, SCORE_BEST_INV_T = "apd_t1", "best_inv_T"
 TUNING_SCORES = {
     SCORE_APD_T1: TUNING_SCORE,
@@ -67,15 +68,16 @@ def tune_lambda3(
     seed: int = 0,
     progress: bool = True,
     score: str = SCORE_APD_T1,
+    inv_T_grid=INV_T_GRID,
 ) -> tuple[float, pd.DataFrame]:
     """Train one ALM' per lambda3 in ``grid`` and keep the one with the lowest :func:`validation_score`
     on the world QA items of the dev people (``score``: at 1/T = 1, :data:`SCORE_APD_T1`, or at APD's
-    best 1/T of :data:`apd.world.truth.INV_T_GRID`, :data:`SCORE_BEST_INV_T`). Returns (best lambda3,
+    best 1/T of ``inv_T_grid``, a family's ``Settings.inv_T_grid``, :data:`SCORE_BEST_INV_T`). Returns (best lambda3,
     table); the table (one row per value: lambda3, score, inv_T, n_scored, n_items, alm_prime) is
     cached in ``cache/apd/tuning-<key>.json``, with the ELM's and CD's (1/T = 1) scores on the same
     items in its ``attrs["reference"]``."""
     if not len(grid):
-        raise ValueError("the lambda3 grid is empty; pass values such as apd.amateur.config.LAMBDA3_GRID.")
+        raise ValueError("the lambda3 grid is empty; pass values such as apd.family.settings.LAMBDA3_GRID.")
     if score not in TUNING_SCORES:
         raise ValueError(f"unknown tuning score {score!r}; use one of {sorted(TUNING_SCORES)}.")
     world = built.corpus.world
@@ -89,14 +91,14 @@ def tune_lambda3(
         [(it.prompt, it.gold) for it in dev],
     ]
     if score != SCORE_APD_T1:  # only then: the release's tuning key stays as it was
-        parts.append([score, list(truth.INV_T_GRID)])
+        parts.append([score, list(inv_T_grid)])
     key = hash_key(*parts)
     path = Path(cache or paths.cache_dir()) / "apd" / f"tuning-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "lambda3 tuning table", "tuning again")
         if saved is not None and _relocated(saved, path, collect_dir, base, cache):
             return float(saved["best"]), _tuning_frame(saved)
-        saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score)
+        saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid)
         write_json(path, saved, digest=True)
     return float(saved["best"]), _tuning_frame(saved)
 
@@ -118,7 +120,7 @@ def _relocated(saved: dict, path: Path, collect_dir, base: APDTrainConfig, cache
     return all(Path(r["alm_prime"]).is_dir() for r in rows)
 
 
-def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, grid=truth.INV_T_GRID) -> dict:
+def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, grid=INV_T_GRID) -> dict:
     """:func:`validation_score` at the 1/T of ``grid`` with the lowest score (ties: the first), with
     that ``inv_T``."""
     scores = [
@@ -134,12 +136,12 @@ def scoring_threads(fam):
     return cpu_threads(1 if getattr(getattr(fam, "device", None), "type", "cpu") == "cpu" else None)
 
 
-def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score=SCORE_APD_T1) -> dict:
+def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid) -> dict:
     with scoring_threads(fam):
-        return _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score)
+        return _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid)
 
 
-def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score) -> dict:
+def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid) -> dict:
     qa = dev_scores(fam, world, dev)
     elm = qa.logprobs[-1]
     reference = {
@@ -147,7 +149,7 @@ def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, 
         "CD 1/T=1": validation_score(elm, qa.logprobs[0], qa.truth)["score"],
     }
     if score == SCORE_BEST_INV_T:
-        cd = best_inv_T_score(elm, qa.logprobs[0], qa.truth)
+        cd = best_inv_T_score(elm, qa.logprobs[0], qa.truth, grid=inv_T_grid)
         reference["CD dev-best 1/T"], reference["CD dev-best 1/T value"] = cd["score"], cd["inv_T"]
     rows = []
     for value in grid:
@@ -155,7 +157,11 @@ def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, 
         alm_prime = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
         model = load_alm_prime(alm_prime, device=fam.device)
         lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
-        scored = validation_score(elm, lp, qa.truth) if score == SCORE_APD_T1 else best_inv_T_score(elm, lp, qa.truth)
+        scored = (
+            validation_score(elm, lp, qa.truth)
+            if score == SCORE_APD_T1
+            else best_inv_T_score(elm, lp, qa.truth, grid=inv_T_grid)
+        )
         rows.append({"lambda3": float(value), **scored, "alm_prime": str(alm_prime)})
         del model
     best = min(rows, key=lambda r: r["score"])["lambda3"]

@@ -24,10 +24,11 @@ from apd.evaluation.ablations import (
     verdict,
     verdicts,
 )
+from apd.family.settings import settings_for
 from apd.family.text import texts_for_tokens
+from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import fmt, per_name
 from apd.report.plots import COLORS, figure
-from apd.report.results import load_results, results_dir
 from apd.report.tables import plus_minus
 
 UNTESTABLE = "untestable (gates)"
@@ -138,7 +139,7 @@ def validation_dir(fam, built, val_chunks: int, scale: str):
     if val_chunks <= 0:
         return None
     texts = texts_for_tokens(fam.tokenizer, built.corpus.validation, (val_chunks + 1) * built.pico_config.seq_len)
-    return collect_family(fam, texts, collect_config("pico", scale, built), progress=False)
+    return collect_family(fam, texts, collect_config(settings_for("pico", scale), built), progress=False)
 
 
 def ablation_table(res, ref: pd.DataFrame, gates: dict, z: float, min_effect: float) -> pd.DataFrame:
@@ -362,11 +363,8 @@ def glue_distilled(run, cmp: Comparisons, profile: str, data_fraction: float) ->
     member subsets, its training time, and how far the APD chapter's distilled ALM' moves toward the expert."""
     g = cmp.gates.get(DISTILLED)
     run.glue_text("ablation_budget", data_fraction, "{:.0%}")
-    apd_toward = (
-        load_results(profile, "apd").get("distilled_toward_expert")
-        if (results_dir(profile) / "apd.json").is_file()
-        else None
-    )
+    apd_headline = ApdHeadline.load(profile, missing_ok=True)  # None when the APD chapter has not run
+    apd_toward = None if apd_headline is None else apd_headline.distilled_toward_expert
     run.glue_text("apd_distilled_toward_expert", apd_toward, "{:.2f}", missing="n/a (the APD chapter has not run)")
     run.glue("distilled_gates", gate_sentence(g))
     run.glue("distilled_engaged", bool(g is not None and g.engaged))

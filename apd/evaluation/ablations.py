@@ -25,6 +25,7 @@ from apd.amateur.tuning import scoring_threads
 from apd.base.device import resolve_device
 from apd.core import stats
 from apd.family import logprobs
+from apd.family.settings import INV_T_GRID
 from apd.world import truth
 
 GROUPS = ("loss", "members", "decay", "other", "variant")
@@ -311,7 +312,7 @@ def pick_inv_T(
     main results pick it (``apd.world.truth.best_knobs``; ties: the first value)."""
     grid = [float(v) for v in inv_T_grid]
     if not grid:
-        raise ValueError("inv_T_grid is empty; give e.g. apd.world.truth.INV_T_GRID.")
+        raise ValueError("inv_T_grid is empty; give e.g. apd.family.settings.INV_T_GRID.")
     values = [score_amateur(qa, amateur_logprobs, v, top_k)[measure].to_numpy() for v in grid]
     means = np.array([v[~np.isnan(v)].mean() if (~np.isnan(v)).any() else np.nan for v in values])
     if np.all(np.isnan(means)):
@@ -398,7 +399,7 @@ def run_ablations(
     *,
     names=None,
     overrides: Optional[dict] = None,
-    inv_T_grid: Sequence[float] = truth.INV_T_GRID,
+    inv_T_grid: Sequence[float] = INV_T_GRID,
     top_k: int = 20,
     val_dir=None,
     val_chunks: int = 16,
@@ -468,7 +469,7 @@ def reference_rows(
     test: QASet,
     dev: Optional[QASet] = None,
     *,
-    inv_T_grid: Sequence[float] = truth.INV_T_GRID,
+    inv_T_grid: Sequence[float] = INV_T_GRID,
     apd_per_item: Optional[pd.DataFrame] = None,
     top_k: int = 20,
 ) -> tuple[pd.DataFrame, dict]:

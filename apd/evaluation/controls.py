@@ -12,8 +12,9 @@ expert. :func:`measure_controls` measures four controls on the **dev** people of
    people's open-ended prompts (every opener, same seeds), grouped by person
    (:func:`apd.evaluation.factuality.power.paired_verdict`); optional (it samples text).
 3. **Extrapolation can beat the expert**: the family's own noise is the on-the-fly fitter's
-   held-out residual (each inner member left out in turn, predicted from the curve fitted to the
-   others; root mean square over tokens); the known-answer families
+   held-out residual (:func:`apd.evaluation.noise.family_noise` with ``HELD_OUT``: each inner member
+   left out in turn, predicted from the curve fitted to the others; root mean square over tokens);
+   the known-answer families
    (:func:`apd.evaluation.known_answer.synthetic_family`) at that noise and the family's sizes say
    whether the fitter beats p_ELM there; on the world itself, where the truth is known, the fitter's
    asymptotes and p_ELM are compared with the truth per frequency bucket (total variation over the
@@ -33,20 +34,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import torch
-from scipy.special import softmax
 
-from apd.core import curves, stats
+from apd.core import stats
 from apd.evaluation import known_answer as ka
+from apd.evaluation.distributions import method_distributions
 from apd.evaluation.factuality.methods import Decoders, Method
 from apd.evaluation.factuality.power import paired_verdict, summary
 from apd.evaluation.factuality.sweeps import generate_continuations
+from apd.evaluation.noise import HELD_OUT, family_noise
 from apd.family.knowledge import saturation_table, score_world_qa
+from apd.family.settings import CONTROL_INV_T_GRID
 from apd.world import truth as wt
 from apd.world.world import BUCKETS, DISTRIBUTIONAL, OPENERS, BioPrompt
 
-#: 1/T values of CD on world QA (down to 0.05, where the probe of worlds found CD's small gain).
-CONTROL_INV_T_GRID = (0.05, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5, 0.75, 1.0)
 #: The paper's T for CD and APD (1/T = 1).
 CD_PAPER_INV_T = 1.0
 #: What each control must reach: the KL gain in standard errors, the NE_ER difference in standard
@@ -190,7 +190,7 @@ def cd_gain_table(member_logprobs, truth, gold, people, inv_T=CONTROL_INV_T_GRID
         >>> list(t.columns)[:3], t.index.tolist()
         (['kl_elm', 'kl_cd', 'kl_gain'], [0.5])
     """
-    md = wt.method_distributions(member_logprobs, inv_T=tuple(float(v) for v in inv_T), fly_weights=(), k=k)
+    md = method_distributions(member_logprobs, inv_T=tuple(float(v) for v in inv_T), fly_weights=(), k=k)
     frame = md.frame(truth=truth, gold=gold)
     people = np.asarray(people)
     elm = frame[frame["method"] == "ELM"].set_index("item")
@@ -216,42 +216,6 @@ def cd_gain_table(member_logprobs, truth, gold, people, inv_T=CONTROL_INV_T_GRID
 
 
 # ----------------------------------------------------------------------------- 3. extrapolation
-
-
-def _topk_probs(member_logprobs, ids) -> np.ndarray:
-    """Every member's probabilities renormalised over the candidates ``ids``: ``(N, B, k)``."""
-    lp = np.asarray(member_logprobs, dtype=np.float64)
-    return softmax(np.take_along_axis(lp, np.broadcast_to(ids, lp.shape[:1] + ids.shape), axis=-1), axis=-1)
-
-
-def heldout_residual(member_logprobs, log_sizes, ids, iterations: int = 400) -> float:
-    """The on-the-fly fitter's held-out residual: RMS over the candidates ``ids`` ``(B, k)`` of
-    (curve fitted without member j, at x_j) minus member j's probability, j over the inner members
-    (probability units, over the top k as APD on the fly sees them). member_logprobs ``(N, B, V)``.
-
-    Example (curves exactly on the fitter's family: the residual is small):
-        >>> x = np.array([9.5, 10.3, 11.5, 12.7, 14.4])
-        >>> p = 0.5 - 0.3 * np.exp(-0.8 * (x - 9.5))
-        >>> lp = np.log(np.stack([np.stack([[q, 1 - q]]) for q in p]))   # (N, 1, 2)
-        >>> heldout_residual(lp, x, np.array([[0, 1]])) < 0.01
-        True
-    """
-    lp = np.asarray(member_logprobs, dtype=np.float64)
-    x = np.asarray(log_sizes, dtype=np.float64)
-    if lp.shape[0] < 4:
-        raise ValueError(
-            f"a held-out residual needs at least 4 members (3 to fit, 1 inner to predict), got {lp.shape[0]}."
-        )
-    p = _topk_probs(lp, ids)
-    sq = []
-    for j in range(1, lp.shape[0] - 1):
-        keep = [i for i in range(lp.shape[0]) if i != j]
-        _, _, fit = wt.on_the_fly_topk(lp[keep], x[keep], ids, iterations=iterations)
-        with torch.no_grad():
-            at_j = curves.get_decay(fit.decay)(torch.tensor([x[j]], dtype=fit.c.dtype), fit.c, fit.params)[:, 0]
-            pred = curves.flip_values(at_j, fit.flipped).double().numpy().reshape(ids.shape)
-        sq.append((pred - p[j]) ** 2)
-    return float(np.sqrt(np.mean(sq)))
 
 
 def known_answer_at_noise(
@@ -407,7 +371,7 @@ def measure_controls(
 
     t0 = time.time()
     ids = wt.topk_ids(scores.logprobs[-1], k)
-    noise = heldout_residual(scores.logprobs, x, ids, fit_iterations)
+    noise = family_noise(HELD_OUT, member_logprobs=scores.logprobs, log_sizes=x, ids=ids, iterations=fit_iterations)
     known = known_answer_at_noise(noise, x, known_answer_positions, seed, fit_iterations)
     asym = asymptote_errors(scores.logprobs, x, scores.truth, ids, people, buckets, fit_iterations)
     seconds["extrapolation"] = time.time() - t0

@@ -29,10 +29,9 @@ from apd.base.progress import progress_bar
 from apd.core.stats import mean_se, paired_difference
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
+from apd.family.settings import PAPER_INV_T
 from apd.world.world import ANSWER_PREFIX
 
-#: The paper's 1/T grid for CD and APD in the QA tables (appendix, "QA Experiment Details").
-PAPER_INV_T = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0)
 #: metric -> whether higher is better
 METRICS = {"ppl": False, "acc": True, "MRR": True}
 #: method -> the role name of ``apd.report.paper`` (``elm`` = the expert alone, ``big`` = the reference LLM)

@@ -14,23 +14,10 @@ from dataclasses import dataclass
 
 import torch
 
-#: The scales of the embedded pico family (:mod:`apd.family.pico`); ALM's runs use the same ones.
-#: ``default-200`` is the 200-person world with six members (13k to 1.8M), reachable as its own profile.
+#: The scales of the embedded pico family (:mod:`apd.family.pico`); ALM's runs use the same ones, with
+#: the settings of :func:`apd.family.settings.settings_for`. ``default-200`` is the 200-person world
+#: with six members (13k to 1.8M), reachable as its own profile.
 SCALES = ("smoke", "default", "gpu", "default-200")
-
-#: Scales that train ALM', THF and the gates with another scale's settings: only their world and
-#: members are their own.
-SETTINGS_OF = {"default-200": "default"}
-
-
-def settings_scale(scale: str) -> str:
-    """The scale whose training settings (ALM', THF, gates, lambda3 grids) ``scale`` uses.
-
-    Example:
-        >>> settings_scale("default-200"), settings_scale("smoke")
-        ('default', 'smoke')
-    """
-    return SETTINGS_OF.get(scale, scale)
 
 
 @dataclass(frozen=True)
@@ -61,9 +48,9 @@ class MemberSpec:
 
 @dataclass(frozen=True)
 class FamilySpec:
-    """A family: members ordered by size, the reference LLM, and per-family training settings.
+    """A family: members ordered by size, and the reference LLM (its training settings, lambda3
+    included: :func:`apd.family.settings.settings_for`).
 
-    lambda3: weight of the logit-anchoring loss L3 when training ALM' (0.8 Pythia, 0.4 OPT, 1.0 Qwen).
     tokenizer_id: where the family's tokenizer can be loaded from on its own (None: from a member).
     count_untied_unembedding: whether an untied output unembedding counts as non-embedding
         parameters for this family (True only for Qwen1.5, to reproduce the release's x-axis).
@@ -72,7 +59,6 @@ class FamilySpec:
     name: str
     members: tuple[MemberSpec, ...]
     reference: MemberSpec | None
-    lambda3: float
     tokenizer_id: str | None
     count_untied_unembedding: bool = False
 
@@ -126,7 +112,6 @@ FAMILIES: dict[str, FamilySpec] = {
             _pythia("6.9b", 6_444_163_072, 22.5864),
         ),
         reference=_pythia("12b", 11_327_027_200, None, role="reference"),
-        lambda3=0.8,
         tokenizer_id="EleutherAI/pythia-70m-deduped",
     ),
     "opt": FamilySpec(
@@ -139,7 +124,6 @@ FAMILIES: dict[str, FamilySpec] = {
             _opt("6.7b", 6_452_559_872, 22.588),
         ),
         reference=_opt("13b", 12_596_080_640, None, role="reference"),
-        lambda3=0.4,
         tokenizer_id="facebook/opt-125m",
     ),
     "qwen1.5": FamilySpec(
@@ -150,13 +134,12 @@ FAMILIES: dict[str, FamilySpec] = {
             _qwen("4B", 3_561_413_120, 21.993),
         ),
         reference=_qwen("7B", 7_098_994_688, None, role="reference"),
-        lambda3=1.0,
         tokenizer_id="Qwen/Qwen1.5-0.5B",
         count_untied_unembedding=True,
     ),
     # The embedded family trained by apd.family.pretrain: members live in a local folder and are
-    # counted from the models themselves. lambda3 follows Pythia (same architecture class).
-    "pico": FamilySpec(name="pico", members=(), reference=None, lambda3=0.8, tokenizer_id=None),
+    # counted from the models themselves.
+    "pico": FamilySpec(name="pico", members=(), reference=None, tokenizer_id=None),
 }
 
 

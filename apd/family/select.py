@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from apd.base.device import resolve_device
 from apd.family.loading import load_family
+from apd.family.settings import settings_for
 
 
 def get_family(
@@ -21,7 +22,9 @@ def get_family(
 
     load_kwargs: more arguments of :func:`apd.family.loading.load_family` (``check_sizes``, ``offload``,
     ``log_sizes``, ``hub_kwargs``, ...), e.g. ``check_sizes=False`` for models of your own under a
-    registered family's member names. ``built`` is None for Hub families.
+    registered family's member names. ``built`` is None for Hub families. ``pico_scale`` (also the
+    scale of a Hub family's ALM' training) is checked here, by building its
+    :func:`apd.family.settings.settings_for`, before anything loads.
 
     Example:
         >>> import apd
@@ -31,6 +34,8 @@ def get_family(
         >>> bool((fam.log_sizes[1:] > fam.log_sizes[:-1]).all())   # x = ln(non-embedding size), increasing
         True
     """
+    if isinstance(family, str):  # a FamilySpec of your own has no training settings
+        settings_for(family, pico_scale)
     dev = resolve_device(device)
     if family == "pico":
         from apd.family import pico  # the embedded builder loads only when asked for: Hub families never import it

@@ -7,13 +7,13 @@ p_ALM)``; APD at 1/T, the same with ALM'; APD on the fly with weight w, ``(1 - w
 log-probabilities, ``(N, B, V)`` for all members (smallest first). Measures per item, in nats, lower
 is better: :func:`kl_to_truth`, KL(truth || method) with the truth
 (``apd.world.world.World.next_token_distribution``) renormalised over the top k, and :func:`gold_nll`,
-``-log(p + 0.01)`` of the gold token. :func:`dev_test_split` halves the evaluation people per
-frequency bucket into "dev" (choosing 1/T and w) and "test" (what the book reports).
+``-log(p + 0.01)`` of the gold token. Every method at once, per item, is
+:func:`apd.evaluation.distributions.method_distributions`. :func:`dev_test_split` halves the
+evaluation people per frequency bucket into "dev" (choosing 1/T and w) and "test" (what the book
+reports).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,6 @@ from apd.core import curves, stats
 from apd.core.contrastive import contrastive_scores
 from apd.world.world import BUCKETS
 
-INV_T_GRID = (0.25, 0.5, 0.75, 1.0)  # 1/T values of CD and APD compared in the book
 PEOPLE_SPLITS = ("dev", "test")
 
 
@@ -75,7 +74,13 @@ def dev_test_split(items, world, seed: int = 0) -> tuple[list, list]:
 # ----------------------------------------------------------------------------- method distributions
 
 
-def _np(x) -> np.ndarray:
+def as_float64(x) -> np.ndarray:
+    """Scores (a numpy array or torch tensor, any shape) as a float64 numpy array; raises on NaN.
+
+    Example:
+        >>> as_float64(torch.tensor([0.5, 1.0])).dtype
+        dtype('float64')
+    """
     if isinstance(x, torch.Tensor):
         x = x.detach().float().cpu().numpy()
     x = np.asarray(x, dtype=np.float64)
@@ -86,7 +91,7 @@ def _np(x) -> np.ndarray:
 
 def topk_ids(elm_logprobs, k: int = 20) -> np.ndarray:
     """The ELM's top-k token ids ``(B, k)``, most probable first (``torch.topk`` order)."""
-    e = torch.as_tensor(_np(elm_logprobs))
+    e = torch.as_tensor(as_float64(elm_logprobs))
     if not 1 <= k <= e.shape[-1]:
         raise ValueError(f"k must be in [1, vocab = {e.shape[-1]}], got {k}.")
     return e.topk(k, dim=-1).indices.numpy()
@@ -94,7 +99,7 @@ def topk_ids(elm_logprobs, k: int = 20) -> np.ndarray:
 
 def at(values, ids) -> np.ndarray:
     """``values[..., ids]`` row by row: ``(B, V)`` and ``(B, k)`` -> ``(B, k)``."""
-    return np.take_along_axis(_np(values), np.asarray(ids), axis=-1)
+    return np.take_along_axis(as_float64(values), np.asarray(ids), axis=-1)
 
 
 def contrastive_topk(elm_logprobs, amateur_logprobs, inv_T: float, ids) -> np.ndarray:
@@ -104,7 +109,12 @@ def contrastive_topk(elm_logprobs, amateur_logprobs, inv_T: float, ids) -> np.nd
     computes it when ``ids`` is the ELM's top k; ``inv_T = 0`` gives the ELM renormalised.
     """
     return contrastive_scores(
-        _np(elm_logprobs), _np(amateur_logprobs), inv_T=inv_T, ids=ids, normalize=False, renormalize="prob"
+        as_float64(elm_logprobs),
+        as_float64(amateur_logprobs),
+        inv_T=inv_T,
+        ids=ids,
+        normalize=False,
+        renormalize="prob",
     )
 
 
@@ -118,7 +128,7 @@ def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
     otherwise); ``p_ap`` are the asymptotes renormalised over ``ids``. Mix them with
     :func:`apd.core.curves.mix_on_the_fly`.
     """
-    lp = _np(member_logprobs)
+    lp = as_float64(member_logprobs)
     if lp.ndim != 3:
         raise ValueError(f"member_logprobs must be (N members, B, V), got shape {lp.shape}.")
     ids = np.asarray(ids)
@@ -170,90 +180,6 @@ def gold_nll(q, ids, gold, eps: float = 0.01) -> np.ndarray:
     hit = ids == gold[:, None]
     p = (q * hit).sum(-1)
     return np.where(hit.any(-1), -np.log(p + eps), np.nan)
-
-
-# ----------------------------------------------------------------------------- all methods at once
-
-
-@dataclass
-class MethodDistributions:
-    """Every method's distribution over the ELM's top-k candidates.
-
-    ids ``(B, k)``; probs: {(method, knob): ``(B, k)``}, knob = 1/T for ELM (0), CD and APD, the
-    mixing weight w for "APD on the fly"; fly_fit: the on-the-fly :class:`apd.core.curves.CurveFit`
-    (rows in the order of ``ids.reshape(-1)``), None when it was not fitted.
-    """
-
-    ids: np.ndarray
-    probs: dict
-    fly_fit: object = None
-
-    def frame(self, truth=None, gold=None, eps: float = 0.01, **columns) -> pd.DataFrame:
-        """One row per (method, knob, item): ``kl`` (needs ``truth`` ``(B, V)``) and ``nll`` (needs
-        ``gold`` ``(B,)``, the gold or actual next token ids); extra per-item ``columns`` (e.g.
-        bucket=...) are repeated for every method."""
-        truth_k = at(truth, self.ids) if truth is not None else None
-        rows = []
-        B = self.ids.shape[0]
-        for (method, knob), q in self.probs.items():
-            part = {"method": method, "knob": float(knob), "item": np.arange(B)}
-            part.update({k: np.asarray(v) for k, v in columns.items()})
-            if truth_k is not None:
-                part["kl"] = kl_to_truth(truth_k, q)
-            if gold is not None:
-                part["nll"] = gold_nll(q, self.ids, gold, eps)
-            rows.append(pd.DataFrame(part))
-        return pd.concat(rows, ignore_index=True)
-
-
-def method_distributions(
-    member_logprobs,
-    alm_prime_logprobs=None,
-    log_sizes=None,
-    *,
-    inv_T=INV_T_GRID,
-    fly_weights=curves.ON_THE_FLY_WEIGHTS,
-    k: int = 20,
-    amateurs=None,
-    **fit_kwargs,
-) -> MethodDistributions:
-    """ELM, CD and APD at each 1/T in ``inv_T``, and APD on the fly at each w in ``fly_weights``.
-
-    member_logprobs ``(N, B, V)`` (ALM first, ELM last); alm_prime_logprobs ``(B, V)`` (None: no
-    APD rows); log_sizes ``(N,)`` (needed for the on-the-fly fit; None or empty ``fly_weights``:
-    no on-the-fly rows). ``amateurs``: {method name: ``(B, V)`` log-probabilities} of more amateurs
-    (e.g. each APD variant's ALM'), each scored like APD at every 1/T under its own name.
-    """
-    lp = _np(member_logprobs)
-    if lp.ndim != 3 or lp.shape[0] < 2:
-        raise ValueError(f"member_logprobs must be (N >= 2 members, B, V), got shape {lp.shape}.")
-    elm, alm = lp[-1], lp[0]
-    ids = topk_ids(elm, k)
-    probs = {("ELM", 0.0): contrastive_topk(elm, alm, 0.0, ids)}
-    for v in inv_T:
-        probs[("CD", float(v))] = contrastive_topk(elm, alm, float(v), ids)
-    if alm_prime_logprobs is not None:
-        ap = _np(alm_prime_logprobs)
-        if ap.shape != elm.shape:
-            raise ValueError(f"alm_prime_logprobs {ap.shape} must match one member's {elm.shape}.")
-        for v in inv_T:
-            probs[("APD", float(v))] = contrastive_topk(elm, ap, float(v), ids)
-    for name, lp_am in (amateurs or {}).items():
-        am = _np(lp_am)
-        if am.shape != elm.shape:
-            raise ValueError(f"amateurs[{name!r}] has shape {am.shape}; it must match one member's {elm.shape}.")
-        if name in ("ELM", "CD", "APD", "APD on the fly"):
-            raise ValueError(f"amateur name {name!r} is taken by a built-in method; name it e.g. 'APD {name}'.")
-        for v in inv_T:
-            probs[(name, float(v))] = contrastive_topk(elm, am, float(v), ids)
-    fit = None
-    if log_sizes is not None and len(fly_weights):
-        p_elm, p_ap, fit = on_the_fly_topk(lp, log_sizes, ids, **fit_kwargs)
-        for w in fly_weights:
-            probs[("APD on the fly", float(w))] = curves.mix_on_the_fly(
-                torch.as_tensor(p_elm), torch.as_tensor(p_ap), float(w)
-            ).numpy()
-    return MethodDistributions(ids=ids, probs=probs, fly_fit=fit)
 
 
 def sample_per_bucket(items, n: int, rng: np.random.Generator, exclude=()) -> list:
@@ -311,8 +237,9 @@ def bucket_summary(
 def paired_methods(
     frame: pd.DataFrame, a: tuple[str, float], b: tuple[str, float], measure: str = "kl", cluster: str | None = None
 ) -> stats.PairedDifference:
-    """``measure`` of row ``a`` minus row ``b`` (each a ``(method, knob)`` of a :meth:`MethodDistributions.frame`;
-    the ELM's knob is ignored), paired over the items both define; ``mean`` > 0: ``b`` is lower.
+    """``measure`` of row ``a`` minus row ``b`` (each a ``(method, knob)`` of a
+    :meth:`apd.evaluation.distributions.MethodDistributions.frame`; the ELM's knob is ignored),
+    paired over the items both define; ``mean`` > 0: ``b`` is lower.
     ``cluster``: a column of ``frame`` (e.g. ``"person"``) whose units are not independent: the
     differences are averaged per cluster and the standard error taken over clusters
     (:func:`apd.core.stats.paired_difference` with ``groups``).
@@ -346,7 +273,7 @@ def paired_methods(
     if cluster is not None and cluster not in frame.columns:
         raise ValueError(
             f"no column {cluster!r} to cluster by; the frame has {', '.join(map(str, frame.columns))}. "
-            f"Pass it to MethodDistributions.frame (e.g. {cluster}=[...] per item)."
+            f"Pass it to apd.evaluation.distributions.MethodDistributions.frame (e.g. {cluster}=[...] per item)."
         )
     groups = None if cluster is None else xa[cluster].to_numpy()
     return stats.paired_difference(x.to_numpy(dtype=float), y.to_numpy(dtype=float), groups=groups)

@@ -64,7 +64,7 @@ _EXPORTS = {
     "Run": "apd.report.results",
     "show": "apd.report.tables",
     "plots": "apd.report.plots",
-    # the stages, for everything else: apd.world.method_distributions, apd.evaluation.find_obvious_blindness, ...
+    # the stages, for everything else: apd.evaluation.distributions.method_distributions, apd.world.truth.at, ...
     "core": "apd.core",
     "world": "apd.world",
     "family": "apd.family",

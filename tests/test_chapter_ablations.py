@@ -1,5 +1,7 @@
 """apd.chapters.ablations on tiny hand-made runs: the table, its gates, comparisons, headline."""
 
+import dataclasses
+import json
 from types import SimpleNamespace
 
 import numpy as np
@@ -8,7 +10,8 @@ import pytest
 from chapter_keys import keys_read
 
 from apd.chapters import ablations as ab
-from apd.chapters.gluing import record_headline, result_keys
+from apd.chapters.apd import ApdHeadline
+from apd.chapters.gluing import MissingResultError, record_headline, result_keys
 from apd.report.results import Run
 
 NAMES = ["logit", "alm+elm", "distilled", "distilled-no-small"]
@@ -115,3 +118,16 @@ def test_budget():
     assert ab.budget_note(cfg, {}).startswith("Every run uses")
     with pytest.raises(ValueError):
         ab.check_family("pythia")
+
+
+def test_distilled_reads_the_apd_chapters_typed_headline(tiny, tmp_path):
+    run, _, cmp = tiny
+    (tmp_path / "p").mkdir(exist_ok=True)
+    values = {f.name: 0 for f in dataclasses.fields(ApdHeadline)}
+    (tmp_path / "p" / "apd.json").write_text(json.dumps({**values, "distilled_toward_expert": 0.37}))
+    ab.glue_distilled(run, cmp, "p", 1.0)
+    assert run.values["apd_distilled_toward_expert"] == 0.37
+    del values["distilled_toward_expert"]  # an older APD run: the error says which chapter to run again
+    (tmp_path / "p" / "apd.json").write_text(json.dumps(values))
+    with pytest.raises(MissingResultError, match="lack distilled_toward_expert .*ONLY=apd"):
+        ab.glue_distilled(run, cmp, "p", 1.0)

@@ -1,6 +1,7 @@
 """The APD chapter's bookkeeping (apd.chapters.apd): its headline numbers cover what the rest
 of the book reads, and its tables and values come out right on tiny inputs and the smoke family."""
 
+import dataclasses
 import json
 import math
 import re
@@ -12,6 +13,7 @@ import pytest
 
 import apd.chapters.apd as ch
 from apd.book import pages
+from apd.chapters.gluing import MissingResultError
 from apd.report import claims
 from apd.world.truth import method_label
 
@@ -38,28 +40,45 @@ def _keys_read_from_apd() -> set[str]:
         "gate_verdict",
     }  # apd.report.findings
     keys |= {f"regime_{b}_{k}" for b in ("head", "torso", "tail") for k in ("gain", "flat")}  # apd.report.findings
-    for stem in ("known_answer", "ablations"):  # the chapters that read apd.json (notebook and module)
+    # the chapters that read the typed headline (ApdHeadline.load; notebook and module): its attributes they read
+    for stem in ("known_answer", "ablations", "paper_vs_book"):
         for path in (ROOT / "notebooks" / f"{stem}.ipynb", ROOT / "apd" / "chapters" / f"{stem}.py"):
-            src = path.read_text().replace('\\"', '"')
-            keys |= set(re.findall(r'apd_values\.get\("(\w+)"', src))
-            keys |= set(re.findall(r'apd_values\[["\'](\w+)["\']\]', src))
-            keys |= set(re.findall(r'load_results\(profile, "apd"\)\.get\("(\w+)"', src))
+            keys |= set(re.findall(r"\b(?:apd_headline|done\.apd)\.(\w+)", path.read_text()))
     return keys
 
 
 def test_the_headline_has_every_key_the_book_reads_from_the_chapter():
     keys = _keys_read_from_apd()
     assert {"gate_engaged", "kl_cd_gain", "text_fly", "distilled_l1_curve", "distilled_toward_expert"} <= keys
-    fields = {f.name for f in ch.fields(ch.ApdHeadline)}
+    assert "variant_used" in keys  # the paper-vs-book chapter's headline figure
+    fields = {f.name for f in dataclasses.fields(ch.ApdHeadline)}
     assert not keys - fields, f"read from apd.json but not in ApdHeadline: {sorted(keys - fields)}"
 
 
 def test_headline_reads_a_results_dict_and_names_a_missing_key():
-    values = {f.name: 1 for f in ch.fields(ch.ApdHeadline)}
+    values = {f.name: 1 for f in dataclasses.fields(ch.ApdHeadline)}
     assert ch.headline(values).kl_apd_gain == 1
     del values["kl_cd"]
     with pytest.raises(KeyError, match="kl_cd"):
         ch.headline(values)
+
+
+def test_other_chapters_load_the_headline_or_learn_which_chapter_to_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    (tmp_path / "p").mkdir()
+    assert ch.ApdHeadline.load("p", missing_ok=True) is None
+    assert ch.gate_verdict("p") == ch.GATE_NOT_MEASURED
+    with pytest.raises(MissingResultError, match=r"the apd chapter has not run.*ONLY=apd"):
+        ch.ApdHeadline.load("p")
+    values = {f.name: 1 for f in dataclasses.fields(ch.ApdHeadline)}
+    values.update(gate_verdict="engaged (the distilled variant)", profile="p", wall_time_s=3.0)
+    (tmp_path / "p" / "apd.json").write_text(json.dumps(values))
+    h = ch.ApdHeadline.load("p")
+    assert h.gate_verdict == ch.gate_verdict("p") == "engaged (the distilled variant)"
+    del values["distilled_l1_curve"], values["variant_used"]  # results of an older run
+    (tmp_path / "p" / "apd.json").write_text(json.dumps(values))
+    with pytest.raises(MissingResultError, match=r"lack variant_used, distilled_l1_curve .*PROFILE=p ONLY=apd"):
+        ch.ApdHeadline.load("p", missing_ok=True)
 
 
 def test_glue_sends_numbers_and_text_to_their_run_methods():

@@ -8,6 +8,7 @@ import pandas as pd
 
 from apd.report import claims
 from apd.chapters import known_answer as chapter
+from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import glue_values
 
 matplotlib.use("Agg")
@@ -56,13 +57,19 @@ def test_tables_and_figure():
     assert chapter.plot_traces(table).axes
 
 
+def _apd_headline(**values):
+    """An :class:`apd.chapters.apd.ApdHeadline` of zeros but ``values``."""
+    return ApdHeadline.from_results({**{f.name: 0 for f in dataclasses.fields(ApdHeadline)}, **values})
+
+
 def test_condition_noise_headline_and_table():
-    assert chapter.condition_noise({"distilled_l1_curve": 0.02}, 0.005) == (
+    assert chapter.condition_noise(_apd_headline(distilled_l1_curve=0.02), 0.005) == (
         0.02,
         "the APD chapter's held-out residual of the on-the-fly fits",
     )
-    assert chapter.condition_noise({"distilled_l1_curve": 0.02}, 0.005, use_family=False)[0] == 0.005
-    assert chapter.condition_noise({"distilled_l1_curve": "n/a"}, 0.005)[0] == 0.005
+    assert chapter.condition_noise(_apd_headline(distilled_l1_curve=0.02), 0.005, use_family=False)[0] == 0.005
+    assert chapter.condition_noise(_apd_headline(distilled_l1_curve="n/a"), 0.005)[0] == 0.005
+    assert chapter.condition_noise(None, 0.005)[1].startswith("the APD chapter has not measured it")
     cond = pd.DataFrame(
         dict(
             decay=["exponential", "logistic"],

@@ -1,11 +1,14 @@
 """apd.chapters.paper_vs_book on an empty and a tiny results folder."""
 
+import dataclasses
 import json
 
 import pandas as pd
 import pytest
 
 from apd.chapters import paper_vs_book as ch
+from apd.chapters.apd import ApdHeadline
+from apd.chapters.gluing import MissingResultError
 from apd.report.claims import paper_claims
 from apd.report.evidence import judge
 from apd.report.results import Run
@@ -35,22 +38,47 @@ def test_status_counts_put_the_status_first(run):
     assert list(ch.status_first(frame).columns) == ["status", "paper"]
 
 
+def _apd_values(**values):
+    """A results dict of the APD chapter: every :class:`ApdHeadline` field (0) but ``values``."""
+    return {**{f.name: 0 for f in dataclasses.fields(ApdHeadline)}, **values}
+
+
 def test_summary_values_choose_one_apd_sentence(run, tmp_path):
-    apd_values = {
-        "gate_engaged": 1,
-        "variant_used": "distilled",
-        "kl_apd_gain": 0.01,
-        "kl_apd_gain_se": 0.002,
-        "kl_apd_gain_n": 100,
-        "wall_time_s": 7200,
-    }
-    (tmp_path / "p" / "apd.json").write_text(json.dumps(apd_values))
-    done = ch.chapter_results("p")
-    assert done["apd"]["variant_used"] == "distilled" and done.get("theorem1") == {}
+    apd_values = _apd_values(
+        gate_engaged=1, variant_used="distilled", kl_apd_gain=0.01, kl_apd_gain_se=0.002, kl_apd_gain_n=100
+    )
+    (tmp_path / "p" / "apd.json").write_text(json.dumps({**apd_values, "wall_time_s": 7200}))
+    done = ch.book_results("p")
+    assert done.apd.variant_used == "distilled" and done.theorem1 is None and done.seconds == 7200
     counts = ch.glue_verdicts(run, judge(paper_claims(), "p"))
     ch.glue_summary(run, done, counts, "p")
     v = run.values
     assert v["summary_engaged"] and v["summary_apd_closer"] and not (v["summary_kl_tie"] or v["summary_cd_closer"])
     assert v["summary_t1_err"] == "n/a" and v["summary_hours"] == pytest.approx(2.0)
-    assert ch.headline_rows("p", done["apd"]) is None  # no apd_regime table
-    assert ch.kl_gain({"kl_apd_gain": float("nan"), "kl_apd_gain_se": 0.1}) == (None, None)
+    assert v["summary_variant"] == "distilled" and v["summary_kl_n"] == 100
+    assert ch.headline_rows("p", done.apd) is None  # no apd_regime table
+    nan_gain = ApdHeadline.from_results(_apd_values(kl_apd_gain=float("nan"), kl_apd_gain_se=0.1))
+    assert ch.kl_gain(nan_gain) == ch.kl_gain(None) == (None, None)
+
+
+def test_summary_reads_theorem1_and_wall_times_and_names_a_stale_chapter(run, tmp_path):
+    (tmp_path / "p" / "theorem1.json").write_text(
+        json.dumps(
+            {
+                "n_logits_checked": 5000,
+                "max_abs_error": 2e-14,
+                "max_rel_error": 1e-16,
+                "float64_eps": 2.2e-16,
+                "max_rel_error_in_eps": 0.5,
+                "wall_time_s": 1800.5,
+            }
+        )
+    )
+    done = ch.book_results("p")
+    assert done.apd is None and done.theorem1.n_logits_checked == 5000 and done.seconds == 1800.5
+    ch.glue_summary(run, done, ch.glue_verdicts(run, judge(paper_claims(), "p")), "p")
+    assert run.values["summary_t1_err"] == 2e-14 and run.values["summary_variant"] == "n/a"
+    assert not (run.values["summary_engaged"] or run.values["summary_not_engaged"])
+    (tmp_path / "p" / "apd.json").write_text(json.dumps({"gate_engaged": 1, "wall_time_s": 60}))  # an older run's
+    with pytest.raises(MissingResultError, match="the apd chapter's results lack .*ONLY=apd"):
+        ch.book_results("p")

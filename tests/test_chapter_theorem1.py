@@ -2,6 +2,7 @@
 
 import dataclasses
 import doctest
+import json
 
 import matplotlib
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 from apd.report import claims
 from apd.chapters import theorem1 as chapter
+from apd.chapters.gluing import MissingResultError
 
 matplotlib.use("Agg")
 
@@ -68,3 +70,15 @@ def test_headline_has_every_key_the_claims_and_the_summary_read():
     fields = {f.name for f in dataclasses.fields(chapter.Theorem1Headline)}
     # the claims, and the paper-vs-book chapter's summary of the book's first page
     assert _read_keys("theorem1") | {"max_abs_error", "n_logits_checked"} <= fields
+
+
+def test_the_headline_is_read_back_from_the_results_or_names_the_chapter_to_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    (tmp_path / "p").mkdir()
+    assert chapter.Theorem1Headline.load("p", missing_ok=True) is None
+    h = chapter.headline(10, 1e-14, 2.2e-16)
+    (tmp_path / "p" / "theorem1.json").write_text(json.dumps({**dataclasses.asdict(h), "wall_time_s": 1.0}))
+    assert chapter.Theorem1Headline.load("p") == h
+    (tmp_path / "p" / "theorem1.json").write_text(json.dumps({"max_abs_error": 1e-14}))
+    with pytest.raises(MissingResultError, match="theorem1 chapter's results lack n_logits_checked, max_rel_error"):
+        chapter.Theorem1Headline.load("p")

@@ -140,7 +140,9 @@ def test_factuality_methods_take_real_thresholds(smoke_family):
     fam, built, _ = smoke_family
     fx = apd.evaluation.factuality
     thf = apd.load_thf(apd.thf_model(fam, built, scale="smoke", progress=False), device="cpu")
-    dec = fx.methods.Decoders(fam.model(fam.elm), fam.tokenizer, alm=fam.model(fam.alm), vocab_size=fam.vocab_size, thf=thf)
+    dec = fx.methods.Decoders(
+        fam.model(fam.elm), fam.tokenizer, alm=fam.model(fam.alm), vocab_size=fam.vocab_size, thf=thf
+    )
     method = fx.methods.Method("CD", "REAL", 4.0, 2.0)
     assert method.label == "CD T=2 + REAL (T_r=4)"
     (proc,), _ = dec.processors_and_kwargs(method)

@@ -16,7 +16,8 @@ import pytest
 
 import apd
 from apd.base import progress
-from apd.book import runner as book
+from apd.book.execution import kernel_environment
+from apd.book.profiles import load_profile
 from apd.report import results, tables
 from apd.report.results import Run
 
@@ -106,7 +107,7 @@ def test_progress_bars_follow_apd_progress(monkeypatch, capsys):
 def test_kernel_environment_sets_and_restores(monkeypatch):
     monkeypatch.delenv("APD_PROGRESS", raising=False)
     monkeypatch.setenv("PYTHONWARNINGS", "default")
-    with book.kernel_environment():
+    with kernel_environment():
         assert os.environ["APD_PROGRESS"] == "0" and os.environ["TQDM_DISABLE"] == "1"
         assert os.environ["PYTHONWARNINGS"].startswith("default,") and "IProgress" in os.environ["PYTHONWARNINGS"]
     assert "APD_PROGRESS" not in os.environ and os.environ["PYTHONWARNINGS"] == "default"
@@ -118,7 +119,7 @@ def test_kernel_without_progress_prints_no_bar_and_no_warning(tmp_path):
         "for _ in progress_bar(range(50), desc='train'): pass\n"
         "import tqdm.auto\n"
     )
-    with book.kernel_environment():
+    with kernel_environment():
         out = subprocess.run(
             [sys.executable, "-c", code],
             capture_output=True,
@@ -190,9 +191,23 @@ def test_api_reference_documents_every_front_door_name():
     assert "book/api" in toc and "notebooks/tutorial" in toc
 
 
+def test_api_reference_lists_every_module():
+    """The API page's module table is the package itself: every module, each summarised by its docstring."""
+    page = (ROOT / "book" / "api.md").read_text()
+    listed = set(page.split("## Every module", 1)[1].split()) if "## Every module" in page else set()
+    modules = set()
+    for path in (ROOT / "apd").rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if parts[-1] != "__main__" and name != "apd":  # the front door is the page above
+            modules.add(name)
+    assert modules - listed == set(), f"book/api.md's module table lacks {sorted(modules - listed)}"
+    assert {m for m in listed if m.startswith("apd.")} <= modules, "book/api.md lists a module that does not exist"
+
+
 def test_tutorial_runs_in_every_profile():
     for profile in ("smoke", "default", "pythia", "hub-smoke"):
-        assert "tutorial" in book.load_profile(profile)
+        assert "tutorial" in load_profile(profile)
 
 
 def test_show_folds_tables_wider_than_the_text():

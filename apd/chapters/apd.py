@@ -9,7 +9,7 @@ by :func:`glue` (``fmt`` None: the number as is, :meth:`Run.glue`; a format: tex
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import numpy as np
@@ -27,6 +27,7 @@ from apd.evaluation import known_answer
 from apd.evaluation.ablations import verdict
 from apd.family.knowledge import score_world_qa
 from apd.family.logprobs import next_token_log_probs
+from apd.chapters.gluing import ChapterResult
 from apd.report.findings import family_saturation
 from apd.report.plots import COLORS, XLABEL_LOG_SIZE, figure, panels, wrap
 from apd.report.tables import compare_word, plus_minus
@@ -1144,12 +1145,16 @@ Number = Optional[float | int | str]  # a glued value: a number, or the text a m
 
 
 @dataclass(frozen=True)
-class ApdHeadline:
-    """The APD chapter's headline numbers: what other chapters, the claims (:mod:`apd.report.claims`)
-    and the findings (:mod:`apd.report.findings`) read from ``results/<profile>/apd.json``."""
+class ApdHeadline(ChapterResult):
+    """The APD chapter's headline numbers: what other chapters (through :meth:`ChapterResult.load`),
+    the claims (:mod:`apd.report.claims`) and the findings (:mod:`apd.report.findings`) read from
+    ``results/<profile>/apd.json``."""
+
+    STEM = "apd"
 
     n_variants: int  # variants of ALM' trained (apd.amateur.variants.VARIANTS)
     engaged_list: str  # the variants that pass every mechanism gate, "none of them" if none
+    variant_used: str  # the variant every chapter uses ("release", "conditioned", "distilled")
     variant_used_note: str  # the ALM' every chapter uses, in words (apd.amateur.pipeline.VariantSelection.note)
     gate_engaged: int  # 1 when that ALM' passes every mechanism gate
     gate_reason: str  # which of its gates fail ("...: all gates pass" if none)
@@ -1157,7 +1162,7 @@ class ApdHeadline:
     release_gate_engaged: int  # 1 when the release configuration passes every gate
     release_gate_reason: str  # the release configuration's failed gates
     distilled_toward_expert: float  # the distilled variant's APD between CD at T = 1 (0) and the expert (1)
-    distilled_l1_curve: float  # the distilled variant's refitted curves' L1 on the held-out tokens
+    distilled_l1_curve: float  # the distilled variant's gate L1, the family's noise in sample (apd.evaluation.noise)
     n_test_items: int  # world questions about the test people (0 for a Hub family)
     kl_elm: Number  # the expert's KL(truth || method) on the test questions, nats
     kl_cd: Number  # CD's, at its dev-best 1/T
@@ -1184,11 +1189,33 @@ class ApdHeadline:
 
 def headline(values: dict) -> ApdHeadline:
     """The :class:`ApdHeadline` of a chapter's results ``values`` (a run's ``values`` or a loaded
-    ``apd.json``); raises KeyError naming the first missing key.
+    ``apd.json``); raises :class:`apd.chapters.gluing.MissingResultError` (a KeyError) naming every
+    missing key.
 
     Example:
-        >>> h = headline({f.name: 0 for f in fields(ApdHeadline)})
+        >>> import dataclasses
+        >>> h = headline({f.name: 0 for f in dataclasses.fields(ApdHeadline)})
         >>> h.kl_apd_gain
         0
     """
-    return ApdHeadline(**{f.name: values[f.name] for f in fields(ApdHeadline)})
+    return ApdHeadline.from_results(values)
+
+
+#: What :func:`gate_verdict` reads when the APD chapter has not run under the profile.
+GATE_NOT_MEASURED = "not measured (the APD chapter has not run)"
+
+
+def gate_verdict(profile: str) -> str:
+    """The APD chapter's mechanism-gate verdict under ``profile`` (:attr:`ApdHeadline.gate_verdict`:
+    ``"engaged (...)"`` or ``"not engaged (...)"``, see :mod:`apd.amateur.gates`), for the chapters
+    that use its ALM'; :data:`GATE_NOT_MEASURED` when that chapter has not run.
+
+    Example:
+        >>> import os, tempfile
+        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+        >>> gate_verdict("nowhere")
+        'not measured (the APD chapter has not run)'
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
+    h = ApdHeadline.load(profile, missing_ok=True)
+    return GATE_NOT_MEASURED if h is None else str(h.gate_verdict)

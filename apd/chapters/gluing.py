@@ -5,12 +5,18 @@ A headline field's ``metadata["fmt"]`` (:func:`fmt`) is the format its value is 
 prose (:meth:`apd.report.results.Run.glue_text`; a missing value reads "n/a"); a field without one
 is glued as it is (:meth:`apd.report.results.Run.glue`). A field marked :func:`per_name` holds a
 ``{name: value}`` mapping, glued as one key per name, ``<field>_<name>``.
+
+A chapter whose results another chapter reads types them: :class:`ChapterResult` reads a headline
+back from ``results/<profile>/<stem>.json`` (:meth:`ChapterResult.load`), and a missing chapter or
+field raises :class:`MissingResultError` naming the chapter to run first.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from typing import Any
+
+from apd.report.results import chapter_ran, load_results
 
 
 def glue_values(run, values: dict[str, Any]) -> None:
@@ -106,3 +112,71 @@ def result_keys(headline_type, names=()) -> set[str]:
     for f in dataclasses.fields(headline_type):
         keys |= {f"{f.name}_{n}" for n in names} if f.metadata.get("per_name") else {f.name}
     return keys
+
+
+class MissingResultError(KeyError):
+    """A chapter's typed result cannot be read: the chapter has not run under the profile, or its
+    results lack a field (an older run); the message names the chapter to run first."""
+
+    def __str__(self) -> str:  # a KeyError would print its message quoted
+        return str(self.args[0]) if self.args else ""
+
+
+class ChapterResult:
+    """A chapter's typed result that other chapters read: a frozen dataclass subclass whose fields
+    are keys of ``results/<profile>/<STEM>.json`` (plain fields, no :func:`per_name`), ``STEM`` the
+    notebook that records it.
+
+    Example:
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Demo(ChapterResult):
+        ...     STEM = "demo"
+        ...     n: int
+        >>> Demo.from_results({"n": 3, "other": 1}).n
+        3
+        >>> Demo.from_results({})
+        Traceback (most recent call last):
+        ...
+        apd.chapters.gluing.MissingResultError: the demo chapter's results lack n (fields of Demo): run the demo chapter (again) first, `make book PROFILE=<profile> ONLY=demo`
+    """
+
+    STEM = ""
+
+    @classmethod
+    def from_results(cls, values: dict[str, Any], profile: str = "<profile>"):
+        """``cls`` from a chapter's results ``values`` (a run's ``values`` or its loaded JSON);
+        raises :class:`MissingResultError` listing every field ``values`` lacks."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise MissingResultError(
+                f"the {cls.STEM} chapter's results lack {', '.join(missing)} (fields of {cls.__name__}): "
+                f"run the {cls.STEM} chapter (again) first, `make book PROFILE={profile} ONLY={cls.STEM}`"
+            )
+        return cls(**{n: values[n] for n in names})
+
+    @classmethod
+    def load(cls, profile: str, *, missing_ok: bool = False):
+        """``cls`` from ``results/<profile>/<STEM>.json``. When that chapter has not run: None with
+        ``missing_ok``, else :class:`MissingResultError`; a field missing from its results raises
+        :class:`MissingResultError` either way.
+
+        Example:
+            >>> import os, tempfile
+            >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+            >>> @dataclasses.dataclass(frozen=True)
+            ... class Demo(ChapterResult):
+            ...     STEM = "demo"
+            ...     n: int
+            >>> Demo.load("nowhere", missing_ok=True) is None
+            True
+            >>> del os.environ["APD_RESULTS_DIR"]
+        """
+        if not chapter_ran(profile, cls.STEM):
+            if missing_ok:
+                return None
+            raise MissingResultError(
+                f"the {cls.STEM} chapter has not run under the profile {profile!r}, so {cls.__name__} cannot be "
+                f"read: run it first, `make book PROFILE={profile} ONLY={cls.STEM}`"
+            )
+        return cls.from_results(load_results(profile, cls.STEM), profile)

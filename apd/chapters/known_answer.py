@@ -12,7 +12,9 @@ from typing import Any
 
 import pandas as pd
 
+from apd.chapters.apd import ApdHeadline
 from apd.evaluation.known_answer import LABELS
+from apd.evaluation.noise import IN_SAMPLE, family_noise
 from apd.report.plots import COLORS, PALETTE, figure, legend
 
 #: An estimator "beats p_ELM" in a cell of the recovery table when its median error is below this
@@ -157,18 +159,22 @@ def plot_traces(table: pd.DataFrame):
     return fig
 
 
-def condition_noise(apd_values: dict, noise: float, use_family: bool = True) -> tuple[float, str]:
-    """The condition's noise sd and where it comes from: the APD chapter's held-out residual of the
-    on-the-fly fits (``apd_values['distilled_l1_curve']``, probability units) when ``use_family`` and
-    it is a positive number, else ``noise``.
+def condition_noise(apd_headline: ApdHeadline | None, noise: float, use_family: bool = True) -> tuple[float, str]:
+    """The condition's noise sd (probability units) and where it comes from: when ``use_family`` and
+    it was measured, the family's own noise in sample (:func:`apd.evaluation.noise.family_noise` with
+    ``IN_SAMPLE``: the APD chapter's :attr:`ApdHeadline.distilled_l1_curve`; ``apd_headline`` is None
+    when that chapter has not run), else ``noise``. (The first source's wording, "held-out", is the
+    results' ``ka_family_noise_source`` as the book has always glued it: the chunks are held out,
+    the fit is in sample.)
 
     Example:
-        >>> condition_noise({"distilled_l1_curve": 0.04}, 0.005)[0], condition_noise({}, 0.005)[0]
-        (0.04, 0.005)
+        >>> condition_noise(None, 0.005)
+        (0.005, "the APD chapter has not measured it under this profile, so this chapter's noise parameter stands in")
     """
-    resid = apd_values.get("distilled_l1_curve")
-    if use_family and isinstance(resid, (int, float)) and resid > 0:
-        return float(resid), "the APD chapter's held-out residual of the on-the-fly fits"
+    measured = None if apd_headline is None else apd_headline.distilled_l1_curve
+    sd = family_noise(IN_SAMPLE, gates_l1_curve=measured) if use_family else None
+    if sd is not None:
+        return sd, "the APD chapter's held-out residual of the on-the-fly fits"
     return float(
         noise
     ), "the APD chapter has not measured it under this profile, so this chapter's noise parameter stands in"

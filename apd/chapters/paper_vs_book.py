@@ -1,9 +1,11 @@
 """The paper-vs-book chapter's bookkeeping: counts of the paper's tables, figures and verdicts, the
 per-claim record, and the values and figure that fill the book's first page
-(``notebooks/paper_vs_book.ipynb``). It reads the other chapters' results; it computes nothing new."""
+(``notebooks/paper_vs_book.ipynb``). It reads the other chapters' results (their typed headlines,
+:class:`BookResults`); it computes nothing new."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,10 +15,12 @@ from apd.core.curves import PYTHIA_LOG_SIZES
 from apd.core.stats import Z_TEST
 from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
+from apd.chapters.apd import ApdHeadline
+from apd.chapters.theorem1 import Theorem1Headline
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
 from apd.report.findings import findings_markdown, scale_note, size_in_words, variant_note
 from apd.report.plots import COLORS, figure
-from apd.report.results import describe_device, load_results, results_dir
+from apd.report.results import chapter_ran, describe_device, recorded_wall_time, results_dir
 from apd.report.tables import plus_minus
 
 VERDICTS = {
@@ -130,35 +134,51 @@ def write_findings(run, judged, claims, profile: str) -> str:
     return text
 
 
-def chapter_results(profile: str) -> dict:
-    """``{stem: results}`` of every chapter in the table of contents that ran (but this one)."""
-    out = {}
-    for stem in toc_notebooks(project_root() or Path(__file__).resolve().parents[3]):
-        if stem != "paper_vs_book":
-            out[stem] = load_results(profile, stem) if (results_dir(profile) / f"{stem}.json").is_file() else {}
-    return out
+@dataclass(frozen=True)
+class BookResults:
+    """What this chapter reads from the others under one profile: Theorem 1's and the APD chapter's
+    headlines (None when that chapter has not run) and the wall time of every chapter that ran."""
+
+    theorem1: Theorem1Headline | None
+    apd: ApdHeadline | None
+    seconds: float  # the chapters' wall times summed (table-of-contents order), seconds
 
 
-def kl_gain(apd_values: dict):
-    """``(CD's KL to the truth minus APD's, its se)`` in nats from the APD chapter's results, or
-    ``(None, None)`` when either is missing.
+def book_results(profile: str) -> BookResults:
+    """:class:`BookResults` of every chapter in the table of contents that ran (but this one);
+    raises :class:`apd.chapters.gluing.MissingResultError` when a headline lacks a field."""
+    ran = [
+        stem
+        for stem in toc_notebooks(project_root() or Path(__file__).resolve().parents[3])
+        if stem != "paper_vs_book" and chapter_ran(profile, stem)
+    ]
+    return BookResults(
+        theorem1=Theorem1Headline.load(profile, missing_ok=True),
+        apd=ApdHeadline.load(profile, missing_ok=True),
+        seconds=sum(recorded_wall_time(profile, stem) for stem in ran),
+    )
+
+
+def kl_gain(apd_headline: ApdHeadline | None):
+    """``(CD's KL to the truth minus APD's, its se)`` in nats from the APD chapter's headline, or
+    ``(None, None)`` when either is missing (a Hub family's "n/a") or that chapter has not run.
 
     Example:
-        >>> kl_gain({"kl_apd_gain": 0.01, "kl_apd_gain_se": 0.002}), kl_gain({"kl_apd_gain": "n/a"})
-        ((0.01, 0.002), (None, None))
+        >>> kl_gain(None)
+        (None, None)
     """
-    gain, se = apd_values.get("kl_apd_gain"), apd_values.get("kl_apd_gain_se")
+    gain, se = (None, None) if apd_headline is None else (apd_headline.kl_apd_gain, apd_headline.kl_apd_gain_se)
     known = isinstance(gain, (int, float)) and isinstance(se, (int, float)) and np.isfinite([gain, se]).all()
     return (gain, se) if known else (None, None)
 
 
-def glue_summary(run, done: dict, counts: dict, profile: str) -> None:
+def glue_summary(run, done: BookResults, counts: dict, profile: str) -> None:
     """Glue the values the book's first page reads (``summary_*``, see ``book/intro.md``): Theorem
     1's error, the family's sizes, whether ALM' engages, APD's KL gain over CD with the sentence it
     chooses, which verdicts occur, and the build's hours and device."""
-    t1, apd_v = done.get("theorem1", {}), done.get("apd", {})
-    run.glue_text("summary_t1_err", t1.get("max_abs_error"), "{:.1e}")
-    run.glue_text("summary_t1_n", t1.get("n_logits_checked"), "{:,}")
+    t1, apd_headline = done.theorem1, done.apd
+    run.glue_text("summary_t1_err", None if t1 is None else t1.max_abs_error, "{:.1e}")
+    run.glue_text("summary_t1_n", None if t1 is None else t1.n_logits_checked, "{:,}")
     m = members(profile)
     sizes = m["n_nonembedding"].astype(float) if m is not None and "n_nonembedding" in m else None
     run.glue_text("summary_n_members", None if sizes is None else len(sizes), "{:d}")
@@ -166,34 +186,33 @@ def glue_summary(run, done: dict, counts: dict, profile: str) -> None:
     run.glue_text("summary_largest", None if sizes is None else size_in_words(sizes.max()), "{}")
     ratio = None if sizes is None else float(np.exp(PYTHIA_LOG_SIZES[-1])) / sizes.max()
     run.glue_text("summary_scale_ratio", ratio, "{:,.0f}")
-    engaged = apd_v.get("gate_engaged")
+    engaged = None if apd_headline is None else apd_headline.gate_engaged
     run.glue("summary_engaged", engaged == 1)
     run.glue("summary_not_engaged", engaged == 0)
-    run.glue("summary_variant", str(apd_v.get("variant_used", "n/a")))
-    run.glue("summary_gate_reason", str(apd_v.get("gate_reason", "n/a")))
-    gain, se = kl_gain(apd_v)
-    known = gain is not None
+    run.glue("summary_variant", "n/a" if apd_headline is None else str(apd_headline.variant_used))
+    run.glue("summary_gate_reason", "n/a" if apd_headline is None else str(apd_headline.gate_reason))
+    gain, se = kl_gain(apd_headline)
+    known = gain is not None  # and so apd_headline is not None
     run.glue_text("summary_kl_gain", plus_minus(gain, se) if known else None, "{}")
-    run.glue_text("summary_kl_mde", apd_v.get("kl_apd_gain_mde") if known else None, "{:.2g}")
-    run.glue_text("summary_kl_n", apd_v.get("kl_apd_gain_n", apd_v.get("n_test_items")) if known else None, "{:,}")
+    run.glue_text("summary_kl_mde", apd_headline.kl_apd_gain_mde if known else None, "{:.2g}")
+    run.glue_text("summary_kl_n", apd_headline.kl_apd_gain_n if known else None, "{:,}")
     run.glue("summary_apd_closer", bool(known and gain > Z_TEST * se))
     run.glue("summary_cd_closer", bool(known and gain < -Z_TEST * se))
     run.glue("summary_kl_tie", bool(known and abs(gain) <= Z_TEST * se))
     run.glue("summary_some_not_reproduced", counts[NOT_REPRODUCED] > 0)
     run.glue("summary_some_inconclusive", counts[INCONCLUSIVE] > 0)
     run.glue("summary_some_not_testable", counts[NOT_TESTABLE] > 0)
-    seconds = sum(float(v.get("wall_time_s", 0) or 0) for v in done.values())
-    run.glue_text("summary_hours", seconds / 3600 if seconds else None, "{:.1f}")
+    run.glue_text("summary_hours", done.seconds / 3600 if done.seconds else None, "{:.1f}")
     run.glue("summary_device", describe_device())
     run.glue("summary_ready", True)
 
 
-def headline_rows(profile: str, apd_values: dict) -> list | None:
+def headline_rows(profile: str, apd_headline: ApdHeadline | None) -> list | None:
     """``[(label, CD's KL minus APD's, se)]`` per frequency bucket and over all test questions, for
     the APD chapter's variant (``tables/apd_regime.csv``); None when the APD chapter did not report it."""
-    gain, se = kl_gain(apd_values)
+    gain, se = kl_gain(apd_headline)
     path = results_dir(profile) / "tables" / "apd_regime.csv"
-    variant = apd_values.get("variant_used")
+    variant = None if apd_headline is None else apd_headline.variant_used
     if gain is None or not path.is_file() or not variant:
         return None
     regime = pd.read_csv(path).set_index("bucket")

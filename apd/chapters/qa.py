@@ -29,9 +29,9 @@ from apd.evaluation.qa_scoring import (
 )
 from apd.family.loading import load_family
 from apd.report.beside import paper_rows
+from apd.chapters.apd import gate_verdict
 from apd.chapters.gluing import fmt
 from apd.report.claims import paper_qa_gain
-from apd.report.findings import gate_verdict
 from apd.report.plots import COLORS, panels
 from apd.report.tables import better_word, plus_minus
 from apd.world.truth import dev_test_split

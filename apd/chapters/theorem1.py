@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from apd.chapters.gluing import ChapterResult
 from apd.core.theory import bent_extrapolation_error, bent_logits, cd_logits, hlm_log_size, hlm_logits, line_logit
 from apd.report.plots import COLORS, PALETTE, XLABEL_LOG_SIZE, figure, legend
 
@@ -21,8 +22,11 @@ FLOAT64_EPS = float(np.finfo(np.float64).eps)
 
 
 @dataclass(frozen=True)
-class Theorem1Headline:
-    """The chapter's headline numbers, as ``results/<profile>/theorem1.json`` holds them."""
+class Theorem1Headline(ChapterResult):
+    """The chapter's headline numbers, as ``results/<profile>/theorem1.json`` holds them (the
+    paper-vs-book chapter reads them with :meth:`ChapterResult.load`)."""
+
+    STEM = "theorem1"
 
     n_logits_checked: int  # logits compared over all random linear families
     max_abs_error: float  # max |L_CD - (1 - 1/T) L_HLM| over them (logits)

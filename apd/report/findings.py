@@ -175,23 +175,6 @@ def variant_note(profile: str) -> str:
     return text
 
 
-def gate_verdict(profile: str) -> str:
-    """The APD chapter's mechanism-gate verdict under ``profile`` (``"engaged"`` or ``"not engaged
-    (<failed gates>)"``, see :mod:`apd.amateur.gates`), for the chapters that use its ALM'; a
-    sentence saying it was not measured when that chapter has not run.
-
-    Example:
-        >>> import os, tempfile
-        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
-        >>> gate_verdict("nowhere")
-        'not measured (the APD chapter has not run)'
-        >>> del os.environ["APD_RESULTS_DIR"]
-    """
-    path = results_dir(profile) / "apd.json"
-    values = load_results(profile, "apd") if path.is_file() else {}
-    return str(values.get("gate_verdict", "not measured (the APD chapter has not run)"))
-
-
 def family_saturation(profile: str) -> pd.DataFrame | None:
     """The family chapter's saturation table under ``profile`` (``tables/family_saturation.csv``: per
     frequency bucket, the share of gold-answer curves that rise with size and the share of those that

@@ -566,3 +566,20 @@ def artefact_exists(profile: str, stem: str, name: str) -> bool:
 
 def chapter_ran(profile: str, stem: str) -> bool:
     return (results_dir(profile) / f"{stem}.json").is_file()
+
+
+def recorded_wall_time(profile: str, stem: str) -> float:
+    """The wall time (seconds) that chapter ``stem``'s last run under ``profile`` recorded in its
+    results (``wall_time_s``, written by :meth:`Run.finish`); 0.0 when it has not run or lacks it.
+
+    Example:
+        >>> import os, tempfile
+        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+        >>> run = Run(stem="demo", profile="demo", parameters={}); run.finish(show=False)
+        >>> recorded_wall_time("demo", "demo") >= 0, recorded_wall_time("demo", "nowhere")
+        (True, 0.0)
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
+    if not chapter_ran(profile, stem):
+        return 0.0
+    return float(load_results(profile, stem).get("wall_time_s", 0) or 0)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
-TIMING = re.compile(r"(second|minute|hour|_s$|wall|time|elapsed|duration)", re.I)
+TIMING = re.compile(r"(second|minute|hour|_s$|_min$|wall|time|elapsed|duration)", re.I)
 PATHLIKE = re.compile(r"^(/|[A-Za-z]:\\)")
 
 

@@ -1,4 +1,4 @@
-"""Hugging Face ``LogitsProcessor``s for CD, APD, APD on the fly, a filtered expert, and REAL.
+"""Hugging Face logits processors (``LogitsProcessor``) for CD, APD, APD on the fly, a filtered expert, and REAL.
 
 Use them in ``expert.generate(logits_processor=...)`` or through :func:`apd.decoding.generation.generate`.
 The amateur keeps its own KV cache: the first call runs it on the whole (left-padded) prompt with

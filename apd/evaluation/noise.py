@@ -1,7 +1,7 @@
-"""The family's own noise: how far the members' probabilities lie from the on-the-fly fitter's curve
-through them, a root mean square over tokens in probability units. :func:`family_noise` is its one
-name; the book measures it two ways, which give different numbers on one family, and each use keeps
-its own:
+"""The family's own noise, :func:`family_noise`: the root mean square, in probability units, of the
+members' distance from the on-the-fly fitter's curve through them.
+
+The book measures it two ways, which give different numbers on one family; each use keeps its own:
 
 - :data:`HELD_OUT`, **held out** (the testbed controls, :func:`apd.evaluation.controls.measure_controls`):
   on the dev world questions, each inner member j (neither the smallest nor the expert) is left out

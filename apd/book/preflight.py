@@ -8,9 +8,10 @@ import contextlib
 import os
 from pathlib import Path
 
-from apd.base.notebooks import BookError, notebook_parameters
+from apd.base.notebooks import BookError
 from apd.book import data_check
-from apd.book.project import ROOT, notebook_path, results_root
+from apd.book.params import declared
+from apd.book.project import ROOT, results_root
 from apd.book.staging import staging_base
 
 
@@ -173,7 +174,7 @@ def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = 
 def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
     """The data every chapter of ``stems`` reads: can it be had, from the data directory or the Hub
     (:mod:`apd.book.data_check`)? One line per problem, naming ``APD_DATA_DIR`` (empty: nothing)."""
-    defaults = {s: notebook_parameters(notebook_path(s, root)) for s in stems}
+    defaults = {s: {name: default for name, (default, _) in declared(s, root).items()} for s in stems}
     try:
         data_check.check_data(params, stems, root, defaults)
     except data_check.DataUnavailable as err:

@@ -1,5 +1,6 @@
 """A build's parameters: a profile (``profiles/<name>.yml``) read and validated against the
-notebooks' parameters cells and :mod:`apd.book.schema`, with the ``--set`` overrides merged in."""
+chapters' declared parameters (:mod:`apd.chapters.params`, through :func:`apd.book.params.declared`)
+and :mod:`apd.book.schema`, with the ``--set`` overrides merged in."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from typing import Any
 
 import yaml
 
-from apd.base.notebooks import BookError, parameter_defaults
+from apd.base.notebooks import BookError
 from apd.book import schema
-from apd.book.project import ROOT, notebook_path, toc_notebooks
+from apd.book.params import declared, drift
+from apd.book.project import ROOT, toc_notebooks
 
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
@@ -82,8 +84,9 @@ def read_profile_file(path: Path) -> dict[str, dict]:
 
 
 def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
-    """Every toc notebook appears in the profile; every profile notebook is in the toc; every
-    parameter exists in its notebook's parameters cell, with a value of its default's type
+    """Every toc notebook appears in the profile; every profile notebook is in the toc, with a
+    parameters cell that declares what its class does (:func:`apd.book.params.drift`); every
+    parameter is declared (:func:`apd.book.params.declared`), with a value of its default's type
     (:func:`check_type`) and in its declared range (:func:`apd.book.schema.check_value`).
     Raises BookError listing every problem."""
     stems = toc_notebooks(root)
@@ -95,18 +98,21 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
         if stem not in stems:
             problems.append(f"notebook {stem!r} is not in _toc.yml (typo?); known: {', '.join(stems)}")
             continue
-        declared = parameter_defaults(notebook_path(stem, root))
-        if "profile" not in declared:
+        stale = drift(stem, root)
+        if stale:
+            problems.append(stale)
+        defaults = declared(stem, root)
+        if "profile" not in defaults:
             problems.append(f"notebooks/{stem}.ipynb has no `profile` parameter")
         for name, value in (params or {}).items():
-            if name not in declared:
+            if name not in defaults:
                 problems.append(
-                    f"{stem}.{name} is not a parameter of notebooks/{stem}.ipynb "
-                    f"(its parameters: {', '.join(declared)})"
+                    f"{stem}.{name} is not a parameter of notebooks/{stem}.ipynb"
+                    f"{schema.did_you_mean(name, defaults)} (its parameters: {', '.join(defaults)})"
                 )
                 continue
             try:
-                check_type(f"{stem}.{name}", value, *declared[name])
+                check_type(f"{stem}.{name}", value, *defaults[name])
             except BookError as err:
                 problems.append(str(err))
                 continue
@@ -140,7 +146,8 @@ def parse_value(text: str) -> Any:
 
 
 def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Path = ROOT) -> dict:
-    """``['nb.param=value', ...]`` -> ``{nb: {param: value}}``: values parsed by :func:`parse_value`,
+    """``['nb.param=value', ...]`` -> ``{nb: {param: value}}``: names checked against the declared
+    parameters (:func:`apd.book.params.declared`), values parsed by :func:`parse_value`,
     then checked against the type of the parameter's default (:func:`check_type`); a string
     parameter takes a number's or a boolean's text as given. Errors are one line: ``--set ITEM: problem``."""
     out: dict[str, dict[str, Any]] = {}
@@ -151,12 +158,13 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
         stem, name = key.split(".", 1)
         if stem not in profile_params:
             raise BookError(f"--set {item}: no notebook {stem!r}; known: {', '.join(profile_params)}")
-        declared = parameter_defaults(notebook_path(stem, root))
-        if name not in declared:
+        defaults = declared(stem, root)
+        if name not in defaults:
             raise BookError(
-                f"--set {item}: {name!r} is not a parameter of {stem} (its parameters: {', '.join(declared)})"
+                f"--set {item}: {name!r} is not a parameter of {stem}{schema.did_you_mean(name, defaults)} "
+                f"(its parameters: {', '.join(defaults)})"
             )
-        default, literal = declared[name]
+        default, literal = defaults[name]
         try:
             value = parse_value(text)
         except yaml.YAMLError as err:

@@ -38,7 +38,7 @@ forward time over the ELM's one-token forward time, and ELM + REAL over ELM + to
 each a median of ratios taken within one repeat.
 
 Fitter: ``apd.core.curves.benchmark_fitter``: curves per second of the vectorised fit against the same
-fit one curve at a time (target >= 100x). Collection: ``apd.amateur.collect.collect`` on a slice of the
+fit one curve at a time (target >= 100x). Collection: ``apd.amateur.collect.collect_probabilities`` on a slice of the
 fine-tuning text (positions per second, all members). Training: optimizer steps per second of
 ``apd.amateur.train.train_alm_prime`` on that collection (a few steps; wall time between steps).
 
@@ -131,7 +131,7 @@ class Setup:
     vocab_size: int
     pad_id: int
     eos_id: int
-    family: object  # what apd.amateur.collect.collect takes
+    family: object  # what apd.amateur.collect.collect_probabilities takes
     stream: np.ndarray  # fine-tuning text as one token stream (int64)
     notes: list = field(default_factory=list)
 

@@ -236,7 +236,7 @@ def tiny_setup(tmp_path_factory):
     mf = collect.ModelFamily(models, vocab_size=V, names=names, device="cpu")
     rng = np.random.default_rng(0)
     cdir = root / "collected"
-    collect.collect(
+    collect.collect_probabilities(
         mf,
         rng.integers(0, V, size=8 * 16),
         cdir,

@@ -148,7 +148,9 @@ def _collection(tmp_path, models, sizes, n_chunks=4):
     )
     ids = torch.randint(0, VOCAB, (n_chunks * 12 + 1,), generator=torch.Generator().manual_seed(0))
     out = tmp_path / "collected"
-    collect.collect(family, ids.numpy(), out, collect.CollectConfig(seq_len=12, chunks_per_shard=2), progress=False)
+    collect.collect_probabilities(
+        family, ids.numpy(), out, collect.CollectConfig(seq_len=12, chunks_per_shard=2), progress=False
+    )
     return out
 
 

@@ -199,7 +199,7 @@ def test_apd_model_second_call_reads_the_cache(smoke, smoke_apd, monkeypatch):
         raise AssertionError("apd_model trained again although everything was cached")
 
     monkeypatch.setattr(runs, "train_alm_prime", no_training)
-    monkeypatch.setattr(runs.collect, "collect", no_training)
+    monkeypatch.setattr(runs.collect, "collect_probabilities", no_training)
     t0 = time.perf_counter()
     again = pipeline.apd_model(fam, built, scale="smoke", progress=False)
     assert time.perf_counter() - t0 < 5.0

@@ -196,7 +196,7 @@ def test_damaged_collection_shard_and_manifest_are_rebuilt(fam, tmp_path):
 def test_damaged_collection_part_is_computed_again(fam, tmp_path):
     out = tmp_path / "c"
     ids = np.asarray(fam.tokenizer("".join(_documents()))["input_ids"])
-    collect.collect(fam, ids, out, CCFG, progress=False)
+    collect.collect_probabilities(fam, ids, out, CCFG, progress=False)
     want = {p.name: io.file_sha256(p) for p in out.glob("shard-*.safetensors")}
     # an interrupted run: shard 0 unmerged, its ELM part damaged, a dead writer's .tmp left behind
     manifest = json.loads((out / "manifest.json").read_text())
@@ -208,7 +208,7 @@ def test_damaged_collection_part_is_computed_again(fam, tmp_path):
     part.write_bytes(b"y" * 50)
     (out / "shard-00000.safetensors.tmp").write_bytes(b"half")
     with pytest.warns(UserWarning, match=r"collection part .*shard-00000\.m02\.safetensors is damaged"):
-        collect.collect(fam, ids, out, CCFG, progress=False)
+        collect.collect_probabilities(fam, ids, out, CCFG, progress=False)
     assert {p.name: io.file_sha256(p) for p in out.glob("shard-*.safetensors")} == want
     assert not list(out.glob("*.tmp"))
 

@@ -397,7 +397,7 @@ def test_command_line_trains_from_an_apd_collect_folder(family, tmp_path):
     models, sizes, _ = family
     models[0].save_pretrained(tmp_path / "alm")
     ids = torch.randint(0, VOCAB, (16 * 12,), generator=torch.Generator().manual_seed(5)).numpy()
-    collect.collect(
+    collect.collect_probabilities(
         collect.ModelFamily(models, VOCAB, log_sizes=sizes, device="cpu"),
         ids,
         tmp_path / "collected",

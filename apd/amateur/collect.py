@@ -492,10 +492,6 @@ def _complete(out: Path, manifest: dict, N: int, config: CollectConfig, V: int) 
     return manifest
 
 
-# the old name: ``apd.amateur.collect`` is this module, so the function is exported as ``collect_probabilities``
-collect = collect_probabilities
-
-
 def _elm_part(member_logits, rows, config, V, shard_index, batch_size, id_dtype) -> dict:
     """The ELM's pass over one shard: token sets, its log-probs there, its log-normaliser."""
     S = config.seq_len

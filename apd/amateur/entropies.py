@@ -77,7 +77,7 @@ def collect_entropies(
 ) -> dict:
     """Each member's next-token entropy (nats, full vocabulary) at every position; returns the manifest.
 
-    family: an ``apd.family.loading.Family`` (or anything :func:`apd.amateur.collect.collect` takes as one);
+    family: an ``apd.family.loading.Family`` (or anything :func:`apd.amateur.collect.collect_probabilities` takes as one);
     token_ids: 1-D token stream (cut into ``seq_len`` chunks, the last partial one dropped) or
     (C, seq_len); out_dir: the folder (a rerun resumes; another corpus or family there is an error).
     threads: torch CPU threads meanwhile (small members run faster on one uncontended thread; None:

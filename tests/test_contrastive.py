@@ -113,3 +113,119 @@ def test_every_caller_goes_through_it():
     kept = torch.isfinite(scores)
     np.testing.assert_allclose(scores[kept].numpy(), reference(elm, am, 2.0, 5)[kept.numpy()], rtol=1e-5, atol=1e-5)
     assert issubclass(ContrastiveLogitsProcessor, object)
+
+
+# ----------------------------------------------------------------------------- bad inputs (reliability issue)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+@pytest.mark.parametrize("who", ["elm", "amateur"])
+def test_nan_or_plus_inf_in_either_input_is_refused_and_named(kind, bad, who):
+    elm, am = rng.normal(size=(2, 5)), rng.normal(size=(2, 5))
+    (elm if who == "elm" else am)[1, 2] = bad
+    if kind == "torch":
+        elm, am = torch.tensor(elm, dtype=torch.float32), torch.tensor(am, dtype=torch.float32)
+    for kwargs in ({}, {"renormalize": "prob"}, {"normalize": False}, {"top_k": 2}):
+        with pytest.raises(
+            ValueError,
+            match=rf"^{who} \(the \w+'s logits\) holds NaN or \+inf \(1 of 10 values, the first at index \(1, 2\)\)",
+        ):
+            contrastive_scores(elm, am, 0.5, **kwargs)
+    with pytest.raises(ValueError, match=rf"^{who} \(the \w+'s logits\) holds NaN"):
+        cd_logits(elm, am, 2.0)
+
+
+def test_minus_inf_stays_a_masked_token():
+    elm, am = rng.normal(size=(2, 5)), rng.normal(size=(2, 5))
+    elm[0, 1], am[0, 1], am[1, 3] = -np.inf, -np.inf, -np.inf
+    elm[1, 3] = -9.0  # outside the top 2: the amateur's -inf there does not matter
+    for e, a in ((elm, am), (torch.tensor(elm), torch.tensor(am))):
+        s = np.asarray(contrastive_scores(e, a, 0.5, top_k=2, renormalize="prob"))
+        assert s[0, 1] == 0.0 and s[1, 3] == 0.0 and not np.isnan(s).any()
+        np.testing.assert_allclose(s.sum(-1), 1.0)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_ids_must_be_integer_ids_inside_the_vocabulary(kind):
+    elm, am = rng.normal(size=(1, 3)), rng.normal(size=(1, 3))
+    as_ids = np.array if kind == "numpy" else torch.tensor
+    if kind == "torch":
+        elm, am = torch.tensor(elm), torch.tensor(am)
+    for bad in ([[0, -1]], [[0, 3]]):
+        with pytest.raises(ValueError, match=r"ids must lie in \[0, 3\) .*negative id does not count from the end"):
+            contrastive_scores(elm, am, 1.0, ids=as_ids(bad))
+    with pytest.raises(TypeError, match="ids must be integer token ids, got dtype"):
+        contrastive_scores(elm, am, 1.0, ids=as_ids([[0.0, 1.0]]))
+    with pytest.raises(ValueError, match=r"ids \(2,\) must have as many axes as the logits \(1, 3\)"):
+        contrastive_scores(elm, am, 1.0, ids=as_ids([0, 1]))
+    full = np.asarray(contrastive_scores(elm, am, 1.0))
+    for dtype in ("int64", "int32"):
+        ids = as_ids([[2, 0]]).astype(dtype) if kind == "numpy" else as_ids([[2, 0]]).to(getattr(torch, dtype))
+        np.testing.assert_array_equal(np.asarray(contrastive_scores(elm, am, 1.0, ids=ids)), full[:, [2, 0]])
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_vocab_size_is_a_positive_int_within_the_logits(kind):
+    elm, am = rng.normal(size=(1, 4)), rng.normal(size=(1, 5))
+    if kind == "torch":
+        elm, am = torch.tensor(elm), torch.tensor(am)
+    for bad in (-1, 0, 5):
+        with pytest.raises(ValueError, match=rf"vocab_size must be an integer in \[1, 4\], got {bad}"):
+            contrastive_scores(elm, am, 1.0, vocab_size=bad)
+    with pytest.raises(ValueError, match=r"vocab_size must be an integer in \[1, 4\], got 2\.5"):
+        contrastive_scores(elm, am, 1.0, vocab_size=2.5)
+    with pytest.raises(TypeError, match=r"vocab_size must be a number, got the str '3'"):
+        contrastive_scores(elm, am, 1.0, vocab_size="3")
+    assert contrastive_scores(elm, am, 1.0, vocab_size=3).shape[-1] == 3
+    assert contrastive_scores(elm, am, 1.0, vocab_size=4).shape[-1] == 4
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_T_inf_and_inv_T_zero_give_the_expert_alone_even_where_the_amateur_is_minus_inf(kind):
+    elm, am = rng.normal(size=(3, 6)), rng.normal(size=(3, 6))
+    am[0, 2] = -np.inf
+    am[1, :] = -np.inf  # an amateur with nothing to say: the expert alone does not need it
+    if kind == "torch":
+        elm, am = torch.tensor(elm), torch.tensor(am)
+    expert = contrastive_scores(elm, elm, 0.0)
+    for inv_T in (Reciprocal(float("inf")), 0.0):
+        np.testing.assert_array_equal(np.asarray(contrastive_scores(elm, am, inv_T)), np.asarray(expert))
+    grid = contrastive_scores(elm, am, [0.0, 0.0])
+    np.testing.assert_array_equal(np.asarray(grid[0]), np.asarray(expert))
+    per_row = Reciprocal(np.array([[np.inf], [np.inf], [np.inf]]) if kind == "numpy" else torch.full((3, 1), np.inf))
+    np.testing.assert_array_equal(np.asarray(contrastive_scores(elm, am, per_row)), np.asarray(expert))
+    with pytest.raises(ValueError, match="amateur has no finite"):  # a finite T still needs the amateur
+        contrastive_scores(elm, am, Reciprocal(2.0))
+
+
+def test_type_errors_name_the_argument():
+    elm, am = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
+    with pytest.raises(TypeError, match=r"T must hold numbers, got the str '2\.0'; pass 2\.0 without quotes"):
+        contrastive_scores(elm, am, Reciprocal("2.0"))
+    with pytest.raises(TypeError, match=r"T must hold numbers, got the str '2\.0'"):
+        cd_logits(elm, am, "2.0")
+    with pytest.raises(TypeError, match=r"inv_T must hold numbers, got the str '0\.5'"):
+        contrastive_scores(elm, am, "0.5")
+    with pytest.raises(TypeError, match="inv_T must hold numbers, got the bool True"):
+        contrastive_scores(elm, am, True)
+    with pytest.raises(
+        TypeError, match=r"elm must be a numpy array or a torch tensor of logits \(\.\.\., V\), got list"
+    ):
+        contrastive_scores(elm.tolist(), am, 0.5)
+    with pytest.raises(
+        TypeError, match=r"amateur \(the amateur's logits\) must hold real-valued logits, got dtype bool"
+    ):
+        contrastive_scores(elm, am > 0, 0.5)
+    with pytest.raises(ValueError, match=r"top_k must be an integer in \[1, 4\], got 5"):
+        contrastive_scores(elm, am, 0.5, top_k=5)
+    with pytest.raises(TypeError, match="top_k must be a number, got the str '2'"):
+        top_k_keep(elm, "2")
+
+
+def test_integer_torch_logits_are_scored_in_float32():
+    e, a = torch.tensor([[1, 2, 3]]), torch.tensor([[3, 1, 2]])
+    got = contrastive_scores(e, a, 0.5, top_k=2)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got, contrastive_scores(e.float(), a.float(), 0.5, top_k=2), rtol=0, atol=0)
+    torch.testing.assert_close(cd_logits(e, a, 2.0), torch.tensor([[-0.5, 1.5, 2.0]]), rtol=0, atol=0)

@@ -228,3 +228,64 @@ def test_on_the_fly_distribution():
 def test_benchmark_reports_speedup():
     out = curves.benchmark_fitter(n_vectorised=256, n_loop=2, iterations=40)
     assert out["curves_per_s_vectorised"] > out["curves_per_s_one_by_one"] > 0
+
+
+# ----------------------------------------------------------------------------- bad settings and inputs
+
+
+def _one_curve():
+    x = [9.5, 10.1, 10.9, 11.7, 12.6, 14.4]
+    return (0.6 - 0.3 * torch.exp(-0.8 * (torch.tensor(x) - 9.5)))[None], x
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        (dict(lambda2=-1), ValueError, r"lambda2 must be a finite number >= 0, got -1"),
+        (dict(lambda2=math.nan), ValueError, r"lambda2 must be a finite number >= 0, got nan"),
+        (dict(lambda2=math.inf), ValueError, r"lambda2 must be a finite number >= 0, got inf"),
+        (dict(lambda2="10"), TypeError, r"lambda2 must be a number, got the str '10'"),
+        (dict(lr=0.0), ValueError, r"lr must be a finite number > 0, got 0\.0"),
+        (dict(lr="1e-3"), TypeError, r"lr must be a number, got the str '1e-3'"),
+        (dict(iterations=0), ValueError, r"iterations must be an integer >= 1, got 0"),
+        (dict(iterations=2.5), ValueError, r"iterations must be an integer >= 1, got 2\.5"),
+        (dict(max_halvings=-1), ValueError, r"max_halvings must be an integer >= 0, got -1"),
+        (dict(final_lr_fraction=0.0), ValueError, r"final_lr_fraction must be a finite number in \(0, 1\], got 0"),
+        (dict(final_lr_fraction=2.0), ValueError, r"final_lr_fraction must be a finite number in \(0, 1\], got 2"),
+        (dict(betas=(1.0, 0.9)), ValueError, r"betas\[0\] must be in \[0, 1\)"),
+        (dict(betas=0.9), ValueError, r"betas must be two numbers in \[0, 1\) \(Adam's\), got 0\.9"),
+        (dict(dtype="float32"), TypeError, r"dtype must be a torch floating dtype, got 'float32'"),
+    ],
+)
+def test_fit_settings_out_of_range_are_refused_by_name(kwargs, error, match):
+    p, x = _one_curve()
+    with pytest.raises(error, match=match):
+        curves.fit_curves(p, x, **kwargs)
+
+
+def test_negative_lambda2_no_longer_gives_a_wrong_asymptote_with_ok_true():
+    p, x = _one_curve()
+    with pytest.raises(ValueError, match="lambda2"):
+        curves.fit_curves(p, x, lambda2=-1)
+    fit = curves.fit_curves(p, x, lambda2=10.0)
+    assert round(float(fit.asymptote[0]), 3) == 0.6 and bool(fit.ok[0]) and float(fit.loss[0]) >= 0
+
+
+def test_strings_and_non_finite_log_sizes_are_refused():
+    p, x = _one_curve()
+    with pytest.raises(ValueError, match="log_sizes must be finite natural logs .*got inf"):
+        curves.fit_curves(p, x[:-1] + [math.inf])
+    with pytest.raises(ValueError, match="log_sizes must be finite natural logs .*got nan"):
+        curves.fit_curves(p, x[:-1] + [math.nan])
+    with pytest.raises(TypeError, match="log_sizes must hold real numbers"):
+        curves.fit_curves(p, [str(v) for v in x])
+    with pytest.raises(TypeError, match="probs must hold real numbers"):
+        curves.fit_curves([[str(v) for v in p[0].tolist()]], x)
+    with pytest.raises(TypeError, match=r"w must be a number, got the str '0\.5'"):
+        curves.mix_on_the_fly(torch.tensor([0.5, 0.5]), torch.tensor([1.0, 0.0]), "0.5")
+    logits = torch.randn(3, 2, 10)
+    with pytest.raises(ValueError, match=r"top_k must be an integer in \[1, 10\], got 11"):
+        curves.on_the_fly_asymptotes(logits, x[:3], top_k=11)
+    logits[0, 1, 4] = math.nan
+    with pytest.raises(ValueError, match="member_logits holds NaN"):
+        curves.on_the_fly_asymptotes(logits, x[:3], top_k=5)

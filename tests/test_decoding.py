@@ -532,3 +532,12 @@ def test_on_the_fly_bad_arguments(models, smallest):
         OnTheFlyLogitsProcessor([smallest], [1.0, 2.0], w=0.5)
     proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.25)
     assert proc.w == 0.25 and "w=0.25" in repr(proc)
+
+
+def test_generate_refuses_an_empty_batch_with_a_clear_error():
+    expert = tiny_neox(0, V, 2)
+    for ids in (torch.zeros(0, 3, dtype=torch.long), torch.zeros(1, 0, dtype=torch.long)):
+        with pytest.raises(ValueError, match=r"input_ids hold no (prompt|token) \(shape \((0, 3|1, 0)\)\)"):
+            generation.generate(expert, ids, None, (), max_new_tokens=2, pad_token_id=PAD)
+    with pytest.raises(ValueError, match=r"input_ids must be a \(batch, length\) tensor of token ids, got \(3,\)"):
+        generation.generate(expert, torch.tensor([3, 4, 5]), None, (), max_new_tokens=2, pad_token_id=PAD)

@@ -101,3 +101,44 @@ def test_sizes_must_increase(x_e, x_a):
 def test_mismatched_vocabularies_are_rejected():
     with pytest.raises(ValueError, match="same vocabulary"):
         theory.cd_logits(np.ones((2, 50304)), np.ones((2, 50432)), 2.0)
+
+
+# ----------------------------------------------------------------------------- T = inf and bad values
+
+
+def test_hlm_at_T_inf_is_the_limit_ln_s_elm_without_warnings():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert float(theory.hlm_log_size(22.5864, 16.7555, math.inf)) == 22.5864
+        assert theory.hlm_size(22.5864, 16.7555, math.inf) == math.exp(22.5864)
+        T = np.array([0.5, 2.0, math.inf, 3.0])
+        got = theory.hlm_log_size(22.5864, 16.7555, T)
+        want = (T[[0, 1, 3]] * 22.5864 - 16.7555) / (T[[0, 1, 3]] - 1)
+        np.testing.assert_array_equal(got[[0, 1, 3]], want)  # finite T: the formula, bit for bit
+        assert got[2] == 22.5864
+        sizes = theory.hlm_log_size(np.array([[20.0], [22.0]]), np.array([[15.0], [17.0]]), np.array([2.0, math.inf]))
+        np.testing.assert_array_equal(sizes, [[25.0, 20.0], [27.0, 22.0]])
+        t = theory.hlm_log_size(torch.tensor([20.0, 22.0]), torch.tensor(15.0), torch.tensor([math.inf, 2.0]))
+        assert t.tolist() == [20.0, 29.0]
+        elm, alm = np.array([2.0, 1.0]), np.array([1.0, 2.0])
+        np.testing.assert_array_equal(theory.hlm_logits(elm, alm, 22.5864, 16.7555, math.inf), elm)
+        np.testing.assert_array_equal(theory.cd_logits(elm, alm, math.inf), elm)
+
+
+def test_bad_types_and_non_finite_log_sizes_name_the_argument():
+    with pytest.raises(TypeError, match=r"T must hold numbers, got the str '2\.0'"):
+        theory.hlm_log_size(22.5864, 16.7555, "2.0")
+    with pytest.raises(TypeError, match=r"T must hold numbers, got the str '2\.0'"):
+        theory.hlm_size(22.5864, 16.7555, "2.0")
+    assert theory.hlm_size(np.float64(22.5864), np.array(16.7555), np.array([2.0])) == theory.hlm_size(
+        22.5864, 16.7555, 2
+    )
+    with pytest.raises(TypeError, match=r"log_s_alm must hold numbers, got the str '16\.7'"):
+        theory.hlm_log_size(22.5864, "16.7", 2.0)
+    for bad in (math.inf, -math.inf, math.nan):
+        with pytest.raises(ValueError, match="log_s_elm must be finite natural logs"):
+            theory.hlm_log_size(bad, 16.7555, 2.0)
+    with pytest.raises(TypeError, match=r"elm_logits must hold real numbers, got <U3"):
+        theory.cd_logits(["1.0"], [2.0], 2.0)

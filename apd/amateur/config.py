@@ -120,8 +120,8 @@ class APDTrainConfig:
             raise ValueError(f"micro_batch_size must be >= 1 or None, got {self.micro_batch_size}.")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}.")
-        if self.lr <= 0:
-            raise ValueError(f"lr must be > 0, got {self.lr}.")
+        if not 0.0 < number("lr", self.lr, "AdamW's learning rate, e.g. lr=1e-4") < math.inf:
+            raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}; the release uses 1e-4.")
         if not 0.0 <= self.mid_dropout < 1.0:
             raise ValueError(f"mid_dropout must be in [0, 1), got {self.mid_dropout}.")
         for name in ("lambda2", "lambda3", "weight_decay"):  # checked, not converted (they enter cache keys)

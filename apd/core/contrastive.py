@@ -14,6 +14,7 @@ callers always had.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 from typing import Iterable, Optional
@@ -22,6 +23,7 @@ import numpy as np
 import scipy.special
 import torch
 
+from apd.base.checks import count, logits, numbers_of
 from apd.core.filters import keep_mask
 
 TIES = ("keep", "exact")
@@ -38,7 +40,9 @@ def check_temperature(T, *, allow_one: bool = True) -> None:
         ...
         ValueError: T must be > 0, got 0: T is the amateur's softmax temperature in L_ELM - L_ALM / T; use T > 1 for the extrapolation of Theorem 1 (the paper's best 1/T were 0.25-1).
     """
-    t = T.detach().cpu().double().numpy() if isinstance(T, torch.Tensor) else np.asarray(T, dtype=np.float64)
+    t = numbers_of("T", T, "T is the amateur's temperature, e.g. 2.0")
+    if t.size == 0:
+        raise ValueError("T is empty; pass the amateur's temperature as a positive number such as 2.0.")
     if np.isnan(t).any():
         raise ValueError("T is NaN; pass the amateur's temperature as a positive number such as 2.0.")
     if (t <= 0).any():
@@ -77,7 +81,7 @@ class Reciprocal:
 
 def _inv_T(inv_T, like):
     """1/T as a scalar, or a 1-D grid reshaped to add a leading axis ``(G, 1, ..., 1)``."""
-    values = np.asarray(inv_T, dtype=np.float64)
+    values = numbers_of("inv_T", inv_T, "inv_T is 1/T, e.g. 0.5, or Reciprocal(T)")
     if values.ndim > 1 or values.size == 0:
         raise ValueError(f"inv_T must be a float or a 1-D sequence of floats, got shape {values.shape}.")
     if not np.isfinite(values).all() or (values < 0).any():
@@ -102,12 +106,18 @@ def top_k_keep(elm_lp, k: int, ties: str = "keep"):
         >>> int(top_k_keep(torch.tensor([0.1, 0.5, 0.5, 0.2]), 1, ties="exact").sum())
         1
     """
+    _array("elm_lp", elm_lp)
+    logits("elm_lp", elm_lp)
+    return _top_k_keep(elm_lp, k, ties)
+
+
+def _top_k_keep(elm_lp, k, ties: str):
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}.")
+    if getattr(elm_lp, "ndim", 0) == 0:
+        raise ValueError("top_k needs logits of shape (..., V) with a vocabulary axis, got a scalar.")
     V = elm_lp.shape[-1]
-    if isinstance(k, bool) or int(k) != k or not 1 <= k <= V:
-        raise ValueError(f"top_k must be an int in [1, vocab size {V}], got {k!r} (the paper uses 20).")
-    k = int(k)
+    k = count("top_k", k, 1, f"keep between 1 and all {V} tokens (the paper uses 20)", maximum=V)
     if isinstance(elm_lp, torch.Tensor):
         if ties == "keep":
             return elm_lp >= torch.topk(elm_lp, k, dim=-1).values[..., -1:]
@@ -139,18 +149,21 @@ def contrastive_scores(
 
     Args:
         elm, amateur: ``(..., V)`` logits of the expert and the amateur (ALM for CD, ALM' for APD),
-            numpy arrays or torch tensors (half precision is scored in float32).
+            numpy arrays or torch tensors (half precision and integers are scored in float32); -inf
+            rules a token out, NaN and +inf are refused (ValueError naming the argument).
         inv_T: 1/T >= 0 with T the amateur's temperature (0: the ELM alone): a float, a 1-D grid
-            that adds a leading axis ``(G, ..., V)``, or :class:`Reciprocal` ``(T)`` to divide by T.
+            that adds a leading axis ``(G, ..., V)``, or :class:`Reciprocal` ``(T)`` to divide by T
+            (``T = inf``: the ELM alone, as 1/T = 0, even where the amateur is -inf).
         filters: keep masks computed on the ELM's log-probabilities (``TopP``, ``TopK``, ``AlphaMask``).
         top_k, ties: also keep only the ELM's top ``top_k``; ``ties="keep"`` keeps every token tied
             with the k-th (the release's QA rule), ``"exact"`` exactly k.
-        ids: ``(..., k)`` candidate token ids: score those only; the result is ``(..., k)``.
+        ids: ``(..., k)`` candidate token ids in [0, V): score those only; the result is ``(..., k)``.
         normalize: apply log-softmax to both inputs first (False when they are log-probabilities
             already, or for Theorem 1's raw-logit identity).
         renormalize: ``False`` (raw scores), ``"log"`` (log-softmax over the kept tokens, i.e.
             log-probabilities) or ``"prob"`` (softmax: probabilities).
-        vocab_size: score the first ``vocab_size`` ids only (padded embedding rows dropped).
+        vocab_size: score the first ``vocab_size`` ids only (padded embedding rows dropped): an int
+            in [1, the smaller of the two inputs' V].
         check_finite: raise if the amateur is infinite at a kept token.
 
     Returns:
@@ -169,6 +182,7 @@ def contrastive_scores(
     if renormalize not in RENORMALIZE:
         raise ValueError(f"renormalize must be one of {RENORMALIZE}, got {renormalize!r}.")
     elm, amateur, is_torch = _matched(elm, amateur, vocab_size)
+    inv = None if isinstance(inv_T, Reciprocal) else _inv_T(inv_T, elm)
     if normalize:
         elm, amateur = _log_softmax(elm, is_torch), _log_softmax(amateur, is_torch)
     if ids is not None:
@@ -180,16 +194,23 @@ def contrastive_scores(
         where = torch.where if is_torch else np.where
         amateur = where(keep, amateur, torch.zeros_like(amateur) if is_torch else 0.0)
     if isinstance(inv_T, Reciprocal):
-        scores = elm - amateur / inv_T.T
-    else:
-        inv = _inv_T(inv_T, elm)
-        scores = elm if (not isinstance(inv, (torch.Tensor, np.ndarray)) and inv == 0.0) else elm - inv * amateur
+        no_weight = np.isinf(numbers_of("T", inv_T.T))  # T = inf: the expert alone
+        with np.errstate(invalid="ignore") if no_weight.any() else contextlib.nullcontext():
+            term = amateur / inv_T.T  # -inf / inf is NaN, replaced by 0 just below
+        scores = elm - _weightless(term, amateur, no_weight, is_torch)
+    elif not isinstance(inv, (torch.Tensor, np.ndarray)):
+        scores = elm if inv == 0.0 else elm - inv * amateur
+    else:  # a grid: where 1/T = 0 the expert alone, whatever the amateur says
+        no_weight = numbers_of("inv_T", inv) == 0.0
+        with np.errstate(invalid="ignore") if no_weight.any() else contextlib.nullcontext():
+            term = inv * amateur
+        scores = elm - _weightless(term, amateur, no_weight, is_torch)
     scores = _outside_kept(scores, elm, keep, is_torch)
     if renormalize and not bool((scores > -math.inf).any(-1).all()):
         raise ValueError(
-            "every token of some row scores -inf (the ELM's logits there are all -inf, e.g. a fully "
-            "masked row), so there is no distribution to renormalise; drop such rows or use "
-            "renormalize=False (they then score -inf)."
+            "every token of some row scores -inf (the ELM rules out every token kept there: its logits are "
+            "all -inf, e.g. a fully masked row, or -inf at every id of ids=), so there is no distribution to "
+            "renormalise; drop such rows or use renormalize=False (they then score -inf)."
         )
     if renormalize == "log":
         return _log_softmax(scores, is_torch)
@@ -202,14 +223,37 @@ def _log_softmax(x, is_torch: bool):
     return torch.log_softmax(x, dim=-1) if is_torch else scipy.special.log_softmax(x, axis=-1)
 
 
+def _array(name: str, x) -> None:
+    if not isinstance(x, (torch.Tensor, np.ndarray, np.generic)):
+        raise TypeError(
+            f"{name} must be a numpy array or a torch tensor of logits (..., V), got {type(x).__name__}; "
+            f"pass np.asarray({name}) or torch.as_tensor({name})."
+        )
+
+
 def _matched(elm, amateur, vocab_size):
-    """The expert and the amateur of one kind (torch or numpy), float, on one device, of one shape."""
+    """The expert and the amateur of one kind (torch or numpy), float, on one device, of one shape,
+    without NaN or +inf."""
+    _array("elm", elm)
+    _array("amateur", amateur)
     is_torch = isinstance(elm, torch.Tensor)
     if is_torch != isinstance(amateur, torch.Tensor):
         raise TypeError("elm and amateur must both be torch tensors or both numpy arrays.")
-    if is_torch and elm.dtype in (torch.float16, torch.bfloat16):
-        elm = elm.float()
+    if is_torch and (
+        elm.dtype in (torch.float16, torch.bfloat16) or not (elm.is_floating_point() or elm.is_complex())
+    ):
+        elm = elm.float()  # half precision and integer logits are scored in float32
     if vocab_size is not None:
+        if elm.ndim == 0 or amateur.ndim == 0:
+            raise ValueError("vocab_size needs logits of shape (..., V) with a vocabulary axis, got a scalar.")
+        widest = min(elm.shape[-1], amateur.shape[-1])
+        vocab_size = count(
+            "vocab_size",
+            vocab_size,
+            1,
+            f"pass the tokenizer's vocabulary size (at most the logits' {widest} ids), or None for all of them",
+            maximum=widest,
+        )
         elm, amateur = elm[..., :vocab_size], amateur[..., :vocab_size]
     if is_torch:
         amateur = amateur.to(dtype=elm.dtype, device=elm.device)
@@ -219,15 +263,40 @@ def _matched(elm, amateur, vocab_size):
             "the same positions over the same vocabulary (slice both to the tokenizer's vocabulary, e.g. "
             "x[..., :len(tokenizer)], since Pythia members pad their embeddings differently)."
         )
+    hint = "check the model's forward pass (half-precision overflow: run it in float32) and its inputs"
+    logits("elm (the expert's logits)", elm, hint)
+    logits("amateur (the amateur's logits)", amateur, hint)
     return elm, amateur, is_torch
 
 
 def _at_ids(elm, amateur, ids, is_torch: bool):
-    """Both inputs at the candidate ids only, ``(..., k)``."""
+    """Both inputs at the candidate ids only, ``(..., k)``; ids must be integers in [0, V)."""
+    V = elm.shape[-1] if elm.ndim else 0
     if is_torch:
         ids = torch.as_tensor(ids, device=elm.device)
+        integer = not (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool)
+    else:
+        ids = np.asarray(ids)
+        integer = ids.dtype.kind in "iu"
+    if not integer:
+        raise TypeError(
+            f"ids must be integer token ids, got dtype {ids.dtype}; pass ids.astype(int) (numpy) or ids.long()."
+        )
+    if ids.ndim != elm.ndim:
+        raise ValueError(
+            f"ids {tuple(ids.shape)} must have as many axes as the logits {tuple(elm.shape)}: (..., k) candidate "
+            "ids per position, e.g. ids[None] for one row."
+        )
+    if ids.numel() if is_torch else ids.size:
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or high >= V:
+            raise ValueError(
+                f"ids must lie in [0, {V}) (the logits' {V} ids; a negative id does not count from the end), "
+                f"got ids from {low} to {high}."
+            )
+    if is_torch:
+        ids = ids if ids.dtype == torch.int64 else ids.long()  # gather takes int64 only
         return elm.gather(-1, ids), amateur.gather(-1, ids)
-    ids = np.asarray(ids)
     return np.take_along_axis(elm, ids, axis=-1), np.take_along_axis(amateur, ids, axis=-1)
 
 
@@ -235,7 +304,7 @@ def _kept(elm, top_k, ties, filters, is_torch: bool):
     """The tokens the ELM keeps (its top k and the filters' masks, all of them), or None for all."""
     keep = None
     if top_k is not None:
-        keep = top_k_keep(elm, top_k, ties)
+        keep = _top_k_keep(elm, top_k, ties)
     filters = list(filters or ())
     if filters:
         if not is_torch:
@@ -243,6 +312,17 @@ def _kept(elm, top_k, ties, filters, is_torch: bool):
         fk = keep_mask(elm, filters)
         keep = fk if keep is None else keep & fk
     return keep
+
+
+def _weightless(term, amateur, no_weight, is_torch: bool):
+    """``term`` (the amateur's part of the score) with 0 where the amateur has no weight (T = inf or
+    1/T = 0, ``no_weight`` a numpy bool array broadcastable to it) and is not finite: 0 * -inf is 0 there."""
+    if not no_weight.any():
+        return term
+    if is_torch:
+        no_weight = torch.as_tensor(no_weight, device=term.device)
+        return torch.where(no_weight & ~torch.isfinite(amateur), torch.zeros_like(term), term)
+    return np.where(no_weight & ~np.isfinite(amateur), 0.0, term)
 
 
 def _check_amateur_finite(amateur, keep, is_torch: bool) -> None:

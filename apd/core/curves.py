@@ -52,6 +52,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from apd.base.checks import bounded, count, logits, number, numbers_of
 from apd.core.theory import check_log_sizes
 
 SPACES = ("prob", "logit")
@@ -283,6 +284,11 @@ def simple_init(q: torch.Tensor, x: torch.Tensor, decay: Decay) -> torch.Tensor:
 
 
 def _as_probs(probs, log_sizes, dtype, device):
+    if not isinstance(probs, torch.Tensor):  # a tensor's dtype is checked below, without a copy
+        numbers_of("probs", probs, "pass each member's probability of the token as a float")
+    elif probs.dtype == torch.bool or probs.is_complex():
+        raise TypeError(f"probs must hold real probabilities, got a {probs.dtype} tensor.")
+    numbers_of("log_sizes", log_sizes, "pass natural logs of non-embedding parameter counts as floats")
     p = torch.as_tensor(probs).detach()
     if p.ndim != 2:
         raise ValueError(
@@ -339,6 +345,8 @@ def fit_curves(
     refitted with half the lr (up to ``max_halvings`` times). Ours, where it is silent: ``init``
     ('grid', :func:`grid_init`, or 'simple', :func:`simple_init`), Adam ``betas``, and a geometric
     lr decay to ``lr * final_lr_fraction``; :data:`PLAIN_FIT` gives the plainest reading instead.
+    Out-of-range settings (``lambda2 < 0``, ``lr <= 0``, ``iterations < 1``, ...), non-finite probabilities
+    and log sizes raise an error naming them.
 
     Example (a rising curve whose asymptote is 0.6; the ELM's own value is 0.594):
         >>> import torch
@@ -351,6 +359,9 @@ def fit_curves(
     dec = get_decay(decay)
     if init not in ("grid", "simple"):
         raise ValueError(f"init must be 'grid' or 'simple', got {init!r}.")
+    _check_fit_settings(lambda2, lr, betas, final_lr_fraction, dtype)
+    iterations = count("iterations", iterations, 1, "the paper uses 400")
+    max_halvings = count("max_halvings", max_halvings, 0, "the paper halves the lr of a row that ends in NaN")
     with torch.inference_mode(False), torch.enable_grad():
         p, x = _as_probs(probs, log_sizes, dtype, device)
         m = p.shape[0]
@@ -380,6 +391,24 @@ def fit_curves(
     return CurveFit(
         asymptote=asymptote, c=c, params=theta[:, 1:], flipped=flipped, loss=loss, lr=lrs, ok=ok, decay=dec.name
     )
+
+
+def _check_fit_settings(lambda2, lr, betas, final_lr_fraction, dtype) -> None:
+    """The fitter's weights and schedule, each in its range, or an error naming it."""
+    bounded("lambda2", lambda2, 0, hint="the weight of the ELM hinge L2; the paper uses 10")
+    bounded("lr", lr, above=0, hint="Adam's initial learning rate; the paper uses 1e-2")
+    bounded("final_lr_fraction", final_lr_fraction, above=0, maximum=1, hint="1.0 keeps the lr constant (PLAIN_FIT)")
+    try:
+        pair = () if isinstance(betas, (str, bytes)) else tuple(betas)
+    except TypeError:
+        pair = ()
+    if len(pair) != 2:
+        raise ValueError(f"betas must be two numbers in [0, 1) (Adam's), got {betas!r}; e.g. betas=(0.9, 0.9).")
+    for i, beta in enumerate(pair):
+        if not 0.0 <= number(f"betas[{i}]", beta) < 1.0:
+            raise ValueError(f"betas[{i}] must be in [0, 1) (Adam's), got {beta!r}; e.g. betas=(0.9, 0.9).")
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        raise TypeError(f"dtype must be a torch floating dtype, got {dtype!r}; use torch.float32 or torch.float64.")
 
 
 def fit_curves_one_by_one(probs, log_sizes: Sequence[float], **kwargs) -> CurveFit:
@@ -412,14 +441,14 @@ def on_the_fly_asymptotes(member_logits, log_sizes: Sequence[float], *, top_k: i
     renormalised over them, ``p_ap`` (..., k) the fitted asymptotes renormalised over them, and the
     :class:`CurveFit` (rows in the order of ``top_ids.reshape(-1)``).
     """
-    logits = torch.as_tensor(member_logits)
-    if logits.ndim < 2:
-        raise ValueError(f"member_logits must be (N members, ..., vocab), got shape {tuple(logits.shape)}.")
-    n, vocab = logits.shape[0], logits.shape[-1]
-    if not 1 <= top_k <= vocab:
-        raise ValueError(f"top_k must be in [1, vocab = {vocab}], got {top_k}.")
-    top_ids = logits[-1].topk(top_k, dim=-1).indices  # (..., k)
-    at_top = torch.gather(logits, -1, top_ids.expand(n, *top_ids.shape))  # (N, ..., k)
+    member = torch.as_tensor(member_logits)
+    if member.ndim < 2:
+        raise ValueError(f"member_logits must be (N members, ..., vocab), got shape {tuple(member.shape)}.")
+    logits("member_logits", member, "check each member's forward pass")
+    n, vocab = member.shape[0], member.shape[-1]
+    top_k = count("top_k", top_k, 1, "the paper uses 20", maximum=vocab)
+    top_ids = member[-1].topk(top_k, dim=-1).indices  # (..., k)
+    at_top = torch.gather(member, -1, top_ids.expand(n, *top_ids.shape))  # (N, ..., k)
     p = torch.softmax(at_top.to(fit_kwargs.get("dtype", torch.float32)), dim=-1)
     lead = top_ids.shape
     fit = fit_curves(p.movedim(0, -1).reshape(-1, n), log_sizes, **fit_kwargs)
@@ -438,8 +467,7 @@ def mix_on_the_fly(p_elm: torch.Tensor, p_ap: torch.Tensor, w: float) -> torch.T
         >>> mix_on_the_fly(torch.tensor([0.5, 0.5]), torch.tensor([1.0, 0.0]), 0.25)
         tensor([0.6250, 0.3750])
     """
-    if not 0.0 <= float(w) <= 1.0:
-        raise ValueError(f"w must be in [0, 1] (the mixing weight of the asymptotic probabilities), got {w}.")
+    bounded("w", w, 0, maximum=1, hint="the mixing weight of the asymptotic probabilities, e.g. 0.5")
     return (1.0 - w) * p_elm + w * p_ap
 
 

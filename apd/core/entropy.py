@@ -31,6 +31,7 @@ from typing import Sequence
 
 import torch
 
+from apd.base.checks import bounded, count
 from apd.core import curves
 
 DECAYS = ("poly10", "exponential")
@@ -97,8 +98,8 @@ def loss_weights(n_members: int, ratio: float = WEIGHT_RATIO, with_last: bool = 
         >>> loss_weights(2, 0.5, with_last=False).tolist()
         [0.6666666865348816, 1.3333333730697632]
     """
-    if n_members < 1 or not 0 < ratio <= 1:
-        raise ValueError(f"need n_members >= 1 and 0 < ratio <= 1, got {n_members}, {ratio}.")
+    count("n_members", n_members, 1, "the number of family members")
+    bounded("ratio", ratio, above=0, maximum=1, hint=f"the release uses {WEIGHT_RATIO}")
     w = torch.tensor([ratio ** (n_members - 1 - i) for i in range(n_members)], dtype=torch.float64)
     if with_last:
         w = torch.cat([w, w[-1:]])

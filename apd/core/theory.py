@@ -24,6 +24,7 @@ try:  # torch is a dependency, but the theory does not need it
 except ImportError:  # pragma: no cover
     torch = None
 
+from apd.base.checks import numbers_of
 from apd.core.contrastive import Reciprocal, check_temperature, contrastive_scores  # noqa: F401 (re-exported)
 
 ArrayLike = Union[np.ndarray, "torch.Tensor", float]
@@ -33,25 +34,32 @@ def _is_tensor(x) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
-def _as_array(x):
-    """Tensors stay tensors; everything else becomes a numpy float array."""
+def _as_array(x, name: str):
+    """Tensors stay tensors; everything else becomes a numpy float array (a TypeError naming ``name``
+    for strings and other non-numbers)."""
     if _is_tensor(x):
         return x
-    return np.asarray(x, dtype=np.float64) if not isinstance(x, np.ndarray) else x
+    if isinstance(x, np.ndarray) and x.dtype.kind in "iuf":
+        return x
+    return numbers_of(name, x)
 
 
-def _values(x) -> np.ndarray:
-    """A numpy view of x for checks (never used for the result)."""
-    if _is_tensor(x):
-        return x.detach().cpu().double().numpy()
-    return np.asarray(x, dtype=np.float64)
+def _values(x, name: str) -> np.ndarray:
+    """A numpy copy of x for checks (never used for the result)."""
+    return numbers_of(name, x)
+
+
+def _scalar(name: str, x) -> float:
+    """One number (a float, a 0-d or one-element array or tensor) as a float, or an error naming ``name``."""
+    v = numbers_of(name, x)
+    if v.size != 1:
+        raise ValueError(f"{name} must be one number here, got shape {v.shape}; use hlm_log_size for arrays.")
+    return float(v.reshape(()))
 
 
 def check_sizes(log_s_elm, log_s_alm) -> None:
     """Raise ValueError unless the expert is strictly larger than the amateur (log sizes)."""
-    e, a = np.broadcast_arrays(_values(log_s_elm), _values(log_s_alm))
-    if np.isnan(e).any() or np.isnan(a).any():
-        raise ValueError("a log size is NaN; pass natural logs of non-embedding parameter counts.")
+    e, a = np.broadcast_arrays(_values(log_s_elm, "log_s_elm"), _values(log_s_alm, "log_s_alm"))
     check_log_sizes(e, "log_s_elm")
     check_log_sizes(a, "log_s_alm")
     if (e <= a).any():
@@ -69,9 +77,14 @@ MAX_LOG_SIZE = 40.0
 
 
 def check_log_sizes(log_sizes, what: str = "log sizes") -> None:
-    """Raise ValueError if a log size is above :data:`MAX_LOG_SIZE`: such values are raw parameter
-    counts passed where their natural logs belong (e.g. 6.9e9 instead of ln(6.9e9) = 22.65)."""
-    v = _values(log_sizes)
+    """Raise ValueError if a log size is NaN or infinite, or above :data:`MAX_LOG_SIZE`: such values are raw
+    parameter counts passed where their natural logs belong (e.g. 6.9e9 instead of ln(6.9e9) = 22.65)."""
+    v = _values(log_sizes, what)
+    if not np.isfinite(v).all():
+        raise ValueError(
+            f"{what} must be finite natural logs of non-embedding parameter counts, got "
+            f"{v[~np.isfinite(v)].ravel()[0]}; pass e.g. math.log(70e6) = 18.06 for 70M parameters."
+        )
     big = v[np.isfinite(v) & (v > MAX_LOG_SIZE)]
     if big.size:
         raise ValueError(
@@ -102,7 +115,7 @@ def cd_logits(elm_logits, alm_logits, T) -> ArrayLike:
         >>> cd_logits(np.array([[2.0, 1.0]]), np.array([[1.0, 2.0]]), 2.0)
         array([[1.5, 0. ]])
     """
-    e, a = _as_array(elm_logits), _as_array(alm_logits)
+    e, a = _as_array(elm_logits, "elm_logits"), _as_array(alm_logits, "alm_logits")
     _check_same_shape(e, a, "elm_logits and alm_logits")
     return contrastive_scores(e, a, Reciprocal(T), normalize=False)
 
@@ -112,16 +125,31 @@ def hlm_log_size(log_s_elm, log_s_alm, T) -> ArrayLike:
 
     Arguments are natural logs of non-embedding parameter counts (scalars or arrays that
     broadcast); T > 0 and T != 1. For T > 1 the HLM is larger than the ELM; for 0 < T < 1 it is
-    smaller than the ALM (CD then reverses that small model's preferences, since 1 - 1/T < 0).
+    smaller than the ALM (CD then reverses that small model's preferences, since 1 - 1/T < 0). At
+    T = inf (the amateur weighs nothing) it is the limit, ln s_ELM.
 
     Example (Pythia-6.9B as the ELM, Pythia-70M as the ALM, T = 2):
         >>> round(float(hlm_log_size(22.5864, 16.7555, 2.0)), 4)
         28.4173
+        >>> float(hlm_log_size(22.5864, 16.7555, float("inf")))
+        22.5864
     """
     check_temperature(T, allow_one=False)
     check_sizes(log_s_elm, log_s_alm)
-    e, a = _as_array(log_s_elm), _as_array(log_s_alm)
-    return (T * e - a) / (T - 1)
+    e, a = _as_array(log_s_elm, "log_s_elm"), _as_array(log_s_alm, "log_s_alm")
+    at_inf = np.isinf(_values(T, "T"))
+    if not at_inf.any():
+        return (T * e - a) / (T - 1)
+    # T = inf: (T e - a) / (T - 1) -> e; the formula gives inf / inf = NaN there
+    if _is_tensor(T):
+        T_finite = T.masked_fill(torch.as_tensor(at_inf, device=T.device), 2.0)
+    else:
+        T_finite = 2.0 if at_inf.ndim == 0 else np.where(at_inf, 2.0, numbers_of("T", T))
+    out = (T_finite * e - a) / (T_finite - 1)
+    if _is_tensor(out):
+        e_like = torch.as_tensor(e, dtype=out.dtype, device=out.device)
+        return torch.where(torch.as_tensor(at_inf, device=out.device), e_like, out)
+    return np.where(at_inf, e, out)
 
 
 def line_logit(log_s, log_s_alm, alm_logits, log_s_elm, elm_logits) -> ArrayLike:
@@ -131,7 +159,7 @@ def line_logit(log_s, log_s_alm, alm_logits, log_s_elm, elm_logits) -> ArrayLike
     the logits (``log_s`` may carry extra leading axes if you add them yourself).
     """
     check_sizes(log_s_elm, log_s_alm)
-    e, a = _as_array(elm_logits), _as_array(alm_logits)
+    e, a = _as_array(elm_logits, "elm_logits"), _as_array(alm_logits, "alm_logits")
     _check_same_shape(e, a, "elm_logits and alm_logits")
     slope = (e - a) / (log_s_elm - log_s_alm)
     return e + slope * (log_s - log_s_elm)
@@ -158,7 +186,8 @@ def hlm_size(log_s_elm: float, log_s_alm: float, T: float) -> float:
         >>> f"{hlm_size(22.5864, 16.7555, 2.0):.3g}"
         '2.2e+12'
     """
-    x = float(hlm_log_size(float(log_s_elm), float(log_s_alm), float(T)))
+    T = _scalar("T", T)
+    x = float(hlm_log_size(_scalar("log_s_elm", log_s_elm), _scalar("log_s_alm", log_s_alm), T))
     if x > math.log(np.finfo(np.float64).max):
         raise ValueError(
             f"s_HLM = e^{x:.4g} does not fit in a float: T = {float(T)!r} is so close to 1 that the HLM is "

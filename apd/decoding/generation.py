@@ -45,7 +45,8 @@ def generate(
     ``repetition_penalty`` defaults to 1.0; a value you give acts on the ELM's logits before the
     processors (DoLa's 1.2 does). Without processors, ``temperature=t`` is the
     temperature-sampling baseline (HF's ``TemperatureLogitsWarper``). Returns what
-    ``expert.generate`` returns.
+    ``expert.generate`` returns. An empty batch (or prompt) is a ValueError: ``input_ids`` must be
+    ``(batch >= 1, length >= 1)``.
 
     Example:
         >>> import apd
@@ -72,6 +73,7 @@ def generate(
             "cache per sequence and beam search reorders sequences. Use greedy decoding or sampling "
             "(num_beams=1, with do_sample=True or False)."
         )
+    _check_batch(input_ids)
     check_ids(expert, input_ids, "expert")
     if attention_mask is not None:
         if tuple(attention_mask.shape) != tuple(input_ids.shape):
@@ -102,6 +104,27 @@ def generate(
     if attention_mask is not None:
         generate_kwargs["attention_mask"] = attention_mask
     return expert.generate(input_ids=input_ids, logits_processor=LogitsProcessorList(processors), **generate_kwargs)
+
+
+def _check_batch(input_ids) -> None:
+    """Raise unless ``input_ids`` is a (batch >= 1, length >= 1) tensor of token ids."""
+    if not isinstance(input_ids, torch.Tensor):
+        raise TypeError(
+            f"input_ids must be a torch tensor of token ids, got {type(input_ids).__name__}; use the tokenizer's "
+            "output, e.g. tokenizer(prompts, return_tensors='pt').input_ids."
+        )
+    if input_ids.ndim != 2:
+        shape = tuple(input_ids.shape)
+        raise ValueError(
+            f"input_ids must be a (batch, length) tensor of token ids, got {shape}; use the tokenizer's "
+            "output, e.g. tokenizer(prompts, return_tensors='pt').input_ids (ids[None] for one prompt)."
+        )
+    if input_ids.shape[0] == 0 or input_ids.shape[1] == 0:
+        raise ValueError(
+            f"input_ids hold no {'prompt' if input_ids.shape[0] == 0 else 'token'} (shape {tuple(input_ids.shape)}): "
+            "there is nothing to continue; skip empty batches before calling generate, and give every prompt "
+            "at least one token."
+        )
 
 
 def dola_candidate_layers(config, layers: Union[str, list] = "high") -> list:

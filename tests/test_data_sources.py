@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -22,6 +23,7 @@ from apd.book import data_check
 from apd.book.cache import cache_key
 from apd.book.preflight import preflight
 from apd.book.profiles import resolve
+from apd.book.runner import main
 from apd.book.project import notebook_path
 from apd.evaluation import qa_data
 from apd.evaluation.factuality import prompts as fp
@@ -106,22 +108,59 @@ def _smoke(stems=None):
     return params, stems or all_stems
 
 
+#: One valid row of each offline file (the formats of /work/shared/data/README.md).
+_MC = {"query": "Question: What flies?", "choices": ["a bird", "a stone"], "gold": 0}
+VALID_ROWS = {
+    "lambada_openai.jsonl": {"context": "She opened the door and saw her old friend", "continuation": " Tom"},
+    "commonsense_qa_train.jsonl": {
+        "id": "c1",
+        "question": {
+            "stem": "What flies?",
+            "choices": [{"label": "A", "text": "bird"}, {"label": "B", "text": "stone"}],
+        },
+        "answerKey": "A",
+    },
+    "openbook_qa.jsonl": _MC,
+    "arc_easy.jsonl": _MC,
+    "social_iqa_dev.jsonl": {"context": "Kai cooked.", "question": "Why?", "options": ["a", "b", "c"], "answer": "a"},
+    "multirc_val.jsonl": {
+        "idx": 0,
+        "passage": {
+            "text": "Ann ran. Bob sat.",
+            "questions": [{"idx": 0, "question": "Who ran?", "answers": [{"text": "Ann", "idx": 0, "label": 1}]}],
+        },
+    },
+    "squad_v1.1_dev.jsonl": {"id": "s1", "title": "T", "context": "Ann ran.", "question": "Who?", "answers": ["Ann"]},
+}
+FP_ROW = {"id": 7, "prompt": "Ada Lovelace was a mathematician.", "evidence_info": [["Ada Lovelace", 1]]}
+
+
+def _valid_copy(folder: Path, files) -> None:
+    """Write a valid three-row copy of each data file of ``files`` (relative to ``folder``)."""
+    for rel in files:
+        row = FP_ROW if rel.startswith("factuality_prompts/") else VALID_ROWS[Path(rel).name]
+        (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+        (folder / rel).write_text("".join(json.dumps(row) + "\n" for _ in range(3)))
+
+
+def _smoke_files(params, stems) -> list[str]:
+    defaults = {s: notebook_parameters(notebook_path(s, REPO)) for s in stems}
+    return sorted({n.file for n in data_check.data_needs(params, stems, defaults)})
+
+
 def test_preflight_names_the_files_a_data_folder_lacks(monkeypatch, tmp_path):
     params, stems = _smoke()
     needs = data_check.data_needs(params, stems, {s: notebook_parameters(notebook_path(s, REPO)) for s in stems})
     files = sorted({n.file for n in needs})
     assert "qa/lambada_openai.jsonl" in files and "factuality_prompts/fever_factual_test7k_final.jsonl" in files
-    for rel in files[1:]:  # every file but one
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / rel).write_text("{}\n")
+    _valid_copy(tmp_path, files[1:])  # every file but one
     monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
     with pytest.raises(BookError) as err:
         preflight(None, params, stems, REPO, checks=("data",))
     message = str(err.value)
     assert "\n" not in message and f"APD_DATA_DIR={tmp_path}" in message and files[0] in message
     assert files[1] not in message
-    (tmp_path / files[0]).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / files[0]).write_text("{}\n")
+    _valid_copy(tmp_path, files[:1])
     preflight(None, params, stems, REPO, checks=("data",))  # every file there: the build may start
 
 
@@ -156,3 +195,76 @@ def test_the_data_source_is_part_of_the_cache_key(monkeypatch, tmp_path):
     hub = cache_key("qa", {"profile": "smoke"}, REPO)
     monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
     assert cache_key("qa", {"profile": "smoke"}, REPO) != hub
+
+
+def _damage_four(data: Path) -> dict[str, str]:
+    """The issue's four damaged files: {file: what the one line must say}."""
+    lam = data / "qa" / "lambada_openai.jsonl"
+    lam.write_text(lam.read_text() + '{"context": "cut sh\n')  # a truncated JSON line, line 4
+    csqa = data / "qa" / "commonsense_qa_train.jsonl"
+    csqa.write_bytes(csqa.read_bytes() + b'{"id": "Caf\xe9"}\n')  # a non-UTF-8 byte, line 4
+    (data / "qa" / "openbook_qa.jsonl").write_text("")  # empty
+    (data / "qa" / "arc_easy.jsonl").write_text(json.dumps({**_MC, "choices": "a bird"}) + "\n")  # string choices
+    return {
+        "lambada_openai.jsonl": r"lambada_openai\.jsonl, line 4 is not valid JSON",
+        "commonsense_qa_train.jsonl": r"commonsense_qa_train\.jsonl is not UTF-8 text \(line 4",
+        "openbook_qa.jsonl": r"openbook_qa\.jsonl is empty",
+        "arc_easy.jsonl": r"arc_easy\.jsonl, line 1 cannot be read .*choices must be a list of at least two strings",
+    }
+
+
+def test_invalid_dataset_files_fail_the_check_and_the_chapter_naming_file_line_and_problem(
+    monkeypatch, tmp_path, capsys
+):
+    """Issue: a bad JSON line, a non-UTF-8 byte, an empty file and string choices in four files of a
+    data copy passed --check, and the QA chapter ran 2 datasets of 6 without a word. Now --check exits 1
+    with one line per file naming the file, the line and the problem, and the chapter fails."""
+    from apd.chapters.qa import dataset_jobs
+
+    params, stems = _smoke()
+    data = tmp_path / "data"
+    _valid_copy(data, _smoke_files(params, stems))
+    monkeypatch.setenv("APD_DATA_DIR", str(data))
+    preflight(None, params, stems, REPO, checks=("data",))  # valid: the build may start
+    jobs, not_run = dataset_jobs(params["qa"]["qa_datasets"], {"qasc_q": "openbookqa", "arc": "arc_easy"})
+    assert len(jobs) == 6  # QASC (Q+Fact) has no offline copy; two stand-ins replace QASC (Q only) and ARC
+
+    want = _damage_four(data)
+    with pytest.raises(BookError) as err:
+        preflight(None, params, stems, REPO, checks=("data",))
+    problems = str(err.value).split("\n  - ")[1:]
+    assert len(problems) == 4, str(err.value)
+    for line, (name, pattern) in zip(sorted(problems), sorted(want.items())):
+        assert re.search(pattern, line) and str(data / "qa" / name) in line and f"APD_DATA_DIR={data}" in line, line
+    assert main(["--profile", "smoke", "--check"]) == 1  # python -m apd --check
+    out = capsys.readouterr()
+    assert "has what a build needs" not in out.out and "lambada_openai.jsonl, line 4" in out.err
+
+    for name, pattern in want.items():  # the chapter: an error, never a dataset silently left out
+        dataset = {"lambada_openai.jsonl": "lambada", "commonsense_qa_train.jsonl": "commonsense_qa"}.get(
+            name, "openbookqa" if name.startswith("openbook") else "arc_easy"
+        )
+        with pytest.raises(qa_data.DatasetInvalid, match=pattern):
+            dataset_jobs([dataset], {}, limit=6)
+
+
+def test_a_repaired_data_file_changes_the_chapter_key(monkeypatch, tmp_path):
+    """Issue: after the damaged files were restored, the QA chapter stayed cached with 2 datasets:
+    its key covered the data folder's path, not its contents. The digests of the files it reads
+    are part of its key now."""
+    params, stems = _smoke()
+    data = tmp_path / "data"
+    _valid_copy(data, _smoke_files(params, stems))
+    monkeypatch.setenv("APD_DATA_DIR", str(data))
+    good = {s: cache_key(s, params[s], REPO) for s in ("qa", "factuality", "theorem1")}
+    lam = data / "qa" / "lambada_openai.jsonl"
+    text = lam.read_text()
+    lam.write_text(text[:-5])
+    assert cache_key("qa", params["qa"], REPO) != good["qa"]
+    assert cache_key("theorem1", params["theorem1"], REPO) == good["theorem1"]  # reads no data
+    assert cache_key("factuality", params["factuality"], REPO) == good["factuality"]  # reads other files
+    lam.write_text(text)  # restored: the key of the good copy again
+    assert cache_key("qa", params["qa"], REPO) == good["qa"]
+    fp = data / "factuality_prompts" / "fever_factual_test7k_final.jsonl"
+    fp.write_text(fp.read_text() + json.dumps(FP_ROW) + "\n")
+    assert cache_key("factuality", params["factuality"], REPO) != good["factuality"]

@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -274,6 +275,98 @@ def test_damaged_alm_prime_checkpoint_and_log_are_healed(fam, tmp_path):
     assert list(runs.read_train_log(run)["step"]) == list(runs.read_train_log(tmp_path / "ref")["step"])
 
 
+def test_a_finished_runs_damaged_log_is_set_aside_and_the_run_trained_again(fam, tmp_path):
+    """Issue: a truncated last line of a finished run's train_log.jsonl silently changed apd.json.
+    The log's digest is recorded when the run finishes; a log that does not match it is set aside
+    (one message naming it) and the run trained again, to the same weights and losses."""
+    col = _collect(fam, tmp_path)
+    cfg = _train_cfg(log_every=1)
+    final = runs.train_apd(fam, col, cfg, cache=tmp_path, progress=False)
+    run, log = final.parent, final.parent / "train_log.jsonl"
+    assert io.recorded_digest(log) == io.file_sha256(log)  # recorded beside the run record's
+    weights = io.file_sha256(final / "model.safetensors")
+    want = runs.read_train_log(run).drop(columns="seconds")
+    text = log.read_text()
+    log.write_text(text[:-12])  # the last line cut short
+    with pytest.warns(UserWarning, match=r"ALM' training log .*train_log\.jsonl is damaged \(digest mismatch\)"):
+        assert runs.train_apd(fam, col, cfg, cache=tmp_path, progress=False) == final
+    assert _aside(log) and io.file_sha256(final / "model.safetensors") == weights
+    pd.testing.assert_frame_equal(runs.read_train_log(run).drop(columns="seconds"), want)
+    assert io.recorded_digest(log) == io.file_sha256(log)
+
+    # a reader that finds it damaged names it and never reads a cut log
+    log.write_text(log.read_text()[:-12])
+    with (
+        pytest.warns(UserWarning, match=r"train_log\.jsonl is damaged"),
+        pytest.raises(ValueError, match=r"train_log\.jsonl of a finished run is damaged .*apd\.apd_model"),
+    ):
+        runs.read_train_log(run)
+    assert not log.exists()
+    assert runs.train_apd(fam, col, cfg, cache=tmp_path, progress=False) == final  # trained again
+
+    # a run finished before logs were digested: read line by line, then its digest is recorded
+    sidecar = log.with_name(log.name + ".sha256")
+    sidecar.unlink()
+    assert runs.train_apd(fam, col, cfg, cache=tmp_path, progress=False) == final and sidecar.is_file()
+    sidecar.unlink()
+    log.write_text(log.read_text()[:-12])
+    with pytest.warns(UserWarning, match=r"train_log\.jsonl is damaged \(line \d+ is not JSON\)"):
+        runs.train_apd(fam, col, cfg, cache=tmp_path, progress=False)
+    pd.testing.assert_frame_equal(runs.read_train_log(run).drop(columns="seconds"), want)
+
+
+def test_alm_prime_without_digests_and_a_truncated_curve_mlp_is_named_set_aside_and_rebuilt(fam, tmp_path):
+    """Issue: an ALM' folder without digests.json and a truncated curve_mlp.pt failed with torch's
+    message, named no path, and failed again on every rerun."""
+    from apd.amateur.objective import CurveMLP
+
+    col = _collect(fam, tmp_path)
+    final = runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False)
+    mlp = final / "curve_mlp.pt"
+    before = io.file_sha256(mlp)
+    (final / "digests.json").unlink()
+    _damage(mlp, "truncate")
+    with pytest.warns(UserWarning, match=r"ALM' model .*alm_prime is damaged \(unreadable curve_mlp\.pt"):
+        assert runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False) == final
+    assert io.file_sha256(mlp) == before and (final / "digests.json").is_file() and _aside(final)
+
+    # digests that already cover the damaged file (recorded by older code): its loader catches it,
+    # names it, sets the folder aside, and the next run trains it again
+    _damage(mlp, "truncate")
+    io.write_folder_digests(final)
+    with (
+        pytest.warns(UserWarning, match=r"alm_prime is damaged"),
+        pytest.raises(
+            ValueError, match=r"the curve MLP .*alm_prime/curve_mlp\.pt cannot be read .*moved aside .*apd_model"
+        ),
+    ):
+        CurveMLP.load(final)
+    assert not final.exists()
+    assert runs.train_apd(fam, col, _train_cfg(), cache=tmp_path, progress=False) == final
+    assert io.file_sha256(mlp) == before
+
+    # a curve MLP outside an ALM' folder: named, with what to delete
+    lone = tmp_path / "lone" / "curve_mlp.pt"
+    lone.parent.mkdir()
+    lone.write_bytes(mlp.read_bytes()[:100])
+    with pytest.raises(ValueError, match=r"lone/curve_mlp\.pt cannot be read .*delete it"):
+        CurveMLP.load(lone)
+    assert lone.is_file()
+
+
+def test_a_full_disk_names_the_file_and_its_folder(tmp_path):
+    def full(tmp):
+        tmp.write_bytes(b"half")
+        raise RuntimeError("PytorchStreamWriter failed writing file data/0: [Errno 28] No space left on device")
+
+    target = tmp_path / "art" / "x.pt"
+    with pytest.raises(OSError, match=r"no space left on the device to write .*art/x\.pt \(.* free in .*art;") as err:
+        io.atomic_write(target, full)
+    assert err.value.errno == 28 and not list(target.parent.iterdir())  # the partial file is gone
+    with pytest.raises(RuntimeError, match="other"):  # any other error is left as it is
+        io.atomic_write(target, lambda tmp: (_ for _ in ()).throw(RuntimeError("other")))
+
+
 # ------------------------------------------------------------------------------ two builders at once
 
 BUILDER = textwrap.dedent("""
@@ -363,8 +456,10 @@ def test_bad_qa_files_name_file_and_line(tmp_path, lines, match):
     root = _qa_file(tmp_path, lines)
     with pytest.raises(qa_data.DatasetInvalid, match=match):
         qa_data.load_dataset("openbookqa", data_dir=root)
-    examples, reason = qa_data.try_load("openbookqa", data_dir=root)
-    assert examples is None and "openbook_qa.jsonl" in reason
+    with pytest.raises(qa_data.DatasetInvalid, match=match):  # invalid data is an error, never "not run"
+        qa_data.try_load("openbookqa", data_dir=root)
+    with pytest.raises(qa_data.DatasetInvalid, match=match):  # --check reads it line by line, the same way
+        qa_data.check_offline_file("openbookqa", root)
     assert len(qa_data.load_dataset("openbookqa", data_dir=_qa_file(tmp_path, [json.dumps(ROW)]))) == 1
 
 
@@ -583,6 +678,15 @@ def test_apd_model_refuses_negative_lambdas_and_a_build_of_another_scale(fam):
 
     with pytest.raises(ValueError, match=r"built is the 'smoke' pico family"):
         thf.thf_model(fam, smoke, scale="default")
+
+
+def test_apd_train_config_names_a_bad_lr():
+    with pytest.raises(TypeError, match=r"lr must be a number, got the str '1e-3'; pass 1e-3 without quotes"):
+        APDTrainConfig(family="pico", lambda3=0.8, lr="1e-3")
+    for bad in (0.0, -1e-4, math.nan, math.inf):
+        with pytest.raises(ValueError, match=r"lr must be a finite number > 0, got"):
+            APDTrainConfig(family="pico", lambda3=0.8, lr=bad)
+    assert APDTrainConfig(family="pico", lambda3=0.8, lr=3e-4).lr == 3e-4
 
 
 def test_load_alm_prime_refuses_a_plain_member(fam, family_dir, tmp_path):

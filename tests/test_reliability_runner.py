@@ -609,6 +609,55 @@ def test_read_only_results_folder_stops_the_build_in_one_line(tmp_path, monkeypa
         results.chmod(0o755)
 
 
+# -- a full disk, a lock, a failure: the messages name the real folders ---------------------
+
+FULL_BODY = BODY.replace("raise RuntimeError('boom')", "raise OSError(28, 'No space left on device')")
+
+
+def test_a_full_disk_in_a_chapter_names_the_folders_the_environment_gives(tmp_path, monkeypatch, kernel_env):
+    """Issue: a full disk named no path and said "results/smoke/ keeps the last successful run's
+    results" whatever APD_RESULTS_DIR was."""
+    root = make_project(tmp_path, body=FULL_BODY)
+    results, cache = tmp_path / "elsewhere", tmp_path / "artifacts"
+    monkeypatch.setenv("APD_RESULTS_DIR", str(results))
+    monkeypatch.setenv("APD_CACHE_DIR", str(cache))
+    assert run_nb(root, x=1) == "executed"
+    before = snapshot(results / "p")
+    with pytest.raises(BookError) as err:
+        run_nb(root, x=2, fail=True)
+    msg = str(err.value)
+    assert "OSError: [Errno 28] No space left on device" in msg
+    assert f"the disk is full: results {results} set by APD_RESULTS_DIR (" in msg
+    assert f"cache {cache} set by APD_CACHE_DIR (" in msg and "free" in msg
+    assert f"{results / 'p'}/ keeps the last successful run's results of nb" in msg
+    assert "results/p/" not in msg and snapshot(results / "p") == before
+
+
+def test_a_failed_commit_and_a_held_lock_name_the_real_results_folder(tmp_path, monkeypatch, kernel_env):
+    root = make_project(tmp_path)
+    results = tmp_path / "elsewhere"
+    monkeypatch.setenv("APD_RESULTS_DIR", str(results))
+    assert run_nb(root, x=1) == "executed"
+    before = snapshot(results / "p")
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("apd.book.execution.commit_results", full)
+    with pytest.raises(BookError) as err:
+        run_nb(root, x=2)
+    msg = str(err.value)
+    assert "chapter nb: [Errno 28] No space left on device, while moving its results from " in msg
+    assert f"into {results / 'p'}" in msg and f"the disk is full: results {results} set by APD_RESULTS_DIR" in msg
+    assert f"{results / 'p'}/ keeps the last successful run's results of nb" in msg
+    assert snapshot(results / "p") == before and not any((results / ".staging" / "p").iterdir())
+
+    with staging.build_lock("p", root), pytest.raises(BookError) as err:
+        with staging.build_lock("p", root, wait=False):
+            pass
+    assert f"its results in {results / 'p'}/ are left to it" in str(err.value)
+
+
 # -- "damaged ... moved aside" reaches the terminal ------------------------------------------
 
 DAMAGE_BODY = (

@@ -117,6 +117,33 @@ def test_training_resumes_to_the_same_weights_and_is_deterministic(tmp_path):
     assert [r["step"] for r in log] == list(range(1, 9))
 
 
+def test_a_finished_runs_damaged_log_is_set_aside_and_the_run_trained_again(tmp_path):
+    """A finished run's log digest is recorded; a cut log is set aside, named, and the run trained again."""
+    from apd.base import io
+
+    labels, _ = _synthetic(n_chunks=16, S=8)
+    cfg = T.THFConfig(decay="poly10", lr=1e-3, epochs=2, batch_size=4, warmup_steps=1)
+    alm = tiny_neox(0, V)
+    final = T.train_thf(cfg, alm, labels, tmp_path, progress=False)
+    log = tmp_path / "train_log.jsonl"
+    assert io.recorded_digest(log) == io.file_sha256(log)
+
+    def logged():
+        return [{k: v for k, v in json.loads(ln).items() if k != "seconds"} for ln in log.read_text().splitlines()]
+
+    want, head = logged(), torch.load(final / T.HEAD_FILE, weights_only=False)["state_dict"]
+    log.write_text(log.read_text()[:-10])
+    with (
+        pytest.warns(UserWarning, match=r"THF training log .*train_log\.jsonl is damaged"),
+        pytest.raises(ValueError, match=r"THF training log .*train_log\.jsonl .*apd\.thf_model"),
+    ):
+        T.THFResult(final, cfg, tmp_path).train_log()
+    assert T.train_thf(cfg, alm, labels, tmp_path, progress=False) == final  # trained again
+    again = torch.load(final / T.HEAD_FILE, weights_only=False)["state_dict"]
+    assert logged() == want and all(torch.equal(head[k], again[k]) for k in head)
+    assert list(T.THFResult(final, cfg, tmp_path).train_log()["step"]) == list(range(1, 9))
+
+
 def test_load_refuses_other_log_sizes_or_tokenizer(tmp_path, smoke_family):
     fam, built, _ = smoke_family
     labels, _ = _synthetic(n_chunks=8, S=8)

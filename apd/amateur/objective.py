@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from apd.amateur.config import X_ORIGINS
+from apd.base.io import set_aside
 from apd.core import curves
 
 
@@ -162,12 +163,37 @@ class CurveMLP(nn.Module):
             path = path / "curve_mlp.pt"
         if not path.exists():
             raise FileNotFoundError(f"{path} not found; train_alm_prime writes <out_dir>/alm_prime/curve_mlp.pt.")
-        blob = torch.load(path, map_location=map_location, weights_only=False)
-        settings = dict(blob["settings"])
+        try:
+            blob = torch.load(path, map_location=map_location, weights_only=False)
+            settings, state = dict(blob["settings"]), blob["state_dict"]
+        except Exception as err:  # truncated or overwritten (a folder without digests is not checked on load)
+            raise unreadable_curve_mlp(path, err) from None
         kind = ConditionedCurveMLP if settings.pop("start", "release") == "conditioned" else CurveMLP
         model = kind(**settings)
-        model.load_state_dict(blob["state_dict"])
+        model.load_state_dict(state)
         return model
+
+
+def unreadable_curve_mlp(path, err: BaseException) -> ValueError:
+    """The error for a ``curve_mlp.pt`` that does not load (one line naming it and the fix). In a
+    folder ALM' training wrote (it holds ``apd_train_config.json``) the folder is set aside first
+    (:func:`apd.base.io.set_aside`), so the next :func:`apd.apd_model` trains the run again instead of
+    failing on the same file every time."""
+    path = Path(path)
+    why = f"{type(err).__name__}: {' '.join(str(err).split())[:120]}"
+    folder = path.parent
+    if (folder / "apd_train_config.json").is_file():
+        new = set_aside(
+            folder, "ALM' model", f"unreadable {path.name}: {type(err).__name__}", "training it again on the next run"
+        )
+        return ValueError(
+            f"the curve MLP {path} cannot be read ({why}); its ALM' folder was moved aside to {new}: run "
+            "apd.apd_model(fam, built) again to train it again."
+        )
+    return ValueError(
+        f"the curve MLP {path} cannot be read ({why}); delete it and save it again (CurveMLP.save), or train "
+        "ALM' again with apd.apd_model(fam, built)."
+    )
 
 
 class ConditionedCurveMLP(CurveMLP):

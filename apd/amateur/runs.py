@@ -21,7 +21,7 @@ import torch
 from apd.amateur import collect, distill
 from apd.amateur.config import APDTrainConfig
 from apd.amateur.data import collected_chunks
-from apd.amateur.train import train_alm_prime
+from apd.amateur.train import LOG_WHAT, log_intact, train_alm_prime
 from apd.base import paths
 from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
@@ -104,12 +104,12 @@ def train_dir(collect_dir, config: APDTrainConfig, cache=None) -> Path:
 
 
 def _finished(out: Path) -> Optional[Path]:
-    """``out/alm_prime`` if the run there is done and intact; a damaged ALM' or run record is set
-    aside (then the run trains again)."""
+    """``out/alm_prime`` if the run there is done and intact; a damaged ALM', run record or training
+    log (its reported losses and seconds come from it) is set aside (then the run trains again)."""
     meta = read_json_checked(out / "train_config.json", "ALM' run record", "training ALM' again")
     if meta is None or meta.get("status") != "done":
         return None
-    if check_folder(out / "alm_prime", "ALM' model", "training ALM' again", backfill=True):
+    if check_folder(out / "alm_prime", "ALM' model", "training ALM' again", backfill=True) and log_intact(out, meta):
         return out / "alm_prime"
     return None
 
@@ -259,10 +259,22 @@ def finetune_texts(fam, built=None, leave_out=()) -> list[str]:
 def read_train_log(run_dir) -> pd.DataFrame:
     """The ``train_log.jsonl`` of a training folder as a DataFrame, one row per step in step order
     (a step logged twice, e.g. by two processes that trained the same run before runs were locked,
-    keeps its last line; a deterministic run logs the same values both times)."""
+    keeps its last line; a deterministic run logs the same values both times).
+
+    The log of a finished run is checked against the digest recorded when it finished
+    (:func:`apd.amateur.train.log_intact`): a damaged one is set aside and a ValueError names it, and
+    the next :func:`apd.apd_model` trains the run again. Only a run still training (or stopped) may
+    end in a line cut short, which is dropped with a warning."""
     path = Path(run_dir) / "train_log.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"no training log at {path}; train ALM' first (pipeline.apd_model).")
+    meta = read_json_checked(path.parent / "train_config.json", "ALM' run record", "training ALM' again")
+    if meta is not None and meta.get("status") == "done":
+        if not log_intact(path.parent, meta, "training the run again on the next apd.apd_model"):
+            raise ValueError(
+                f"the {LOG_WHAT} {path} of a finished run is damaged and was moved aside; run "
+                "apd.apd_model(fam, built) again to train that run again (its numbers come from the log)."
+            )
     lines = [line for line in path.read_text().splitlines() if line.strip()]
     rows = []
     for i, line in enumerate(lines):

@@ -38,7 +38,9 @@ from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
     check_file,
     check_folder,
+    check_log,
     read_json_checked,
+    record_digest,
     remove_checkpoints,
     remove_stale_tmp,
     set_aside,
@@ -338,7 +340,7 @@ def _train_thf(
     if meta is not None:
         if meta.get("fingerprint") != fingerprint:
             raise ValueError(f"{out_dir} holds a different THF run; use a new out_dir or delete that one.")
-        if meta.get("status") == "done" and final.exists():
+        if meta.get("status") == "done" and final.exists() and _log_intact(out_dir, meta):
             return final
     device = resolve_device(config.device)
     torch.manual_seed(config.seed)
@@ -396,6 +398,7 @@ def _train_thf(
         digest=True,
     )
     log_path = out_dir / "train_log.jsonl"
+    log_path.with_name(log_path.name + ".sha256").unlink(missing_ok=True)  # recorded again when the run finishes
     kept = [
         ln
         for ln in (log_path.read_text().splitlines() if log_path.exists() else [])
@@ -455,6 +458,7 @@ def _train_thf(
     write_folder_digests(tmp)
     shutil.rmtree(final, ignore_errors=True)
     os.replace(tmp, final)
+    record_digest(log_path)  # checked when the run is found again (_log_intact)
     write_json(
         meta_path,
         {**json.loads(meta_path.read_text()), "status": "done", "seconds": round(time.time() - t0, 3)},
@@ -504,10 +508,17 @@ class THFResult:
         return self.path.parent
 
     def train_log(self):
-        """One row per optimizer step: step, epoch, loss, seconds."""
+        """One row per optimizer step: step, epoch, loss, seconds. The log is checked against the
+        digest recorded when the run finished: a damaged one is set aside and a ValueError names it."""
         import pandas as pd
 
-        return pd.read_json(self.train_dir / "train_log.jsonl", lines=True)
+        path = self.train_dir / "train_log.jsonl"
+        if not _log_intact(self.train_dir, self.record(), "training the THF model again on the next apd.thf_model"):
+            raise ValueError(
+                f"the THF training log {path} is damaged or missing; run apd.thf_model(fam, built) again "
+                "to train the THF model again."
+            )
+        return pd.read_json(path, lines=True)
 
     def record(self) -> dict:
         """The run record (``train_config.json``: config, steps, seconds, status)."""
@@ -519,13 +530,18 @@ class THFResult:
         return record
 
 
+def _log_intact(out: Path, meta: dict, action: str = "training the THF model again") -> bool:
+    """Whether a finished THF run's ``train_log.jsonl`` is intact (:func:`apd.base.io.check_log`); a
+    damaged one is set aside."""
+    return check_log(Path(out) / "train_log.jsonl", "THF training log", action, last_step=meta.get("total_steps"))
+
+
 def _finished(out: Path) -> Optional[Path]:
     meta = read_json_checked(out / "train_config.json", "THF run record", "training the THF model again")
     if meta is None or meta.get("status") != "done":
         return None
-    return (
-        out / "thf" if check_folder(out / "thf", "THF model", "training the THF model again", backfill=True) else None
-    )
+    intact = check_folder(out / "thf", "THF model", "training the THF model again", backfill=True)
+    return out / "thf" if intact and _log_intact(out, meta) else None
 
 
 def thf_key(labels_key: str, config: THFConfig) -> str:

@@ -3,7 +3,9 @@ With ``APDTrainConfig(objective="distill")`` ALM' is trained alone to match the 
 (:class:`apd.amateur.objective.DistillObjective`, targets from :mod:`apd.amateur.distill`).
 
 Device-agnostic (CPU fp32, CUDA, several processes through ``accelerate``). A run folder holds
-``alm_prime/`` (``save_pretrained``), ``curve_mlp.pt``, ``train_log.jsonl`` and checkpoints.
+``alm_prime/`` (``save_pretrained``, with ``curve_mlp.pt`` and ``digests.json``), ``train_config.json``
+(the run record), ``train_log.jsonl`` and checkpoints; the record and, once the run is done, the log
+have their SHA-256 beside them (``<name>.sha256``).
     python -m apd.amateur.train --help
 """
 
@@ -32,7 +34,9 @@ from apd.amateur.objective import APDObjective, ConditionedCurveMLP, CurveMLP, D
 from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
     check_file,
+    check_log,
     read_json_checked,
+    record_digest,
     remove_checkpoints,
     remove_stale_tmp,
     set_aside,
@@ -285,8 +289,21 @@ def _plan(config: APDTrainConfig, alm_model_or_path, records, out_dir, log_sizes
     return plan, alm
 
 
+#: What a finished run's ``train_log.jsonl`` is called in messages (its digest is recorded when the run
+#: finishes; :func:`apd.base.io.check_log`).
+LOG_WHAT = "ALM' training log"
+
+
+def log_intact(out_dir, meta: dict, action: str = "training ALM' again") -> bool:
+    """Whether the finished run in ``out_dir`` (its run record ``meta``) has its training log intact
+    (:func:`apd.base.io.check_log`: its recorded digest, or for a run from before logs were digested,
+    every line JSON and the last at ``total_steps``); a damaged log is set aside and False returned."""
+    return check_log(Path(out_dir) / "train_log.jsonl", LOG_WHAT, action, last_step=meta.get("total_steps"))
+
+
 def _already_done(plan: _Plan) -> bool:
-    """True when ``out_dir`` holds this run finished; a ValueError when it holds another run."""
+    """True when ``out_dir`` holds this run finished (its ALM' there, its log intact: a damaged log is
+    set aside and the run trained again); a ValueError when it holds another run."""
     meta = read_json_checked(plan.meta_path, "ALM' run record", "training again")
     if meta is None:
         return False
@@ -295,7 +312,7 @@ def _already_done(plan: _Plan) -> bool:
             f"{plan.out_dir} holds a different run (fingerprint {meta.get('fingerprint')} != "
             f"{plan.fingerprint}: other config, data or initial ALM); use a new out_dir or delete that one."
         )
-    return meta.get("status") == "done" and plan.final.exists()
+    return meta.get("status") == "done" and plan.final.exists() and log_intact(plan.out_dir, meta)
 
 
 def _check_mlp_warmup(config: APDTrainConfig, plan: _Plan) -> int:
@@ -386,6 +403,7 @@ def _start_record(plan: _Plan, step: int) -> None:
         digest=True,
     )
     log_path = plan.log_path
+    log_path.with_name(log_path.name + ".sha256").unlink(missing_ok=True)  # recorded again when the run finishes
     lines = log_path.read_text().splitlines() if log_path.exists() else []
     kept = [ln for ln in lines if ln.strip() and (_log_step(ln, log_path) or step + 1) <= step]
     log_path.write_text("".join(ln + "\n" for ln in kept))
@@ -521,6 +539,7 @@ def _save_final(plan: _Plan, objective, mlp, tokenizer) -> None:
         write_folder_digests(tmp)  # checked when the run is found again (runs._finished)
         shutil.rmtree(plan.final, ignore_errors=True)
         os.replace(tmp, plan.final)
+        record_digest(plan.log_path)  # the log feeds reported numbers: checked when the run is found again
         meta = json.loads(plan.meta_path.read_text())
         meta["status"] = "done"
         write_json(plan.meta_path, meta, digest=True)

@@ -6,15 +6,20 @@ Each writer writes ``<name>.tmp`` beside the target, then renames it over the ta
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 from typing import Any, Callable
 
+from apd.base.paths import free_space
+
 
 def atomic_write(path, write: Callable[[Path], None], *, digest: bool = False) -> Path:
     """Call ``write(tmp_path)``, then move ``tmp_path`` over ``path``; returns ``path``.
     With ``digest``, also record the file's SHA-256 in ``<path>.sha256`` (see :func:`check_file`).
+    A full disk raises an OSError (ENOSPC) naming ``path`` and its folder's free space
+    (:func:`disk_full_error`); the partial ``tmp_path`` is removed.
 
     Example:
         >>> import tempfile
@@ -25,11 +30,42 @@ def atomic_write(path, write: Callable[[Path], None], *, digest: bool = False) -
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    write(tmp)
-    os.replace(tmp, path)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except Exception as err:
+        if not is_disk_full(err):
+            raise
+        tmp.unlink(missing_ok=True)
+        raise disk_full_error(path, err) from err
     if digest:
         record_digest(path)
     return path
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether ``err`` says the disk (or the user's quota) is full: an OSError with ENOSPC or EDQUOT,
+    or a library's message saying so (torch and safetensors wrap the OSError in their own errors).
+
+    Example:
+        >>> is_disk_full(OSError(errno.ENOSPC, "No space left on device")), is_disk_full(ValueError("x"))
+        (True, False)
+    """
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(err)
+    return any(s in text for s in ("No space left on device", "StorageFull", "Disk quota exceeded", "[Errno 28]"))
+
+
+def disk_full_error(path, err: BaseException) -> OSError:
+    """An OSError (ENOSPC) in one line naming ``path``, its folder's free space and the fix."""
+    path = Path(path)
+    return OSError(
+        errno.ENOSPC,
+        f"no space left on the device to write {path} ({free_space(path.parent)} in {path.parent}; "
+        f"{type(err).__name__}: {' '.join(str(err).split())[:160]}); free space there, or point "
+        "APD_CACHE_DIR (artifacts) or APD_RESULTS_DIR (results) at a larger disk",
+    )
 
 
 def write_json(path, obj: Any, *, indent: int = 2, trailing_newline: bool = False, digest: bool = False) -> Path:
@@ -169,6 +205,57 @@ def set_aside(path, what: str, reason: str, action: str) -> Path:
     return new
 
 
+def check_log(path, what: str, action: str, *, last_step: int | None = None) -> bool:
+    """True if the JSON-lines log ``path`` of a finished run is intact: it matches its recorded digest
+    (``<path>.sha256``, recorded when the run finished), or, with none recorded (a run finished before
+    logs were digested), every line is a JSON object and the last one's ``step`` is ``last_step``
+    (when given), after which its digest is recorded. A damaged log is set aside (:func:`set_aside`)
+    and False returned, so the run is trained again; False also when it is missing.
+
+    Example:
+        >>> import tempfile
+        >>> log = Path(tempfile.mkdtemp()) / "train_log.jsonl"
+        >>> _ = log.write_text('{"step": 1}\\n{"step": 2}\\n')
+        >>> check_log(log, "training log", "training again", last_step=2), recorded_digest(log) is not None
+        (True, True)
+    """
+    path = Path(path)
+    if not path.is_file():
+        return False
+    want = recorded_digest(path)
+    if want is not None:
+        if file_sha256(path) == want:
+            return True
+        set_aside(path, what, "digest mismatch", action)
+        return False
+    reason = _log_problem(path, last_step)
+    if reason is None:
+        record_digest(path)
+        return True
+    set_aside(path, what, reason, action)
+    return False
+
+
+def _log_problem(path: Path, last_step: int | None) -> str | None:
+    """Why a JSON-lines log without a recorded digest is damaged (read line by line), or None."""
+    last, n = None, 0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                last = json.loads(raw.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                return f"line {n} is not JSON"
+            if not isinstance(last, dict):
+                return f"line {n} is not a JSON object"
+    if last is None:
+        return "it is empty"
+    if last_step is not None and last.get("step") != last_step:
+        return f"it ends at step {last.get('step')}, not at the run's last step {last_step}"
+    return None
+
+
 def check_file(path, what: str, action: str) -> bool:
     """True if ``path`` exists and matches its recorded digest (or has none recorded); if it does
     not match, set it aside (:func:`set_aside`) and return False. False also when it is missing."""
@@ -184,7 +271,8 @@ def check_file(path, what: str, action: str) -> bool:
 
 def _unreadable(folder: Path) -> str | None:
     """Why a folder without recorded digests is damaged (a safetensors file whose size does not match
-    its header, e.g. truncated; a JSON file that does not parse), or None if it looks intact."""
+    its header, e.g. truncated; a JSON file that does not parse; a torch file, e.g. ``curve_mlp.pt``,
+    that is not a whole zip archive with matching CRCs or does not load), or None if it looks intact."""
     for p in sorted(folder.rglob("*")):
         try:
             if p.suffix == ".safetensors":
@@ -194,9 +282,27 @@ def _unreadable(folder: Path) -> str | None:
                     f.keys()
             elif p.suffix == ".json":
                 json.loads(p.read_text())
+            elif p.suffix in (".pt", ".pth", ".bin") and p.is_file():
+                _check_torch_file(p)
         except Exception as err:
             return f"unreadable {p.name}: {type(err).__name__}"
     return None
+
+
+def _check_torch_file(path: Path) -> None:
+    """Raise if a ``torch.save`` file is damaged: its zip archive is cut short or a member fails its
+    CRC (a file in torch's legacy format, not a zip archive, is loaded instead)."""
+    import zipfile
+
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            bad = z.testzip()
+        if bad is not None:
+            raise zipfile.BadZipFile(f"CRC mismatch in {bad}")
+        return
+    import torch
+
+    torch.load(path, map_location="cpu", weights_only=False)
 
 
 def check_folder(folder, what: str, action: str, *, backfill: bool = False) -> bool:

@@ -1,4 +1,6 @@
-"""Where the project, its cache and its results live."""
+"""Where the project, its cache, its results and its data live, resolved from the environment
+(``APD_CACHE_DIR``, ``APD_RESULTS_DIR``, ``APD_DATA_DIR``), and a phrase naming them for messages
+(:func:`describe_folders`: a full disk, a lock, a failed chapter name the real folders)."""
 
 from __future__ import annotations
 
@@ -22,10 +24,10 @@ def user_cache_dir() -> Path:
     return Path(base).expanduser() / "apd" if base else Path.home() / ".cache" / "apd"
 
 
-def cache_dir() -> Path:
+def cache_dir(root: Path | None = None) -> Path:
     """Where trained models and other artifacts are cached: ``$APD_CACHE_DIR``, else the checkout's
-    ``cache/`` when the working directory is inside one, else :func:`user_cache_dir` (so an
-    installed ``apd`` trains a family once per user, not once per folder).
+    ``cache/`` (``root``, default: the checkout holding the working directory), else
+    :func:`user_cache_dir` (so an installed ``apd`` trains a family once per user, not once per folder).
 
         >>> import os
         >>> os.environ["APD_CACHE_DIR"] = "/tmp/apd-cache"
@@ -36,5 +38,58 @@ def cache_dir() -> Path:
     env = os.environ.get("APD_CACHE_DIR")
     if env:
         return Path(env).expanduser()
-    root = project_root()
-    return (root / "cache") if root else user_cache_dir()
+    root = root or project_root()
+    return (Path(root) / "cache") if root else user_cache_dir()
+
+
+def results_root(root: Path | None = None) -> Path:
+    """Where results go: ``$APD_RESULTS_DIR``, else ``results/`` in the checkout ``root`` (default: the
+    one holding the working directory), else ``results`` in the working directory.
+
+        >>> import os
+        >>> os.environ["APD_RESULTS_DIR"] = "/tmp/apd-results"
+        >>> str(results_root())
+        '/tmp/apd-results'
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
+    env = os.environ.get("APD_RESULTS_DIR")
+    if env:
+        return Path(env)
+    root = root or project_root()
+    return (Path(root) / "results") if root else Path("results")
+
+
+def data_dir() -> Path | None:
+    """The folder of offline dataset copies, ``$APD_DATA_DIR``; None when unset (the Hub and the
+    datasets' original sources)."""
+    env = os.environ.get("APD_DATA_DIR")
+    return Path(env).expanduser() if env else None
+
+
+def free_space(folder) -> str:
+    """The free space of the file system holding ``folder`` (or its nearest existing parent), e.g.
+    ``"12.3 MB free"``; ``"free space unknown"`` when it cannot be read."""
+    import shutil
+
+    folder = Path(folder)
+    for f in (folder, *folder.parents):
+        if f.exists():
+            try:
+                free = shutil.disk_usage(f).free
+            except OSError:
+                break
+            return f"{free / 1e6:.1f} MB free" if free < 1e9 else f"{free / 1e9:.1f} GB free"
+    return "free space unknown"
+
+
+def describe_folders(root: Path | None = None) -> str:
+    """The folders a build writes and reads, as the environment resolves them, with their free space,
+    for messages: ``results <path> (<free>), cache <path> (<free>), data <path or the Hub>``.
+    ``root``: the checkout the build runs in (default: the one holding the working directory)."""
+    results, cache, data = results_root(root), cache_dir(root), data_dir()
+    how = lambda var: " set by " + var if os.environ.get(var) else ""  # noqa: E731
+    return (
+        f"results {results}{how('APD_RESULTS_DIR')} ({free_space(results)}), "
+        f"cache {cache}{how('APD_CACHE_DIR')} ({free_space(cache)}), "
+        + (f"data {data} set by APD_DATA_DIR" if data else "data from the Hub and the original sources")
+    )

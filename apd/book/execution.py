@@ -12,13 +12,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from apd.base.io import NOTICES_ENV
+from apd.base.io import NOTICES_ENV, is_disk_full
+from apd.base.paths import describe_folders
 from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError
 from apd.book import terminal
 from apd.book.cache import cache_key, is_cached
 from apd.book.pages import select_cells
 from apd.book.project import ROOT, notebook_path, results_root
-from apd.book.staging import commit_results, new_staging
+from apd.book.staging import commit_results, new_staging, staging_base
 
 INJECTED_TAG = "injected-parameters"
 
@@ -105,7 +106,9 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
 
     The kernel writes its results into a staging folder; they replace the chapter's results in
     ``results/<profile>/`` only when every cell succeeded (:func:`apd.book.staging.commit_results`). A failing cell
-    raises BookError naming the notebook, the cell and the error; the previous results stay."""
+    raises BookError naming the notebook, the cell and the error; the previous results stay. A write
+    of the runner's own that fails (a full disk: :func:`disk_full_line`) raises BookError naming the
+    file; every message names the real results folder (``$APD_RESULTS_DIR``)."""
     import papermill as pm
 
     profile = str(params.get("profile") or "default")
@@ -122,7 +125,7 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
     env = {RUNNER_ENV: "1", STAGING_ENV: str(staging), KEY_ENV: key, NOTICES_ENV: str(notices)}
     saved = {name: os.environ.get(name) for name in env}
     os.environ.update(env)  # the kernel inherits this process's environment
-    committed = False
+    committed, doing = False, f"writing the executed notebook {tmp}"
     try:
         with kernel_environment():
             pm.execute_notebook(
@@ -135,15 +138,27 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
                 log_output=False,
                 kernel_manager_class=terminal.IPCKernelManager,  # IPC: no TCP port, no encryption warning
             )
+        doing = f"moving its results from {staging} into {dest}"
         digests = commit_results(profile, stem, key, root, staging)
         committed = True
     except pm.PapermillExecutionError as err:
         raise BookError(
             f"notebook notebooks/{stem}.ipynb failed in cell {err.cell_index} "
             f"(execution count {err.exec_count}): {err.ename}: {err.evalue}\n"
-            f"  the partly executed notebook is {tmp}\n"
-            f"  results/{profile}/ keeps the last successful run's results of {stem} "
-            "(this run's were discarded)"
+            + disk_full_line(f"{err.ename}: {err.evalue}", root)
+            + f"  the partly executed notebook is {tmp}\n"
+            f"  {dest}/ keeps the last successful run's results of {stem} (this run's were discarded)"
+        ) from None
+    except OSError as err:  # the runner's own writes: the executed notebook, the staged files, the commit
+        half = commit_pending(profile, stem, root)
+        raise BookError(
+            f"chapter {stem}: {err}, while {doing}\n"
+            + disk_full_line(err, root)
+            + (
+                f"  the next build finishes moving {stem}'s results into {dest}/"
+                if half
+                else f"  {dest}/ keeps the last successful run's results of {stem} (this run's were discarded)"
+            )
         ) from None
     finally:
         relay.close()  # the last notices, before the error or the status line
@@ -152,20 +167,50 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        if not committed:
+        if not committed and not commit_pending(profile, stem, root):  # a half-done commit needs its files
             shutil.rmtree(staging.parent, ignore_errors=True)
-    nb = json.loads(tmp.read_text())
-    for cell in nb["cells"]:  # hide the injected cell on the page; keep it in the .ipynb
-        tags = cell.get("metadata", {}).get("tags", [])
-        if INJECTED_TAG in tags and "remove-cell" not in tags:
-            tags.append("remove-cell")
-    values_path = dest / f"{stem}.json"  # needs:/unless: cells: the paragraphs this run's results can fill
-    select_cells(nb, json.loads(values_path.read_text()) if values_path.is_file() else {})
-    nb["metadata"]["apd"] = {"cache_key": key, "parameters": params, "results_sha256": digests}
-    nb = portable_notebook(nb, stem, out, root)
-    tmp.write_text(json.dumps(nb, indent=1))
-    tmp.replace(out)
+    try:
+        nb = json.loads(tmp.read_text())
+        for cell in nb["cells"]:  # hide the injected cell on the page; keep it in the .ipynb
+            tags = cell.get("metadata", {}).get("tags", [])
+            if INJECTED_TAG in tags and "remove-cell" not in tags:
+                tags.append("remove-cell")
+        values_path = dest / f"{stem}.json"  # needs:/unless: cells: the paragraphs this run's results can fill
+        select_cells(nb, json.loads(values_path.read_text()) if values_path.is_file() else {})
+        nb["metadata"]["apd"] = {"cache_key": key, "parameters": params, "results_sha256": digests}
+        nb = portable_notebook(nb, stem, out, root)
+        tmp.write_text(json.dumps(nb, indent=1))
+        tmp.replace(out)
+    except OSError as err:
+        raise BookError(
+            f"chapter {stem}: its results are in {dest}/, but the executed notebook {out} could not be "
+            f"written ({err}); the next build executes {stem} again\n" + disk_full_line(err, root)
+        ) from None
     return "executed"
+
+
+def disk_full_line(err, root: Path = ROOT) -> str:
+    """``"  the disk is full: <the folders, their free space>; <fix>\\n"`` when ``err`` (an exception,
+    or a kernel's error as text) says the disk is full, else ``""``. The folders are those the
+    environment resolves (:func:`apd.base.paths.describe_folders`: ``$APD_RESULTS_DIR``, ``$APD_CACHE_DIR``,
+    ``$APD_DATA_DIR``), never a path written into the message beforehand.
+
+    Example:
+        >>> disk_full_line("ValueError: bad value")
+        ''
+    """
+    if not is_disk_full(err if isinstance(err, BaseException) else RuntimeError(str(err))):
+        return ""
+    return (
+        f"  the disk is full: {describe_folders(root)}; free space there, or point APD_RESULTS_DIR and "
+        "APD_CACHE_DIR at a larger disk\n"
+    )
+
+
+def commit_pending(profile: str, stem: str, root: Path = ROOT) -> bool:
+    """Whether a commit of ``stem``'s results was started and not finished (its journal is there:
+    :func:`apd.book.staging.recover` finishes it on the next build)."""
+    return (staging_base(profile, root) / f"{stem}.commit.json").is_file()
 
 
 def portable_notebook(nb: dict, stem: str, out: Path, root: Path = ROOT) -> dict:

@@ -34,6 +34,17 @@ def declared(stem: str, root: Path = ROOT) -> dict[str, tuple[Any, bool]]:
     return parameter_defaults(notebook_path(stem, root))
 
 
+def defaults_of(stems, root: Path = ROOT) -> dict[str, dict[str, Any]]:
+    """``{stem: {parameter: default}}`` of the chapters ``stems`` (:func:`declared`): what a profile
+    leaves out, the notebook's default gives.
+
+    Example:
+        >>> defaults_of(["theorem1"])["theorem1"]["n_draws"]
+        20000
+    """
+    return {s: {name: default for name, (default, _) in declared(s, root).items()} for s in stems}
+
+
 def drift(stem: str, root: Path = ROOT) -> str | None:
     """None if the ``parameters`` cell of notebook ``stem`` declares the names and defaults of its
     class (or it has no class), else one line naming what differs and the fix: the kernel runs the

@@ -8,9 +8,10 @@ import contextlib
 import os
 from pathlib import Path
 
+from apd.base import paths
 from apd.base.notebooks import BookError
 from apd.book import data_check
-from apd.book.params import declared
+from apd.book.params import defaults_of
 from apd.book.project import ROOT, results_root
 from apd.book.staging import staging_base
 
@@ -77,8 +78,7 @@ def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]
 def cache_folder(root: Path = ROOT) -> Path:
     """The cache folder the chapters' kernels use (they run in ``root``): ``$APD_CACHE_DIR``, else
     ``<root>/cache`` (as :func:`apd.base.paths.cache_dir` finds it from there)."""
-    env = os.environ.get("APD_CACHE_DIR")
-    return Path(env) if env else root / "cache"
+    return paths.cache_dir(root)
 
 
 def _writable_problem(folder: Path, label: str, fix: str) -> str | None:
@@ -172,14 +172,15 @@ def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = 
 
 
 def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
-    """The data every chapter of ``stems`` reads: can it be had, from the data directory or the Hub
-    (:mod:`apd.book.data_check`)? One line per problem, naming ``APD_DATA_DIR`` (empty: nothing)."""
-    defaults = {s: {name: default for name, (default, _) in declared(s, root).items()} for s in stems}
+    """The data every chapter of ``stems`` reads: can it be had, from the data directory or the Hub,
+    and is every file of the data directory valid (:mod:`apd.book.data_check`)? One line per
+    problem, naming ``APD_DATA_DIR`` or the damaged file and its line (empty: nothing)."""
+    defaults = defaults_of([s for s in stems if s in data_check.DATA_CHAPTERS], root)
     try:
         data_check.check_data(params, stems, root, defaults)
     except data_check.DataUnavailable as err:
         return [str(err)]
-    return []
+    return data_check.invalid_files(params, stems, root, defaults)
 
 
 #: What :func:`preflight` checks, each ``(profile, params, stems, root) -> problem lines``.

@@ -3,9 +3,9 @@ chapter's notebook, and the results folder the kernels write to."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
+from apd.base import paths
 from apd.base.notebooks import BookError
 from apd.base.notebooks import toc_notebooks as _toc_notebooks
 
@@ -25,6 +25,6 @@ def notebook_path(stem: str, root: Path = ROOT) -> Path:
 
 
 def results_root(root: Path = ROOT) -> Path:
-    """``$APD_RESULTS_DIR``, else ``<root>/results`` (what the kernels see: they run in ``root``)."""
-    env = os.environ.get("APD_RESULTS_DIR")
-    return Path(env) if env else root / "results"
+    """``$APD_RESULTS_DIR``, else ``<root>/results`` (what the kernels see: they run in ``root``;
+    :func:`apd.base.paths.results_root`)."""
+    return paths.results_root(root)

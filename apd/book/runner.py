@@ -40,7 +40,7 @@ from apd.base.notebooks import BookError
 from apd.book import status as build_status
 from apd.book import terminal
 from apd.book.cache import cache_key
-from apd.book.execution import execute
+from apd.book.execution import disk_full_line, execute
 from apd.book.preflight import preflight
 from apd.book.profiles import resolve
 from apd.book.project import ROOT, results_root
@@ -175,9 +175,13 @@ def main(argv: list[str] | None = None) -> int:
     except BookError as err:
         print(f"apd: {err}", file=sys.stderr)
         return 1
+    except OSError as err:  # a write of the runner's own outside a chapter (e.g. the HTML, a full disk)
+        print(f"apd: {err}" + ("\n" + disk_full_line(err).rstrip() if disk_full_line(err) else ""), file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(
-            f"apd: interrupted; results/{args.profile}/ holds what the last successful run of each chapter wrote",
+            f"apd: interrupted; {results_root() / args.profile}/ holds what the last successful run of each "
+            "chapter wrote",
             file=sys.stderr,
         )
         return 130

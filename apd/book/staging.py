@@ -154,6 +154,6 @@ def build_lock(profile: str, root: Path = ROOT, wait: bool = True):
                 raise BookError(
                     f"another build of profile {profile!r} is running here ({err.holder or 'a process'}; "
                     f"lock {path}): wait for it to finish, or run without --no-wait to wait for it; "
-                    f"its results in results/{profile}/ are left to it"
+                    f"its results in {results_root(root) / profile}/ are left to it"
                 ) from None
         yield

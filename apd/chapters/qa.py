@@ -377,7 +377,9 @@ def plot_improvements(world: WorldQA):
 
 def dataset_jobs(names, stand_ins: dict, *, data_dir=None, limit=None, seed: int = 0):
     """``(jobs, not_run)``: ``(name, examples, shown name)`` per dataset that loads (an offline
-    stand-in under its own name where the paper's cannot be had), and a frame of the others with why."""
+    stand-in under its own name where the paper's cannot be had), and a frame of the others with why.
+    A dataset file that is there but invalid raises :class:`apd.evaluation.qa_data.DatasetInvalid`
+    (naming the file and line): the chapter fails rather than run fewer datasets."""
     jobs, not_run = [], []
     for name in names:
         paper_name = PAPER_DATASETS.get(name, name)

@@ -6,7 +6,10 @@ after it, with its leading space (``" " + gold``), and for multiple-choice datas
 (same leading space, dataset order, ``gold_index``). It reads the Hugging Face Hub ids the authors
 used (``DATASETS``), or with ``data_dir=`` (or ``$APD_DATA_DIR``) the offline JSONL copies in
 ``<data_dir>/qa/``. A dataset that cannot be had raises :class:`DatasetUnavailable`; :func:`try_load`
-returns ``(None, reason)`` instead. This module only decides what text is scored; scoring is in
+returns ``(None, reason)`` instead. A file that is there but wrong raises :class:`DatasetInvalid`, from
+both: invalid data is an error, never a dataset silently left out. :func:`check_offline_file` reads
+a file line by line and raises what :func:`load_dataset` would, without keeping the rows (the book's
+``--check``). This module only decides what text is scored; scoring is in
 :mod:`apd.evaluation.qa_scoring`.
 """
 
@@ -18,7 +21,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Union
+from typing import Callable, Iterable, Iterator, Optional, Union
 
 __all__ = [
     "QAExample",
@@ -31,6 +34,7 @@ __all__ = [
     "multirc_passage",
     "resolve_data_dir",
     "offline_file",
+    "check_offline_file",
     "subsample",
     "load_dataset",
     "try_load",
@@ -63,9 +67,11 @@ class DatasetUnavailable(RuntimeError):
     says why and what to do instead; :func:`try_load` returns it as the "not run" reason."""
 
 
-class DatasetInvalid(DatasetUnavailable, ValueError):
-    """The dataset file is there but wrong: empty, truncated (a line that is not JSON), or a row
-    without a usable gold answer. The message names the file and line."""
+class DatasetInvalid(ValueError):
+    """The dataset file is there but wrong: empty, truncated (a line that is not JSON), not UTF-8, or
+    a row without usable answer options or gold answer. The message names the file, the line and the
+    problem. Not a :class:`DatasetUnavailable`: :func:`try_load` raises it, so a damaged copy fails the
+    chapter (and the book's ``--check``) instead of becoming a "not run" row."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -575,7 +581,8 @@ def offline_file(name: str, split: Optional[str] = None) -> Optional[str]:
     return f"qa/{spec.local_files[split]}" if split in spec.local_files else None
 
 
-def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]) -> tuple[list, str]:
+def _offline_path(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]) -> tuple[Path, str]:
+    """The offline file of ``name`` and the split it holds; DatasetUnavailable when there is none."""
     if not spec.local_files:
         raise DatasetUnavailable(f"{name}: {spec.offline_note}")
     split = _offline_split(spec, split)  # the paper's split when we have it offline, else the only one we have
@@ -587,30 +594,113 @@ def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]
     path = qa_dir / spec.local_files[split]
     if not path.is_file():
         raise DatasetUnavailable(f"{name}: offline file {str(path)!r} is missing from the data directory.")
+    return path, split
+
+
+def _offline_rows(name: str, path: Path) -> Iterator[tuple[int, object]]:
+    """``(line number, parsed JSON)`` of each non-blank line of an offline JSONL file, read line by
+    line; DatasetInvalid naming the file and the line at bytes that are not UTF-8 or a line that is
+    not JSON."""
+    offset = 0
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise DatasetInvalid(
+                    f"{name}: {path} is not UTF-8 text (line {n}: {e.reason} at byte {offset + e.start}); the "
+                    "offline copies are UTF-8 JSON lines: fetch that copy again, or convert it to "
+                    "UTF-8."
+                ) from None
+            offset += len(raw)
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as e:
+                raise DatasetInvalid(
+                    f"{name}: {path}, line {n} is not valid JSON ({e}); the file is damaged "
+                    "or truncated: fetch that offline copy again."
+                ) from None
+            yield n, row
+
+
+def _empty(name: str, path: Path) -> DatasetInvalid:
+    return DatasetInvalid(f"{name}: the offline file {path} is empty; fetch that offline copy again.")
+
+
+def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]) -> tuple[list, str, list]:
+    path, split = _offline_path(name, spec, qa_dir, split)
     rows, lines = [], []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        line = path.read_bytes()[: e.start].count(b"\n") + 1
-        raise DatasetInvalid(
-            f"{name}: {path} is not UTF-8 text (line {line}: {e.reason} at byte {e.start}); the "
-            "offline copies are UTF-8 JSON lines: fetch that copy again, or convert it to "
-            "UTF-8."
-        ) from None
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append(json.loads(line))
-        except ValueError as e:
-            raise DatasetInvalid(
-                f"{name}: {path}, line {n} is not valid JSON ({e}); the file is damaged "
-                "or truncated: fetch that offline copy again."
-            ) from None
+    for n, row in _offline_rows(name, path):
+        rows.append(row)
         lines.append(n)
     if not rows:
-        raise DatasetInvalid(f"{name}: the offline file {path} is empty; fetch that offline copy again.")
+        raise _empty(name, path)
     return rows, split, lines
+
+
+def _read_row(name: str, spec: DatasetSpec, row, i: int, where: str, at: str) -> dict:
+    """One raw row as a record (not MultiRC); DatasetInvalid naming ``at`` (file and line) when it
+    cannot be read."""
+    try:
+        return _READERS[spec.reader](row, i, where)
+    except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
+        raise DatasetInvalid(f"{name}: {at} cannot be read ({type(e).__name__}: {e}); fix or drop that row.") from None
+
+
+def check_offline_file(name: str, data_dir: Union[str, os.PathLike, None] = None, split: Optional[str] = None) -> Path:
+    """Read the offline file of dataset ``name`` (as :func:`load_dataset` would, from ``data_dir`` or
+    ``$APD_DATA_DIR``) line by line, keeping no rows, and raise the :class:`DatasetInvalid` that
+    loading it would raise (one line naming the file, the line and the problem); returns its path.
+    DatasetUnavailable when there is no offline copy or no data directory.
+
+    Example:
+        >>> import tempfile
+        >>> qa = Path(tempfile.mkdtemp()) / "qa"; qa.mkdir()
+        >>> _ = (qa / "openbook_qa.jsonl").write_text('{"query": "Q", "choices": "ab", "gold": 0}\\n')
+        >>> check_offline_file("openbookqa", qa.parent)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        apd.evaluation.qa_data.DatasetInvalid: openbookqa: .../openbook_qa.jsonl, line 1 cannot be read (ValueError: choices must be a list of at least two strings, got 'ab'); fix or drop that row.
+    """
+    if name not in DATASETS:
+        raise ValueError(f"unknown QA dataset {name!r}; choose one of {sorted(DATASETS)}.")
+    spec = DATASETS[name]
+    qa_dir = resolve_data_dir(data_dir)
+    if qa_dir is None:
+        raise DatasetUnavailable(f"{name}: no data directory given (data_dir= or APD_DATA_DIR) to check.")
+    path, split = _offline_path(name, spec, qa_dir, split)
+    count, records, lines = 0, [], []  # records not checked yet (at most _CHECK_BLOCK), and their lines
+
+    def check_block() -> None:
+        _examples(name, spec, records, split, str(path), lambda i: f"{path}, line {lines[i]}")
+        records.clear()
+        lines.clear()
+
+    for n, row in _offline_rows(name, path):
+        at = f"{path}, line {n}"
+        if spec.reader == "multirc":
+            try:
+                found = _multirc_records([row], "local")
+            except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
+                raise DatasetInvalid(
+                    f"{name}: {at} cannot be read ({type(e).__name__}: {e}); fix or drop that row."
+                ) from None
+        else:
+            found = [_read_row(name, spec, row, count, "local", at)]
+        records += found
+        lines += [n] * len(found)
+        count += 1
+        if len(records) >= _CHECK_BLOCK:
+            check_block()
+    check_block()
+    if not count:
+        raise _empty(name, path)
+    return path
+
+
+_CHECK_BLOCK = 1024  # records checked at a time by check_offline_file
 
 
 def _hub_rows(name: str, spec: DatasetSpec, split: Optional[str]) -> tuple[list, str]:
@@ -672,7 +762,12 @@ def _examples(
         elif rec.get("answers") is None or (spec.reader == "lambada" and not rec["answers"]):
             # (a MultiRC question may have no correct answer option: it then makes no example)
             raise DatasetInvalid(f"{name}: {where(i)} has no gold answer; fix or drop that row.")
-        prompt = render_prompt(spec.template, **{k: rec[k] for k in fields})
+        try:
+            prompt = render_prompt(spec.template, **{k: rec[k] for k in fields})
+        except (KeyError, TypeError) as e:  # a field missing or not text (e.g. a number as the question)
+            raise DatasetInvalid(
+                f"{name}: {where(i)} cannot be read ({type(e).__name__}: {e}); fix or drop that row."
+            ) from None
         base_id = f"{name}/{split}/{rec['id']}"
         meta = {"split": split, "source": source}
         meta.update(
@@ -740,23 +835,22 @@ def load_dataset(
 
     where = "hub" if qa_dir is None else "local"
     if spec.reader == "multirc":
-        records, at = _multirc_records(rows, where), None
+        try:
+            records, at = _multirc_records(rows, where), None
+        except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
+            raise DatasetInvalid(
+                f"{name}: {source} cannot be read ({type(e).__name__}: {e}); check_offline_file names the line."
+            ) from None
     else:
-        records = []
-        for i, r in enumerate(rows):
-            try:
-                records.append(_READERS[spec.reader](r, i, where))
-            except (KeyError, ValueError, TypeError, IndexError) as e:
-                raise DatasetInvalid(
-                    f"{name}: {row_where(i)} cannot be read ({type(e).__name__}: {e}); fix or drop that row."
-                ) from None
+        records = [_read_row(name, spec, r, i, where, row_where(i)) for i, r in enumerate(rows)]
         at = row_where
     return subsample(_examples(name, spec, records, split, source, at), limit, seed)
 
 
 def try_load(name: str, **kwargs) -> tuple[Optional[list], Optional[str]]:
     """``(examples, None)``, or ``(None, reason)`` when the dataset cannot be had (no offline copy,
-    Hub unreachable, ``datasets`` missing), so a notebook can report "not run: <reason>"."""
+    Hub unreachable, ``datasets`` missing), so a notebook can report "not run: <reason>". A file that
+    is there but invalid raises :class:`DatasetInvalid` (it is not a dataset that cannot be had)."""
     try:
         return load_dataset(name, **kwargs), None
     except (DatasetUnavailable, ImportError) as e:

@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from apd.base.io import write_json
-from apd.base.paths import project_root
+from apd.base.paths import project_root, results_root
 from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, notebook_parameters
 from apd.report.tables import show as show_table
 
@@ -86,13 +86,7 @@ def results_dir(profile: str) -> Path:
     """``results/<profile>`` under the results root (see the module docstring)."""
     if not profile or "/" in profile:
         raise ValueError(f"profile must be a plain name such as 'default', got {profile!r}")
-    root = os.environ.get("APD_RESULTS_DIR")
-    if root:
-        base = Path(root)
-    else:
-        proj = project_root()
-        base = (proj / "results") if proj else Path("results")
-    return base / profile
+    return results_root() / profile
 
 
 def write_dir(profile: str) -> Path:

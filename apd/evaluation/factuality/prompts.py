@@ -16,7 +16,7 @@ import numpy as np
 from apd.base.io import check_file, read_json_checked, record_digest, write_json
 from apd.base.paths import cache_dir
 from apd.evaluation.factuality.ner import MeasureUnavailable
-from apd.evaluation.factuality.sources import prompts_file
+from apd.evaluation.factuality.sources import prompt_rows, prompts_file
 from apd.evaluation.factuality.sweeps import config_key
 from apd.world import corpus
 
@@ -82,26 +82,7 @@ def load_factuality_prompts(
         path = Path(cache) / rel
         if not check_file(path, "downloaded FactualityPrompts file", "downloading it again"):
             _download(url, path)
-    items = []
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except UnicodeDecodeError as e:
-        raise ValueError(
-            f"{path} is not UTF-8 text ({e}); FactualityPrompts files are UTF-8 JSON lines: "
-            "is it the right file, or was it saved in another encoding?"
-        ) from None
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-            titles = tuple(str(t[0]) for t in row["evidence_info"])
-            items.append(FactualityPrompt(str(row["id"]), str(row["prompt"]).strip(), titles, kind))
-        except (json.JSONDecodeError, KeyError, IndexError, TypeError) as e:
-            raise ValueError(
-                f"{path}:{n} is not a FactualityPrompts row {{id, prompt, evidence_info: "
-                f"[[title, id], ...]}} ({e}); is it the right file?"
-            ) from None
+    items = [FactualityPrompt(i, prompt, titles, kind) for _, i, prompt, titles in prompt_rows(path)]
     if limit is not None and limit < len(items):
         keep = np.sort(np.random.default_rng(seed).choice(len(items), size=int(limit), replace=False))
         items = [items[i] for i in keep]

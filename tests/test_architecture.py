@@ -22,6 +22,9 @@ DEFERRED = {
     # the runner reads the datasets' specifications only for a chapter that reads datasets
     ("apd.book.data_check", "apd.evaluation.qa_data"),
     ("apd.book.data_check", "apd.evaluation.factuality.sources"),
+    # `apd data check` validates each file with its loader's check, read only when a file is checked
+    ("apd.book.datafiles", "apd.evaluation.qa_data"),
+    ("apd.book.datafiles", "apd.evaluation.factuality.sources"),
 }
 
 

@@ -391,7 +391,7 @@ HUB_ROWS = {
 def fake_hub(monkeypatch):
     calls = []
 
-    def load_dataset(path, config=None, split=None):
+    def load_dataset(path, config=None, split=None, revision=None):  # social_iqa: the Parquet revision
         calls.append((path, config, split))
         if (path, config) not in HUB_ROWS:
             raise ConnectionError("Couldn't reach the Hub")

@@ -218,13 +218,16 @@ def multirc_passage(text: str) -> str:
 class DatasetSpec:
     """Where a dataset comes from and how it is prompted.
 
-    hub_id, hub_config, hub_split: what ``datasets.load_dataset`` gets (the paper's split; a tuple
-        of configs is concatenated). hub_id None: no Hub source.
+    hub_id, hub_config, hub_split: what ``datasets.load_dataset`` gets (a tuple of configs is
+        concatenated). hub_split is the offline copy's split where there is one (so the Hub and
+        ``$APD_DATA_DIR`` give the same items), else the paper's. hub_id None: no Hub source.
     local_files: split -> file name in ``<data_dir>/qa/`` (empty: no offline copy).
     template: a key of ``TEMPLATES``. kind: ``"mc"`` (options) or ``"free"`` (gold only).
     reader: which raw-row parser turns Hub or offline rows into records (internal).
     notes: provenance and deviations from the paper. offline_note: why there is no offline copy
         and what to run instead (when local_files is empty); the DatasetUnavailable message.
+    hub_revision: the Hub revision to read (None: the default branch); ``"refs/convert/parquet"``
+        for a script-based repo, which recent ``datasets`` versions refuse to run.
     """
 
     hub_id: Optional[str]
@@ -236,6 +239,7 @@ class DatasetSpec:
     reader: str  # which record parser (internal)
     notes: str = ""
     offline_note: str = ""
+    hub_revision: Optional[str] = None
 
 
 _QASC_OFFLINE = (
@@ -318,12 +322,13 @@ DATASETS: dict[str, DatasetSpec] = {
     "arc_easy": DatasetSpec(
         hub_id="allenai/ai2_arc",
         hub_config="ARC-Easy",
-        hub_split="train",
+        hub_split="test",
         local_files={"test": "arc_easy.jsonl"},
         template="question_answer",
         kind="mc",
         reader="arc",
-        notes="ARC-Easy; the paper used train, the offline copy is the test split (2,376).",
+        notes="ARC-Easy test (2,376), the split of the offline copy, from the Hub too; the paper used "
+        "train ('arc', Hub only).",
     ),
     "arc_challenge": DatasetSpec(
         hub_id="allenai/ai2_arc",
@@ -339,13 +344,15 @@ DATASETS: dict[str, DatasetSpec] = {
     "social_iqa": DatasetSpec(
         hub_id="allenai/social_i_qa",
         hub_config=None,
-        hub_split="train",
+        hub_split="validation",
+        hub_revision="refs/convert/parquet",
         local_files={"validation": "social_iqa_dev.jsonl"},
         template="social_iqa",
         kind="mc",
         reader="social_iqa",
-        notes="SocialIQA; the paper used train, the offline copy is the dev split (1,954). The Hub "
-        "repo is script-based: recent `datasets` versions may refuse it.",
+        notes="SocialIQA dev (1,954), the split of the offline copy, from the Hub too; the paper used "
+        "train. The Hub repo is script-based, which recent `datasets` versions refuse: it is read from "
+        "its Parquet conversion (revision refs/convert/parquet).",
     ),
     "multirc": DatasetSpec(
         hub_id="aps/super_glue",
@@ -719,16 +726,20 @@ def _hub_rows(name: str, spec: DatasetSpec, split: Optional[str]) -> tuple[list,
     rows = []
     for config in configs:
         args = (spec.hub_id,) if config is None else (spec.hub_id, config)
+        kwargs = {"revision": spec.hub_revision} if spec.hub_revision else {}
         try:
-            ds = datasets.load_dataset(*args, split=split)
+            ds = datasets.load_dataset(*args, split=split, **kwargs)
         except Exception as e:  # network, missing split, script-based repo, ...: say why
             raise DatasetUnavailable(
                 f"{name}: could not load {spec.hub_id}"
                 + (f" ({config})" if config else "")
-                + f" split {split!r} from the Hub: {type(e).__name__}: {e}. Pass data_dir= to use "
-                "the offline copies where they exist."
+                + (f" at revision {spec.hub_revision}" if spec.hub_revision else "")
+                + f" split {split!r} from the Hub: {type(e).__name__}: {e}. Pass data_dir= (or set "
+                "APD_DATA_DIR, e.g. after `apd data fetch data/`) to use the offline copies where they exist."
             ) from e
         rows.extend(dict(r) for r in ds)
+    if spec.reader == "squad":  # the offline copy lists the articles by title: the same order here
+        rows.sort(key=lambda r: r.get("title", ""))
     if not rows:
         raise DatasetInvalid(f"{name}: {spec.hub_id} split {split!r} on the Hub has no rows.")
     return rows, split, None

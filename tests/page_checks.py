@@ -2,7 +2,8 @@
 progress-bar lines, tracebacks or warnings in outputs, raw Markdown tables, 'nan' or 'n/a n/a',
 absolute machine paths, tables whose numbers run into the next cell for lack of padding, stray
 outputs (a cell's bare value printed as plain text, e.g. ``'1.7%'`` from a cell ending in a call
-that returns a string), and paragraphs made of missing values (more than one "n/a" or lone dash: a
+that returns a string), raw Markdown left on the page (a table row ``| a | b |`` in a paragraph, as
+when a blank line cuts a table; ``$$`` of display math), and paragraphs made of missing values (more than one "n/a" or lone dash: a
 chapter says once, with the reason, that a measure does not exist; ``apd.book.pages.missing_walls``),
 glue roles left unrendered (``{glue:text}`...```), figures without a numbered caption or with a file
 name for alt text, and sentences that contradict their own numbers: two equal numbers compared as
@@ -16,6 +17,10 @@ from apd.book.pages import missing_walls
 PROGRESS_LINE = re.compile(r"\d+%\|[^|\n]*\||\d+(?:\.\d+)?\s*(?:it|s|step|batch|shard)/s\]|\d+/\d+ \[\d+:\d\d<")
 TRACEBACK_OR_WARNING = re.compile(r"Traceback \(most recent call last\)|\b\w*Warning\b")
 RAW_MARKDOWN_TABLE = re.compile(r"\|\s*:?(?:-{3,}|[\u2014\u2013]+)\s*:?\|")
+#: A Markdown table row left as text (``| a | b |`` in a paragraph: a table cut by a blank line)
+RAW_TABLE_ROW = re.compile(r"^[ \t]*\|(?:[^|\n]*\|){2,}[ \t]*$", re.MULTILINE)
+#: Display math left as text (MathJax renders ``$$...$$`` into ``\[...\]``: none stays on a page)
+RAW_DOLLAR_MATH = re.compile(r"\$\$")
 NAN = re.compile(r"(?<![\w.])nan(?![\w(])|n/a n/a")  # how Python prints a missing number
 MACHINE_PATH = re.compile(r"(?<![\w.:/~\-\\])/(?:[\w.\-]+/)+[\w.\-]+")
 DIGIT_END, DIGIT_START = re.compile(r"[\d%]$"), re.compile(r"^[-+\u2212]?\d")
@@ -92,6 +97,19 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
     hit = first(GLUE_LEFT, text)
     if hit:
         problems.append(f"{rel}: a glue role left unrendered: ...{hit}...")
+    hit = first(RAW_DOLLAR_MATH, text)
+    if hit:
+        problems.append(f"{rel}: display math left unrendered ($$): ...{hit}...")
+    main = soup.find("main") or soup
+    for par in main.find_all("p"):
+        if par.find_parent("div", class_="cell_output") or par.find_parent("table"):
+            continue
+        m = RAW_TABLE_ROW.search(par.get_text())
+        if m:
+            problems.append(
+                f"{rel}: a raw Markdown table row (pipes in a paragraph; is the table cut by a blank "
+                f"line?): {m.group(0).strip()[:100]!r}"
+            )
     for m in EQUAL_COMPARED.finditer(text):
         if m.group(1).lstrip("+\u2212-") == m.group(2).lstrip("+\u2212-"):
             problems.append(f"{rel}: two equal numbers compared as different: {m.group(0)!r}")
@@ -100,7 +118,6 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
             problems.append(f"{rel}: called significant at p = {m.group(1)}: {m.group(0)!r}")
     for m in PRODUCT_AS_SE.finditer(text):
         problems.append(f"{rel}: a product that reads as the standard error: {m.group(0)!r}")
-    main = soup.find("main") or soup
     for img in main.find_all("img"):
         fig = img.find_parent("figure")
         cap = fig.find("figcaption") if fig else None

@@ -286,3 +286,32 @@ def test_the_opening_under_a_hub_family_reads_without_the_world():
     opening = _opening(values)
     assert opening[0].startswith("**What this chapter finds.** There are no world prompts here")
     assert len(opening) == 3 and "gates" in opening[2]
+
+
+def test_without_factuality_prompts_the_section_says_so_in_one_line(tmp_path, monkeypatch):
+    """Prompts that cannot be had are :class:`PromptsMissing` (the page's one line, a skipped section
+    in the build report); a damaged prompts file still fails."""
+    from apd.book.project import notebook_path
+    from apd.evaluation.factuality.ner import MeasureUnavailable
+    from apd.report.results import Run
+
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path / "results"))
+    with pytest.raises(ch.PromptsMissing):
+        ch.fp_prompts(["factual"], "test", 2, 0, data_dir=tmp_path)
+    bad = tmp_path / "factuality_prompts" / "fever_factual_test7k_final.jsonl"
+    bad.parent.mkdir()
+    bad.write_text("")
+    with pytest.raises(ValueError) as err:
+        ch.fp_prompts(["factual"], "test", 2, 0, data_dir=tmp_path)
+    assert not isinstance(err.value, ch.PromptsMissing) and "empty" in str(err.value)
+
+    run = Run(stem="factuality", profile="p", parameters={})
+    ch.record_missing(run, MeasureUnavailable("no spaCy model"))
+    assert run.values == {}
+    ch.record_missing(run, ch.PromptsMissing("no file"))
+    assert run.values == {"fp_data_missing": ch.FP_MISSING}
+    nb = json.loads(notebook_path("factuality").read_text())
+    text = "\n".join(pages.page_markdown(nb, run.values))
+    assert "## Real FactualityPrompts prompts" in text and "FactualityPrompts is not on this machine" in text
+    assert "Nothing was generated" not in text and "Dist-2 and Rep need none" not in text
+    assert "not on this machine" not in "\n".join(pages.page_markdown(nb, {}))

@@ -94,3 +94,41 @@ def test_pooled_gain_over_datasets():
 def test_dataset_jobs_report_what_cannot_be_had(tmp_path):
     jobs, not_run = qa.dataset_jobs(["qasc"], {}, data_dir=tmp_path, limit=2)
     assert jobs == [] and list(not_run.columns) == ["dataset", "reason"] and len(not_run) == 1
+
+
+def test_without_the_datasets_the_section_says_so_in_one_line(tmp_path, monkeypatch, run):
+    """No data directory and no Hub: no dataset is tried (each would spend its retries), the chapter
+    records the page's one line and the skipped section; with a dataset run it records nothing."""
+    import json
+
+    from apd.book import pages
+    from apd.book.project import notebook_path
+
+    monkeypatch.delenv("APD_DATA_DIR", raising=False)
+    for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+
+    def refuse(*args, **kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setattr(qa.socket, "create_connection", refuse)
+    why = qa.hub_unreachable(None, timeout=0.1)
+    assert "cannot be reached" in why and "APD_DATA_DIR" in why
+    assert qa.hub_unreachable(tmp_path) is None  # a data directory: the loaders read it
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert qa.hub_unreachable(None) is None  # offline mode: the datasets library reads its cache at once
+    monkeypatch.setattr(qa, "try_load", lambda *a, **k: pytest.fail("a dataset was tried"))
+    jobs, not_run = qa.dataset_jobs(["lambada", "qasc_q"], {"qasc_q": "openbookqa"}, unreachable=why)
+    assert jobs == [] and list(not_run["reason"]) == [why, why]
+    qa.record_missing(run, jobs, not_run)
+    assert run.values == {"qa_data_missing": qa.DATA_MISSING}
+    assert "\n" not in qa.DATA_MISSING and "APD_DATA_DIR" in qa.DATA_MISSING and "apd data fetch" in qa.DATA_MISSING
+    with_data = Run(stem="qa", profile="p", parameters={})
+    qa.record_missing(with_data, [("lambada", [], "LAMBADA")], not_run[:1])
+    assert with_data.values == {}
+
+    nb = json.loads(notebook_path("qa").read_text())
+    text = "\n".join(pages.page_markdown(nb, run.values))
+    assert "QA datasets are not on this machine" in text and "apd data fetch FOLDER" in text
+    assert "Run: " not in text and "Counting datasets" not in text and "no gold answer passes" not in text
+    assert "not on this machine" not in "\n".join(pages.page_markdown(nb, {"qa_datasets_scored": "LAMBADA"}))

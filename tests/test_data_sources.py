@@ -1,7 +1,8 @@
 """Data without a sibling folder: profiles name no path outside the repository; with neither
 ``$APD_DATA_DIR`` nor a ``data_dir`` the loaders take the Hub and the original source (cached in
-the user's cache); and a build that cannot have a dataset stops before its first notebook, in one
-line naming ``APD_DATA_DIR`` and the files it needs."""
+the user's cache); a build that cannot have a dataset says so before its first notebook, in one
+notice naming ``APD_DATA_DIR`` and the files it needs, and goes on (the sections that read them are
+skipped); a damaged file stops it."""
 
 from __future__ import annotations
 
@@ -148,25 +149,29 @@ def _smoke_files(params, stems) -> list[str]:
     return sorted({n.file for n in data_check.data_needs(params, stems, defaults)})
 
 
-def test_preflight_names_the_files_a_data_folder_lacks(monkeypatch, tmp_path):
+def test_preflight_names_the_files_a_data_folder_lacks_in_a_notice(monkeypatch, tmp_path):
+    """Absent data does not stop a build: one notice line names APD_DATA_DIR and the files it lacks,
+    and the build goes on (the sections that read them are skipped)."""
     params, stems = _smoke()
     needs = data_check.data_needs(params, stems, {s: notebook_parameters(notebook_path(s, REPO)) for s in stems})
     files = sorted({n.file for n in needs})
     assert "qa/lambada_openai.jsonl" in files and "factuality_prompts/fever_factual_test7k_final.jsonl" in files
     _valid_copy(tmp_path, files[1:])  # every file but one
     monkeypatch.setenv("APD_DATA_DIR", str(tmp_path))
-    with pytest.raises(BookError) as err:
-        preflight(None, params, stems, REPO, checks=("data",))
-    message = str(err.value)
-    assert "\n" not in message and f"APD_DATA_DIR={tmp_path}" in message and files[0] in message
-    assert files[1] not in message
+    out = io.StringIO()
+    notices = preflight(None, params, stems, REPO, checks=("data",), stream=out)  # no BookError
+    assert len(notices) == 1 and out.getvalue() == f"[apd] notice: {notices[0]}\n"
+    assert "\n" not in notices[0] and f"APD_DATA_DIR={tmp_path}" in notices[0] and files[0] in notices[0]
+    assert files[1] not in notices[0] and "skips the sections" in notices[0]
     _valid_copy(tmp_path, files[:1])
-    preflight(None, params, stems, REPO, checks=("data",))  # every file there: the build may start
+    out = io.StringIO()
+    assert preflight(None, params, stems, REPO, checks=("data",), stream=out) == [] and out.getvalue() == ""
 
 
-def test_preflight_without_data_folder_offline_stops_before_any_notebook(tmp_path):
-    """``python -m apd`` with no data folder and ``HF_HUB_OFFLINE=1``: exit 1, one line on stderr naming
-    APD_DATA_DIR and the files, and no notebook started."""
+def test_check_without_data_folder_offline_notes_the_missing_data_and_passes(tmp_path):
+    """``python -m apd --check`` with no data folder and ``HF_HUB_OFFLINE=1``: exit 0, one notice on
+    stderr naming APD_DATA_DIR, HF_HUB_OFFLINE=1 and the files (the build would run every chapter and
+    skip the sections that need them)."""
     env = {k: v for k, v in os.environ.items() if k not in ("APD_DATA_DIR",)}
     env.update(
         HF_HUB_OFFLINE="1",
@@ -175,18 +180,55 @@ def test_preflight_without_data_folder_offline_stops_before_any_notebook(tmp_pat
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
     )
     done = subprocess.run(
-        [sys.executable, "-m", "apd", "--profile", "smoke"],
+        [sys.executable, "-m", "apd", "--profile", "smoke", "--check"],
         cwd=REPO,
         env=env,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("[apd] notice: data: "), done.stderr
     assert "APD_DATA_DIR" in lines[0] and "HF_HUB_OFFLINE=1" in lines[0] and "qa/lambada_openai.jsonl" in lines[0]
-    assert "executing" not in done.stdout and not (tmp_path / "results").exists()
+    assert "apd data fetch" in lines[0]
+    assert "this machine has what a build needs" in done.stdout
+
+
+def test_the_data_check_finds_the_hugging_face_caches_as_the_libraries_do(monkeypatch, tmp_path):
+    """HF_HUB_CACHE, else $HF_HOME/hub, else $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub;
+    HF_DATASETS_CACHE, else $HF_HOME/datasets (HF_HOME itself defaulting under XDG_CACHE_HOME)."""
+    from apd.book import preflight as pf
+
+    for name in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert data_check.hub_cache() == tmp_path / "home" / ".cache" / "huggingface" / "hub"
+    assert data_check.datasets_cache() == tmp_path / "home" / ".cache" / "huggingface" / "datasets"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert data_check.hub_cache() == tmp_path / "xdg" / "huggingface" / "hub"
+    assert data_check.datasets_cache() == tmp_path / "xdg" / "huggingface" / "datasets"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    assert data_check.hub_cache() == tmp_path / "hf" / "hub"
+    assert data_check.datasets_cache() == tmp_path / "hf" / "datasets"
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "ds"))
+    assert data_check.hub_cache() == tmp_path / "hub" and data_check.datasets_cache() == tmp_path / "ds"
+
+    # what the checks see: a dataset in either cache, a model in the Hub cache
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.delenv("HF_DATASETS_CACHE")
+    monkeypatch.delenv("HF_HOME")
+    assert not data_check._hub_dataset_cached("EleutherAI/lambada_openai")
+    (tmp_path / "xdg" / "huggingface" / "datasets" / "EleutherAI___lambada_openai").mkdir(parents=True)
+    assert data_check._hub_dataset_cached("EleutherAI/lambada_openai")
+    (tmp_path / "xdg" / "huggingface" / "hub" / "datasets--tau--commonsense_qa").mkdir(parents=True)
+    assert data_check._hub_dataset_cached("tau/commonsense_qa")
+    assert not pf._hub_cached("pythia")
+    (tmp_path / "xdg" / "huggingface" / "hub" / "models--EleutherAI--pythia-70m").mkdir(parents=True)
+    assert pf._hub_cached("pythia")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # HF_HOME wins over XDG_CACHE_HOME
+    assert not pf._hub_cached("pythia") and not data_check._hub_dataset_cached("EleutherAI/lambada_openai")
 
 
 def test_the_data_source_is_part_of_the_cache_key(monkeypatch, tmp_path):
@@ -268,3 +310,18 @@ def test_a_repaired_data_file_changes_the_chapter_key(monkeypatch, tmp_path):
     fp = data / "factuality_prompts" / "fever_factual_test7k_final.jsonl"
     fp.write_text(fp.read_text() + json.dumps(FP_ROW) + "\n")
     assert cache_key("factuality", params["factuality"], REPO) != good["factuality"]
+
+
+def test_a_chapter_that_cannot_skip_its_data_still_stops_the_build(monkeypatch):
+    """The curves chapter under a Hub family reads LAMBADA and has no section to skip: without the
+    data the build stops before its first notebook; the QA chapter's absent data is a notice."""
+    monkeypatch.delenv("APD_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(data_check, "_hub_dataset_cached", lambda dataset_id: False)
+    params = {"curves": {"family": "pythia", "qa_dataset": "lambada"}, "qa": {"qa_datasets": ["lambada"]}}
+    with pytest.raises(BookError) as err:
+        preflight(None, params, ["curves", "qa"], REPO, checks=("data",), stream=io.StringIO())
+    assert "APD_DATA_DIR" in str(err.value) and "qa/lambada_openai.jsonl" in str(err.value)
+    out = io.StringIO()
+    notices = preflight(None, params, ["qa"], REPO, checks=("data",), stream=out)
+    assert len(notices) == 1 and "qa/lambada_openai.jsonl" in notices[0] and out.getvalue().startswith("[apd] notice:")

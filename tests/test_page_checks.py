@@ -22,6 +22,10 @@ from page_checks import page_text_problems
             "stray output",
         ),
         ("<p>The curve here is `{glue:text}`real_decay`` on x</p>", "glue role"),
+        ("<p>| qa | 3.2 s |\n| apd | 4.1 s |</p>", "raw Markdown table row"),
+        ("<p>The settings:</p><p>| --set | what |\n| family.seed=1 | another seed |</p>", "raw Markdown table row"),
+        ("<p>The bound is $$ a + b $$ here.</p>", "display math"),
+        ("<p>Glued: {glue}`kl` here.</p>", "glue role"),
         ("<p>APD's perplexity is 1.230, worse than CD's 1.230.</p>", "equal numbers"),
         ("<p>APD's ppl is 2.5%, lower (better) than CD's 2.5%.</p>", "equal numbers"),
         ("<p>and that bucket's gain is significant (paired p = 0.1, 29 questions)</p>", "significant at p = 0.1"),
@@ -53,6 +57,11 @@ def test_page_text_checks_catch_each_defect(snippet, found):
         "<p>significant on: none (p < 0.05); a gain significant at p = 0.003</p>",
         "<p>gain = 0.02 against 1.96 x gain_se = 1.96 x 0.00535 = 0.01048</p>",
         '<figure><img src="a.png" alt="Loss falling with size"><figcaption>Fig. 3 Held-out loss.</figcaption></figure>',
+        "<table><thead><tr><th>chapter</th><th>wall time</th></tr></thead>"
+        "<tbody><tr><td>qa</td><td>3.2 s</td></tr><tr><td>apd</td><td>4.1 s</td></tr></tbody></table>",
+        "<p>|x| is the absolute value, and a | b is an alternative.</p>",
+        '<div class="cell_output"><pre>| a | b |\n| 1 | 2 |</pre></div>',
+        '<div class="math notranslate nohighlight">\\[ a + b \\]</div>',
     ],
 )
 def test_page_text_checks_pass_clean_text(snippet):

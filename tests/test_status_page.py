@@ -33,3 +33,22 @@ def test_build_report_page_lists_every_chapter_from_its_run_record(tmp_path):
     assert "book/status" in (REPO / "_toc.yml").read_text()
     assert status.STATUS_MARKER in (REPO / "book" / "status.md").read_text()
     assert "{doc}`status`" in (REPO / "book" / "intro.md").read_text()
+
+
+def test_build_report_lists_the_sections_skipped_for_lack_of_data(tmp_path):
+    """A chapter that skipped a section (a ``*_data_missing`` result) is listed with the line
+    that says what is missing; a build that skipped none shows no such list."""
+    from apd.book import status
+
+    results = tmp_path / "results"
+    (results / "p" / "runs").mkdir(parents=True)
+    for stem in ("a", "b"):
+        (results / "p" / "runs" / f"{stem}.json").write_text(json.dumps({"started": "2030-01-01T10:00:00"}))
+    (results / "p" / "a.json").write_text(json.dumps({"x": 1}))
+    page = f"# Build report\n\n{status.STATUS_MARKER}\n"
+    assert "skipped" not in status.insert_status(page, "p", ["a", "b"], results, tmp_path)
+    line = "The paper's QA datasets are not on this machine: set APD_DATA_DIR; this section is skipped."
+    (results / "p" / "b.json").write_text(json.dumps({"qa_data_missing": line, "n": 3}))
+    filled = status.insert_status(page, "p", ["a", "b"], results, tmp_path)
+    assert "Sections skipped in this build:" in filled and f"- **b**: {line}" in filled
+    assert status.read_skipped("p", ["a", "b"], results) == {"b": [line]}

@@ -5,12 +5,16 @@ parameter, else ``$APD_DATA_DIR``), else from the Hugging Face Hub (QA data) or 
 (FactualityPrompts), cached in the user's cache. :func:`check_data` raises one line naming
 ``APD_DATA_DIR`` and the files needed when neither way works: the folder is missing or lacks a
 file, or the source cannot be reached (``HF_HUB_OFFLINE=1``, or no connection within 2 s) and the
-file is not already cached. :func:`invalid_files` then reads every file of the data directory a
-chapter needs, line by line, as its loader would (:func:`apd.evaluation.qa_data.check_offline_file`,
+file is not already cached (the Hugging Face caches found as its libraries find them:
+:func:`hub_cache`, :func:`datasets_cache`). That is a notice, not a stop
+(:func:`apd.book.preflight.data_notices`): the build runs every chapter, and the sections that read
+the data say on their page what is missing. :func:`invalid_files` then reads every file of the data
+directory a chapter needs, line by line, as its loader would
+(:func:`apd.evaluation.qa_data.check_offline_file`,
 :func:`apd.evaluation.factuality.sources.check_prompts_file`): one line per damaged file, naming the
-file, the line and the problem (0.7 s of CPU for the default profile's 9 files, 19 MB). Standard
-library only (the datasets' specifications are read from :mod:`apd.evaluation` when a chapter needs
-them), so a build stops in seconds. :func:`local_files` is what a chapter reads, for its cache key
+file, the line and the problem (0.7 s of CPU for the default profile's 9 files, 19 MB); a damaged
+file stops the build. Standard library only (the datasets' specifications are read from
+:mod:`apd.evaluation` when a chapter needs them), so a build stops in seconds. :func:`local_files` is what a chapter reads, for its cache key
 (:func:`apd.book.cache.data_fingerprint`).
 
     >>> needs = data_needs({"qa": {"qa_datasets": ["lambada", "qasc"], "data_dir": None}}, ["qa"])
@@ -112,11 +116,34 @@ def reachable(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
+def hf_home() -> Path:
+    """The Hugging Face home, as the Hub library finds it: ``$HF_HOME``, else
+    ``$XDG_CACHE_HOME/huggingface``, else ``~/.cache/huggingface``."""
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "huggingface"
+
+
+def hub_cache() -> Path:
+    """The Hub library's cache of models and datasets: ``$HF_HUB_CACHE`` (or the older
+    ``$HUGGINGFACE_HUB_CACHE``), else ``<hf_home()>/hub``."""
+    named = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    return Path(named).expanduser() if named else hf_home() / "hub"
+
+
+def datasets_cache() -> Path:
+    """The ``datasets`` library's cache: ``$HF_DATASETS_CACHE``, else ``<hf_home()>/datasets``."""
+    named = os.environ.get("HF_DATASETS_CACHE")
+    return Path(named).expanduser() if named else hf_home() / "datasets"
+
+
 def _hub_dataset_cached(dataset_id: str) -> bool:
-    """Whether the ``datasets`` cache holds ``dataset_id`` (``<namespace>___<name>``)."""
-    home = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface")
-    cache = Path(os.environ.get("HF_DATASETS_CACHE") or home / "datasets")
-    return (cache / dataset_id.replace("/", "___")).is_dir()
+    """Whether the ``datasets`` cache (``<namespace>___<name>``) or the Hub cache
+    (``datasets--<namespace>--<name>``) holds ``dataset_id``."""
+    return (datasets_cache() / dataset_id.replace("/", "___")).is_dir() or (
+        hub_cache() / f"datasets--{dataset_id.replace('/', '--')}"
+    ).is_dir()
 
 
 def _source_host(need: DataNeed, cache: Path) -> str | None:
@@ -229,5 +256,6 @@ def check_data(params: dict[str, dict], stems: list[str], root: Path, defaults: 
         why = "HF_HUB_OFFLINE=1" if hub_offline() else "no connection within 2 s"
         raise DataUnavailable(
             f"data: {DATA_ENV} is not set and the Hub and original sources cannot be reached "
-            f"({why}); set {DATA_ENV}=FOLDER holding {', '.join(files)}"
+            f"({why}); set {DATA_ENV}=FOLDER holding {', '.join(files)} (a folder made by "
+            f"`apd data fetch FOLDER` on a connected machine)"
         )

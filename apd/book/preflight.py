@@ -1,11 +1,13 @@
 """What a build needs here, checked before the first notebook starts: a CUDA device and the Hub
 when the profile asks for them, writable cache, results and build folders, the files and folders
-the profile names, and the datasets (:mod:`apd.book.data_check`)."""
+the profile names, and the datasets (:mod:`apd.book.data_check`: a damaged file stops the build,
+absent data is a notice and the sections that read it are skipped)."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from pathlib import Path
 
 from apd.base import paths
@@ -37,12 +39,10 @@ def _hub_reachable(timeout: float = 2.0) -> bool:
 
 
 def _hub_cached(family: str) -> bool:
-    """Whether the local Hugging Face cache holds any model whose id names ``family``."""
-    hub = os.environ.get("HF_HUB_CACHE") or str(
-        Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "hub"
-    )
+    """Whether the local Hugging Face cache (:func:`apd.book.data_check.hub_cache`, found as the
+    Hub library finds it) holds any model whose id names ``family``."""
     key = family.lower().split(".")[0]
-    return any(key in p.name.lower() for p in Path(hub).glob("models--*"))
+    return any(key in p.name.lower() for p in data_check.hub_cache().glob("models--*"))
 
 
 def environment_problems(params: dict[str, dict], stems: list[str]) -> list[str]:
@@ -171,16 +171,43 @@ def input_path_problems(params: dict[str, dict], stems: list[str], root: Path = 
     return problems
 
 
-def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
-    """The data every chapter of ``stems`` reads: can it be had, from the data directory or the Hub,
-    and is every file of the data directory valid (:mod:`apd.book.data_check`)? One line per
-    problem, naming ``APD_DATA_DIR`` or the damaged file and its line (empty: nothing)."""
+#: The chapters that skip their sections that read data this machine cannot have (each says so on
+#: its page); any other chapter (the curves chapter under a Hub family) stops the build instead.
+SKIPS_WITHOUT_DATA = ("qa", "factuality")
+
+
+def _unavailable(params: dict[str, dict], stems: list[str], root: Path) -> list[str]:
+    """:func:`apd.book.data_check.check_data`'s line for the chapters ``stems``, or none."""
     defaults = defaults_of([s for s in stems if s in data_check.DATA_CHAPTERS], root)
     try:
         data_check.check_data(params, stems, root, defaults)
     except data_check.DataUnavailable as err:
         return [str(err)]
-    return data_check.invalid_files(params, stems, root, defaults)
+    return []
+
+
+def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
+    """What stops a build for its data: a dataset that a chapter of ``stems`` outside
+    :data:`SKIPS_WITHOUT_DATA` cannot have here (one line naming ``APD_DATA_DIR`` and the files), and
+    every damaged file of the data directory (:func:`apd.book.data_check.invalid_files`: one line
+    each, naming it, its line and the problem). Empty: nothing. The chapters of
+    :data:`SKIPS_WITHOUT_DATA` go on without theirs: :func:`data_notices`."""
+    defaults = defaults_of([s for s in stems if s in data_check.DATA_CHAPTERS], root)
+    others = [s for s in stems if s not in SKIPS_WITHOUT_DATA]
+    return _unavailable(params, others, root) + data_check.invalid_files(params, stems, root, defaults)
+
+
+def data_notices(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
+    """The datasets that the chapters of ``stems`` in :data:`SKIPS_WITHOUT_DATA` read but cannot have
+    here, from the data directory or the Hub (:func:`apd.book.data_check.check_data`): one line
+    naming ``APD_DATA_DIR`` and the files (empty: every one can be had). The build goes on: the
+    sections that read them say on their page what is missing and how to get it, and the build
+    report lists them."""
+    lines = _unavailable(params, [s for s in stems if s in SKIPS_WITHOUT_DATA], root)
+    return [
+        f"{line}; the build goes on and skips the sections that read them (the build report lists them)"
+        for line in lines
+    ]
 
 
 #: What :func:`preflight` checks, each ``(profile, params, stems, root) -> problem lines``.
@@ -191,17 +218,38 @@ PREFLIGHT_CHECKS = {
     "data": lambda profile, params, stems, root: data_problems(params, stems, root),
 }
 
+#: What :func:`preflight` reports without stopping, by the check it belongs to (``-> notice lines``).
+PREFLIGHT_NOTICES = {
+    "data": lambda profile, params, stems, root: data_notices(params, stems, root),
+}
+
 
 def preflight(
-    profile: str | None, params: dict[str, dict], stems: list[str], root: Path = ROOT, checks=tuple(PREFLIGHT_CHECKS)
-) -> None:
+    profile: str | None,
+    params: dict[str, dict],
+    stems: list[str],
+    root: Path = ROOT,
+    checks=tuple(PREFLIGHT_CHECKS),
+    stream=None,
+) -> list[str]:
     """Everything a build needs, checked before the first notebook starts: this machine (CUDA, the
     Hub: :func:`environment_problems`), the folders it writes (:func:`folder_problems`), the files
     and folders it reads (:func:`input_path_problems`) and its data (:func:`data_problems`); or only
     the ``checks`` named (keys of :data:`PREFLIGHT_CHECKS`; ``profile`` may be None without
-    ``"folders"``). Raises one BookError with a line per problem."""
+    ``"folders"``). Raises one BookError with a line per problem. What a build can do without
+    (datasets that cannot be had here: :func:`data_notices`) is printed to ``stream`` (default
+    stderr) as ``[apd] notice: ...`` lines, and returned."""
+    notices = [
+        line
+        for name in checks
+        if name in PREFLIGHT_NOTICES
+        for line in PREFLIGHT_NOTICES[name](profile, params, stems, root)
+    ]
+    for line in notices:
+        print(f"[apd] notice: {line}", file=stream or sys.stderr, flush=True)
     problems = [line for name in checks for line in PREFLIGHT_CHECKS[name](profile, params, stems, root)]
     if problems:
         raise BookError(
             "a build would stop here: " + ("\n  - " + "\n  - ".join(problems) if len(problems) > 1 else problems[0])
         )
+    return notices

@@ -1,6 +1,7 @@
 """The book's build report: for each chapter, when it ran, executed or cached, wall time, device,
 package versions and the digest of its results, read from the run records in
-``results/<profile>/runs/`` and the runner's log of the last build (``_build/<profile>/status.json``).
+``results/<profile>/runs/`` and the runner's log of the last build (``_build/<profile>/status.json``);
+and the sections the chapters skipped for data this machine does not have (:func:`read_skipped`).
 
     >>> rec = {"started": "2026-01-02T03:04:05", "wall_time_s": 12.5, "device": "cpu",
     ...        "packages": {"apd": "0.1.0", "torch": "2.13.0"}, "results_sha256": {"a.json": "00"}}
@@ -56,10 +57,53 @@ def read_records(profile: str, stems: list[str], results: Path) -> dict[str, dic
     return out
 
 
+#: A chapter result whose key ends so is a section skipped for lack of data; its value, the page's
+#: one line saying what is missing and how to get it (``qa_data_missing``, ``fp_data_missing``).
+SKIPPED_SUFFIX = "_data_missing"
+
+
+def read_skipped(profile: str, stems: list[str], results: Path) -> dict[str, list[str]]:
+    """``{stem: lines}``: the sections each chapter skipped, one line each saying what is missing and
+    how to get it (the :data:`SKIPPED_SUFFIX` values of its results file ``results/<profile>/<stem>.json``,
+    e.g. a dataset that is not on this machine); chapters that skipped none are left out."""
+    out = {}
+    for stem in stems:
+        try:
+            values = json.loads((results / profile / f"{stem}.json").read_text())
+        except (OSError, ValueError):
+            continue
+        lines = (
+            [str(v) for k, v in values.items() if k.endswith(SKIPPED_SUFFIX) and v] if isinstance(values, dict) else []
+        )
+        if lines:
+            out[stem] = lines
+    return out
+
+
+def skipped_markdown(skipped: dict[str, list[str]]) -> str:
+    """The build report's list of skipped sections (Markdown; empty when none was skipped).
+
+    Example:
+        >>> print(skipped_markdown({"qa": ["The QA datasets are not here; this section is skipped."]}))
+        Sections skipped in this build:
+        <BLANKLINE>
+        - **qa**: The QA datasets are not here; this section is skipped.
+    """
+    if not skipped:
+        return ""
+    items = [f"- **{stem}**: {line}" for stem, lines in skipped.items() for line in lines]
+    return "Sections skipped in this build:\n\n" + "\n".join(items)
+
+
 def status_markdown(
-    records: dict[str, dict], log: dict[str, dict], profile: str, stems: list[str] | None = None
+    records: dict[str, dict],
+    log: dict[str, dict],
+    profile: str,
+    stems: list[str] | None = None,
+    skipped: dict[str, list[str]] | None = None,
 ) -> str:
-    """The build report's tables (Markdown): one row per chapter, then the package versions."""
+    """The build report's tables (Markdown): one row per chapter, then the sections the chapters
+    skipped (:func:`read_skipped`; nothing when none was), then the package versions."""
     stems = stems or list(records)
     rows = [
         "| chapter | ran (local time) | this build | wall time | device | results (SHA-256) |",
@@ -83,8 +127,13 @@ def status_markdown(
             groups.setdefault(text, []).append(stem)
     pk = ["| chapters | package versions |", "|---|---|"]
     pk += [f"| {'all' if len(g) == len(records) else ', '.join(g)} | {text} |" for text, g in groups.items()]
+    skipped_text = skipped_markdown(skipped or {})
     return (
-        f"Profile `{profile}`.\n\n" + "\n".join(rows) + "\n\n" + "\n".join(pk)
+        f"Profile `{profile}`.\n\n"
+        + "\n".join(rows)
+        + "\n\n"
+        + (skipped_text + "\n\n" if skipped_text else "")
+        + "\n".join(pk)
         if records
         else f"No chapter has run under the profile `{profile}` yet."
     )
@@ -98,4 +147,5 @@ def insert_status(page: str, profile: str, stems: list[str], results: Path, root
         log = json.loads(build_log_path(profile, root).read_text())
     except (OSError, ValueError):
         log = {}
-    return page.replace(STATUS_MARKER, status_markdown(read_records(profile, stems, results), log, profile, stems))
+    records, skipped = read_records(profile, stems, results), read_skipped(profile, stems, results)
+    return page.replace(STATUS_MARKER, status_markdown(records, log, profile, stems, skipped))

@@ -683,6 +683,26 @@ def fp_values_start(split: str, covered_only: bool) -> dict:
     }
 
 
+#: What the page says, in one line, when FactualityPrompts' prompts cannot be had here.
+FP_MISSING = (
+    "FactualityPrompts is not on this machine: set APD_DATA_DIR to a folder made by "
+    "`apd data fetch FOLDER` on a connected machine (see Data); this section is skipped."
+)
+
+
+class PromptsMissing(FileNotFoundError):
+    """FactualityPrompts' prompts cannot be had here: not in the data directory, or not downloadable
+    (the loader's message says which). A file that is there but invalid is a ValueError instead."""
+
+
+def record_missing(run, err: Exception) -> None:
+    """When ``err`` is :class:`PromptsMissing`, record ``fp_data_missing``: the page's condition, and a
+    section the build report lists as skipped (every ``*_data_missing`` result,
+    :func:`apd.book.status.read_skipped`); otherwise record nothing."""
+    if isinstance(err, PromptsMissing):
+        run.record(fp_data_missing=FP_MISSING)
+
+
 def fp_prompts(
     kinds: Sequence[str],
     split: str,
@@ -696,9 +716,13 @@ def fp_prompts(
     """``n`` FactualityPrompts prompts of each kind (drawn with ``seed``, among those whose evidence
     pages are all available when ``covered_only``), their evidence ``{title: text}`` (KILT pages,
     or the offline Wikipedia leads) and ``{"fp_evidence_source", "fp_coverage_all"}``. Raises
-    :class:`apd.evaluation.factuality.ner.MeasureUnavailable` or FileNotFoundError without the data."""
+    :class:`PromptsMissing` without the prompts, :class:`apd.evaluation.factuality.ner.MeasureUnavailable`
+    without the evidence."""
     kind = evidence if evidence != "auto" else ("kilt" if kilt_path else "wiki")
-    pool = [p for k in kinds for p in prompts.load_factuality_prompts(k, split, data_dir=data_dir)]
+    try:
+        pool = [p for k in kinds for p in prompts.load_factuality_prompts(k, split, data_dir=data_dir)]
+    except (ner.MeasureUnavailable, FileNotFoundError) as e:
+        raise PromptsMissing(str(e)) from None
     if kind == "kilt":
         ev = prompts.kilt_evidence({t for p in pool for t in p.titles}, kilt_path)
         source = "the KILT Wikipedia pages (whole pages)"

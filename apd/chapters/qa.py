@@ -8,7 +8,10 @@ assembles tables and glues values. "ppl" is the paper's mean ``-log(p + 0.01)`` 
 from __future__ import annotations
 
 import dataclasses
+import os
+import socket
 from dataclasses import dataclass
+from urllib.parse import urlparse
 
 import numpy as np
 import pandas as pd
@@ -375,11 +378,47 @@ def plot_improvements(world: WorldQA):
     return fig
 
 
-def dataset_jobs(names, stand_ins: dict, *, data_dir=None, limit=None, seed: int = 0):
+#: What the page says, in one line, when none of the paper's QA datasets could be had here.
+DATA_MISSING = (
+    "The paper's QA datasets are not on this machine: set APD_DATA_DIR to a folder made by "
+    "`apd data fetch FOLDER` on a connected machine (see Data); this section is skipped."
+)
+
+
+_ON = ("1", "true", "yes", "on")  # how HF_HUB_OFFLINE says "offline"
+
+
+def hub_unreachable(data_dir=None, timeout: float = 2.0) -> str | None:
+    """Why the QA datasets cannot come from the Hub here, or None: only when they would (no
+    ``data_dir``, no ``$APD_DATA_DIR``, Hugging Face not told to stay offline) and no connection to
+    the Hub (``$HF_ENDPOINT`` or huggingface.co) opens within ``timeout`` seconds. The loaders then
+    need not each spend their retries (about 20 s a dataset) to find that out."""
+    offline = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    if data_dir or os.environ.get("APD_DATA_DIR") or any(os.environ.get(v, "").lower() in _ON for v in offline):
+        return None
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+        return None
+    except OSError:
+        return f"no data directory (data_dir or APD_DATA_DIR) and the Hub ({url.hostname}) cannot be reached"
+
+
+def data_missing(jobs, not_run: pd.DataFrame) -> str | None:
+    """:data:`DATA_MISSING` when datasets were asked for and none could be had (every one is in
+    ``not_run``), else None: the page then shows that line instead of the datasets' section."""
+    return DATA_MISSING if not jobs and len(not_run) else None
+
+
+def dataset_jobs(names, stand_ins: dict, *, data_dir=None, limit=None, seed: int = 0, unreachable=None):
     """``(jobs, not_run)``: ``(name, examples, shown name)`` per dataset that loads (an offline
     stand-in under its own name where the paper's cannot be had), and a frame of the others with why.
     A dataset file that is there but invalid raises :class:`apd.evaluation.qa_data.DatasetInvalid`
-    (naming the file and line): the chapter fails rather than run fewer datasets."""
+    (naming the file and line): the chapter fails rather than run fewer datasets. ``unreachable``
+    (:func:`hub_unreachable`): none is tried, each is not run for that reason."""
+    if unreachable:
+        rows = [{"dataset": PAPER_DATASETS.get(n, n), "reason": unreachable} for n in names]
+        return [], pd.DataFrame(rows, columns=["dataset", "reason"])
     jobs, not_run = [], []
     for name in names:
         paper_name = PAPER_DATASETS.get(name, name)
@@ -448,6 +487,15 @@ def pooled(sig: pd.DataFrame):
     return (
         (None, None) if s.empty else (float(-s["diff"].mean()), float(np.sqrt((s["se_paired"] ** 2).sum()) / len(s)))
     )
+
+
+def record_missing(run, jobs, not_run: pd.DataFrame) -> None:
+    """When no dataset could be had (:func:`data_missing`), record ``qa_data_missing``: the page's
+    condition, and a section the build report lists as skipped (every ``*_data_missing`` result,
+    :func:`apd.book.status.read_skipped`); with the data, record nothing."""
+    line = data_missing(jobs, not_run)
+    if line:
+        run.record(qa_data_missing=line)
 
 
 def save_datasets(run, ds: DatasetsQA, not_run: pd.DataFrame) -> None:

@@ -3,7 +3,12 @@ SHELL := /bin/bash
 PROFILE ?= default
 # Override notebook parameters for one run: make book SET="theorem1.n_draws=500 theorem1.seed=3"
 SET ?=
+# Several chapters: make book ONLY="theorem1 family"
 ONLY ?=
+# Every chapter that takes them: make book PROFILE=pythia DEVICE=cpu LOCAL_DIR=/data/pythia
+DEVICE ?=
+LOCAL_DIR ?=
+PROFILES := $(sort $(basename $(notdir $(wildcard profiles/*.yml))))
 VENV := .venv
 PY := $(VENV)/bin/python
 SYSTEM_PYTHON ?= $(shell command -v python3.11 || command -v python3)
@@ -14,11 +19,12 @@ ifneq ($(wildcard ../shared/data),)
 export APD_DATA_DIR ?= $(abspath ../shared/data)
 endif
 
-.PHONY: book test env unit lint smoke browser pages lock clean-build help bench
+.PHONY: book test env unit lint smoke browser pages installed lock clean-build help bench
 
 help:
-	@echo "make book [PROFILE=smoke|default|default-200|gpu|pythia] [SET='nb.param=value ...'] [ONLY=nb]   build the book"
-	@echo "make test                                     ruff, unit tests, smoke build, browser test"
+	@echo "make book [PROFILE=$(subst $(eval) ,|,$(PROFILES))] [SET='nb.param=value ...'] [ONLY='nb ...'] [DEVICE=cpu] [LOCAL_DIR=folder]   build the book"
+	@echo "make test                                     ruff, unit tests (the installed wheel too), smoke build, browser test"
+	@echo "make installed                                the wheel in a clean venv (tests/test_installed.py)"
 	@echo "make lint                                     ruff check and ruff format --check"
 	@echo "make pages [PROFILE=default]                  browser and page-text checks of an existing build"
 
@@ -28,13 +34,15 @@ $(STAMP): requirements.lock package.json pyproject.toml
 	@$(SYSTEM_PYTHON) -c 'import sys; v = sys.version_info[:2]; sys.exit(0 if v == (3, 11) else "apd: the book build is pinned for Python 3.11, found %d.%d; install python3.11 or set SYSTEM_PYTHON=/path/to/python3.11" % v)'
 	test -x $(PY) || $(SYSTEM_PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "setuptools>=77"
 	$(PY) -m pip install --quiet -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	npm install --no-audit --no-fund --silent
 	touch $(STAMP)
 
 book: env
-	$(PY) -m apd --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(if $(ONLY),--only $(ONLY))
+	$(PY) -m apd --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(foreach o,$(ONLY),--only $(o)) \
+		$(if $(DEVICE),--device $(DEVICE)) $(if $(LOCAL_DIR),--local-dir $(LOCAL_DIR))
 
 # ruff (configured in pyproject.toml): lint, and the formatting it would change (nothing, to pass)
 lint: env
@@ -58,6 +66,12 @@ test: lint
 	$(PY) -m pytest -m "not book" tests
 	$(PY) -m apd --profile smoke
 	$(PY) -m pytest -m book tests
+
+# The wheel in a clean virtual environment (CPU torch, then the declared dependencies with the lock as
+# constraints; about 1.5 minutes once pip's cache holds them): tests/test_installed.py, which make test
+# and make unit run with the other unit tests.
+installed: env
+	$(PY) -m pytest -m installed tests
 
 bench: env
 	$(PY) scripts/benchmarks.py

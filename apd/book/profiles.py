@@ -13,7 +13,7 @@ import yaml
 from apd.base.notebooks import BookError
 from apd.book import schema
 from apd.book.params import declared, drift
-from apd.book.project import ROOT, toc_notebooks
+from apd.book.project import ROOT, profiles_dir, toc_notebooks
 
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
@@ -49,12 +49,31 @@ def check_type(where: str, value: Any, default: Any, literal: bool = True) -> An
     return value
 
 
+def known_profiles(root: Path = ROOT) -> list[str]:
+    """The names of the profiles (``profiles/*.yml``, :func:`apd.book.project.profiles_dir`), sorted."""
+    return sorted(p.stem for p in profiles_dir(root).glob("*.yml"))
+
+
+def profile_descriptions(root: Path = ROOT) -> dict[str, str]:
+    """``{name: its one-line description}`` of every profile (its ``description:``; empty when it has
+    none or cannot be read: the build says what is wrong with it)."""
+    out = {}
+    for name in known_profiles(root):
+        try:
+            data = yaml.safe_load((profiles_dir(root) / f"{name}.yml").read_text())
+        except (OSError, yaml.YAMLError):
+            data = None
+        text = data.get("description") if isinstance(data, dict) else None
+        out[name] = " ".join(text.split()) if isinstance(text, str) else ""
+    return out
+
+
 def profile_path(profile: str, root: Path = ROOT) -> Path:
     """``profiles/<profile>.yml``; ``profile`` must be a plain name (letters, digits, ``_``, ``-``)."""
-    known = sorted(p.stem for p in (root / "profiles").glob("*.yml"))
+    known = known_profiles(root)
     if not PROFILE_NAME.match(str(profile)):
         raise BookError(f"--profile {profile!r}: takes a profile name, not a path; known profiles: {', '.join(known)}")
-    path = root / "profiles" / f"{profile}.yml"
+    path = profiles_dir(root) / f"{profile}.yml"
     if not path.is_file():
         raise BookError(f"unknown profile {profile!r}: no {path}; known profiles: {', '.join(known)}")
     return path
@@ -187,14 +206,50 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
     return out
 
 
+#: The command line's global switches: ``--device DEVICE`` and ``--local-dir FOLDER`` set that
+#: parameter in every chapter that declares it.
+SWITCHES = {"device": "--device", "local_dir": "--local-dir"}
+
+
+def switch_overrides(switches: dict[str, Any] | None, stems: list[str], root: Path = ROOT) -> dict:
+    """``{stem: {parameter: value}}`` for each global switch given (:data:`SWITCHES`; ``None``: not
+    given): the value in every chapter of ``stems`` that declares the parameter, checked against
+    each one's type and range. Errors are one line: ``--device VALUE: problem``."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, value in (switches or {}).items():
+        if value is None:
+            continue
+        flag = f"{SWITCHES.get(name, '--' + name)} {value}"
+        for stem in stems:
+            defaults = declared(stem, root)
+            if name not in defaults:
+                continue
+            try:
+                check_type(flag, value, *defaults[name])
+            except BookError as err:
+                raise BookError(str(err).rsplit(", got ", 1)[0]) from None
+            bad = schema.check_value(stem, name, value)
+            if bad:
+                raise BookError(f"{flag}: " + bad.split(": ", 1)[1])
+            out.setdefault(stem, {})[name] = value
+    return out
+
+
 def resolve(
-    profile: str, overrides: list[str] | None = None, only: list[str] | None = None, root: Path = ROOT
+    profile: str,
+    overrides: list[str] | None = None,
+    only: list[str] | None = None,
+    root: Path = ROOT,
+    switches: dict[str, Any] | None = None,
 ) -> tuple[dict[str, dict], list[str]]:
-    """The parameters every notebook runs with (profile, ``--set`` overrides and ``profile``), all
+    """The parameters every notebook runs with (profile, global switches such as ``--device``
+    (:func:`switch_overrides`), ``--set`` overrides, which win over a switch, and ``profile``), all
     validated, and the toc's notebooks in order. Raises BookError (one line per problem)."""
     params = load_profile(profile, root)
     extra = parse_overrides(overrides or [], params, root)
     stems = toc_notebooks(root)
+    for stem, values in switch_overrides(switches, stems, root).items():
+        extra[stem] = {**values, **extra.get(stem, {})}
     if only:
         unknown = [s for s in only if s not in stems]
         if unknown:

@@ -3,6 +3,12 @@
     python -m apd --profile default                  # what `make book` runs
     python -m apd --profile smoke --only theorem1     # one chapter
     python -m apd --profile default --set theorem1.n_draws=500 --set theorem1.seed=3
+    python -m apd --profile pythia --device cpu --local-dir /data/pythia   # every chapter that takes them
+    apd list                                          # the chapters and the profiles
+    apd data check FOLDER                             # the datasets' offline copies (apd.book.datafiles)
+
+``apd`` (the installed command) is ``python -m apd``. An installed wheel carries the profiles but not
+the notebooks: it lists, checks data and runs the package; the book is built from a checkout.
 
 A profile, ``profiles/<name>.yml``, is ``notebooks: {<stem>: {<parameter>: <value>}}`` for every
 notebook in ``_toc.yml``; each notebook also receives ``profile=<name>``, and an unknown parameter
@@ -32,20 +38,25 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from apd.base.notebooks import BookError
+from apd.book import datafiles
 from apd.book import status as build_status
 from apd.book import terminal
 from apd.book.cache import cache_key
 from apd.book.execution import disk_full_line, execute
 from apd.book.preflight import preflight
-from apd.book.profiles import resolve
-from apd.book.project import ROOT, results_root
+from apd.book.profiles import profile_descriptions, resolve
+from apd.book.project import ROOT, is_checkout, results_root, toc_notebooks
 from apd.book.rendering import render
 from apd.book.staging import build_lock, recover
+from apd.chapters.params import CHAPTERS
 
 
 def build_book(
@@ -56,13 +67,15 @@ def build_book(
     html: bool = True,
     root: Path = ROOT,
     wait: bool = True,
+    switches: dict[str, Any] | None = None,
 ) -> Path | None:
-    """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book. Everything is
-    checked first (:func:`apd.book.profiles.resolve`, :func:`apd.book.preflight.preflight`); then the
+    """Execute every notebook of ``_toc.yml`` under ``profile`` and render the book (``switches``:
+    ``{"device": ..., "local_dir": ...}`` for every chapter that declares them, ``overrides`` win).
+    Everything is checked first (:func:`apd.book.profiles.resolve`, :func:`apd.book.preflight.preflight`); then the
     profile's build lock is taken for the whole build (:func:`apd.book.staging.build_lock`; ``wait=False``:
     stop if another build holds it) and an interrupted commit of an earlier build is finished
     (:func:`apd.book.staging.recover`)."""
-    params, stems = resolve(profile, overrides, only, root)
+    params, stems = resolve(profile, overrides, only, root, switches)
     preflight(profile, params, [s for s in stems if not only or s in only], root)
     with build_lock(profile, root, wait=wait):
         return _build_locked(profile, params, stems, only, force, html, root)
@@ -125,15 +138,80 @@ def use_data_dir(folder: str | None) -> None:
         os.environ["APD_DATA_DIR"] = str(Path(folder).expanduser().resolve())
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m apd", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--profile", default="default", help="profiles/<name>.yml (smoke, default, pythia)")
+def version(root: Path = ROOT) -> str:
+    """The installed package's version (its metadata), else (a checkout run without ``pip install
+    -e .``) the one in its ``pyproject.toml``."""
+    try:
+        return metadata.version("apd")
+    except metadata.PackageNotFoundError:
+        path = Path(root) / "pyproject.toml"
+        found = re.search(r'^version = "(.*)"$', path.read_text(), flags=re.M) if path.is_file() else None
+        return found.group(1) if found else "unknown"
+
+
+def chapters(root: Path = ROOT) -> list[str]:
+    """The chapters in book order: ``_toc.yml`` in a checkout, else (an installed wheel) the order of
+    :data:`apd.chapters.params.CHAPTERS`, which follows it."""
+    return toc_notebooks(root) if is_checkout(root) else list(CHAPTERS)
+
+
+def listing(root: Path = ROOT) -> str:
+    """``apd list``: the chapters in order and the profiles with their one-line descriptions."""
+    names = chapters(root)
+    profiles = profile_descriptions(root)
+    out = ["chapters, in book order:"]
+    out += [f"  {i:2d}. {stem}" for i, stem in enumerate(names, 1)]
+    out += ["", "profiles (--profile NAME):"]
+    width = max((len(name) for name in profiles), default=0)
+    out += [f"  {name:<{width}}  {text}".rstrip() for name, text in profiles.items()]
+    return "\n".join(out)
+
+
+def _epilog(root: Path = ROOT) -> str:
+    profiles = profile_descriptions(root)
+    width = max((len(name) for name in profiles), default=0)
+    lines = ["profiles:"] + [f"  {name:<{width}}  {text}".rstrip() for name, text in profiles.items()]
+    lines += [
+        "",
+        "commands:",
+        "  list                    the chapters in order and the profiles",
+        "  data fetch FOLDER       download the datasets' offline copies into FOLDER",
+        "  data check [FOLDER]     check a folder of them (default: $APD_DATA_DIR)",
+    ]
+    return "\n".join(lines)
+
+
+def _prog() -> str:
+    return "apd" if Path(sys.argv[0]).name == "apd" else "python -m apd"
+
+
+def parser(root: Path = ROOT) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog=_prog(),
+        description=__doc__.split("\n\n")[0],
+        epilog=_epilog(root),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--version", action="version", version=f"apd {version()}")
+    ap.add_argument("--profile", default="default", help="profiles/<name>.yml (listed below; default: default)")
     ap.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="NB.PARAM=VALUE",
-        help="override one notebook parameter for this run (repeatable)",
+        help="override one notebook parameter for this run (repeatable; wins over --device and --local-dir)",
+    )
+    ap.add_argument(
+        "--device",
+        default=None,
+        metavar="DEVICE",
+        help="set `device` (auto, cpu, mps, cuda, cuda:N) in every chapter that declares it",
+    )
+    ap.add_argument(
+        "--local-dir",
+        default=None,
+        metavar="FOLDER",
+        help="set `local_dir` (local copies of a Hub family, one folder per member) in every chapter that declares it",
     )
     ap.add_argument(
         "--only",
@@ -162,16 +240,49 @@ def main(argv: list[str] | None = None) -> int:
         help="offline copies of the datasets (sets APD_DATA_DIR for this build; default: "
         "$APD_DATA_DIR, else the Hub and the original sources)",
     )
-    args = ap.parse_args(argv)
+    return ap
+
+
+def switches(args: argparse.Namespace) -> dict[str, Any]:
+    """The global switches given (``--local-dir`` made absolute: the kernels run in the checkout)."""
+    local = str(Path(args.local_dir).expanduser().resolve()) if args.local_dir else None
+    return {"device": args.device, "local_dir": local}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["data"]:
+        return datafiles.main(argv[1:])
+    if argv[:1] == ["list"]:
+        if argv[1:]:
+            print(f"{_prog()} list: takes no arguments, got {' '.join(argv[1:])}", file=sys.stderr)
+            return 2
+        print(listing())
+        return 0
+    args = parser().parse_args(argv)
+    if not is_checkout():
+        print(
+            f"apd: the book's notebooks are not installed with the package ({ROOT / '_toc.yml'} is missing): "
+            "build the book from a checkout of the project (make book, or python -m apd there); "
+            f"here: {_prog()} list, {_prog()} data, and `import apd`",
+            file=sys.stderr,
+        )
+        return 1
     use_data_dir(args.data_dir)
+    given = switches(args)
     try:
         if args.check:
-            params, stems = resolve(args.profile, args.set, args.only)
-            print(f"profile {args.profile!r} is valid" + (" with " + " ".join(args.set) if args.set else ""))
+            params, stems = resolve(args.profile, args.set, args.only, switches=given)
+            flags = [f"--device {given['device']}"] if given["device"] else []
+            flags += [f"--local-dir {given['local_dir']}"] if given["local_dir"] else []
+            flags += [f"--set {item}" for item in args.set] if flags else args.set
+            print(f"profile {args.profile!r} is valid" + (" with " + " ".join(flags) if flags else ""))
             preflight(args.profile, params, [s for s in stems if not args.only or s in args.only])
             print("this machine has what a build needs")
             return 0
-        build_book(args.profile, args.set, args.only, args.force, not args.no_html, wait=not args.no_wait)
+        build_book(
+            args.profile, args.set, args.only, args.force, not args.no_html, wait=not args.no_wait, switches=given
+        )
     except BookError as err:
         print(f"apd: {err}", file=sys.stderr)
         return 1

@@ -224,7 +224,7 @@ def show(
 
     Example:
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"steps": [5000.0, 12.0], "KL": [0.35512, float("nan")]}, index=[1.1, 2.0])
+    >>> df = pd.DataFrame({"steps": [5000.0, 12.0], "KL": [0.35512, None]}, index=[1.1, 2.0])
     >>> html = show(df, caption="demo").to_html()
     >>> "5,000" in html and "0.355" in html and ">1.1<" in html and "—" in html and "padding" in html
     True

@@ -3,7 +3,6 @@ from the copies in ../shared/data (or $APD_DATA_DIR), which are the ones the rec
 
 import io
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from offline_data import DATA
 from apd.book import datafiles
 from apd.book.data_check import data_needs
 from apd.chapters.params import defaults
@@ -21,14 +21,6 @@ from apd.evaluation.factuality import sources
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _find_data_dir():
-    for cand in (os.environ.get("APD_DATA_DIR"), REPO.parent / "shared" / "data"):
-        if cand and (Path(cand) / "qa").is_dir():
-            return Path(cand)
-    return None
-
-
-DATA = _find_data_dir()
 needs_data = pytest.mark.skipif(DATA is None, reason="offline data not found: set APD_DATA_DIR (e.g. ../shared/data)")
 
 

@@ -7,26 +7,18 @@ revision) each loader should ask for, rows in the Hub's schema built from the of
 
 import io
 import json
-import os
 import sys
 import types
 from pathlib import Path
 
 import pytest
 
+from offline_data import DATA
 from apd.evaluation import qa_data
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _find_data_dir():
-    for cand in (os.environ.get("APD_DATA_DIR"), REPO.parent / "shared" / "data"):
-        if cand and (Path(cand) / "qa").is_dir():
-            return Path(cand)
-    return None
-
-
-DATA = _find_data_dir()
 pytestmark = pytest.mark.skipif(
     DATA is None, reason="offline QA data not found: set APD_DATA_DIR (e.g. ../shared/data)"
 )

@@ -6,26 +6,18 @@ Offline tests read ../shared/data (or $APD_DATA_DIR); the Hub branch is tested w
 
 from __future__ import annotations
 
-import os
 import sys
 import types
 from pathlib import Path
 
 import pytest
 
+from offline_data import DATA
 from apd.evaluation import qa_data
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _find_data_dir():
-    for cand in (os.environ.get("APD_DATA_DIR"), REPO.parent / "shared" / "data"):
-        if cand and (Path(cand) / "qa").is_dir():
-            return Path(cand)
-    return None
-
-
-DATA = _find_data_dir()
 needs_data = pytest.mark.skipif(
     DATA is None,
     reason="offline QA data not found: set APD_DATA_DIR to the folder whose qa/ holds "

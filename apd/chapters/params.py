@@ -246,7 +246,7 @@ class KnownAnswerParams:
     size: str = param(
         "default",
         one_of(*KNOWN_ANSWER_SIZES),
-        "smoke | default | full: positions and step budgets (apd.evaluation.known_answer.SIZES)",
+        "smoke, default or full: positions and step budgets (apd.evaluation.known_answer.SIZES)",
     )
     noise: float = param(0.005, NONNEG, "sd of the noise on every member's probability")
     seed: int = param(0, SEED)

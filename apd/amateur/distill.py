@@ -37,7 +37,7 @@ from apd.base.lock import file_lock
 from apd.core import curves
 
 #: The fitter's settings for distillation targets (part of the targets' and the run's cache keys).
-DISTILL_FIT = dict(version=1, fit=dict(curves.TUNED_FIT, iterations=200), min_prob=0.01, stride=16)
+DISTILL_FIT = dict(version=2, fit=dict(curves.TUNED_FIT, iterations=200), min_prob=0.01, stride=16)
 
 
 @contextlib.contextmanager

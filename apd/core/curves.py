@@ -34,7 +34,8 @@ Choices the paper and the release leave open, made here (the measurements behind
   torch's default betas; constant lr), kept as a reference: the square-root hinge has an unbounded
   gradient at its kink, its spikes inflate Adam's second moment and the fit stalls below the data.
 - :data:`TUNED_FIT` (the default) starts from :func:`grid_init` (closed-form least squares for
-  (c, a) on a (b, d) grid), uses betas (0.9, 0.9) so the second moment forgets the spikes, and
+  (c, a) on a (b, d) grid, soft-minimised so that float noise cannot pick among near-equal fits;
+  "A fit that float noise cannot move" in the design notes), uses betas (0.9, 0.9) so the second moment forgets the spikes, and
   decays the lr geometrically from 1e-2 to 1e-4 (the paper calls 1e-2 the *initial* lr).
 - sqrt(0) has an infinite derivative, and a hinge that is exactly 0 (common for a single curve)
   would turn every gradient into NaN. :func:`safe_sqrt` returns the same values with gradient 0
@@ -243,14 +244,23 @@ def _adam_fit(
     return theta.detach()
 
 
+# grid_init's choices (docs/design-notes.md, "A fit that float noise cannot move")
+GRID_TEMPERATURE = 1e-3  # loss units (probability RMS): grid points within a few of it share the start
+HINGE_MARGIN = 1e-4  # the start's curve at the ELM lies this far below the ELM's value
+
+
 def grid_init(q: torch.Tensor, x: torch.Tensor, decay: Decay, lambda2: float = 10.0) -> torch.Tensor:
     """Starting points (M, 1 + P) for flipped curves ``q`` (M, N): variable projection on a grid.
 
     Every decay is c + a * g(x; b, d, ...), linear in (c, a). For a grid of (b, d) (b from 0.25 to
     18 over the span of x, d from x_ALM to x_ALM + 0.7 span; other parameters 1) solve least
     squares for (c, a) over the N - 1 smaller members in closed form, clip a >= 0, lower c until the
-    ELM hinge is inactive, clip c >= 0, and keep the grid point with the lowest loss
-    L1 + lambda2 * L2.
+    curve at the ELM is :data:`HINGE_MARGIN` below q_ELM (the hinge L2 inactive with room to spare),
+    clip c >= 0, and average the grid points with weights softmax(-L1 / :data:`GRID_TEMPERATURE`)
+    (c, a, d arithmetically, b geometrically). The start is then a continuous function of ``q``:
+    an argmin over the grid, or a start on the hinge's kink, lets float noise choose among
+    near-equal fits (``lambda2`` is kept for the signature; the margin makes L2 zero). Each row's
+    start depends on that row alone, bit for bit, whatever M is.
     """
     m, n = q.shape
     span = float(x[-1] - x[0])
@@ -263,18 +273,19 @@ def grid_init(q: torch.Tensor, x: torch.Tensor, decay: Decay, lambda2: float = 1
     gs, qs = g[:, :-1], q[:, :-1]
     g_mean, q_mean = gs.mean(1), qs.mean(1, keepdim=True)  # (G,), (M, 1)
     g_cent = gs - g_mean[:, None]
-    a = ((qs - q_mean) @ g_cent.T / (g_cent**2).sum(1).clamp_min(1e-12)).clamp_min(0.0)  # (M, G)
+    # an elementwise product and sum rather than a matmul, whose rounding can depend on M
+    cov = ((qs - q_mean)[:, None, :] * g_cent[None]).sum(-1)  # (M, G)
+    a = (cov / (g_cent**2).sum(1).clamp_min(1e-12)).clamp_min(0.0)
     c = q_mean - a * g_mean
-    c = (c - torch.relu(c + a * g[:, -1] - q[:, -1:])).clamp_min(0.0)  # hinge at the ELM inactive
+    c = (c - torch.relu(c + a * g[:, -1] - q[:, -1:] + HINGE_MARGIN)).clamp_min(0.0)
     curve = c[..., None] + a[..., None] * g  # (M, G, N)
-    loss = safe_sqrt(((curve[..., :-1] - q[:, None, :-1]) ** 2).mean(-1)) + lambda2 * safe_sqrt(
-        torch.relu(curve[..., -1] - q[:, None, -1])
-    )
-    best = loss.argmin(1)
-    rows = torch.arange(m, device=q.device)
-    params = shape[best].clone()
-    params[:, 0] = a[rows, best]
-    return torch.cat([c[rows, best, None], params], dim=1)
+    loss = safe_sqrt(((curve[..., :-1] - q[:, None, :-1]) ** 2).mean(-1))  # (M, G)
+    weight = torch.softmax(-(loss - loss.amin(1, keepdim=True)) / GRID_TEMPERATURE, dim=1)
+    params = torch.ones(m, decay.n_params, dtype=q.dtype, device=q.device)
+    params[:, 0] = (weight * a).sum(1)
+    params[:, 1] = (weight * bb.log()).sum(1).exp()
+    params[:, 2] = (weight * dd).sum(1)
+    return torch.cat([(weight * c).sum(1, keepdim=True), params], dim=1)
 
 
 def simple_init(q: torch.Tensor, x: torch.Tensor, decay: Decay) -> torch.Tensor:
@@ -547,6 +558,8 @@ __all__ = [
     "fit_curves",
     "fit_curves_one_by_one",
     "grid_init",
+    "GRID_TEMPERATURE",
+    "HINGE_MARGIN",
     "simple_init",
     "TUNED_FIT",
     "PLAIN_FIT",

@@ -242,3 +242,14 @@ def test_bad_input_is_explained(tokenizer, tmp_path):
         PicoConfig(members=(Member(1, 30, 4),))
     with pytest.raises(ValueError, match="unique"):
         PicoConfig(members=(Member(1, 32, 2), Member(1, 32, 2)))
+
+
+def test_members_trained_side_by_side_equal_one_after_another(trained, tokenizer, tmp_path, monkeypatch):
+    """Two workers (apd.base.jobs) train the members to the same bits as one process training them in turn."""
+    monkeypatch.setenv("APD_JOBS", "1")
+    alone = pretrain.train_family(_tiny(), tokenizer, _documents(), tmp_path / "a", progress=False, num_threads=1)
+    monkeypatch.setenv("APD_JOBS", "2")
+    beside = pretrain.train_family(_tiny(), tokenizer, _documents(), tmp_path / "b", progress=False, num_threads=1)
+    assert alone.name == beside.name == trained.name
+    _assert_same_members(beside, alone, json.loads((alone / "family.json").read_text())["n_steps"])
+    _assert_same_members(beside, trained, json.loads((alone / "family.json").read_text())["n_steps"])

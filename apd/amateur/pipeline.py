@@ -22,6 +22,7 @@ build its :class:`apd.family.settings.Settings` once; everything below them rece
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -43,12 +44,15 @@ from apd.amateur.runs import (
     read_train_log,
     run_record,
     train_apd,
+    trained,
 )
 from apd.amateur.tuning import dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
 from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, lambda3_grid, variant_config
 from apd.base.io import read_json_checked, write_json
+from apd.base.jobs import job_count, run_jobs
 from apd.base.lock import file_lock
 from apd.family.logprobs import next_token_log_probs
+from apd.family.select import get_family
 from apd.family.settings import Settings, settings_for
 from apd.family.text import texts_for_tokens
 from apd.world import corpus, truth
@@ -362,6 +366,7 @@ def _engaged_variant(fam, built, settings: Settings, *, progress, cache, seed, v
         raise ValueError(f"no variants to choose from; pass some of {VARIANT_NAMES}.")
     if RELEASE not in names:
         raise ValueError(f"the release configuration must be among the variants (it is the fallback); got {names}.")
+    prefetch_variants(fam, built, settings, names, cache=cache, seed=seed)
     results = {
         n: _apd_model(
             fam, built, settings, lambda3=None, progress=progress, cache=cache, seed=seed, variant=n, leave_out=()
@@ -387,6 +392,63 @@ def _engaged_variant(fam, built, settings: Settings, *, progress, cache, seed, v
         results=results,
         table=table,
     )
+
+
+# -- the variants side by side --------------------------------------------------------------------
+
+
+def prefetch_variants(fam, built, settings: Settings, names, *, cache=None, seed: int = 0) -> None:
+    """Train what :func:`engaged_variant` needs, side by side (:func:`apd.base.jobs.run_jobs`), so that
+    it then finds everything cached: first every short tuning run of every variant's lambda3 grid, then
+    each variant's tuning scores, final ALM' and gates. Nothing when the tuning runs are cached already. A pico family only, and only with more than
+    one job (:func:`apd.base.jobs.job_count`); each job trains as it would alone (one thread, its seed),
+    so the numbers are those of a one-at-a-time build."""
+    if built is None or settings.family != "pico" or job_count() < 2:
+        return
+    recipe = (settings.family, settings.scale, str(fam.device), cache)
+    collect_dir = collect_family(
+        fam, finetune_texts(fam, built), collect_config(settings, built), cache=cache, progress=False
+    )
+    runs = [
+        (n, replace(variant_config(n, settings, tuning=True), lambda3=float(value)))
+        for n in names
+        for value in lambda3_grid(n, settings) or ()
+    ]
+    runs = [(n, c) for n, c in runs if trained(collect_dir, c, cache) is None]
+    if not runs:  # tuned before: what is left (if anything) is quicker one after another
+        return
+    run_jobs(
+        _tuning_run_job,
+        [(recipe, collect_dir, c) for _, c in runs],
+        names=[f"ALM' {n} lambda3={c.lambda3:g} (tuning)" for n, c in runs],
+    )
+    run_jobs(_variant_job, [(recipe, n, seed) for n in names], names=[f"ALM' {n}" for n in names])
+
+
+@functools.lru_cache(maxsize=2)
+def _family_of(recipe):
+    """``(fam, built, settings)`` in a worker, from ``(family, scale, device, cache)``; kept for the
+    worker's next job."""
+    family, scale, device, _ = recipe
+    fam, built = get_family(family, scale, device=device, progress=False)
+    return fam, built, settings_for(family, scale)
+
+
+def _tuning_run_job(args) -> None:
+    """One short tuning run of a lambda3 grid, in a worker."""
+    recipe, collect_dir, config = args
+    fam, _, _ = _family_of(recipe)
+    train_apd(fam, collect_dir, config, cache=recipe[3], progress=False)
+
+
+def _variant_job(args) -> None:
+    """One variant's tuning scores, final ALM' and gates, in a worker (all cached for the caller)."""
+    recipe, name, seed = args
+    fam, built, settings = _family_of(recipe)
+    result = _apd_model(
+        fam, built, settings, lambda3=None, progress=False, cache=recipe[3], seed=seed, variant=name, leave_out=()
+    )
+    _run_gates(result, fam, built, settings, recipe[3])
 
 
 def choose_variant(table: pd.DataFrame) -> Optional[str]:

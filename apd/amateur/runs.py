@@ -114,6 +114,11 @@ def _finished(out: Path) -> Optional[Path]:
     return None
 
 
+def trained(collect_dir, config: APDTrainConfig, cache=None) -> Optional[Path]:
+    """The ``alm_prime`` folder of a finished, intact run of ``config`` on ``collect_dir``, else None."""
+    return _finished(train_dir(collect_dir, config, cache))
+
+
 def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress: bool = True) -> Path:
     """Train ALM' from ``family``'s ALM on a collection folder; returns the ``alm_prime`` folder.
     A finished run is returned without reading the data."""

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from apd.base.device import cpu_threads, resolve_device
+from apd.base.jobs import run_jobs
 from apd.base.io import (
     check_file,
     check_folder,
@@ -626,6 +627,22 @@ def _train_member(
     return record, run_steps
 
 
+def _on_cpu(job: _Pretraining) -> _Pretraining:
+    """``job`` with its tensors on the CPU, to be sent to a worker process."""
+    return dataclasses.replace(job, inputs=job.inputs.cpu(), targets=job.targets.cpu(), order=job.order.cpu())
+
+
+def _train_member_job(args) -> dict:
+    """One member's training in a worker of :func:`apd.base.jobs.run_jobs`: ``(job with CPU tensors,
+    name, model config, folder, position, threads)`` -> its training record."""
+    job, name, member_config, folder, position, threads = args
+    d = job.device
+    job = dataclasses.replace(job, inputs=job.inputs.to(d), targets=job.targets.to(d), order=job.order.to(d))
+    with cpu_threads(threads):
+        record, _ = _train_member(job, name, member_config, folder, None, position)
+    return record
+
+
 def train_family(
     config: PicoConfig,
     tokenizer,
@@ -737,6 +754,7 @@ def _train_family(
             progress,
             checkpoint_every,
             max_steps_this_run,
+            threads,
         )
 
 
@@ -753,6 +771,7 @@ def _train_family_locked(
     progress,
     checkpoint_every,
     max_steps_this_run,
+    threads,
 ) -> Path:
     manifest_path = family_dir / "family.json"
 
@@ -769,18 +788,32 @@ def _train_family_locked(
     configs = dict(zip(config.names, member_configs(config, len(tokenizer), **special)))
 
     job = _Pretraining(config, inputs, targets, order, tokenizer, key, device, progress, checkpoint_every)
-    records, run_steps = [], 0
     ladder = config.sorted_members()
+    records: dict[str, dict] = {}
+    todo = []  # (name, model config, folder, position) of the members still to train
     for i, (name, _) in enumerate(ladder):
         folder = family_dir / name
         done = _finished_member(folder) if (folder / "training.json").exists() else None
         if done is not None:  # finished earlier (and intact): never retrained
-            records.append(done)
-            continue
-        left = None if max_steps_this_run is None else max_steps_this_run - run_steps
-        record, ran = _train_member(job, name, configs[name], folder, left, f"{i + 1}/{len(ladder)}")
-        records.append(record)
-        run_steps += ran
+            records[name] = done
+        else:
+            todo.append((name, configs[name], folder, f"{i + 1}/{len(ladder)}"))
+    if max_steps_this_run is not None:  # time-sliced: one member after another, the budget shared
+        run_steps = 0
+        for name, member_config, folder, position in todo:
+            record, ran = _train_member(job, name, member_config, folder, max_steps_this_run - run_steps, position)
+            records[name] = record
+            run_steps += ran
+    else:  # independent members side by side, largest first (apd.base.jobs), each as it would train alone
+        cpu_job = _on_cpu(job)
+        trained = run_jobs(
+            _train_member_job,
+            [(cpu_job, *member, threads) for member in reversed(todo)],
+            names=[f"pretrain {member[0]}" for member in reversed(todo)],
+            threads=threads,
+        )
+        records.update((r["name"], r) for r in trained)
+    records = [records[name] for name, _ in ladder]
 
     manifest = {
         "members": [r["name"] for r in records],

@@ -1,0 +1,86 @@
+"""apd.base.jobs: jobs side by side in spawned workers, in order, with their errors named, within the
+build's slots, and without running a caller's unguarded script again."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from apd.base import jobs
+
+
+def napping(seconds: float) -> tuple[float, float]:
+    """A job: sleep, return (start, end)."""
+    start = time.time()
+    time.sleep(seconds)
+    return start, time.time()
+
+
+def failing(x):
+    raise ValueError(f"bad item {x}")
+
+
+def threads(_):
+    import torch
+
+    return torch.get_num_threads()
+
+
+def test_results_come_back_in_order_and_each_job_has_one_thread():
+    assert jobs.run_jobs(abs, [-3, 2, -1], jobs=2) == [3, 2, 1]
+    assert jobs.run_jobs(threads, [0, 1], jobs=2) == [1, 1]
+
+
+def test_one_job_runs_here_in_order(monkeypatch):
+    seen = []
+    monkeypatch.setattr(os, "getpid", lambda: 1)  # nothing is spawned: the calls see this process
+    assert jobs.run_jobs(lambda x: seen.append(x) or x * 2, [1, 2, 3], jobs=1) == [2, 4, 6]
+    assert seen == [1, 2, 3]
+
+
+def test_an_error_names_its_job():
+    with pytest.raises(jobs.JobFailed, match=r"job second failed: ValueError: bad item 2"):
+        jobs.run_jobs(failing, [2, 3], jobs=2, names=["second", "third"])
+    assert jobs.run_jobs(abs, [-1, -2], jobs=2) == [1, 2]  # the pool still works afterwards
+
+
+def test_bad_job_counts_are_refused(monkeypatch):
+    with pytest.raises(ValueError, match="job count must be >= 1"):
+        jobs.job_count(0)
+    monkeypatch.setenv("APD_JOBS", "two")
+    with pytest.raises(ValueError, match=r"whole number >= 1, got 'two' \(--jobs or \$APD_JOBS\)"):
+        jobs.job_count()
+
+
+@pytest.mark.parametrize("n_slots,overlap", [(1, False), (2, True)])
+def test_slots_bound_how_many_jobs_compute_at_once(tmp_path, monkeypatch, n_slots, overlap):
+    """Two workers, one job each: with one slot they take turns, with two they overlap; each is logged."""
+    monkeypatch.setenv("APD_SLOTS", str(jobs.make_slots(tmp_path / "slots", n_slots)))
+    monkeypatch.setenv("APD_JOBS_LOG", str(tmp_path / "jobs.jsonl"))
+    (a0, a1), (b0, b1) = jobs.run_jobs(napping, [1.0, 1.0], jobs=2, names=["a", "b"])
+    assert (max(a0, b0) < min(a1, b1)) == overlap
+    logged = [json.loads(line) for line in (tmp_path / "jobs.jsonl").read_text().splitlines()]
+    assert sorted(r["name"] for r in logged) == ["a", "b"]
+
+
+def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path):
+    """Spawned workers would run an unguarded script again (and here wait for its lock forever)."""
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import fcntl
+            from apd.base.jobs import run_jobs
+            lock = open({str(tmp_path / "x.lock")!r}, "a+")
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a second run of this script would block here
+            print(run_jobs(abs, [-1, -2], jobs=2))
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[1, 2]"

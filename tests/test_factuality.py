@@ -216,6 +216,21 @@ def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
     assert len(list(tmp_path.glob("*.json"))) == len(methods)
 
 
+def test_sweep_side_by_side_equals_one_after_another(tiny, tmp_path, monkeypatch):
+    """The methods generated in two workers give the texts, and REAL's thresholds, of one process."""
+    tok, elm, alm = tiny
+    dec = methods_mod.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok))
+    methods = [methods_mod.Method("ELM", "top-p", 0.8), methods_mod.Method("CD", "alpha", 0.1, 2.0)]
+    out = {}
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("APD_JOBS", jobs)
+        assert sweeps.side_by_side(dec) == (jobs == "2")
+        out[jobs] = sweeps.sweep(
+            dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=4, batch_size=2, cache=tmp_path / jobs, progress=False
+        )
+    assert out["1"] == out["2"]
+
+
 def test_score_sweep_rows(tiny):
     tok, elm, alm = tiny
     dec = methods_mod.Decoders(elm, tok, alm=alm, vocab_size=len(tok))

@@ -21,6 +21,7 @@ import torch
 
 from apd.amateur.runs import member_identity
 from apd.base.io import read_json_checked, set_aside, write_json
+from apd.base.jobs import job_count, run_jobs
 from apd.base.paths import cache_dir
 from apd.base.progress import progress_bar, progress_enabled
 from apd.decoding import generation
@@ -204,7 +205,9 @@ def sweep(
     everything that changes the text. ``seconds``: a dict to receive
     each method's generation wall time in seconds (as measured when it was generated). ``top_p``:
     a dict to receive each REAL setting's mean threshold (``mean_top_p`` of
-    :func:`generate_continuations`; NaN for generations cached before it was recorded).
+    :func:`generate_continuations`; NaN for generations cached before it was recorded). With a cache
+    and small models on the CPU the methods run side by side (:func:`side_by_side`), each in a worker
+    with this process's thread count, so the texts are the same as one after another.
     """
     labels = [m.label for m in methods]
     if len(set(labels)) != len(labels):
@@ -217,6 +220,19 @@ def sweep(
             if data is not None:
                 cached[m.label] = data
     todo = [m for m in methods if m.label not in cached]
+    args = (list(prompts), list(seeds), max_new_tokens, batch_size, cache)
+    if cache is not None and len(todo) > 1 and side_by_side(decoders):  # each method in a worker, saved there
+        run_jobs(
+            _method_job,
+            [(decoders, m, *args) for m in todo],
+            names=[f"generate {m.label}" for m in todo],
+            threads=torch.get_num_threads(),
+        )
+        for m in todo:
+            data = _read_generations(_method_file(Path(cache), m), m, len(prompts), len(seeds))
+            if data is not None:
+                cached[m.label] = data
+        todo = [m for m in methods if m.label not in cached]
     bar = None
     if progress_enabled(progress) and todo:
         bar = progress_bar(total=n_batches * len(todo), desc="generating", unit="batch")
@@ -224,32 +240,44 @@ def sweep(
     seconds = {} if seconds is None else seconds
     top_p = {} if top_p is None else top_p
     for m in methods:
-        if m.label in cached:
-            data = cached[m.label]
-            out[m.label] = data["continuations"]
-            seconds[m.label] = data.get("seconds", float("nan"))
-            if m.threshold == "REAL":
-                top_p[m.label] = data.get("mean_top_p", float("nan"))
-            continue
-        t0 = time.time()
-        stats = {}
-        gens = generate_continuations(
-            decoders, m, prompts, seeds, max_new_tokens, batch_size, progress=bar, stats=stats
-        )
-        seconds[m.label] = time.time() - t0
-        out[m.label] = gens
-        if "mean_top_p" in stats:
-            top_p[m.label] = stats["mean_top_p"]
-        if cache is not None:
-            write_json(
-                _method_file(Path(cache), m),
-                {"method": asdict(m), "seconds": seconds[m.label], **stats, "continuations": gens},
-                indent=None,
-                digest=True,
-            )
+        data = cached.get(m.label) or _generate_method(decoders, m, *args, bar)
+        out[m.label] = data["continuations"]
+        seconds[m.label] = data.get("seconds", float("nan"))
+        if m.threshold == "REAL":
+            top_p[m.label] = data.get("mean_top_p", float("nan"))
     if bar is not None:
         bar.close()
     return out
+
+
+#: above this many parameters in all (or on an accelerator), a sweep's methods run one after another here
+SIDE_BY_SIDE_MAX_PARAMETERS = 50_000_000
+
+
+def side_by_side(decoders: Decoders) -> bool:
+    """Whether a sweep's methods run in worker processes (:func:`apd.base.jobs.run_jobs`): more than one
+    job, models on the CPU and small enough (:data:`SIDE_BY_SIDE_MAX_PARAMETERS`) to send to each."""
+    models = [m for m in (decoders.elm, decoders.alm, decoders.alm_prime, decoders.thf) if m is not None]
+    size = sum(p.numel() for m in models for p in m.parameters())
+    return job_count() > 1 and decoders.device.type == "cpu" and size <= SIDE_BY_SIDE_MAX_PARAMETERS
+
+
+def _generate_method(decoders, m: Method, prompts, seeds, max_new_tokens, batch_size, cache, bar=None) -> dict:
+    """Generate ``m``'s continuations; save them in ``cache`` (when given) with their wall time and
+    stats; returns what the file holds."""
+    t0 = time.time()
+    stats = {}
+    gens = generate_continuations(decoders, m, prompts, seeds, max_new_tokens, batch_size, progress=bar, stats=stats)
+    data = {"method": asdict(m), "seconds": time.time() - t0, **stats, "continuations": gens}
+    if cache is not None:
+        write_json(_method_file(Path(cache), m), data, indent=None, digest=True)
+    return data
+
+
+def _method_job(args) -> None:
+    """One method of a sweep in a worker: ``(decoders, method, prompts, seeds, max_new_tokens,
+    batch_size, cache)``; its generations go to the cache."""
+    _generate_method(*args)
 
 
 def diversity(continuations: Sequence[str]) -> dict:

@@ -44,6 +44,7 @@ from apd.amateur.runs import (
     read_train_log,
     run_record,
     train_apd,
+    train_side_by_side,
     trained,
 )
 from apd.amateur.tuning import dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
@@ -399,9 +400,10 @@ def _engaged_variant(fam, built, settings: Settings, *, progress, cache, seed, v
 
 def prefetch_variants(fam, built, settings: Settings, names, *, cache=None, seed: int = 0) -> None:
     """Train what :func:`engaged_variant` needs, side by side (:func:`apd.base.jobs.run_jobs`), so that
-    it then finds everything cached: first every short tuning run of every variant's lambda3 grid, then
-    each variant's tuning scores, final ALM' and gates. Nothing when the tuning runs are cached already. A pico family only, and only with more than
-    one job (:func:`apd.base.jobs.job_count`); each job trains as it would alone (one thread, its seed),
+    it then finds everything cached: first every short tuning run of every variant's lambda3 grid
+    (:func:`apd.amateur.runs.train_side_by_side`), then each variant's tuning scores, final ALM' and
+    gates. A pico family only, with more than one job (:func:`apd.base.jobs.job_count`), and nothing
+    when the tuning runs are cached already. Each job trains as it would alone (one thread, its seed),
     so the numbers are those of a one-at-a-time build."""
     if built is None or settings.family != "pico" or job_count() < 2:
         return
@@ -414,12 +416,13 @@ def prefetch_variants(fam, built, settings: Settings, names, *, cache=None, seed
         for n in names
         for value in lambda3_grid(n, settings) or ()
     ]
-    runs = [(n, c) for n, c in runs if trained(collect_dir, c, cache) is None]
-    if not runs:  # tuned before: what is left (if anything) is quicker one after another
+    if all(trained(collect_dir, c, cache) is not None for _, c in runs):  # tuned before: what is left is quick
         return
-    run_jobs(
-        _tuning_run_job,
-        [(recipe, collect_dir, c) for _, c in runs],
+    train_side_by_side(
+        fam,
+        collect_dir,
+        [c for _, c in runs],
+        cache,
         names=[f"ALM' {n} lambda3={c.lambda3:g} (tuning)" for n, c in runs],
     )
     run_jobs(_variant_job, [(recipe, n, seed) for n in names], names=[f"ALM' {n}" for n in names])
@@ -432,13 +435,6 @@ def _family_of(recipe):
     family, scale, device, _ = recipe
     fam, built = get_family(family, scale, device=device, progress=False)
     return fam, built, settings_for(family, scale)
-
-
-def _tuning_run_job(args) -> None:
-    """One short tuning run of a lambda3 grid, in a worker."""
-    recipe, collect_dir, config = args
-    fam, _, _ = _family_of(recipe)
-    train_apd(fam, collect_dir, config, cache=recipe[3], progress=False)
 
 
 def _variant_job(args) -> None:

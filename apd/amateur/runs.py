@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import warnings
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Optional
 
@@ -25,6 +26,7 @@ from apd.amateur.train import LOG_WHAT, log_intact, train_alm_prime
 from apd.base import paths
 from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
+from apd.base.jobs import job_count, run_jobs
 from apd.base.lock import file_lock
 from apd.family.settings import Settings, train_family
 from apd.family.text import token_stream
@@ -142,6 +144,47 @@ def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress:
         return train_alm_prime(
             config, family.locations[family.alm], data, out, tokenizer=family.tokenizer, progress=progress
         )
+
+
+@dataclass(frozen=True)
+class _Trainer:
+    """What :func:`train_apd` reads of a family, small enough to send to a worker."""
+
+    locations: dict
+    alm: str
+    tokenizer: object
+
+
+def train_side_by_side(family, collect_dir, configs, cache=None, names=None) -> list[Optional[float]]:
+    """Train the runs of ``configs`` on ``collect_dir`` that are not cached yet, side by side
+    (:func:`apd.base.jobs.run_jobs`, one worker per run, each trained as it would be alone); then
+    :func:`train_apd` finds each of them done. Returns each config's wall seconds in its worker (None
+    where nothing was trained). Does nothing with one job or fewer than two runs to train.
+
+    Example:
+        >>> train_side_by_side(fam, collect_dir, [cfg_a, cfg_b])     # doctest: +SKIP
+    """
+    configs = list(configs)
+    names = [f"ALM' {i}" for i in range(len(configs))] if names is None else list(names)
+    todo = [i for i, c in enumerate(configs) if trained(collect_dir, c, cache) is None]
+    seconds: list[Optional[float]] = [None] * len(configs)
+    if len(todo) < 2 or job_count() < 2:
+        return seconds
+    trainer = _Trainer({family.alm: family.locations[family.alm]}, family.alm, family.tokenizer)
+    walls = run_jobs(
+        _train_job, [(trainer, collect_dir, configs[i], cache) for i in todo], names=[names[i] for i in todo]
+    )
+    for i, wall in zip(todo, walls):
+        seconds[i] = wall
+    return seconds
+
+
+def _train_job(args) -> float:
+    """One ALM' run in a worker: ``(trainer, collect_dir, config, cache)`` -> its wall seconds."""
+    trainer, collect_dir, config, cache = args
+    t0 = time.time()
+    train_apd(trainer, collect_dir, config, cache=cache, progress=False)
+    return time.time() - t0
 
 
 def variant(config: APDTrainConfig, **changes) -> APDTrainConfig:

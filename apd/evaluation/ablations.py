@@ -425,10 +425,13 @@ def run_ablations(
     dev_device = resolve_device(device)
     res = AblationResults(table=pd.DataFrame(), configs=configs)
     rows = []
-    for name, cfg in configs.items():
+    beside = runs.train_side_by_side(
+        family, collect_dir, configs.values(), cache, names=[f"ablation {n}" for n in configs]
+    )
+    for (name, cfg), wall_beside in zip(configs.items(), beside):
         t0 = time.time()
         path = runs.train_apd(family, collect_dir, cfg, cache=cache, progress=progress)
-        wall = time.time() - t0
+        wall = time.time() - t0 if wall_beside is None else wall_beside  # trained in a worker: its time there
         model = runs.load_alm_prime(path, device=dev_device)
         with scoring_threads(family):  # one torch thread on the CPU (small models)
             amateur_test = logprobs.next_token_log_probs(model, family.tokenizer, test.prompts, test.vocab_size)

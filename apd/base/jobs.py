@@ -35,6 +35,7 @@ from typing import Callable, Sequence
 JOBS_ENV = "APD_JOBS"  # how many jobs run at once (default: the CPU count)
 SLOTS_ENV = "APD_SLOTS"  # the build's folder of slot files
 JOBS_LOG_ENV = "APD_JOBS_LOG"  # the build's job log (JSON lines)
+WAITING = "waiting: "  # a job-log name prefix: a process waiting on its workers, its slot lent to them
 
 _held: dict[str, object] = {}  # this process's slot: {"file": the open, locked slot file}
 
@@ -109,10 +110,12 @@ def hold_slot() -> bool:
 
 
 @contextlib.contextmanager
-def lent_slot():
+def lent_slot(what: str = "workers"):
     """While the block runs, give this process's slot (if it holds one) to others: it is waiting
-    on workers that take slots of their own. Takes a slot again afterwards."""
+    on workers that take slots of their own. Takes a slot again afterwards; the wait is logged
+    (``waiting: <what>``) so that a build's report does not count it as work."""
     held = _held.pop("file", None)
+    start = time.time()
     if held is not None:
         held.close()  # closing the file releases its lock
     try:
@@ -120,6 +123,7 @@ def lent_slot():
     finally:
         if held is not None:
             _held["file"] = _acquire(Path(os.environ[SLOTS_ENV]))
+            log_job(f"{WAITING}{what}", start, time.time())
 
 
 @contextlib.contextmanager
@@ -203,7 +207,7 @@ def run_jobs(
             out.append(fn(item))
             log_job(name, start, time.time())
         return out
-    with lent_slot(), _main_not_rerun():
+    with lent_slot(", ".join(names[:3]) + (", ..." if len(names) > 3 else "")), _main_not_rerun():
         pool = _pool(n)
         env = {key: os.environ.get(key) for key in _PASSED_ENV}
         futures = [pool.submit(_worker, fn, item, name, threads, env) for item, name in zip(items, names)]
@@ -279,6 +283,7 @@ __all__ = [
     "JOBS_ENV",
     "SLOTS_ENV",
     "JOBS_LOG_ENV",
+    "WAITING",
     "job_count",
     "make_slots",
     "hold_slot",

@@ -1,0 +1,154 @@
+"""How well a build used the machine: each core's busy share, the GPU's utilisation, and the
+parallel efficiency of its jobs.
+
+While a build runs, :class:`MachineSampler` reads ``/proc/stat`` (each core's busy and idle
+ticks) and, where ``nvidia-smi`` exists, the GPU's utilisation, once a second. At the end the
+runner writes :func:`build_timing` to ``_build/<profile>/timing.json``: the wall time, the jobs of
+``_build/<profile>/jobs.jsonl`` (chapters, and the pool jobs inside them, :mod:`apd.base.jobs`), the
+work they did (a chapter's time less the time it waited on its own workers, plus each worker's
+job), and the ratios ``make bench`` reports (``scripts/benchmarks.py --build``).
+
+    >>> jobs = [{"name": "chapter a", "start": 0, "end": 10}, {"name": "chapter b", "start": 0, "end": 6},
+    ...         {"name": "waiting: chapter a", "start": 2, "end": 6}, {"name": "pretrain x", "start": 2, "end": 6}]
+    >>> t = build_timing(jobs, wall=10.0, slots=2)
+    >>> t["work_s"], t["parallel_efficiency"]
+    (16.0, 0.8)
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+from apd.base.jobs import WAITING
+
+
+def read_jobs(path: Path) -> list[dict]:
+    """The job log's entries (``name``, ``start``, ``end``, ``pid``); [] when there is none."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut by a killed build
+    return out
+
+
+def _cpu_ticks() -> list[tuple[int, int]] | None:
+    """(busy, total) ticks of each core from ``/proc/stat``; None where there is none."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+    except OSError:
+        return None
+    out = []
+    for line in lines:
+        if line.startswith("cpu") and line[3:4].isdigit():
+            v = [int(x) for x in line.split()[1:]]
+            idle = v[3] + (v[4] if len(v) > 4 else 0)  # idle + iowait
+            out.append((sum(v) - idle, sum(v)))
+    return out or None
+
+
+class MachineSampler:
+    """Context manager: samples each core's busy share (``/proc/stat``) and, with ``nvidia-smi``, the
+    GPU's utilisation in percent, every ``interval`` seconds while the block runs. ``result()``:
+    ``{"core_busy": [share per core], "gpu_util_mean": %, "gpu_util_max": %}`` (None where not measured).
+    """
+
+    def __init__(self, interval: float = 1.0):
+        self.interval = interval
+        self.gpu: list[float] = []
+        self._stop = threading.Event()
+        self._first = self._last = None
+
+    def _gpu_sample(self) -> None:
+        if not shutil.which("nvidia-smi"):
+            return
+        try:
+            out = subprocess.run(
+                ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout
+            self.gpu.extend(float(x) for x in out.split() if x.strip())
+        except (OSError, subprocess.SubprocessError, ValueError):
+            pass
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._gpu_sample()
+
+    def __enter__(self) -> "MachineSampler":
+        self._first = _cpu_ticks()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._last = _cpu_ticks()
+
+    def result(self) -> dict:
+        busy = None
+        if self._first and self._last and len(self._first) == len(self._last):
+            busy = [round((b1 - b0) / max(t1 - t0, 1), 3) for (b0, t0), (b1, t1) in zip(self._first, self._last)]
+        return {
+            "core_busy": busy,
+            "gpu_util_mean": round(sum(self.gpu) / len(self.gpu), 1) if self.gpu else None,
+            "gpu_util_max": max(self.gpu) if self.gpu else None,
+        }
+
+
+def build_timing(jobs: list[dict], wall: float, slots: int, machine: dict | None = None) -> dict:
+    """The build's ratios from its job log: ``work_s`` (chapters' time less their waiting on their own
+    workers, plus every worker's job), ``parallel_efficiency`` = work / (wall x slots), and per job
+    its seconds; ``machine`` (:meth:`MachineSampler.result`) is added as it is."""
+    rows = [{"name": j["name"], "seconds": round(float(j["end"]) - float(j["start"]), 2)} for j in jobs]
+    waiting = sum(r["seconds"] for r in rows if r["name"].startswith(WAITING))
+    work = sum(r["seconds"] for r in rows if not r["name"].startswith(WAITING)) - waiting
+    return {
+        "wall_s": round(wall, 2),
+        "slots": int(slots),
+        "work_s": round(work, 2),
+        "parallel_efficiency": round(work / max(wall * slots, 1e-9), 3),
+        "jobs": [r for r in rows if not r["name"].startswith(WAITING)],
+        **(machine or {}),
+    }
+
+
+def summary_line(timing: dict) -> str:
+    """One line for the terminal: wall time, work, parallel efficiency, the cores' busy shares.
+
+    Example:
+        >>> summary_line({"wall_s": 100, "work_s": 180, "slots": 2, "parallel_efficiency": 0.9,
+        ...               "core_busy": [0.95, 0.9], "gpu_util_mean": None})
+        '[apd] 180 s of work in 100 s on 2 slots: parallel efficiency 0.90; cores busy 95%, 90%'
+    """
+    line = (
+        f"[apd] {timing['work_s']:.0f} s of work in {timing['wall_s']:.0f} s on {timing['slots']} slots: "
+        f"parallel efficiency {timing['parallel_efficiency']:.2f}"
+    )
+    if timing.get("core_busy"):
+        line += "; cores busy " + ", ".join(f"{b:.0%}" for b in timing["core_busy"])
+    if timing.get("gpu_util_mean") is not None:
+        line += f"; GPU {timing['gpu_util_mean']:.0f}% on average (at most {timing['gpu_util_max']:.0f}%)"
+    return line
+
+
+def write_timing(path: Path, timing: dict) -> None:
+    """Save ``timing`` as JSON (``_build/<profile>/timing.json``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(timing, indent=1))
+
+
+__all__ = ["read_jobs", "MachineSampler", "build_timing", "summary_line", "write_timing"]

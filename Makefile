@@ -5,6 +5,8 @@ PROFILE ?= default
 SET ?=
 # Several chapters: make book ONLY="theorem1 family"
 ONLY ?=
+# Chapters side by side as their dependencies allow: make book JOBS=4 (default: the CPU count; 1: one at a time)
+JOBS ?=
 # Every chapter that takes them: make book PROFILE=pythia DEVICE=cpu LOCAL_DIR=/data/pythia
 DEVICE ?=
 LOCAL_DIR ?=
@@ -22,7 +24,7 @@ endif
 .PHONY: book test env unit lint smoke browser pages installed lock clean-build help bench
 
 help:
-	@echo "make book [PROFILE=$(subst $(eval) ,|,$(PROFILES))] [SET='nb.param=value ...'] [ONLY='nb ...'] [DEVICE=cpu] [LOCAL_DIR=folder]   build the book"
+	@echo "make book [PROFILE=$(subst $(eval) ,|,$(PROFILES))] [SET='nb.param=value ...'] [ONLY='nb ...'] [DEVICE=cpu] [LOCAL_DIR=folder] [JOBS=N]   build the book"
 	@echo "make test                                     ruff, unit tests (the installed wheel too), smoke build, browser test"
 	@echo "make installed                                the wheel in a clean venv (tests/test_installed.py)"
 	@echo "make lint                                     ruff check and ruff format --check"
@@ -42,7 +44,7 @@ $(STAMP): requirements.lock package.json pyproject.toml
 
 book: env
 	$(PY) -m apd --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(foreach o,$(ONLY),--only $(o)) \
-		$(if $(DEVICE),--device $(DEVICE)) $(if $(LOCAL_DIR),--local-dir $(LOCAL_DIR))
+		$(if $(DEVICE),--device $(DEVICE)) $(if $(LOCAL_DIR),--local-dir $(LOCAL_DIR)) $(if $(JOBS),--jobs $(JOBS))
 
 # ruff (configured in pyproject.toml): lint, and the formatting it would change (nothing, to pass)
 lint: env
@@ -53,7 +55,7 @@ unit: lint
 	$(PY) -m pytest -m "not book" tests
 
 smoke: env
-	$(PY) -m apd --profile smoke
+	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
 
 browser: env
 	$(PY) -m pytest -m book tests
@@ -64,7 +66,7 @@ pages: env
 
 test: lint
 	$(PY) -m pytest -m "not book" tests
-	$(PY) -m apd --profile smoke
+	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
 	$(PY) -m pytest -m book tests
 
 # The wheel in a clean virtual environment (CPU torch, then the declared dependencies with the lock as

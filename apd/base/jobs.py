@@ -105,7 +105,10 @@ def hold_slot() -> bool:
     if folder is None:
         return False
     if "file" not in _held:
+        start = time.time()
         _held["file"] = _acquire(folder)
+        if time.time() - start > 0.1:  # every slot was busy: not work
+            log_job(f"{WAITING}a slot", start, time.time())
     return True
 
 

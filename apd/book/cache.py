@@ -1,7 +1,7 @@
 """A chapter's cache key (its notebook, parameters, the ``apd`` sources, the lock file, where its data
-come from and the digests of the data files it reads, its input files, chained with the chapter
-before it), and whether an executed notebook is still current: same key, and every results file it
-committed still there, unedited."""
+come from and the digests of the data files it reads, its input files, chained with the keys of the
+chapters it needs, :data:`apd.chapters.graph.NEEDS`), and whether an executed notebook is still
+current: same key, and every results file it committed still there, unedited."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from apd.base.io import file_sha256
 from apd.book import data_check
 from apd.book.params import defaults_of
 from apd.book.project import ROOT, notebook_path
+from apd.chapters.graph import NEEDS
 
 
 def _source_fingerprint(root: Path) -> str:
@@ -30,9 +31,9 @@ def _source_fingerprint(root: Path) -> str:
 def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") -> str:
     """Key of one execution: the notebook, its parameters, the ``apd`` sources and the lock file,
     where its data come from (:func:`data_source`) and the digests of the data files it reads
-    (:func:`data_fingerprint`: a repaired or replaced file re-executes the chapter), chained with the
-    key of the chapter before it (``upstream``), since later chapters read the artifacts and results
-    of earlier ones."""
+    (:func:`data_fingerprint`: a repaired or replaced file re-executes the chapter), chained with
+    ``upstream``, the keys of the chapters it needs (:func:`upstream_key`), since it reads their
+    artifacts and results."""
     h = hashlib.sha256()
     h.update(upstream.encode())
     h.update(notebook_path(stem, root).read_bytes())
@@ -42,6 +43,35 @@ def cache_key(stem: str, params: dict, root: Path = ROOT, upstream: str = "") ->
     h.update(data_fingerprint(stem, params, root).encode())
     h.update(input_fingerprint(stem, params, root).encode())
     return h.hexdigest()[:16]
+
+
+def upstream_key(stem: str, keys: dict[str, str], graph: dict[str, tuple[str, ...]] | None = None) -> str:
+    """The part of ``stem``'s key that chains it to the chapters it needs: ``need:key`` of each
+    chapter of ``graph[stem]`` (default :data:`apd.chapters.graph.NEEDS`) that has a key in ``keys``,
+    sorted by name and joined by commas; empty for a chapter that needs none (or is not in the
+    graph: a project of its own).
+
+    Example:
+        >>> upstream_key("c", {"a": "k1", "b": "k2"}, {"c": ("b", "a")})
+        'a:k1,b:k2'
+    """
+    graph = NEEDS if graph is None else graph
+    return ",".join(f"{need}:{keys[need]}" for need in sorted(graph.get(stem, ())) if need in keys)
+
+
+def chapter_keys(
+    stems: list[str], params: dict[str, dict], root: Path = ROOT, graph: dict[str, tuple[str, ...]] | None = None
+) -> dict[str, tuple[str, str]]:
+    """``{stem: (key, upstream)}`` for ``stems`` in book order, each chained to the keys of the
+    chapters it needs (:func:`upstream_key`): computed up front, from the inputs alone, so that they
+    do not depend on the order the chapters run in. A need that is not among ``stems`` is left out."""
+    keys: dict[str, str] = {}
+    out: dict[str, tuple[str, str]] = {}
+    for stem in stems:
+        up = upstream_key(stem, keys, graph)
+        keys[stem] = cache_key(stem, params[stem], root, up)
+        out[stem] = (keys[stem], up)
+    return out
 
 
 #: Committed files a chapter reads besides the package and its parameters (relative to the root); a

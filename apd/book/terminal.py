@@ -4,7 +4,8 @@ While a chapter executes, its kernel's progress bars (off on the page) report to
 (``$APD_PROGRESS_FILE``, :mod:`apd.base.progress`); :class:`ChapterProgress` reads it every second and
 shows one line: what is running (``pico-25k (2/6)``, step of steps), the time elapsed and an estimate
 from the chapter's last run record. On a terminal the line is updated in place (``\\r``); in a log
-(not a TTY) a plain line is printed when the work changes and at most every 30 s.
+(not a TTY), and when chapters run side by side (``tty=False``), a plain line, prefixed by the
+chapter, is printed when the work changes and at most every 30 s.
 
     >>> progress_line("family", {"desc": "pico-25k (2/6)", "n": 120, "total": 400, "unit": "step"}, 83, 414)
     '[apd] family: pico-25k (2/6) step 120/400 | 1 min 23 s elapsed, last run 6 min 54 s'
@@ -87,12 +88,14 @@ class ChapterProgress:
         stream=None,
         interval: float = 1.0,
         log_every: float = 30.0,
+        tty: bool | None = None,
     ):
         self.stem, self.estimate = stem, estimate
         self.stream = stream or sys.stdout
         self.path = Path(folder) / f"{stem}.progress.json"
         self.interval, self.log_every = interval, log_every
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        # tty=False: plain lines even on a terminal (chapters side by side would overwrite one line)
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else bool(tty)
         self._stop = threading.Event()
         self._shown = 0
 

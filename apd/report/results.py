@@ -53,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from apd.base.io import write_json
+from apd.base.jobs import hold_slot
 from apd.base.paths import project_root, results_root
 from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, notebook_parameters
 from apd.report.tables import show as show_table
@@ -264,7 +265,15 @@ class Run:
         UnknownParameterError when papermill injected a name the parameters cell lacks.
 
         ``show`` (default: when running in a kernel) displays the parameters that differ from the
-        defaults of ``notebooks/<stem>.ipynb``'s parameters cell, when that notebook exists."""
+        defaults of ``notebooks/<stem>.ipynb``'s parameters cell, when that notebook exists.
+
+        Under the book runner (``$APD_BOOK_RUNNER``) the kernel takes one of the build's slots
+        (:func:`apd.base.jobs.hold_slot`) and computes on one torch thread, in a build of one chapter
+        at a time as beside others, so that its numbers do not depend on how many jobs run at once."""
+        if os.environ.get(RUNNER_ENV) == "1" and hold_slot():
+            import torch
+
+            torch.set_num_threads(1)
         params = dict(parameters or {})
         injected: list[str] = []
         if namespace is not None:

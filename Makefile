@@ -77,6 +77,7 @@ installed: env
 
 bench: env
 	$(PY) scripts/benchmarks.py
+	$(PY) scripts/build_report.py --profile $(PROFILE)
 
 # Re-resolve requirements.in into requirements.lock and environment.yml (needs the registries).
 lock:

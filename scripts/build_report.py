@@ -12,7 +12,10 @@ build), and prints, as Markdown:
 - each chapter's and each job's seconds;
 - the family's pretraining against the machine: each member's tokens per second times about
   6 x its parameters (a forward and backward pass), against a one-thread float32 matmul's rate
-  measured here, now (so the same machine, though not the same minute, as the build).
+  measured here, now (so the same machine, though not the same minute, as the build);
+- the machine's parallel capacity: as many one-thread matmuls as the build had slots, run at once,
+  their summed rate over one alone (on cores that share execution units or memory bandwidth, less
+  than the slot count: no build can run faster side by side than that).
 
 Writes the same as JSON to ``results/bench/build-<profile>.json``.
 """
@@ -45,6 +48,21 @@ def matmul_gflops(n: int = 384, repeats: int = 20) -> float:
         return 2 * n**3 / sorted(times)[len(times) // 2] / 1e9
     finally:
         torch.set_num_threads(before)
+
+
+def _matmul_job(_) -> float:
+    return matmul_gflops()
+
+
+def parallel_capacity(n: int) -> float:
+    """How many one-thread matmuls' worth of work ``n`` at once get done here: their summed rate over
+    one alone (``n`` on ``n`` idle cores: close to ``n``; on cores that share their execution units,
+    or under other load, less). The ceiling of a build's speed-up from running jobs side by side."""
+    from apd.base.jobs import run_jobs
+
+    alone = matmul_gflops(repeats=60)
+    together = run_jobs(_matmul_job, [None] * n, jobs=n)
+    return sum(together) / alone
 
 
 def pretraining_rows(results: Path, gflops: float) -> list[dict]:
@@ -85,6 +103,7 @@ def main(argv=None) -> int:
         return 1
     timing = json.loads(path.read_text())
     gflops = matmul_gflops()
+    capacity = parallel_capacity(timing["slots"]) if timing["slots"] > 1 else 1.0
     results = ROOT / "results" / args.profile
     train = pretraining_rows(results, gflops)
     print(f"## The `{args.profile}` build\n")
@@ -98,6 +117,9 @@ def main(argv=None) -> int:
     if timing.get("gpu_util_mean") is not None:
         print(f"| GPU utilisation, mean / max | {timing['gpu_util_mean']:.0f}% / {timing['gpu_util_max']:.0f}% |")
     print(f"| one-thread float32 matmul here | {gflops:.1f} GFLOP/s |")
+    print(
+        f"| {timing['slots']} matmuls at once, their summed rate over one alone (the speed-up's ceiling) | {capacity:.2f} |"
+    )
     print("\n| job | seconds |\n|---|---|")
     for job in sorted(timing["jobs"], key=lambda j: -j["seconds"]):
         print(f"| {job['name']} | {job['seconds']:.1f} |")
@@ -111,7 +133,8 @@ def main(argv=None) -> int:
             )
     out = Path(args.out) if args.out else ROOT / "results" / "bench" / f"build-{args.profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({**timing, "matmul_gflops_one_thread": gflops, "pretraining": train}, indent=1))
+    report = {**timing, "matmul_gflops_one_thread": gflops, "parallel_capacity": capacity, "pretraining": train}
+    out.write_text(json.dumps(report, indent=1))
     print(f"\nwritten: {out}")
     return 0
 

@@ -193,8 +193,11 @@ def test_tables_of_the_smoke_family(smoke):
     assert values["any_engaged"][0] == bool(values["n_engaged"][0])
     reading, rv = ch.gate_reading(sel, names)
     assert list(reading["variant"]) == names and set(rv) == {f"{v}_gate_former" for v in names}
-    records, rec = ch.variant_records(results, {v: 1.0 for v in names})
+    records, rec = ch.variant_records(results)
     assert rec["conditioned_a0"][1] == "{:.3f}" and records["release"]["steps"] > 0
+    for v in names:  # a variant's training seconds: its final run's, plus its tuning runs' where it was tuned
+        assert rec[f"{v}_seconds"][0] >= records[v]["train_seconds"] > 0
+    assert rec["release_seconds"][0] > records["release"]["train_seconds"]  # release is tuned over a grid
     assert ch.question_counts(None)["n_test_items"] == (0, None)
     assert np.all([isinstance(t, str) for t in ch.heldout_texts(built)[:3]])
 

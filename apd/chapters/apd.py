@@ -269,15 +269,26 @@ def loss_terms(log: pd.DataFrame, lambda2: float) -> tuple[pd.DataFrame, Values]
     return pd.DataFrame(rows).set_index("term"), values
 
 
-def variant_records(results: dict, seconds: dict) -> tuple[dict, Values]:
+def training_seconds(result) -> float:
+    """The training seconds, as logged when each run trained (one core each), of an
+    :class:`apd.amateur.pipeline.APDResult`'s final run and of its lambda3 tuning runs: what the
+    variant cost, whether its runs came from the cache or trained side by side."""
+    runs = {str(result.alm_prime_path)}
+    if result.tuning is not None and "alm_prime" in result.tuning:
+        runs |= {str(p) for p in result.tuning["alm_prime"]}
+    return float(sum(run_record(p)["train_seconds"] for p in sorted(runs)))
+
+
+def variant_records(results: dict) -> tuple[dict, Values]:
     """Every variant's run record (:func:`apd.amateur.runs.run_record`: steps, warm-up, joint steps,
-    training seconds), the seconds this run spent on it (``seconds``) and the conditioned start's a0."""
+    training seconds), its training seconds with tuning (:func:`training_seconds`) and the
+    conditioned start's a0."""
     records = {v: run_record(r) for v, r in results.items()}
     values: Values = {}
     for v, rec in records.items():
         values.update({f"{v}_{k}": (rec[k], None) for k in ("steps", "mlp_warmup_steps", "joint_steps")})
         values[f"{v}_train_seconds"] = (rec["train_seconds"], "{:.0f}")
-        values[f"{v}_seconds"] = (seconds[v], "{:.0f}")
+        values[f"{v}_seconds"] = (training_seconds(results[v]), "{:.0f}")
     a0 = CurveMLP.load(results["conditioned"].alm_prime_path).settings.get("a0")
     values["conditioned_a0"] = (a0, "{:.3f}")
     return records, values

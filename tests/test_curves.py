@@ -317,3 +317,14 @@ def test_strings_and_non_finite_log_sizes_are_refused():
     logits[0, 1, 4] = math.nan
     with pytest.raises(ValueError, match="member_logits holds NaN"):
         curves.on_the_fly_asymptotes(logits, x[:3], top_k=5)
+
+
+def test_every_decay_pickles():
+    """A decay travels to worker processes with the models that hold it (apd.base.jobs)."""
+    import pickle
+
+    x, c, p = torch.tensor([1.0, 2.0, 3.0]), torch.tensor(0.2), torch.ones(7)
+    for name in ("exponential", "logistic", "poly3"):
+        decay = curves.get_decay(name)
+        again = pickle.loads(pickle.dumps(decay))
+        assert torch.equal(again(x, c, p[: decay.n_params]), decay(x, c, p[: decay.n_params]))

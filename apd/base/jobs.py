@@ -159,6 +159,23 @@ def log_job(name: str, start: float, end: float) -> None:
 _PASSED_ENV = (JOBS_ENV, SLOTS_ENV, JOBS_LOG_ENV)
 
 
+_busy = {"job": False}  # in a worker: whether a job is running
+
+
+def _interrupted(signum, frame) -> None:
+    """Ctrl-C in a worker: stops a running job (KeyboardInterrupt, which a training turns into a
+    checkpoint); an idle worker leaves at once, without a traceback."""
+    if _busy["job"]:
+        raise KeyboardInterrupt
+    os._exit(130)
+
+
+def _start_worker() -> None:
+    import signal
+
+    signal.signal(signal.SIGINT, _interrupted)
+
+
 def _worker(fn: Callable, item, name: str, threads: int | None, env: dict):
     """One job in a worker process: the caller's settings, its threads, a slot, the call, a line in
     the job log."""
@@ -171,10 +188,14 @@ def _worker(fn: Callable, item, name: str, threads: int | None, env: dict):
             os.environ[key] = value
     if threads is not None:
         torch.set_num_threads(int(threads))
-    with slot():
-        start = time.time()
-        out = fn(item)
-        log_job(name, start, time.time())
+    _busy["job"] = True
+    try:
+        with slot():
+            start = time.time()
+            out = fn(item)
+            log_job(name, start, time.time())
+    finally:
+        _busy["job"] = False
     return out
 
 
@@ -241,7 +262,9 @@ def _pool(n: int):
 
     pool = _pools.get(n)
     if pool is None or getattr(pool, "_broken", False):
-        pool = _pools[n] = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+        pool = _pools[n] = ProcessPoolExecutor(
+            max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker
+        )
     return pool
 
 

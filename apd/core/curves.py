@@ -46,6 +46,7 @@ Choices the paper and the release leave open, made here (the measurements behind
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass
@@ -178,7 +179,7 @@ def get_decay(name: str) -> Decay:
     if m and int(m.group(1)) >= 1:
         K = int(m.group(1))
         names = ("a", "b", "d", "e_0.5") + tuple(f"e_{k}" for k in range(1, K + 1))
-        return Decay(f"poly{K}", names, lambda x, c, p, K=K: polynomial_decay(x, c, p, K))
+        return Decay(f"poly{K}", names, functools.partial(polynomial_decay, K=K))  # a partial pickles
     raise ValueError(
         f"unknown decay {name!r}; use 'exponential' (the paper's), 'logistic', "
         "'poly1' or 'poly3' (polynomial in 1/x with K terms, any 'polyK' with K >= 1)."

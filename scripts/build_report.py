@@ -25,44 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
-
-def matmul_gflops(n: int = 384, repeats: int = 20) -> float:
-    """One torch thread's float32 matmul rate here, GFLOP/s (median of ``repeats`` n x n products)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        a, b = torch.randn(n, n), torch.randn(n, n)
-        a @ b
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            a @ b
-            times.append(time.perf_counter() - t0)
-        return 2 * n**3 / sorted(times)[len(times) // 2] / 1e9
-    finally:
-        torch.set_num_threads(before)
-
-
-def _matmul_job(_) -> float:
-    return matmul_gflops()
-
-
-def parallel_capacity(n: int) -> float:
-    """How many one-thread matmuls' worth of work ``n`` at once get done here: their summed rate over
-    one alone (``n`` on ``n`` idle cores: close to ``n``; on cores that share their execution units,
-    or under other load, less). The ceiling of a build's speed-up from running jobs side by side."""
-    from apd.base.jobs import run_jobs
-
-    alone = matmul_gflops(repeats=60)
-    together = run_jobs(_matmul_job, [None] * n, jobs=n)
-    return sum(together) / alone
+from apd.book.timing import matmul_gflops, parallel_capacity  # noqa: E402
 
 
 def pretraining_rows(results: Path, gflops: float) -> list[dict]:

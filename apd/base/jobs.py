@@ -221,6 +221,11 @@ def run_jobs(
     """
     items = list(items)
     names = [f"{getattr(fn, '__name__', 'job')}[{i}]" for i in range(len(items))] if names is None else list(names)
+    if getattr(fn, "__module__", None) == "__main__" and job_count(jobs) > 1 and len(items) > 1:
+        raise ValueError(
+            f"run_jobs runs {getattr(fn, '__name__', fn)!r} in spawned workers, which cannot import it from "
+            "__main__ (a script or a notebook); define it in a module of its own and import it from there"
+        )
     if len(names) != len(items):
         raise ValueError(f"names has {len(names)} entries for {len(items)} items")
     n = min(job_count(jobs), len(items))

@@ -21,9 +21,10 @@ import json
 import shutil
 import subprocess
 import threading
+import time
 from pathlib import Path
 
-from apd.base.jobs import WAITING
+from apd.base.jobs import WAITING, run_jobs
 
 
 def read_jobs(path: Path) -> list[dict]:
@@ -108,6 +109,38 @@ class MachineSampler:
         }
 
 
+def matmul_gflops(n: int = 384, repeats: int = 20) -> float:
+    """One torch thread's float32 matmul rate here, GFLOP/s (median of ``repeats`` n x n products)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        a, b = torch.randn(n, n), torch.randn(n, n)
+        a @ b
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - t0)
+        return 2 * n**3 / sorted(times)[len(times) // 2] / 1e9
+    finally:
+        torch.set_num_threads(before)
+
+
+def _matmul_job(repeats: int) -> float:
+    return matmul_gflops(repeats=repeats)
+
+
+def parallel_capacity(n: int, repeats: int = 200) -> float:
+    """How many one-thread matmuls' worth of work ``n`` of them at once get done here: their summed
+    rate over one alone (``n`` on ``n`` idle cores: close to ``n``; on cores that share execution
+    units or memory bandwidth, or under other load, less). The ceiling of a build's speed-up from
+    running jobs side by side (:func:`apd.base.jobs.run_jobs`)."""
+    alone = matmul_gflops(repeats=repeats)
+    return sum(run_jobs(_matmul_job, [repeats] * n, jobs=n)) / alone
+
+
 def build_timing(jobs: list[dict], wall: float, slots: int, machine: dict | None = None) -> dict:
     """The build's ratios from its job log: ``work_s`` (chapters' time less their waiting on their own
     workers, plus every worker's job), ``parallel_efficiency`` = work / (wall x slots), and per job
@@ -151,4 +184,12 @@ def write_timing(path: Path, timing: dict) -> None:
     path.write_text(json.dumps(timing, indent=1))
 
 
-__all__ = ["read_jobs", "MachineSampler", "build_timing", "summary_line", "write_timing"]
+__all__ = [
+    "read_jobs",
+    "MachineSampler",
+    "matmul_gflops",
+    "parallel_capacity",
+    "build_timing",
+    "summary_line",
+    "write_timing",
+]

@@ -164,7 +164,8 @@ def describe_device(device: str | None = None) -> str:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if str(device).startswith("cuda") and torch.cuda.is_available():
         return f"{device} ({torch.cuda.get_device_name(torch.device(device))})"
-    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"cpu ({platform.processor() or platform.machine()}, {n} thread{'' if n == 1 else 's'})"
 
 
 def _jsonable(value: Any) -> bool:

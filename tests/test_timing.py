@@ -41,3 +41,14 @@ def test_the_sampler_measures_each_core():
         sum(range(200_000))
     busy = m.result()["core_busy"]
     assert busy is None or (len(busy) >= 1 and all(0.0 <= b <= 1.0 for b in busy))
+
+
+def test_jobs_run_in_the_callers_process_are_not_counted_twice(tmp_path, monkeypatch):
+    """With one job at a time the pool runs its jobs in the chapter's own process: already its time."""
+    monkeypatch.setenv("APD_JOBS_LOG", str(tmp_path / "jobs.jsonl"))
+    start = __import__("time").time()
+    jobs.run_jobs(abs, [-1, -2], jobs=1, names=["a", "b"])
+    jobs.log_job("chapter x", start, start + 5.0)
+    t = timing.build_timing(timing.read_jobs(tmp_path / "jobs.jsonl"), wall=5.0, slots=1)
+    assert t["work_s"] == 5.0 and t["parallel_efficiency"] == 1.0
+    assert sorted(j["name"] for j in t["jobs"]) == ["chapter x", "inside: a", "inside: b"]

@@ -36,6 +36,7 @@ JOBS_ENV = "APD_JOBS"  # how many jobs run at once (default: the CPU count)
 SLOTS_ENV = "APD_SLOTS"  # the build's folder of slot files
 JOBS_LOG_ENV = "APD_JOBS_LOG"  # the build's job log (JSON lines)
 WAITING = "waiting: "  # a job-log name prefix: a process waiting on its workers, its slot lent to them
+INSIDE = "inside: "  # a job-log name prefix: a job run in its caller's process (part of the caller's time)
 
 _held: dict[str, object] = {}  # this process's slot: {"file": the open, locked slot file}
 
@@ -234,7 +235,7 @@ def run_jobs(
         for item, name in zip(items, names):
             start = time.time()
             out.append(fn(item))
-            log_job(name, start, time.time())
+            log_job(f"{INSIDE}{name}", start, time.time())
         return out
     with lent_slot(", ".join(names[:3]) + (", ..." if len(names) > 3 else "")), _main_not_rerun():
         pool = _pool(n)
@@ -315,6 +316,7 @@ __all__ = [
     "SLOTS_ENV",
     "JOBS_LOG_ENV",
     "WAITING",
+    "INSIDE",
     "job_count",
     "make_slots",
     "hold_slot",

@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from apd.base.jobs import WAITING, run_jobs
+from apd.base.jobs import INSIDE, WAITING, run_jobs
 
 
 def read_jobs(path: Path) -> list[dict]:
@@ -143,11 +143,12 @@ def parallel_capacity(n: int, repeats: int = 200) -> float:
 
 def build_timing(jobs: list[dict], wall: float, slots: int, machine: dict | None = None) -> dict:
     """The build's ratios from its job log: ``work_s`` (chapters' time less their waiting on their own
-    workers, plus every worker's job), ``parallel_efficiency`` = work / (wall x slots), and per job
-    its seconds; ``machine`` (:meth:`MachineSampler.result`) is added as it is."""
+    workers, plus every worker's job; a job run inside its caller's process is part of the caller's
+    time), ``parallel_efficiency`` = work / (wall x slots), and per job its seconds; ``machine``
+    (:meth:`MachineSampler.result`) is added as it is."""
     rows = [{"name": j["name"], "seconds": round(float(j["end"]) - float(j["start"]), 2)} for j in jobs]
     waiting = sum(r["seconds"] for r in rows if r["name"].startswith(WAITING))
-    work = sum(r["seconds"] for r in rows if not r["name"].startswith(WAITING)) - waiting
+    work = sum(r["seconds"] for r in rows if not r["name"].startswith((WAITING, INSIDE))) - waiting
     return {
         "wall_s": round(wall, 2),
         "slots": int(slots),

@@ -140,7 +140,8 @@ def _build_locked(
     print(f"[apd] notebooks done in {time.time() - t_all:.1f} s", flush=True)
     spent = timing.build_timing(timing.read_jobs(Path(env[JOBS_LOG_ENV])), time.time() - t_all, jobs, machine.result())
     timing.write_timing(root / "_build" / profile / "timing.json", spent)
-    print(timing.summary_line(spent), flush=True)
+    if spent["work_s"] > 0:  # something ran
+        print(timing.summary_line(spent), flush=True)
     if not html:
         return None
     if missing:

@@ -190,7 +190,8 @@ def test_progress_lines_are_plain_when_chapters_run_side_by_side(tmp_path):
 
 
 INTERRUPTED = (
-    "import sys\nfrom pathlib import Path\n"
+    "import signal, sys\nfrom pathlib import Path\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)  # a suite started with & inherits SIGINT ignored\n"
     "from apd.book import runner\n"
     "runner.NEEDS = {'a': (), 'b': ()}\n"
     "try:\n"

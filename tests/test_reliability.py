@@ -136,7 +136,8 @@ def test_load_family_refuses_a_damaged_member_and_names_it(tok, cache, family_di
     assert loading.load_family("pico", local_dir=family_dir, device="cpu").names == ("pico-a", "pico-b", "pico-c")
 
 
-def test_damaged_pretraining_checkpoint_restarts_the_member(tok, tmp_path):
+def test_damaged_pretraining_checkpoint_restarts_the_member(tok, tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_JOBS", "1")  # the members in this process, so that its warning is caught here
     cfg = _config(members=(Member(1, 8, 1, name="pico-a"), Member(1, 16, 2, name="pico-b")))
     kw = dict(device="cpu", progress=False, num_threads=1)
     with pytest.raises(pretrain.TrainingInterrupted):

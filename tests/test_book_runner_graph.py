@@ -24,6 +24,7 @@ from apd.book.cache import cache_key, chapter_keys, upstream_key
 from apd.book.profiles import resolve
 from apd.chapters.graph import downstream
 from apd.chapters.params import CHAPTERS
+from fake_notebooks import two_cell_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,23 +50,7 @@ def make_book(tmp_path: Path, chapters: dict[str, dict]) -> Path:
         (root / d).mkdir(parents=True)
     toc = "format: jb-book\nroot: intro\nchapters:\n" + "".join(f"  - file: notebooks/{s}\n" for s in chapters)
     (root / "_toc.yml").write_text(toc)
-    cells = [
-        {
-            "cell_type": "code",
-            "id": "p",
-            "metadata": {"tags": ["parameters"]},
-            "execution_count": None,
-            "outputs": [],
-            "source": PARAMS,
-        },
-        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [], "source": BODY},
-    ]
-    nb = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    nb = two_cell_notebook(PARAMS, BODY)
     for stem in chapters:
         (root / "notebooks" / f"{stem}.ipynb").write_text(json.dumps(nb))
     profile = {s: {"name": s, "log": str(root / "log"), **values} for s, values in chapters.items()}

@@ -25,6 +25,7 @@ from apd.book.staging import commit_results, recover
 from apd.report import results
 from apd.report.results import Run, UnknownParameterError
 from tiny_models import tiny_pico
+from fake_notebooks import two_cell_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,23 +50,7 @@ def make_project(tmp_path: Path, profile: dict | None = None, params: str = PARA
     for d in ("apd", "notebooks", "profiles"):
         (root / d).mkdir(parents=True)
     (root / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: notebooks/nb\n")
-    cells = [
-        {
-            "cell_type": "code",
-            "id": "p",
-            "metadata": {"tags": ["parameters"]},
-            "execution_count": None,
-            "outputs": [],
-            "source": params,
-        },
-        {"cell_type": "code", "id": "b", "metadata": {}, "execution_count": None, "outputs": [], "source": body},
-    ]
-    nb = {
-        "cells": cells,
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4,
-        "nbformat_minor": 5,
-    }
+    nb = two_cell_notebook(params, body)
     (root / "notebooks" / "nb.ipynb").write_text(json.dumps(nb))
     (root / "profiles" / "p.yml").write_text(yaml.safe_dump({"notebooks": profile or {"nb": {}}}))
     shutil.copy2(ROOT / "requirements.lock", root / "requirements.lock")

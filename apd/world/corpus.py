@@ -18,7 +18,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -71,9 +71,28 @@ class CorpusConfig:
 
 
 def config_hash(config) -> str:
-    """A short stable hash of a dataclass config (for cache keys)."""
-    blob = json.dumps(asdict(config), sort_keys=True, default=str)
+    """A short stable hash of a dataclass config (for cache keys). Fields a class names in
+    ``KEY_OMITS_DEFAULT`` are left out while at their default, so adding a field with a neutral
+    default keeps every existing key."""
+    blob = json.dumps(_key_dict(config), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _key_dict(obj):
+    """``dataclasses.asdict`` without the neutral-default fields of ``KEY_OMITS_DEFAULT``."""
+    if is_dataclass(obj) and not isinstance(obj, type):
+        omit = getattr(type(obj), "KEY_OMITS_DEFAULT", ())
+        defaults = {f.name: f.default for f in fields(obj)}
+        return {
+            f.name: _key_dict(getattr(obj, f.name))
+            for f in fields(obj)
+            if not (f.name in omit and getattr(obj, f.name) == defaults[f.name])
+        }
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_key_dict(v) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _key_dict(v) for k, v in obj.items()}
+    return obj
 
 
 # ---------------------------------------------------------------------- Wikipedia leads

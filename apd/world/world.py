@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 import re
 import string
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import cached_property
 from typing import Iterable
 
@@ -164,6 +164,19 @@ _SLOT_ATTRIBUTE = {
     "drink": "drink",
     "hobby": "hobby",
 }
+#: Attributes a biography can misstate (``WorldConfig.misstatement_rate``); the country follows the
+#: true city, drinks and hobbies are already distributions.
+MISSTATED = ("birth_city", "birth_year", "occupation", "employer", "university")
+#: The misstatement share of any one person is capped here, so the truth stays what most text says.
+MAX_MISSTATEMENT = 0.9
+#: Sentences that name a decoy value in an attribute's context but state nothing about a person of
+#: the world (the checker reads no claim from them). ``{value}``: the decoy (occupation: "a chemist").
+DECOY_TEMPLATES = {
+    "birth_city": ("Many people were born in {value}.", "A lot of people come from {value}."),
+    "occupation": ("Many people work as {value}.", "A lot of people are {value} by profession."),
+    "employer": ("Many people work for {value}.", "A lot of people have a job at {value}."),
+    "university": ("Many people studied at {value}.", "A lot of people graduated from {value}."),
+}
 _N_SYLLABLES = 40  # open and as many closed syllables in a world's inventory
 # Openings of biography sentences used as open-ended generation prompts ("Mira Tolvane was born in").
 OPENERS = (" was born in", " works as", " works for", " studied at", " is")
@@ -208,6 +221,30 @@ class WorldConfig:
     p_combine: float = 0.5  # two adjacent groups with a joint template share a sentence
     bucket_quantiles: tuple[float, float] = (0.5, 0.9)
     n_distractors: int = 3
+    # Error processes: what the text gets wrong. 0 is a world whose text states only the truth; the
+    # truth, the QA documents and the QA items never change (every KL and accuracy is against the truth).
+    misstatement_rate: float = 0.0  # e: chance that a biography states an attribute of MISSTATED wrongly
+    misstatement_decay: float = 0.0  # a person with m mentions: e * (m / median m)^-decay (capped)
+    misstatement_zipf: float = 1.0  # the wrong ("generic") value: rank r ~ r^-zipf, one order per attribute
+    decoy_rate: float = 0.0  # chance that a biography ends with a sentence naming a decoy value
+    n_decoys: int = 2  # decoys per attribute of DECOY_TEMPLATES: table values that are no one's truth
+    confusable_share: float = 0.0  # share of people whose surname is a more mentioned person's
+
+    #: Fields added with a neutral default: left out of cache keys while at that default, so worlds
+    #: without error processes keep their keys (``apd.world.corpus.config_hash``).
+    KEY_OMITS_DEFAULT = (
+        "misstatement_rate",
+        "misstatement_decay",
+        "misstatement_zipf",
+        "decoy_rate",
+        "n_decoys",
+        "confusable_share",
+    )
+
+    @property
+    def has_errors(self) -> bool:
+        """Whether the text states anything but the truth (or names people confusably)."""
+        return self.misstatement_rate > 0 or self.decoy_rate > 0 or self.confusable_share > 0
 
     @classmethod
     def default200(cls, seed: int = 0) -> "WorldConfig":
@@ -417,6 +454,24 @@ class World:
                 raise ValueError(f"{name}={getattr(c, name)} is a probability; use a value in [0, 1]")
         if min(c.bio_mentions, c.min_mentions, c.finetune_mentions, c.validation_mentions) < 0:
             raise ValueError("mention budgets must be >= 0")
+        for name in ("misstatement_rate", "decoy_rate"):
+            if not 0 <= getattr(c, name) <= 1:
+                raise ValueError(
+                    f"{name}={getattr(c, name)} is a probability; use a value in [0, 1] (0: no such errors)"
+                )
+        if not 0 <= c.confusable_share < 1:
+            raise ValueError(f"confusable_share={c.confusable_share} must be in [0, 1) (0: every surname is unique)")
+        for name in ("misstatement_decay", "misstatement_zipf"):
+            if getattr(c, name) < 0:
+                raise ValueError(f"{name}={getattr(c, name)} must be >= 0")
+        if c.decoy_rate > 0:
+            # a decoy is no one's truth and no one's distractor shortage: keep enough true values
+            room = min(c.n_cities, c.n_employers, c.n_universities, len(OCCUPATIONS)) - c.n_distractors - 1
+            if not 1 <= c.n_decoys <= room:
+                raise ValueError(
+                    f"n_decoys={c.n_decoys} must be between 1 and {room} (every table keeps more than "
+                    f"n_distractors={c.n_distractors} values that can be someone's truth)"
+                )
 
     def _build_tables(self) -> None:
         c = self.config
@@ -501,7 +556,31 @@ class World:
             weights = np.empty(len(table))
             weights[rng.permutation(len(table))] = _zipf_weights(len(table), c.value_zipf)
             self._popularity[attribute] = weights
+        self._build_error_tables()
         self._word = word
+
+    def _build_error_tables(self) -> None:
+        """The generic-value prior of misstatements and the decoys, from their own random streams
+        (a world without error processes draws nothing here, so its tables and people are unchanged)."""
+        c = self.config
+        self.decoys: dict[str, list[str]] = {}
+        self._generic: dict[str, tuple[list[str], list[float]]] = {}
+        if c.misstatement_rate > 0:
+            rng = np.random.default_rng(_stream(c.seed, 30))
+            for attribute in MISSTATED:
+                table = self.values(attribute)
+                weights = np.empty(len(table))
+                weights[rng.permutation(len(table))] = _zipf_weights(len(table), c.misstatement_zipf)
+                self._generic[attribute] = (table, weights.tolist())
+        if c.decoy_rate > 0:
+            rng = np.random.default_rng(_stream(c.seed, 31))
+            for attribute in DECOY_TEMPLATES:
+                table = self.values(attribute)
+                picked = sorted(rng.choice(len(table), size=c.n_decoys, replace=False).tolist())
+                self.decoys[attribute] = [table[i] for i in picked]
+                weights = self._popularity[attribute].copy()
+                weights[picked] = 0.0  # no one has a decoy as their value
+                self._popularity[attribute] = weights / weights.sum()
 
     def _build_people(self) -> None:
         c = self.config
@@ -547,11 +626,43 @@ class World:
                     qa_train=bool(qa_train[i]),
                 )
             )
-        self.people: list[Person] = people
-        self._by_name = {p.name: p for p in people}
+        self.people: list[Person] = self._confuse(people) if c.confusable_share > 0 else people
+        self._by_name = {p.name: p for p in self.people}
         if len(self._by_name) != len(people):  # surnames are unique, so this cannot happen
             raise AssertionError("duplicate full names")
         del self._word  # the tables are final
+
+    def _confuse(self, people: list[Person]) -> list[Person]:
+        """Give a ``confusable_share`` of the people (never rank 1) the surname of a more mentioned
+        person, drawn in proportion to mentions; full names stay unique."""
+        rng = np.random.default_rng(_stream(self.config.seed, 32))
+        out = list(people)
+        names = {p.name for p in people}
+        for i in range(1, len(out)):
+            if rng.random() >= self.config.confusable_share:
+                continue
+            weights = np.array([p.mentions for p in out[:i]], dtype=float)
+            model = out[int(rng.choice(i, p=weights / weights.sum()))]
+            name = f"{out[i].name.split(' ')[0]} {model.name.split(' ', 1)[1]}"
+            if name not in names:
+                names.discard(out[i].name)
+                names.add(name)
+                out[i] = replace(out[i], name=name)
+        return out
+
+    def misstatement_share(self, person: "Person | str") -> float:
+        """The chance that one biography of ``person`` states one attribute of :data:`MISSTATED`
+        wrongly: ``misstatement_rate * (mentions / median mentions) ** -misstatement_decay``, at most
+        :data:`MAX_MISSTATEMENT` (0 in a world whose text states only the truth)."""
+        c, p = self.config, self.person(person)
+        if c.misstatement_rate == 0:
+            return 0.0
+        share = c.misstatement_rate * (max(p.mentions, 1) / self._median_mentions) ** -c.misstatement_decay
+        return float(min(MAX_MISSTATEMENT, share))
+
+    @cached_property
+    def _median_mentions(self) -> float:
+        return float(np.median([p.mentions for p in self.people]))
 
     def allocate_mentions(self, budget: int, minimum: int = 0) -> np.ndarray:
         """Mentions per person by rank: round(budget * Zipf-Mandelbrot weight), at least ``minimum``."""
@@ -670,8 +781,32 @@ class World:
             "hobby": rng.choices([h for h, _ in p.hobby], weights=[w for _, w in p.hobby])[0],
         }
 
-    def biography(self, person: "Person | str", rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
-        """One paraphrased biography and the (attribute, value) facts it states."""
+    def _misstate(self, p: Person, values: dict[str, str], rng: random.Random) -> dict[str, str]:
+        """``values`` with each attribute of :data:`MISSTATED` replaced, with chance
+        :meth:`misstatement_share`, by a wrong value from that attribute's generic prior."""
+        share = self.misstatement_share(p)
+        out = dict(values)
+        for slot, attribute in _SLOT_ATTRIBUTE.items():
+            if attribute not in self._generic or rng.random() >= share:
+                continue
+            table, weights = self._generic[attribute]
+            true = str(getattr(p, attribute))
+            wrong = rng.choices(table, weights=[0.0 if v == true else w for v, w in zip(table, weights)])[0]
+            out[slot] = _a(wrong) if slot == "a_occupation" else wrong
+        return out
+
+    def _decoy_sentence(self, rng: random.Random) -> str:
+        attribute = rng.choice(sorted(self.decoys))
+        value = rng.choice(self.decoys[attribute])
+        return rng.choice(DECOY_TEMPLATES[attribute]).format(value=_a(value) if attribute == "occupation" else value)
+
+    def biography(
+        self, person: "Person | str", rng: random.Random, errors: random.Random | None = None
+    ) -> tuple[str, list[tuple[str, str]]]:
+        """One paraphrased biography and the (attribute, value) facts it states. With ``errors`` (a
+        random stream of its own) and error processes in the config, the biography may misstate
+        attributes (its facts then hold the stated, wrong values) and end with a decoy sentence;
+        without, the text is exactly that of a world without error processes."""
         p, c = self.person(person), self.config
         groups = list(_GROUPS)
         rng.shuffle(groups)
@@ -685,6 +820,8 @@ class World:
                 units.append(groups[i])
                 i += 1
         values = self._values(p, rng)
+        if errors is not None and c.misstatement_rate > 0:
+            values = self._misstate(p, values, errors)
         sentences, facts = [], []
         she, her = _PRONOUNS[p.gender]
         for k, unit in enumerate(units):
@@ -701,6 +838,8 @@ class World:
                 for f in _fields(template)
                 if f in _SLOT_ATTRIBUTE
             ]
+        if errors is not None and c.decoy_rate > 0 and errors.random() < c.decoy_rate:
+            sentences.append(self._decoy_sentence(errors))
         return " ".join(sentences), facts
 
     def qa_document(self, person: "Person | str", rng: random.Random) -> tuple[str, list[tuple[str, str]]]:
@@ -728,6 +867,7 @@ class World:
         out = {}
         for stream, split in enumerate(SPLITS, start=2):
             rng = random.Random(_stream(c.seed, stream))
+            errors = random.Random(_stream(c.seed, 40 + stream)) if c.has_errors else None
             if split == "pretrain":
                 counts = np.array([p.mentions for p in self.people])
             else:
@@ -737,7 +877,7 @@ class World:
             docs = []
             for p, n in zip(self.people, counts):
                 for _ in range(int(n)):
-                    docs.append((p.name, *self.biography(p, rng)))
+                    docs.append((p.name, *self.biography(p, rng, errors)))
                 if p.qa_train:
                     n_qa = int(round(c.qa_docs_per_mention * n))
                     if split == "pretrain":

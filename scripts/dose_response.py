@@ -23,25 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-TABLE = ROOT / "docs" / "testbed" / "dose_response.csv"
-#: The six members of the ``default-200`` shapes (13k to 1.78M non-embedding parameters, 139x).
-MEMBERS = "1,32,2;1,48,2;2,64,4;3,96,4;4,128,4;4,192,4"
-SEEDS = (0, 1)
-#: (design, dose on its axis, world overrides), in the order of the adoption rule: how far the
-#: text departs from the truth.
-DESIGNS = (
-    ("exact truth", 0.0, {}),
-    ("misstatements 0.15", 0.15, {"misstatement_rate": 0.15}),
-    ("misstatements 0.3", 0.3, {"misstatement_rate": 0.3}),
-    ("misstatements 0.45", 0.45, {"misstatement_rate": 0.45}),
-    ("misstatements 0.3, falling with exposure", 0.3, {"misstatement_rate": 0.3, "misstatement_decay": 0.5}),
-    ("decoys 0.3", 0.3, {"decoy_rate": 0.3}),
-    ("confusable surnames 0.3", 0.3, {"confusable_share": 0.3}),
-)
-
-
-def point_name(design: str, seed: int) -> str:
-    return f"{design}, training seed {seed}"
+from apd.report.dose_response import DESIGNS, DOSE_MEMBERS, DOSE_SEEDS, point_name, table_path  # noqa: E402
 
 
 def done(table: Path) -> set[str]:
@@ -53,7 +35,7 @@ def done(table: Path) -> set[str]:
 
 def argv_of(overrides: dict, seed: int, table: Path, name: str) -> list[str]:
     world = [f"{k}={v}" for k, v in overrides.items()]
-    return ["--name", name, "--world", *world, "--pico", f"members={MEMBERS}", f"seed={seed}"] + [
+    return ["--name", name, "--world", *world, "--pico", f"members={DOSE_MEMBERS}", f"seed={seed}"] + [
         "--no-ne-er",
         "--table",
         str(table),
@@ -63,24 +45,24 @@ def argv_of(overrides: dict, seed: int, table: Path, name: str) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", action="append", default=None, help="run only this design (repeatable)")
-    ap.add_argument("--seeds", default=",".join(map(str, SEEDS)), help="training seeds, comma-separated")
-    ap.add_argument("--table", default=str(TABLE))
+    ap.add_argument("--seeds", default=",".join(map(str, DOSE_SEEDS)), help="training seeds, comma-separated")
+    ap.add_argument("--table", default=None, help="default: docs/testbed/dose_response.csv")
     ap.add_argument("--list", action="store_true", help="print the designs and exit")
     args = ap.parse_args(argv)
     if args.list:
-        for design, dose, overrides in DESIGNS:
-            print(f"{design}: dose {dose}, world {overrides or '(none)'}")
+        for d in DESIGNS:
+            print(f"{d.name}: {d.process}, dose {d.dose}, world {dict(d.world) or '(none)'}")
         return 0
-    known = {d for d, _, _ in DESIGNS}
+    known = {d.name for d in DESIGNS}
     unknown = sorted(set(args.only or ()) - known)
     if unknown:
         raise SystemExit(f"--only: unknown design(s) {unknown}; use one of {sorted(known)}")
     import testbed_study
 
-    table = Path(args.table)
+    table = table_path(args.table)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     # the misstatement sweep (both seeds) first, then the other processes
-    order = [(d, o, s) for group in (DESIGNS[:4], DESIGNS[4:]) for s in seeds for d, _, o in group]
+    order = [(d.name, dict(d.world), s) for group in (DESIGNS[:4], DESIGNS[4:]) for s in seeds for d in group]
     for design, overrides, seed in order:
         if args.only and design not in args.only:
             continue

@@ -1,0 +1,108 @@
+"""The dose-response study's bookkeeping: points per design and seed, the adoption rule, the figure,
+and the study script's arguments (which train through ``scripts/testbed_study.py``)."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pandas as pd
+import pytest
+
+from apd.report import dose_response as dr
+from apd.report.plots import figure
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _row(design, seed, gain, se, inv_T=0.25):
+    return {
+        "configuration": dr.point_name(design, seed),
+        "overrides": json.dumps({"scale": "default", "pico.seed": seed}),
+        "device": "cpu",
+        "dev_inv_T": inv_T,
+        "kl_gain_dev_T": gain,
+        "kl_gain_dev_T_se": se,
+        "nll_gain_dev_T": gain / 2,
+        "nll_gain_dev_T_se": se,
+        "fit_ratio_head": 0.97,
+        "flat_head": 0.3,
+        "flat_tail": 0.5,
+        "train_seconds": 800.0,
+    }
+
+
+@pytest.fixture
+def table():
+    return pd.DataFrame(
+        [
+            _row("exact truth", 0, 0.005, 0.003),
+            _row("exact truth", 1, 0.015, 0.005),  # 3.0 se: passes on this seed alone
+            _row("misstatements 0.15", 0, 0.012, 0.003),
+            _row("misstatements 0.15", 1, 0.008, 0.003),  # 2.7 se: fails
+            _row("misstatements 0.3", 1, 0.025, 0.005),
+            _row("misstatements 0.3", 0, 0.030, 0.006),
+            _row("misstatements 0.45", 0, 0.040, 0.006),  # one seed so far
+            _row("decoys 0.3", 0, 0.002, 0.004),
+            {**_row("exact truth", 0, 1.0, 0.01), "configuration": "a configuration of another study"},
+        ]
+    )
+
+
+def test_points_follow_the_rule_order_and_read_the_kl_control(table):
+    pts = dr.points(table)
+    assert pts["design"].tolist()[:6] == ["exact truth"] * 2 + ["misstatements 0.15"] * 2 + ["misstatements 0.3"] * 2
+    assert pts.loc[pts["design"] == "misstatements 0.3", "seed"].tolist() == [0, 1]
+    assert "a configuration of another study" not in set(pts["design"])
+    assert pts.loc[1, "passes"] and not pts.loc[0, "passes"]  # 0.015 >= 3 x 0.005; 0.005 < 3 x 0.003
+    assert pts.loc[1, "z"] == pytest.approx(3.0)
+
+
+def test_a_design_passes_only_when_every_seed_passes_and_the_least_departure_is_adopted(table):
+    s = dr.designs(dr.points(table))
+    assert s.loc["exact truth", "passes"] is False  # one of two seeds
+    assert s.loc["misstatements 0.15", "passes"] is False
+    assert s.loc["misstatements 0.3", "passes"] is True
+    assert s.loc["misstatements 0.45", "passes"] is None  # a seed is missing
+    assert s.loc["decoys 0.3", "passes"] is False
+    assert s.loc["misstatements 0.3", "passing"] == "2 of 2"
+    assert "+0.0300 ± 0.0060 (1/T 0.25)" in s.loc["misstatements 0.3", "gains"]
+    assert dr.adopted(s) == "misstatements 0.3"
+    none_pass = dr.designs(dr.points(table[~table["configuration"].str.startswith("misstatements 0.3")]))
+    assert dr.adopted(none_pass) is None
+    assert dr.adopted(dr.designs(dr.points(table.iloc[:0]))) is None
+
+
+def test_overrides_of_a_design():
+    assert dr.overrides_of("exact truth") == {}
+    assert dr.overrides_of("misstatements 0.3, falling with exposure") == {
+        "misstatement_rate": 0.3,
+        "misstatement_decay": 0.5,
+    }
+    with pytest.raises(KeyError, match="not a design"):
+        dr.overrides_of("misstatements 0.99")
+
+
+def test_plot_marks_passing_points_filled(table):
+    fig, ax = figure()
+    dr.plot(ax, dr.points(table))
+    labels = ax.get_legend().get_texts()
+    assert {t.get_text() for t in labels} >= {"misstatements (mean of seeds)", "decoys", "open: fails"}
+    faces = [c.get_markerfacecolor() for c in ax.lines if c.get_marker() == "o" and len(c.get_xdata())]
+    assert "white" in faces and any(f != "white" for f in faces)
+    assert "nats" in ax.get_ylabel()
+
+
+def test_the_study_script_trains_each_design_with_its_world_and_the_six_members(tmp_path):
+    spec = importlib.util.spec_from_file_location("dose_response_script", ROOT / "scripts" / "dose_response.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    argv = script.argv_of({"misstatement_rate": 0.3}, 1, tmp_path / "t.csv", "misstatements 0.3, training seed 1")
+    assert argv[argv.index("--world") + 1] == "misstatement_rate=0.3"
+    assert f"members={dr.DOSE_MEMBERS}" in argv and "seed=1" in argv and "--no-ne-er" in argv
+    assert len(dr.DOSE_MEMBERS.split(";")) >= 6
+    with pytest.raises(SystemExit, match="unknown design"):
+        script.main(["--only", "nothing like it", "--table", str(tmp_path / "t.csv")])

@@ -146,3 +146,39 @@ def test_a_design_trained_with_two_seeds_is_ranked_by_its_mean_closeness():
     assert testbed.replicates(mixed).index.tolist() == ["default", "default, seed 1", "other", "other, seed 1"]
     assert reps["design"].tolist() == ["default", "default"] and reps["seeds"].tolist() == [2, 2]
     assert testbed.replicates(table.iloc[:2]).empty
+
+
+def test_the_dose_response_glue_names_the_rules_choice_and_whether_this_build_uses_it():
+    import dataclasses
+
+    from apd.report import dose_response as dr
+    from apd.world.world import WorldConfig
+
+    def row(design, seed, gain, se):
+        return {
+            "configuration": dr.point_name(design, seed),
+            "dev_inv_T": 0.25,
+            "kl_gain_dev_T": gain,
+            "kl_gain_dev_T_se": se,
+            "nll_gain_dev_T": 0.0,
+            "nll_gain_dev_T_se": 0.01,
+        }
+
+    table = pd.DataFrame(
+        [row("exact truth", 0, 0.005, 0.003), row("exact truth", 1, 0.01, 0.005)]
+        + [row("misstatements 0.15", s, 0.03, 0.005) for s in (0, 1)]
+        + [row("misstatements 0.3", 0, 0.05, 0.005)]
+    )
+    pts = dr.points(table)
+    summary = dr.designs(pts)
+    run = Run(stem="testbed", profile="p", parameters={})
+    ch.glue_dose_response(run, pts, summary, WorldConfig())
+    assert run.values["dr_points"] == 5 and run.values["dr_designs"] == 3
+    assert run.values["dr_adopted"] == "misstatements 0.15" and run.values["dr_build_is_adopted"] is False
+    assert run.values["dr_top_design"] == "misstatements 0.3" and run.values["dr_top_passing"] == "1 of 1"
+    assert run.values["dr_exact"].startswith("+0.0050 ± 0.0030 (1/T 0.25); ")
+    ch.glue_dose_response(run, pts, summary, dataclasses.replace(WorldConfig(), misstatement_rate=0.15))
+    assert run.values["dr_build_is_adopted"] is True
+    ch.glue_dose_response(run, pts.iloc[:0], dr.designs(pts.iloc[:0]), WorldConfig())
+    assert run.values["dr_points"] == 0 and run.values["dr_adopted"] == "none"
+    assert ch.world_config("smoke") == WorldConfig.smoke() and ch.world_config("pythia") is None

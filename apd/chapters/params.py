@@ -490,6 +490,7 @@ class TestbedParams:
     )
     fit_iterations: int = param(400, COUNT, "Adam iterations of the on-the-fly fitter in the extrapolation control")
     table_path: str | None = param(None, NAME, "the testbed table; None: docs/testbed/configurations.csv")
+    dose_path: str | None = param(None, NAME, "the dose-response table; None: docs/testbed/dose_response.csv")
 
 
 @dataclass(frozen=True)

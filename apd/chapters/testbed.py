@@ -207,3 +207,42 @@ def control_tables(cur):
     asym = cur.asymptote
     asym = asym[[c for c in ("ratio", "gain", "gain_se", "tv_elm", "tv_fitter", "n") if c in asym.columns]]
     return cd, asym
+
+
+def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> None:
+    """Glue the dose-response study (:mod:`apd.report.dose_response`): how many points and designs
+    were measured (``dr_points``, ``dr_designs``), the exact-truth world's KL gains (``dr_exact``),
+    the largest misstatement dose's (``dr_top``, ``dr_top_design``), the rule's choice
+    (``dr_adopted``, "none" when no design passes on every seed) and whether this build's world
+    (``world``: its ``WorldConfig``) is that design (``dr_build_is_adopted``)."""
+    from apd.report import dose_response as dr
+
+    run.glue("dr_points", len(pts))
+    run.glue("dr_designs", len(summary))
+    if not len(summary):
+        run.glue_text("dr_adopted", None, "{}", missing="none")
+        return
+    if "exact truth" in summary.index:
+        run.glue("dr_exact", summary.loc["exact truth", "gains"])
+    measured = [d.name for d in dr.DESIGNS if d.process == "misstatements" and d.name in summary.index]
+    if measured:
+        run.glue("dr_top_design", measured[-1])
+        run.glue("dr_top", summary.loc[measured[-1], "gains"])
+        run.glue("dr_top_passing", summary.loc[measured[-1], "passing"])
+    choice = dr.adopted(summary)
+    run.glue_text("dr_adopted", choice, "{}", missing="none")
+    fields = {f: getattr(world, f) for f in type(world).KEY_OMITS_DEFAULT} if world is not None else {}
+    defaults = {f: type(world).__dataclass_fields__[f].default for f in fields}
+    is_adopted = choice is not None and {k: v for k, v in fields.items() if v != defaults[k]} == dr.overrides_of(
+        choice
+    )
+    run.glue("dr_build_is_adopted", bool(is_adopted))
+
+
+def world_config(scale: str | None):
+    """The ``WorldConfig`` of a pico scale (None for a Hub family, whose world is the web)."""
+    from apd.family import pico
+
+    if scale is None or scale not in pico.SCALES:
+        return None
+    return pico.configs(scale)[0].world

@@ -24,13 +24,15 @@ PINNED = {
         train="a2247dd340f0",
         fingerprint="43af55a5831052d0",
     ),
-    # the 400-person world with five members and no popularity prior on attribute values
-    # (value_zipf 0): a new world and family, so new corpus and family keys
+    # the 400-person world without a popularity prior on attribute values (value_zipf 0) and the
+    # six members of the dose-response study (the default-200 shapes, so the same family keys for the
+    # same corpus digest): changed on purpose from the five members (7b0202358d68, 1369f3f43c7d,
+    # 97f313885614) when the family grew to span 139x
     "default": dict(
         corpus="493dbdc6a5f4",
-        family_fp32="7b0202358d68",
-        family_bf16="1369f3f43c7d",
-        family_cpu_1_thread="97f313885614",
+        family_fp32="14ad811fb9b4",
+        family_bf16="6acc04bf115c",
+        family_cpu_1_thread="24af11165844",
         collect_config="417a0f5655a2e47e",
         collect="93ca00701d09",
         train="ccced5494bf2",

@@ -54,8 +54,8 @@ from apd.family import pico, pretrain
 # ----------------------------------------------------------------------------- x grids
 
 #: Non-embedding parameter counts of the default pico members (apd.family.pretrain.PicoConfig.default()).
-PICO_NONEMBEDDING = (12_768, 28_368, 100_096, 335_712, 793_344)
-PICO_X = tuple(math.log(n) for n in PICO_NONEMBEDDING)  # 9.4547 .. 13.5839
+PICO_NONEMBEDDING = (12_768, 28_368, 100_096, 335_712, 793_344, 1_779_840)
+PICO_X = tuple(math.log(n) for n in PICO_NONEMBEDDING)  # 9.4547 .. 14.3921
 PYTHIA_X = tuple(curves.PYTHIA_LOG_SIZES)  # 16.7555 .. 22.5864 (70m .. 6.9b)
 GRIDS = {"pico": PICO_X, "pythia": PYTHIA_X}
 

@@ -3,8 +3,8 @@
     built = pico.build("default")          # trains once (cached), then returns in seconds
     fam = built.family()                   # a Family over the trained members
 
-Scales: ``"smoke"`` (seconds; tests and CI), ``"default"`` (the book on a 2-core CPU: 400 people, five
-members spanning 62x), ``"default-200"`` (200 people, six members spanning 139x: the ``default-200``
+Scales: ``"smoke"`` (seconds; tests and CI), ``"default"`` (the book on a 2-core CPU: 400 people, six
+members spanning 139x), ``"default-200"`` (200 people, the same six members: the ``default-200``
 profile) and ``"gpu"`` (seven members spanning 371x and 2.5 times the default's text, for one GPU: the
 ``gpu`` profile). Artifacts live under
 ``apd.base.paths.cache_dir()``, keyed by the configuration that produced them.

@@ -183,21 +183,27 @@ class PicoConfig:
 
     @classmethod
     def default(cls) -> "PicoConfig":
-        """Five members from ~13k to ~0.8M non-embedding parameters (62x, 2.2-3.5x apart): the
-        testbed's closest configuration (``docs/testbed/configurations.csv``).
+        """Six members from ~13k to ~1.8M non-embedding parameters (139x, 2.2-3.5x apart), the shapes
+        of :meth:`default200` (the same budget); the dose-response study's family.
 
         Width grows at every step, one to four layers. Budget: 4 epochs capped at 1.25M tokens (305
         steps of 32 x 128 tokens) per member; peak learning rate 4e-3. Training on the CPU uses one
         thread (:data:`CPU_THREADS`). Why these shapes, this budget and this learning rate, with the
         measurements behind them: ``docs/design-notes.md`` ("The pico family's shapes and budget").
         """
+        return cls.default200()
+
+    @classmethod
+    def five(cls) -> "PicoConfig":
+        """The default's five smallest members (13k to 0.8M, 62x): the family of the exact-truth
+        world's earlier testbed rows."""
         six = cls.default200()
         return six.replace(members=six.members[:5])
 
     @classmethod
     def default200(cls) -> "PicoConfig":
-        """The ``default-200`` scale's six members, ~13k to ~1.8M non-embedding parameters (139x):
-        the default's five and a four-layer width-192 member, with the same budget."""
+        """The six members of the ``default`` and ``default-200`` scales, ~13k to ~1.8M non-embedding
+        parameters (139x): one to four layers, widths 32 to 192."""
         return cls(
             members=(
                 Member(1, 32, 2),  # 12,768

@@ -19,7 +19,7 @@ from typing import Any, Callable
 #: Known values, copied here so that validation needs no torch (their sources import it); tests
 #: compare them with apd.family.registry.SCALES, apd.family.registry.FAMILIES and
 #: apd.evaluation.known_answer.SIZES.
-PICO_SCALES = ("smoke", "default", "gpu", "default-200")
+PICO_SCALES = ("smoke", "default", "gpu", "default-200", "exact-truth")
 FAMILIES = ("pico", "pythia", "opt", "qwen1.5", "qwen")
 KNOWN_ANSWER_SIZES = ("smoke", "default", "full")
 DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d+)?)$")

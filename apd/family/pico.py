@@ -34,6 +34,8 @@ def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
         return corpus_mod.CorpusConfig.gpu(), pretrain.PicoConfig.gpu()
     if scale == "default-200":
         return corpus_mod.CorpusConfig.default200(), pretrain.PicoConfig.default200()
+    if scale == "exact-truth":
+        return corpus_mod.CorpusConfig(), pretrain.PicoConfig.default()
     raise ValueError(f"unknown pico scale {scale!r}; use one of {SCALES}")
 
 

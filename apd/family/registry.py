@@ -16,8 +16,9 @@ import torch
 
 #: The scales of the embedded pico family (:mod:`apd.family.pico`); ALM's runs use the same ones, with
 #: the settings of :func:`apd.family.settings.settings_for`. ``default-200`` is the 200-person world
-#: with six members (13k to 1.8M), reachable as its own profile.
-SCALES = ("smoke", "default", "gpu", "default-200")
+#: with six members (13k to 1.8M); ``exact-truth`` is the default's world with text that states only
+#: the truth (no error processes) and the default's family; each is reachable as its own profile.
+SCALES = ("smoke", "default", "gpu", "default-200", "exact-truth")
 
 
 @dataclass(frozen=True)

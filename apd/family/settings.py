@@ -18,7 +18,7 @@ from apd.family.registry import SCALES, get_family_spec
 
 #: Scales that train ALM', THF and the gates with another scale's settings: only their world and
 #: members are their own.
-SETTINGS_OF = {"default-200": "default"}
+SETTINGS_OF = {"default-200": "default", "exact-truth": "default"}
 
 #: lambda3, the weight of the logit-anchoring loss L3: the paper's values, tuned on FactualityPrompts
 #: validation. pico has none: it is tuned on the world's dev people (:data:`LAMBDA3_GRIDS`).

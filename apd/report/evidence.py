@@ -36,7 +36,7 @@ VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
 
 
 #: profiles that run the embedded pico family (world QA with head/torso/tail buckets)
-PICO_PROFILES = ("smoke", "default", "gpu", "default-200")
+PICO_PROFILES = ("smoke", "default", "gpu", "default-200", "exact-truth")
 
 
 #: profiles that run a real Hub family (the paper's datasets)

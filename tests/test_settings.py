@@ -34,7 +34,8 @@ def test_settings_are_frozen_and_one_object_per_family_and_scale():
 
 def test_a_bad_scale_or_family_is_refused_with_the_fix():
     with pytest.raises(
-        ValueError, match=r"unknown scale 'huge'; use one of \('smoke', 'default', 'gpu', 'default-200', 'exact-truth'\)"
+        ValueError,
+        match=r"unknown scale 'huge'; use one of \('smoke', 'default', 'gpu', 'default-200', 'exact-truth'\)",
     ):
         settings_for("pico", "huge")
     with pytest.raises(ValueError, match="unknown family 'gpt2'"):

@@ -243,7 +243,9 @@ def plot(ax, pts: pd.DataFrame):
         plots.wrap("dose: share of biographies stating an attribute wrongly, e (other processes: their rate)", 60)
     )
     ax.set_ylabel(plots.wrap("CD's KL gain over the expert (nats, dev people)", 32))
-    plots.legend(ax, fontsize=8, loc="upper left")
+    top = max([0.45, *pts["dose"].tolist()]) if len(pts) else 0.45
+    ax.set_xlim(-0.03, top + 0.04)
+    plots.legend(ax, fontsize=9, loc="upper left")
     return ax
 
 

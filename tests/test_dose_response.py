@@ -106,3 +106,15 @@ def test_the_study_script_trains_each_design_with_its_world_and_the_six_members(
     assert len(dr.DOSE_MEMBERS.split(";")) >= 6
     with pytest.raises(SystemExit, match="unknown design"):
         script.main(["--only", "nothing like it", "--table", str(tmp_path / "t.csv")])
+
+
+def test_the_default_world_is_the_design_the_rule_adopts_from_the_committed_table():
+    from apd.family import pico
+    from apd.world.world import BOOK_ERRORS, WorldConfig
+
+    table = dr.read_dose_response(ROOT / "docs" / "testbed" / "dose_response.csv")
+    choice = dr.adopted(dr.designs(dr.points(table)))
+    assert BOOK_ERRORS == (dr.overrides_of(choice) if choice else {})
+    world = pico.configs("default")[0].world
+    assert world == WorldConfig.book() and pico.configs("exact-truth")[0].world == WorldConfig()
+    assert pico.configs("default")[1] == pico.configs("exact-truth")[1]  # one family, two worlds

@@ -29,7 +29,7 @@ def configs(scale: str) -> tuple[corpus_mod.CorpusConfig, pretrain.PicoConfig]:
     if scale == "smoke":
         return corpus_mod.CorpusConfig.smoke(), pretrain.PicoConfig.smoke()
     if scale == "default":
-        return corpus_mod.CorpusConfig(), pretrain.PicoConfig.default()
+        return corpus_mod.CorpusConfig.book(), pretrain.PicoConfig.default()
     if scale == "gpu":
         return corpus_mod.CorpusConfig.gpu(), pretrain.PicoConfig.gpu()
     if scale == "default-200":

@@ -49,6 +49,11 @@ class CorpusConfig:
     wiki_path: str | None = None  # the summaries JSON; None: from the installed package
 
     @classmethod
+    def book(cls, seed: int = 0) -> "CorpusConfig":
+        """The default scale's corpus: the :meth:`WorldConfig.book` world, Wikipedia as in ``CorpusConfig()``."""
+        return cls(world=WorldConfig.book(seed), seed=seed)
+
+    @classmethod
     def default200(cls, seed: int = 0) -> "CorpusConfig":
         """The ``default-200`` scale's corpus: the :meth:`WorldConfig.default200` world, Wikipedia as in the default."""
         return cls(world=WorldConfig.default200(seed), seed=seed)

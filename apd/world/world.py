@@ -164,6 +164,10 @@ _SLOT_ATTRIBUTE = {
     "drink": "drink",
     "hobby": "hobby",
 }
+#: The error processes of the default profile's world (:meth:`WorldConfig.book`): the fields of the
+#: design that the dose-response study's rule adopted (``apd.report.dose_response.adopted`` on
+#: ``docs/testbed/dose_response.csv``; empty while no design passes).
+BOOK_ERRORS: dict[str, float] = {}
 #: Attributes a biography can misstate (``WorldConfig.misstatement_rate``); the country follows the
 #: true city, drinks and hobbies are already distributions.
 MISSTATED = ("birth_city", "birth_year", "occupation", "employer", "university")
@@ -245,6 +249,14 @@ class WorldConfig:
     def has_errors(self) -> bool:
         """Whether the text states anything but the truth (or names people confusably)."""
         return self.misstatement_rate > 0 or self.decoy_rate > 0 or self.confusable_share > 0
+
+    @classmethod
+    def book(cls, seed: int = 0) -> "WorldConfig":
+        """The default profile's world: the 400-person world with the error processes of
+        :data:`BOOK_ERRORS`, the design the dose-response study's rule adopted (``docs/design-notes.md``,
+        "A world whose text is not the truth"); without them it is ``WorldConfig(seed=seed)``, the
+        ``exact-truth`` scale's world."""
+        return cls(seed=seed, **BOOK_ERRORS)
 
     @classmethod
     def default200(cls, seed: int = 0) -> "WorldConfig":

@@ -48,6 +48,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", default=",".join(map(str, DOSE_SEEDS)), help="training seeds, comma-separated")
     ap.add_argument("--table", default=None, help="default: docs/testbed/dose_response.csv")
     ap.add_argument("--list", action="store_true", help="print the designs and exit")
+    ap.add_argument("--all-seeds", action="store_true", help="measure every point, also after the rule has decided")
     args = ap.parse_args(argv)
     if args.list:
         for d in DESIGNS:
@@ -61,18 +62,33 @@ def main(argv=None) -> int:
 
     table = table_path(args.table)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    # in the rule's order, every seed of a design before the next design: the rule's choice is
-    # known as soon as a design passes on all its seeds
-    order = [(d.name, dict(d.world), s) for d in DESIGNS for s in seeds]
-    for design, overrides, seed in order:
-        if args.only and design not in args.only:
+    # In the rule's order, a design's seeds before the next design. Until the rule has chosen, a
+    # design that failed on one seed is decided and its other seeds wait, and the study stops at
+    # the first design that passes on every seed; --all-seeds measures every point (the figure).
+    from apd.report import dose_response as dr
+
+    def verdict(name):
+        summary = dr.designs(dr.points(dr.read_dose_response(table)), seeds)
+        return summary["passes"].get(name) if len(summary) and name in summary.index else None
+
+    for d in DESIGNS:
+        if args.only and d.name not in args.only:
             continue
-        name = point_name(design, seed)
-        if name in done(table):
-            print(f"[dose] {name}: in the table, skipped", flush=True)
-            continue
-        print(f"[dose] {name}", flush=True)
-        testbed_study.main(argv_of(overrides, seed, table, name))
+        for seed in seeds:
+            name = point_name(d.name, seed)
+            if name in done(table):
+                print(f"[dose] {name}: in the table, skipped", flush=True)
+                continue
+            if verdict(d.name) is False and not args.all_seeds:
+                print(f"[dose] {name}: the design failed on another seed, skipped (--all-seeds runs it)", flush=True)
+                continue
+            print(f"[dose] {name}", flush=True)
+            testbed_study.main(argv_of(dict(d.world), seed, table, name))
+        if verdict(d.name) is True and not args.all_seeds:
+            print(
+                f"[dose] the rule's choice: {d.name} (passes on every seed); --all-seeds measures the rest", flush=True
+            )
+            break
     return 0
 
 

@@ -118,3 +118,11 @@ def test_the_default_world_is_the_design_the_rule_adopts_from_the_committed_tabl
     world = pico.configs("default")[0].world
     assert world == WorldConfig.book() and pico.configs("exact-truth")[0].world == WorldConfig()
     assert pico.configs("default")[1] == pico.configs("exact-truth")[1]  # one family, two worlds
+
+
+def test_verdicts_are_plain_booleans_when_every_design_is_decided(table):
+    decided = table[table["configuration"].str.startswith(("exact truth", "misstatements 0.15"))]
+    s = dr.designs(dr.points(decided))
+    assert s["passes"].tolist() == [False, False] and s.loc["exact truth", "passes"] is False
+    passing = dr.designs(dr.points(table[table["configuration"].str.startswith("misstatements 0.3")]))
+    assert passing.loc["misstatements 0.3", "passes"] is True and dr.adopted(passing) == "misstatements 0.3"

@@ -159,7 +159,11 @@ def designs(pts: pd.DataFrame, seeds=DOSE_SEEDS) -> pd.DataFrame:
                 "passes": verdict,
             }
         )
-    return pd.DataFrame(out).set_index("design") if out else pd.DataFrame()
+    if not out:
+        return pd.DataFrame()
+    frame = pd.DataFrame(out).set_index("design")
+    frame["passes"] = pd.Series([r["passes"] for r in out], index=frame.index, dtype=object)  # True/False/None
+    return frame
 
 
 def adopted(summary: pd.DataFrame) -> str | None:

@@ -84,3 +84,45 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[1, 2]"
+
+
+def test_workers_exit_when_their_parent_is_killed(tmp_path):
+    """A build killed outright (SIGKILL, or SIGTERM in a shell that ignores SIGINT) leaves no worker
+    training on: each worker watches its parent and exits when it is gone."""
+    (tmp_path / "napper.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os, time
+            def nap(seconds):
+                open(os.path.join({str(tmp_path)!r}, f"worker-{{os.getpid()}}"), "w").close()
+                time.sleep(seconds)
+            """
+        )
+    )
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "from napper import nap\nfrom apd.base.jobs import run_jobs\nrun_jobs(nap, [120, 120], jobs=2)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    parent = subprocess.Popen([sys.executable, str(script)], env=env, cwd=tmp_path)
+    try:
+        deadline = time.time() + 90
+        while len(list(tmp_path.glob("worker-*"))) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        pids = [int(p.name.split("-")[1]) for p in tmp_path.glob("worker-*")]
+        assert len(pids) == 2, "the workers did not start"
+    finally:
+        parent.kill()
+        parent.wait()
+
+    def alive(pid):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return not open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+
+    deadline = time.time() + 15
+    while any(alive(p) for p in pids) and time.time() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(p) for p in pids), "a worker outlived its killed parent"

@@ -173,8 +173,18 @@ def _interrupted(signum, frame) -> None:
 
 def _start_worker() -> None:
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, _interrupted)
+    parent = os.getppid()
+
+    def watch_parent() -> None:  # a worker whose parent died (killed, not interrupted) exits too
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(70)
+
+    threading.Thread(target=watch_parent, daemon=True, name="apd-parent-watch").start()
 
 
 def _worker(fn: Callable, item, name: str, threads: int | None, env: dict):

@@ -29,6 +29,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "theorem1": (),
     # trains (or loads) the family itself (apd.get_family)
     "family": (),
+    # the family (get_family) for the controls on this build's family
+    "testbed": ("family",),
     # trains every ALM' variant from the family (get_family, apd_model); its regime table reads the
     # family chapter's tables/family_saturation.csv
     "apd": ("family",),
@@ -44,8 +46,6 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "factuality": ("family", "apd", "real"),
     # the family, the release ALM' and its collection (apd_model), the APD chapter's headline (ApdHeadline)
     "ablations": ("family", "apd"),
-    # the family (get_family) for the controls on this build's family
-    "testbed": ("family",),
     # every chapter's results but the tutorial's (paper_vs_book.chapters_read, the claims' evidence,
     # the Theorem 1 and APD headlines, the family's member table)
     "paper_vs_book": (

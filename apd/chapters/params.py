@@ -528,6 +528,7 @@ class TutorialParams:
 CHAPTERS: dict[str, type] = {
     "theorem1": Theorem1Params,
     "family": FamilyParams,
+    "testbed": TestbedParams,
     "apd": ApdParams,
     "known_answer": KnownAnswerParams,
     "curves": CurvesParams,
@@ -535,7 +536,6 @@ CHAPTERS: dict[str, type] = {
     "real": RealParams,
     "factuality": FactualityParams,
     "ablations": AblationsParams,
-    "testbed": TestbedParams,
     "paper_vs_book": PaperVsBookParams,
     "tutorial": TutorialParams,
 }

@@ -211,8 +211,9 @@ def control_tables(cur):
 
 def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> None:
     """Glue the dose-response study (:mod:`apd.report.dose_response`): how many points and designs
-    were measured (``dr_points``, ``dr_designs``), the exact-truth world's KL gains (``dr_exact``),
-    the largest misstatement dose's (``dr_top``, ``dr_top_design``), the rule's choice
+    were measured (``dr_points``, ``dr_designs``), the exact-truth world's KL gains (``dr_exact``,
+    their mean ``dr_mean_exact``), the largest misstatement dose's (``dr_top``, ``dr_top_design``,
+    ``dr_mean_top``), the rule's choice
     (``dr_adopted``, "none" when no design passes on every seed) and whether this build's world
     (``world``: its ``WorldConfig``) is that design (``dr_build_is_adopted``)."""
     from apd.report import dose_response as dr
@@ -224,11 +225,13 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
         return
     if "exact truth" in summary.index:
         run.glue("dr_exact", summary.loc["exact truth", "gains"])
+        run.glue_text("dr_mean_exact", summary.loc["exact truth", "mean_gain"], "{:+.4f}")
     measured = [d.name for d in dr.DESIGNS if d.process == "misstatements" and d.name in summary.index]
     if measured:
         run.glue("dr_top_design", measured[-1])
         run.glue("dr_top", summary.loc[measured[-1], "gains"])
         run.glue("dr_top_passing", summary.loc[measured[-1], "passing"])
+        run.glue_text("dr_mean_top", summary.loc[measured[-1], "mean_gain"], "{:+.4f}")
     choice = dr.adopted(summary)
     run.glue_text("dr_adopted", choice, "{}", missing="none")
     fields = {f: getattr(world, f) for f in type(world).KEY_OMITS_DEFAULT} if world is not None else {}

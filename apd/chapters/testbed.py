@@ -211,7 +211,8 @@ def control_tables(cur):
 
 def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> None:
     """Glue the dose-response study (:mod:`apd.report.dose_response`): how many points and designs
-    were measured (``dr_points``, ``dr_designs``), the exact-truth world's KL gains (``dr_exact``,
+    were measured (``dr_points``, ``dr_designs``), the range of their gains in standard errors
+    (``dr_z_min``, ``dr_z_max``), the exact-truth world's KL gains (``dr_exact``,
     their mean ``dr_mean_exact``), the largest misstatement dose's (``dr_top``, ``dr_top_design``,
     ``dr_mean_top``), the rule's choice
     (``dr_adopted``, "none" when no design passes on every seed) and whether this build's world
@@ -220,6 +221,9 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
 
     run.glue("dr_points", len(pts))
     run.glue("dr_designs", len(summary))
+    if len(pts):
+        run.glue_text("dr_z_min", float(pts["z"].min()), "{:.1f}")
+        run.glue_text("dr_z_max", float(pts["z"].max()), "{:.1f}")
     if not len(summary):
         run.glue_text("dr_adopted", None, "{}", missing="none")
         return

@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pandas as pd
 
+from apd.family import pico
+from apd.report import dose_response as dr
 from apd.report.tables import plus_minus
 
 # the control gains of this build's family: glue key -> format (a gain signed, its se not)
@@ -217,8 +219,6 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
     ``dr_mean_top``), the rule's choice
     (``dr_adopted``, "none" when no design passes on every seed) and whether this build's world
     (``world``: its ``WorldConfig``) is that design (``dr_build_is_adopted``)."""
-    from apd.report import dose_response as dr
-
     run.glue("dr_points", len(pts))
     run.glue("dr_designs", len(summary))
     if len(pts):
@@ -248,8 +248,6 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
 
 def world_config(scale: str | None):
     """The ``WorldConfig`` of a pico scale (None for a Hub family, whose world is the web)."""
-    from apd.family import pico
-
     if scale is None or scale not in pico.SCALES:
         return None
     return pico.configs(scale)[0].world

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from apd.evaluation.controls import CONTROL_THRESHOLDS
-from apd.report import testbed
+from apd.report import plots, testbed
 from apd.report.tables import plus_minus
 
 #: Where the study's rows live, relative to the project root.
@@ -194,8 +194,6 @@ def plot(ax, pts: pd.DataFrame):
     """CD's KL gain over the expert at each point's dev 1/T (nats, +- 1.96 se) against the dose;
     filled markers where the KL control passes (>= 3 se). Misstatements constant over people are a
     line through the exact-truth world at 0; the other processes are single markers at their rate."""
-    from apd.report import plots
-
     markers = {
         "exact truth": "o",
         "misstatements": "o",

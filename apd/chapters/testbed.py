@@ -214,7 +214,8 @@ def control_tables(cur):
 def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> None:
     """Glue the dose-response study (:mod:`apd.report.dose_response`): how many points and designs
     were measured (``dr_points``, ``dr_designs``), the range of their gains in standard errors
-    (``dr_z_min``, ``dr_z_max``), the exact-truth world's KL gains (``dr_exact``,
+    (``dr_z_min``, ``dr_z_max``; the best point ``dr_best_point``; the design whose weaker seed is
+    strongest, ``dr_best_design`` at ``dr_best_design_z``), the exact-truth world's KL gains (``dr_exact``,
     their mean ``dr_mean_exact``), the largest misstatement dose's (``dr_top``, ``dr_top_design``,
     ``dr_mean_top``), the rule's choice
     (``dr_adopted``, "none" when no design passes on every seed) and whether this build's world
@@ -224,6 +225,11 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
     if len(pts):
         run.glue_text("dr_z_min", float(pts["z"].min()), "{:.1f}")
         run.glue_text("dr_z_max", float(pts["z"].max()), "{:.1f}")
+        best = pts.loc[pts["z"].idxmax()]
+        run.glue("dr_best_point", f"{best['design']}, training seed {int(best['seed'])}")
+        low = pts.groupby("design", sort=False)["z"].min()
+        run.glue("dr_best_design", str(low.idxmax()))
+        run.glue_text("dr_best_design_z", float(low.max()), "{:.1f}")
     if not len(summary):
         run.glue_text("dr_adopted", None, "{}", missing="none")
         return

@@ -178,7 +178,7 @@ def test_the_dose_response_glue_names_the_rules_choice_and_whether_this_build_us
     assert run.values["dr_top_design"] == "misstatements 0.3" and run.values["dr_top_passing"] == "1 of 1"
     assert run.values["dr_exact"].startswith("+0.0050 ± 0.0030 (1/T 0.25); ")
     assert run.values["dr_best_point"] == "misstatements 0.3, training seed 0" and run.values["dr_z_max"] == 10.0
-    assert run.values["dr_best_design"] == "misstatements 0.15" and run.values["dr_best_design_z"] == 6.0
+    assert run.values["dr_best_design"] == "misstatements 0.3" and run.values["dr_best_design_z"] == 10.0
     ch.glue_dose_response(run, pts, summary, dataclasses.replace(WorldConfig(), misstatement_rate=0.15))
     assert run.values["dr_build_is_adopted"] is True
     ch.glue_dose_response(run, pts.iloc[:0], dr.designs(pts.iloc[:0]), WorldConfig())

@@ -87,8 +87,11 @@ def test_overrides_of_a_design():
 
 
 def test_plot_marks_passing_points_filled(table):
+    every = pd.concat(
+        [table, pd.DataFrame([_row(d.name, 0, 0.01, 0.005) for d in dr.DESIGNS if d.process != "misstatements"])]
+    )
     fig, ax = figure()
-    dr.plot(ax, dr.points(table))
+    dr.plot(ax, dr.points(every))  # every process in one legend, each drawn its own way
     labels = ax.get_legend().get_texts()
     assert {t.get_text() for t in labels} >= {"misstatements (mean of seeds)", "decoys", "open: fails"}
     faces = [c.get_markerfacecolor() for c in ax.lines if c.get_marker() == "o" and len(c.get_xdata())]

@@ -227,16 +227,18 @@ def plot(ax, pts: pd.DataFrame):
         for _, r in sub.iterrows():
             x = r["dose"] + offset[r["seed"]] + (0.004 if process not in ("exact truth", "misstatements") else 0.0)
             ax.errorbar(
-                x,
-                r["kl_gain"],
-                yerr=1.96 * r["kl_gain_se"],
-                fmt=markers[process],
+                x, r["kl_gain"], yerr=1.96 * r["kl_gain_se"], fmt="none", ecolor=colors[process], capsize=2, zorder=3
+            )
+            ax.plot(
+                [x],
+                [r["kl_gain"]],
+                markers[process],
+                ls="none",
                 color=colors[process],
                 mfc=colors[process] if r["passes"] else "white",
                 ms=6,
-                capsize=2,
-                zorder=3,
-                label=process if first and process != "exact truth" and process != "misstatements" else None,
+                zorder=4,
+                label=process if first and process not in ("exact truth", "misstatements") else None,
             )
             first = False
     ax.plot([], [], "o", color="0.3", mfc="0.3", label="filled: passes (gain >= 3 se)")

@@ -193,7 +193,8 @@ def overrides_of(design: str) -> dict:
 def plot(ax, pts: pd.DataFrame):
     """CD's KL gain over the expert at each point's dev 1/T (nats, +- 1.96 se) against the dose;
     filled markers where the KL control passes (>= 3 se). Misstatements constant over people are a
-    line through the exact-truth world at 0; the other processes are single markers at their rate."""
+    line through the exact-truth world at 0; the other processes are markers a step to the right of
+    their rate; the legend sits below the axes."""
     markers = {
         "exact truth": "o",
         "misstatements": "o",
@@ -209,7 +210,9 @@ def plot(ax, pts: pd.DataFrame):
         "confusable surnames": plots.PALETTE[4],
     }
     seeds = sorted(pts["seed"].unique()) if len(pts) else []
-    offset = {s: (i - (len(seeds) - 1) / 2) * 0.008 for i, s in enumerate(seeds)}
+    offset = {s: (i - (len(seeds) - 1) / 2) * 0.01 for i, s in enumerate(seeds)}
+    # the other processes beside the misstatement line at their rate, each a step to the right
+    shift = {"misstatements falling with exposure": 0.03, "decoys": 0.055, "confusable surnames": 0.08}
     ax.axhline(0, color="0.5", lw=0.8)
     line = pts[pts["process"].isin(["exact truth", "misstatements"])]
     if len(line):
@@ -225,7 +228,7 @@ def plot(ax, pts: pd.DataFrame):
     for process, sub in pts.groupby("process", sort=False):
         first = True
         for _, r in sub.iterrows():
-            x = r["dose"] + offset[r["seed"]] + (0.004 if process not in ("exact truth", "misstatements") else 0.0)
+            x = r["dose"] + offset[r["seed"]] + shift.get(process, 0.0)
             ax.errorbar(
                 x, r["kl_gain"], yerr=1.96 * r["kl_gain_se"], fmt="none", ecolor=colors[process], capsize=2, zorder=3
             )
@@ -249,7 +252,7 @@ def plot(ax, pts: pd.DataFrame):
     ax.set_ylabel(plots.wrap("CD's KL gain over the expert (nats, dev people)", 32))
     top = max([0.45, *pts["dose"].tolist()]) if len(pts) else 0.45
     ax.set_xlim(-0.03, top + 0.04)
-    plots.legend(ax, fontsize=9, loc="upper left")
+    plots.legend(ax, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     return ax
 
 

@@ -15,7 +15,6 @@ first point was measured.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from pathlib import Path
 
@@ -27,10 +26,10 @@ from apd.report.dose_response import DESIGNS, DOSE_MEMBERS, DOSE_SEEDS, point_na
 
 
 def done(table: Path) -> set[str]:
-    if not table.exists():
-        return set()
-    with table.open() as f:
-        return {row["configuration"] for row in csv.DictReader(f)}
+    """The configurations already in the table."""
+    from apd.report.dose_response import read_dose_response
+
+    return set(read_dose_response(table)["configuration"].astype(str))
 
 
 def argv_of(overrides: dict, seed: int, table: Path, name: str) -> list[str]:

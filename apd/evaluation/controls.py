@@ -99,10 +99,7 @@ class Controls:
         ``head_flattens``: head curves flatten at least as often as tail curves.
         """
         g = self.gain_at(self.dev_inv_T)
-        out = {
-            "cd_kl": _finite(g["kl_gain_se"])
-            and bool(g["kl_gain"] >= CONTROL_THRESHOLDS["kl_gain_se"] * g["kl_gain_se"] > 0)
-        }
+        out = {"cd_kl": kl_control_passes(g["kl_gain"], g["kl_gain_se"])}
         if self.ne_er is None:
             out["cd_ne_er"] = None
         else:
@@ -157,6 +154,17 @@ class Controls:
             r[f"flat_{b}"] = self.flattening.get(b, np.nan)
         r.update({f"pass_{k}": v for k, v in self.passes().items()})
         return {k: (None if isinstance(v, float) and math.isnan(v) else _plain(v)) for k, v in r.items()}
+
+
+def kl_control_passes(gain: float, se: float) -> bool:
+    """CD's KL control: the gain over the expert (nats) is at least ``CONTROL_THRESHOLDS["kl_gain_se"]``
+    standard errors, with a finite, positive standard error.
+
+    Example:
+        >>> kl_control_passes(0.03, 0.01), kl_control_passes(0.02, 0.01), kl_control_passes(0.03, float("nan"))
+        (True, False, False)
+    """
+    return _finite(se) and bool(gain >= CONTROL_THRESHOLDS["kl_gain_se"] * se > 0)
 
 
 def _finite(x) -> bool:

@@ -10,14 +10,13 @@ gain against the dose. Gains are the expert's KL to the world's truth minus CD's
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from apd.evaluation.controls import CONTROL_THRESHOLDS
+from apd.evaluation.controls import kl_control_passes
 from apd.report import plots, testbed
 from apd.report.tables import plus_minus
 
@@ -112,7 +111,7 @@ def points(table: pd.DataFrame) -> pd.DataFrame:
                 "kl_gain": gain,
                 "kl_gain_se": se,
                 "z": gain / se if se > 0 else np.nan,
-                "passes": bool(se > 0 and gain >= CONTROL_THRESHOLDS["kl_gain_se"] * se),
+                "passes": kl_control_passes(gain, se),
                 "nll_gain": float(r["nll_gain_dev_T"]),
                 "nll_gain_se": float(r["nll_gain_dev_T_se"]),
                 "head_ratio": float(r.get("fit_ratio_head", np.nan)),
@@ -254,8 +253,3 @@ def plot(ax, pts: pd.DataFrame):
     ax.set_xlim(-0.03, top + 0.04)
     plots.legend(ax, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     return ax
-
-
-def rule_json(summary: pd.DataFrame) -> str:
-    """The designs' verdicts as JSON, for the results file."""
-    return json.dumps({k: v for k, v in summary["passes"].items()} if len(summary) else {})

@@ -3,6 +3,8 @@ of this build's family (``notebooks/testbed.ipynb``). Gains are in nats (the exp
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 import numpy as np
@@ -244,10 +246,11 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
         run.glue_text("dr_mean_top", summary.loc[measured[-1], "mean_gain"], "{:+.4f}")
     choice = dr.adopted(summary)
     run.glue_text("dr_adopted", choice, "{}", missing="none")
-    fields = {f: getattr(world, f) for f in type(world).KEY_OMITS_DEFAULT} if world is not None else {}
-    defaults = {f: type(world).__dataclass_fields__[f].default for f in fields}
-    is_adopted = choice is not None and {k: v for k, v in fields.items() if v != defaults[k]} == dr.overrides_of(
-        choice
+    # every design is the 400-person world (WorldConfig()) with its error processes
+    is_adopted = (
+        choice is not None
+        and world is not None
+        and world == dataclasses.replace(type(world)(), **dr.overrides_of(choice))
     )
     run.glue("dr_build_is_adopted", bool(is_adopted))
 

@@ -49,12 +49,35 @@ def min_detectable_effect(se: float, z: float = Z_TEST, power_z: float = Z_POWER
     return (z + power_z) * float(se)
 
 
+def critical(n_groups: int | None = None, level: float = 0.95) -> float:
+    """The two-sided critical value of a ``level`` interval: Student's t with ``n_groups - 1``
+    degrees of freedom when the standard error was taken over ``n_groups`` clusters (people), the
+    normal's :data:`Z_TEST` when ``n_groups`` is None. Few clusters widen the interval.
+
+    Example:
+        >>> round(critical(10), 3), round(critical(100), 3), critical()
+        (2.262, 1.984, 1.96)
+    """
+    if n_groups is None:
+        if level != 0.95:
+            raise ValueError("critical() without n_groups gives Z_TEST, the 95% normal value; pass n_groups.")
+        return Z_TEST
+    if int(n_groups) < 2:
+        raise ValueError(f"a t interval needs at least 2 clusters, got {n_groups}; measure more people.")
+    from scipy.stats import t
+
+    return float(t.ppf(0.5 + level / 2.0, int(n_groups) - 1))
+
+
 def interval(d: float, se: float, z: float = Z_TEST) -> tuple[float, float]:
-    """The two-sided confidence interval ``(d - z se, d + z se)`` (95% at the default ``z``).
+    """The two-sided confidence interval ``(d - z se, d + z se)`` (95% at the default ``z``; pass
+    ``z=critical(n_groups)`` for a t interval over clusters).
 
     Example:
         >>> tuple(round(v, 3) for v in interval(0.011, 0.006))
         (-0.001, 0.023)
+        >>> tuple(round(v, 3) for v in interval(0.011, 0.006, critical(10)))
+        (-0.003, 0.025)
     """
     return float(d - z * se), float(d + z * se)
 

@@ -243,10 +243,11 @@ def test_cells_read_one_row_or_an_aggregate(results):
 # the paper's claims, wired
 
 
-def test_paper_claims_cover_the_papers_eight_and_every_profile_has_tests():
+def test_paper_claims_cover_the_papers_eight_c1_split_in_two_and_every_profile_has_tests():
     claims = claims_mod.paper_claims()
     assert [c.id for c in claims] == [c["id"] for c in paper.claim_texts()]
-    assert len(claims) == 8 and claims[-1].id == "C8_real_apd_complementary"
+    assert len(claims) == 9 and claims[-1].id == "C8_real_apd_complementary"
+    assert [c.id for c in claims[:2]] == ["C1a_cd_identity", "C1b_cd_hlm_closer"]
     for profile in ("smoke", "default", "pythia"):
         for c in claims:
             tests = [s for s in c.evidence if s.kind == "test" and s.applies_to(profile)]
@@ -257,12 +258,15 @@ def _smoke_like(
     results,
     *,
     r2=0.80,
+    premise=0,
     kl_cd=(0.58, 0.47),
     kl_elm=(0.29, 0.24),
+    hlm_gain=(-0.265, 0.02),
     both_right=0,
     blind=0,
     apd_rate="undefined (no such contexts)",
     cd_rate="undefined (no such contexts)",
+    blind_gain=(None, None),
     engaged=1,
 ):
     results("theorem1", {"max_abs_error": 1.42e-14})
@@ -271,6 +275,11 @@ def _smoke_like(
         "curves",
         {
             "r2_median": r2,
+            "premise_holds": premise,
+            "hlm_gain": hlm_gain[0],
+            "hlm_gain_se": hlm_gain[1],
+            "all_blind_cd_minus_apd": blind_gain[0],
+            "all_blind_cd_minus_apd_se": blind_gain[1],
             "hlm_n_T": len(kl_cd),
             "blind_both_right": 0,
             "all_blind_both_right": both_right,
@@ -293,24 +302,23 @@ def _smoke_like(
 
 
 def test_claims_1_and_2_on_results_like_the_smoke_build(results):
-    """The numbers of a smoke build: the members' curves are far from linear (R^2 0.80), so C1's
-    premise fails and C1 is not testable, whatever its consequence reads; no question is answered
+    """The numbers of a smoke build: the identity holds to round-off (C1a reproduced); the curvature
+    premise fails, so C1b is not testable, whatever its consequence reads; no question is answered
     right by both expert and amateur."""
     _smoke_like(results)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
-    assert out.loc["C1_cd_extrapolates", "verdict"] == "not testable here"
-    assert out.loc["C1_cd_extrapolates", "reason"].startswith(
-        "precondition not met: curves.r2_median = 0.8 >= 0.9: does not hold"
+    assert out.loc["C1a_cd_identity", "verdict"] == "reproduced"
+    assert out.loc["C1b_cd_hlm_closer", "verdict"] == "not testable here"
+    assert out.loc["C1b_cd_hlm_closer", "reason"].startswith(
+        "precondition not met: curves.premise_holds = 0 >= 1: does not hold"
     )
-    assert (
-        "theorem's premise: does not hold [curves.r2_median = 0.8]" in out.loc["C1_cd_extrapolates", "preconditions"]
-    )
-    # with the premise met, the consequence decides: CD's HLM farther from the real member than the expert
-    _smoke_like(results, r2=0.95)
+    # with the premise met, the paired consequence decides: CD's HLM farther from the real member
+    _smoke_like(results, premise=1)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
-    assert out.loc["C1_cd_extrapolates", "verdict"] == "not reproduced"
-    assert "= 0.525 < " in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.58, 0.47)
-    assert "= 0.265: does not hold" in out.loc["C1_cd_extrapolates", "reason"]  # mean(0.29, 0.24)
+    assert out.loc["C1b_cd_hlm_closer", "verdict"] == "not reproduced"
+    assert "curves.hlm_gain = -0.265" in out.loc["C1b_cd_hlm_closer", "reason"]
+    # R^2 is context now: a low R^2 no longer vetoes C1b
+    assert "r2_median" not in out.loc["C1b_cd_hlm_closer", "preconditions"]
     assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
     assert out.loc["C2_obvious_blindness", "reason"].startswith(
         "precondition not met: curves.all_blind_both_right = 0"
@@ -322,7 +330,7 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     for cid in ("C3_apd_more_factual", "C4_apd_better_qa_easy", "C5_on_the_fly_worse", "C8_real_apd_complementary"):
         assert out.loc[cid, "reason"] == "no test is defined for profile p"
     assert evidence_mod.verdict_counts(out) == {
-        "reproduced": 0,
+        "reproduced": 1,
         "not reproduced": 1,
         "not testable here": 7,
         "inconclusive": 0,
@@ -331,19 +339,30 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
 
 def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
     _smoke_like(
-        results, r2=0.95, kl_cd=(0.1, 0.2), kl_elm=(0.3, 0.4), both_right=12, blind=2, apd_rate=0.05, cd_rate=1 / 6
+        results,
+        premise=1,
+        hlm_gain=(0.2, 0.05),
+        both_right=12,
+        blind=2,
+        apd_rate=0.05,
+        cd_rate=1 / 6,
+        blind_gain=(0.117, 0.03),
     )
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
-    assert out.loc["C1_cd_extrapolates", "verdict"] == "reproduced"
+    assert out.loc["C1b_cd_hlm_closer", "verdict"] == "reproduced"
     assert out.loc["C2_obvious_blindness", "verdict"] == "reproduced"
     assert "curves.all_blind_count = 2 >= 1: holds" in out.loc["C2_obvious_blindness", "evidence"]
 
 
 def test_claim_2_not_reproduced_when_apd_is_as_blind_as_cd(results):
-    _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6)
+    _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6, blind_gain=(-0.083, 0.02))
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C2_obvious_blindness", "verdict"] == "not reproduced"
-    assert "curves.all_blind_apd_rate = 0.25 < curves.all_blind_cd1_rate" in out.loc["C2_obvious_blindness", "reason"]
+    assert "curves.all_blind_cd_minus_apd = -0.083" in out.loc["C2_obvious_blindness", "reason"]
+    # the point rates are context now, not the test
+    _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6, blind_gain=(0.01, 0.02))
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert out.loc["C2_obvious_blindness", "verdict"] == "inconclusive"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -447,7 +466,11 @@ def _controls(results, profile="smoke", *, kl=(0.05, 0.01), ne_er=(0.05, 0.01), 
         },
         profile=profile,
     )
-    results("known_answer", {"ka_n_beating_family": ka}, profile=profile)
+    results(
+        "known_answer",
+        {"ka_condition_passes": ka, "ka_condition_reason": "the fitter is farther from the truth"},
+        profile=profile,
+    )
 
 
 def _world_qa(results, gains, gain_se, apd=1.80, cd=1.85, engaged=1, overall=None, cd_gain=(0.3, 0.02), ka=1):
@@ -485,7 +508,8 @@ def test_qa_claim_on_pico_profiles(results):
     assert row.verdict == "reproduced", row.reason  # 0.05 with 95% CI [0.0402, 0.0598]
     assert row.ci_low == pytest.approx(0.05 - 1.96 * 0.005) and row.ci_high == pytest.approx(0.05 + 1.96 * 0.005)
     # the paper's effect on this scale: a third of this build's CD-over-expert gain (0.3 nats)
-    assert row.effect == pytest.approx(claims_mod.paper_qa_share() * 0.3)
+    # ... times the lower 95% bound of the base, 0.3 - 1.96 x 0.02
+    assert row.effect == pytest.approx(claims_mod.paper_qa_share() * (0.3 - 1.96 * 0.02))
     assert claims_mod.paper_qa_share() == pytest.approx(1 / 3, abs=0.02)  # the paper's: about a third
     # which bucket gains most is an exploratory context row: it never decides
     _world_qa(results, gains=(0.01, 0.04, 0.09), gain_se=0.005)
@@ -495,11 +519,14 @@ def test_qa_claim_on_pico_profiles(results):
         "context, does not hold: qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01"
         in row.evidence
     )
-    # APD = CD, the interval [-0.00196, 0.00196] excludes the scaled effect 0.097: not reproduced
+    # APD = CD, the interval [-0.00196, 0.00196] excludes the scaled effect 0.084: not reproduced
     _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.001, apd=1.85)
     row = one(c4, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
-    assert "the paper's effect on this scale 0.3228 x qa.world_ho_ppl_cd_gain = 0.09685" in row.reason
+    assert (
+        "the paper's effect on this scale 0.3228 x the lower 95% bound of qa.world_ho_ppl_cd_gain = 0.3 - 1.96 x 0.02"
+        " = 0.2608 = 0.08419" in row.reason
+    )
 
 
 def test_an_interval_holding_both_zero_and_the_scaled_effect_is_inconclusive(results):
@@ -510,8 +537,8 @@ def test_an_interval_holding_both_zero_and_the_scaled_effect_is_inconclusive(res
     assert "too little data to tell" in row.reason and row.n_undecided == 1
     # the referee's case: small se (smallest detectable 0.0168 < the effect 0.017), not significant, but the
     # interval [-0.001, 0.023] holds the effect: inconclusive, where post-hoc power used to say "not reproduced"
-    base = 0.017 / claims_mod.paper_qa_share()
-    _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.006, overall=0.011, cd_gain=(base, base / 10))
+    low = 0.017 / claims_mod.paper_qa_share()  # the base's lower 95% bound that scales to 0.017
+    _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.006, overall=0.011, cd_gain=(low * 1.196, low / 10))
     row = one(c4, "smoke")
     assert row.verdict == "inconclusive", row.reason
     assert row.effect == pytest.approx(0.017) and row.ci_high > 0.017 > 0 > row.ci_low
@@ -546,7 +573,7 @@ def test_claim_3_on_pico_is_decided_by_the_paired_comparison_not_the_sweeps_poin
     row = one(c3, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
     assert row.reason.startswith("factuality.ne_er_diff_verdict = -0.0045") and "0.005888]" in row.reason
-    assert row.effect == pytest.approx(claims_mod.paper_ne_er_share() * 0.01)
+    assert row.effect == pytest.approx(claims_mod.paper_ne_er_share() * (0.01 - 1.96 * 0.002))
     assert "context, does not hold: factuality.ne_er_apd = 0.5508 < factuality.ne_er_cd" in row.evidence
     _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053, cd_gain=(0.003, 0.001))
     assert one(c3, "smoke").verdict == "inconclusive"
@@ -568,7 +595,7 @@ def test_each_failed_precondition_makes_an_apd_claim_not_testable_and_says_which
     # the known-answer condition: no estimator beats p_ELM
     _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, ka=0)
     row = one(c3, "smoke")
-    assert row.verdict == "not testable here" and "known_answer.ka_n_beating_family = 0 >= 1" in row.reason
+    assert row.verdict == "not testable here" and "known_answer.ka_condition_passes = 0 >= 1" in row.reason
     # C5 (KL): its positive control is the APD chapter's expert-minus-CD KL, here the default build's numbers
     c5 = [c for c in claims_mod.paper_claims() if c.id == "C5_on_the_fly_worse"]
     _controls(results, kl=(0.009, 0.014), extra_apd={"kl_fly_gain": -0.5, "kl_fly_gain_se": 0.01})
@@ -883,12 +910,14 @@ def test_complementarity_reproduced_when_both_differences_are_significant(result
 
 def test_complementarity_paired_tests_read_the_papers_effect(results):
     assert claims_mod.paper_real_gain() == pytest.approx(0.017)  # Table 6: 39.2 - 37.5 points
-    assert claims_mod.paper_real_share() == pytest.approx(1.7 / 7.6)  # ... of 47.9 - 40.3
-    # APD + REAL barely better than APD, se 0.01: CI [-0.0146, 0.0246] holds 0 and 0.2237 x 0.05 = 0.0112
-    row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.005, apd_se=0.01)
+    # ... of the CD-over-expert gain at the same truncation, Table 1's 43.28 - 42.21 at top-p k20, p = 0.8
+    assert claims_mod.paper_real_share() == pytest.approx(1.7 / 1.07)
+    # CI [-0.0092, 0.0692] holds 0 and 1.589 x (0.05 - 1.96 x 0.01) = 0.0483
+    row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.03, apd_se=0.02)
     assert row.verdict == "inconclusive", row.reason
-    assert "the paper's effect on this scale 0.2237 x factuality.ne_er_cd_gain = 0.01118" in row.reason
-    # a smaller difference with se 0.003: upper bound 0.0069 < 0.0112, the scaled effect is excluded
+    assert "the paper's effect on this scale 1.589 x the lower 95% bound of factuality.ne_er_cd_gain" in row.reason
+    assert row.effect == pytest.approx(1.7 / 1.07 * (0.05 - 1.96 * 0.01))
+    # a smaller difference with se 0.003: upper bound 0.0069 < 0.0483, the scaled effect is excluded
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.001, apd_se=0.003)
     assert row.verdict == "not reproduced" and row.reason.startswith("factuality.real_matched_gap_world = 0.001,")
     # the trade-off decides, not the single setting: REAL better at matched diversity, though not at T_r = 4
@@ -1029,8 +1058,9 @@ def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
         return one(c4, "pythia")
 
     assert hub(0.15, 0.03, (0.47, 0.05)).verdict == "reproduced"
-    row = hub(0.0, 0.02, (0.47, 0.05))  # CI [-0.039, 0.039] below 0.32 x 0.47 = 0.152
-    assert row.verdict == "not reproduced" and row.effect == pytest.approx(claims_mod.paper_qa_share() * 0.47)
+    row = hub(0.0, 0.02, (0.47, 0.05))  # CI [-0.039, 0.039] below 0.32 x (0.47 - 1.96 x 0.05) = 0.120
+    assert row.verdict == "not reproduced"
+    assert row.effect == pytest.approx(claims_mod.paper_qa_share() * (0.47 - 1.96 * 0.05))
     assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"  # CI [-0.068, 0.168] holds 0 and 0.152
     row = hub(0.15, 0.03, (0.02, 0.05))  # CD no better than the expert: not testable
     assert row.verdict == "not testable here" and "qa.datasets_ppl_cd_gain = 0.02" in row.reason
@@ -1054,3 +1084,29 @@ def test_rows_without_a_value_are_not_promised(results):
     b = beside.paper_beside_ours(4, "p", family="Pythia")
     assert not b.has_ours and "ours" not in set(b.frame.columns.get_level_values(2))
     assert "scored nothing for Table 4" in b.note and "SQuAD (Q+P): no question qualified" in b.note
+
+
+def test_each_scaled_effect_is_a_share_in_its_own_measure_and_contrast():
+    """The shares against the paper's printed values (Table 1: LLM 43.28, CD 42.21, APD 41.13 NE_ER at
+    top-p k20, p = 0.8; Table 6: APD + top-p k20 39.2, APD + REAL 37.5), and every claim says what
+    its scaled effect is made of; a claim whose test carries a share names one, the others say why not."""
+    assert claims_mod.paper_ne_er_share() == pytest.approx((42.21 - 41.13) / (43.28 - 42.21))
+    assert claims_mod.paper_real_share() == pytest.approx((39.2 - 37.5) / (43.28 - 42.21))
+    # QA: means over Tables 2-5's Pythia datasets of CD - APD and of ELM - CD, computed row by row here
+    rows = pd.concat([paper.table(t) for t in (2, 3, 4, 5)])
+    rows = rows[(rows["family"] == "Pythia") & (rows["metric"] == "ppl")]
+    per = {d: dict(zip(g["role"], g["value"])) for d, g in rows.groupby("dataset")}
+    num = sum(v["cd"] - v["apd"] for v in per.values()) / len(per)
+    den = sum(v["elm"] - v["cd"] for v in per.values()) / len(per)
+    assert claims_mod.paper_qa_share() == pytest.approx(num / den)
+    assert 0.2 < claims_mod.paper_qa_share() < 0.5  # "about a third" for Pythia
+    claims = claims_mod.paper_claims()
+    assert set(claims_mod.SCALED_EFFECTS) == {c.id for c in claims}
+    for c in claims:
+        shares = [s for s in c.evidence if s.kind == "test" and s.comparison.name.startswith("detects(share")]
+        basis = claims_mod.SCALED_EFFECTS[c.id]
+        if shares:
+            assert basis and not basis.startswith("none") and "lower 95% bound" in basis, c.id
+            assert all(s.comparison.arity == 4 for s in shares), c.id  # the base's se is read
+        else:
+            assert basis is None or basis.startswith("none:"), c.id

@@ -24,8 +24,13 @@ from apd.report.tables import plus_minus
 from apd.world.truth import dev_test_split, sample_per_bucket
 
 #: A median R^2 of a line through the members' log-probabilities at least this reads as "close to
-#: linear", Theorem 1's premise (the threshold of claim C1's precondition in apd.report.claims).
+#: linear" (context: a flat curve is linear with R^2 near 0, so R^2 is not the premise's test).
 R2_LINEAR = 0.9
+#: Theorem 1's premise, as a curvature test: at every T whose HLM lies inside the family, the error
+#: the median curvature puts into CD's HLM (:func:`apd.evaluation.linearity.curvature_bias`) is
+#: smaller than this share of the distance from the expert to the real member of the HLM's size
+#: (the distance CD's extrapolation is meant to cross). The premise of claim C1b.
+PREMISE_SHARE = 1.0
 #: The Hub family's example prompt (pico families use a biography of a torso person of the world).
 HUB_PROMPT = "President of the United States Joe Biden"
 
@@ -234,6 +239,9 @@ def blindness_summary(blind: pd.DataFrame, p: Pool, source: str, T_grid, top_k: 
     d = apd_minus_cd(p, top_k)
     known = d.n > 1 and np.isfinite([d.mean, d.se]).all()
     out["all_blind_apd_minus_cd"] = (plus_minus(d.mean, d.se) if known else None, "{}")
+    out["all_blind_cd_minus_apd"] = -float(d.mean) if known else None  # claim C2's paired estimate
+    out["all_blind_cd_minus_apd_se"] = float(d.se) if known else None
+    out["all_blind_n_groups"] = int(d.n_groups) if known else None
     out["blind_apd_fewer"] = bool(known and d.mean < -Z_TEST * d.se)
     out["blind_apd_more"] = bool(known and d.mean > Z_TEST * d.se)
     out["blind_apd_tie"] = bool(known and abs(d.mean) <= Z_TEST * d.se)
@@ -356,6 +364,54 @@ def hlm_summary(hlm: pd.DataFrame, top_k: int) -> dict[str, Any]:
         "hlm_n_better": (len(better), "{:d}"),
         "hlm_T_better": (", ".join(f"{t:g}" for t in better) or None, "{}"),
         "hlm_T_worse": (", ".join(f"{t:g}" for t in hlm["T"] if t not in better) or None, "{}"),
+    }
+
+
+def hlm_gain_summary(d) -> dict[str, Any]:
+    """Claim C1b's paired estimate (:func:`apd.evaluation.linearity.hlm_gain`, None when no HLM
+    falls inside the family): KL(real || ELM) minus KL(real || CD's HLM), nats, positive when CD's
+    HLM is the closer, with its se over text windows and the number of windows.
+
+    Example:
+        >>> from apd.core.stats import PairedDifference
+        >>> hlm_gain_summary(PairedDifference(-0.2, 0.01, 600, 300))["hlm_gain_pm"]
+        ('-0.200 ± 0.010', '{}')
+    """
+    if d is None:
+        return {k: None for k in ("hlm_gain", "hlm_gain_se", "hlm_gain_n_groups")} | {"hlm_gain_pm": (None, "{}")}
+    return {
+        "hlm_gain": float(d.mean),
+        "hlm_gain_se": float(d.se),
+        "hlm_gain_n_groups": int(d.n_groups),
+        "hlm_gain_pm": (plus_minus(d.mean, d.se), "{}"),
+    }
+
+
+def premise_summary(hlm: pd.DataFrame, lin: pd.DataFrame, x, alm: int, elm: int, top_k: int) -> dict[str, Any]:
+    """Theorem 1's premise as a curvature test (:data:`PREMISE_SHARE`): per T of ``hlm`` (the rows of
+    :func:`apd.evaluation.linearity.hlm_vs_real_table`), the bias the median |curvature| of ``lin``
+    puts into CD's HLM over the expert's centred log-prob distance to the real member; the largest
+    ratio, its T, and whether the premise holds (1) at every T (0 otherwise; None without a T).
+
+    Example:
+        >>> hlm = pd.DataFrame({"T": [2.0], "mean |log-prob gap|, ELM, top-5": [2.0]})
+        >>> lin = pd.DataFrame({"curvature": [0.1, -0.1]})
+        >>> premise_summary(hlm, lin, np.log([1e4, 1e5, 1e6]), 0, 1, 5)["premise_holds"]
+        1
+    """
+    from apd.evaluation.linearity import curvature_bias
+
+    if not len(hlm):
+        return {"premise_ratio_max": None, "premise_T_worst": None, "premise_holds": None}
+    kappa = float(np.median(np.abs(lin["curvature"].to_numpy())))
+    gap = hlm[f"mean |log-prob gap|, ELM, top-{top_k}"].to_numpy()
+    ratios = np.array([curvature_bias(kappa, x[elm], x[alm], T) for T in hlm["T"]]) / gap
+    worst = int(np.argmax(ratios))
+    return {
+        "premise_ratio_max": (float(ratios[worst]), "{:.2f}"),
+        "premise_T_worst": (float(hlm["T"].iloc[worst]), "{:g}"),
+        "premise_share": PREMISE_SHARE,
+        "premise_holds": int(bool((ratios < PREMISE_SHARE).all())),
     }
 
 

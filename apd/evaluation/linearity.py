@@ -124,6 +124,32 @@ def _topk_renorm(logp: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return softmax(z, axis=-1)
 
 
+def _hlm_position_kls(x, lp, alm: int, elm: int, T: float, keep) -> dict:
+    """Per position ``(P,)``: KL(real || CD's HLM) and KL(real || ELM), full vocabulary and over the
+    ELM's top tokens ``keep`` ``(P, V)`` (renormalised), with the predicted, real and ELM
+    probabilities and the centred logits (see :func:`hlm_vs_real_table`)."""
+    out = hlm_prediction_check(x, lp, alm, elm, T)
+    real_p, pred_p, elm_p = out["real_probs"], out["pred_probs"], softmax(lp[elm], axis=-1)
+    real_k = _topk_renorm(out["real_logits"], keep)
+    return out | {
+        "elm_probs": elm_p,
+        "kl_hlm": _kl(real_p, pred_p),
+        "kl_elm": _kl(real_p, elm_p),
+        "kl_hlm_k": _kl(real_k, _topk_renorm(out["pred_logits"], keep)),
+        "kl_elm_k": _kl(real_k, _topk_renorm(lp[elm], keep)),
+    }
+
+
+def _in_family(x, alm: int, elm: int, T_grid) -> list[tuple[float, float]]:
+    """``(T, ln s_HLM)`` for the T of ``T_grid`` whose HLM lies at or below the largest member."""
+    pts = [(float(T), float(theory.hlm_log_size(x[elm], x[alm], T))) for T in T_grid]
+    return [(T, x_h) for T, x_h in pts if x_h <= x[-1] + 1e-9]
+
+
+def _topk_mask(lp_elm: np.ndarray, k: int) -> np.ndarray:
+    return lp_elm >= np.sort(lp_elm, axis=-1)[..., -k][..., None]
+
+
 def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 20) -> pd.DataFrame:
     """Compare CD's hypothetical LM with the family's real members at ln s_HLM.
 
@@ -138,17 +164,11 @@ def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 
     """
     x = np.asarray(log_sizes, dtype=np.float64)
     lp = np.asarray(logprobs, dtype=np.float64)
-    keep = lp[elm] >= np.sort(lp[elm], axis=-1)[..., -k][..., None]
+    keep = _topk_mask(lp[elm], k)
     rows = []
-    for T in T_grid:
-        x_h = float(theory.hlm_log_size(x[elm], x[alm], T))
-        if x_h > x[-1] + 1e-9:
-            continue
-        out = hlm_prediction_check(x, lp, alm, elm, T)
-        real_p, pred_p, elm_p = out["real_probs"], out["pred_probs"], softmax(lp[elm], axis=-1)
-        real_k = _topk_renorm(out["real_logits"], keep)
-        pred_k = _topk_renorm(out["pred_logits"], keep)
-        elm_k = _topk_renorm(lp[elm], keep)
+    for T, x_h in _in_family(x, alm, elm, T_grid):
+        out = _hlm_position_kls(x, lp, alm, elm, T, keep)
+        real_p, pred_p, elm_p = out["real_probs"], out["pred_probs"], out["elm_probs"]
 
         def centred_gap(a, out=out):
             a = np.where(keep, a, np.nan)
@@ -161,10 +181,10 @@ def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 
             {
                 "T": T,
                 "ln s_HLM": x_h,
-                "KL(real || CD-HLM), full vocab": float(_kl(real_p, pred_p).mean()),
-                "KL(real || ELM), full vocab": float(_kl(real_p, elm_p).mean()),
-                f"KL(real || CD-HLM), ELM top-{k}": float(_kl(real_k, pred_k).mean()),
-                f"KL(real || ELM), ELM top-{k}": float(_kl(real_k, elm_k).mean()),
+                "KL(real || CD-HLM), full vocab": float(out["kl_hlm"].mean()),
+                "KL(real || ELM), full vocab": float(out["kl_elm"].mean()),
+                f"KL(real || CD-HLM), ELM top-{k}": float(out["kl_hlm_k"].mean()),
+                f"KL(real || ELM), ELM top-{k}": float(out["kl_elm_k"].mean()),
                 "top-1 agrees, CD-HLM": float((pred_p.argmax(-1) == real_p.argmax(-1)).mean()),
                 "top-1 agrees, ELM": float((elm_p.argmax(-1) == real_p.argmax(-1)).mean()),
                 f"mean |log-prob gap|, CD-HLM, top-{k}": centred_gap(out["pred_logits"]),
@@ -172,3 +192,46 @@ def hlm_vs_real_table(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 
             }
         )
     return pd.DataFrame(rows)
+
+
+def hlm_gain(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 20, groups=None):
+    """Is CD's hypothetical LM closer to the real member of its size than the expert? Per position,
+    KL(real || ELM) minus KL(real || CD's HLM) over the ELM's top ``k`` (nats; positive: CD's HLM is
+    closer), averaged over the T of ``T_grid`` whose HLM lies inside the family; returns
+    :func:`apd.core.stats.paired_difference` over positions, clustered by ``groups`` ``(P,)`` (e.g.
+    the text window of each position), or None when no T falls inside the family.
+
+    Example (a family exactly linear in log size: CD's HLM is the real member, the expert is not):
+        >>> x = np.log([1e4, 1e5, 1e6, 1e7])
+        >>> a, b = np.random.default_rng(0).normal(size=(2, 8, 6))
+        >>> lp = np.stack([a + b * xi for xi in x]); lp = lp - np.log(np.exp(lp).sum(-1, keepdims=True))
+        >>> d = hlm_gain(x, lp, alm=0, elm=1, T_grid=[2.0], k=6)
+        >>> d.mean > 0, d.n
+        (True, 8)
+    """
+    from apd.core.stats import paired_difference
+
+    x = np.asarray(log_sizes, dtype=np.float64)
+    lp = np.asarray(logprobs, dtype=np.float64)
+    keep = _topk_mask(lp[elm], k)
+    pts = _in_family(x, alm, elm, T_grid)
+    if not pts:
+        return None
+    kls = [_hlm_position_kls(x, lp, alm, elm, T, keep) for T, _ in pts]
+    elm_kl = np.mean([o["kl_elm_k"] for o in kls], axis=0)
+    hlm_kl = np.mean([o["kl_hlm_k"] for o in kls], axis=0)
+    return paired_difference(elm_kl, hlm_kl, groups=groups)
+
+
+def curvature_bias(curvature, log_s_elm: float, log_s_alm: float, T: float) -> float:
+    """The size of the error a curvature puts into CD's hypothetical LM (log-probability units):
+    ``|`` :func:`apd.core.theory.bent_extrapolation_error` ``| / (1 - 1/T)``, i.e. how far a curve
+    bending by ``curvature`` (log-prob per (ln size)^2) at ln s_HLM lies from the line CD extends
+    through the amateur and the expert.
+
+    Example:
+        >>> round(curvature_bias(0.1, np.log(1e5), np.log(1e4), 2.0), 3)
+        1.06
+    """
+    err = theory.bent_extrapolation_error(curvature, log_s_elm, log_s_alm, T)
+    return float(abs(err) / (1 - 1 / T))

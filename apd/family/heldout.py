@@ -47,8 +47,9 @@ def heldout_positions(
     ``seq_len`` tokens of held-out ``texts``.
 
     Returns ``member_logprobs`` ``(N, P, V)`` (every member, float32), ``next_ids`` ``(P,)`` (the
-    token that actually follows each position) and ``contexts`` ``(P,)`` (the decoded window up
-    to the position). With ``amateur`` (one causal LM on the family's tokenizer, e.g. ALM') also
+    token that actually follows each position), ``contexts`` ``(P,)`` (the decoded window up
+    to the position) and ``windows`` ``(P,)`` (which window each position comes from: positions of
+    one window are not independent, cluster on it). With ``amateur`` (one causal LM on the family's tokenizer, e.g. ALM') also
     ``amateur_logprobs`` ``(P, V)`` at the same positions; with ``amateurs`` ({name: causal LM},
     e.g. every APD variant's ALM') also ``amateurs_logprobs``, {name: ``(P, V)``}.
     """
@@ -77,6 +78,7 @@ def heldout_positions(
         "member_logprobs": members,
         "next_ids": windows[win, pos],
         "contexts": np.array([tok.decode(windows[w, :p]) for w, p in zip(win, pos)], dtype=object),
+        "windows": np.asarray(win),
     }
     if amateur is not None:
         out["amateur_logprobs"] = am.pop(None)

@@ -212,7 +212,11 @@ def _ci_text(d: float, se: float, z: float) -> str:
 
 
 def detects(
-    paper_effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER, share: float | None = None
+    paper_effect: float | None = None,
+    z: float = Z_TEST,
+    power_z: float = Z_POWER,
+    share: float | None = None,
+    base_se: bool = False,
 ) -> Comparison:
     """A difference d (first key; positive = the claimed direction) with its standard error se
     (second key), decided by its confidence interval d +- z se (:func:`apd.core.stats.detected`):
@@ -220,10 +224,13 @@ def detects(
     bound is below the effect; without an effect, when it lies below 0); otherwise inconclusive.
 
     The effect is the paper's on this testbed's scale: with ``share`` a third key, ``base``, is read
-    and the effect is ``share x base`` (e.g. the paper's APD-over-CD gain as a share of its
-    CD-over-expert gain, times this build's CD-over-expert gain on the same measure; no effect when
-    ``base`` <= 0); else ``paper_effect`` in the units of d (None: the paper has none). The smallest
-    detectable effect ((z + power_z) se) is shown, never decides.
+    and the effect is ``share x base`` (the paper's gain as a share of its gain on the base contrast,
+    in the same measure, times this build's base gain; no effect when ``base`` <= 0). With
+    ``base_se`` a fourth key, the base's standard error, is read and the base's lower 95% bound
+    replaces it (the smallest base the data allow; no effect when that bound is <= 0), so the
+    base's own uncertainty can only make the verdict less decided. Else ``paper_effect`` in the
+    units of d (None: the paper has none). The smallest detectable effect ((z + power_z) se) is
+    shown, never decides.
 
     Example:
         >>> detects(0.05)(["d", "se"], [0.01, 0.005]).holds
@@ -233,12 +240,20 @@ def detects(
         >>> out = detects(share=0.5)(["d", "se", "cd_gain"], [0.0, 0.001, 0.02])   # effect 0.01 > bound 0.00196
         >>> out.holds, out.inconclusive, out.numbers["effect"]
         (False, False, 0.01)
+        >>> out = detects(share=0.5, base_se=True)(["d", "se", "cd_gain", "cd_se"], [0.0, 0.001, 0.02, 0.005])
+        >>> round(out.numbers["effect"], 4)   # 0.5 x (0.02 - 1.96 x 0.005)
+        0.0051
+        >>> detects(share=0.5, base_se=True)(["d", "se", "b", "b_se"], [0.0, 0.001, 0.02, 0.02]).inconclusive
+        True
     """
+
+    def base_of(v):
+        return v[2] - z * v[3] if base_se else v[2]
 
     def effect_of(v):
         if share is None:
             return paper_effect
-        return share * v[2] if v[2] > 0 else None
+        return share * base_of(v) if base_of(v) > 0 else None
 
     def test(v):
         return detected(v[0], v[1], effect_of(v), z, power_z)
@@ -247,10 +262,15 @@ def detects(
         mde = min_detectable_effect(v[1], z, power_z)
         eff = effect_of(v)
         if share is not None:
+            base = (
+                f"the lower 95% bound of {labels[2]} = {_fmt(v[2])} - {z:g} x {_fmt(v[3])} = {_fmt(base_of(v))}"
+                if base_se
+                else f"{labels[2]} = {_fmt(v[2])}"
+            )
             paper = (
-                f"the paper's effect on this scale {_fmt(share)} x {labels[2]} = {_fmt(eff)}"
+                f"the paper's effect on this scale {_fmt(share)} x {base} = {_fmt(eff)}"
                 if eff is not None
-                else f"no effect on this scale ({labels[2]} = {_fmt(v[2])} <= 0)"
+                else f"no effect on this scale ({base} <= 0)"
             )
         else:
             paper = f"the paper's effect {_fmt(eff)}" if eff is not None else "no paper effect in these units"
@@ -271,7 +291,8 @@ def detects(
         }
 
     name = f"detects(share={share:g})" if share is not None else f"detects({paper_effect})"
-    return Comparison(name, 2 if share is None else 3, test, show, numbers)
+    n_keys = 2 if share is None else (4 if base_se else 3)
+    return Comparison(name, n_keys, test, show, numbers)
 
 
 def significant(z: float = Z_TEST) -> Comparison:

@@ -432,11 +432,18 @@ def claim_texts() -> list[dict]:
     (where the paper supports it). The book checks each against our own results."""
     return [
         dict(
-            id="C1_cd_extrapolates",
-            claim="CD works because it linearly extrapolates the logits of the amateur and expert "
-            "to a huge hypothetical LM: L_CD = (1 - 1/T) L_HLM with "
-            "s_HLM = (s_ELM^T / s_ALM)^(1/(T-1)) when logits are linear in log size.",
+            id="C1a_cd_identity",
+            claim="CD's logits are an extrapolation of the amateur's and the expert's to a huge "
+            "hypothetical LM: L_CD = (1 - 1/T) L_HLM with s_HLM = (s_ELM^T / s_ALM)^(1/(T-1)) when "
+            "logits are linear in log size (the identity of Theorem 1).",
             evidence="Theorem 1 (Section 2.1), Figure 2",
+        ),
+        dict(
+            id="C1b_cd_hlm_closer",
+            claim="So CD works because it extrapolates: where a family's logits are close to linear in "
+            "log size, CD's implied hypothetical LM is closer to a real larger member than the expert is "
+            "(the theorem's consequence for a real family).",
+            evidence="Theorem 1 and its discussion (Section 2.1), Figure 2",
         ),
         dict(
             id="C2_obvious_blindness",

@@ -17,10 +17,11 @@ from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.theorem1 import Theorem1Headline
+from apd.report.claims import SCALED_EFFECTS
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
 from apd.report.findings import findings_markdown, scale_note, size_in_words, variant_note
 from apd.report.plots import COLORS, figure
-from apd.report.results import chapter_ran, describe_device, recorded_wall_time, results_dir
+from apd.report.results import chapter_ran, describe_device, load_results, recorded_wall_time, results_dir
 from apd.report.tables import plus_minus
 
 VERDICTS = {
@@ -104,12 +105,94 @@ def record_claims(run, judged: pd.DataFrame) -> None:
                 f"preconditions_{c}": row.preconditions,
                 f"n_preconditions_failed_{c}": int(row.n_preconditions_failed),
                 f"effect_scaled_{c}": _num(row.effect),
+                f"effect_basis_{c}": SCALED_EFFECTS.get(c) or "none",
                 f"estimate_{c}": _num(row.estimate),
                 f"se_{c}": _num(row.se),
                 f"ci_low_{c}": _num(row.ci_low),
                 f"ci_high_{c}": _num(row.ci_high),
             }
         )
+
+
+def _interval_text(row) -> str:
+    if not all(pd.notna(getattr(row, k)) for k in ("estimate", "ci_low", "ci_high")):
+        return "—"
+    return f"{format_sig(row.estimate)} [{format_sig(row.ci_low)}, {format_sig(row.ci_high)}]"
+
+
+def format_sig(v: float, digits: int = 2) -> str:
+    """``v`` to ``digits`` significant figures, signed, without trailing zeros of round-off.
+
+    Example:
+        >>> format_sig(-0.0067647), format_sig(0.0483), format_sig(0.0)
+        ('-0.0068', '+0.048', '0')
+    """
+    if v == 0 or not np.isfinite(v):
+        return "0" if v == 0 else str(v)
+    return f"{float(f'{v:.{digits}g}'):+g}"
+
+
+def why_in_words(claim_id: str, judged_row, detail: pd.DataFrame) -> str:
+    """Why a claim got its verdict, in a few plain words: the failed preconditions
+    (:func:`apd.report.claims.precondition_in_words`) for "not testable here", else where the
+    deciding interval lies."""
+    from apd.report.claims import precondition_in_words
+
+    mine = detail[(detail["claim_id"] == claim_id) & (detail["kind"] == "precondition")]
+    failed = mine[mine["status"] != "holds"]
+    if judged_row.verdict == NOT_TESTABLE:
+        words = [precondition_in_words(r.chapter, str(r.values), str(r.description)) for r in failed.itertuples()]
+        return "; ".join(dict.fromkeys(words)) or "a chapter did not run"
+    if judged_row.verdict == REPRODUCED:
+        return "interval above 0" if pd.notna(judged_row.ci_low) else "the check holds"
+    if judged_row.verdict == NOT_REPRODUCED:
+        if pd.notna(judged_row.ci_high) and judged_row.ci_high < 0:
+            return "interval below 0: the opposite holds"
+        return "interval excludes the paper's effect" if pd.notna(judged_row.ci_high) else "the check fails"
+    return "interval holds both 0 and the paper's effect"
+
+
+def claims_at_a_glance(judged: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFrame:
+    """The book's first table: per claim its plain name, the paper's effect on this testbed's scale,
+    this build's deciding estimate with its 95% interval, the verdict and why (plain words).
+
+    Example:
+        >>> j = pd.DataFrame(dict(claim_id=["C1a_cd_identity"], verdict=["reproduced"], estimate=[np.nan],
+        ...                       ci_low=[np.nan], ci_high=[np.nan], effect=[np.nan]))
+        >>> d = pd.DataFrame(columns=["claim_id", "kind", "status", "chapter", "values", "description"])
+        >>> claims_at_a_glance(j, d).iloc[0].tolist()
+        ['C1a', "CD's logits are those of a larger, hypothetical LM (Theorem 1's identity)", '—', '—', 'reproduced', 'the check holds']
+    """
+    from apd.report.claims import PLAIN_NAMES
+
+    rows = []
+    for r in judged.itertuples():
+        rows.append(
+            {
+                "": r.claim_id.split("_")[0],
+                "claim": PLAIN_NAMES.get(r.claim_id, r.claim_id),
+                "paper's effect here": format_sig(r.effect) if pd.notna(r.effect) else "—",
+                "this build [95% CI]": _interval_text(r),
+                "verdict": r.verdict,
+                "why": why_in_words(r.claim_id, r, detail),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    """``frame`` as a pipe table (cells escaped for ``|``), for a hand-written page's glue.
+
+    Example:
+        >>> print(markdown_table(pd.DataFrame({"a": ["x|y"], "b": [1]})))
+        | a | b |
+        |---|---|
+        | x\\|y | 1 |
+    """
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
 
 
 def preconditions(detail: pd.DataFrame) -> pd.DataFrame:
@@ -207,6 +290,78 @@ def glue_summary(run, done: BookResults, counts: dict, profile: str) -> None:
     run.glue("summary_ready", True)
 
 
+def _read(profile: str, stem: str) -> dict:
+    return load_results(profile, stem) if chapter_ran(profile, stem) else {}
+
+
+def _pm(values: dict, key: str, se_key: str | None = None):
+    d, se = values.get(key), values.get(se_key or f"{key}_se")
+    ok = all(isinstance(v, (int, float)) and np.isfinite(v) for v in (d, se))
+    return plus_minus(d, se) if ok else None
+
+
+def _number(values: dict, key: str):
+    v = values.get(key)
+    return v if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) else None
+
+
+def glue_established(run, profile: str) -> None:
+    """Glue the values of the first page's "what this book established" list (``summary_est_*``,
+    None where the chapter has not run): CD's HLM against the real member and the premise's
+    ratio (curves), obvious blindness at T = 1 (curves), CD against the expert on KL, QA ppl and
+    NE_ER (apd, qa, factuality), where APD's KL sits beside the expert's and CD's (apd), the
+    known-answer condition on the world (known_answer), and the testbed's search (testbed)."""
+    cur, apd_v, qa, fac, ka, tb = (
+        _read(profile, s) for s in ("curves", "apd", "qa", "factuality", "known_answer", "testbed")
+    )
+    run.glue_text("summary_est_hlm_gain", _pm(cur, "hlm_gain"), "{}")
+    run.glue_text("summary_est_hlm_windows", _number(cur, "hlm_gain_n_groups"), "{:,}")
+    run.glue_text("summary_est_premise_ratio", _number(cur, "premise_ratio_max"), "{:.2f}")
+    run.glue_text("summary_est_blind_count", _number(cur, "all_blind_count"), "{:,}")
+    run.glue_text("summary_est_blind_of", _number(cur, "all_blind_both_right"), "{:,}")
+    run.glue_text("summary_est_blind_apd_count", _number(cur, "all_blind_apd_count"), "{:,}")
+    run.glue_text("summary_est_kl_cd_gain", _pm(apd_v, "kl_cd_gain"), "{}")
+    run.glue_text("summary_est_qa_cd_gain", _pm(qa, "world_ho_ppl_cd_gain"), "{}")
+    run.glue_text("summary_est_ne_er_cd_gain", _pm(fac, "ne_er_cd_gain"), "{}")
+    kl = {k: _number(apd_v, k) for k in ("kl_elm", "kl_cd", "kl_apdbest")}
+    run.glue_text("summary_est_kl_elm", kl["kl_elm"], "{:.4f}")
+    run.glue_text("summary_est_kl_cd", kl["kl_cd"], "{:.4f}")
+    run.glue_text("summary_est_kl_apd", kl["kl_apdbest"], "{:.4f}")
+    run.glue_text("summary_est_collapsed", _number(apd_v, "gate_collapsed"), "{:.0%}")
+    run.glue_text("summary_est_collapsed_cd", _number(apd_v, "gate_collapsed_cd"), "{:.0%}")
+    run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.2f}")
+    run.glue_text("summary_est_ka_gain", _pm(ka, "ka_world_gain"), "{}")
+    run.glue_text("summary_est_n_configs", _number(tb, "n_configs"), "{:d}")
+    run.glue_text("summary_est_dr_points", _number(tb, "dr_points"), "{:d}")
+    run.glue("summary_est_none_adopted", tb.get("dr_adopted") == "none")
+    side = _side(cur, "hlm_gain")
+    run.glue("summary_est_hlm_farther", side == -1)
+    run.glue("summary_est_hlm_closer", side == 1)
+    controls = {
+        "KL to the truth": (apd_v, "kl_cd_gain"),
+        "QA ppl": (qa, "world_ho_ppl_cd_gain"),
+        "NE_ER": (fac, "ne_er_cd_gain"),
+    }
+    sides = {m: _side(v, k) for m, (v, k) in controls.items()}
+    run.glue_text("summary_est_cd_worse_on", ", ".join(m for m, x in sides.items() if x == -1) or None, "{}")
+    run.glue_text("summary_est_cd_better_on", ", ".join(m for m, x in sides.items() if x == 1) or None, "{}")
+    run.glue("summary_est_cd_better_nowhere", all(x is not None and x != 1 for x in sides.values()))
+
+
+def _side(values: dict, key: str) -> int | None:
+    """Where the 95% interval of ``values[key]`` +- z ``values[key_se]`` lies: 1 above 0, -1 below,
+    0 across, None when either is missing.
+
+    Example:
+        >>> _side({"g": 0.02, "g_se": 0.005}, "g"), _side({"g": 0.0, "g_se": 0.005}, "g"), _side({}, "g")
+        (1, 0, None)
+    """
+    d, se = _number(values, key), _number(values, f"{key}_se")
+    if d is None or se is None:
+        return None
+    return 1 if d - Z_TEST * se > 0 else (-1 if d + Z_TEST * se < 0 else 0)
+
+
 def headline_rows(profile: str, apd_headline: ApdHeadline | None) -> list | None:
     """``[(label, CD's KL minus APD's, se)]`` per frequency bucket and over all test questions, for
     the APD chapter's variant (``tables/apd_regime.csv``); None when the APD chapter did not report it."""
@@ -220,15 +375,22 @@ def headline_rows(profile: str, apd_headline: ApdHeadline | None) -> list | None
     return rows + [("all questions", gain, se)]
 
 
-def plot_headline(rows: list, variant: str):
-    """The book's headline figure: CD's KL to the truth minus APD's with 95% intervals, one row each."""
-    fig, ax = figure(width=6.4, height=3.0)
+def plot_headline(rows: list, variant: str, expert: tuple | None = None):
+    """The book's headline figure: CD's KL to the truth minus APD's with 95% intervals, one row per
+    frequency bucket and one over all test questions; with ``expert`` = ``(CD's KL minus the
+    expert's, se)`` the expert alone as a last row, so that a reader sees how close APD sits to it.
+    The paper reports no KL, so no paper effect is marked (its scaled effects are in the claims
+    table)."""
+    rows = list(rows) + ([("expert alone, all", expert[0], expert[1])] if expert is not None else [])
+    fig, ax = figure(width=6.4, height=2.6)
     y = np.arange(len(rows))
-    ax.errorbar([r[1] for r in rows], y, xerr=[Z_TEST * r[2] for r in rows], fmt="o", color=COLORS["apd"], capsize=4)
-    ax.axvline(0, color=COLORS["elm"], lw=1, ls="--")
-    ax.set_yticks(y, [r[0] for r in rows])
+    colors = [COLORS["elm"] if r[0].startswith("expert") else COLORS["apd"] for r in rows]
+    for yi, r, c in zip(y, rows, colors):
+        ax.errorbar(r[1], yi, xerr=Z_TEST * r[2], fmt="o", color=c, capsize=4)
+    ax.axvline(0, color="0.35", lw=1, ls="--")
+    ax.set_yticks(y, [r[0] if r[0].startswith("expert") else f"APD, {r[0]}" for r in rows])
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.locator_params(axis="x", nbins=5)  # tick labels like -0.025 run together at 6 or more
-    ax.set_xlabel("CD's KL to the truth minus APD's (nats; > 0: APD closer)")
-    ax.set_title(f"APD ({variant} ALM') against CD, world test questions")
+    ax.set_xlabel("CD's KL to the truth minus the method's (nats; > 0: closer than CD)")
+    ax.set_title(f"Closer to the truth than CD? APD ({variant} ALM') and the expert alone")
     return fig

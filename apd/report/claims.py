@@ -202,7 +202,7 @@ def precondition_in_words(chapter: str, keys: str, description: str) -> str:
         >>> precondition_in_words("qa", "world_ho_ppl_cd_gain", "positive control: CD's QA ppl ...")
         'CD does not beat the expert on QA ppl'
     """
-    if "gate_engaged" in keys:
+    if "gate_engaged" in keys or description.startswith("the mechanism of"):
         return "ALM' did not engage"
     if description.startswith("positive control"):
         measure = {"apd": "KL to the truth", "qa": "QA ppl", "factuality": "NE_ER"}.get(chapter, chapter)

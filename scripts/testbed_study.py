@@ -12,8 +12,8 @@ Values are Python literals (``0.7``, ``(0.5, 0.9)``, ``None``). The family train
 normal cached path (``APD_CACHE_DIR``; keyed by the configuration, resumable, progress shown), so
 a rerun only recomputes the controls. Appends one row to ``docs/testbed/configurations.csv``
 (``--table``) and prints the controls. Choose worlds by these controls, never by APD's results.
-Rows that differ only in ``--pico seed`` are one design trained again; the testbed page ranks a
-design by its mean closeness over those seeds (``apd.report.testbed.design_closeness``).
+Rows that differ only in ``--pico seed`` are one design trained again (``apd.report.testbed.design_of``).
+Which world the book uses is decided by the dose-response rule (``scripts/dose_response.py``).
 """
 
 from __future__ import annotations

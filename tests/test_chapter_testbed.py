@@ -32,36 +32,6 @@ def test_configurations_glue_and_the_table_in_the_text(tmp_path, monkeypatch):
     assert run.values["best_passes"] == "none"
 
 
-def test_the_closest_configuration_is_glued_and_marked_when_it_is_this_build():
-    import json
-
-    from apd.report.testbed import summary_table
-
-    run = Run(stem="testbed", profile="p", parameters={})
-    table = pd.DataFrame(
-        {
-            "configuration": ["default", "bigger"],
-            "overrides": [json.dumps({"scale": "default"}), json.dumps({"scale": "default", "world.n_people": 400})],
-            "eval_people": [100, 200],
-            "kl_gain_dev_T": [0.02, 0.01],
-            "kl_gain_dev_T_se": [0.01, 0.01],
-            "fit_ratio_head": [0.9, 1.0],
-            "flat_head": [0.3, 0.4],
-            "flat_tail": [0.5, 0.8],
-            "train_seconds": [1200, 600],
-        }
-    )
-    summary = summary_table(table)
-    # default: (2/3 + 1 + 0.6) / 3; bigger: (1/3 + 0 + 0.5) / 3
-    assert summary["closeness"].round(4).tolist() == [round((2 / 3 + 1 + 0.6) / 3, 4), round((1 / 3 + 0.5) / 3, 4)]
-    ch.glue_closest(run, table, summary, "default")
-    assert run.values["closest_config"] == "default" and run.values["closest_is_build"] is True
-    assert run.values["closest_large_config"] == "bigger" and run.values["closest_large_differs"] is True
-    assert run.values["build_config"] == "default" and run.values["build_score"] == summary["closeness"].iloc[0]
-    ch.glue_closest(run, table, summary, "smoke")
-    assert run.values["closest_is_build"] is False and run.values["build_config"] == "none"
-
-
 def test_docstring_examples_of_the_chapter_modules_run():
     import doctest
 
@@ -100,14 +70,10 @@ def test_the_best_each_control_reached_names_its_configuration_and_whether_it_pa
     ]
     none = testbed.best_per_control(table.drop(columns=["ne_er_gain", "ne_er_gain_se"]))
     assert none.loc["CD names fewer wrong entities (NE_ER)", "best reached"] == "not measured"
-    # closeness reads the same readings: each over its target, clipped to [0, 1], averaged
-    readings = testbed.control_readings(table)
-    expected = (readings / pd.Series(testbed.CONTROL_TARGETS)).clip(0, 1).mean(axis=1)
-    pd.testing.assert_series_equal(testbed.closeness(table), expected)
     assert doctest.testmod(testbed, optionflags=doctest.ELLIPSIS).failed == 0
 
 
-def test_a_design_trained_with_two_seeds_is_ranked_by_its_mean_closeness():
+def test_a_design_trained_with_two_seeds_is_counted_once_per_seed_and_nothing_ranks_the_designs():
     import json
 
     from apd.report import testbed
@@ -121,31 +87,17 @@ def test_a_design_trained_with_two_seeds_is_ranked_by_its_mean_closeness():
                 json.dumps({"scale": "default", "world.value_zipf": 0.0}),
                 json.dumps({"pico.seed": 1, "scale": "default"}),
             ],
-            "eval_people": [200, 200, 200],
-            "flat_head": [0.5, 0.35, 0.1],  # closeness = head / tail: 1.0, 0.7, 0.2
+            "flat_head": [0.5, 0.35, 0.1],
             "flat_tail": [0.5, 0.5, 0.5],
+            "pass_head_flattens": [True, False, False],
         }
     )
     summary = testbed.summary_table(table)
-    assert summary["closeness"].round(2).tolist() == [1.0, 0.7, 0.2]
-    assert summary["design closeness"].round(2).tolist() == [0.6, 0.7, 0.6]
     assert summary["seeds"].tolist() == [2, 1, 2]
-    # the best single row is the default's seed 0, but its design's mean loses to "other"
-    assert ch.closest(table, summary) == 1
-    ch.glue_closest(run, table, summary, "default")
-    assert run.values["closest_config"] == "other" and run.values["closest_is_build"] is False
-    assert run.values["build_config"] == "default" and run.values["build_score"] == summary["design closeness"].iloc[0]
-    reps = testbed.replicates(table)
-    assert reps.index.tolist() == ["default", "default, seed 1"]
-    # the rows of one design sit together, in the order the designs first appear
-    mixed = table.iloc[[0, 1, 2, 1]].reset_index(drop=True)
-    mixed.loc[3, "configuration"], mixed.loc[3, "overrides"] = (
-        "other, seed 1",
-        json.dumps({"pico.seed": 1, "scale": "default", "world.value_zipf": 0.0}),
-    )
-    assert testbed.replicates(mixed).index.tolist() == ["default", "default, seed 1", "other", "other, seed 1"]
-    assert reps["design"].tolist() == ["default", "default"] and reps["seeds"].tolist() == [2, 2]
-    assert testbed.replicates(table.iloc[:2]).empty
+    assert not any("closeness" in c for c in summary.columns)
+    ch.glue_configurations(run, table, summary)
+    assert run.values["has_replicates"] is True
+    assert not any(k.startswith("closest") for k in run.values)
 
 
 def test_the_dose_response_glue_names_the_rules_choice_and_whether_this_build_uses_it():

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import json
 
 import numpy as np
 import pandas as pd
@@ -47,10 +46,11 @@ def n_passed(passes: pd.Series) -> pd.Series:
     return passes.str.split(" of ").str[0].astype(int)
 
 
-def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) -> None:
+def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame) -> None:
     """Glue how many configurations were tried, the best one with its passes, those passing all four,
-    whether a design was trained with more than one seed (``has_replicates``), and the closest to the
-    controls (:func:`glue_closest`; ``scale``: this build's pico scale)."""
+    and whether a design was trained with more than one seed (``has_replicates``). No ranking of the
+    configurations chooses the book's world: the dose-response study's rule does
+    (:func:`glue_dose_response`)."""
     run.glue("n_configs", len(table))
     run.glue("configs_tried", "; ".join(map(str, table["configuration"])) if len(table) else "none")
     if not len(summary):
@@ -64,73 +64,6 @@ def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame, scale=N
     run.glue("best_config", best)
     run.glue_text("all_pass_configs", ", ".join(summary.index[n == 4]) or None, "{}", missing="none")
     run.glue("has_replicates", bool("seeds" in summary and (summary["seeds"] > 1).any()))
-    glue_closest(run, table, summary, scale)
-
-
-#: Evaluation people a configuration needs for at least 100 test people (half of them are test people).
-MIN_EVAL_PEOPLE = 200
-
-
-def closest(table: pd.DataFrame, summary: pd.DataFrame, min_eval_people: int = 0):
-    """The row of ``table`` (its position) closest to the controls among configurations with at least
-    ``min_eval_people`` evaluation people, None when none qualifies. Designs are ranked by
-    :func:`ranking` (a design's mean over its training seeds), the first row of ties.
-
-    Example:
-        >>> t = pd.DataFrame({"eval_people": [100, 400, 200]})
-        >>> s = pd.DataFrame({"closeness": [0.6, 0.3, 0.4]})
-        >>> closest(t, s), closest(t, s, MIN_EVAL_PEOPLE)
-        (0, 2)
-    """
-    if "closeness" not in summary:
-        return None
-    score = pd.to_numeric(ranking(summary), errors="coerce").to_numpy()
-    people = pd.to_numeric(table.get("eval_people", pd.Series(np.nan, table.index)), errors="coerce").to_numpy()
-    ok = ~np.isnan(score) & (people >= min_eval_people if min_eval_people else True)
-    if not ok.any():
-        return None
-    return int(np.flatnonzero(ok)[np.argmax(score[ok])])
-
-
-def ranking(summary: pd.DataFrame) -> pd.Series:
-    """What ranks configurations: ``design closeness`` (the mean over a design's training seeds,
-    :func:`apd.report.testbed.design_closeness`) where the summary has it, else ``closeness``."""
-    return summary["design closeness"] if "design closeness" in summary else summary["closeness"]
-
-
-def _is_scale(overrides, scale) -> bool:
-    try:
-        return json.loads(str(overrides)) == {"scale": scale}
-    except ValueError:
-        return False
-
-
-def glue_closest(run, table: pd.DataFrame, summary: pd.DataFrame, scale=None) -> None:
-    """Glue the configuration closest to the controls (``closest_*``), the closest with at least 100
-    test people (``closest_large_*``), their training minutes and test people, whether the closest
-    is this build's own scale (``closest_is_build``: its overrides are ``{"scale": scale}``), whether
-    the closest with 100 test people is another one (``closest_large_differs``), and this build's own
-    row and closeness (``build_config``, ``build_score``; "none" when the table has no such row).
-    Closeness here is a design's mean over its training seeds (:func:`ranking`; ``closest_seeds``)."""
-    for prefix, i in (
-        ("closest", closest(table, summary)),
-        ("closest_large", closest(table, summary, MIN_EVAL_PEOPLE)),
-    ):
-        if i is None:
-            run.glue_text(f"{prefix}_config", None, "{}", missing="none")
-            continue
-        row = table.iloc[i]
-        run.glue(f"{prefix}_config", str(row["configuration"]))
-        run.glue_text(f"{prefix}_score", float(ranking(summary).iloc[i]), "{:.2f}")
-        run.glue(f"{prefix}_seeds", int(summary["seeds"].iloc[i]) if "seeds" in summary else 1)
-        run.glue_text(f"{prefix}_train_min", float(row.get("train_seconds", np.nan)) / 60, "{:.0f}")
-        run.glue_text(f"{prefix}_test_people", float(row.get("eval_people", np.nan)) / 2, "{:.0f}")
-    i, large = closest(table, summary), closest(table, summary, MIN_EVAL_PEOPLE)
-    own = [k for k in range(len(table)) if scale and _is_scale(table.iloc[k].get("overrides"), scale)]
-    run.glue("closest_is_build", bool(i is not None and i in own))
-    run.glue("closest_large_differs", bool(large is not None and large != i))
-    run.glue_text("build_config", str(table.iloc[own[0]]["configuration"]) if own else None, "{}", missing="none")
-    run.glue_text("build_score", float(ranking(summary).iloc[own[0]]) if own else None, "{:.2f}")
 
 
 def build_train_minutes(built) -> float:
@@ -174,7 +107,6 @@ def glue_controls(run, cur) -> None:
 # the controls table in the text: the verdict, then one number per control (every column folds below it)
 IN_TEXT = [
     "passes",
-    "closeness",
     "CD KL gain (dev 1/T) ± se",
     "NE_ER, ELM minus CD",
     "world head fit/p_ELM",
@@ -191,8 +123,6 @@ def in_text(summary: pd.DataFrame) -> pd.DataFrame:
         out["CD KL gain (dev 1/T) ± se"] = [
             plus_minus(v, e) for v, e in zip(out["CD KL gain (dev 1/T)"], out["its se"])
         ]
-    if "closeness" in out.columns:
-        out["closeness"] = [f"{v:.2f}" if v == v else "" for v in out["closeness"]]
     if {"head flatten", "tail flatten"} <= set(out.columns):
         out["head / tail flatten"] = [f"{h:.0%} / {t:.0%}" for h, t in zip(out["head flatten"], out["tail flatten"])]
     return out[[c for c in IN_TEXT if c in out.columns]]

@@ -93,8 +93,8 @@ TESTBED_SUMMARY = (
     ("device", "device"),
 )
 
-#: Each control's threshold, as :func:`closeness` reads it: CD's KL gain in standard errors, the
-#: NE_ER gain in standard errors, the head fit's error below p_ELM's (share), head over tail flattening.
+#: Each control's threshold in the units of :func:`control_readings`: CD's KL gain in standard errors,
+#: the NE_ER gain in standard errors, the head fit's error below p_ELM's (share), head over tail flattening.
 CONTROL_TARGETS = {"cd_kl": 3.0, "cd_ne_er": 1.96, "head_extrapolation": 0.10, "head_flattens": 1.0}
 
 
@@ -125,23 +125,6 @@ def control_readings(table: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def closeness(table: pd.DataFrame) -> pd.Series:
-    """How close each configuration comes to passing the four controls: the mean, over the controls it
-    measured, of its progress toward each threshold, its :func:`control_readings` over
-    :data:`CONTROL_TARGETS`, each clipped to [0, 1] (1: the control passes; 0: no progress or the
-    wrong direction). Indexed like ``table``.
-
-    Example:
-        >>> t = pd.DataFrame({"kl_gain_dev_T": [0.03, -0.01], "kl_gain_dev_T_se": [0.01, 0.01],
-        ...                   "ne_er_gain": [0.0, None], "ne_er_gain_se": [0.01, None],
-        ...                   "fit_ratio_head": [0.95, 1.2], "flat_head": [0.3, 0.5], "flat_tail": [0.6, 0.4]})
-        >>> closeness(t).round(3).tolist()
-        [0.5, 0.333]
-    """
-    parts = control_readings(table) / pd.Series(CONTROL_TARGETS)
-    return parts.clip(lower=0.0, upper=1.0).mean(axis=1, skipna=True)
-
-
 #: The override that changes only a configuration's training seed: a replicate, not another design.
 SEED_OVERRIDE = "pico.seed"
 
@@ -166,44 +149,6 @@ def design_of(table: pd.DataFrame) -> pd.Series:
     if "overrides" not in table:
         return pd.Series([str(i) for i in range(len(table))], index=table.index)
     return table["overrides"].map(key)
-
-
-def design_closeness(table: pd.DataFrame) -> pd.DataFrame:
-    """Per row of ``table``: ``closeness``, the mean :func:`closeness` of the rows of its design
-    (:func:`design_of`: the same configuration trained with other seeds), and ``seeds``, how many rows
-    that mean is over. Indexed like ``table``.
-
-    Example:
-        >>> t = pd.DataFrame({"overrides": ['{"scale": "d"}', '{"pico.seed": 1, "scale": "d"}', '{"scale": "e"}'],
-        ...                   "flat_head": [0.2, 0.4, 0.5], "flat_tail": [0.5, 0.5, 0.5]})
-        >>> design_closeness(t).round(2).values.tolist()
-        [[0.6, 2.0], [0.6, 2.0], [1.0, 1.0]]
-    """
-    score = closeness(table)
-    group = score.groupby(design_of(table))
-    return pd.DataFrame({"closeness": group.transform("mean"), "seeds": group.transform("count")})
-
-
-def replicates(table: pd.DataFrame) -> pd.DataFrame:
-    """The designs of ``table`` trained with more than one seed: per row, its design (the first
-    row's configuration), each row's closeness and the design's mean (:func:`design_closeness`);
-    indexed by configuration, the rows of one design together. Empty when every design has one row."""
-    if "configuration" not in table:
-        return pd.DataFrame()
-    design = design_of(table)
-    both = design_closeness(table)
-    out = pd.DataFrame(
-        {
-            "design": table.groupby(design)["configuration"].transform("first").astype(str).to_numpy(),
-            "closeness": closeness(table).to_numpy(),
-            "design closeness (mean)": both["closeness"].to_numpy(),
-            "seeds": both["seeds"].astype(int).to_numpy(),
-            "_order": design.map({d: i for i, d in enumerate(pd.unique(design))}).to_numpy(),
-        },
-        index=pd.Index(table["configuration"].astype(str), name="configuration"),
-    )
-    out = out[out["seeds"] > 1].sort_values("_order", kind="stable")
-    return out.drop(columns="_order")
 
 
 #: The controls as the best-reached table names them: key of CONTROL_TARGETS -> (control, threshold in words).
@@ -260,15 +205,19 @@ def _reading_text(key: str, row, reading: float) -> str:
 
 
 def summary_table(table: pd.DataFrame) -> pd.DataFrame:
-    """The columns of :data:`TESTBED_SUMMARY` that the table has, renamed, plus ``closeness``
-    (:func:`closeness`), ``design closeness`` and ``seeds`` (:func:`design_closeness`), and
-    ``passes`` (how many of the four controls pass, of those measured); indexed by configuration."""
+    """The columns of :data:`TESTBED_SUMMARY` that the table has, renamed, plus ``seeds`` (how many
+    rows its design has, :func:`design_of`: the same configuration trained with other seeds) and
+    ``passes`` (how many of the four controls pass, of those measured); indexed by configuration.
+
+    Example:
+        >>> t = pd.DataFrame({"configuration": ["d", "d, seed 1", "e"],
+        ...                   "overrides": ['{"scale": "d"}', '{"pico.seed": 1, "scale": "d"}', '{"scale": "e"}']})
+        >>> summary_table(t)["seeds"].tolist()
+        [2, 2, 1]
+    """
     cols = [(c, h) for c, h in TESTBED_SUMMARY if c in table.columns]
     out = table[[c for c, _ in cols]].rename(columns=dict(cols))
-    out["closeness"] = closeness(table).to_numpy()
-    both = design_closeness(table)
-    out["design closeness"] = both["closeness"].to_numpy()
-    out["seeds"] = both["seeds"].astype(int).to_numpy()
+    out["seeds"] = design_of(table).groupby(design_of(table)).transform("count").astype(int).to_numpy()
     checks = [
         c
         for c in ("pass_cd_kl", "pass_cd_ne_er", "pass_head_extrapolation", "pass_head_flattens")

@@ -183,7 +183,8 @@ def matched_gap_paired(
     matched Dist-2; positive: ``a`` names fewer wrong entities at the same diversity) with a standard
     error from resampling people: every setting's continuations are of the same ``prompts`` and seeds,
     so one draw of people (with replacement) resamples every point of both curves together (the
-    paired design). ``curves``: {curve name: [continuations of each setting of that curve,
+    paired design). A curve's Dist-2 is the mean of its people's own Dist-2, so a draw that repeats a
+    person does not lower it by repeating texts. ``curves``: {curve name: [continuations of each setting of that curve,
     ``out[i][j]`` per prompt and seed]}. Returns ``gap``, ``se`` (sd over the draws where a gap is
     defined), ``n_boot`` (those draws), ``n`` and ``n_outside`` (points of ``a`` matched / outside);
     ``gap`` and ``se`` are NaN when no point of ``a`` lies inside ``b``'s Dist-2 range."""
@@ -191,30 +192,36 @@ def matched_gap_paired(
     labels = sorted(set(people))
     rows_of = {q: np.nonzero(people == q)[0] for q in labels}
     units = {c: [ne_er_units(world, prompts, gens) for gens in settings] for c, settings in curves.items()}
+    # Dist-2 per person and setting: a draw that repeats a person repeats that person's Dist-2, it does
+    # not pool duplicated texts (which would lower the draw's Dist-2 by repeating its bigrams)
+    d2 = {
+        c: [{q: diversity([t for i in rows_of[q] for t in gens[i]])["Dist-2"] for q in labels} for gens in settings]
+        for c, settings in curves.items()
+    }
 
-    def frame(rows):
+    def frame(pick):
+        rows = np.concatenate([rows_of[q] for q in pick])
         out = []
-        for c, settings in curves.items():
-            for gens, u in zip(settings, units[c]):
-                texts = [t for i in rows for t in gens[i]]
+        for c in curves:
+            for per_person, u in zip(d2[c], units[c]):
                 ne = u[rows].ravel()
                 out.append(
                     {
                         "curve": c,
-                        "Dist-2": diversity(texts)["Dist-2"],
+                        "Dist-2": float(np.mean([per_person[q] for q in pick])),
                         "NE_ER": float(np.nanmean(ne)) if np.isfinite(ne).any() else float("nan"),
                     }
                 )
         return pd.DataFrame(out)
 
-    full = matched_gap(frame(np.arange(len(prompts))), a, b)
+    full = matched_gap(frame(labels), a, b)
     if not np.isfinite(full["gap"]):  # no point of a inside b's range: nothing to resample
         return {"gap": full["gap"], "se": float("nan"), "n_boot": 0, "n": full["n"], "n_outside": full["n_outside"]}
     rng = np.random.default_rng(seed)
     draws = []
     for _ in range(int(n_boot)):
         pick = rng.choice(len(labels), size=len(labels), replace=True)
-        g = matched_gap(frame(np.concatenate([rows_of[labels[k]] for k in pick])), a, b)["gap"]
+        g = matched_gap(frame([labels[k] for k in pick]), a, b)["gap"]
         if np.isfinite(g):
             draws.append(g)
     se = float(np.std(draws, ddof=1)) if len(draws) > 1 else float("nan")

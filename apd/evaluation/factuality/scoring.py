@@ -267,28 +267,34 @@ def plot_tradeoff(
 
 
 def matched_gap(results: pd.DataFrame, a: str, b: str, x: str = "Dist-2", y: str = "NE_ER") -> dict:
-    """Curve ``b``'s ``y`` minus curve ``a``'s at the same ``x``: ``b`` (rows of :func:`score_sweep`
-    with that ``curve``) is interpolated linearly along ``x`` at each point of ``a`` inside ``b``'s
-    ``x`` range. Returns ``gap`` (mean over those points; positive: ``a`` has the lower ``y`` at matched
-    ``x``, e.g. fewer wrong entities at the same diversity), ``n`` (points used) and ``n_outside``
-    (points of ``a`` outside ``b``'s range); ``gap`` is NaN when no point can be matched.
+    """Curve ``b``'s ``y`` minus curve ``a``'s at the same ``x``, averaged over the ``x`` range both
+    curves span: each curve (rows of :func:`score_sweep` with that ``curve``, at least two points) is
+    interpolated linearly between its own points, so every matched ``x`` is bracketed by two points
+    of each curve, and the gap is the mean of ``b(x) - a(x)`` over the overlap (trapezoids over every
+    point of either curve inside it). Returns ``gap`` (positive: ``a`` has the lower ``y`` at matched
+    ``x``, e.g. fewer wrong entities at the same diversity), ``n`` and ``n_outside`` (points of ``a``
+    inside and outside the overlap), and the overlap ``lo``, ``hi``; ``gap`` is NaN when the curves'
+    ranges do not overlap.
 
     Example:
         >>> r = pd.DataFrame({"curve": ["A", "A", "B", "B", "B"], "Dist-2": [0.35, 0.9, 0.3, 0.4, 0.5],
         ...                   "NE_ER": [0.45, 0.1, 0.6, 0.5, 0.4]})
-        >>> matched_gap(r, "A", "B")   # B at Dist-2 0.35 is 0.55; 0.9 is outside B's range
-        {'gap': 0.1, 'n': 1, 'n_outside': 1}
+        >>> out = matched_gap(r, "A", "B")   # the overlap is [0.35, 0.5]
+        >>> round(out["gap"], 4), out["n"], out["n_outside"], out["lo"], out["hi"]
+        (0.0727, 1, 1, 0.35, 0.5)
     """
-    da = results[results["curve"] == a].dropna(subset=[x, y])
+    da = results[results["curve"] == a].dropna(subset=[x, y]).sort_values(x)
     db = results[results["curve"] == b].dropna(subset=[x, y]).sort_values(x)
-    if len(db) < 2:
-        return {"gap": float("nan"), "n": 0, "n_outside": int(len(da))}
-    inside = da[(da[x] >= db[x].min()) & (da[x] <= db[x].max())]
-    gaps = np.interp(inside[x].to_numpy(float), db[x].to_numpy(float), db[y].to_numpy(float)) - inside[y].to_numpy(
-        float
-    )
-    return {
-        "gap": round(float(gaps.mean()), 12) if len(gaps) else float("nan"),
-        "n": int(len(inside)),
-        "n_outside": int(len(da) - len(inside)),
-    }
+    none = {"gap": float("nan"), "n": 0, "n_outside": int(len(da)), "lo": float("nan"), "hi": float("nan")}
+    if len(da) < 2 or len(db) < 2:
+        return none
+    xa, ya = da[x].to_numpy(float), da[y].to_numpy(float)
+    xb, yb = db[x].to_numpy(float), db[y].to_numpy(float)
+    lo, hi = max(xa[0], xb[0]), min(xa[-1], xb[-1])
+    if not hi > lo:
+        return none
+    grid = np.unique(np.concatenate([[lo, hi], xa[(xa > lo) & (xa < hi)], xb[(xb > lo) & (xb < hi)]]))
+    gaps = np.interp(grid, xb, yb) - np.interp(grid, xa, ya)
+    mean = float(np.sum((gaps[1:] + gaps[:-1]) / 2 * np.diff(grid)) / (hi - lo))
+    inside = int(((xa >= lo) & (xa <= hi)).sum())
+    return {"gap": round(mean, 12), "n": inside, "n_outside": int(len(xa) - inside), "lo": float(lo), "hi": float(hi)}

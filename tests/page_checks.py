@@ -8,7 +8,10 @@ chapter says once, with the reason, that a measure does not exist; ``apd.book.pa
 glue roles left unrendered (``{glue:text}`...```), figures without a numbered caption or with a file
 name for alt text, and sentences that contradict their own numbers: two equal numbers compared as
 better or worse, a result called significant at p >= 0.05, ``z x name_se = value`` where the value
-is the product (it reads as the standard error). Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
+is the product (it reads as the standard error), and numbers printed against the book's rules
+(:mod:`apd.report.numbers`): a run of seven or more zeros after the decimal point, an integer with
+decimals (``5000.000``), four or more digits with three or more decimals (``3860.800``), a missing
+value printed as ``NaN`` in an output. Code inputs are not checked (``float("nan")`` in code is fine). Used by ``test_browser.py``."""
 
 import re
 
@@ -22,6 +25,16 @@ RAW_TABLE_ROW = re.compile(r"^[ \t]*\|(?:[^|\n]*\|){2,}[ \t]*$", re.MULTILINE)
 #: Display math left as text (MathJax renders ``$$...$$`` into ``\[...\]``: none stays on a page)
 RAW_DOLLAR_MATH = re.compile(r"\$\$")
 NAN = re.compile(r"(?<![\w.])nan(?![\w(])|n/a n/a")  # how Python prints a missing number
+#: how pandas prints a missing value in an output or a table (prose may name NaN as a word)
+NAN_VALUE = re.compile(r"(?<![\w.])(?:NaN|<NA>|NaT)(?![\w(])")
+#: a run of 7 or more zeros after the decimal point: "0.00000000", "-0.0000000027", "0.30000000000000004"
+#: (apd.report.numbers prints a tiny number in scientific notation and drops round-off tails)
+ZERO_RUN = re.compile(r"\d\.\d*?0{7,}")
+#: an integer printed as a float, "5000.000", "5,000.000", "10.000" ("0.000" and "1.000" are rates)
+WHOLE_AS_FLOAT = re.compile(r"(?<![\d.,])(?:\d{2,}|\d{1,3}(?:,\d{3})+)\.0{3,}(?![\d])")
+#: a number of four or more digits with three or more decimals, "3860.800", "19431.941" (not an
+#: identifier such as arXiv:2309.14316)
+BIG_WITH_DECIMALS = re.compile(r"(?<![\d.,:/])(?:\d{4,}|\d{1,3}(?:,\d{3})+)\.\d{3,}")
 MACHINE_PATH = re.compile(r"(?<![\w.:/~\-\\])/(?:[\w.\-]+/)+[\w.\-]+")
 DIGIT_END, DIGIT_START = re.compile(r"[\d%]$"), re.compile(r"^[-+\u2212]?\d")
 PADDED_CLASSES = {"dataframe", "table", "docutils", "highlighttable"}
@@ -89,6 +102,10 @@ def page_text_problems(rel: str, html_text: str) -> list[str]:
         ("a traceback or warning in an output", TRACEBACK_OR_WARNING, outputs),
         ("a raw Markdown table", RAW_MARKDOWN_TABLE, text),
         ("'nan' or 'n/a n/a'", NAN, text),
+        ("a missing value printed as NaN", NAN_VALUE, outputs),
+        ("a run of zeros after the decimal point (print it in scientific notation)", ZERO_RUN, text),
+        ("an integer printed with decimals", WHOLE_AS_FLOAT, text),
+        ("a number of four or more digits printed with three or more decimals", BIG_WITH_DECIMALS, text),
         ("an absolute machine path", MACHINE_PATH, text),
     ):
         hit = first(pattern, where)

@@ -33,6 +33,13 @@ from page_checks import page_text_problems
         ('<figure><img src="a.png" alt="a.png"><figcaption>Fig. 1 A caption.</figcaption></figure>', "alt text"),
         ('<div class="cell_output"><img src="_images/abc.png" alt="0123456789abcdef0123"></div>', "without a caption"),
         ('<figure><img src="a.png" alt="a line"><figcaption>A caption.</figcaption></figure>', "without a number"),
+        ("<p>the curve lies on average 0.00000000 away from its asymptote</p>", "run of zeros"),
+        ('<table class="dataframe"><tr><td>-0.0000000027</td><td>0.0000000010</td></tr></table>', "run of zeros"),
+        ('<table class="dataframe"><tr><th>|D|</th><td>5000.000</td><td>1.000</td></tr></table>', "integer"),
+        ("<p>the build kept 5,000.000 questions</p>", "integer"),
+        ("<p>a model with 56640.00000000002 parameters and a rate of 0.30000000000000004</p>", "run of zeros"),
+        ('<table class="dataframe"><tr><td>3860.800</td></tr></table>', "four or more digits"),
+        ('<div class="cell_output"><table class="dataframe"><tr><td>NaN</td></tr></table></div>', "NaN"),
     ],
 )
 def test_page_text_checks_catch_each_defect(snippet, found):
@@ -62,6 +69,10 @@ def test_page_text_checks_catch_each_defect(snippet, found):
         "<p>|x| is the absolute value, and a | b is an alternative.</p>",
         '<div class="cell_output"><pre>| a | b |\n| 1 | 2 |</pre></div>',
         '<div class="math notranslate nohighlight">\\[ a + b \\]</div>',
+        "<p>to within 2.8 × 10⁻¹⁴, a gap of 0.0000012, rates 0.000 and 1.000, 5,000 questions, 3,861</p>",
+        '<table class="dataframe"><tr><td>-3.000</td><td>0.000</td><td>1,039.1</td><td>2.5e-07</td></tr></table>',
+        "<p>torch 2.13.0, wall time 1234.5 s, version 2024.10.1</p>",
+        "<p>arXiv preprint arXiv:2309.14316, https://arxiv.org/abs/2309.14316</p>",
     ],
 )
 def test_page_text_checks_pass_clean_text(snippet):

@@ -71,9 +71,40 @@ def test_missing_results_name_the_command(tmp_path, monkeypatch):
 def test_format_value_never_prints_a_nonzero_number_as_zero():
     from apd.report.results import format_value
 
-    assert format_value("{:+.4f}", -3.2e-05) == "-0.00003"
+    assert format_value("{:+.4f}", -3.2e-04) == "-0.0003"
+    assert format_value("{:+.4f}", -3.2e-05) == "-3.2 × 10⁻⁵"  # below 1e-4: scientific, no run of zeros
+    assert format_value("{:.3f}", 2.7e-9) == "2.7 × 10⁻⁹"
     assert format_value("{:+.4f}", 0.0157) == "+0.0157"
     assert format_value("{:.4f}", 0.0) == "0.0000"  # zero stays zero
     assert format_value("{:.2%}", -2.2e-05) == "-0.002%"
     assert format_value("{:.3g}", 1e-9) == "1e-09"  # other formats untouched
     assert format_value("{}", "text") == "text"
+
+
+def test_a_number_glued_without_a_format_reads_as_the_book_prints_numbers():
+    from apd.report.results import format_value
+
+    assert format_value(None, 2.0) == "2" and format_value("{}", 5000.0) == "5,000"
+    assert format_value(None, 0.30000000000000004) == "0.3" and format_value(None, 2.191194474697113) == "2.19"
+    assert format_value(None, 20000000) == "20,000,000" and format_value(None, "text") == "text"
+
+
+def test_a_float_quoted_without_a_spec_is_glued_as_text_and_one_with_a_spec_as_a_number(tmp_path, monkeypatch):
+    import myst_nb
+
+    nb = tmp_path / "nb.ipynb"
+    prose = "ratio {glue:text}`plain` and {glue:text}`spec:,.0f`, {glue}`both` and {glue:text}`both:.2f`"
+    nb.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": prose}]}))
+    monkeypatch.setattr(results, "_notebook_file", lambda stem: nb if stem == "nb" else None)
+    glued = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=False: glued.__setitem__(name, value))
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    run = Run.start("nb", {"profile": "unit", "In": []}, show=False)
+    assert results.prose_formats("nb") == {"plain": {""}, "spec": {",.0f"}, "both": {"", ".2f"}}
+    for name in ("plain", "spec", "both", "unquoted"):
+        run.glue(name, 8122.437)
+    run.glue("whole", 56640.00000000002)
+    assert glued["plain"] == "8,120"  # the book's default: three significant figures
+    assert glued["spec"] == glued["both"] == glued["unquoted"] == 8122.437  # the prose's spec applies to a number
+    assert glued["whole"] == 56640 and isinstance(glued["whole"], int)  # no round-off tail, no ".0"
+    assert run.values["plain"] == 8122.437 and run.values["whole"] == 56640.00000000002  # the JSON keeps the number

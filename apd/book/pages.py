@@ -25,6 +25,8 @@ import math
 import re
 from typing import Any, Iterable
 
+from apd.report.numbers import format_number
+
 #: A MyST glue reference: {glue:text}`key`, {glue:text}`key:.3f`, {glue}`key`, {glue:md}`key`.
 GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md|any))?\}`([^`:]+)(?::([^`]*))?`")
 
@@ -88,11 +90,15 @@ def select_cells(nb: dict, values: dict[str, Any]) -> list[int]:
 
 
 def _format(value: Any, spec: str | None) -> str:
+    """``value`` as a glue role shows it: with the role's ``spec``, else a float as the book prints
+    a number glued without a format (:func:`apd.report.numbers.format_number`)."""
     if spec and not isinstance(value, str):
         try:
             return format(value, spec)
         except (TypeError, ValueError):
             pass
+    if isinstance(value, float) and math.isfinite(value):
+        return format_number(value)
     return str(value)
 
 

@@ -824,7 +824,7 @@ def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
         ...                   for i in range(4) for m, kl in (("ELM", 1.0), ("CD", 0.8), ("APD", 0.7))])
         >>> v = paired_world(f, {"CD": 1.0, "APD": 1.0})
         >>> v["kl_apd_gain_pm"][0], v["apd_closer"][0], paired_world(None, {})["apd_cd_tie"][0]
-        ('+0.100 ± 0.000', True, False)
+        ('+0.100 ± 0', True, False)
     """
     values: Values = {}
     paired = {}

@@ -216,6 +216,10 @@ def paper_beside_ours(
     )
     wide = wide.loc[order, columns]  # the paper's number and ours side by side, dataset by dataset
     wide.index.name = None
+    counts = [r for r in wide.index if role_of[r] == "dataset_size"]
+    if counts:  # |D| is a count: it prints as an integer beside the scores of its column
+        wide = wide.astype(object)
+        wide.loc[counts] = wide.loc[counts].map(lambda v: v if pd.isna(v) else int(round(float(v))))
     if item.never:
         note = f"{item.name} cannot be regenerated: {item.never}"
     elif ours.empty:

@@ -56,6 +56,7 @@ from apd.base.io import write_json
 from apd.base.jobs import hold_slot
 from apd.base.paths import project_root, results_root
 from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, notebook_parameters
+from apd.report.numbers import TINY, format_number, format_sci, glue_literal
 from apd.report.tables import show as show_table
 
 #: Packages whose versions every run record lists.
@@ -127,6 +128,35 @@ def _notebook_file(stem: str) -> Path | None:
     return None
 
 
+#: A glue role in a notebook's prose: ``{glue:text}`name:spec```, ``{glue}`name```.
+_GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md|any))?\}`([^`:]+)(?::([^`]*))?`")
+_PROSE_FORMATS: dict[tuple[str, float], dict[str, set[str]]] = {}
+
+
+def prose_formats(stem: str) -> dict[str, set[str]]:
+    """``{name: the format specs its glue roles use}`` in the prose of ``notebooks/<stem>.ipynb``
+    (``""`` for a role without one); empty when there is no such notebook.
+
+    Example:
+        >>> prose_formats("no-such-notebook")
+        {}
+    """
+    path = _notebook_file(stem)
+    if path is None:
+        return {}
+    key = (str(path), path.stat().st_mtime)
+    if key not in _PROSE_FORMATS:
+        found: dict[str, set[str]] = {}
+        cells = json.loads(path.read_text(encoding="utf-8")).get("cells", [])
+        for cell in cells:
+            if cell.get("cell_type") == "markdown":
+                source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+                for m in _GLUE_ROLE.finditer(source):
+                    found.setdefault(m.group(1).strip(), set()).add(m.group(2) or "")
+        _PROSE_FORMATS[key] = found
+    return _PROSE_FORMATS[key]
+
+
 def check_injected(stem: str, injected: list[str]) -> None:
     """Raise UnknownParameterError when ``injected`` names a parameter that the parameters cell
     of ``notebooks/<stem>.ipynb`` lacks (no check when there is no such notebook)."""
@@ -191,18 +221,30 @@ def parameters_from_namespace(namespace: dict) -> dict[str, Any]:
 _FIXED = re.compile(r"^\{:([+ ]?)\.(\d+)([f%])\}$")
 
 
-def format_value(fmt: str, value: Any) -> str:
-    """``fmt.format(value)``, except that a fixed-point or percent format (``"{:+.4f}"``, ``"{:.2%}"``)
-    gets more places, up to 8, where it would print a nonzero number as zero.
+def format_value(fmt: str | None, value: Any) -> str:
+    """``fmt.format(value)`` with the book's number rules (:mod:`apd.report.numbers`): no ``fmt``
+    (None, or ``"{}"`` for a number) prints :func:`~apd.report.numbers.format_number` (integers as
+    integers, three significant figures); a fixed-point or percent format (``"{:+.4f}"``,
+    ``"{:.2%}"``) that would print a nonzero number as zero gets more places, or scientific
+    notation when the number is below 1e-4 (no run of zeros).
 
     Example:
-        >>> format_value("{:+.4f}", -3e-05), format_value("{:.4f}", 0.0), format_value("{:.2%}", -2e-05)
-        ('-0.00003', '0.0000', '-0.002%')
+        >>> format_value("{:+.4f}", 3.2e-04), format_value("{:.4f}", 0.0), format_value("{:.2%}", -2e-05)
+        ('+0.0003', '0.0000', '-0.002%')
+        >>> format_value("{:+.3f}", -2.7e-09), format_value(None, 2.191194474697113), format_value("{}", 5000.0)
+        ('-2.7 × 10⁻⁹', '2.19', '5,000')
     """
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and (fmt is None or fmt == "{}"):
+        return format_number(value) if math.isfinite(value) else str(value)
+    if fmt is None:
+        return str(value)
     m = _FIXED.match(fmt)
     if m and isinstance(value, (int, float)) and value != 0 and math.isfinite(value):
         places, kind = int(m.group(2)), m.group(3)
-        while round(value * (100 if kind == "%" else 1), places) == 0 and places < 8:
+        shown = value * (100 if kind == "%" else 1)
+        if round(shown, places) == 0 and abs(shown) < TINY:
+            return format_sci(shown, 2, signed=m.group(1) == "+") + ("%" if kind == "%" else "")
+        while round(shown, places) == 0:
             places += 1
         return f"{{:{m.group(1)}.{places}{kind}}}".format(value)
     return fmt.format(value)
@@ -367,7 +409,12 @@ class Run:
     # -- numbers --------------------------------------------------------------------------
     def glue(self, name: str, value: Any, display: bool = False) -> None:
         """Record a headline number (for the JSON) and glue it for the prose (myst_nb.glue). Returns
-        nothing, so a cell that ends with it shows no stray value; read it back from ``values``."""
+        nothing, so a cell that ends with it shows no stray value; read it back from ``values``.
+
+        A float is glued as the book prints a number with no format
+        (:func:`apd.report.numbers.format_number`: ``2.0`` reads "2", ``0.30000000000000004`` "0.3")
+        when the notebook's prose quotes it only without a format spec; otherwise as a number
+        without round-off tails (:func:`apd.report.numbers.glue_literal`), for the prose's spec."""
         plain = _plain(value)
         if isinstance(plain, float) and not math.isfinite(plain):
             raise ValueError(f"result {name!r} is {plain}; a headline number must be finite")
@@ -376,13 +423,16 @@ class Run:
             from myst_nb import glue
         except ImportError:  # outside the book, recording is enough
             return
-        glue(name, plain, display=display)
+        shown = glue_literal(plain)
+        if isinstance(plain, float) and prose_formats(self.stem).get(name) == {""}:
+            shown = format_number(plain)
+        glue(name, shown, display=display)
 
-    def glue_text(self, name: str, value: Any, fmt: str = "{:.3g}", missing: str = "n/a") -> None:
-        """Glue ``value`` formatted with ``fmt`` (:func:`format_value`) as text for the prose, or
-        ``missing`` when the value is None or NaN (e.g. a measure this profile cannot compute). The
-        JSON gets the number, or the ``missing`` text. Returns nothing (no stray value at the end of
-        a cell)."""
+    def glue_text(self, name: str, value: Any, fmt: str | None = None, missing: str = "n/a") -> None:
+        """Glue ``value`` formatted with ``fmt`` (:func:`format_value`; None: the book's default,
+        :func:`apd.report.numbers.format_number`) as text for the prose, or ``missing`` when the
+        value is None or NaN (e.g. a measure this profile cannot compute). The JSON gets the number,
+        or the ``missing`` text. Returns nothing (no stray value at the end of a cell)."""
         absent = value is None or (isinstance(value, float) and not math.isfinite(value))
         text = missing if absent else format_value(fmt, _plain(value))
         self.values[name] = missing if absent else _plain(value)

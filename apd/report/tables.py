@@ -8,8 +8,12 @@ Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.st
 - integer columns (and float columns holding only whole numbers below a billion, e.g. counts that
   became floats next to a missing value) print as integers with thousands separators, ``5,000`` and not ``5000.000``;
 - other float columns print with ``digits`` decimals (fewer when every value needs fewer, as in a
-  grid 1.1, 1.5, 2.0), in scientific notation for tiny (round-off) values, so ``1.5e-14`` does
-  not print as ``0.000``, and with three significant digits in columns of large values (sizes);
+  grid 1.1, 1.5, 2.0), values from 1,000 up as integers (``3,861``, not ``3860.800``), tiny
+  (round-off) values in scientific notation, so ``1.5e-14`` prints as ``1.50 × 10⁻¹⁴`` and not
+  ``0.000``, and with three significant digits in columns of large values (sizes); the rules are
+  those of :mod:`apd.report.numbers`;
+- a column of numbers of mixed types (counts beside scores, object dtype) prints its integers as
+  counts and its floats as above;
 - numeric row and column labels print as numbers (``1.1``, not ``1.100000``);
 - missing values print as an em dash;
 - ``formats`` overrides the format of given columns (``{"gain": "{:+.3f}"}``);
@@ -17,7 +21,8 @@ Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.st
   a line saying what it holds, and the table opens on a click (its CSV is under ``results/``).
 
 :func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...);
-:func:`plus_minus` prints a difference with its standard error, to the precision the error supports.
+:func:`plus_minus` prints a difference with its standard error, to the precision the error supports
+(:func:`apd.report.numbers.format_pm`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from apd.base.paths import cache_dir, project_root
+from apd.report.numbers import HUGE, format_count, format_pm, format_sci, format_sig, pm_decimals, pm_parts
 
 #: What a missing value prints as in every table.
 MISSING = "\u2014"
@@ -105,28 +111,32 @@ def _is_missing(value: Any) -> bool:
 
 
 def format_number(value: Any, digits: int = 3) -> str:
-    """One number as a table prints it: integers with separators, floats with ``digits`` decimals,
-    scientific notation below ``10**-digits`` or from a million up, :data:`MISSING` for None/NaN.
+    """One number as a table prints it (the rules of :mod:`apd.report.numbers`): integers, whole
+    floats from 10 up and any float from 1,000 up as integers with separators (``5,000``,
+    ``3,861``); other floats with ``digits`` decimals; scientific notation below ``10**-digits``
+    or from a million up; :data:`MISSING` for None/NaN.
 
-    >>> format_number(5000), format_number(0.35512), format_number(1.5e-14), format_number(float("nan"))
-    ('5,000', '0.355', '1.50e-14', '—')
-    >>> format_number(2.4e11), format_number(-0.0001234, digits=3), format_number(True)
-    ('2.40e+11', '-1.23e-04', 'True')
+    >>> format_number(5000), format_number(5000.0), format_number(0.35512), format_number(3860.8), format_number(1.5e-14)
+    ('5,000', '5,000', '0.355', '3,861', '1.50 × 10⁻¹⁴')
+    >>> format_number(2.4e11), format_number(-0.0001234, digits=3), format_number(True), format_number(float("nan"))
+    ('2.40 × 10¹¹', '-1.23 × 10⁻⁴', 'True', '—')
     """
     if _is_missing(value):
         return MISSING
     if isinstance(value, (bool, np.bool_)):
         return str(bool(value))
     if isinstance(value, numbers.Integral):
-        return f"{int(value):,}"
+        return format_count(value)
     if isinstance(value, numbers.Real):
         v = float(value)
         if math.isinf(v):
             return "∞" if v > 0 else "−∞"
         if v == 0:
             return f"{0:.{digits}f}"
-        if abs(v) < 10**-digits or abs(v) >= 1e6:
-            return f"{v:.2e}"
+        if abs(v) < 10**-digits or abs(v) >= HUGE:
+            return format_sci(v, 3)
+        if abs(v) >= 1000 or (abs(v) >= 10 and v == round(v)):
+            return format_count(round(v))
         return f"{v:.{digits}f}"
     return str(value)
 
@@ -160,6 +170,12 @@ def _column_kind(series: pd.Series) -> str:
             return "int"
         return "float"
     return "other"
+
+
+def _numbers_only(series: pd.Series) -> bool:
+    """Whether every non-missing value of a column is a number (not a bool), and one is there."""
+    values = [v for v in series if not _is_missing(v)]
+    return bool(values) and all(isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)) for v in values)
 
 
 def _decimals(series: pd.Series, digits: int) -> int:
@@ -239,13 +255,10 @@ def show(
             continue
         df = df.copy() if not aligned else df
         scale = 100.0 if col in percent else 1.0
-        ses = [None if _is_missing(e) else scale * float(e) for e in df[se_col]]
-        dec = [se_decimals(e) if e is not None else digits for e in ses]
-        df[col] = [
-            MISSING if _is_missing(v) else f"{scale * float(v):.{k}f}{'%' if scale != 1 else ''}"
-            for v, k in zip(df[col], dec)
-        ]
-        df[se_col] = [MISSING if e is None else f"{e:.{k}f}{'%' if scale != 1 else ''}" for e, k in zip(ses, dec)]
+        unit = "%" if scale != 1 else ""
+        pairs = [_pm_cells(v, e, scale, digits) for v, e in zip(df[col], df[se_col])]
+        df[col] = [MISSING if a is None else a + unit for a, _ in pairs]
+        df[se_col] = [MISSING if b is None else b + unit for _, b in pairs]
         percent -= {col, se_col}
         aligned += [col, se_col]
     col_formats: dict[Any, Callable[[Any], str]] = {}
@@ -257,8 +270,12 @@ def show(
             col_formats[col] = lambda v: MISSING if _is_missing(v) else f"{100 * float(v):.{max(0, digits - 2)}f}%"
         else:
             kind = _column_kind(df[col])
-            if kind == "float" and _large(df[col]):  # sizes: one significant format for the column
-                col_formats[col] = lambda v: MISSING if _is_missing(v) else f"{float(v):.3g}"
+            mixed = kind == "other" and _numbers_only(df[col])  # counts beside scores (object dtype)
+            if mixed:
+                scores = pd.Series([float(v) for v in df[col] if not _is_missing(v)], dtype=float)
+                col_formats[col] = _formatter(kind, _decimals(scores[scores != scores.round()], digits))
+            elif kind == "float" and _large(df[col]):  # sizes: three significant figures
+                col_formats[col] = lambda v: MISSING if _is_missing(v) else format_sig(float(v), 3)
             else:
                 col_formats[col] = _formatter(kind, _decimals(df[col], digits) if kind == "float" else digits)
     if not df.columns.is_unique:  # Styler.format needs unique labels: format by position instead
@@ -276,7 +293,9 @@ def show(
     numeric = [
         c
         for c in df.columns
-        if (pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c])) or c in aligned
+        if (pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]))
+        or c in aligned
+        or (pd.api.types.is_object_dtype(df[c]) and _numbers_only(df[c]))
     ]
     text = [c for c in df.columns if c not in numeric]
     if numeric:
@@ -380,24 +399,38 @@ def short_path(path) -> str:
 
 def se_decimals(se: float, significant: int = 2) -> int:
     """The decimals that print a standard error ``se`` with ``significant`` significant digits
-    (at least 0): the precision a value with that error supports.
+    (at least 0; :func:`apd.report.numbers.pm_decimals`): the precision a value with that error supports.
 
     >>> se_decimals(0.0013), se_decimals(0.085), se_decimals(2.4), se_decimals(37.0)
     (4, 3, 1, 0)
     """
     if _is_missing(se) or not math.isfinite(float(se)) or float(se) <= 0:
         return 3
-    return max(0, significant - 1 - int(math.floor(math.log10(abs(float(se))))))
+    return max(0, pm_decimals(float(se), significant))
+
+
+def _pm_cells(value, se, scale: float, digits: int) -> tuple[str | None, str | None]:
+    """A value and its standard error as two table cells, both to the precision the error
+    supports (:func:`apd.report.numbers.pm_parts`); None for a missing one."""
+    v = None if _is_missing(value) else scale * float(value)
+    e = None if _is_missing(se) or not math.isfinite(float(se)) else scale * float(se)
+    if v is None:
+        return None, None if e is None else format_number(e, digits)
+    if e is None or e <= 0:
+        return format_number(v, digits), None if e is None else format_number(e, digits)
+    return pm_parts(v, e, signed=False)
 
 
 def plus_minus(value: float | None, se: float | None, signed: bool = True) -> str | None:
-    """``value ± se`` with both printed to the precision ``se`` supports (:func:`se_decimals`);
-    None when either is missing (the caller glues a missing value).
+    """``value ± se`` with both printed to the precision ``se`` supports
+    (:func:`apd.report.numbers.format_pm`); None when either is missing (the caller glues a
+    missing value).
 
     >>> plus_minus(0.0031, 0.0013), plus_minus(0.02412, 0.0085), plus_minus(1.2, None)
     ('+0.0031 ± 0.0013', '+0.0241 ± 0.0085', None)
+    >>> plus_minus(-2.7e-9, 1.04e-9)
+    '(-2.7 ± 1.0) × 10⁻⁹'
     """
     if _is_missing(value) or _is_missing(se) or not (math.isfinite(float(value)) and math.isfinite(float(se))):
         return None
-    d = se_decimals(se)
-    return f"{float(value):{'+' if signed else ''}.{d}f} ± {float(se):.{d}f}"
+    return format_pm(float(value), abs(float(se)), signed=signed)

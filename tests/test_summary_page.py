@@ -90,7 +90,7 @@ def test_the_first_screen_is_the_claims_table_then_figure_1():
         ({"summary_est_cd_worse_on": None}, ["CD does not beat the expert on this testbed"], ["significantly worse"]),
         (
             {"summary_engaged": False, "summary_not_engaged": True},
-            ["No way of training ALM' tried here made APD's mechanism engage"],
+            ["None of the three ways of training ALM'"],
             ["APD's mechanism engaged"],
         ),
     ],

@@ -331,6 +331,11 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_collapsed_cd", _number(apd_v, "gate_collapsed_cd"), "{:.0%}")
     run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.2f}")
     run.glue_text("summary_est_ka_gain", _pm(ka, "ka_world_gain"), "{}")
+    abl = _read(profile, "ablations")
+    engaged = [k.removeprefix("gate_engaged_") for k, v in abl.items() if k.startswith("gate_engaged_") and v == 1]
+    run.glue_text("summary_est_abl_gated", _number(abl, "n_gated"), "{:d}")
+    run.glue_text("summary_est_abl_engaged", len(engaged) if abl else None, "{:d}")
+    run.glue_text("summary_est_abl_engaged_names", ", ".join(engaged) or None, "{}")
     run.glue_text("summary_est_n_configs", _number(tb, "n_configs"), "{:d}")
     run.glue_text("summary_est_dr_points", _number(tb, "dr_points"), "{:d}")
     run.glue("summary_est_none_adopted", tb.get("dr_adopted") == "none")

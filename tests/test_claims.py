@@ -817,6 +817,10 @@ def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results)
     assert lines[0] == r"**C\_x: reproduced.** CD's \*claim\* about L\_CD"
     assert [ln.split("*")[1] for ln in lines[2:5]] == ["precondition, holds", "test, holds", "context, does not hold"]
     assert r"curves.blind\_count = 1 \>= 1: holds" in lines[3]
+    named = evidence_mod.claims_markdown(
+        evidence_mod.judge(claims, "p"), evidence_mod.checks(claims, "p"), names={"C_x": "CD is blind"}
+    )
+    assert named.splitlines()[0] == r"**C, CD is blind: reproduced.** CD's \*claim\* about L\_CD"
 
 
 def test_same_rows_need_thirty_qualifying_items(results):

@@ -703,13 +703,15 @@ def _md_text(text: str) -> str:
     return text
 
 
-def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame) -> str:
-    """The verdicts as Markdown: per claim, its id, verdict and text, then every check
-    (preconditions, tests, context; its status, what it tests, the numbers), from :func:`judge`
-    and :func:`checks`."""
+def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame, names: dict | None = None) -> str:
+    """The verdicts as Markdown: per claim, its short id (``C1a``) and plain name (``names``: {claim
+    id: a few words}; the full id without one), verdict and text, then every check (preconditions,
+    tests, context; its status, what it tests, the numbers), from :func:`judge` and :func:`checks`."""
     out = []
     for _, c in judged.iterrows():
-        out.append(f"**{_md_text(c['claim_id'])}: {c['verdict']}.** {_md_text(c['claim'])}\n")
+        cid = c["claim_id"]
+        head = f"{cid.split('_')[0]}, {names[cid]}" if names and cid in names else cid
+        out.append(f"**{_md_text(head)}: {c['verdict']}.** {_md_text(c['claim'])}\n")
         mine = detail[detail["claim_id"] == c["claim_id"]]
         mine = mine.iloc[sorted(range(len(mine)), key=lambda i: _KIND_ORDER[mine["kind"].iloc[i]])]
         if mine.empty:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from apd.amateur.gates import gates_or_none
 from apd.amateur.runs import collect_config, collect_family
@@ -28,7 +29,7 @@ from apd.family.settings import settings_for
 from apd.family.text import texts_for_tokens
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import fmt, per_name
-from apd.report.plots import COLORS, figure
+from apd.report.plots import COLORS, legend, panels, wrap
 from apd.report.tables import plus_minus
 
 UNTESTABLE = "untestable (gates)"
@@ -296,20 +297,21 @@ def group_figure(table: pd.DataFrame, group: str, *, z: float, title: str):
     rows = table[table["group"] == group]
     if not len(rows):
         return None
-    fig, axes = figure(ncols=2, width=11, height=1.9 + 0.5 * len(rows))
+    names = [wrap(label, 30) for label in rows["label"]]  # long member lists on two lines
+    per_row = 0.32 if all("\n" not in n for n in names) else 0.45
+    fig, axes = panels(2, ncols=1, panel_height=1.2 + per_row * len(rows))
     y = np.arange(len(rows))
-    for ax, m, unit in ((axes[0], "kl", "KL(truth || method), nats"), (axes[1], "nll", "-ln(q(gold) + 0.01), nats")):
+    for ax, m, unit in ((axes[0], "kl", "KL(truth || method)"), (axes[1], "nll", "-ln(q(gold) + 0.01)")):
         ax.errorbar(rows[m], y, xerr=z * rows[f"{m}_diff_se"], fmt="o", color=COLORS["members"], capsize=3)
         for name, color, style in ((MAIN, COLORS["apd"], "-"), ("CD", COLORS["cd"], "--")):
             ax.axvline(table.loc[name, m], color=color, linestyle=style, label=table.loc[name, "label"])
-        ax.set_yticks(y)
-        ax.set_yticklabels(rows["label"] if ax is axes[0] else [])
+        ax.set_yticks(y, names)
         ax.set_ylim(len(rows) - 0.5, -0.5)
-        ax.set_xlabel(unit + ", test half")
+        ax.set_xlabel(f"{unit} on the test half (nats)")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))  # no 4-decimal tick noise
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=8, bbox_to_anchor=(0.5, -0.02))
-    fig.suptitle(f"{GROUP_TITLES[group]} {title}", fontsize=11)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
+    fig.suptitle(f"{GROUP_TITLES[group]} {title}")
     return fig
 
 

@@ -29,7 +29,7 @@ from apd.family.knowledge import score_world_qa
 from apd.family.logprobs import next_token_log_probs
 from apd.chapters.gluing import ChapterResult
 from apd.report.findings import family_saturation
-from apd.report.plots import COLORS, XLABEL_LOG_SIZE, figure, panels, wrap
+from apd.report.plots import COLORS, SMALL_PT, XLABEL_LOG_SIZE, figure, legend, panels, wrap
 from apd.report.tables import compare_word, plus_minus
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.truth import (
@@ -640,8 +640,69 @@ def draw_fitted_curve(ax, src: CurveSource, preds: dict, j: int, i: int, x, top_
             ax.axhline(float(t_k[w] / t_k.sum()), color=COLORS["truth"], lw=1.2, label="truth")
     ax.set_xlabel(XLABEL_LOG_SIZE)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(wrap(f"{src.label[i]} → {tokenizer.decode([int(src.gold[i])])!r}", 48), fontsize=9)
-    ax.set_ylabel("probability\n(renormalised over the ELM top 20)")
+    ax.set_title(wrap(f"{src.label[i]} → {tokenizer.decode([int(src.gold[i])])!r}", 40), fontsize=SMALL_PT)
+    ax.title.set_fontweight("normal")
+    ax.set_ylabel(f"probability\n(over the ELM's top {top_k})")
+
+
+def plot_fitted_curves(src: CurveSource, preds: dict, chosen: list[int], x, top_k: int, tokenizer):
+    """One :func:`draw_fitted_curve` panel per example of ``chosen`` (rows of ``src``), two per row,
+    with one legend for all of them below; returns the figure."""
+    fig, axes = panels(len(chosen), ncols=2, panel_height=3.0, sharex=True, sharey=True)
+    for j, (ax, i) in enumerate(zip(axes, chosen)):
+        draw_fitted_curve(ax, src, preds, j, i, x, top_k, tokenizer)
+        if len(axes) > 1 and j % 2:
+            ax.set_ylabel("")
+            ax.tick_params(labelleft=False)
+        if j < len(axes) - 2:
+            ax.set_xlabel("")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
+    return fig
+
+
+def plot_training_losses(log: pd.DataFrame, window: int):
+    """Each term of :data:`LOSS_TERMS` against the optimizer step (``log``: the training log), per
+    step and as a running mean over ``window`` steps, one panel per term; returns the figure."""
+    fig, axes = panels(len(LOSS_TERMS), ncols=2, panel_height=2.8, sharex=True)
+    for ax, (key, label) in zip(axes, LOSS_TERMS):
+        ax.plot(
+            log["step"],
+            log[key],
+            color=COLORS["alm"] if window > 1 else COLORS["apd"],
+            lw=0.8,
+            marker="" if window > 1 else "o",
+            label="per step",
+        )
+        if window > 1:
+            mean = log[key].rolling(window, min_periods=1).mean()
+            ax.plot(log["step"], mean, color=COLORS["apd"], lw=2, label=f"mean of the last {window} steps")
+        ax.set_title(label)
+    for ax in axes[-2:]:
+        ax.set_xlabel("optimizer step")
+    for ax in axes[::2]:
+        ax.set_ylabel("loss term\n(probability units)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
+    return fig
+
+
+def plot_conditioned_losses(log: pd.DataFrame, warmup_steps: int, lambda3: float):
+    """The conditioned variant's first three loss terms (:data:`LOSS_TERMS`) against the optimizer
+    step, as running means over a fiftieth of the steps, one panel per row, with a dotted line where
+    the MLP-only warm-up of ``warmup_steps`` ends; returns the figure."""
+    window = max(1, len(log) // 50)
+    terms = LOSS_TERMS[:3]
+    fig, axes = panels(len(terms), ncols=1, panel_height=1.9, sharex=True)
+    for ax, (key, label) in zip(axes, terms):
+        ax.plot(log["step"], log[key].rolling(window, min_periods=1).mean(), color=COLORS["apd"], lw=1.5)
+        ax.axvline(warmup_steps, color=COLORS["members"], ls=":", label="end of the MLP-only warm-up")
+        ax.set_title(label, loc="left")
+        ax.set_ylabel("loss term")
+    axes[-1].set_xlabel("optimizer step")
+    legend(axes[0], loc="upper right")
+    fig.suptitle(f"Conditioned variant, lambda3 = {lambda3:g}: loss terms, mean of {window} steps (probability units)")
+    return fig
 
 
 def curve_values(preds: dict, chosen: list[int]) -> Values:
@@ -787,19 +848,34 @@ def draw_sweep(ax, tab: pd.DataFrame, col: str, inv_T_grid, fly_knob: Optional[f
             lw=2,
             label=f"on the fly, w = {fly_knob:g}",
         )
-    ax.set_xlabel("1/T")
+    ax.set_xlabel("1/T (inverse amateur temperature)")
 
 
 def plot_truth(tab: pd.DataFrame, inv_T_grid, fly_knob: Optional[float], title: str):
     """One :func:`draw_sweep` panel per column of :func:`truth_table` (per bucket, then all); the figure."""
-    fig, axes = panels(len(tab.columns), ncols=2, panel_height=3.2)
-    for ax, col in zip(axes, tab.columns):
+    fig, axes = panels(len(tab.columns), ncols=2, panel_height=2.8, sharex=True)
+    for j, (ax, col) in enumerate(zip(axes, tab.columns)):
         draw_sweep(ax, tab, col, inv_T_grid, fly_knob)
-        ax.set_title(col, fontsize=10)
-        ax.set_ylabel(wrap(title, 30))
-    axes[0].legend(fontsize=7)
-    fig.suptitle(f"World questions about the test people: {title} (lower is better)", fontsize=11)
+        ax.set_title(col)
+        ax.set_ylabel(wrap(title, 24) if j % 2 == 0 else "")
+        if j < len(axes) - 2:
+            ax.set_xlabel("")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=len(labels))
+    fig.suptitle(f"World questions about the test people: {title} (lower is better)")
     return fig
+
+
+def truth_figure(run, test_frame: pd.DataFrame, measure: str, knobs: dict, fly: bool, labels: dict, inv_T_grid):
+    """The world's test questions scored by ``measure`` (a key of :data:`TRUTH_MEASURES`): its
+    :func:`truth_table` saved as ``tables/apd_truth_<measure>.csv``, its :func:`truth_values` glued,
+    its :func:`plot_truth` saved as ``figures/apd_truth_<measure>``. Returns ``(figure, table)``."""
+    tab = truth_table(test_frame, measure, knobs, fly, labels)
+    run.save_table(tab.reset_index(names="method"), f"apd_truth_{measure}")
+    glue(run, truth_values(tab, measure, knobs, fly))
+    fig = plot_truth(tab, inv_T_grid, knobs.get("APD on the fly") if fly else None, TRUTH_MEASURES[measure])
+    run.savefig(fig, f"apd_truth_{measure}")
+    return fig, tab
 
 
 #: the paired comparisons over the test questions: key -> (method a, method b, measure); a's value minus b's,
@@ -1108,12 +1184,11 @@ def text_summary(
 
 def plot_text(ttab: pd.DataFrame, inv_T_grid, fly_knob: Optional[float]):
     """:func:`draw_sweep` of the held-out text's loss (:func:`text_summary`'s table); the figure."""
-    fig, ax = figure()
+    fig, ax = figure(height=3.6)
     draw_sweep(ax, ttab, "all", inv_T_grid, fly_knob)
-    ax.set_ylabel("next-token -log(p + 0.01), nats")
-    ax.set_title("Held-out text (lower is better)", fontsize=11)
-    ax.legend(fontsize=8)
-    fig.set_layout_engine("constrained")
+    ax.set_ylabel("next-token -log(p + 0.01) (nats)")
+    ax.set_title("Held-out text (lower is better)")
+    legend(ax)
     return fig
 
 

@@ -88,15 +88,19 @@ def plot_prompt(curves: pd.DataFrame, x, names, T_values, max_panels: int):
         if len(show)
         else curves.head(max_panels)
     )
-    fig, axes = panels(max(1, len(show)), ncols=2, panel_height=3.2)
+    fig, axes = panels(max(1, len(show)), ncols=2, panel_height=2.6, sharex=True)
     colors = {1.0: COLORS["cd_t1"], 2.0: COLORS["cd_t2"]}
-    for ax, (_, row) in zip(axes, show.iterrows()):
+    for j, (ax, (_, row)) in enumerate(zip(axes, show.iterrows())):
         hl = {f"CD, T = {T:g}": (row[f"cd:T={T:g}"], colors.get(float(T), PALETTE[3])) for T in T_values}
         hl["APD, T = 1"] = (row["apd:T=1"], COLORS["apd"])
-        ctx = row["context"][-28:].replace("\n", " ")
+        ctx = row["context"][-24:].replace("\n", " ")
         probability_curve(ax, x, [row[f"p:{n}"] for n in names], hlines=hl, title=f"…{ctx} →{row['next_token']!r}")
-        ax.title.set_fontsize(9)
-    legend(axes[0], fontsize=7, loc="best")
+        ax.title.set_fontweight("normal")
+        ax.set_ylabel("probability of the token" if j % 2 == 0 else "")
+        if j < len(axes) - 2:
+            ax.set_xlabel("")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=min(4, len(labels)))
     return fig
 
 
@@ -272,7 +276,7 @@ def plot_example(p: Pool, i: int, b, curve_lp, x, names, T: float, top_k: int, d
     ``(fig, apd_ranks_right)``."""
     cd = cd_probs_over_topk(p.elm[i], p.alm[i], T, top_k)
     apd_v = cd_probs_over_topk(p.elm[i], p.apd[i], 1.0, top_k)
-    fig, axes = panels(2, ncols=2)
+    fig, axes = panels(2, ncols=1, panel_height=2.9)
     for ax, tok, what in [(axes[0], p.gold[i], "right token"), (axes[1], b.cd_top[i], "CD's choice")]:
         probability_curve(
             ax,
@@ -282,8 +286,9 @@ def plot_example(p: Pool, i: int, b, curve_lp, x, names, T: float, top_k: int, d
             hlines={f"CD, T = {T:g}": (cd[tok], COLORS["cd_t1"]), "APD, T = 1": (apd_v[tok], COLORS["apd"])},
             title=f"{what}: {decode([int(tok)])!r}",
         )
-    legend(axes[0], fontsize=8)
-    fig.suptitle(wrap(p.labels[i], 90), fontsize=9)
+        ax.set_ylim(-0.02, 1.15)  # room for the members' names above a probability of 1
+    legend(axes[0], loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(wrap(p.labels[i], 80))
     return fig, int(np.argmax(apd_v)) == int(p.gold[i])
 
 
@@ -330,14 +335,12 @@ def plot_linearity(lin: pd.DataFrame):
     r2, curv = lin["R2"].to_numpy(), lin["curvature"].to_numpy()
     fig, axes = figure(ncols=2)
     axes[0].hist(r2, bins=40, color=COLORS["members"])
-    axes[0].set_xlabel("R² of a line through the members' log-probabilities")
+    axes[0].set_xlabel(wrap("R² of a line through the members' log-probabilities (unitless)", 34))
     lim = np.quantile(np.abs(curv), 0.98)
     axes[1].hist(np.clip(curv, -lim, lim), bins=40, color=COLORS["scaled"])
-    axes[1].set_xlabel("curvature (log-prob per (ln size)²)")
-    for ax in axes:
-        ax.set_ylabel("token curves")
-    fig.suptitle("Are log-probabilities linear in log size?", fontsize=11)
-    fig.set_layout_engine("constrained")
+    axes[1].set_xlabel(wrap("curvature (log-prob per (ln size)², clipped at the 98th percentile)", 34))
+    axes[0].set_ylabel("token curves (count)")
+    fig.suptitle("Are log-probabilities linear in log size?")
     return fig
 
 
@@ -419,14 +422,13 @@ def plot_hlm(hlm: pd.DataFrame, top_k: int, alm: str, elm: str):
     """CD's HLM against the expert, against the HLM's log size: KL to the real member (left) and
     top-1 agreement with it (right)."""
     kcol, ecol = hlm_columns(top_k)
-    fig, axes = figure(ncols=2)
+    fig, axes = panels(2, ncols=1, panel_height=2.7, sharex=True)
     for ax, (cd_col, elm_col) in zip(axes, [(kcol, ecol), ("top-1 agrees, CD-HLM", "top-1 agrees, ELM")]):
         ax.plot(hlm["ln s_HLM"], hlm[cd_col], marker="o", color=COLORS["cd"], label="CD's HLM")
         ax.plot(hlm["ln s_HLM"], hlm[elm_col], marker="s", color=COLORS["elm"], label=f"expert ({elm})")
-        ax.set_xlabel("ln s_HLM  (ln non-embedding parameters)")
-        legend(ax, fontsize=8)
-    axes[0].set_ylabel(f"KL(real HLM || prediction), nats\n(ELM top-{top_k})")
-    axes[1].set_ylabel("top-1 agrees with the real HLM (share)")
-    fig.suptitle(f"CD's hypothetical LM vs the real family (ALM {alm}, ELM {elm})", fontsize=10)
-    fig.set_layout_engine("constrained")
+    axes[1].set_xlabel("ln s_HLM (ln non-embedding parameters)")
+    axes[0].set_ylabel(wrap(f"KL(real HLM || prediction) over the ELM's top {top_k} (nats)", 28))
+    axes[1].set_ylabel(wrap("top-1 agrees with the real HLM (share)", 24))
+    legend(axes[0], loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(f"CD's hypothetical LM against the real family (ALM {alm}, ELM {elm})")
     return fig

@@ -349,39 +349,55 @@ def curve_colors(cd_T: float) -> dict[str, str]:
     }
 
 
+def _legible_tradeoff(ax) -> None:
+    """House sizes for a :func:`apd.evaluation.factuality.scoring.plot_tradeoff` panel: its point labels
+    (p, T_r or T) at the house small size, and room at both ends of x for the labels of the end points."""
+    for text in ax.texts:
+        text.set_fontsize(plots.SMALL_PT)
+    ax.margins(x=0.1)
+
+
 def figure4(res: pd.DataFrame, x: str, y: str, ylabel: str, title: str, cd_T: float, cd_T_grid: Sequence[float]):
-    """One row of the paper's Figure 4 as a figure of three panels (:func:`figure4_curves`, rows of
-    two): ``y`` against ``x`` (columns of a scored sweep, drawn in %). Returns the figure."""
-    fig, axes = plots.panels(3, ncols=2, panel_width=5.0, panel_height=4.0)
+    """One row of the paper's Figure 4 as a figure of three panels (:func:`figure4_curves`), one per
+    row, sharing both axes, each with its legend on its right: ``y`` against ``x`` (columns of a
+    scored sweep, drawn in %). Returns the figure."""
+    fig, axes = plots.panels(3, ncols=1, panel_height=2.9, sharex=True, sharey=True)
     colors, markers = curve_colors(cd_T), {}
     others = [t for t in sorted(set(map(float, cd_T_grid))) if not math.isclose(t, cd_T)]
     for t, colour, marker in zip(others, [plots.PALETTE[i] for i in (0, 5, 3, 9)], ("s", "^", "D", "v")):
         colors[f"CD T={t:g} + top-p k20"], markers[f"CD T={t:g} + top-p k20"] = colour, marker  # CD's other T apart
     for ax, (panel, curves) in zip(axes, figure4_curves(cd_T, cd_T_grid).items()):
         scoring.plot_tradeoff(ax, res, curves, x=x, y=y, colors=colors, markers=markers)
-        ax.set_title(panel)
-        ax.set_ylabel(ylabel)
-        plots.legend(ax, fontsize=8)
-    fig.suptitle(f"{title}: {ylabel.split(' (')[0]} against {x}", fontsize=12)
+        _legible_tradeoff(ax)
+        ax.set_title(panel, loc="left")
+        ax.set_ylabel(plots.wrap(ylabel, 22))
+        plots.legend(ax, loc="upper left", bbox_to_anchor=(1.01, 1.0), handlelength=2.0)
+    for ax in axes[:-1]:
+        ax.set_xlabel("")
+    fig.suptitle(plots.wrap(f"{title}: {ylabel.split(' (')[0]} against {x}", 80))
+    plots.spread_labels(fig)
     return fig
 
 
 def figure_real(res: pd.DataFrame, true_label: str, title: str, cd_T: float):
     """NE_ER and ``true_label`` (the share of true claims, or Entail_R) against Dist-2 for REAL's
     settings (solid, round markers) beside ELM + top-p and APD + top-p k20 (dashed, square markers),
-    one panel per row. Returns the figure."""
+    one panel per row, one legend on the right. Returns the figure."""
     curves = ["ELM + top-p", "APD + top-p k20", "ELM + REAL", f"CD T={cd_T:g} + REAL", "APD + REAL"]
     without = {"ELM + top-p": "--", "APD + top-p k20": "--"}
     square = {"ELM + top-p": "s", "APD + top-p k20": "s"}
-    fig, axes = plots.panels(2, ncols=1, panel_width=6.4, panel_height=4.2)
+    fig, axes = plots.panels(2, ncols=1, panel_height=3.0, sharex=True)
     for ax, (y, what) in zip(axes, (("NE_ER", "NE_ER"), ("true_rate", true_label))):
         scoring.plot_tradeoff(
             ax, res, curves, x="Dist-2", y=y, colors=curve_colors(cd_T), linestyles=without, markers=square
         )
-        ax.set_ylabel(f"{what} (%), " + ("lower" if y == "NE_ER" else "higher") + " is better")
-        ax.set_title(f"{what} against Dist-2")
-    plots.legend(axes[0], fontsize=8)
-    fig.suptitle(title, fontsize=11)
+        _legible_tradeoff(ax)
+        ax.set_ylabel(plots.wrap(f"{what} (%), " + ("lower" if y == "NE_ER" else "higher") + " is better", 22))
+        ax.set_title(f"{what} against Dist-2", loc="left")
+    axes[0].set_xlabel("")
+    plots.legend(axes[0], loc="upper left", bbox_to_anchor=(1.01, 1.0), handlelength=2.0)
+    fig.suptitle(plots.wrap(title, 80))
+    plots.spread_labels(fig)
     return fig
 
 

@@ -15,7 +15,7 @@ from apd.family.knowledge import accuracy_table, paired_gain, saturation_table, 
 from apd.family.pretrain import evaluate_loss
 from apd.family.text import token_stream
 from apd.chapters.gluing import fmt
-from apd.report.plots import COLORS, PALETTE, XLABEL_LOG_SIZE, figure
+from apd.report.plots import COLORS, PALETTE, SMALL_PT, XLABEL_LOG_SIZE, figure, legend
 from apd.world.corpus import load_wiki
 from apd.world.truth import sample_per_bucket
 
@@ -102,7 +102,7 @@ def plot_losses(fam, losses):
     fig, ax = figure()
     ax.plot(fam.log_sizes, losses, marker="o", color=COLORS["members"])
     for x, loss, name in zip(fam.log_sizes, losses, fam.names):
-        ax.annotate(name, (x, loss), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.annotate(name, (x, loss), textcoords="offset points", xytext=(4, 4), fontsize=SMALL_PT)
     ax.set_xlabel(XLABEL_LOG_SIZE)
     ax.set_ylabel("held-out loss (nats/token)")
     ax.set_title("Held-out loss against size")
@@ -206,9 +206,8 @@ def plot_knowledge(fam, k: Knowledge):
     for ax in axes:
         ax.set_xlabel(XLABEL_LOG_SIZE)
         ax.set_ylim(0, 1.02)
-        ax.legend(fontsize=8)
-    fig.suptitle("World QA by frequency bucket against size", fontsize=11)
-    fig.set_layout_engine("constrained")
+    legend(axes[0], title="bucket")  # one legend: the buckets are drawn alike in both panels
+    fig.suptitle("World QA by frequency bucket against size")
     return fig
 
 

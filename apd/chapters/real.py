@@ -130,9 +130,9 @@ def plot_entropy_curves(frame: pd.DataFrame, prompts, thf, tokenizer, x, names, 
     """Per frequency bucket: the members' mean entropy, the THF model's mean curve extended past the
     largest member with its mean c, and the mean true entropy; ``prompts``: the questions of ``frame``'s rows."""
     groups = [b for b in BUCKETS if (frame.bucket == b).any()]
-    fig, axes = panels(len(groups), ncols=2, panel_height=3.4)
+    fig, axes = panels(len(groups), ncols=2, panel_height=2.9, sharex=True)
     xs = np.linspace(x[0], x[-1] + 1.5 * (x[-1] - x[0]), 60)
-    for ax, b in zip(axes, groups):
+    for j, (ax, b) in enumerate(zip(axes, groups)):
         g = frame[frame.bucket == b]
         ax.plot(x, [g[f"H {n}"].mean() for n in names], "o", color=COLORS["members"], label="members")
         th = thf_at_prompts(thf, tokenizer, [p for p, keep in zip(prompts, frame.bucket == b) if keep], window=window)
@@ -140,10 +140,11 @@ def plot_entropy_curves(frame: pd.DataFrame, prompts, thf, tokenizer, x, names, 
         ax.plot(xs, curve, color=COLORS["apd"], label="THF curve (mean)")
         ax.axhline(float(th["c"].mean()), color=COLORS["apd"], ls="--", label="THF c (mean)")
         ax.axhline(float(g["truth"].mean()), color=COLORS["truth"], lw=1.2, label="truth (mean)")
-        ax.set_title(f"{b} people (n={len(g)})", fontsize=10)
-        ax.set_xlabel(XLABEL_LOG_SIZE)
-        ax.set_ylabel("next-token entropy (nats)")
-    legend(axes[0], fontsize=7)
+        ax.set_title(f"{b} people (n={len(g)})")
+        ax.set_xlabel(XLABEL_LOG_SIZE if j >= len(groups) - 2 else "")
+        ax.set_ylabel("next-token entropy (nats)" if j % 2 == 0 else "")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=len(labels))
     return fig
 
 

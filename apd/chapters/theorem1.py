@@ -13,7 +13,7 @@ import pandas as pd
 
 from apd.chapters.gluing import ChapterResult
 from apd.core.theory import bent_extrapolation_error, bent_logits, cd_logits, hlm_log_size, hlm_logits, line_logit
-from apd.report.plots import COLORS, PALETTE, XLABEL_LOG_SIZE, figure, legend
+from apd.report.plots import COLORS, PALETTE, SMALL_PT, XLABEL_LOG_SIZE, figure, legend
 
 #: The identity "holds to round-off" when CD's logits match (1 - 1/T) L_HLM to this (logits); the
 #: paper-vs-book chapter's check of claim C1 uses the same bound.
@@ -96,7 +96,7 @@ def proof_picture(x_a: float, x_e: float, T: float, l_a: float = 6.0, l_e: float
     l_h = float(line_logit(x_h, x_a, l_a, x_e, l_e))
     l_cd = float(cd_logits(l_e, l_a, T))
     scale = 1 - 1 / T
-    fig, ax = figure(width=7.0, height=4.2)
+    fig, ax = figure(height=4.4)
     width = 0.9
     for x, logit, name in [(x_a, l_a, "ALM"), (x_e, l_e, "ELM"), (x_h, l_h, "HLM")]:
         ax.bar(
@@ -115,29 +115,30 @@ def proof_picture(x_a: float, x_e: float, T: float, l_a: float = 6.0, l_e: float
             alpha=0.85,
             label=f"logit x (1 - 1/T), T = {T:g}" if name == "ALM" else None,
         )
-        ax.text(x, -0.55, name, ha="center", va="top", fontsize=10, fontweight="bold")
+        ax.text(x, -0.55, name, ha="center", va="top", fontweight="bold")
     xs = np.linspace(x_a - 1, x_h + 1, 50)
     ax.plot(xs, line_logit(xs, x_a, l_a, x_e, l_e), color=COLORS["logit"], lw=1.2, ls="--")
     ax.plot(xs, scale * line_logit(xs, x_a, l_a, x_e, l_e), color=COLORS["scaled"], lw=1.2, ls="--")
-    ax.axhline(l_cd, color="k", lw=0.8, ls=":")
-    ax.annotate(
-        f"$L^{{CD}} = L^{{ELM}} - L^{{ALM}}/T$ = {l_cd:.2f}",
-        (x_h + width / 2, l_cd),
-        xytext=(x_e + 0.9, 0.45),
-        arrowprops=dict(arrowstyle="->", lw=0.8, color="k"),
-        fontsize=9,
+    ax.axhline(l_cd, color="k", lw=0.8, ls=":")  # CD's logit, labelled beside the line (no arrow across text)
+    ax.text(
+        x_a + width + 0.2,
+        l_cd - 0.2,
+        f"$L^{{CD}} = L^{{ELM}} - L^{{ALM}}/T$\n= {l_cd:.2f} (dotted line)",
+        ha="left",
+        va="top",
+        fontsize=SMALL_PT,
     )
     arrow = dict(arrowstyle="<->", lw=1.0, color="k")
     ax.annotate("", xy=(x_e, 7.3), xytext=(x_a, 7.3), arrowprops=arrow)
-    ax.text((x_a + x_e) / 2, 7.45, "$S^d$", ha="center", fontsize=10)
+    ax.text((x_a + x_e) / 2, 7.5, "$S^d$", ha="center")
     ax.annotate("", xy=(x_h, 7.3), xytext=(x_e, 7.3), arrowprops=arrow)
-    ax.text((x_e + x_h) / 2, 7.45, r"$\frac{1/T}{1-1/T} S^d$", ha="center", fontsize=10)
+    ax.text((x_e + x_h) / 2, 7.5, r"$S^d\,/\,(T-1)$", ha="center")
     ax.annotate("", xy=(x_a - 0.75, l_e), xytext=(x_a - 0.75, l_a), arrowprops=arrow)
-    ax.text(x_a - 0.9, (l_a + l_e) / 2, "$L^d$", ha="right", va="center", fontsize=10)
+    ax.text(x_a - 0.9, (l_a + l_e) / 2, "$L^d$", ha="right", va="center")
     ax.set_xlabel(XLABEL_LOG_SIZE)
-    ax.set_ylabel("logit of the token")
-    ax.set_ylim(-1.2, 9.5)
-    ax.legend(loc="upper right", fontsize=9)  # bars: apd.plots.legend reads lines and markers
+    ax.set_ylabel("logit of the token (nats)")
+    ax.set_ylim(-1.2, 9.9)
+    ax.legend(loc="upper center", ncol=2)  # bars: apd.plots.legend reads lines and markers
     ax.set_title("CD's logit is the scaled logit of a larger hypothetical LM")
     return fig, l_cd, scale * l_h
 
@@ -188,7 +189,7 @@ def plot_hlm_size(elm_log_size: float, alm_log_size: float, T_max: float, T_mark
     ax.set_xlabel("amateur temperature T")
     ax.set_ylabel("ln s_HLM\n(ln non-embedding parameters)")
     ax.set_ylim(alm_log_size - 1, min(60, float(hlm_log_size(elm_log_size, alm_log_size, 1.05))))
-    legend(ax, fontsize=9)
+    legend(ax)
     ax.set_title("Where CD's hypothetical LM sits")
     return fig
 
@@ -239,7 +240,7 @@ def plot_bend(bend: pd.DataFrame):
     ax.set_xlabel("curvature κ  (logit per (ln size)²)")
     ax.set_ylabel("mean |L_CD - (1-1/T) L_HLM|  (logits)")
     ax.set_yscale("symlog", linthresh=1e-3)
-    legend(ax, fontsize=8, ncol=2)
+    legend(ax, ncol=2)
     ax.set_title("The identity breaks as logits bend")
     return fig
 
@@ -283,13 +284,12 @@ def plot_low_temperature(elm_log_size: float, alm_log_size: float):
     axes[0].axhline(elm_log_size, color=COLORS["elm"], ls="--", lw=1, label="ELM")
     axes[0].set_ylim(0, 45)
     axes[0].set_ylabel("ln s_HLM\n(ln non-embedding parameters)")
-    legend(axes[0], fontsize=8)
+    legend(axes[0])
     axes[1].plot(Ts, 1 - 1 / Ts, color=COLORS["scaled"])
     axes[1].axhline(0, color="k", lw=0.8)
     axes[1].set_ylabel("scale 1 - 1/T  (unitless)")
     for ax in axes:
         ax.axvline(1, color="k", lw=0.8, ls=":")
         ax.set_xlabel("amateur temperature T")
-    fig.suptitle("Below T = 1 the HLM is smaller than the amateur and the scale is negative", fontsize=10)
-    fig.set_layout_engine("constrained")
+    fig.suptitle("Below T = 1 the HLM is smaller than the amateur and the scale is negative")
     return fig

@@ -251,5 +251,5 @@ def plot(ax, pts: pd.DataFrame):
     ax.set_ylabel(plots.wrap("CD's KL gain over the expert (nats, dev people)", 32))
     top = max([0.45, *pts["dose"].tolist()]) if len(pts) else 0.45
     ax.set_xlim(-0.03, top + 0.04)
-    plots.legend(ax, fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    plots.legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     return ax

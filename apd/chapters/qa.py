@@ -3,6 +3,11 @@ summaries, the paper's datasets, and the numbers the prose quotes (``notebooks/q
 
 Every mean and test comes from :mod:`apd.evaluation.qa_scoring`; this module only selects rows,
 assembles tables and glues values. "ppl" is the paper's mean ``-log(p + 0.01)`` in nats.
+
+On the world's questions every mean, difference, standard error, interval and p-value is of one
+estimand, the person mean: each test person's questions are averaged first, then the people
+(questions about one person are not independent). Intervals and p-values use Student's t with
+one degree of freedom fewer than the people they average (:func:`apd.core.stats.critical`).
 """
 
 from __future__ import annotations
@@ -18,17 +23,19 @@ import pandas as pd
 
 from apd.amateur.pipeline import apd_model
 from apd.amateur.runs import load_alm_prime
-from apd.core.stats import min_detectable_effect
+from apd.core.stats import critical, min_detectable_effect
 from apd.evaluation.qa_data import try_load
 from apd.evaluation.qa_scoring import (
     METHOD_ROLES,
     METRICS,
     PAPER_DATASETS,
+    PROTOCOLS,
     chance_accuracy,
     gap_rows,
     qa_summary,
     score_qa,
     significance,
+    table_layout,
 )
 from apd.family.loading import load_family
 from apd.report.beside import paper_rows
@@ -36,6 +43,7 @@ from apd.chapters.apd import gate_verdict
 from apd.chapters.gluing import fmt
 from apd.report.claims import paper_qa_gain
 from apd.report.plots import COLORS, panels
+from apd.report.results import chapter_ran, load_results
 from apd.report.tables import better_word, plus_minus
 from apd.world.truth import dev_test_split
 from apd.world.world import BUCKETS
@@ -52,9 +60,9 @@ class QAHeadline:
     world_ho_ppl_cd: float | None = fmt("{:.3f}", default=None)  # CD's, the same way
     world_pp_ppl_apd: float | None = fmt("{:.3f}", default=None)  # APD's, 1/T picked on the test half (paper)
     world_pp_ppl_cd: float | None = fmt("{:.3f}", default=None)  # CD's, the same way
-    world_ho_ppl_gain: float | None = fmt("{:.4f}", default=None)  # CD's ppl minus APD's (> 0: APD better)
-    world_ho_ppl_gain_se: float | None = fmt("{:.4f}", default=None)  # its paired standard error over people
-    world_ho_ppl_cd_gain: float | None = fmt("{:.4f}", default=None)  # the ELM's ppl minus CD's (positive control)
+    world_ho_ppl_gain: float | None = fmt("{:.4f}", default=None)  # CD's ppl minus APD's, person mean (> 0: APD)
+    world_ho_ppl_gain_se: float | None = fmt("{:.4f}", default=None)  # its standard error over people
+    world_ho_ppl_cd_gain: float | None = fmt("{:.4f}", default=None)  # the ELM's ppl minus CD's, mean over people
     world_ho_ppl_cd_gain_se: float | None = fmt("{:.4f}", default=None)  # its standard error over people
     datasets_ppl_gain: float | None = fmt("{:.4f}", default=None)  # CD's ppl minus APD's, mean over datasets
     datasets_ppl_gain_se: float | None = fmt("{:.4f}", default=None)  # its standard error
@@ -150,8 +158,9 @@ def direction(apd_value: float, cd_value: float, metric: str) -> str:
 class WorldQA:
     """The world's questions scored (dev half first): per-question scores and their summaries.
 
-    summary: :func:`qa_summary` by bucket, reported on the test half with 1/T picked on the dev half;
-    sig / sig_acc: APD against CD on ppl (standard errors over people) and on accuracy.
+    summary: :func:`qa_summary` by bucket, reported on the test half with 1/T picked on the dev half,
+    every mean a mean over people of each person's mean; sig / sig_acc: APD against CD on ppl and
+    on accuracy, the person-mean difference with its standard error, t interval and p over people.
     """
 
     scores: object
@@ -168,7 +177,7 @@ class WorldQA:
         """Summarise ``scores`` of ``n_dev`` dev questions followed by the test questions."""
         is_test = np.arange(len(scores)) >= n_dev
         bucket, person = scores.meta_column("bucket"), scores.meta_column("person")
-        kw = {"report": is_test, "select": ~is_test, "by": bucket}
+        kw = {"report": is_test, "select": ~is_test, "by": bucket, "cluster": person}
         return cls(
             scores,
             n_dev,
@@ -176,7 +185,7 @@ class WorldQA:
             bucket,
             person,
             qa_summary(scores, **kw),
-            significance(scores, cluster=person, **kw),
+            significance(scores, **kw),
             significance(scores, metric="acc", **kw),
         )
 
@@ -185,10 +194,13 @@ class WorldQA:
         return pd.concat([self.sig, self.sig_acc])
 
     def contrast(self, a: str, b: str, metric: str = "ppl", by_bucket: bool = False) -> pd.DataFrame:
-        """Held-out ``a`` minus ``b`` (``significance`` rows indexed by group): by bucket, or over
-        every test question with standard errors over people."""
-        kw = {"by": self.bucket} if by_bucket else {"cluster": self.person}
-        s = significance(self.scores, a, b, metric, report=self.is_test, select=~self.is_test, **kw)
+        """Held-out ``a`` minus ``b``, the mean over test people of each person's mean difference
+        (``significance`` rows with ``cluster``, indexed by group: "all", and each bucket when
+        ``by_bucket``)."""
+        kw = {"by": self.bucket} if by_bucket else {}
+        s = significance(
+            self.scores, a, b, metric, report=self.is_test, select=~self.is_test, cluster=self.person, **kw
+        )
         return s[s.protocol == "held-out"].set_index("group")
 
 
@@ -221,40 +233,73 @@ def held_out(means: pd.DataFrame) -> pd.DataFrame:
 
 
 def glue_world_counts(run, world: WorldQA | None) -> None:
-    """Glue the dev and test sizes and how many test questions per bucket pass the filter."""
+    """Glue the dev and test sizes (questions and people), how many test questions per bucket pass
+    the filter, and how many test people per bucket have one that does."""
     if world is None:
-        for name in ("world_n_dev", "world_n_test", "world_counts"):
+        for name in ("world_n_dev", "world_n_test", "world_counts", "world_n_test_people", "world_people_counts"):
             run.glue(name, "n/a")
         return
     run.glue("world_n_dev", world.n_dev)
     run.glue("world_n_test", int(world.is_test.sum()))
+    run.glue("world_n_test_people", len(set(world.person[world.is_test])))
     counts = {b: int((world.is_test & (world.bucket == b)).sum()) for b in BUCKETS}
     kept = {b: int((world.is_test & (world.bucket == b) & world.scores.kept).sum()) for b in BUCKETS}
     run.glue("world_counts", ", ".join(f"{b} {kept[b]} of {counts[b]}" for b in BUCKETS))
+    people = {b: len(set(world.person[world.is_test & (world.bucket == b) & world.scores.kept])) for b in BUCKETS}
+    run.glue("world_people_counts", ", ".join(f"{b} {people[b]}" for b in BUCKETS))
+
+
+#: the columns of :func:`gain_by_bucket` that hold APD's gains (signed: positive is APD better)
+GAIN_COLUMNS = ("ppl: CD - APD", "acc: APD - CD", "MRR: APD - CD")
 
 
 def gain_by_bucket(world: WorldQA | None) -> pd.DataFrame | None:
-    """APD's gain over CD per bucket (held-out 1/T; positive: APD better), the ELM's accuracy, the
-    paired p of the ppl gain and the questions it counts; rows head, torso, tail. None without a world."""
+    """APD's gain over CD per bucket (held-out 1/T; positive: APD better), each the mean over the
+    bucket's test people of their mean paired difference: on ppl with its standard error, 95% t
+    interval (people - 1 degrees of freedom) and t-test p over those people; on accuracy and MRR;
+    the ELM's accuracy (mean over people); the people and questions the ppl gain counts. Rows head,
+    torso, tail; None without a world."""
     if world is None:
         return None
-    wt, sig = world.summary, world.sig
-    ho = sig[sig.protocol == "held-out"].set_index("group")
+    ppl = world.contrast("apd", "cd", "ppl", by_bucket=True)
+    acc = world.contrast("apd", "cd", "acc", by_bucket=True)
+    mrr = world.contrast("apd", "cd", "MRR", by_bucket=True)
 
-    def v(metric, method, b):
-        return value(wt, "held-out", metric, method, b)
+    def col(frame, name, sign=1.0):
+        return [sign * float(frame.loc[b, name]) if b in frame.index else float("nan") for b in RANKS]
 
     return pd.DataFrame(
         {
-            "ppl: CD - APD": [v("ppl", "cd", b) - v("ppl", "apd", b) for b in RANKS],
-            "acc: APD - CD": [v("acc", "apd", b) - v("acc", "cd", b) for b in RANKS],
-            "MRR: APD - CD": [v("MRR", "apd", b) - v("MRR", "cd", b) for b in RANKS],
-            "ELM acc": [v("acc", "elm", b) for b in RANKS],
-            "p (ppl, paired)": [float(ho.loc[b, "p_paired"]) for b in RANKS],
-            "questions (ppl)": [int(ho.loc[b, "n"]) for b in RANKS],
+            "ppl: CD - APD": col(ppl, "diff", -1.0),
+            "se (ppl)": col(ppl, "se_clustered"),
+            "95% CI low (ppl, t)": col(ppl, "ci_high", -1.0),
+            "95% CI high (ppl, t)": col(ppl, "ci_low", -1.0),
+            "acc: APD - CD": col(acc, "diff"),
+            "MRR: APD - CD": col(mrr, "diff"),
+            "ELM acc": [value(world.summary, "held-out", "acc", "elm", b) for b in RANKS],
+            "p (ppl, paired)": col(ppl, "p_clustered"),
+            "people (ppl)": [int(ppl.loc[b, "n_clusters"]) if b in ppl.index else 0 for b in RANKS],
+            "questions (ppl)": [int(ppl.loc[b, "n"]) if b in ppl.index else 0 for b in RANKS],
         },
         index=list(RANKS),
     )
+
+
+def gain_shown(gain: pd.DataFrame) -> pd.DataFrame:
+    """:func:`gain_by_bucket` as the page shows it: the ppl gain's t interval as one "[low, high]"
+    column after its standard error, then the tests' counts, then the other metrics.
+
+    Example:
+        >>> g = pd.DataFrame({"ppl: CD - APD": [0.01], "se (ppl)": [0.004], "95% CI low (ppl, t)": [0.001],
+        ...                   "95% CI high (ppl, t)": [0.019], "p (ppl, paired)": [0.04]}, index=["head"])
+        >>> gain_shown(g).loc["head", "95% t interval (ppl)"]
+        '[+0.001, +0.019]'
+    """
+    lo, hi = gain["95% CI low (ppl, t)"], gain["95% CI high (ppl, t)"]
+    ci = ["n/a" if np.isnan(a) or np.isnan(b) else f"[{a:+.3f}, {b:+.3f}]" for a, b in zip(lo, hi)]
+    out = gain.drop(columns=[lo.name, hi.name])
+    out.insert(list(out.columns).index("se (ppl)") + 1, "95% t interval (ppl)", ci)
+    return out
 
 
 def easy_claim(gain: pd.DataFrame) -> dict:
@@ -274,6 +319,9 @@ def easy_claim(gain: pd.DataFrame) -> dict:
         "world_easy_claim": "holds" if holds else "does not hold",
         "world_best_bucket_p": best_p,
         "world_best_bucket_n": int(gain.loc[best, "questions (ppl)"]) if best is not None else 0,
+        "world_best_bucket_people": (
+            int(gain.loc[best, "people (ppl)"]) if best is not None and "people (ppl)" in gain else 0
+        ),
         "world_easy_significant": bool(holds and significant),
         "world_easy_direction_only": bool(holds and not significant),
         "world_easy_not": not holds,
@@ -282,16 +330,16 @@ def easy_claim(gain: pd.DataFrame) -> dict:
 
 _WORLD_NUMBERS = (
     "world_ho_ppl_p",
-    "world_ho_ppl_p2",
     "world_ho_ppl_gain_mde",
-    "world_ho_ppl_gain_se_unclustered",
     "world_ho_ppl_n_people",
+    "world_ho_ppl_cd_gain_p",
 )
 
 
 def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
-    """Glue every world number the prose quotes but the headline's: means and directions per
-    protocol and metric, the tests of the ppl gain, and the easy-question claim ("n/a" without a world)."""
+    """Glue every world number the prose quotes but the headline's: means (over people) and
+    directions per protocol and metric, the person-mean ppl gain's t interval and t-test, and the
+    easy-question claim ("n/a" without a world)."""
     headline = {f.name for f in dataclasses.fields(QAHeadline)}
     means = [(p, t, m) for p, t in (("held-out", "ho"), ("paper", "pp")) for m in ("ppl", "acc", "MRR")]
     if world is None:
@@ -305,10 +353,12 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
             "world_easiest_bucket",
             "world_easy_claim",
             "world_best_bucket_n",
+            "world_best_bucket_people",
         ]:
             run.glue(name, "n/a")
         run.glue_text("world_best_bucket_p", None)
         run.glue_text("world_ho_ppl_gain_pm", None)
+        run.glue_text("world_ho_ppl_gain_ci", None)
         for name in ("world_easy_significant", "world_easy_direction_only", "world_easy_not"):
             run.glue(name, False)
         return
@@ -322,13 +372,16 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
             direction(value(wt, proto, metric, "apd"), value(wt, proto, metric, "cd"), metric),
         )
     s = world.sig[(world.sig.protocol == "held-out") & (world.sig.group == "all")].iloc[0]
-    run.glue_text("world_ho_ppl_p", s["p_paired"], "{:.3g}")
-    run.glue_text("world_ho_ppl_p2", s["p_two_sample"], "{:.3g}")
-    run.glue_text("world_ho_ppl_gain_se_unclustered", s["se_paired"], "{:.4f}")
-    run.glue_text("world_ho_ppl_n_people", s["n_clusters"], "{:.0f}")
-    run.glue_text("world_ho_ppl_gain_mde", min_detectable_effect(s["se_clustered"]), "{:.4f}")
+    n_people = int(s["n_clusters"])
+    run.glue_text("world_ho_ppl_p", s["p_clustered"], "{:.3g}")
+    run.glue_text("world_ho_ppl_n_people", n_people, "{:.0f}")
+    mde = min_detectable_effect(s["se_clustered"], z=critical(n_people)) if n_people >= 2 else None
+    run.glue_text("world_ho_ppl_gain_mde", mde, "{:.4f}")
     run.glue_text("world_ho_ppl_gain_pm", plus_minus(-s["diff"], s["se_clustered"]), "{}")
+    ci = None if np.isnan(s["ci_low"]) else f"[{-s['ci_high']:+.4f}, {-s['ci_low']:+.4f}]"
+    run.glue_text("world_ho_ppl_gain_ci", ci, "{}")
     run.glue("world_ho_ppl_n", int(s["n"]))
+    run.glue_text("world_ho_ppl_cd_gain_p", world.contrast("cd", "elm").loc["all", "p_clustered"], "{:.3g}")
     for name, v in easy_claim(gain).items():
         if name == "world_best_bucket_p":
             run.glue_text(name, v, "{:.3g}")
@@ -336,15 +389,75 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
             run.glue(name, v)
 
 
+def glue_apd_context(run, profile: str, built, world: WorldQA | None, split_seed: int = 0, top_k: int = 20) -> None:
+    """Glue what the APD chapter's results (``results/<profile>/apd.json``) say about this chapter's
+    comparison: whether its mechanism gates find ALM' collapsed onto the expert (``apd_near_expert``,
+    the failed "not trivial" gate, with the share of held-out tokens whose asymptote sits at the
+    expert's probability, CD's share, and APD's place between CD at T = 1 (0) and the expert (1)),
+    and ``qa_vs_apd_count``: one sentence on why its number of test questions differs from this
+    chapter's. Values the APD chapter has not recorded read missing."""
+    apd = load_results(profile, "apd") if chapter_ran(profile, "apd") else {}
+
+    def number(key):
+        v = apd.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    near = number("gate_collapsed") is not None and apd.get("gate_not_trivial") == 0
+    run.glue("apd_near_expert", bool(near))
+    for name, key, spec in (
+        ("apd_expert_share", "gate_collapsed", "{:.0%}"),
+        ("apd_expert_share_cd", "gate_collapsed_cd", "{:.0%}"),
+        ("apd_toward_expert", "gate_toward_expert", "{:.2f}"),
+        ("apd_collapse_tol", "gate_collapse_tol", "{:g}"),
+    ):
+        run.glue_text(name, number(key) if near else None, spec)
+    run.glue_text("qa_vs_apd_count", count_difference(apd, built, world, split_seed, top_k), "{}")
+
+
+def count_difference(apd: dict, built, world: WorldQA | None, split_seed: int = 0, top_k: int = 20) -> str | None:
+    """Why the APD chapter's number of world test questions (``apd["n_test_items"]``, at most
+    ``apd["qa_per_bucket"]`` per bucket) differs from this chapter's, in one sentence; None without
+    a world or without the APD chapter's count."""
+    n_apd = apd.get("n_test_items")
+    if world is None or built is None or not isinstance(n_apd, int) or n_apd <= 0:
+        return None
+    test = world.is_test
+    n_here, n_scored = int(test.sum()), int((test & world.scores.kept).sum())
+    n_people = len(set(world.person[test]))
+    _, test_all = dev_test_split(built.corpus.qa_items, built.corpus.world, split_seed)
+    n_dist = sum(it.attribute in DISTRIBUTIONAL for it in test_all)
+    per_bucket = {b: sum(it.bucket == b for it in test_all) for b in BUCKETS}
+    cap = apd.get("qa_per_bucket")
+    capped = [b for b, n in per_bucket.items() if isinstance(cap, int) and n > cap]
+    why = []
+    if n_dist:
+        why.append(
+            f"also asks the {n_dist:,} questions about {' and '.join(DISTRIBUTIONAL)} (no single correct answer, "
+            "left out here)"
+        )
+    if capped:
+        why.append(f"keeps at most {cap:,} per bucket ({', '.join(f'{b} has {per_bucket[b]:,}' for b in capped)})")
+    if n_here < len(test_all) - n_dist:
+        why.append(f"this chapter draws {n_here:,} of the {len(test_all) - n_dist:,} single-answer questions")
+    head = (
+        f"This chapter scores {n_here:,} test questions about {n_people:,} people ({n_scored:,} pass the "
+        f"top-{top_k} filter); the APD chapter's {n_apd:,} test questions, from the same split of the people,"
+    )
+    if n_apd == n_here and not why:
+        return head + " are the same count."
+    return head + " differ because that chapter " + (" and ".join(why) if why else "draws its own questions") + "."
+
+
 def improvements(world: WorldQA) -> dict:
     """``{(metric, a, b): (mean, se)}`` per bucket and "all": APD over CD and CD over the ELM,
-    signed so that positive is better (held-out 1/T)."""
+    signed so that positive is better (held-out 1/T), each the mean over people of their mean
+    paired difference with its standard error over people."""
     out = {}
     for metric in ("ppl", "acc", "MRR"):
         sign = 1.0 if METRICS[metric] else -1.0
         for a, b in (("apd", "cd"), ("cd", "elm")):
             sg = world.contrast(a, b, metric, by_bucket=True)
-            out[(metric, a, b)] = (sign * sg["diff"], sg["se_paired"])
+            out[(metric, a, b)] = (sign * sg["diff"], sg["se_clustered"])
     return out
 
 
@@ -373,7 +486,9 @@ def plot_improvements(world: WorldQA):
         ax.set_ylabel(f"{label} (> 0: better)")
     axes[0].legend(fontsize=8, loc="best")
     fig.suptitle(
-        "World QA, test half: improvements (1/T picked on the dev half; bars: ±1 standard error)", fontsize=11
+        "World QA, test half: improvements, mean over people (1/T picked on the dev half; bars: ±1 standard "
+        "error over people)",
+        fontsize=11,
     )
     return fig
 
@@ -538,6 +653,83 @@ def dataset_tables(ds: DatasetsQA):
     return sizes, chosen
 
 
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and v.strip() in ("", "n/a"))
+
+
+def trim(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` without the rows and the columns that hold no value (NaN, None or "n/a" only).
+
+    Example:
+        >>> t = pd.DataFrame({"a": [1.0, float("nan")], "b": ["n/a", "n/a"]}, index=["x", "y"])
+        >>> trim(t)
+             a
+        x  1.0
+    """
+    have = ~table.map(_missing)
+    return table.loc[have.any(axis=1), have.any(axis=0)]
+
+
+def dataset_views(ds: DatasetsQA, top_k: int = 20) -> tuple[dict, str | None]:
+    """The datasets' tables as the page shows them, and one sentence on what they leave out.
+
+    Returns ``({name: (table or None, caption)}, note)`` for ``table_paper``, ``table_held_out``
+    (:func:`apd.evaluation.qa_scoring.table_layout`), ``sizes`` and ``chosen``
+    (:func:`dataset_tables`): each :func:`trim`-med to the rows and columns with a value (None when
+    nothing is left), the caption naming the datasets shown and their scored questions. ``note``
+    says, with counts, which datasets have no scored question (no gold answer in the ELM's top k),
+    which lack a held-out 1/T (too few scored questions to split) or accuracy; None when nothing is
+    left out."""
+    t = ds.table
+    if not len(t):
+        return {}, None
+    ppl = t[(t.protocol == "paper") & (t.metric == "ppl") & (t.method == "elm") & (t.group == "all")]
+    counts = {r.dataset: (int(r.n), int(r.examples)) for r in ppl.itertuples()}
+    scored = [d for d, (n, _) in counts.items() if n > 0]
+    shown = ", ".join(f"{d} ({counts[d][0]:,} of {counts[d][1]:,} questions scored)" for d in scored)
+    views = {}
+    for protocol in PROTOCOLS:
+        lay = trim(table_layout(t, ds.gaps, protocol))
+        views[f"table_{protocol.replace('-', '_')}"] = (
+            lay if lay.size else None,
+            f"protocol: {protocol}; mean per scored question on {shown}",
+        )
+    sizes, chosen = dataset_tables(ds)
+    sizes = trim(sizes.loc[[d for d in sizes.index if d in scored]])
+    chosen = trim(chosen)
+    views["sizes"] = (
+        sizes if sizes.size else None,
+        f"questions kept (n) and chance accuracy among kept options: {shown}",
+    )
+    views["chosen"] = (chosen if chosen.size else None, "chosen 1/T (held-out: picked on half 0 / on half 1)")
+
+    parts = []
+    unscored = [d for d in counts if d not in scored]
+    if unscored:
+        parts.append(
+            f"{len(unscored)} of the {len(counts)} datasets run have no gold answer inside the ELM's top {top_k} ("
+            + ", ".join(f"{d} 0 of {counts[d][1]:,}" for d in unscored)
+            + "), so they have no ppl, accuracy or MRR and the tables leave them out"
+        )
+    ho = t[(t.protocol == "held-out") & (t.group == "all") & (t.method == "cd") & (t.metric == "ppl")]
+    no_ho = [d for d in scored if ho[ho.dataset == d]["inv_T"].map(_missing).all()]
+    if no_ho:
+        parts.append(
+            "the held-out protocol picks 1/T on one half of a dataset's scored questions and reports the other "
+            "half, which needs scored questions on both halves: "
+            + ", ".join(f"{d} has {counts[d][0]:,}" for d in no_ho)
+            + (", so there is no held-out table" if views["table_held_out"][0] is None else "")
+        )
+    acc = t[(t.protocol == "paper") & (t.metric == "acc") & (t.method == "elm") & (t.group == "all")]
+    no_acc = [d for d in scored if d in set(acc.dataset) and int(acc[acc.dataset == d]["n"].iloc[0]) == 0]
+    if no_acc:
+        parts.append(
+            f"no accuracy on {', '.join(no_acc)}: no question keeps its gold option and another inside the top {top_k}"
+        )
+    note = "; ".join(parts)
+    return views, (note[0].upper() + note[1:] + ".") if note else None
+
+
 def count_better(table: pd.DataFrame, protocol: str, metric: str) -> tuple[int, int]:
     """``(datasets where APD's mean is better than CD's, datasets where both are defined)``."""
     better = total = 0
@@ -594,7 +786,8 @@ def reading(fam, built, family: str) -> str:
 
 def beside_paper(family: str, ds: DatasetsQA) -> pd.DataFrame | None:
     """The paper's QA numbers beside ours (paper protocol; gap rows as fractions), one row per
-    dataset, metric and role; None when the paper has none for ``family`` or nothing ran."""
+    dataset, metric and role where ours has a value; None when the paper has none for ``family``
+    or nothing was scored."""
     paper = paper_rows(family)
     if not (len(paper) and len(ds.table)):
         return None
@@ -605,7 +798,10 @@ def beside_paper(family: str, ds: DatasetsQA) -> pd.DataFrame | None:
         g = ds.gaps[(ds.gaps.protocol == "paper") & (ds.gaps.group == "all")].copy()
         g["role"] = g["row"].map({"APD vs CD": "gap_apd_vs_cd", "APD vs LLM": "gap_apd_vs_elm"})
         ours = pd.concat([ours, g[["dataset", "metric", "role", "value"]]])
-    return paper.merge(ours, on=["dataset", "metric", "role"], how="inner", suffixes=(" (paper)", " (ours)"))
+    both = paper.merge(
+        ours.dropna(subset=["value"]), on=["dataset", "metric", "role"], how="inner", suffixes=(" (paper)", " (ours)")
+    )
+    return both if len(both) else None
 
 
 def headline(world: WorldQA | None, ds: DatasetsQA) -> QAHeadline:
@@ -617,7 +813,7 @@ def headline(world: WorldQA | None, ds: DatasetsQA) -> QAHeadline:
             for m in ("apd", "cd"):
                 out[f"world_{tag}_ppl_{m}"] = value(wt, proto, "ppl", m)
         s = world.sig[(world.sig.protocol == "held-out") & (world.sig.group == "all")].iloc[0]
-        ce = world.contrast("cd", "elm").loc["all"]
+        ce = world.contrast("cd", "elm").loc["all"]  # the person mean, as s
         out.update(
             world_ho_ppl_gain=-s["diff"],
             world_ho_ppl_gain_se=s["se_clustered"],

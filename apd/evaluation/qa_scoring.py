@@ -26,7 +26,7 @@ import scipy.stats
 import torch
 
 from apd.base.progress import progress_bar
-from apd.core.stats import mean_se, paired_difference
+from apd.core.stats import critical, interval, mean_se, paired_difference
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
 from apd.family.settings import PAPER_INV_T
@@ -646,14 +646,62 @@ def _fmt_T(inv_T: tuple, method: str) -> str:
     return " / ".join(f"{t:g}" for t in inv_T)
 
 
+def cluster_mean(values, cluster) -> tuple[float, int]:
+    """``(mean over clusters of each cluster's mean value, number of clusters)`` of the non-NaN
+    ``values`` (one cluster label each): every person weighs the same, whatever their number of
+    questions. ``(nan, 0)`` when no value is defined.
+
+    Example:
+        >>> cluster_mean([1.0, 1.0, 1.0, 4.0, float("nan")], ["a", "a", "a", "b", "b"])
+        (2.5, 2)
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    g = np.asarray(cluster).ravel()
+    if g.shape != v.shape:
+        raise ValueError(f"{g.size} cluster labels for {v.size} values; give one label per value.")
+    ok = ~np.isnan(v)
+    if not ok.any():
+        return math.nan, 0
+    labels, inverse = np.unique(g[ok], return_inverse=True)
+    means = np.bincount(inverse, weights=v[ok]) / np.bincount(inverse)
+    return float(means.mean()), int(labels.size)
+
+
+def p_t(d: float, se: float, n_groups: int) -> float:
+    """Two-sided p of ``d / se`` under Student's t with ``n_groups - 1`` degrees of freedom (the
+    test over clusters whose :func:`apd.core.stats.critical` gives the intervals): 1 when ``d`` and
+    ``se`` are both 0, 0 when only ``se`` is, NaN with fewer than 2 groups or an undefined ``se``.
+
+    Example:
+        >>> round(p_t(2.262, 1.0, 10), 3), round(p_t(1.96, 1.0, 100000), 3), p_t(0.0, 0.0, 5)
+        (0.05, 0.05, 1.0)
+    """
+    if n_groups < 2 or not (math.isfinite(d) and math.isfinite(se)) or se < 0:
+        return math.nan
+    if se == 0:
+        return 1.0 if d == 0 else 0.0
+    return float(2.0 * scipy.stats.t.sf(abs(d / se), int(n_groups) - 1))
+
+
 def qa_summary(
-    scores: QAScores, report=None, select=None, seed: int = 0, by: np.ndarray | None = None
+    scores: QAScores,
+    report=None,
+    select=None,
+    seed: int = 0,
+    by: np.ndarray | None = None,
+    cluster: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Long table: one row per (protocol, metric, method[, group]) with the mean per-question value
     (``value``), the number of questions counted (``n``) and the chosen 1/T (``inv_T``; "a / b"
     for the two halves of cross-fitting). ``by``: a label per item (e.g. the frequency bucket) to
-    break every mean down by, plus ``"all"``; 1/T is still chosen once over all items."""
+    break every mean down by, plus ``"all"``; 1/T is still chosen once over all items.
+    ``cluster`` (one label per item, e.g. the person a question is about): ``value`` is the mean
+    over clusters of each cluster's mean (:func:`cluster_mean`, the estimand of
+    :func:`significance` with ``cluster``), and ``n_clusters`` counts them."""
     labels = ["all"] if by is None else ["all"] + list(dict.fromkeys(np.asarray(by).tolist()))
+    groups = None if cluster is None else np.asarray(cluster)
+    if groups is not None and groups.shape != (len(scores),):
+        raise ValueError(f"cluster has {groups.size} labels for {len(scores)} questions; give one per question.")
     rows = []
     for protocol in PROTOCOLS:
         for metric in scores.metric_names:
@@ -667,18 +715,19 @@ def qa_summary(
                 for m in scores.methods:
                     v = None if picked is None else picked[m].values[sel]
                     ok = None if v is None else ~np.isnan(v)
-                    rows.append(
-                        {
-                            "dataset": scores.dataset,
-                            "protocol": protocol,
-                            "metric": metric,
-                            "method": m,
-                            "group": label,
-                            "inv_T": "n/a" if picked is None else _fmt_T(picked[m].inv_T, m),
-                            "value": float(v[ok].mean()) if v is not None and ok.any() else math.nan,
-                            "n": int(ok.sum()) if ok is not None else 0,
-                        }
-                    )
+                    row = {
+                        "dataset": scores.dataset,
+                        "protocol": protocol,
+                        "metric": metric,
+                        "method": m,
+                        "group": label,
+                        "inv_T": "n/a" if picked is None else _fmt_T(picked[m].inv_T, m),
+                        "value": float(v[ok].mean()) if v is not None and ok.any() else math.nan,
+                        "n": int(ok.sum()) if ok is not None else 0,
+                    }
+                    if groups is not None:
+                        row["value"], row["n_clusters"] = (math.nan, 0) if v is None else cluster_mean(v, groups[sel])
+                    rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -694,14 +743,25 @@ def significance(
     cluster: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """t-tests of method ``a`` against ``b`` on per-question values at their chosen 1/T, per protocol
-    (and per group of ``by``): the paper's two-sample test from summary statistics with numpy's
-    ``std`` (ddof=0, as the release; :func:`apd.evaluation.qa_metrics.ttest_per_question`) and, since both
-    methods answer the same questions, a paired t-test too. ``diff`` = mean(a) - mean(b)
-    (negative = a better on ppl), ``se_paired`` its standard error from the paired differences.
-    ``cluster`` (one label per question, e.g. the person it is about): also ``se_clustered``, the
-    standard error over clusters of the per-cluster mean differences, and ``n_clusters``
-    (:func:`apd.core.stats.paired_difference` with ``groups``). NaN where fewer than 2 questions count."""
+    (and per group of ``by``). ``n`` counts the questions both methods score.
+
+    Without ``cluster`` (questions independent): the paper's two-sample test from summary
+    statistics with numpy's ``std`` (ddof=0, as the release;
+    :func:`apd.evaluation.qa_metrics.ttest_per_question`, ``p_two_sample``) and, since both methods
+    answer the same questions, a paired t-test (``p_paired``); ``diff`` = mean(a) - mean(b)
+    over the questions (negative = a better on ppl), ``se_paired`` its standard error.
+
+    With ``cluster`` (one label per question, e.g. the person it is about; questions of one person
+    are not independent) every column is of one estimand, the person mean
+    (:func:`apd.core.stats.paired_difference` with ``groups``): ``diff`` = the mean over clusters of
+    each cluster's mean a - b, ``se_clustered`` its standard error over the ``n_clusters`` clusters,
+    ``ci_low``/``ci_high`` its 95% Student-t interval (``n_clusters - 1`` degrees of freedom,
+    :func:`apd.core.stats.critical`) and ``p_clustered`` the matching t-test (:func:`p_t`).
+    NaN where fewer than 2 questions (clusters) count."""
     labels = ["all"] if by is None else ["all"] + list(dict.fromkeys(np.asarray(by).tolist()))
+    groups = None if cluster is None else np.asarray(cluster)
+    if groups is not None and groups.shape != (len(scores),):
+        raise ValueError(f"cluster has {groups.size} labels for {len(scores)} questions; give one per question.")
     rows = []
     for protocol in PROTOCOLS:
         try:
@@ -718,17 +778,22 @@ def significance(
                 "group": label,
                 "n": 0,
                 "diff": math.nan,
-                "se_paired": math.nan,
-                "p_two_sample": math.nan,
-                "p_paired": math.nan,
             }
-            if cluster is not None:
-                row.update({"se_clustered": math.nan, "n_clusters": 0})
+            if groups is None:
+                row.update({"se_paired": math.nan, "p_two_sample": math.nan, "p_paired": math.nan})
+            else:
+                row.update(
+                    n_clusters=0, se_clustered=math.nan, ci_low=math.nan, ci_high=math.nan, p_clustered=math.nan
+                )
             if picked is not None and a in picked and b in picked:
                 sel = np.ones(len(scores), dtype=bool) if label == "all" else (np.asarray(by) == label)
                 va, vb = picked[a].values[sel], picked[b].values[sel]
                 ok = ~np.isnan(va) & ~np.isnan(vb)
                 row["n"] = int(ok.sum())
+                if groups is not None:
+                    row.update(_clustered(va[ok], vb[ok], groups[sel][ok]))
+                    rows.append(row)
+                    continue
                 if ok.any():
                     row["diff"] = float(va[ok].mean() - vb[ok].mean())
                 if ok.sum() >= 2:
@@ -736,11 +801,20 @@ def significance(
                     d = va[ok] - vb[ok]
                     row["se_paired"] = mean_se(d)[1]
                     row["p_paired"] = 1.0 if np.all(d == 0) else float(scipy.stats.ttest_rel(va[ok], vb[ok]).pvalue)
-                    if cluster is not None:
-                        pc = paired_difference(va[ok], vb[ok], groups=np.asarray(cluster)[sel][ok])
-                        row["se_clustered"], row["n_clusters"] = pc.se, pc.n_groups
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _clustered(va: np.ndarray, vb: np.ndarray, groups: np.ndarray) -> dict:
+    """The person-mean columns of :func:`significance` for paired values ``va``, ``vb`` (no NaN)."""
+    if not len(va):
+        return {}
+    pc = paired_difference(va, vb, groups=groups)
+    out = {"diff": pc.mean, "n_clusters": pc.n_groups}
+    if pc.n_groups >= 2:
+        lo, hi = interval(pc.mean, pc.se, critical(pc.n_groups))
+        out.update(se_clustered=pc.se, ci_low=lo, ci_high=hi, p_clustered=p_t(pc.mean, pc.se, pc.n_groups))
+    return out
 
 
 def gap_rows(table: pd.DataFrame) -> pd.DataFrame:

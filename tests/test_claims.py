@@ -1114,3 +1114,17 @@ def test_each_scaled_effect_is_a_share_in_its_own_measure_and_contrast():
             assert all(s.comparison.arity == 4 for s in shares), c.id  # the base's se is read
         else:
             assert basis is None or basis.startswith("none:"), c.id
+
+
+def test_a_dataset_with_no_scored_question_has_no_size_row():
+    """|D| rows come from the scored datasets only, so a dataset where no question qualified does not
+    count among Table 5's "same datasets"."""
+    from apd.report.beside import qa_summary_rows
+
+    rows = [
+        ("LAMBADA", "paper", "MRR", "elm", "all", 0.84, 40),
+        ("MultiRC", "paper", "MRR", "elm", "all", float("nan"), 0),
+    ]
+    out = qa_summary_rows(_summary(rows), "pythia")
+    sizes = out[out["metric"] == "|D|"]
+    assert sizes["dataset"].tolist() == ["LAMBADA"] and sizes["value"].tolist() == [40]

@@ -58,7 +58,9 @@ def qa_summary_rows(df: pd.DataFrame, family: str, world: bool = False) -> pd.Da
         {"role": d["method"].map(_QA_ROLES), "dataset": dataset, "metric": d["metric"], "value": d["value"]}
     )
     if "n" in d:
-        size = d[(d["method"] == "elm") & (d["metric"] == "MRR")]
+        size = d[
+            (d["method"] == "elm") & (d["metric"] == "MRR") & (d["n"] > 0)
+        ]  # a dataset with no scored question has no size row
         out = pd.concat(
             [
                 out,

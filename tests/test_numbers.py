@@ -118,3 +118,5 @@ def test_glue_literal_keeps_a_number_for_the_prose_spec():
     assert math.isclose(tiny, 2.842170943040401e-14, rel_tol=1e-11) and format(tiny, ".1e") == "2.8e-14"
     assert nb.glue_literal(True) is True and nb.glue_literal("a") == "a" and nb.glue_literal(7) == 7
     assert format(nb.glue_literal(1779840.0), ",.0f") == "1,779,840"
+    assert nb.glue_literal(6443901392.983684) == 6443901392.98  # an estimate, not a whole number
+    assert nb.format_number(6443901392.983684) == "6.44 × 10⁹" and nb.format_number(6443901393.0) == "6,443,901,393"

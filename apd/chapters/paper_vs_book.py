@@ -268,7 +268,7 @@ def glue_summary(run, done: BookResults, counts: dict, profile: str) -> None:
     run.glue_text("summary_smallest", None if sizes is None else size_in_words(sizes.min()), "{}")
     run.glue_text("summary_largest", None if sizes is None else size_in_words(sizes.max()), "{}")
     ratio = None if sizes is None else float(np.exp(PYTHIA_LOG_SIZES[-1])) / sizes.max()
-    run.glue_text("summary_scale_ratio", ratio, "{:,.0f}")
+    run.glue_text("summary_scale_ratio", ratio)  # three significant figures: an order of scale
     engaged = None if apd_headline is None else apd_headline.gate_engaged
     run.glue("summary_engaged", engaged == 1)
     run.glue("summary_not_engaged", engaged == 0)

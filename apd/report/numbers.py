@@ -47,9 +47,10 @@ def _real(value: Any, what: str = "value") -> float:
 
 
 def _whole(x: float) -> bool:
-    """Whether ``x`` is a whole number to round-off (``56640.00000000002``), below 1e15."""
+    """Whether ``x`` is a whole number to round-off (a few units in the last place, as
+    ``56640.00000000002``; not ``6443901392.98``), below 1e15."""
     nearest = round(x)
-    return abs(x) < 1e15 and (x == nearest or (nearest != 0 and abs(x - nearest) <= 1e-9 * abs(x)))
+    return abs(x) < 1e15 and (x == nearest or (nearest != 0 and abs(x - nearest) <= 16 * math.ulp(x)))
 
 
 def _sign(x: float, signed: bool) -> str:

@@ -131,17 +131,34 @@ def test_logistic_decay_has_the_same_ends_as_the_exponential():
         ka.synthetic_family(x, 2, decay="power")
 
 
-def test_condition_table_intervals_over_seeds():
-    t = ka.condition_table(
-        0.02, seeds=[0, 1], decays=["exponential"], size="smoke", n_positions=3, estimators=["p_elm", "cd_t1"]
+@pytest.mark.parametrize("asymptote", ka.TRUTHLIKE)
+def test_truthlike_families_have_one_true_token(asymptote):
+    """One-hot / near-one-hot asymptotes: one token holds all / most of c; the ALM gives it little
+    (still rising curves bend after the ALM, so the ALM's probabilities are exactly its draw)."""
+    probs, c = ka.synthetic_family(ka.PICO_X, 30, 10, "still_rising", 0.0, 4, asymptote=asymptote)
+    np.testing.assert_allclose(c.sum(-1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(probs.sum(1), 1.0, atol=1e-12)
+    top = c.max(-1)
+    lo, hi = (1.0, 1.0) if asymptote == "one_hot" else ka.NEAR_ONE_HOT_PEAK
+    assert np.all(top >= lo - 1e-12) and np.all(top <= hi + 1e-12)
+    gold = c.argmax(-1)
+    alm_gold = probs[np.arange(30), gold, 0]
+    assert np.all((alm_gold >= ka.TRUE_TOKEN_AMATEUR[0] - 1e-9) & (alm_gold <= ka.TRUE_TOKEN_AMATEUR[1] + 1e-9))
+    assert np.all(probs[np.arange(30), gold, -1] > alm_gold)  # the true token's curve rises toward c
+
+
+def test_binomial_noise_has_the_requested_rms():
+    """The noise sd follows sqrt(p (1 - p)) and its root mean square is the noise level (before the
+    clip at 0 and the renormalisation, which move it a little)."""
+    clean, _ = ka.synthetic_family(ka.PICO_X, 200, 20, "saturating", 0.0, 5, asymptote="one_hot")
+    noisy, _ = ka.synthetic_family(
+        ka.PICO_X, 200, 20, "saturating", 0.02, 5, asymptote="one_hot", noise_shape="binomial"
     )
-    assert set(t.estimator) == {"p_elm", "cd_t1"} and set(t.regime) == set(ka.REGIMES) and (t.n_seeds == 2).all()
-    per = t.attrs["per_seed"]
-    row = t[(t.estimator == "cd_t1") & (t.regime == "saturating")].iloc[0]
-    r = per[(per.estimator == "cd_t1") & (per.regime == "saturating")]["ratio"].to_numpy()
-    half = 12.706 * r.std(ddof=1) / math.sqrt(2)  # t(0.975, 1 df) = 12.706
-    assert row.ratio == pytest.approx(r.mean()) and row.ci_high == pytest.approx(r.mean() + half, rel=1e-3)
-    assert not t[t.estimator == "p_elm"].beats.any()  # p_ELM never beats itself
-    assert (t[t.estimator == "p_elm"].ratio == 1.0).all()
-    with pytest.raises(ValueError, match="at least two seeds"):
-        ka.condition_table(0.02, seeds=[0])
+    rms = float(np.sqrt(np.mean((noisy - clean) ** 2)))
+    assert 0.014 < rms < 0.026
+    small = clean < 0.01  # near-zero probabilities get little noise, large ones most of it
+    assert np.abs(noisy - clean)[small].mean() < np.abs(noisy - clean)[~small].mean() / 3
+    with pytest.raises(ValueError, match="noise_shape must be one of"):
+        ka.synthetic_family(ka.PICO_X, 2, noise_shape="gaussian")
+    with pytest.raises(ValueError, match="asymptote must be one of"):
+        ka.synthetic_family(ka.PICO_X, 2, asymptote="two_hot")

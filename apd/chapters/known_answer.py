@@ -1,21 +1,41 @@
-"""The known-answer chapter's summaries, tables and figure (``notebooks/known_answer.ipynb``).
+"""The known-answer chapter's summaries, tables and figures (``notebooks/known_answer.ipynb``).
 
-Errors are median ``|c_hat - c_true|`` in probability units; a *ratio* is an estimator's error
-over the expert's own probability's (``p_ELM``) on the same tokens. The estimators and the
-synthetic families are :mod:`apd.evaluation.known_answer`.
+**The known-answer condition** (the precondition of the verdicts on APD's claims C3 to C8) is read
+on the world, where the truth is known: on the questions about the book's **dev** people, is APD on
+the fly's fitted asymptote, mixed with p_ELM at the weight the APD chapter chose on dev
+(:func:`fitter_settings`), closer to the true answer distribution than p_ELM itself? Total variation
+over the expert's top 20, paired per question, averaged per person, a 95% Student t interval over
+people (:func:`apd.evaluation.known_answer.world_condition`); it holds when the interval lies above 0.
+:func:`dev_questions` scores the dev questions, :func:`world_table` reads the condition at that
+weight and at w = 1, per frequency bucket, and :func:`condition_values` gives the results keys.
+
+**Synthetic families** are context: the recovery table (does the APD objective identify the
+asymptote; errors are median ``|c_hat - c_true|`` in probability units, a *ratio* an estimator's
+error over p_ELM's on the same tokens) and the truth-like families
+(:func:`apd.evaluation.known_answer.truthlike_table`: one-hot and near-one-hot asymptotes, noise at
+this family's held-out residual and over a grid, :func:`truthlike_values`, :func:`plot_truthlike`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
+import numpy as np
 import pandas as pd
 
+from apd.amateur.tuning import scoring_threads
 from apd.chapters.apd import ApdHeadline
+from apd.evaluation import known_answer as ka
 from apd.evaluation.known_answer import LABELS
-from apd.evaluation.noise import IN_SAMPLE, family_noise
+from apd.evaluation.noise import HELD_OUT, IN_SAMPLE, family_noise
+from apd.family.knowledge import score_world_qa
+from apd.family.select import get_family
 from apd.report.plots import COLORS, PALETTE, figure, legend
+from apd.report.results import chapter_ran, load_results
+from apd.world import truth as wt
+from apd.world.world import BUCKETS
 
 #: An estimator "beats p_ELM" in a cell of the recovery table when its median error is below this
 #: share of p_ELM's on the same tokens (at least 5% lower).
@@ -32,8 +52,15 @@ class KnownAnswerHeadline:
     ka_n_cells: int  # recovery cells
     ka_n_beating_family: int  # condition cells (decay x grid x regime) beaten beyond seed noise
     ka_n_cells_family: int  # condition cells
-    ka_family_noise: float  # noise sd of the condition's families (probability units)
-    ka_condition_n_seeds: int  # synthetic families (seeds) per condition cell
+    ka_family_noise: float  # noise sd of the truth-like families at this family's noise (probability units)
+    ka_condition_n_seeds: int  # synthetic families (seeds) per truth-like cell
+    ka_world_gain: Optional[float] = None  # p_ELM's mean TV to the truth minus the fitter's (dev people)
+    ka_world_gain_se: Optional[float] = None  # its standard error over people
+    ka_world_n_people: Optional[int] = None  # dev people
+    ka_world_ratio: Optional[float] = None  # the fitter's mean TV over p_ELM's
+    ka_world_w: Optional[float] = None  # the fitter's weight in the mix
+    ka_condition_passes: int = 0  # 1 when the 95% t interval of ka_world_gain lies above 0
+    ka_condition_reason: str = ""  # the outcome in one sentence
 
 
 def recovery_summary(table: pd.DataFrame, beat: float = BEAT) -> dict[str, Any]:
@@ -160,12 +187,12 @@ def plot_traces(table: pd.DataFrame):
 
 
 def condition_noise(apd_headline: ApdHeadline | None, noise: float, use_family: bool = True) -> tuple[float, str]:
-    """The condition's noise sd (probability units) and where it comes from: when ``use_family`` and
+    """The family's noise read in sample (the truth-like families use :func:`truthlike_noise`, held out
+    where the world is scored): the sd (probability units) and where it comes from: when ``use_family`` and
     it was measured, the family's own noise in sample (:func:`apd.evaluation.noise.family_noise` with
     ``IN_SAMPLE``: the APD chapter's :attr:`ApdHeadline.distilled_l1_curve`; ``apd_headline`` is None
-    when that chapter has not run), else ``noise``. (The first source's wording, "held-out", is the
-    results' ``ka_family_noise_source`` as the book has always glued it: the chunks are held out,
-    the fit is in sample.)
+    when that chapter has not run), else ``noise``. (The first source's "held-out" names the text,
+    held-out chunks; the fit itself is in sample.)
 
     Example:
         >>> condition_noise(None, 0.005)
@@ -200,9 +227,18 @@ def condition_by_cell(cond: pd.DataFrame) -> pd.DataFrame:
     return wide
 
 
-def headline(summary: dict[str, Any], cond: pd.DataFrame, noise: float, n_seeds: int) -> KnownAnswerHeadline:
-    """:class:`KnownAnswerHeadline` from :func:`recovery_summary` and the condition table
-    (:func:`apd.evaluation.known_answer.condition_table`, with its ``beats`` column).
+def headline(
+    summary: dict[str, Any],
+    cond: pd.DataFrame,
+    noise: float,
+    n_seeds: int,
+    world: Optional[dict[str, Any]] = None,
+    cells: tuple[str, ...] = ("decay", "grid", "regime"),
+) -> KnownAnswerHeadline:
+    """:class:`KnownAnswerHeadline` from :func:`recovery_summary`, a synthetic condition table with a
+    ``beats`` column and cells ``cells`` (:func:`truthlike_table_cells` for
+    :func:`apd.evaluation.known_answer.truthlike_table`) and the world condition's ``world`` values
+    (:func:`condition_values`; None: not measured).
 
     Example:
         >>> cond = pd.DataFrame(dict(decay=["exponential"] * 2, grid=["pico"] * 2,
@@ -210,7 +246,9 @@ def headline(summary: dict[str, Any], cond: pd.DataFrame, noise: float, n_seeds:
         >>> headline({"ka_n_beating": 0, "ka_n_cells": 4}, cond, 0.04, 3).ka_n_beating_family
         1
     """
-    cells = ["decay", "grid", "regime"]
+    cells = list(cells)
+    plain = {k: v[0] if isinstance(v, tuple) else v for k, v in (world or {}).items()}
+    extra = {f: plain[f] for f in _WORLD_FIELDS if f in plain}
     return KnownAnswerHeadline(
         int(summary["ka_n_beating"]),
         int(summary["ka_n_cells"]),
@@ -218,7 +256,421 @@ def headline(summary: dict[str, Any], cond: pd.DataFrame, noise: float, n_seeds:
         int(cond.groupby(cells).ngroups),
         float(noise),
         int(n_seeds),
+        **extra,
     )
+
+
+_WORLD_FIELDS = (
+    "ka_world_gain",
+    "ka_world_gain_se",
+    "ka_world_n_people",
+    "ka_world_ratio",
+    "ka_world_w",
+    "ka_condition_passes",
+    "ka_condition_reason",
+)
+
+
+# -- the known-answer condition on the world ---------------------------------------------------------
+
+#: The candidates of APD on the fly: the expert's top k (the paper's k).
+TOP_K = 20
+
+
+@dataclass(frozen=True)
+class FitterSettings:
+    """How the fitter is run, as the APD chapter ran it under this profile: ``w`` its dev-chosen
+    weight (``fly_w``; None where that chapter chose none), ``iterations`` its Adam steps
+    (``fly_iterations``; None: not recorded), ``world``: whether that chapter scored world questions
+    (False for a Hub family, which has no world), ``ran``: whether that chapter has run."""
+
+    w: Optional[float]
+    iterations: Optional[int]
+    world: bool
+    ran: bool
+
+
+def _number(v) -> Optional[float]:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def fitter_settings(values: Optional[dict[str, Any]]) -> FitterSettings:
+    """:class:`FitterSettings` from the APD chapter's results ``values`` (None: it has not run; see
+    :func:`apd_fitter`).
+
+    Example:
+        >>> fitter_settings({"fly_w": 0.05, "fly_iterations": 400, "n_dev_items": 760})
+        FitterSettings(w=0.05, iterations=400, world=True, ran=True)
+        >>> fitter_settings({"fly_w": None, "n_dev_items": 0}).world, fitter_settings(None).ran
+        (False, False)
+    """
+    if values is None:
+        return FitterSettings(None, None, False, False)
+    w, it = _number(values.get("fly_w")), _number(values.get("fly_iterations"))
+    w = w if w is not None and 0 < w <= 1 else None
+    return FitterSettings(
+        w, None if it is None else int(it), bool((_number(values.get("n_dev_items")) or 0) > 0), True
+    )
+
+
+def apd_fitter(profile: str) -> FitterSettings:
+    """:func:`fitter_settings` of ``results/<profile>/apd.json`` (not run: ``ran`` False)."""
+    return fitter_settings(load_results(profile, "apd") if chapter_ran(profile, "apd") else None)
+
+
+def world_available(settings: FitterSettings) -> tuple[bool, str]:
+    """Whether this build's family has a world to read the condition on, and why not: the APD
+    chapter (which runs before this one) scored world questions, so the family is a pico family,
+    cached under this profile. Nothing is trained or guessed here.
+
+    Example:
+        >>> world_available(fitter_settings(None))
+        (False, 'the APD chapter has not run under this profile (run it first)')
+    """
+    if not settings.ran:
+        return False, "the APD chapter has not run under this profile (run it first)"
+    if not settings.world:
+        return False, "this build's family has no world whose truth is known (a Hub family)"
+    return True, ""
+
+
+@dataclass
+class DevQuestions:
+    """The world's questions about the dev people, scored by every member: ``logprobs`` (N, B, V)
+    (smallest first), ``truth`` (B, V) the true next-token distributions, ``ids`` (B, k) the
+    expert's top k, ``people`` and ``buckets`` (B,), ``log_sizes`` (N,)."""
+
+    logprobs: np.ndarray
+    truth: np.ndarray
+    ids: np.ndarray
+    people: np.ndarray
+    buckets: np.ndarray
+    log_sizes: np.ndarray
+
+
+def dev_questions(pico_scale: str, seed: int = 0, k: int = TOP_K, device: str = "auto") -> DevQuestions:
+    """Every world question about the dev people of the book's split (``seed``:
+    :func:`apd.world.truth.dev_test_split`, never a test person), scored by every member of the pico
+    family of ``pico_scale`` (:func:`apd.get_family`, cached by the family chapter;
+    :func:`apd.family.knowledge.score_world_qa`, one torch thread on the CPU)."""
+
+    fam, built = get_family("pico", pico_scale, device=device, progress=False)
+    dev, _ = wt.dev_test_split(built.corpus.qa_items, built.corpus.world, seed)
+    if not dev:
+        raise ValueError("the world has no dev people; raise WorldConfig.n_people.")
+    with scoring_threads(fam):
+        scores = score_world_qa(fam, built.corpus.world, dev)
+    return DevQuestions(
+        scores.logprobs,
+        scores.truth,
+        wt.topk_ids(scores.logprobs[-1], k),
+        np.array([it.person for it in dev]),
+        np.array([it.bucket for it in dev]),
+        np.asarray(fam.log_sizes, dtype=np.float64),
+    )
+
+
+def weight_label(w: float, source: str) -> str:
+    """A row label of the world table.
+
+    Example:
+        >>> weight_label(0.05, "the APD chapter's dev choice"), weight_label(1.0, "")
+        ("w = 0.05 (the APD chapter's dev choice)", 'w = 1 (the asymptote alone)')
+    """
+    return f"w = {w:g} ({source})" if w != 1.0 else "w = 1 (the asymptote alone)"
+
+
+#: Where the weight comes from when the APD chapter chose one / when it did not (:func:`choose_weight`).
+W_FROM_APD = "the APD chapter's dev choice"
+W_CHOSEN_HERE = "chosen here on the dev people: the lowest mean total variation over the on-the-fly grid"
+
+
+def choose_weight(dq: DevQuestions, settings: FitterSettings, iterations: int) -> tuple[float, str]:
+    """The fitter's weight and where it comes from: the APD chapter's dev-chosen ``settings.w``
+    (:data:`W_FROM_APD`), else chosen on the dev questions ``dq`` by
+    :func:`apd.evaluation.known_answer.weight_on_dev` over :data:`apd.core.curves.ON_THE_FLY_WEIGHTS`
+    (:data:`W_CHOSEN_HERE`; one more fit of ``iterations`` steps)."""
+    if settings.w is not None:
+        return float(settings.w), W_FROM_APD
+
+    p_elm, p_ap, _ = wt.on_the_fly_topk(dq.logprobs, dq.log_sizes, dq.ids, iterations=iterations)
+    return ka.weight_on_dev(p_elm, p_ap, wt.at(dq.truth, dq.ids), dq.people), W_CHOSEN_HERE
+
+
+def world_table(dq: DevQuestions, w: float, iterations: int, w_source: str = "") -> tuple[pd.DataFrame, dict]:
+    """The condition on the dev questions ``dq`` at the weight ``w`` and at w = 1, over all
+    questions and per frequency bucket (a bucket with questions about fewer than 2 people is left
+    out): ``(table, {weight: the Condition over all questions})``, the weights ``w`` and 1. The
+    fitter runs once (:func:`apd.world.truth.on_the_fly_topk`, ``iterations`` steps). Columns:
+    weight, bucket, tv_elm, tv_fitter, ratio, gain, gain_se, ci_low, ci_high, people, items, passes."""
+
+    p_elm, p_ap, _ = wt.on_the_fly_topk(dq.logprobs, dq.log_sizes, dq.ids, iterations=iterations)
+    rows, overall = [], {}
+    for wv in dict.fromkeys([float(w), 1.0]):
+        for bucket in ("all", *BUCKETS):
+            sel = np.ones(len(dq.people), bool) if bucket == "all" else dq.buckets == bucket
+            if len(set(dq.people[sel])) < 2:
+                continue
+            c = ka.world_condition(
+                dq.logprobs[:, sel],
+                dq.log_sizes,
+                dq.truth[sel],
+                dq.ids[sel],
+                dq.people[sel],
+                wv,
+                asymptotes=(p_elm[sel], p_ap[sel]),
+            )
+            if bucket == "all":
+                overall[wv] = c
+            rows.append(
+                dict(
+                    weight=weight_label(wv, w_source),
+                    bucket=bucket,
+                    tv_elm=c.tv_elm,
+                    tv_fitter=c.tv_fitter,
+                    ratio=c.ratio,
+                    gain=c.gain,
+                    gain_se=c.se,
+                    ci_low=c.low,
+                    ci_high=c.high,
+                    people=c.n_groups,
+                    items=c.n_items,
+                    passes=c.passes,
+                )
+            )
+    return pd.DataFrame(rows), overall
+
+
+def condition_values(cond, w_source: str = "", why_not: str = "", at_one=None) -> dict[str, Any]:
+    """The world condition's results keys and glue (``value`` or ``(value, fmt)``,
+    :func:`apd.chapters.gluing.glue_values`): ``ka_world_gain``, ``ka_world_gain_se``,
+    ``ka_world_n_people``, ``ka_world_ratio``, ``ka_world_w``, ``ka_condition_passes`` (1 or 0),
+    ``ka_condition_reason``, ``ka_condition_holds`` (a bool, for the prose's conditional cells),
+    the interval and the weight's source, and the w = 1 row's (``at_one``, a Condition) as
+    ``ka_world1_*``. ``cond`` None: not measured, ``why_not`` says why (the condition fails).
+
+    Example:
+        >>> v = condition_values(None, why_not="this build's family has no world")
+        >>> v["ka_condition_passes"], v["ka_condition_reason"]
+        (0, "not measured: this build's family has no world, so the condition cannot be read")
+    """
+    if cond is None:
+        out: dict[str, Any] = {
+            k: (None, f) for k, f in _WORLD_FORMATS.items() if k not in ("ka_world_n_people", "ka_world_w")
+        }
+        out.update(
+            {
+                "ka_world_n_people": None,
+                "ka_world_w": (None, "{:g}"),
+                "ka_world_w_source": "none",
+                "ka_condition_passes": 0,
+                "ka_condition_holds": False,
+                "ka_condition_reason": f"not measured: {why_not}, so the condition cannot be read",
+            }
+        )
+        for k in ("gain", "gain_se", "ratio"):
+            out[f"ka_world1_{k}"] = (None, _WORLD_FORMATS[f"ka_world_{k}"])
+        out["ka_world1_holds"] = False
+        return out
+    out = {
+        "ka_world_gain": (cond.gain, _WORLD_FORMATS["ka_world_gain"]),
+        "ka_world_gain_se": (cond.se, _WORLD_FORMATS["ka_world_gain_se"]),
+        "ka_world_ci_low": (cond.low, _WORLD_FORMATS["ka_world_ci_low"]),
+        "ka_world_ci_high": (cond.high, _WORLD_FORMATS["ka_world_ci_high"]),
+        "ka_world_ratio": (cond.ratio, _WORLD_FORMATS["ka_world_ratio"]),
+        "ka_world_tv_elm": (cond.tv_elm, _WORLD_FORMATS["ka_world_tv_elm"]),
+        "ka_world_tv_fitter": (cond.tv_fitter, _WORLD_FORMATS["ka_world_tv_fitter"]),
+        "ka_world_n_items": (cond.n_items, None),
+        "ka_world_n_people": cond.n_groups,
+        "ka_world_w": (cond.w, "{:g}"),
+        "ka_world_w_source": w_source,
+        "ka_condition_passes": int(cond.passes),
+        "ka_condition_holds": bool(cond.passes),
+        "ka_condition_reason": cond.reason(),
+    }
+    one = at_one if at_one is not None else cond
+    out.update(
+        {
+            "ka_world1_gain": (one.gain, _WORLD_FORMATS["ka_world_gain"]),
+            "ka_world1_gain_se": (one.se, _WORLD_FORMATS["ka_world_gain_se"]),
+            "ka_world1_ratio": (one.ratio, _WORLD_FORMATS["ka_world_ratio"]),
+            "ka_world1_holds": bool(one.passes),
+        }
+    )
+    return out
+
+
+_WORLD_FORMATS = {
+    "ka_world_gain": "{:+.4f}",
+    "ka_world_gain_se": "{:.4f}",
+    "ka_world_ci_low": "{:+.4f}",
+    "ka_world_ci_high": "{:+.4f}",
+    "ka_world_ratio": "{:.3f}",
+    "ka_world_tv_elm": "{:.4f}",
+    "ka_world_tv_fitter": "{:.4f}",
+    "ka_world_n_items": "{}",
+    "ka_world_n_people": "{}",
+    "ka_world_w": "{:g}",
+}
+
+
+def world_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The world table as the text shows it: one row per weight and bucket, the verdict first.
+
+    Example:
+        >>> t = pd.DataFrame(dict(weight=["w = 1 (the asymptote alone)"], bucket=["all"], tv_elm=[0.5],
+        ...     tv_fitter=[0.4], ratio=[0.8], gain=[0.1], gain_se=[0.01], ci_low=[0.08], ci_high=[0.12],
+        ...     people=[10], items=[30], passes=[True]))
+        >>> list(world_shown(t).columns)[:2]
+        ['interval above 0', 'TV, p_ELM']
+    """
+    out = table.set_index(["weight", "bucket"])
+    out = out.rename(
+        columns={
+            "passes": "interval above 0",
+            "tv_elm": "TV, p_ELM",
+            "tv_fitter": "TV, fitter",
+            "ratio": "fitter / p_ELM",
+        }
+    )
+    cols = ["interval above 0", "TV, p_ELM", "TV, fitter", "fitter / p_ELM", "gain", "gain_se", "people", "items"]
+    return out[cols]
+
+
+# -- truth-like synthetic families ----------------------------------------------------------------------
+
+#: The noise levels (probability units, RMS over tokens) the truth-like figure sweeps.
+NOISE_GRID = (0.0, 0.01, 0.02, 0.04, 0.08)
+#: The cells of a truth-like table (a cell: one row per weight).
+TRUTHLIKE_CELLS = ("asymptote", "regime", "decay")
+
+
+def truthlike_noise(
+    held_out: Optional[float], apd_headline: Optional[ApdHeadline], noise: float, use_family: bool = True
+) -> tuple[float, str]:
+    """The truth-like families' noise sd (probability units) and where it comes from: with
+    ``use_family``, this family's held-out residual on the dev questions (``held_out``,
+    :func:`apd.evaluation.noise.family_noise` with ``HELD_OUT``) where measured, else the APD
+    chapter's in-sample residual (``IN_SAMPLE``) where that chapter measured it, else ``noise``.
+
+    Example:
+        >>> truthlike_noise(0.054, None, 0.005)[0], truthlike_noise(None, None, 0.005)[0]
+        (0.054, 0.005)
+    """
+    if use_family and held_out is not None:
+        return float(held_out), (
+            "the fitter's held-out residual on this family's dev questions: each inner member "
+            "predicted from the curve fitted to the others"
+        )
+    measured = None if apd_headline is None else apd_headline.distilled_l1_curve
+    sd = family_noise(IN_SAMPLE, gates_l1_curve=measured) if use_family else None
+    if sd is not None:
+        return (
+            sd,
+            "the APD chapter's in-sample residual of the distilled variant's fits (no world here to hold members out)",
+        )
+    return float(noise), "this chapter's noise parameter (this family's noise is not measured under this profile)"
+
+
+def held_out_noise(dq: Optional[DevQuestions], iterations: int) -> Optional[float]:
+    """:func:`apd.evaluation.noise.family_noise` with ``HELD_OUT`` on the dev questions ``dq`` (None
+    without them)."""
+    if dq is None:
+        return None
+    return family_noise(
+        HELD_OUT, member_logprobs=dq.logprobs, log_sizes=dq.log_sizes, ids=dq.ids, iterations=iterations
+    )
+
+
+def truthlike_values(at_noise: pd.DataFrame, sweep: pd.DataFrame, w: float) -> dict[str, Any]:
+    """Glue of the truth-like families: the cells (one row each at ``w``) where the fitter at ``w``
+    beats p_ELM at this family's noise (``at_noise``), p_ELM's own total variation there and the
+    fitted asymptote's alone (w = 1) as a share of it; from the noise ``sweep``, the smallest noise
+    at which some cell stops beating p_ELM at ``w`` and the asymptote's largest share without noise.
+
+    Example:
+        >>> t = pd.DataFrame(dict(asymptote=["one_hot"] * 2, regime=["saturating"] * 2, decay=["exponential"] * 2,
+        ...     noise=[0.0, 0.04], w=[1.0, 1.0], tv_elm=[0.2, 0.3], ratio=[0.5, 1.1], beats=[True, False]))
+        >>> v = truthlike_values(t[t.noise == 0.04], t, 1.0)
+        >>> v["ka_n_beating_family"], v["ka_synth_first_failing_noise"], v["ka_synth_clean_ratio_max"]
+        (0, (0.04, '{:g}'), (0.5, '{:.2f}'))
+    """
+    at, at_one = at_noise[at_noise.w == float(w)], at_noise[at_noise.w == 1.0]
+    failing = sweep[(sweep.w == float(w)) & ~sweep.beats].noise
+    clean = sweep[(sweep.w == 1.0) & (sweep.noise == 0.0)].ratio
+    return {
+        "ka_n_beating_family": int(at.beats.sum()),
+        "ka_n_cells_family": int(len(at)),
+        "ka_family_beats": bool(at.beats.any()),
+        "ka_synth_elm_tv_min": (float(at.tv_elm.min()), "{:.3f}"),
+        "ka_synth_elm_tv_max": (float(at.tv_elm.max()), "{:.3f}"),
+        "ka_synth_ratio_min": (float(at_one.ratio.min()), "{:.2f}"),
+        "ka_synth_ratio_max": (float(at_one.ratio.max()), "{:.2f}"),
+        "ka_synth_first_failing_noise": (float(failing.min()) if len(failing) else None, "{:g}"),
+        "ka_synth_clean_ratio_max": (float(clean.max()) if len(clean) else None, "{:.2f}"),
+    }
+
+
+def truthlike_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """A truth-like table as the text shows it: one row per cell and weight, "gain [95% interval]".
+
+    Example:
+        >>> t = pd.DataFrame(dict(asymptote=["one_hot"], regime=["still_rising"], decay=["logistic"], noise=[0.05],
+        ...     w=[1.0], tv_elm=[0.4], tv_fitter=[0.37], ratio=[0.92], gain=[0.03], ci_low=[0.01], ci_high=[0.05],
+        ...     n=[120], beats=[True]))
+        >>> truthlike_shown(t).iloc[0]["gain [95% interval]"]
+        '+0.0300 [+0.0100, +0.0500]'
+    """
+    out = table.assign(
+        asymptote=table.asymptote.str.replace("_", "-"),
+        regime=table.regime.str.replace("_", " "),
+        interval=[f"{g:+.4f} [{lo:+.4f}, {hi:+.4f}]" for g, lo, hi in zip(table.gain, table.ci_low, table.ci_high)],
+    )
+    out = out.rename(
+        columns={
+            "interval": "gain [95% interval]",
+            "beats": "fitter closer",
+            "tv_elm": "TV, p_ELM",
+            "ratio": "fitter / p_ELM",
+            "n": "positions",
+        }
+    )
+    out["w"] = [f"{v:g}" for v in out["w"]]
+    return out.set_index(["asymptote", "regime", "decay", "w"])[
+        ["fitter closer", "gain [95% interval]", "TV, p_ELM", "fitter / p_ELM", "positions"]
+    ]
+
+
+def plot_truthlike(sweep: pd.DataFrame, noise: float, w: float):
+    """The fitter's gain over p_ELM (p_ELM's total variation to c_true minus the fitter's, at ``w``)
+    against the noise of the truth-like families, one panel per regime, one line per asymptote
+    (exponential decay), 95% t intervals as bars; the dashed line marks this family's ``noise``.
+
+    Example:
+        >>> import matplotlib; matplotlib.use("Agg")
+        >>> t = pd.DataFrame(dict(asymptote=["one_hot"] * 2, regime=["saturating"] * 2, decay=["exponential"] * 2,
+        ...     noise=[0.0, 0.04], w=[1.0, 1.0], gain=[0.08, 0.01], ci_low=[0.07, -0.01], ci_high=[0.09, 0.03]))
+        >>> len(plot_truthlike(t, 0.03, 1.0).axes)
+        1
+    """
+    sw = sweep[(sweep.w == float(w)) & (sweep.decay == "exponential")]
+    regimes = list(dict.fromkeys(sw.regime))
+    fig, axes = figure(ncols=len(regimes), width=6.9, height=3.4, squeeze=False, sharey=True)
+    styles = {"one_hot": ("o", "-", PALETTE[0]), "near_one_hot": ("s", "--", PALETTE[1])}
+    for ax, regime in zip(axes[0], regimes):
+        for asym, g in sw[sw.regime == regime].groupby("asymptote", sort=False):
+            marker, ls, color = styles.get(asym, ("^", ":", PALETTE[2]))
+            g = g.sort_values("noise")
+            err = np.vstack([g.gain - g.ci_low, g.ci_high - g.gain])
+            ax.errorbar(g.noise, g.gain, yerr=err, fmt="none", ecolor=color, capsize=3)
+            ax.plot(g.noise, g.gain, marker=marker, ls=ls, color=color, label=asym.replace("_", "-"))
+        ax.axhline(0.0, color=COLORS["elm"], lw=1.0)
+        ax.axvline(noise, color=COLORS["truth"], ls=":", lw=1.2, label="this family's noise")
+        ax.set_title(regime.replace("_", " "))
+        ax.set_xlabel("noise sd (probability)")
+    axes[0][0].set_ylabel(f"TV gain over p_ELM (w = {w:g})")
+    legend(axes[0][0], loc="upper right")
+    return fig
 
 
 def tiny_recovery_table() -> pd.DataFrame:

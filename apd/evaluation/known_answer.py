@@ -9,7 +9,8 @@ Units and shapes used throughout:
 - ``probs`` (P, K, N): P positions, K tokens per position (the token set), N members; every
   member's probabilities are renormalised over the K tokens (they sum to 1 over axis 1).
 - ``c_true`` / ``c_hat`` (P, K): asymptotic probabilities over the same token set (sum to 1 over K).
-All errors are absolute differences of probabilities (no logs).
+The recovery table's errors are absolute differences of probabilities (no logs); the condition's
+are total variations (probability units, in [0, 1]).
 
 Estimators (each returns an :class:`Estimate`):
 - :func:`estimate_p_elm`  the baseline, c_hat = p_ELM;
@@ -28,7 +29,15 @@ Estimators (each returns an :class:`Estimate`):
                           :func:`loss_l2_mean_hinge`), not the paper's loss.
 
 :func:`recovery_table` runs everything over both x grids (pico, Pythia) and both regimes
-('saturating', 'still_rising') and returns one row per estimator x grid x regime. Diagnostics:
+('saturating', 'still_rising') and returns one row per estimator x grid x regime.
+
+**The known-answer condition** (:func:`world_condition`): where the truth is known (the world's
+questions), is APD on the fly's fitted asymptote, mixed with p_ELM at the fitter's weight w, closer
+to the truth than p_ELM? Total variation over the candidates (:func:`total_variation`), paired per
+item, averaged per person, a 95% Student t interval over people (:func:`paired_condition`,
+:class:`Condition`); :func:`weight_on_dev` chooses w where no chapter did. :func:`truthlike_table`
+asks the same on synthetic families shaped like the world's truths (one-hot and near-one-hot
+asymptotes, noise proportional to sqrt(p (1 - p))), at any noise. Diagnostics:
 :func:`share_collapsed` (c_hat within 0.005 of p_ELM), :func:`share_beyond` (c_hat beyond p_ELM on
 the extrapolation side), :func:`dead_curve_loss` (the paper's loss when the curve is flat at c).
 Everything is deterministic given the seeds (data from numpy's PCG64, MLP init and dropout from
@@ -48,8 +57,9 @@ import torch
 
 from apd.amateur.config import lr_at
 from apd.amateur.objective import ConditionedCurveMLP, CurveMLP, loss_l1, loss_l2
-from apd.core import curves
+from apd.core import curves, stats
 from apd.family import pico, pretrain
+from apd.world import truth as wt
 
 # ----------------------------------------------------------------------------- x grids
 
@@ -110,11 +120,11 @@ def _logistic_decay(u: np.ndarray, delta: np.ndarray, remaining: np.ndarray) -> 
         [1.0, 0.1]
     """
 
-    def sig(z):
-        return 0.5 * (1.0 + np.tanh(0.5 * z))
+    def log_sig(z):  # log s(z), stable for large |z|
+        return -np.logaddexp(0.0, -z)
 
     def g_at(uu, kk, dd):
-        return sig(-kk * (uu - dd)) / sig(kk * dd)
+        return np.exp(log_sig(-kk * (uu - dd)) - log_sig(kk * dd))
 
     lo, hi = np.full(delta.shape, 1e-6), np.full(delta.shape, 500.0)
     for _ in range(80):  # g(1) falls as k grows
@@ -136,6 +146,8 @@ def synthetic_family(
     amateur_tau=(0.2, 0.6),
     amateur_sigma: float = 1.0,
     decay: str = "exponential",
+    asymptote: str = "dirichlet",
+    noise_shape: str = "uniform",
 ):
     """Synthetic member probabilities with known asymptotes.
 
@@ -151,24 +163,44 @@ def synthetic_family(
     bend position and remaining fraction at the ELM, a smooth S instead of a kink; the fitters, which
     assume the exponential, are then misspecified, as they may be on a real family).
 
+    ``asymptote``: ``"dirichlet"`` (above), or a truth like the world's (:data:`TRUTHLIKE`, see
+    :func:`_truthlike_ends`): ``"one_hot"`` (every position has one true token, c = 1 there and 0
+    elsewhere) or ``"near_one_hot"`` (the true token holds :data:`NEAR_ONE_HOT_PEAK` of c, the rest is
+    spread over the others); the ALM then gives the true token :data:`TRUE_TOKEN_AMATEUR` of its
+    mass. ``noise_shape``: ``"uniform"`` (the same sd on every probability) or ``"binomial"`` (sd
+    proportional to sqrt(p (1 - p)), as the fitter's residuals on the world's questions are, scaled
+    so that its root mean square over every position, token and member is ``noise``).
+
     Returns ``probs`` (P, K, N) float64 (members ALM first, sums to 1 over K) and ``c_true``
     (P, K) float64 (sums to 1 over K; the curves' exact limit as x -> infinity, before noise).
+
+    Example (one-hot truths: each position's asymptote puts all its mass on one token):
+        >>> probs, c = synthetic_family(PICO_X, 3, k=5, asymptote="one_hot", noise=0.01, noise_shape="binomial")
+        >>> probs.shape, sorted(set(c.ravel().tolist())), c.sum(-1).tolist()
+        ((3, 5, 6), [0.0, 1.0], [1.0, 1.0, 1.0])
     """
     if regime not in _REGIME_RANGES:
         raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}.")
     if decay not in SYNTHETIC_DECAYS:
         raise ValueError(f"decay must be one of {SYNTHETIC_DECAYS}, got {decay!r}.")
+    if asymptote not in ASYMPTOTES:
+        raise ValueError(f"asymptote must be one of {ASYMPTOTES}, got {asymptote!r}.")
+    if noise_shape not in NOISE_SHAPES:
+        raise ValueError(f"noise_shape must be one of {NOISE_SHAPES}, got {noise_shape!r}.")
     xs = np.asarray(x, dtype=np.float64)
     if xs.ndim != 1 or xs.size < 3 or not np.all(np.diff(xs) > 0):
         raise ValueError(f"x must hold >= 3 increasing log sizes, got {x}.")
     rng = np.random.default_rng(seed)
     p = int(n_positions)
-    c = rng.dirichlet(np.full(k, concentration), size=p)
-    c = np.clip(c, 1e-6, None)
-    c /= c.sum(-1, keepdims=True)
-    tau = rng.uniform(*amateur_tau, size=(p, 1))
-    q = np.exp(tau * np.log(c) + amateur_sigma * rng.standard_normal((p, k)))
-    q /= q.sum(-1, keepdims=True)
+    if asymptote == "dirichlet":
+        c = rng.dirichlet(np.full(k, concentration), size=p)
+        c = np.clip(c, 1e-6, None)
+        c /= c.sum(-1, keepdims=True)
+        tau = rng.uniform(*amateur_tau, size=(p, 1))
+        q = np.exp(tau * np.log(c) + amateur_sigma * rng.standard_normal((p, k)))
+        q /= q.sum(-1, keepdims=True)
+    else:
+        c, q = _truthlike_ends(rng, p, k, asymptote)
     r = _REGIME_RANGES[regime]
     delta = rng.uniform(*r["delta"], size=(p, k))
     lo, hi = r["remaining"]
@@ -186,9 +218,51 @@ def synthetic_family(
     curve = c[..., None] + (q - c)[..., None] * g
     curve /= curve.sum(1, keepdims=True)
     if noise > 0:
-        curve = np.clip(curve + noise * rng.standard_normal(curve.shape), 0.0, None)
+        sd = noise
+        if noise_shape == "binomial":
+            spread = curve * (1.0 - curve)
+            sd = noise * np.sqrt(spread / max(float(spread.mean()), 1e-12))
+        curve = np.clip(curve + sd * rng.standard_normal(curve.shape), 0.0, None)
         curve /= curve.sum(1, keepdims=True)
     return curve, c
+
+
+#: Asymptotes of :func:`synthetic_family`: a Dirichlet draw, or a truth like the world's.
+ASYMPTOTES = ("dirichlet", "one_hot", "near_one_hot")
+#: The truth-like asymptotes (the world's facts have one true value; its two distributional
+#: attributes put most of their mass on a few).
+TRUTHLIKE = ("one_hot", "near_one_hot")
+#: Noise shapes of :func:`synthetic_family`.
+NOISE_SHAPES = ("uniform", "binomial")
+#: Near-one-hot asymptotes: the true token's share of c, drawn uniformly in this range.
+NEAR_ONE_HOT_PEAK = (0.8, 0.95)
+#: Truth-like families: the smallest member's (ALM's) probability of the true token, drawn uniformly.
+TRUE_TOKEN_AMATEUR = (0.02, 0.3)
+
+
+def _truthlike_ends(rng, p: int, k: int, asymptote: str) -> tuple[np.ndarray, np.ndarray]:
+    """Both ends of truth-like curves, ``(c, q)`` (P, K) each summing to 1 over K: one true token
+    per position (uniform over K); c is one-hot on it (``"one_hot"``) or gives it a share drawn from
+    :data:`NEAR_ONE_HOT_PEAK` and the rest Dirichlet(1) over the other tokens (``"near_one_hot"``);
+    the ALM's distribution q gives it a share drawn from :data:`TRUE_TOKEN_AMATEUR` and the rest
+    Dirichlet(1) over the other tokens (it guesses among wrong values).
+
+    Example:
+        >>> c, q = _truthlike_ends(np.random.default_rng(0), 4, 6, "near_one_hot")
+        >>> bool((c.argmax(-1) == (c >= 0.8).argmax(-1)).all()), np.allclose(q.sum(-1), 1.0)
+        (True, True)
+    """
+    if k < 2:
+        raise ValueError(f"truth-like families need k >= 2 tokens, got {k}.")
+    hot = np.eye(k)[rng.integers(k, size=p)]  # (P, K)
+
+    def others(share):
+        rest = rng.dirichlet(np.ones(k), size=p) * (1.0 - hot)
+        return share * hot + (1.0 - share) * rest / rest.sum(-1, keepdims=True)
+
+    c = hot if asymptote == "one_hot" else others(rng.uniform(*NEAR_ONE_HOT_PEAK, size=(p, 1)))
+    q = others(rng.uniform(*TRUE_TOKEN_AMATEUR, size=(p, 1)))
+    return c, q
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -583,65 +657,295 @@ def recovery_table(
     return table
 
 
-#: the estimators of the known-answer condition (cheap enough for several seeds and decays)
-CONDITION_ESTIMATORS = ("p_elm", "cd_t1", "fit_tuned")
+# ----------------------------------------------------------------------------- the known-answer condition
+
+#: A decay curve has four parameters (c, a, b, d): fewer members leave nothing to extrapolate from.
+MIN_MEMBERS = 4
 
 
-def condition_table(
-    noise: float,
-    seeds: Sequence[int] = (0, 1, 2),
-    decays: Sequence[str] = SYNTHETIC_DECAYS,
-    size: str = "default",
-    grids: Sequence[str] = ("pico",),
-    n_positions: Optional[int] = None,
-    estimators: Sequence[str] = CONDITION_ESTIMATORS,
-    pico_scale: str = "default",
-) -> pd.DataFrame:
-    """The known-answer condition at a given noise: for every decay, grid, regime and estimator, the
-    ratio of its median error to p_ELM's on the same tokens, one family per seed, summarised over the
-    seeds: ``ratio`` (mean), ``ratio_se``, ``ci_low``/``ci_high`` (95%, Student t over seeds),
-    ``n_seeds``; ``beats`` is True where the mean ratio is below 0.95 and the upper bound below 1
-    (the estimator is closer to the true asymptote than the expert's own probability, beyond seed
-    noise). The per-seed rows are in ``table.attrs['per_seed']``. ``pico_scale``: as in
-    :func:`recovery_table`."""
-    import scipy.stats
+def total_variation(q, truth_k) -> np.ndarray:
+    """Total variation 0.5 * sum_k |q - t| per row between ``q`` (B, k), rows summing to 1 over the
+    candidates, and the truth there ``truth_k`` (B, k), renormalised over the candidates (mass
+    outside them dropped); NaN where the truth has no mass on the candidates. -> (B,), in [0, 1].
 
-    if len(seeds) < 2:
-        raise ValueError(f"the condition needs at least two seeds for an interval, got {list(seeds)}.")
-    rows = []
-    for decay in decays:
-        for seed in seeds:
-            t = recovery_table(
-                size,
-                grids=grids,
-                noise=noise,
-                seed=int(seed),
-                n_positions=n_positions,
-                estimators=list(estimators),
-                decay=decay,
-                pico_scale=pico_scale,
-            )
-            rows.append(t.assign(decay=decay, seed=int(seed), ratio=t.median_abs_error / t.p_elm_error))
-    per = pd.concat(rows, ignore_index=True)
-    out = []
-    for (decay, grid, regime, est), g in per.groupby(["decay", "grid", "regime", "estimator"], sort=False):
-        r = g["ratio"].to_numpy(float)
-        m, se = float(r.mean()), float(r.std(ddof=1) / np.sqrt(r.size))
-        half = float(scipy.stats.t.ppf(0.975, r.size - 1)) * se
-        out.append(
-            dict(
-                decay=decay,
-                grid=grid,
-                regime=regime,
-                estimator=est,
-                ratio=m,
-                ratio_se=se,
-                ci_low=m - half,
-                ci_high=m + half,
-                n_seeds=int(r.size),
-                beats=bool(est not in ("p_elm", "oracle") and m < 0.95 and m + half < 1.0),
-            )
+    Example:
+        >>> total_variation(np.array([[0.5, 0.5], [0.9, 0.1]]), np.array([[1.0, 0.0], [0.0, 0.0]])).tolist()
+        [0.5, nan]
+    """
+    q, t = np.asarray(q, dtype=np.float64), np.asarray(truth_k, dtype=np.float64)
+    if q.shape != t.shape or q.ndim != 2:
+        raise ValueError(f"q {q.shape} and truth_k {t.shape} must have one (B, k) shape.")
+    mass = t.sum(-1, keepdims=True)
+    tn = np.divide(t, mass, out=np.zeros_like(t), where=mass > 0)
+    return np.where(mass[:, 0] > 0, 0.5 * np.abs(q - tn).sum(-1), np.nan)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """The known-answer condition read once: is the fitter's asymptote, mixed with p_ELM at weight
+    ``w`` as APD on the fly mixes it, closer to the known truth than p_ELM itself?
+
+    gain: p_ELM's mean total variation to the truth minus the fitter's (positive: the fitter is
+    closer), items averaged per group (person) first, then over groups; se: its standard error over
+    groups; n_groups (people, or positions where each is its own group), n_items; tv_elm, tv_fitter:
+    the two mean total variations (the same group means, so gain = tv_elm - tv_fitter); low, high:
+    the 95% Student t interval of the gain over n_groups (:func:`apd.core.stats.critical`)."""
+
+    gain: float
+    se: float
+    n_groups: int
+    n_items: int
+    tv_elm: float
+    tv_fitter: float
+    w: float
+    low: float
+    high: float
+
+    @property
+    def ratio(self) -> float:
+        """The fitter's mean total variation over p_ELM's (below 1: the fitter is closer)."""
+        return self.tv_fitter / self.tv_elm if self.tv_elm > 0 else float("nan")
+
+    @property
+    def passes(self) -> bool:
+        """The 95% t interval of the gain lies above 0."""
+        return bool(self.low > 0)
+
+    def reason(self, where: str = "dev people") -> str:
+        """The outcome in one plain sentence, naming the units (``where``) and the interval.
+
+        Example:
+            >>> Condition(0.01, 0.004, 100, 800, 0.5, 0.49, 0.05, 0.002, 0.018).reason()
+            "the fitter's asymptote (mixed at w = 0.05) is 2.0% closer to the truth than the expert's own probability (total variation 0.4900 against 0.5000 over 100 dev people; gain +0.0100, 95% t interval [+0.0020, +0.0180], above 0: the condition holds)"
+        """
+        r = self.ratio
+        side = "closer to" if r < 1 else "farther from" if r > 1 else "as far from"
+        how = f"{abs(1 - r):.1%} {side}" if r == r and r != 1 else side
+        if self.passes:
+            verdict = "above 0: the condition holds"
+        elif self.high < 0:
+            verdict = "below 0: the condition fails"
+        else:
+            verdict = "holding 0: the condition fails"
+        return (
+            f"the fitter's asymptote (mixed at w = {self.w:g}) is {how} the truth than the expert's own "
+            f"probability (total variation {self.tv_fitter:.4f} against {self.tv_elm:.4f} over "
+            f"{self.n_groups} {where}; gain {self.gain:+.4f}, 95% t interval [{self.low:+.4f}, "
+            f"{self.high:+.4f}], {verdict})"
         )
-    table = pd.DataFrame(out)
-    table.attrs["per_seed"] = per
+
+
+def paired_condition(tv_elm, tv_fitter, groups=None, w: float = 1.0) -> Condition:
+    """:class:`Condition` from per-item total variations ``tv_elm`` and ``tv_fitter`` (B,) (NaN drops
+    an item) and ``groups`` (B,) labels (people; None: every item its own group), through
+    :func:`apd.core.stats.paired_difference`; ``w`` is recorded. Needs at least two groups.
+
+    Example:
+        >>> c = paired_condition([0.5, 0.6, 0.4, 0.7], [0.3, 0.5, 0.3, 0.4], groups=["a", "a", "b", "b"])
+        >>> round(c.gain, 3), c.n_groups, c.passes
+        (0.175, 2, False)
+    """
+    a, b = np.asarray(tv_elm, dtype=np.float64), np.asarray(tv_fitter, dtype=np.float64)
+    g = np.arange(a.size) if groups is None else np.asarray(groups)
+    d = stats.paired_difference(a, b, groups=g)
+    if d.n_groups < 2:
+        raise ValueError(
+            f"the condition needs items about at least 2 people (groups), got {d.n_groups} with a defined "
+            "error; give more people, or items whose truth has mass on the candidates."
+        )
+    ok = ~(np.isnan(a) | np.isnan(b))
+    labels, inv = np.unique(g[ok], return_inverse=True)
+    count = np.bincount(inv, minlength=labels.size)
+    elm = float(np.mean(np.bincount(inv, weights=a[ok], minlength=labels.size) / count))
+    fit = float(np.mean(np.bincount(inv, weights=b[ok], minlength=labels.size) / count))
+    low, high = stats.interval(d.mean, d.se, stats.critical(d.n_groups))
+    return Condition(d.mean, d.se, d.n_groups, d.n, elm, fit, float(w), low, high)
+
+
+def _check_world_inputs(lp, x, truth, ids, people, w) -> None:
+    """Shapes and values of :func:`world_condition`'s inputs, or an error naming the problem."""
+    if lp.ndim != 3:
+        raise ValueError(f"member_logprobs must be (N members, B items, V), got shape {lp.shape}.")
+    n, b, v = lp.shape
+    if n < MIN_MEMBERS:
+        raise ValueError(
+            f"the condition needs at least {MIN_MEMBERS} members (a decay curve has 4 parameters), got {n}; "
+            "use the whole family, smallest first."
+        )
+    if x.shape != (n,):
+        raise ValueError(f"log_sizes must hold one x per member, ({n},), got shape {x.shape}.")
+    if b == 0 or people.size == 0:
+        raise ValueError("no items or no people: score the dev people's questions and pass one person per item.")
+    if truth.shape != (b, v):
+        raise ValueError(f"truth must be (B, V) = ({b}, {v}) like one member's log-probs, got {truth.shape}.")
+    if ids.ndim != 2 or ids.shape[0] != b:
+        raise ValueError(f"ids must be (B, k) = ({b}, k) candidate ids, got shape {ids.shape}.")
+    if people.shape != (b,):
+        raise ValueError(f"people must give one person per item, ({b},), got shape {people.shape}.")
+    if not 0 < float(w) <= 1:
+        raise ValueError(f"w must be in (0, 1], the weight of the fitted asymptote in APD on the fly; got {w}.")
+
+
+def world_condition(
+    member_logprobs, log_sizes, truth, ids, people, w: float, *, iterations: int = 400, asymptotes=None
+) -> Condition:
+    """The known-answer condition where the truth is known: APD on the fly at weight ``w``,
+    (1 - w) p_ELM + w p_AP (:func:`apd.core.curves.mix_on_the_fly`; p_AP the fitter's asymptotes,
+    :func:`apd.world.truth.on_the_fly_topk`, TUNED_FIT, ``iterations`` Adam steps), against p_ELM,
+    both renormalised over the candidates ``ids``: the total variation to the truth per item
+    (:func:`total_variation`), paired, averaged per person, interval over people (:func:`paired_condition`).
+
+    ``member_logprobs`` (N, B, V), N >= :data:`MIN_MEMBERS`, smallest first; ``log_sizes`` (N,);
+    ``truth`` (B, V) the true next-token distribution; ``ids`` (B, k); ``people`` (B,) the person
+    each item asks about; ``w`` in (0, 1]. ``asymptotes``: ``(p_elm, p_ap)`` (B, k) already fitted
+    (skips the fit). Where the truth is one-hot on a candidate, an item's total variation is linear
+    in w, so the gain at w is w times the gain at w = 1 and ``passes`` does not depend on w; only
+    items with a spread truth make it depend on w.
+
+    Example (curves rising toward one true token, flattening by the largest member):
+        >>> x = np.log([1e4, 3e4, 1e5, 3e5, 1e6, 2e6]); g = np.exp(-1.2 * (x - x[0]))
+        >>> gold = 0.9 - 0.8 * g                                   # gold token, ALM 0.1 -> truth 0.9+
+        >>> p = np.stack([np.stack([[v, 1 - v]] * 6) for v in gold])  # (N, B=6, V=2)
+        >>> truth = np.tile([1.0, 0.0], (6, 1)); ids = np.tile([0, 1], (6, 1))
+        >>> c = world_condition(np.log(p), x, truth, ids, list("aabbcc"), w=1.0, iterations=200)
+        >>> c.gain > 0, c.n_groups, c.n_items
+        (True, 3, 6)
+    """
+    lp = np.asarray(member_logprobs, dtype=np.float64)
+    x, truth, ids = np.asarray(log_sizes, dtype=np.float64), np.asarray(truth), np.asarray(ids)
+    people = np.asarray(people)
+    _check_world_inputs(lp, x, truth, ids, people, w)
+    if asymptotes is None:
+        p_elm, p_ap, _ = wt.on_the_fly_topk(lp, x, ids, iterations=iterations)
+    else:
+        p_elm, p_ap = (np.asarray(a, dtype=np.float64) for a in asymptotes)
+        if p_elm.shape != ids.shape or p_ap.shape != ids.shape:
+            raise ValueError(f"asymptotes must be two (B, k) = {ids.shape} arrays, got {p_elm.shape}, {p_ap.shape}.")
+    t = wt.at(truth, ids)
+    if not (t.sum(-1) > 0).any():
+        raise ValueError("the truth has no mass on any item's candidates: pass the true distributions over V.")
+    mixed = (1.0 - float(w)) * p_elm + float(w) * p_ap
+    return paired_condition(total_variation(p_elm, t), total_variation(mixed, t), people, w)
+
+
+def weight_on_dev(p_elm, p_ap, truth_k, people, weights: Sequence[float] = curves.ON_THE_FLY_WEIGHTS) -> float:
+    """The fitter's weight chosen on dev people where no chapter chose one: the w of ``weights`` whose
+    mix (1 - w) p_ELM + w p_AP has the lowest mean total variation to the truth (``truth_k``, (B, k),
+    averaged per person of ``people``, then over people); ties go to the smallest w. Choosing w and
+    reading the gain on the same people favours the fitter slightly; where the truth is one-hot the
+    choice cannot change whether the gain is significant (see :func:`world_condition`).
+
+    Example:
+        >>> weight_on_dev(np.array([[0.5, 0.5]] * 2), np.array([[0.9, 0.1]] * 2), np.array([[1.0, 0.0]] * 2), [0, 1])
+        1.0
+    """
+    p_elm, p_ap = np.asarray(p_elm, dtype=np.float64), np.asarray(p_ap, dtype=np.float64)
+    people = np.asarray(people)
+    best, best_tv = None, np.inf
+    for w in sorted(float(v) for v in weights):
+        tv = total_variation((1 - w) * p_elm + w * p_ap, truth_k)
+        ok = ~np.isnan(tv)
+        labels, inv = np.unique(people[ok], return_inverse=True)
+        mean = float(np.mean(np.bincount(inv, weights=tv[ok]) / np.bincount(inv))) if ok.any() else np.inf
+        if mean < best_tv - 1e-12:
+            best, best_tv = w, mean
+    if best is None:
+        raise ValueError("no item has truth on its candidates: the weight cannot be chosen.")
+    return best
+
+
+# ----------------------------------------------------------------------------- truth-like synthetic families
+
+
+def truthlike_table(
+    x: Sequence[float],
+    noises: Sequence[float],
+    *,
+    w: float = 1.0,
+    seeds: Sequence[int] = (0, 1, 2),
+    n_positions: int = 40,
+    k: int = 20,
+    asymptotes: Sequence[str] = TRUTHLIKE,
+    regimes: Sequence[str] = REGIMES,
+    decays: Sequence[str] = SYNTHETIC_DECAYS,
+    iterations: int = 400,
+    threads: Optional[int] = 1,
+) -> pd.DataFrame:
+    """The known-answer condition on truth-like synthetic families (:func:`synthetic_family` with
+    one-hot or near-one-hot asymptotes and ``"binomial"`` noise, the world's shapes): for every
+    asymptote x regime x decay x noise cell, ``len(seeds) * n_positions`` positions of ``k`` tokens
+    at the sizes ``x``, the fitter (TUNED_FIT, ``iterations`` steps; every family fitted in one
+    call) at ``w`` and at w = 1 against p_ELM, total variation to c_true per position, paired
+    (:func:`paired_condition`, every position its own group: positions are independent draws).
+
+    One row per cell and weight: asymptote, regime, decay, noise, w, tv_elm, tv_fitter, ratio,
+    gain, gain_se, ci_low, ci_high, n (positions), beats (the interval lies above 0). Family seeds:
+    ``1000 * seed + 100 * asymptote index + 10 * regime index + decay index``, the same at every
+    noise (so the noise levels share their clean curves).
+
+    Example:
+        >>> t = truthlike_table(PICO_X, [0.0], seeds=[0], n_positions=4, k=5, asymptotes=["one_hot"],
+        ...                     regimes=["saturating"], decays=["exponential"], iterations=50)
+        >>> t[["asymptote", "w", "n"]].values.tolist()
+        [['one_hot', 1.0, 4]]
+    """
+    if threads is not None:
+        torch.set_num_threads(int(threads))
+    if len(seeds) < 1 or n_positions * len(seeds) < 2:
+        raise ValueError("truth-like families need at least 2 positions in all (seeds x n_positions).")
+    xs = tuple(float(v) for v in x)
+    cells, probs, truths = [], [], []
+    for ai, asym in enumerate(asymptotes):
+        for ri, regime in enumerate(regimes):
+            for di, decay in enumerate(decays):
+                for noise in noises:
+                    fam = [
+                        synthetic_family(
+                            xs,
+                            n_positions,
+                            k,
+                            regime,
+                            float(noise),
+                            1000 * int(s) + 100 * ai + 10 * ri + di,
+                            decay=decay,
+                            asymptote=asym,
+                            noise_shape="binomial",
+                        )
+                        for s in seeds
+                    ]
+                    cells.append((asym, regime, decay, float(noise)))
+                    probs.append(np.concatenate([f[0] for f in fam]))
+                    truths.append(np.concatenate([f[1] for f in fam]))
+    allp = np.concatenate(probs)  # (cells * P, K, N)
+    c_hat = estimate_fitter(allp, xs, "tuned", iterations=iterations).c_hat
+    rows, start = [], 0
+    for (asym, regime, decay, noise), pr, c in zip(cells, probs, truths):
+        ap = c_hat[start : start + len(pr)]
+        start += len(pr)
+        p_elm = pr[..., -1]
+        tv_elm = total_variation(p_elm, c)
+        for wv in sorted({float(w), 1.0}):
+            cond = paired_condition(tv_elm, total_variation((1 - wv) * p_elm + wv * ap, c), None, wv)
+            rows.append(
+                dict(
+                    asymptote=asym,
+                    regime=regime,
+                    decay=decay,
+                    noise=noise,
+                    w=wv,
+                    tv_elm=cond.tv_elm,
+                    tv_fitter=cond.tv_fitter,
+                    ratio=cond.ratio,
+                    gain=cond.gain,
+                    gain_se=cond.se,
+                    ci_low=cond.low,
+                    ci_high=cond.high,
+                    n=cond.n_groups,
+                    beats=cond.passes,
+                )
+            )
+    table = pd.DataFrame(rows)
+    table.attrs["config"] = dict(
+        x=list(xs), seeds=[int(s) for s in seeds], n_positions=int(n_positions), k=int(k), iterations=int(iterations)
+    )
     return table

@@ -9,7 +9,9 @@ The book measures it two ways, which give different numbers on one family; each 
   (:func:`apd.world.truth.on_the_fly_topk`: :data:`apd.core.curves.TUNED_FIT`, ``iterations`` steps)
   and read at x_j; the residual is that prediction minus member j's probability, the probabilities
   renormalised over the expert's top k. RMS over j = 1..N-2, questions and the k tokens.
-- :data:`IN_SAMPLE`, **in sample** (the known-answer condition, :mod:`apd.chapters.known_answer`):
+  The known-answer chapter (:mod:`apd.chapters.known_answer`) measures it the same way on the same
+  dev questions, as the noise of its truth-like synthetic families.
+- :data:`IN_SAMPLE`, **in sample** (the known-answer chapter's fallback where no world is scored):
   the distilled ALM''s gate ``l1_curve`` (:func:`apd.amateur.gates.measure_gates`, recorded by the
   APD chapter as ``distilled_l1_curve``): on the held-out validation chunks, a curve is fitted per
   token to *all* the members it was distilled from (:func:`apd.amateur.distill.fit_member_curves`,
@@ -36,7 +38,7 @@ from apd.world import truth as wt
 #: Leave one inner member out, predict it from the curve fitted to the others (the testbed controls).
 HELD_OUT = "held_out"
 #: The distilled ALM''s gate L1: the curve fitted to every member, read at the same members (the
-#: known-answer condition).
+#: known-answer chapter's fallback for a family without a world).
 IN_SAMPLE = "in_sample"
 METHODS = (HELD_OUT, IN_SAMPLE)
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from matplotlib.ticker import MaxNLocator
 
 from apd.amateur.gates import gates_or_none
 from apd.amateur.runs import collect_config, collect_family
@@ -29,7 +28,7 @@ from apd.family.settings import settings_for
 from apd.family.text import texts_for_tokens
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import fmt, per_name
-from apd.report.plots import COLORS, legend, panels, wrap
+from apd.report.plots import COLORS, legend, panels, plain_ticks, wrap
 from apd.report.tables import plus_minus
 
 UNTESTABLE = "untestable (gates)"
@@ -308,7 +307,7 @@ def group_figure(table: pd.DataFrame, group: str, *, z: float, title: str):
         ax.set_yticks(y, names)
         ax.set_ylim(len(rows) - 0.5, -0.5)
         ax.set_xlabel(f"{unit} on the test half (nats)")
-        ax.xaxis.set_major_locator(MaxNLocator(nbins=4, steps=[1, 2, 2.5, 5, 10]))  # no 4-decimal tick noise
+        plain_ticks(ax, "x")  # no 4-decimal tick noise
     handles, labels = axes[0].get_legend_handles_labels()
     legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
     fig.suptitle(f"{GROUP_TITLES[group]} {title}")

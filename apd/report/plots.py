@@ -269,6 +269,37 @@ def panels(
     return fig, axes
 
 
+def plain_ticks(ax, axis: str = "x", decimals: int = 3, nbins: int = 4) -> None:
+    """Ticks on ``axis`` ("x" or "y") of ``ax`` whose labels need at most ``decimals`` decimals and
+    no offset read at the axis' end (no "2.5605 2.5610" noise): at most ``nbins`` + 1 ticks, 1, 2 or
+    5 times a power of ten apart and never closer than ``10**-decimals``; a view narrower than two
+    such steps is widened about its middle.
+
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> fig, ax = figure(); _ = ax.plot([2.5605, 2.5612], [0, 1])
+    >>> plain_ticks(ax); fig.draw_without_rendering()
+    >>> sorted({t.get_text().split(".")[1] for t in ax.get_xticklabels()})[:3]  # three decimals, no more
+    ['559', '560', '561']
+    """
+    from matplotlib.ticker import MaxNLocator, MultipleLocator, ScalarFormatter
+
+    if axis not in ("x", "y"):
+        raise ValueError(f"plain_ticks(axis={axis!r}): axis is 'x' or 'y'")
+    get_lim, set_lim, which = (
+        (ax.get_xlim, ax.set_xlim, ax.xaxis) if axis == "x" else (ax.get_ylim, ax.set_ylim, ax.yaxis)
+    )
+    unit = 10.0**-decimals
+    lo, hi = get_lim()
+    if abs(hi - lo) < 2 * unit:
+        mid = (lo + hi) / 2
+        set_lim(mid - unit, mid + unit)
+        lo, hi = get_lim()
+    locator = MaxNLocator(nbins=nbins, steps=[1, 2, 5, 10])
+    ticks = locator.tick_values(lo, hi)
+    which.set_major_locator(MultipleLocator(unit) if len(ticks) < 2 or ticks[1] - ticks[0] < unit else locator)
+    which.set_major_formatter(ScalarFormatter(useOffset=False))
+
+
 def spread_labels(fig, gap_pt: float = 3.0) -> int:
     """Move the point labels of ``fig`` (annotations placed in offset points, e.g. "p=0.8" beside a
     point) so that no two overlap and each stays inside its panel: each tries above and below its

@@ -669,7 +669,8 @@ def plot_truthlike(sweep: pd.DataFrame, noise: float, w: float):
         ax.set_title(regime.replace("_", " "))
         ax.set_xlabel("noise sd (probability)")
     axes[0][0].set_ylabel(f"TV gain over p_ELM (w = {w:g})")
-    legend(axes[0][0], loc="upper right")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncols=len(labels))
     return fig
 
 

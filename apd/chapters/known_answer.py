@@ -32,7 +32,7 @@ from apd.evaluation.known_answer import LABELS
 from apd.evaluation.noise import HELD_OUT, IN_SAMPLE, family_noise
 from apd.family.knowledge import score_world_qa
 from apd.family.select import get_family
-from apd.report.plots import COLORS, PALETTE, figure, legend
+from apd.report.plots import COLORS, PALETTE, figure, legend, wrap
 from apd.report.results import chapter_ran, load_results
 from apd.world import truth as wt
 from apd.world.world import BUCKETS
@@ -166,9 +166,8 @@ def plot_traces(table: pd.DataFrame):
         >>> fig = plot_traces(tiny_recovery_table())
     """
     cfg, traces = table.attrs["config"], table.attrs["traces"]
-    fig, axes = figure(
-        ncols=len(cfg["regimes"]), nrows=len(cfg["grids"]), width=11, height=6.5, squeeze=False, layout="constrained"
-    )
+    nrows, ncols = len(cfg["grids"]), len(cfg["regimes"])
+    fig, axes = figure(ncols=ncols, nrows=nrows, height=2.6 * nrows + 1.4, squeeze=False, sharex=True)
     for i, grid in enumerate(cfg["grids"]):
         for j, regime in enumerate(cfg["regimes"]):
             ax = axes[i][j]
@@ -180,9 +179,13 @@ def plot_traces(table: pd.DataFrame):
             base = cell[cell.estimator == "p_elm"].median_abs_error.iloc[0]
             ax.axhline(base, color=COLORS["elm"], ls="--", lw=1.2, label="p_ELM")
             ax.set_title(f"{grid}, {regime.replace('_', ' ')}")
-            ax.set_xlabel("optimisation step")
-            ax.set_ylabel("median |c_hat - c_true| (probability)")
-    legend(axes[0][0], fontsize=7)
+            if i == nrows - 1:
+                ax.set_xlabel("optimisation step")
+            if j == 0:
+                ax.set_ylabel("median |c_hat - c_true|")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    labels = [wrap(label, 34) for label in labels]
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncols=2)
     return fig
 
 

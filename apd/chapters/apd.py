@@ -29,7 +29,7 @@ from apd.family.knowledge import score_world_qa
 from apd.family.logprobs import next_token_log_probs
 from apd.chapters.gluing import ChapterResult
 from apd.report.findings import family_saturation
-from apd.report.plots import COLORS, SMALL_PT, XLABEL_LOG_SIZE, figure, legend, panels, wrap
+from apd.report.plots import COLORS, SMALL_PT, XLABEL_LOG_SIZE, figure, legend, outer_labels, panels, wrap
 from apd.report.tables import compare_word, plus_minus
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.truth import (
@@ -651,11 +651,7 @@ def plot_fitted_curves(src: CurveSource, preds: dict, chosen: list[int], x, top_
     fig, axes = panels(len(chosen), ncols=2, panel_height=3.0, sharex=True, sharey=True)
     for j, (ax, i) in enumerate(zip(axes, chosen)):
         draw_fitted_curve(ax, src, preds, j, i, x, top_k, tokenizer)
-        if len(axes) > 1 and j % 2:
-            ax.set_ylabel("")
-            ax.tick_params(labelleft=False)
-        if j < len(axes) - 2:
-            ax.set_xlabel("")
+    outer_labels(axes, XLABEL_LOG_SIZE, axes[0].get_ylabel())
     handles, labels = axes[0].get_legend_handles_labels()
     legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
     return fig
@@ -678,10 +674,7 @@ def plot_training_losses(log: pd.DataFrame, window: int):
             mean = log[key].rolling(window, min_periods=1).mean()
             ax.plot(log["step"], mean, color=COLORS["apd"], lw=2, label=f"mean of the last {window} steps")
         ax.set_title(label)
-    for ax in axes[-2:]:
-        ax.set_xlabel("optimizer step")
-    for ax in axes[::2]:
-        ax.set_ylabel("loss term\n(probability units)")
+    outer_labels(axes, "optimizer step", "loss term\n(probability units)")
     handles, labels = axes[0].get_legend_handles_labels()
     legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
     return fig
@@ -854,12 +847,10 @@ def draw_sweep(ax, tab: pd.DataFrame, col: str, inv_T_grid, fly_knob: Optional[f
 def plot_truth(tab: pd.DataFrame, inv_T_grid, fly_knob: Optional[float], title: str):
     """One :func:`draw_sweep` panel per column of :func:`truth_table` (per bucket, then all); the figure."""
     fig, axes = panels(len(tab.columns), ncols=2, panel_height=2.8, sharex=True)
-    for j, (ax, col) in enumerate(zip(axes, tab.columns)):
+    for ax, col in zip(axes, tab.columns):
         draw_sweep(ax, tab, col, inv_T_grid, fly_knob)
         ax.set_title(col)
-        ax.set_ylabel(wrap(title, 24) if j % 2 == 0 else "")
-        if j < len(axes) - 2:
-            ax.set_xlabel("")
+    outer_labels(axes, axes[0].get_xlabel(), wrap(title, 24))
     handles, labels = axes[0].get_legend_handles_labels()
     legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=len(labels))
     fig.suptitle(f"World questions about the test people: {title} (lower is better)")

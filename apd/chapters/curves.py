@@ -19,7 +19,7 @@ from apd.evaluation.blindness import cd_scores, clearest_example, find_obvious_b
 from apd.evaluation.probcurves import cd_probs_over_topk, score_answers
 from apd.evaluation.qa_data import load_dataset
 from apd.family.knowledge import score_world_qa
-from apd.report.plots import COLORS, PALETTE, figure, legend, panels, probability_curve, wrap
+from apd.report.plots import COLORS, PALETTE, figure, legend, outer_labels, panels, probability_curve, wrap
 from apd.report.tables import plus_minus
 from apd.world.truth import dev_test_split, sample_per_bucket
 
@@ -90,15 +90,13 @@ def plot_prompt(curves: pd.DataFrame, x, names, T_values, max_panels: int):
     )
     fig, axes = panels(max(1, len(show)), ncols=2, panel_height=2.6, sharex=True)
     colors = {1.0: COLORS["cd_t1"], 2.0: COLORS["cd_t2"]}
-    for j, (ax, (_, row)) in enumerate(zip(axes, show.iterrows())):
+    for ax, (_, row) in zip(axes, show.iterrows()):
         hl = {f"CD, T = {T:g}": (row[f"cd:T={T:g}"], colors.get(float(T), PALETTE[3])) for T in T_values}
         hl["APD, T = 1"] = (row["apd:T=1"], COLORS["apd"])
         ctx = row["context"][-24:].replace("\n", " ")
         probability_curve(ax, x, [row[f"p:{n}"] for n in names], hlines=hl, title=f"…{ctx} →{row['next_token']!r}")
         ax.title.set_fontweight("normal")
-        ax.set_ylabel("probability of the token" if j % 2 == 0 else "")
-        if j < len(axes) - 2:
-            ax.set_xlabel("")
+    outer_labels(axes, axes[0].get_xlabel(), axes[0].get_ylabel())
     handles, labels = axes[0].get_legend_handles_labels()
     legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=min(4, len(labels)))
     return fig

@@ -17,7 +17,7 @@ import torch
 from apd.core.filters import real_top_p
 from apd.core.stats import Z_TEST, mean_se, paired_difference
 from apd.evaluation.entropy_truth import thf_at_prompts
-from apd.report.plots import COLORS, XLABEL_LOG_SIZE, legend, panels
+from apd.report.plots import COLORS, XLABEL_LOG_SIZE, legend, outer_labels, panels
 from apd.report.tables import better_word, plus_minus
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.world import BUCKETS
@@ -132,7 +132,7 @@ def plot_entropy_curves(frame: pd.DataFrame, prompts, thf, tokenizer, x, names, 
     groups = [b for b in BUCKETS if (frame.bucket == b).any()]
     fig, axes = panels(len(groups), ncols=2, panel_height=2.9, sharex=True)
     xs = np.linspace(x[0], x[-1] + 1.5 * (x[-1] - x[0]), 60)
-    for j, (ax, b) in enumerate(zip(axes, groups)):
+    for ax, b in zip(axes, groups):
         g = frame[frame.bucket == b]
         ax.plot(x, [g[f"H {n}"].mean() for n in names], "o", color=COLORS["members"], label="members")
         th = thf_at_prompts(thf, tokenizer, [p for p, keep in zip(prompts, frame.bucket == b) if keep], window=window)
@@ -141,8 +141,7 @@ def plot_entropy_curves(frame: pd.DataFrame, prompts, thf, tokenizer, x, names, 
         ax.axhline(float(th["c"].mean()), color=COLORS["apd"], ls="--", label="THF c (mean)")
         ax.axhline(float(g["truth"].mean()), color=COLORS["truth"], lw=1.2, label="truth (mean)")
         ax.set_title(f"{b} people (n={len(g)})")
-        ax.set_xlabel(XLABEL_LOG_SIZE if j >= len(groups) - 2 else "")
-        ax.set_ylabel("next-token entropy (nats)" if j % 2 == 0 else "")
+    outer_labels(axes, XLABEL_LOG_SIZE, "next-token entropy (nats)")
     handles, labels = axes[0].get_legend_handles_labels()
     legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=len(labels))
     return fig

@@ -263,10 +263,44 @@ def panels(
         start = 2 * col + (ncols - in_row)  # a short last row is centred
         share = {"sharex": axes[0] if sharex and axes else None, "sharey": axes[0] if sharey and axes else None}
         axes.append(fig.add_subplot(grid[row, start : start + 2], **share, **kwargs))
-    if sharex:
-        for ax in axes[: n - ncols]:
+    for ax in axes:  # shared axes: tick labels on the outer panels only
+        if sharex and not _at_edge(ax, axes, "bottom"):
             ax.tick_params(labelbottom=False)
+        if sharey and not _at_edge(ax, axes, "left"):
+            ax.tick_params(labelleft=False)
     return fig, axes
+
+
+def _at_edge(ax, axes, side: str) -> bool:
+    """Whether no other panel of ``axes`` sits wholly below ``ax`` in its columns ("bottom") or to its
+    left in its rows ("left")."""
+    s = ax.get_subplotspec()
+    for other in axes:
+        o = other.get_subplotspec()
+        if other is ax:
+            continue
+        if side == "bottom" and o.rowspan.start >= s.rowspan.stop and set(s.colspan) <= set(o.colspan):
+            return False
+        if side == "left" and o.colspan.stop <= s.colspan.start and set(s.rowspan) <= set(o.rowspan):
+            return False
+    return True
+
+
+def outer_labels(axes, xlabel: str | None = None, ylabel: str | None = None) -> None:
+    """Axis labels on the outer panels of :func:`panels`' ``axes`` only: ``xlabel`` on each panel with
+    no panel below it, ``ylabel`` on each with none to its left; the others' are cleared (None: leave
+    that axis' labels as they are).
+
+    >>> import matplotlib; matplotlib.use("Agg")
+    >>> fig, axes = panels(3, sharex=True); outer_labels(axes, "step", "loss (nats)")
+    >>> [(ax.get_xlabel(), ax.get_ylabel()) for ax in axes]
+    [('step', 'loss (nats)'), ('step', ''), ('step', 'loss (nats)')]
+    """
+    for ax in axes:
+        if xlabel is not None:
+            ax.set_xlabel(xlabel if _at_edge(ax, axes, "bottom") else "")
+        if ylabel is not None:
+            ax.set_ylabel(ylabel if _at_edge(ax, axes, "left") else "")
 
 
 def plain_ticks(ax, axis: str = "x", decimals: int = 3, nbins: int = 4) -> None:

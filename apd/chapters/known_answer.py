@@ -317,7 +317,15 @@ def fitter_settings(values: Optional[dict[str, Any]]) -> FitterSettings:
 
 
 def apd_fitter(profile: str) -> FitterSettings:
-    """:func:`fitter_settings` of ``results/<profile>/apd.json`` (not run: ``ran`` False)."""
+    """:func:`fitter_settings` of ``results/<profile>/apd.json`` (not run: ``ran`` False).
+
+    Example:
+        >>> import os, tempfile
+        >>> os.environ["APD_RESULTS_DIR"] = tempfile.mkdtemp()
+        >>> apd_fitter("nowhere").ran
+        False
+        >>> del os.environ["APD_RESULTS_DIR"]
+    """
     return fitter_settings(load_results(profile, "apd") if chapter_ran(profile, "apd") else None)
 
 
@@ -392,7 +400,12 @@ def choose_weight(dq: DevQuestions, settings: FitterSettings, iterations: int) -
     """The fitter's weight and where it comes from: the APD chapter's dev-chosen ``settings.w``
     (:data:`W_FROM_APD`), else chosen on the dev questions ``dq`` by
     :func:`apd.evaluation.known_answer.weight_on_dev` over :data:`apd.core.curves.ON_THE_FLY_WEIGHTS`
-    (:data:`W_CHOSEN_HERE`; one more fit of ``iterations`` steps)."""
+    (:data:`W_CHOSEN_HERE`; one more fit of ``iterations`` steps).
+
+    Example (the APD chapter chose w = 0.05: no fit is needed, nor questions):
+        >>> choose_weight(None, fitter_settings({"fly_w": 0.05, "n_dev_items": 10}), 400)
+        (0.05, "the APD chapter's dev choice")
+    """
     if settings.w is not None:
         return float(settings.w), W_FROM_APD
 
@@ -577,7 +590,12 @@ def truthlike_noise(
 
 def held_out_noise(dq: Optional[DevQuestions], iterations: int) -> Optional[float]:
     """:func:`apd.evaluation.noise.family_noise` with ``HELD_OUT`` on the dev questions ``dq`` (None
-    without them)."""
+    without them).
+
+    Example:
+        >>> held_out_noise(None, 400) is None
+        True
+    """
     if dq is None:
         return None
     return family_noise(

@@ -476,7 +476,7 @@ def condition_values(cond, w_source: str = "", why_not: str = "", at_one=None) -
         }
         out.update(
             {
-                "ka_world_n_people": None,
+                "ka_world_n_people": (None, "{}"),
                 "ka_world_w": (None, "{:g}"),
                 "ka_world_w_source": "none",
                 "ka_condition_passes": 0,

@@ -132,7 +132,7 @@ def proof_picture(x_a: float, x_e: float, T: float, l_a: float = 6.0, l_e: float
     ax.annotate("", xy=(x_e, 7.3), xytext=(x_a, 7.3), arrowprops=arrow)
     ax.text((x_a + x_e) / 2, 7.5, "$S^d$", ha="center")
     ax.annotate("", xy=(x_h, 7.3), xytext=(x_e, 7.3), arrowprops=arrow)
-    ax.text((x_e + x_h) / 2, 7.5, r"$S^d\,/\,(T-1)$", ha="center")
+    ax.text((x_e + x_h) / 2, 7.5, r"$\dfrac{1/T}{1-1/T}\,S^d$", ha="center")
     ax.annotate("", xy=(x_a - 0.75, l_e), xytext=(x_a - 0.75, l_a), arrowprops=arrow)
     ax.text(x_a - 0.9, (l_a + l_e) / 2, "$L^d$", ha="right", va="center")
     ax.set_xlabel(XLABEL_LOG_SIZE)

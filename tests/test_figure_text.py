@@ -453,3 +453,13 @@ def test_built_figures_have_captions_of_their_own(book_html):
             where = f"{page.relative_to(book_html)} ({cap.get_text(' ').split()[:2]})"
             assert text not in seen, f"{where} repeats the caption of {seen[text]}"
             seen[text] = where
+
+
+def test_a_legend_of_bars_tells_them_apart_by_colour():
+    fig, ax = plots.figure()
+    ax.bar([0, 1], [1, 2], color=plots.COLORS["apd"], label="APD over CD")
+    ax.bar([0.4, 1.4], [1, 2], color=plots.COLORS["cd"], label="CD over the ELM")
+    assert [t.get_text() for t in plots.legend(ax).get_texts()] == ["APD over CD", "CD over the ELM"]
+    ax.bar([0.8], [1], color=plots.COLORS["apd"], label="again")
+    with pytest.raises(ValueError, match="'APD over CD' and 'again'"):
+        plots.legend(ax)

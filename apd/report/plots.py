@@ -389,8 +389,12 @@ def spread_labels(fig, gap_pt: float = 3.0) -> int:
 
 
 def _look(handle) -> tuple:
-    """What a legend entry looks like: (colour, line style, marker, marker face), as comparable values."""
+    """What a legend entry looks like: (colour, line style, marker, marker face), as comparable values;
+    a bar chart's entry looks like its first bar."""
     from matplotlib.colors import to_hex
+
+    if getattr(handle, "patches", None):  # a BarContainer
+        handle = handle.patches[0]
 
     def colour(value):
         try:

@@ -4,7 +4,6 @@ import dataclasses
 import doctest
 
 import matplotlib
-import pandas as pd
 
 from apd.report import claims
 from apd.chapters import known_answer as chapter
@@ -60,34 +59,6 @@ def test_tables_and_figure():
 def _apd_headline(**values):
     """An :class:`apd.chapters.apd.ApdHeadline` of zeros but ``values``."""
     return ApdHeadline.from_results({**{f.name: 0 for f in dataclasses.fields(ApdHeadline)}, **values})
-
-
-def test_condition_noise_headline_and_table():
-    assert chapter.condition_noise(_apd_headline(distilled_l1_curve=0.02), 0.005) == (
-        0.02,
-        "the APD chapter's held-out residual of the on-the-fly fits",
-    )
-    assert chapter.condition_noise(_apd_headline(distilled_l1_curve=0.02), 0.005, use_family=False)[0] == 0.005
-    assert chapter.condition_noise(_apd_headline(distilled_l1_curve="n/a"), 0.005)[0] == 0.005
-    assert chapter.condition_noise(None, 0.005)[1].startswith("the APD chapter has not measured it")
-    cond = pd.DataFrame(
-        dict(
-            decay=["exponential", "logistic"],
-            grid=["pico"] * 2,
-            regime=["saturating"] * 2,
-            estimator=["fit_tuned"] * 2,
-            ratio=[0.9, 1.1],
-            ci_low=[0.85, 1.0],
-            ci_high=[0.95, 1.2],
-            beats=[True, False],
-        )
-    )
-    h = chapter.headline({"ka_n_beating": 1, "ka_n_cells": 4}, cond, 0.02, 3)
-    assert (h.ka_n_beating_family, h.ka_n_cells_family, h.ka_family_noise) == (1, 2, 0.02)
-    assert (
-        chapter.condition_by_cell(cond).loc["on-the-fly fitter, tuned settings", "logistic, saturating"]
-        == "1.10 [1.00, 1.20]"
-    )
 
 
 def test_headline_has_every_key_the_claims_read():

@@ -57,6 +57,6 @@ def test_gpu_profile_validates_and_runs_pico_at_gpu_scale_on_cuda():
     params = load_profile("gpu")  # raises BookError on any invalid parameter
     pico_chapters = {stem for stem, p in params.items() if "pico_scale" in p}
     assert pico_chapters and all(params[s]["pico_scale"] == "gpu" for s in pico_chapters)
-    # every chapter that loads the family runs it on the GPU (known_answer's families are synthetic:
-    # it reads only the members' sizes)
+    # every chapter that loads the family runs it on the GPU (known_answer loads it on "auto", which
+    # picks the GPU where there is one)
     assert all(params[s].get("device") == "cuda" for s in pico_chapters - {"known_answer"})

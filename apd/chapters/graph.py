@@ -34,8 +34,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     # trains every ALM' variant from the family (get_family, apd_model); its regime table reads the
     # family chapter's tables/family_saturation.csv
     "apd": ("family",),
-    # the APD chapter's headline (ApdHeadline.distilled_l1_curve: the family's own noise)
-    "known_answer": ("apd",),
+    # the family (get_family: the world's dev questions), the APD chapter's results (fly_w, fly_iterations,
+    # n_dev_items; distilled_l1_curve as the noise fallback)
+    "known_answer": ("family", "apd"),
     # the family (get_family), the engaged ALM' (apd_model, load_alm_prime), the gate verdict (ApdHeadline)
     "curves": ("family", "apd"),
     # the family, the engaged ALM' (qa.alm_prime_for: apd_model) and the gate verdict (ApdHeadline)

@@ -255,12 +255,14 @@ class KnownAnswerParams:
     )
     noise_free_check: bool = param(True, FLAG, "also run the closed forms and the fitters without noise")
     family_noise: bool = param(
-        True, FLAG, "the known-answer condition at the family's own noise (the APD chapter's held-out fit residual)"
+        True,
+        FLAG,
+        "the truth-like families at this family's own noise (held out on its dev questions; else the APD chapter's in-sample residual)",
     )
     condition_seeds: list[int] = param(
         [0, 1, 2], list_of(SEED), "one synthetic family per seed, for intervals over seeds"
     )
-    condition_positions: int = param(10, COUNT, "positions per family and seed in the condition's runs")
+    condition_positions: int = param(40, COUNT, "positions per seed and cell of the truth-like synthetic families")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from apd.core.stats import Z_TEST, paired_difference
 from apd.evaluation.blindness import cd_scores, clearest_example, find_obvious_blindness
+from apd.evaluation.linearity import curvature_bias
 from apd.evaluation.probcurves import cd_probs_over_topk, score_answers
 from apd.evaluation.qa_data import load_dataset
 from apd.family.knowledge import score_world_qa
@@ -46,6 +47,11 @@ class CurvesHeadline:
     all_blind_apd_rate: Any  # APD's (T = 1) blindness rate on them ("n/a" when none)
     all_blind_cd1_rate: Any  # CD's at T = 1 on them ("n/a" when none or T = 1 not in the grid)
     blind_both_right: int  # of which questions, the paper's setting
+    all_blind_cd_minus_apd: Any  # CD's blindness rate minus APD's, paired per context (claim C2; None when none)
+    all_blind_cd_minus_apd_se: Any  # its standard error
+    premise_holds: Any  # Theorem 1's premise as a curvature test, 1 or 0 (None without an HLM in the family)
+    hlm_gain: Any  # KL(real || expert) minus KL(real || CD's HLM), paired per position (claim C1b; None without)
+    hlm_gain_se: Any  # its standard error over text windows
 
     @classmethod
     def from_values(cls, values: dict) -> "CurvesHeadline":
@@ -400,8 +406,6 @@ def premise_summary(hlm: pd.DataFrame, lin: pd.DataFrame, x, alm: int, elm: int,
         >>> premise_summary(hlm, lin, np.log([1e4, 1e5, 1e6]), 0, 1, 5)["premise_holds"]
         1
     """
-    from apd.evaluation.linearity import curvature_bias
-
     if not len(hlm):
         return {"premise_ratio_max": None, "premise_T_worst": None, "premise_holds": None}
     kappa = float(np.median(np.abs(lin["curvature"].to_numpy())))

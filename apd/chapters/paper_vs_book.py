@@ -17,7 +17,7 @@ from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.theorem1 import Theorem1Headline
-from apd.report.claims import SCALED_EFFECTS
+from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, precondition_in_words
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
 from apd.report.findings import findings_markdown, scale_note, size_in_words, variant_note
 from apd.report.plots import COLORS, figure
@@ -136,8 +136,6 @@ def why_in_words(claim_id: str, judged_row, detail: pd.DataFrame) -> str:
     """Why a claim got its verdict, in a few plain words: the failed preconditions
     (:func:`apd.report.claims.precondition_in_words`) for "not testable here", else where the
     deciding interval lies."""
-    from apd.report.claims import precondition_in_words
-
     mine = detail[(detail["claim_id"] == claim_id) & (detail["kind"] == "precondition")]
     failed = mine[mine["status"] != "holds"]
     if judged_row.verdict == NOT_TESTABLE:
@@ -163,8 +161,6 @@ def claims_at_a_glance(judged: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFra
         >>> claims_at_a_glance(j, d).iloc[0].tolist()
         ['C1a', "CD's logits are those of a larger, hypothetical LM (Theorem 1's identity)", '—', '—', 'reproduced', 'the check holds']
     """
-    from apd.report.claims import PLAIN_NAMES
-
     rows = []
     for r in judged.itertuples():
         rows.append(

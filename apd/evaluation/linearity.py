@@ -14,6 +14,7 @@ import pandas as pd
 from scipy.special import rel_entr, softmax
 
 from apd.core import theory
+from apd.core.stats import paired_difference
 
 
 @dataclass
@@ -209,8 +210,6 @@ def hlm_gain(log_sizes, logprobs, alm: int, elm: int, T_grid, k: int = 20, group
         >>> d.mean > 0, d.n
         (True, 8)
     """
-    from apd.core.stats import paired_difference
-
     x = np.asarray(log_sizes, dtype=np.float64)
     lp = np.asarray(logprobs, dtype=np.float64)
     keep = _topk_mask(lp[elm], k)

@@ -42,7 +42,7 @@ from apd.report.beside import paper_rows
 from apd.chapters.apd import gate_verdict
 from apd.chapters.gluing import fmt
 from apd.report.claims import paper_qa_gain
-from apd.report.plots import COLORS, panels
+from apd.report.plots import COLORS, legend, panels, wrap
 from apd.report.results import chapter_ran, load_results
 from apd.report.tables import better_word, plus_minus
 from apd.world.truth import dev_test_split
@@ -483,12 +483,15 @@ def plot_improvements(world: WorldQA):
         ax.axhline(0, color="black", lw=0.8)
         ax.set_xticks(np.arange(len(groups)), groups)
         ax.set_xlabel("frequency bucket of the person")
-        ax.set_ylabel(f"{label} (> 0: better)")
-    axes[0].legend(fontsize=8, loc="best")
+        ax.set_ylabel(wrap(f"{label} (> 0: better)", 24))
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
     fig.suptitle(
-        "World QA, test half: improvements, mean over people (1/T picked on the dev half; bars: ±1 standard "
-        "error over people)",
-        fontsize=11,
+        wrap(
+            "World QA, test half: improvements, mean over people (1/T picked on the dev half; bars: ±1 standard "
+            "error over people)",
+            80,
+        )
     )
     return fig
 

@@ -101,7 +101,7 @@ def test_the_established_list_is_chosen_by_the_numbers(change, expect, absent):
     assert all(any(i.startswith(e) for i in items) for e in expect), items
     assert not any(any(i.startswith(a) for i in items) for a in absent), items
     assert "{glue" not in text and "<!--" not in text
-    assert "differ by at most 1.4e-14" in text and "20,000 random logits" in text
+    assert "differ by at most 1.4 × 10⁻¹⁴" in text and "20,000 random logits" in text
 
 
 def test_every_value_the_summary_quotes_is_glued_by_the_paper_vs_book_chapter():

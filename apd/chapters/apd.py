@@ -103,7 +103,12 @@ def quote(table: pd.DataFrame, row: str, col: str = "all") -> float:
 
 
 def _where(value: float, grid) -> str:
-    """Where ``value`` sits in the sorted ``grid``: at an edge (the optimum may lie beyond) or inside."""
+    """Where ``value`` sits in the sorted ``grid``: at an edge (the optimum may lie beyond) or inside.
+
+    Example:
+        >>> _where(0.2, [0.2, 0.5, 1.0]), _where(0.5, [0.2, 0.5, 1.0]), _where(1.0, [0.2, 0.5, 1.0])
+        ('the smallest value of the grid', 'inside the grid', 'the largest value of the grid')
+    """
     return (
         "the smallest value of the grid"
         if np.isclose(value, grid[0])
@@ -209,7 +214,6 @@ def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
     for v, r in results.items():
         rows = table[table["variant"] == v]
         steps, full = (int(rows["steps"].iloc[0]) if len(rows) else None), run_record(r)["steps"]
-        top = len(rows) > 1 and np.isclose(r.lambda3, rows["lambda3"].max())
         values[f"{v}_lambda3"] = (r.lambda3, None)
         values[f"{v}_tune_grid"] = (", ".join(f"{g:g}" for g in rows["lambda3"]) if len(rows) else None, "{}")
         values[f"{v}_tune_steps"] = (steps, "{:,}")
@@ -218,10 +222,12 @@ def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
             if not len(rows)
             else "its only value"
             if len(rows) == 1
-            else "the largest value of its grid"
-            if top
-            else "inside its grid",
+            else _where(r.lambda3, sorted(rows["lambda3"])).replace("the grid", "its grid"),
             "{}",
+        )
+        values[f"{v}_lambda3_on_edge"] = (
+            len(rows) > 1 and _where(r.lambda3, sorted(rows["lambda3"])) != "inside the grid",
+            None,
         )
         values[f"{v}_tune_note"] = (
             None

@@ -632,6 +632,8 @@ REAL_WORLD_KEYS = {
     "real_matched_gap_se_world": "{:.2%}",
     "real_matched_n_world": "{:d}",
     "real_matched_outside_world": "{:d}",
+    "real_matched_lo_world": "{:.1%}",
+    "real_matched_hi_world": "{:.1%}",
     "real_seconds_ratio_world": "{:.2f}",
     "real_top_p_apd_world": "{:.2f}",
 }
@@ -661,6 +663,8 @@ def real_world_values(
                 "real_matched_gap_se_world": matched["se"],
                 "real_matched_n_world": matched["n"],
                 "real_matched_outside_world": matched["n_outside"],
+                "real_matched_lo_world": matched.get("lo"),
+                "real_matched_hi_world": matched.get("hi"),
                 "real_seconds_ratio_world": wres.loc[is_real, "seconds"].mean() / wres.loc[~is_real, "seconds"].mean(),
                 "real_top_p_apd_world": wreal["apd"]["mean_top_p"],
             }

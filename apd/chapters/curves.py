@@ -247,9 +247,9 @@ def blindness_summary(blind: pd.DataFrame, p: Pool, source: str, T_grid, top_k: 
     d = apd_minus_cd(p, top_k)
     known = d.n > 1 and np.isfinite([d.mean, d.se]).all()
     out["all_blind_apd_minus_cd"] = (plus_minus(d.mean, d.se) if known else None, "{}")
-    out["all_blind_cd_minus_apd"] = -float(d.mean) if known else None  # claim C2's paired estimate
-    out["all_blind_cd_minus_apd_se"] = float(d.se) if known else None
-    out["all_blind_n_groups"] = int(d.n_groups) if known else None
+    out["all_blind_cd_minus_apd"] = (-float(d.mean) if known else None, "{}")  # claim C2's paired estimate
+    out["all_blind_cd_minus_apd_se"] = (float(d.se) if known else None, "{}")
+    out["all_blind_n_groups"] = (int(d.n_groups) if known else None, "{}")
     out["blind_apd_fewer"] = bool(known and d.mean < -Z_TEST * d.se)
     out["blind_apd_more"] = bool(known and d.mean > Z_TEST * d.se)
     out["blind_apd_tie"] = bool(known and abs(d.mean) <= Z_TEST * d.se)
@@ -385,7 +385,7 @@ def hlm_gain_summary(d) -> dict[str, Any]:
         ('-0.200 ± 0.010', '{}')
     """
     if d is None:
-        return {k: None for k in ("hlm_gain", "hlm_gain_se", "hlm_gain_n_groups")} | {"hlm_gain_pm": (None, "{}")}
+        return {k: (None, "{}") for k in ("hlm_gain", "hlm_gain_se", "hlm_gain_n_groups", "hlm_gain_pm")}
     return {
         "hlm_gain": float(d.mean),
         "hlm_gain_se": float(d.se),
@@ -407,7 +407,7 @@ def premise_summary(hlm: pd.DataFrame, lin: pd.DataFrame, x, alm: int, elm: int,
         1
     """
     if not len(hlm):
-        return {"premise_ratio_max": None, "premise_T_worst": None, "premise_holds": None}
+        return {k: (None, "{}") for k in ("premise_ratio_max", "premise_T_worst", "premise_holds")}
     kappa = float(np.median(np.abs(lin["curvature"].to_numpy())))
     gap = hlm[f"mean |log-prob gap|, ELM, top-{top_k}"].to_numpy()
     ratios = np.array([curvature_bias(kappa, x[elm], x[alm], T) for T in hlm["T"]]) / gap

@@ -59,7 +59,9 @@ class KnownAnswerHeadline:
     ka_world_n_people: Optional[int] = None  # dev people
     ka_world_ratio: Optional[float] = None  # the fitter's mean TV over p_ELM's
     ka_world_w: Optional[float] = None  # the fitter's weight in the mix
-    ka_condition_passes: int = 0  # 1 when the 95% t interval of ka_world_gain lies above 0
+    ka_condition_passes: Any = (
+        0  # 1 when the 95% t interval of ka_world_gain lies above 0, else 0; "n/a" when not measured
+    )
     ka_condition_reason: str = ""  # the outcome in one sentence
 
 
@@ -378,12 +380,13 @@ def condition_values(cond, w_source: str = "", why_not: str = "", at_one=None) -
     ``ka_world_n_people``, ``ka_world_ratio``, ``ka_world_w``, ``ka_condition_passes`` (1 or 0),
     ``ka_condition_reason``, ``ka_condition_holds`` (a bool, for the prose's conditional cells),
     the interval and the weight's source, and the w = 1 row's (``at_one``, a Condition) as
-    ``ka_world1_*``. ``cond`` None: not measured, ``why_not`` says why (the condition fails).
+    ``ka_world1_*``. ``cond`` None: not measured, ``why_not`` says why (the condition is missing, so the claims that
+    need it read "not testable here" for a missing result, not for a failed one).
 
     Example:
         >>> v = condition_values(None, why_not="this build's family has no world")
         >>> v["ka_condition_passes"], v["ka_condition_reason"]
-        (0, "not measured: this build's family has no world, so the condition cannot be read")
+        ((None, '{}'), "not measured: this build's family has no world, so the condition cannot be read")
     """
     if cond is None:
         out: dict[str, Any] = {
@@ -394,7 +397,7 @@ def condition_values(cond, w_source: str = "", why_not: str = "", at_one=None) -
                 "ka_world_n_people": (None, "{}"),
                 "ka_world_w": (None, "{:g}"),
                 "ka_world_w_source": "none",
-                "ka_condition_passes": 0,
+                "ka_condition_passes": (None, "{}"),  # not measured: missing, not failed
                 "ka_condition_holds": False,
                 "ka_condition_reason": f"not measured: {why_not}, so the condition cannot be read",
             }

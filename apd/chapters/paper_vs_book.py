@@ -139,7 +139,12 @@ def why_in_words(claim_id: str, judged_row, detail: pd.DataFrame) -> str:
     mine = detail[(detail["claim_id"] == claim_id) & (detail["kind"] == "precondition")]
     failed = mine[mine["status"] != "holds"]
     if judged_row.verdict == NOT_TESTABLE:
-        words = [precondition_in_words(r.chapter, str(r.values), str(r.description)) for r in failed.itertuples()]
+        words = [
+            f"not measured: the {r.chapter} chapter's result is missing"
+            if r.status == "missing"
+            else precondition_in_words(r.chapter, str(r.values), str(r.description))
+            for r in failed.itertuples()
+        ]
         return "; ".join(dict.fromkeys(words)) or "a chapter did not run"
     if judged_row.verdict == REPRODUCED:
         return "interval above 0" if pd.notna(judged_row.ci_low) else "the check holds"

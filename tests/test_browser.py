@@ -109,6 +109,15 @@ Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.on
           return ((cap ? cap.textContent.trim() : '') || head).slice(0, 80) + ' (' +
                  Math.round(t.getBoundingClientRect().width) + ' px)';
         }),
+      // opened, a folded table scrolls inside the column: its scroll box is no wider than the column
+      openedWide: Array.from(document.querySelectorAll('details.apd-wide-table')).filter(d => {
+          const was = d.open; d.open = true;
+          const box = d.querySelector('.apd-scroll') || d;
+          const column = d.closest('article') || d.closest('main');
+          const over = column && box.getBoundingClientRect().width > column.getBoundingClientRect().width + 2;
+          d.open = was;
+          return over;
+        }).map(d => d.querySelector('summary').textContent.trim().slice(0, 80)),
       remote: Array.from(document.querySelectorAll('script[src], link[rel=stylesheet]'))
         .map(e => e.getAttribute('src') || e.getAttribute('href'))
         .filter(u => /^(https?:)?\\/\\//.test(u) && !u.startsWith(location.origin)),
@@ -140,6 +149,8 @@ def test_every_page_renders_offline(browser, server, book_html):
                 problems.append(f"{rel}: {info['mathErrors']} MathJax errors")
         for table in info.get("wide", []):
             problems.append(f"{rel}: a table wider than the text column at 1,280 px: {table}")
+        for table in info.get("openedWide", []):
+            problems.append(f"{rel}: a folded table that, opened, runs past the text column: {table}")
         if info["remote"]:
             problems.append(f"{rel}: loads remote resources {info['remote']}")
         total_images += len(info["images"])

@@ -86,8 +86,8 @@ class Folded:
 
         return (
             f'<details class="apd-wide-table"><summary>{html.escape(self.summary)}</summary>'
-            f"{self.styler.to_html(**kwargs)}</details>"
-        )
+            f'<div class="apd-scroll">{self.styler.to_html(**kwargs)}</div></details>'
+        )  # opened, the table scrolls sideways inside the column (book/_static/apd.css)
 
     def _repr_html_(self) -> str:
         return self.to_html()

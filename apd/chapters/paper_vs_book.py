@@ -332,6 +332,8 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_collapsed_cd", _number(apd_v, "gate_collapsed_cd"), "{:.0%}")
     run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.2f}")
     run.glue_text("summary_est_ka_gain", _pm(ka, "ka_world_gain"), "{}")
+    run.glue("summary_est_ka_holds", ka.get("ka_condition_passes") == 1)
+    run.glue("summary_est_ka_fails", ka.get("ka_condition_passes") == 0)
     abl = _read(profile, "ablations")
     engaged = [k.removeprefix("gate_engaged_") for k, v in abl.items() if k.startswith("gate_engaged_") and v == 1]
     run.glue_text("summary_est_abl_gated", _number(abl, "n_gated"), "{:d}")

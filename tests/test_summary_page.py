@@ -125,7 +125,7 @@ def test_summary_page_copies_the_headline_figure(tmp_path, monkeypatch):
     out.mkdir()
     text = summary_page(INTRO, "p", out, tmp_path)
     assert (out / "headline.png").is_file() and "```{figure} headline.png" in text
-    assert "How much closer than CD do APD and the expert alone come" in text
+    assert "Closer to the truth than CD?" in text
 
 
 def test_a_quoted_value_that_is_missing_is_an_error():

@@ -115,9 +115,10 @@ def record_claims(run, judged: pd.DataFrame) -> None:
 
 
 def _interval_text(row) -> str:
+    """The deciding estimate with the half-width of its 95% interval, ``+0.0033 ± 0.003``."""
     if not all(pd.notna(getattr(row, k)) for k in ("estimate", "ci_low", "ci_high")):
         return "—"
-    return f"{format_sig(row.estimate)} [{format_sig(row.ci_low)}, {format_sig(row.ci_high)}]"
+    return f"{format_sig(row.estimate)} ± {format_sig((row.ci_high - row.ci_low) / 2).lstrip('+')}"
 
 
 def format_sig(v: float, digits: int = 2) -> str:
@@ -140,19 +141,19 @@ def why_in_words(claim_id: str, judged_row, detail: pd.DataFrame) -> str:
     failed = mine[mine["status"] != "holds"]
     if judged_row.verdict == NOT_TESTABLE:
         words = [
-            f"not measured: the {r.chapter} chapter's result is missing"
+            f"{r.chapter} not measured"
             if r.status == "missing"
             else precondition_in_words(r.chapter, str(r.values), str(r.description))
             for r in failed.itertuples()
         ]
         return "; ".join(dict.fromkeys(words)) or "a chapter did not run"
     if judged_row.verdict == REPRODUCED:
-        return "interval above 0" if pd.notna(judged_row.ci_low) else "the check holds"
+        return "interval above 0" if pd.notna(judged_row.ci_low) else "holds"
     if judged_row.verdict == NOT_REPRODUCED:
         if pd.notna(judged_row.ci_high) and judged_row.ci_high < 0:
-            return "interval below 0: the opposite holds"
-        return "interval excludes the paper's effect" if pd.notna(judged_row.ci_high) else "the check fails"
-    return "interval holds both 0 and the paper's effect"
+            return "the opposite holds"
+        return "excludes the paper's effect" if pd.notna(judged_row.ci_high) else "fails"
+    return "holds 0 and the paper's effect"
 
 
 def claims_at_a_glance(judged: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFrame:
@@ -163,8 +164,8 @@ def claims_at_a_glance(judged: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFra
         >>> j = pd.DataFrame(dict(claim_id=["C1a_cd_identity"], verdict=["reproduced"], estimate=[np.nan],
         ...                       ci_low=[np.nan], ci_high=[np.nan], effect=[np.nan]))
         >>> d = pd.DataFrame(columns=["claim_id", "kind", "status", "chapter", "values", "description"])
-        >>> claims_at_a_glance(j, d).iloc[0].tolist()
-        ['C1a', "CD's logits are those of a larger, hypothetical LM (Theorem 1's identity)", '—', '—', 'reproduced', 'the check holds']
+        >>> claims_at_a_glance(j, d).iloc[0].tolist()   # no column of dashes
+        ['C1a', 'CD is a larger hypothetical LM (identity)', 'reproduced', 'holds']
     """
     rows = []
     for r in judged.itertuples():
@@ -173,12 +174,14 @@ def claims_at_a_glance(judged: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFra
                 "": r.claim_id.split("_")[0],
                 "claim": PLAIN_NAMES.get(r.claim_id, r.claim_id),
                 "paper's effect here": format_sig(r.effect) if pd.notna(r.effect) else "—",
-                "this build [95% CI]": _interval_text(r),
+                "this build ± 95%": _interval_text(r),
                 "verdict": r.verdict,
                 "why": why_in_words(r.claim_id, r, detail),
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    empty = [c for c in ("paper's effect here", "this build ± 95%") if (out[c] == "—").all()]
+    return out.drop(columns=empty)  # a column with no value is left out, not shown as a wall of dashes
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -390,7 +393,7 @@ def plot_headline(rows: list, variant: str, expert: tuple | None = None):
     The paper reports no KL, so no paper effect is marked (its scaled effects are in the claims
     table)."""
     rows = list(rows) + ([("expert alone, all", expert[0], expert[1])] if expert is not None else [])
-    fig, ax = figure(width=6.4, height=2.6)
+    fig, ax = figure(height=2.3)
     y = np.arange(len(rows))
     colors = [COLORS["elm"] if r[0].startswith("expert") else COLORS["apd"] for r in rows]
     for yi, r, c in zip(y, rows, colors):

@@ -180,15 +180,15 @@ SCALED_EFFECTS = {
 
 #: Each claim in a few plain words, for the book's first page.
 PLAIN_NAMES = {
-    "C1a_cd_identity": "CD's logits are those of a larger, hypothetical LM (Theorem 1's identity)",
-    "C1b_cd_hlm_closer": "CD's hypothetical LM is closer to a real larger member than the expert",
-    "C2_obvious_blindness": "APD keeps the obvious answer first where CD drops it",
-    "C3_apd_more_factual": "APD names fewer wrong entities than CD",
-    "C4_apd_better_qa_easy": "APD answers questions better than CD, most on easy ones",
-    "C5_on_the_fly_worse": "APD beats fitting the curves on the fly",
-    "C6_more_midsize_members_help": "More mid-size members help APD",
-    "C7_probability_space_and_flip": "Probability space and the flip beat logits and no flip",
-    "C8_real_apd_complementary": "APD and REAL sampling are complementary",
+    "C1a_cd_identity": "CD is a larger hypothetical LM (identity)",
+    "C1b_cd_hlm_closer": "CD's HLM is closer to a larger member",
+    "C2_obvious_blindness": "APD keeps the obvious answer",
+    "C3_apd_more_factual": "APD names fewer wrong entities",
+    "C4_apd_better_qa_easy": "APD answers questions better",
+    "C5_on_the_fly_worse": "APD beats fitting on the fly",
+    "C6_more_midsize_members_help": "More mid-size members help",
+    "C7_probability_space_and_flip": "Probability space and flip help",
+    "C8_real_apd_complementary": "APD and REAL are complementary",
 }
 
 
@@ -198,23 +198,23 @@ def precondition_in_words(chapter: str, keys: str, description: str) -> str:
 
     Example:
         >>> precondition_in_words("apd", "gate_engaged", "the mechanism of the tested ALM' engaged: ...")
-        "ALM' did not engage"
+        "ALM' inert"
         >>> precondition_in_words("qa", "world_ho_ppl_cd_gain", "positive control: CD's QA ppl ...")
-        'CD does not beat the expert on QA ppl'
+        'no CD gain (QA ppl)'
     """
     if "gate_engaged" in keys or description.startswith("the mechanism of"):
-        return "ALM' did not engage"
+        return "ALM' inert"
     if description.startswith("positive control"):
-        measure = {"apd": "KL to the truth", "qa": "QA ppl", "factuality": "NE_ER"}.get(chapter, chapter)
-        return f"CD does not beat the expert on {measure}"
+        measure = {"apd": "KL", "qa": "QA ppl", "factuality": "NE_ER"}.get(chapter, chapter)
+        return f"no CD gain ({measure})"
     if chapter == "known_answer":
-        return "extrapolating these curves does not beat the expert"
+        return "extrapolation not better than the expert"
     if "premise" in keys:
-        return "the curves bend too much for the theorem"
+        return "curves too curved"
     if "hlm_n_T" in keys:
-        return "no hypothetical LM inside the family"
+        return "no HLM inside the family"
     if "both_right" in keys:
-        return "no context both models answer right"
+        return "no context both models get right"
     return "a precondition failed"
 
 

@@ -166,3 +166,26 @@ def test_every_page_reads_clean(book_html):
     for rel in checked:
         problems += page_checks.page_text_problems(rel, (book_html / rel).read_text(encoding="utf-8"))
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems)
+
+
+def test_the_first_screen_shows_the_claims_table_and_figure_1(browser, server):
+    """At a 1,280 x 900 viewport the first page shows the claims table and the top of Figure 1 without
+    scrolling."""
+    browser.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    )
+    try:
+        browser.get(f"{server}/index.html")
+        browser.execute_async_script(WAIT_FOR_PAGE)
+        tops = browser.execute_script(
+            """const t = document.querySelector('div.apd-claims table');
+            const f = document.querySelector('figure img[src*="headline"]');
+            return [t ? t.getBoundingClientRect().bottom : null, f ? f.getBoundingClientRect().top : null,
+                    window.scrollY];"""
+        )
+    finally:
+        browser.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    table_bottom, figure_top, scrolled = tops
+    assert scrolled == 0
+    assert table_bottom is not None and table_bottom <= 900, f"the claims table ends at {table_bottom} px"
+    assert figure_top is not None and figure_top < 900 - 100, f"Figure 1 starts at {figure_top} px"

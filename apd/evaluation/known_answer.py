@@ -711,6 +711,24 @@ class Condition:
         """The 95% t interval of the gain lies above 0."""
         return bool(self.low > 0)
 
+    def columns(self) -> dict:
+        """The condition as the columns of a table row: the two TVs, their ratio, the gain, its se
+        and 95% interval.
+
+        Example:
+            >>> Condition(0.01, 0.004, 100, 800, 0.5, 0.49, 0.05, 0.002, 0.018).columns()["ci_low"]
+            0.002
+        """
+        return dict(
+            tv_elm=self.tv_elm,
+            tv_fitter=self.tv_fitter,
+            ratio=self.ratio,
+            gain=self.gain,
+            gain_se=self.se,
+            ci_low=self.low,
+            ci_high=self.high,
+        )
+
     def reason(self, where: str = "dev people") -> str:
         """The outcome in one plain sentence, naming the units (``where``) and the interval.
 
@@ -933,13 +951,7 @@ def truthlike_table(
                     decay=decay,
                     noise=noise,
                     w=wv,
-                    tv_elm=cond.tv_elm,
-                    tv_fitter=cond.tv_fitter,
-                    ratio=cond.ratio,
-                    gain=cond.gain,
-                    gain_se=cond.se,
-                    ci_low=cond.low,
-                    ci_high=cond.high,
+                    **cond.columns(),
                     n=cond.n_groups,
                     beats=cond.passes,
                 )

@@ -31,6 +31,7 @@ from apd.chapters.gluing import ChapterResult
 from apd.report.findings import family_saturation
 from apd.report.plots import COLORS, SMALL_PT, XLABEL_LOG_SIZE, figure, legend, outer_labels, panels, wrap
 from apd.report.tables import compare_word, plus_minus
+from apd.report.results import chapter_ran, load_results
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.truth import (
     at,
@@ -1302,3 +1303,29 @@ def gate_verdict(profile: str) -> str:
     """
     h = ApdHeadline.load(profile, missing_ok=True)
     return GATE_NOT_MEASURED if h is None else str(h.gate_verdict)
+
+
+def glue_near_expert(run, profile: str) -> dict:
+    """Glue what the APD chapter's results (``results/<profile>/apd.json``) say about any APD-against-CD
+    comparison: whether its mechanism gates find ALM' collapsed onto the expert (``apd_near_expert``,
+    the failed "not trivial" gate), with the share of held-out tokens whose asymptote sits at the
+    expert's probability (``apd_expert_share``), CD's share (``apd_expert_share_cd``), APD's place
+    between CD at T = 1 (0) and the expert (1) (``apd_toward_expert``) and the tolerance
+    (``apd_collapse_tol``); missing where the APD chapter did not record them. Returns the APD
+    chapter's results ({} when it has not run)."""
+    apd = load_results(profile, "apd") if chapter_ran(profile, "apd") else {}
+
+    def number(key):
+        v = apd.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    near = number("gate_collapsed") is not None and apd.get("gate_not_trivial") == 0
+    run.glue("apd_near_expert", bool(near))
+    for name, key, spec in (
+        ("apd_expert_share", "gate_collapsed", "{:.0%}"),
+        ("apd_expert_share_cd", "gate_collapsed_cd", "{:.0%}"),
+        ("apd_toward_expert", "gate_toward_expert", "{:.2f}"),
+        ("apd_collapse_tol", "gate_collapse_tol", "{:g}"),
+    ):
+        run.glue_text(name, number(key) if near else None, spec)
+    return apd

@@ -39,11 +39,10 @@ from apd.evaluation.qa_scoring import (
 )
 from apd.family.loading import load_family
 from apd.report.beside import paper_rows
-from apd.chapters.apd import gate_verdict
+from apd.chapters.apd import gate_verdict, glue_near_expert
 from apd.chapters.gluing import fmt
 from apd.report.claims import paper_qa_gain
 from apd.report.plots import COLORS, legend, panels, wrap
-from apd.report.results import chapter_ran, load_results
 from apd.report.tables import better_word, plus_minus
 from apd.world.truth import dev_test_split
 from apd.world.world import BUCKETS
@@ -390,27 +389,10 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
 
 
 def glue_apd_context(run, profile: str, built, world: WorldQA | None, split_seed: int = 0, top_k: int = 20) -> None:
-    """Glue what the APD chapter's results (``results/<profile>/apd.json``) say about this chapter's
-    comparison: whether its mechanism gates find ALM' collapsed onto the expert (``apd_near_expert``,
-    the failed "not trivial" gate, with the share of held-out tokens whose asymptote sits at the
-    expert's probability, CD's share, and APD's place between CD at T = 1 (0) and the expert (1)),
-    and ``qa_vs_apd_count``: one sentence on why its number of test questions differs from this
-    chapter's. Values the APD chapter has not recorded read missing."""
-    apd = load_results(profile, "apd") if chapter_ran(profile, "apd") else {}
-
-    def number(key):
-        v = apd.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-    near = number("gate_collapsed") is not None and apd.get("gate_not_trivial") == 0
-    run.glue("apd_near_expert", bool(near))
-    for name, key, spec in (
-        ("apd_expert_share", "gate_collapsed", "{:.0%}"),
-        ("apd_expert_share_cd", "gate_collapsed_cd", "{:.0%}"),
-        ("apd_toward_expert", "gate_toward_expert", "{:.2f}"),
-        ("apd_collapse_tol", "gate_collapse_tol", "{:g}"),
-    ):
-        run.glue_text(name, number(key) if near else None, spec)
+    """Glue what the APD chapter's results say about this chapter's comparison: whether ALM'
+    collapsed onto the expert (:func:`apd.chapters.apd.glue_near_expert`), and ``qa_vs_apd_count``:
+    one sentence on why its number of test questions differs from this chapter's."""
+    apd = glue_near_expert(run, profile)
     run.glue_text("qa_vs_apd_count", count_difference(apd, built, world, split_seed, top_k), "{}")
 
 

@@ -192,7 +192,7 @@ def test_tables_of_the_smoke_family(smoke):
     assert values["n_variants"] == (len(names), None)
     assert values["any_engaged"][0] == bool(values["n_engaged"][0])
     reading, rv = ch.gate_reading(sel, names)
-    assert list(reading["variant"]) == names and set(rv) == {f"{v}_gate_former" for v in names}
+    assert list(reading["variant"]) == names and set(rv) == {f"{v}_gate_loose" for v in names}
     records, rec = ch.variant_records(results)
     assert rec["conditioned_a0"][1] == "{:.3f}" and records["release"]["steps"] > 0
     for v in names:  # a variant's training seconds: its final run's, plus its tuning runs' where it was tuned

@@ -57,9 +57,9 @@ def test_the_distilled_variant_is_gated_on_its_own_c_not_the_fitters_refit():
     bad = make(fidelity_apd=1.07, fidelity_elm=0.36, fidelity_cd=2.47)  # curves alive, c far from its targets
     assert bad.curve_alive >= THRESHOLDS.alive_min and not bad.fidelity and not bad.engaged
     assert bad.reason == "ALM' does not realise its distillation targets (fidelity)"
-    # under the former thresholds the refit decided (and moved needed only 1e-3 nats)
-    assert bad.under(gates.FORMER_THRESHOLDS).engaged
-    assert not make(moved_kl=0.003).engaged and make(moved_kl=0.003).under(gates.FORMER_THRESHOLDS).engaged
+    # under the looser thresholds the refit decides (and moved needed only 1e-3 nats)
+    assert bad.under(gates.LOOSE_THRESHOLDS).engaged
+    assert not make(moved_kl=0.003).engaged and make(moved_kl=0.003).under(gates.LOOSE_THRESHOLDS).engaged
     # a run with a curve MLP has no fidelity to read
     assert not make().distilled and make().fidelity
     # the measurements and thresholds round-trip (an older record without fidelity reads as NaN)

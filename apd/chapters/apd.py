@@ -17,7 +17,7 @@ import pandas as pd
 
 from apd.amateur.collect import read_manifest
 from apd.amateur.composition import token_set_composition
-from apd.amateur.gates import FORMER_THRESHOLDS, THRESHOLDS
+from apd.amateur.gates import LOOSE_THRESHOLDS, THRESHOLDS
 from apd.amateur.objective import CurveMLP, predict_curves
 from apd.amateur.pipeline import apd_model, run_gates, tuning_table
 from apd.amateur.runs import finetune_texts, run_record
@@ -455,7 +455,7 @@ def gate_values(sel, variant_names) -> Values:
 
 
 def gate_reading(sel, variant_names) -> tuple[pd.DataFrame, Values]:
-    """Every variant under the former thresholds (:data:`apd.amateur.gates.FORMER_THRESHOLDS`) and the
+    """Every variant under the looser thresholds (:data:`apd.amateur.gates.LOOSE_THRESHOLDS`) and the
     current ones, beside its moved KL and its fidelity to the distillation targets."""
     by_variant = sel.table.set_index("variant")
 
@@ -470,13 +470,13 @@ def gate_reading(sel, variant_names) -> tuple[pd.DataFrame, Values]:
                 "fidelity: KL(target || c_APD)": by_variant.loc[v].get("fidelity_apd"),
                 "KL(target || p_ELM)": by_variant.loc[v].get("fidelity_elm"),
                 "KL(target || c_CD)": by_variant.loc[v].get("fidelity_cd"),
-                "former thresholds": word(sel.gates_of(v).under(FORMER_THRESHOLDS)),
+                "looser thresholds": word(sel.gates_of(v).under(LOOSE_THRESHOLDS)),
                 "current thresholds": word(sel.gates_of(v)),
             }
             for v in variant_names
         ]
     )
-    return table, {f"{v}_gate_former": (f, None) for v, f in zip(variant_names, table["former thresholds"])}
+    return table, {f"{v}_gate_loose": (f, None) for v, f in zip(variant_names, table["looser thresholds"])}
 
 
 # -- the evaluation sets ---------------------------------------------------------------------------

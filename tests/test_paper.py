@@ -290,7 +290,8 @@ def test_gap_rows_agree_with_gap_closure_within_rounding():
 def test_paper_claims():
     claims = paper.claim_texts()
     ids = [c["id"] for c in claims]
-    assert len(ids) == len(set(ids)) == 8
+    assert len(ids) == len(set(ids)) == 9  # the paper's eight, C1 split into its identity and its consequence
+    assert ids[:2] == ["C1a_cd_identity", "C1b_cd_hlm_closer"]
     for needle in (
         "extrapolat",
         "obvious blindness",

@@ -108,3 +108,21 @@ def test_a_float_quoted_without_a_spec_is_glued_as_text_and_one_with_a_spec_as_a
     assert glued["spec"] == glued["both"] == glued["unquoted"] == 8122.437  # the prose's spec applies to a number
     assert glued["whole"] == 56640 and isinstance(glued["whole"], int)  # no round-off tail, no ".0"
     assert run.values["plain"] == 8122.437 and run.values["whole"] == 56640.00000000002  # the JSON keeps the number
+
+
+def test_the_run_record_links_the_chapters_results_and_the_book_copies_them(run, tmp_path):
+    import pandas as pd
+
+    from apd.book.rendering import copy_results
+
+    run.save_table(pd.DataFrame({"a": [1]}), "nb_table")
+    run.glue("n", 3)
+    run.finish(show=False)
+    record = json.loads((tmp_path / "unit" / "runs" / "nb.json").read_text())
+    page = results.run_record_html(record)
+    assert '<a href="../results/nb.json">nb.json</a>' in page
+    assert '<a href="../results/tables/nb_table.csv">tables/nb_table.csv</a>' in page
+    html = tmp_path / "html"
+    dest = copy_results("unit", html, root=tmp_path.parent)  # results_root reads APD_RESULTS_DIR
+    assert json.loads((dest / "nb.json").read_text())["n"] == 3 and (dest / "tables" / "nb_table.csv").is_file()
+    assert not (dest / "runs").exists()

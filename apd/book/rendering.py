@@ -113,4 +113,18 @@ def render(profile: str, root: Path = ROOT) -> Path:
         raise BookError(
             f"jupyter-book build failed (warnings are errors):\n{proc.stdout[-6000:]}\n{proc.stderr[-6000:]}"
         )
-    return src / "_build" / "html"
+    html = src / "_build" / "html"
+    copy_results(profile, html, root)
+    return html
+
+
+def copy_results(profile: str, html: Path, root: Path = ROOT) -> Path:
+    """Copy the chapters' results (``results/<profile>/*.json`` and ``tables/*.csv``) to ``html/results/``,
+    where each chapter's run record links them; returns that folder."""
+    src, dest = results_root(root) / profile, html / "results"
+    (dest / "tables").mkdir(parents=True, exist_ok=True)
+    for f in src.glob("*.json"):
+        shutil.copy2(f, dest / f.name)
+    for f in (src / "tables").glob("*.csv"):
+        shutil.copy2(f, dest / "tables" / f.name)
+    return dest

@@ -562,6 +562,19 @@ def _record_rows(record: dict[str, Any]) -> list[tuple[str, str, str]]:
         ),
         ("packages", pkgs, html.escape(pkgs)),
     ]
+    stem, tables = record.get("notebook"), record.get("tables") or ()
+    if stem:
+        # in the HTML book, the runner copies results/<profile>/ beside the pages (apd.book.rendering.render)
+        files = [(f"{stem}.json", f"../results/{stem}.json")] + [
+            (f"tables/{t}.csv", f"../results/tables/{t}.csv") for t in sorted(tables)
+        ]
+        rows.append(
+            (
+                "results",
+                ", ".join(f"`results/{record['profile']}/{name}`" for name, _ in files),
+                ", ".join(f'<a href="{href}">{html.escape(name)}</a>' for name, href in files),
+            )
+        )
     if record.get("warnings_logged"):
         n = record["warnings_logged"]
         where = f"results/{record['profile']}/runs/{record['notebook']}.log"

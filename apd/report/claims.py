@@ -208,7 +208,7 @@ def precondition_in_words(chapter: str, keys: str, description: str) -> str:
         measure = {"apd": "KL", "qa": "QA ppl", "factuality": "NE_ER"}.get(chapter, chapter)
         return f"no CD gain ({measure})"
     if chapter == "known_answer":
-        return "extrapolation not better than the expert"
+        return "extrapolation no better"
     if "premise" in keys:
         return "curves too curved"
     if "hlm_n_T" in keys:

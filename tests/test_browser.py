@@ -175,7 +175,7 @@ def test_the_first_screen_shows_the_claims_table_and_figure_1(browser, server):
         "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
     )
     try:
-        browser.get(f"{server}/index.html")
+        browser.get(f"{server}/book/intro.html")  # the first page (index.html redirects to it)
         browser.execute_async_script(WAIT_FOR_PAGE)
         tops = browser.execute_script(
             """const t = document.querySelector('div.apd-claims table');

@@ -187,7 +187,8 @@ def matched_gap_paired(
     person does not lower it by repeating texts. ``curves``: {curve name: [continuations of each setting of that curve,
     ``out[i][j]`` per prompt and seed]}. Returns ``gap``, ``se`` (sd over the draws where a gap is
     defined), ``n_boot`` (those draws), ``n`` and ``n_outside`` (points of ``a`` matched / outside);
-    ``gap`` and ``se`` are NaN when no point of ``a`` lies inside ``b``'s Dist-2 range."""
+    ``gap`` and ``se`` are NaN when no point of ``a`` lies inside ``b``'s Dist-2 range; ``lo``, ``hi``: the
+    Dist-2 range both curves span."""
     people = np.array([p.person for p in prompts])
     labels = sorted(set(people))
     rows_of = {q: np.nonzero(people == q)[0] for q in labels}
@@ -216,7 +217,7 @@ def matched_gap_paired(
 
     full = matched_gap(frame(labels), a, b)
     if not np.isfinite(full["gap"]):  # no point of a inside b's range: nothing to resample
-        return {"gap": full["gap"], "se": float("nan"), "n_boot": 0, "n": full["n"], "n_outside": full["n_outside"]}
+        return {**full, "se": float("nan"), "n_boot": 0}
     rng = np.random.default_rng(seed)
     draws = []
     for _ in range(int(n_boot)):
@@ -225,4 +226,12 @@ def matched_gap_paired(
         if np.isfinite(g):
             draws.append(g)
     se = float(np.std(draws, ddof=1)) if len(draws) > 1 else float("nan")
-    return {"gap": full["gap"], "se": se, "n_boot": len(draws), "n": full["n"], "n_outside": full["n_outside"]}
+    return {
+        "gap": full["gap"],
+        "se": se,
+        "n_boot": len(draws),
+        "n": full["n"],
+        "n_outside": full["n_outside"],
+        "lo": full["lo"],
+        "hi": full["hi"],
+    }

@@ -264,7 +264,7 @@ def glue_summary(run, done: BookResults, counts: dict, profile: str) -> None:
     1's error, the family's sizes, whether ALM' engages, APD's KL gain over CD with the sentence it
     chooses, which verdicts occur, and the build's hours and device."""
     t1, apd_headline = done.theorem1, done.apd
-    run.glue_text("summary_t1_err", None if t1 is None else t1.max_abs_error, "{:.1e}")
+    run.glue_text("summary_t1_err", None if t1 is None else t1.max_abs_error)  # the book's number format
     run.glue_text("summary_t1_n", None if t1 is None else t1.n_logits_checked, "{:,}")
     m = members(profile)
     sizes = m["n_nonembedding"].astype(float) if m is not None and "n_nonembedding" in m else None

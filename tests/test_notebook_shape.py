@@ -64,3 +64,27 @@ def test_prose_is_at_least_as_long_as_code(path):
     code, prose = _cells(path)
     n_code, n_prose = sum(len(_text(c)) for c in code), sum(len(_text(c)) for c in prose)
     assert n_prose >= n_code, f"{path.name}: {n_prose} characters of prose against {n_code} of code"
+
+
+def _show_calls(source: str):
+    """The text of every ``apd.show(...)`` call in ``source`` (parentheses balanced)."""
+    for m in re.finditer(r"apd\.show\(", source):
+        i, depth = m.end(), 1
+        while depth and i < len(source):
+            depth += {"(": 1, ")": -1}.get(source[i], 0)
+            i += 1
+        yield source[m.start() : i]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_table_a_chapter_shows_has_a_title(path):
+    """A table on a page says what it is: every ``apd.show`` call in a notebook passes a caption."""
+    nb = json.loads(path.read_text())
+    untitled = [
+        call[:80]
+        for cell in nb["cells"]
+        if cell["cell_type"] == "code"
+        for call in _show_calls("".join(cell["source"]))
+        if "caption=" not in call
+    ]
+    assert not untitled, f"{path.name}: tables without a caption: {untitled}"

@@ -442,6 +442,11 @@ _WORLD_FORMATS = {
 }
 
 
+#: How the condition tables (:func:`world_shown`, :func:`truthlike_shown`) name the columns of
+#: :meth:`apd.evaluation.known_answer.Condition.columns` they show.
+TV_NAMES = {"tv_elm": "TV, p_ELM", "tv_fitter": "TV, fitter", "ratio": "fitter / p_ELM"}
+
+
 def world_shown(table: pd.DataFrame) -> pd.DataFrame:
     """The world table as the text shows it: one row per weight and bucket, the verdict first.
 
@@ -453,14 +458,7 @@ def world_shown(table: pd.DataFrame) -> pd.DataFrame:
         ['interval above 0', 'TV, p_ELM']
     """
     out = table.set_index(["weight", "bucket"])
-    out = out.rename(
-        columns={
-            "passes": "interval above 0",
-            "tv_elm": "TV, p_ELM",
-            "tv_fitter": "TV, fitter",
-            "ratio": "fitter / p_ELM",
-        }
-    )
+    out = out.rename(columns={"passes": "interval above 0", **TV_NAMES})
     cols = ["interval above 0", "TV, p_ELM", "TV, fitter", "fitter / p_ELM", "gain", "gain_se", "people", "items"]
     return out[cols]
 
@@ -560,13 +558,7 @@ def truthlike_shown(table: pd.DataFrame) -> pd.DataFrame:
         interval=[f"{g:+.4f} [{lo:+.4f}, {hi:+.4f}]" for g, lo, hi in zip(table.gain, table.ci_low, table.ci_high)],
     )
     out = out.rename(
-        columns={
-            "interval": "gain [95% interval]",
-            "beats": "fitter closer",
-            "tv_elm": "TV, p_ELM",
-            "ratio": "fitter / p_ELM",
-            "n": "positions",
-        }
+        columns={"interval": "gain [95% interval]", "beats": "fitter closer", "n": "positions", **TV_NAMES}
     )
     out["w"] = [f"{v:g}" for v in out["w"]]
     return out.set_index(["asymptote", "regime", "decay", "w"])[

@@ -21,6 +21,7 @@ from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, precondition_in_words
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
 from apd.report.findings import findings_markdown, scale_note, size_in_words, variant_note
 from apd.report.plots import COLORS, figure
+from apd.report.numbers import format_number
 from apd.report.results import chapter_ran, describe_device, load_results, recorded_wall_time, results_dir
 from apd.report.tables import plus_minus
 
@@ -118,19 +119,12 @@ def _interval_text(row) -> str:
     """The deciding estimate with the half-width of its 95% interval, ``+0.0033 ± 0.003``."""
     if not all(pd.notna(getattr(row, k)) for k in ("estimate", "ci_low", "ci_high")):
         return "—"
-    return f"{format_sig(row.estimate)} ± {format_sig((row.ci_high - row.ci_low) / 2).lstrip('+')}"
+    return f"{_signed(row.estimate)} ± {format_number((row.ci_high - row.ci_low) / 2, sig=2)}"
 
 
-def format_sig(v: float, digits: int = 2) -> str:
-    """``v`` to ``digits`` significant figures, signed, without trailing zeros of round-off.
-
-    Example:
-        >>> format_sig(-0.0067647), format_sig(0.0483), format_sig(0.0)
-        ('-0.0068', '+0.048', '0')
-    """
-    if v == 0 or not np.isfinite(v):
-        return "0" if v == 0 else str(v)
-    return f"{float(f'{v:.{digits}g}'):+g}"
+def _signed(v: float) -> str:
+    """``v`` to 2 significant figures (:func:`apd.report.numbers.format_number`), signed unless 0."""
+    return format_number(v, sig=2, signed=v != 0)
 
 
 def why_in_words(claim_id: str, judged_row, detail: pd.DataFrame) -> str:
@@ -173,7 +167,7 @@ def claims_at_a_glance(judged: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFra
             {
                 "": r.claim_id.split("_")[0],
                 "claim": PLAIN_NAMES.get(r.claim_id, r.claim_id),
-                "paper's effect here": format_sig(r.effect) if pd.notna(r.effect) else "—",
+                "paper's effect here": _signed(r.effect) if pd.notna(r.effect) else "—",
                 "this build ± 95%": _interval_text(r),
                 "verdict": r.verdict,
                 "why": why_in_words(r.claim_id, r, detail),

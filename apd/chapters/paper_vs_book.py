@@ -16,6 +16,7 @@ from apd.core.stats import Z_TEST
 from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
+from apd.chapters.factuality import direction
 from apd.chapters.theorem1 import Theorem1Headline
 from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, precondition_in_words
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
@@ -356,17 +357,15 @@ def glue_established(run, profile: str) -> None:
 
 
 def _side(values: dict, key: str) -> int | None:
-    """Where the 95% interval of ``values[key]`` +- z ``values[key_se]`` lies: 1 above 0, -1 below,
-    0 across, None when either is missing.
+    """Where the 95% interval of ``values[key]`` +- z ``values[key_se]`` lies
+    (:func:`apd.chapters.factuality.direction`): 1 above 0, -1 below, 0 across, None when either is
+    missing.
 
     Example:
         >>> _side({"g": 0.02, "g_se": 0.005}, "g"), _side({"g": 0.0, "g_se": 0.005}, "g"), _side({}, "g")
         (1, 0, None)
     """
-    d, se = _number(values, key), _number(values, f"{key}_se")
-    if d is None or se is None:
-        return None
-    return 1 if d - Z_TEST * se > 0 else (-1 if d + Z_TEST * se < 0 else 0)
+    return direction(_number(values, key), _number(values, f"{key}_se"))
 
 
 def headline_rows(profile: str, apd_headline: ApdHeadline | None) -> list | None:

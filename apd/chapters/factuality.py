@@ -19,7 +19,7 @@ import pandas as pd
 from apd.amateur.thf import load_thf, thf_model
 from apd.core import stats
 from apd.evaluation.factuality import methods as fm
-from apd.evaluation.factuality import ner, nli, power, prompts, scoring, world_scoring
+from apd.evaluation.factuality import ner, nli, power, prompts, scoring, selection, sweeps, world_scoring
 from apd.chapters import gluing
 from apd.report import plots
 from apd.report.tables import compare_word
@@ -232,6 +232,23 @@ def sweep_methods(
     return methods, grid
 
 
+def with_paper_settings(methods: list, table_ps, apd_T: float, real_run: bool) -> list:
+    """``methods`` and, after them, the settings at the paper's CD T and T_r that the labelled rows
+    need (Table 1's CD rows at the paper's T; Table 6's rows and REAL alone at the paper's T_r), no
+    duplicates.
+
+    Example:
+        >>> ms = with_paper_settings([fm.Method("CD", "top-p k20", 0.8, 4.0)], [0.8], 1.0, real_run=False)
+        >>> [m.label for m in ms if m.dist == "CD"]
+        ['CD T=4 + top-p k20 (p=0.8)', 'CD T=2 + top-p k20 (p=0.8)']
+    """
+    cd_T, T_r = selection.PAPER_CD_T, selection.PAPER_T_R
+    extra = fm.table1_methods(table_ps, cd_T, apd_T)
+    if real_run:
+        extra += fm.table6_methods(T_r, cd_T, apd_T, table_ps[0]) + [real_trio(T_r, cd_T, apd_T)["elm"]]
+    return list(dict.fromkeys(list(methods) + extra))
+
+
 def settings_values(cd_T, table_ps, real_T_r, real_grid) -> Glued:
     """The settings the prose names: CD's T, Table 1's two p, REAL's T_r and its grid."""
     real = bool(real_grid)
@@ -258,12 +275,110 @@ def apd_k20(p: float, apd_T: float):
     return fm.Method("APD", "top-p k20", float(p), float(apd_T))
 
 
+# -- operating points chosen on dev ---------------------------------------------------------------
+
+
+def dev_choices(
+    dec,
+    world,
+    split_seed: int,
+    n_prompts: int,
+    seeds: Sequence[int],
+    p_grid: Sequence[float],
+    cd_T,
+    cd_T_grid: Sequence[float],
+    real_T_r,
+    T_r_grid: Sequence[float],
+    apd_T: float,
+    real_run: bool,
+    key: list,
+    max_new_tokens: int,
+    batch_size: int,
+) -> tuple[selection.Choice, Optional[selection.Choice], Optional[pd.DataFrame], int]:
+    """CD's T and REAL's T_r (:mod:`apd.evaluation.factuality.selection`): chosen on ``n_prompts``
+    world prompts of the dev people where ``cd_T`` / ``real_T_r`` is ``"dev"``, else fixed at the
+    number given; the paper's where there is no world or ``n_prompts`` is 0. Returns the two choices
+    (the second None without REAL), the scored dev sweep (None when nothing ran) and the number of
+    dev prompts. ``key``: the sweep cache's key parts for these models; ``p_grid``: the p of the
+    dev curves."""
+
+    def fixed(name, value):
+        return selection.Choice(
+            name, float(value), float(value), (float(value),), pd.DataFrame(), "set by the profile", False
+        )
+
+    paper = {"CD's T": selection.PAPER_CD_T, "REAL's T_r": selection.PAPER_T_R}
+    wanted = {"CD's T": cd_T == "dev", "REAL's T_r": real_run and real_T_r == "dev"}
+    why = None if world is not None else "no world here (a Hub family), so no dev people to choose on"
+    if why is None and n_prompts == 0:
+        why = "dev_n_prompts is 0 in this profile"
+    if why is not None or not any(wanted.values()):
+
+        def pick(name, value):
+            if value == "dev":
+                return selection.paper_choice(name, paper[name], why)
+            return fixed(name, value)
+
+        return pick("CD's T", cd_T), (pick("REAL's T_r", real_T_r) if real_run else None), None, 0
+    dprompts, _ = world_prompts(world, split_seed, n_prompts, half="dev")
+    texts = [q.prompt for q in dprompts]
+    settings = selection.dev_methods(
+        p_grid,
+        cd_T_grid if wanted["CD's T"] else [],
+        T_r_grid if wanted["REAL's T_r"] else [],
+        apd_T,
+    )
+    cache = sweeps.sweep_cache("world-dev", key, list(seeds), max_new_tokens, batch_size, texts)
+    gens = sweeps.sweep(dec, settings, texts, list(seeds), max_new_tokens, batch_size, cache=cache)
+    res = sweeps.score_sweep(settings, gens, world_scoring.WorldScorer(world, dprompts))
+    cd = selection.choose_cd_T(res, cd_T_grid) if wanted["CD's T"] else fixed("CD's T", cd_T)
+    tr = None
+    if real_run:
+        tr = (
+            selection.choose_T_r(res, T_r_grid, apd_T=apd_T) if wanted["REAL's T_r"] else fixed("REAL's T_r", real_T_r)
+        )
+    return cd, tr, res, len(dprompts)
+
+
+def choice_table(choices: Sequence[Optional[selection.Choice]]) -> pd.DataFrame:
+    """One row per operating point: the grid, the value chosen, the paper's, and how it was chosen
+    (with a flag when the choice is an end of its grid)."""
+    rows = []
+    for c in choices:
+        if c is None:
+            continue
+        how = c.reason + ("; an end of the grid" if c.on_edge else "")
+        rows.append(
+            {
+                "setting": c.name,
+                "grid": ", ".join(f"{v:g}" for v in c.grid),
+                "chosen": c.value,
+                "paper's": c.paper,
+                "how": how,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def choice_values(cd: selection.Choice, tr: Optional[selection.Choice], n_dev: int) -> Glued:
+    """The operating points the prose names: each chosen value, the paper's, how it was chosen,
+    whether it is an end of its grid, and the number of dev prompts."""
+    out: Glued = {"dev_prompts_used": (n_dev if n_dev > 0 else None, "{:d}")}
+    for key, c in (("cd_T", cd), ("real_T_r", tr)):
+        out[f"{key}_paper"] = (c.paper if c else None, "{:g}")
+        out[f"{key}_how"] = (c.reason if c else None, "{}")
+        out[f"{key}_is_paper"] = (bool(c.is_paper) if c else None, None)
+        out[f"{key}_on_edge"] = (bool(c.on_edge) if c else None, None)
+    return out
+
+
 # -- the world's prompts --------------------------------------------------------------------------
 
 
-def world_prompts(world, seed: int, n: int) -> tuple[list, int]:
-    """``n`` prompts (at most one per person) drawn with ``seed`` from the test half's biography
-    prompts (:func:`apd.evaluation.factuality.world_scoring.world_test_prompts`), in order; and that half's size.
+def world_prompts(world, seed: int, n: int, half: str = "test") -> tuple[list, int]:
+    """``n`` prompts (at most one per person) drawn with ``seed`` from the test half's (or the dev
+    half's) biography prompts (:func:`apd.evaluation.factuality.world_scoring.world_test_prompts`),
+    in order; and that half's size.
 
     Example:
         >>> from apd.world.world import World, WorldConfig
@@ -271,7 +386,7 @@ def world_prompts(world, seed: int, n: int) -> tuple[list, int]:
         >>> len(ps), len({p.person for p in ps}), n_test >= 3
         (3, 3, True)
     """
-    test = world_scoring.world_test_prompts(world, seed)
+    test = world_scoring.world_test_prompts(world, seed, half)
     rng = np.random.default_rng(seed)
     take = np.sort(rng.choice(len(test), size=min(n, len(test)), replace=False))
     return [test[i] for i in take], len(test)
@@ -441,6 +556,39 @@ def comparison_values(
         out[f"ne_er_diff{tag}{suffix}"] = (vals.get("ne_er_diff"), "{:.1%}")
         out[f"ne_er_diff_se{tag}{suffix}"] = (vals.get("ne_er_diff_se"), "{:.1%}")
     return out
+
+
+def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
+    """The headline comparisons at the dev-chosen settings beside the paper's, one row each.
+    ``entries``: ``(comparison, settings, key, verdict, effect)`` with ``verdict`` a
+    :class:`apd.evaluation.factuality.power.PairedVerdict` (None: left out), ``effect`` the paper's
+    (for the reading) and ``key`` the prefix of the glued ``<key>_diff``, ``_diff_se`` and ``_reading``
+    (None: not glued). Differences are fractions, positive in the paper's direction."""
+    rows, out = [], {}
+    for comparison, settings, key, v, effect in entries:
+        if v is None:
+            continue
+        s = power.summary(v, effect)
+        rows.append(
+            {
+                "comparison": comparison,
+                "settings": settings,
+                "difference": s["diff"],
+                "se": s["diff_se"],
+                "pairs": s["n_pairs"],
+                "people": s["n_people"],
+                "reading": s["reading"],
+            }
+        )
+        if key:
+            out.update(
+                {
+                    f"{key}_diff": (s["diff"], "{:.1%}"),
+                    f"{key}_diff_se": (s["diff_se"], "{:.1%}"),
+                    f"{key}_reading": (s["reading"], "{}"),
+                }
+            )
+    return pd.DataFrame(rows), out
 
 
 def positive_control(world, wprompts, wres: pd.DataFrame, gens: dict, p: float, cd_T: float):
@@ -782,17 +930,14 @@ def fp_scorer_models(run_nli: bool, nli_model: str, device) -> tuple[Any, Any, d
 
 def fp_method_list(methods: list, which: str, table_ps, cd_T, apd_T, real_T_r, real_run: bool) -> list:
     """The settings run on FactualityPrompts: every one of ``methods`` (``which="all"``), else Table
-    1's and, with REAL, Table 6's rows and REAL alone at ``real_T_r``."""
+    1's rows and, with REAL, the ELM, CD and APD + REAL at ``real_T_r``; then the paper's settings
+    (:func:`with_paper_settings`: Table 6's rows at the paper's T and T_r)."""
     if which == "all":
         return methods
     out = fm.table1_methods(table_ps, cd_T, apd_T)
     if real_run:
-        out = list(
-            dict.fromkeys(
-                out + fm.table6_methods(real_T_r, cd_T, apd_T, table_ps[0]) + [real_trio(real_T_r, cd_T, apd_T)["elm"]]
-            )
-        )
-    return out
+        out = list(dict.fromkeys(out + list(real_trio(real_T_r, cd_T, apd_T).values())))
+    return with_paper_settings(out, table_ps, apd_T, real_run)
 
 
 def fp_status(measure: str, reasons: dict, res: Optional[pd.DataFrame]) -> str:

@@ -26,6 +26,7 @@ from apd.chapters.ranges import (
     ANY,
     COUNT,
     COUNT0,
+    DEV_OR_POSITIVE,
     DEVICE_RULE,
     FAMILY,
     FLAG,
@@ -400,10 +401,17 @@ class FactualityParams:
     batch_size: int = param(128, COUNT)
     p_grid: list[float] = param([0.4, 0.6, 0.8, 0.95], list_of(PROBABILITY), "top-p values of the curves")
     temperatures: list[float] = param([0.6, 0.8, 1.0], list_of(POSITIVE), "Temperature + NA")
-    cd_T: float = param(
-        2.0, POSITIVE, "CD amateur temperature on the top-p k20 curve (1/T of 0.5, as the paper for Pythia)"
+    cd_T: float | str = param(
+        "dev",
+        DEV_OR_POSITIVE,
+        'CD amateur temperature of the top-p k20 curve: "dev" (chosen on dev people from cd_T_dev_grid) or a number',
     )
-    cd_T_grid: list[float] = param([1.0, 4.0], list_of(POSITIVE), "CD temperature tuning, at p of table_ps[0]")
+    cd_T_dev_grid: list[float] = param(
+        [1.0, 1.33, 2.0, 4.0, 10.0], list_of(POSITIVE), "the paper's grid for CD's T (its Section 5)"
+    )
+    cd_T_grid: list[float] = param(
+        [1.0, 1.33, 2.0, 4.0, 10.0], list_of(POSITIVE), "CD temperature tuning on the test people, at p of table_ps[0]"
+    )
     cd_alpha_T_grid: list[float] = param([1.0, 2.0, 4.0], list_of(POSITIVE), "CD + alpha")
     alpha: float = param(0.1, PROBABILITY)
     apd_T: float = param(1.0, POSITIVE, "fixed at 1 in the paper")
@@ -413,11 +421,18 @@ class FactualityParams:
         list_of(POSITIVE, nonempty=False),
         "REAL's decay temperatures in the sweep (ELM, CD and APD + REAL); [] leaves REAL out",
     )
-    real_T_r: float = param(
-        4.0,
-        POSITIVE,
-        "the paper's APD + REAL (Table 6): REAL's headline, Table 6's rows, the complementarity comparison",
+    real_T_r: float | str = param(
+        "dev",
+        DEV_OR_POSITIVE,
+        'REAL\'s headline T_r (its Table 6 rows, the complementarity comparison): "dev" (chosen on dev people) or a number',
     )
+    real_T_r_dev_grid: list[float] = param(
+        [0.5, 1.0, 2.0, 4.0, 8.0], list_of(POSITIVE), "REAL's decay temperatures tried on dev people"
+    )
+    dev_n_prompts: int = param(
+        100, COUNT0, "world prompts from the DEV half that choose cd_T and real_T_r; 0: the paper's settings"
+    )
+    dev_seeds: list[int] = param([0, 1], list_of(SEED), "one continuation per dev prompt and seed")
     real_verdict_seeds: int = param(
         8,
         COUNT0,

@@ -126,3 +126,5 @@ PROBABILITY = number(0, 1)  # (0, 1]
 DEVICE_RULE = Rule("auto, cpu, mps, cuda or cuda:N", lambda v: isinstance(v, str) and bool(DEVICE.match(v)))
 FAMILY = one_of(*FAMILIES, lower=True)
 PICO_SCALE = one_of(*PICO_SCALES)
+#: an operating point: "dev" (chosen on the dev people) or a number > 0 (fixed)
+DEV_OR_POSITIVE = Rule('"dev" or a number > 0', lambda v: v == "dev" or POSITIVE.ok(v))

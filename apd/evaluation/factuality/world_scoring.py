@@ -85,11 +85,12 @@ class WorldScorer:
         }
 
 
-def world_test_prompts(world, seed: int = 0) -> list:
+def world_test_prompts(world, seed: int = 0, half: str = "test") -> list:
     """The open-ended prompts (``world.bio_prompts()``, one per evaluation person) of the TEST
-    half of the book's dev/test split by person (``apd.world.truth.dev_test_people``, the split every
-    chapter uses)."""
-
+    half (or, with ``half="dev"``, the dev half) of the book's dev/test split by person
+    (``apd.world.truth.dev_test_people``, the split every chapter uses)."""
+    if half not in ("dev", "test"):
+        raise ValueError(f"half must be 'dev' or 'test', got {half!r}.")
     prompts = world.bio_prompts()
     side = dev_test_people(world, seed)
-    return [p for p in prompts if side[p.person] == "test"]
+    return [p for p in prompts if side[p.person] == half]

@@ -12,6 +12,7 @@ import pytest
 
 from apd.amateur import pipeline, runs, variants
 from apd.base.notebooks import notebook_parameters
+from apd.chapters import params
 from apd.family import registry, settings
 from apd.family.settings import Settings, settings_for
 from apd.world import truth
@@ -53,7 +54,9 @@ def test_values_are_the_ones_the_modules_held():
     assert "lambda3" not in {f.name for f in dataclasses.fields(registry.FamilySpec)}  # one place: settings.LAMBDA3
     assert settings.LAMBDA3_GRID == (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)
     s = settings_for("pico", "smoke")
-    assert s.inv_T_grid == settings.INV_T_GRID == (0.25, 0.5, 0.75, 1.0) and not hasattr(truth, "INV_T_GRID")
+    assert s.inv_T_grid == settings.INV_T_GRID and not hasattr(truth, "INV_T_GRID")
+    # lambda3 is tuned on the 1/T grid where the APD chapter uses APD
+    assert list(settings.INV_T_GRID) == params.defaults("apd")["inv_T_grid"]
     assert (
         s.paper_inv_T
         == settings.PAPER_INV_T

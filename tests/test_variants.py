@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from apd.amateur import gates, pipeline, runs, tuning, variants
+from apd.family import settings
 from apd.family.settings import HUB_TRAIN, settings_for
 
 #: Chunks of the default pico collection (the fine-tuning split cut into 128-token windows).
@@ -111,7 +112,7 @@ def test_engaged_variant_on_the_smoke_family(smoke_family, selection):
         "lambda3",
         "alm_prime",
     } <= set(t.columns)
-    assert (t["n_dev_items"] > 0).all() and t["dev_inv_T"].isin([0.25, 0.5, 0.75, 1.0]).all()
+    assert (t["n_dev_items"] > 0).all() and t["dev_inv_T"].isin(settings.INV_T_GRID).all()
     assert selection.results["release"].alm_prime_path == release.alm_prime_path  # the release run, unchanged
     assert selection.variant == (pipeline.choose_variant(t) or "release")
     assert selection.engaged == bool(t["engaged"].any())
@@ -191,6 +192,6 @@ def test_new_variants_tune_lambda3_and_1_over_T_together(selection):
         tab = selection.results[v].tuning
         assert tab.attrs["score"] == tuning.TUNING_SCORES[tuning.SCORE_BEST_INV_T]
         assert {"CD dev-best 1/T", "CD dev-best 1/T value"} <= set(tab.attrs["reference"])
-        assert tab["inv_T"].isin([0.25, 0.5, 0.75, 1.0]).all()
+        assert tab["inv_T"].isin(settings.INV_T_GRID).all()
         assert tab.loc[tab["chosen"], "score"].iloc[0] == tab["score"].min()
     assert "inv_T" not in selection.results["release"].tuning  # the release's pinned score: 1/T = 1

@@ -27,8 +27,10 @@ LAMBDA3 = {"pythia": 0.8, "opt": 0.4, "qwen": 1.0}
 #: The paper's lambda3 tuning grid.
 LAMBDA3_GRID = (0.2, 0.4, 0.6, 0.8, 1.0, 1.2)
 
-#: 1/T values of CD and APD compared in the book (and the dev-best 1/T of the variants' tuning and choice).
-INV_T_GRID = (0.25, 0.5, 0.75, 1.0)
+#: 1/T values of CD and APD compared in the book (the APD chapter's grid, down to the paper's 0.05), and so
+#: the dev-best 1/T of the variants' lambda3 tuning, of their choice and of the ablations: lambda3 is
+#: tuned on the 1/T grid where APD is used.
+INV_T_GRID = (0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0)
 
 #: The paper's 1/T grid for CD and APD in the QA tables (appendix, "QA Experiment Details"):
 #: :mod:`apd.evaluation.qa_scoring`.

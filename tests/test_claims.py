@@ -49,29 +49,44 @@ def one(claims, profile="p"):
 # comparisons (hand-computed)
 
 
-def test_comparisons_decide_and_show_their_numbers():
-    o = evidence_mod.less_than()(["a", "b"], [1.0, 2.0])
-    assert o.holds and o.text == "a = 1 < b = 2: holds"
+def test_comparisons_decide_and_show_their_numbers_in_words():
+    o = evidence_mod.less_than()(["APD's ppl", "CD's"], [1.0, 2.0])
+    assert o.holds and o.text == "APD's ppl is 1, below CD's (2): holds"
     o = evidence_mod.less_than(margin=1.5)(["a", "b"], [1.0, 2.0])  # 1 < 2 - 1.5 = 0.5 is false
-    assert not o.holds and o.text == "a = 1 < b = 2 - 1.5: does not hold"
+    assert not o.holds and o.text == "a is 1, more than 1.5 below b (2): does not hold"
     assert evidence_mod.greater_than()(["a", "b"], [0.25, 0.125]).holds
     assert not evidence_mod.greater_than()(["a", "b"], [0.125, 0.125]).holds  # strict
-    assert evidence_mod.at_most(1e-9)(["e"], [1.4e-14]).text == "e = 1.4e-14 <= 1e-09: holds"
+    assert evidence_mod.at_most(1e-9)(["the gap"], [1.4e-14]).text == "the gap is 1.4 × 10⁻¹⁴, at most 1 × 10⁻⁹: holds"
     assert not evidence_mod.at_least(1)(["n"], [0]).holds
+    assert evidence_mod.at_least(1)(["the count"], [5000.0]).text == "the count is 5,000, at least 1: holds"
+    # a yes/no result: the same test as at_least(1), told by its name and verdict alone
+    assert evidence_mod.flag()(["the gates pass"], [1.0]).text == "the gates pass: holds"
+    assert not evidence_mod.flag()(["the gates pass"], [0.0]).holds
+    # two different numbers never print alike: more digits where three would not tell them apart
+    assert evidence_mod.less_than()(["a", "b"], [1.2297, 1.2301]).text == "a is 1.2297, below b (1.2301): holds"
     # |47.44 - 48.57| = 1.13 <= 0.1 * 48.57 = 4.857 -> similar; |30 - 48.57| = 18.57 -> not
     assert evidence_mod.within_relative(0.1)(["apd", "cd"], [47.44, 48.57]).holds
     assert not evidence_mod.within_relative(0.1)(["apd", "cd"], [30.0, 48.57]).holds
     assert evidence_mod.is_largest()(["h", "t", "l"], [0.4, 0.3, 0.1]).holds
     assert not evidence_mod.is_largest()(["h", "t", "l"], [0.3, 0.3, 0.1]).holds  # a tie does not stand out
     assert not evidence_mod.is_largest()(["h", "t", "l"], [0.2, 0.3, 0.1]).holds
+    o = evidence_mod.is_largest()(["the gain on head", "on torso", "on tail"], [0.4, 0.3, 0.1])
+    assert o.text == "the gain on head is 0.4, larger than on torso (0.3) and on tail (0.1): holds"
+    o = evidence_mod.within_relative(0.1)(["APD's Dist-2", "CD's"], [30.0, 48.57])
+    assert o.text == "APD's Dist-2 is 30, within 10% of CD's (48.6), a gap of 18.6 or 38% of the larger: does not hold"
     # (2.4 - 2.1) = 0.3 > (7.7 - 7.75) = -0.05
     o = evidence_mod.difference_larger()(["a", "b", "c", "d"], [2.4, 2.1, 7.7, 7.75])
-    assert o.holds and o.text.startswith("(a - b) = 0.3 > (c - d) = -0.05")
+    assert o.holds and o.text == "a minus b is 0.3 (2.4 - 2.1), larger than c minus d, -0.05 (7.7 - 7.75): holds"
     # paired difference 0.05 with standard error 0.02: 0.05 > 2 x 0.02 = 0.04; 0.03 is not
-    assert evidence_mod.more_than_z_se(2.0)(["d", "se"], [0.05, 0.02]).text == "d = 0.05 > 2 x se = 2 x 0.02: holds"
+    o = evidence_mod.more_than_z_se(2.0)(["the gain", "se"], [0.05, 0.02])
+    assert o.text == "the gain is +0.050 ± 0.020, more than 2 times its standard error: holds"
     assert not evidence_mod.more_than_z_se(2.0)(["d", "se"], [0.03, 0.02]).holds
     assert evidence_mod.non_increasing()(["a", "b", "c"], [3, 2, 2]).holds
     assert not evidence_mod.non_increasing()(["a", "b", "c"], [3, 4, 2]).holds
+    assert (
+        evidence_mod.non_increasing()(["a", "b"], [3, 2]).text
+        == "a (3) and b (2) do not increase, in that order: holds"
+    )
     with pytest.raises(ValueError, match="needs 2 value"):
         evidence_mod.less_than()(["a"], [1.0])
     with pytest.raises(ValueError, match="at least two"):
@@ -87,6 +102,12 @@ def test_bad_specs_fail_loudly():
         E("x", (1, 2), evidence_mod.less_than(), "d")
     with pytest.raises(ValueError, match="agg must be one of"):
         Cell("t", "c", agg="median")
+    with pytest.raises(ValueError, match="one non-empty text per key"):
+        E("x", ("a", "b"), evidence_mod.less_than(), "d", names=("only one",))
+    with pytest.raises(ValueError, match="reads 0 standard error"):
+        E("x", ("a", "b"), evidence_mod.less_than(), "d", clusters=(evidence_mod.Clusters("people", "n"),))
+    with pytest.raises(TypeError, match="Clusters key"):
+        evidence_mod.Clusters("people", 3)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -102,14 +123,15 @@ def test_reproduced_when_every_test_holds(results):
     row = one(
         [
             claim(
-                E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD"),
+                E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD", names=("APD's ppl", "CD's")),
                 E("qa", "n", evidence_mod.at_least(1), "some questions", kind="precondition"),
             )
         ]
     )
     assert row.verdict == "reproduced"
     assert row.reason == "all 1 tests hold (and 1 precondition(s))"
-    assert "qa.ppl_apd = 2.132 < qa.ppl_cd = 2.237: holds" in row.evidence
+    assert "test, holds: APD's ppl is 2.13, below CD's (2.24): holds" in row.evidence
+    assert "precondition, holds: qa.n is 5, at least 1: holds" in row.evidence  # no names: the key as code
     assert (row.n_tests, row.n_hold, row.n_fail, row.n_missing) == (1, 1, 0, 0)
 
 
@@ -117,7 +139,7 @@ def test_not_reproduced_shows_the_numbers(results):
     results("qa", {"ppl_apd": 2.5, "ppl_cd": 2.237})
     row = one([claim(E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD"))])
     assert row.verdict == "not reproduced"
-    assert row.reason == "qa.ppl_apd = 2.5 < qa.ppl_cd = 2.237: does not hold"
+    assert row.reason == "qa.ppl_apd is 2.5, below qa.ppl_cd (2.24): does not hold"
 
 
 def test_missing_chapter_and_missing_key_are_not_testable(results):
@@ -151,7 +173,7 @@ def test_a_failing_test_beats_a_missing_one_and_says_both(results):
     )
     assert row.verdict == "not reproduced"
     assert row.reason == (
-        "qa.a = 3 < qa.b = 1: does not hold (not testable here: chapter apd has "
+        "qa.a is 3, below qa.b (1): does not hold (not testable here: chapter apd has "
         "not run under profile p (no results/p/apd.json))"
     )
 
@@ -167,7 +189,7 @@ def test_precondition_failing_makes_it_not_testable_even_if_a_test_fails(results
         ]
     )
     assert row.verdict == "not testable here"
-    assert row.reason == "precondition not met: curves.blind_both_right = 0 >= 1: does not hold"
+    assert row.reason == "precondition not met: curves.blind_both_right is 0, at least 1: does not hold"
 
 
 def test_context_is_shown_but_never_decides(results):
@@ -181,7 +203,7 @@ def test_context_is_shown_but_never_decides(results):
         ]
     )
     assert row.verdict == "reproduced"
-    assert "context, does not hold: curves.r2_median = 0.5 >= 0.9: does not hold" in row.evidence
+    assert "context, does not hold: curves.r2_median is 0.5, at least 0.9: does not hold" in row.evidence
     assert row.n_tests == 1
 
 
@@ -236,7 +258,7 @@ def test_cells_read_one_row_or_an_aggregate(results):
         ]
     )
     assert row.verdict == "reproduced"  # mean 0.2 < mean 0.3
-    assert "= 0.2 < " in row.evidence and row.evidence.endswith("= 0.3: holds")
+    assert " is 0.2, below " in row.evidence and row.evidence.endswith("(0.3): holds")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -310,18 +332,20 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     assert out.loc["C1a_cd_identity", "verdict"] == "reproduced"
     assert out.loc["C1b_cd_hlm_closer", "verdict"] == "not testable here"
     assert out.loc["C1b_cd_hlm_closer", "reason"].startswith(
-        "precondition not met: curves.premise_holds = 0 >= 1: does not hold"
+        "precondition not met: at every T tried, curvature explains less than the expert's distance to the real "
+        "member: does not hold"
     )
     # with the premise met, the paired consequence decides: CD's HLM farther from the real member
     _smoke_like(results, premise=1)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1b_cd_hlm_closer", "verdict"] == "not reproduced"
-    assert "curves.hlm_gain = -0.265" in out.loc["C1b_cd_hlm_closer", "reason"]
+    assert "CD's hypothetical LM) (nats) is -0.265 ± 0.020" in out.loc["C1b_cd_hlm_closer", "reason"]
     # R^2 is context now: a low R^2 no longer vetoes C1b
     assert "r2_median" not in out.loc["C1b_cd_hlm_closer", "preconditions"]
     assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
     assert out.loc["C2_obvious_blindness", "reason"].startswith(
-        "precondition not met: curves.all_blind_both_right = 0"
+        "precondition not met: the number of contexts where the expert and the amateur both rank the right token "
+        "first is 0, at least 1"
     )
     for cid in ("C6_more_midsize_members_help", "C7_probability_space_and_flip"):
         assert out.loc[cid, "verdict"] == "not testable here"
@@ -351,14 +375,17 @@ def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1b_cd_hlm_closer", "verdict"] == "reproduced"
     assert out.loc["C2_obvious_blindness", "verdict"] == "reproduced"
-    assert "curves.all_blind_count = 2 >= 1: holds" in out.loc["C2_obvious_blindness", "evidence"]
+    assert (
+        "the number of those where CD ranks another token first is 2, at least 1: holds"
+        in (out.loc["C2_obvious_blindness", "evidence"])
+    )
 
 
 def test_claim_2_not_reproduced_when_apd_is_as_blind_as_cd(results):
     _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6, blind_gain=(-0.083, 0.02))
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C2_obvious_blindness", "verdict"] == "not reproduced"
-    assert "curves.all_blind_cd_minus_apd = -0.083" in out.loc["C2_obvious_blindness", "reason"]
+    assert "CD's obvious-blindness rate minus APD's is -0.083 ± 0.020" in out.loc["C2_obvious_blindness", "reason"]
     # the point rates are context now, not the test
     _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6, blind_gain=(0.01, 0.02))
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
@@ -516,16 +543,17 @@ def test_qa_claim_on_pico_profiles(results):
     row = one(c4, "smoke")
     assert row.verdict == "reproduced"
     assert (
-        "context, does not hold: qa_world_gain_by_bucket.csv['ppl: CD - APD' where bucket='head'] = 0.01"
-        in row.evidence
+        "context, does not hold: CD's QA ppl minus APD's on head questions is 0.01, larger than on torso questions "
+        "(0.04) and on tail questions (0.09): does not hold" in row.evidence
     )
     # APD = CD, the interval [-0.00196, 0.00196] excludes the scaled effect 0.084: not reproduced
     _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.001, apd=1.85)
     row = one(c4, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
     assert (
-        "the paper's effect on this scale 0.3228 x the lower 95% bound of qa.world_ho_ppl_cd_gain = 0.3 - 1.96 x 0.02"
-        " = 0.2608 = 0.08419" in row.reason
+        "against 0 and the paper's effect on this scale, 0.0842 = 0.323 × 0.261, the lower bound of the 95% normal "
+        "interval of the expert's QA ppl minus CD's on the test questions (nats), +0.300 ± 0.020 (standard error "
+        "over people): does not hold" in row.reason
     )
 
 
@@ -572,9 +600,10 @@ def test_claim_3_on_pico_is_decided_by_the_paired_comparison_not_the_sweeps_poin
     _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053)
     row = one(c3, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
-    assert row.reason.startswith("factuality.ne_er_diff_verdict = -0.0045") and "0.005888]" in row.reason
+    assert row.reason.startswith("CD's NE_ER minus APD's is -0.0045 ± 0.0053 (standard error over people")
+    assert "; 95% normal interval [-0.0149, 0.0059], against 0 and the paper's effect" in row.reason
     assert row.effect == pytest.approx(claims_mod.paper_ne_er_share() * (0.01 - 1.96 * 0.002))
-    assert "context, does not hold: factuality.ne_er_apd = 0.5508 < factuality.ne_er_cd" in row.evidence
+    assert "context, does not hold: APD's NE_ER in the sweep is 0.551, below CD's (0.547)" in row.evidence
     _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053, cd_gain=(0.003, 0.001))
     assert one(c3, "smoke").verdict == "inconclusive"
     # a paired gain beyond 1.96 se decides for the claim even where the sweep's points disagree
@@ -590,17 +619,22 @@ def test_each_failed_precondition_makes_an_apd_claim_not_testable_and_says_which
     _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, cd_gain=(0.004, 0.005))
     row = one(c3, "smoke")
     assert row.verdict == "not testable here" and row.n_preconditions_failed == 1, row.reason
-    assert row.reason.startswith("precondition not met: factuality.ne_er_cd_gain = 0.004")
+    assert row.reason.startswith("precondition not met: the expert's NE_ER minus CD's is +0.0040 ± 0.0050")
     assert "positive control: does not hold" in row.preconditions
     # the known-answer condition: no estimator beats p_ELM
     _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, ka=0)
     row = one(c3, "smoke")
-    assert row.verdict == "not testable here" and "known_answer.ka_condition_passes = 0 >= 1" in row.reason
+    assert row.verdict == "not testable here" and (
+        "than the expert's own probability: does not hold (the fitter is farther from the truth)" in row.reason
+    )
     # C5 (KL): its positive control is the APD chapter's expert-minus-CD KL, here the default build's numbers
     c5 = [c for c in claims_mod.paper_claims() if c.id == "C5_on_the_fly_worse"]
     _controls(results, kl=(0.009, 0.014), extra_apd={"kl_fly_gain": -0.5, "kl_fly_gain_se": 0.01})
     row = one(c5, "smoke")
-    assert row.verdict == "not testable here" and row.reason.startswith("precondition not met: apd.kl_cd_gain = 0.009")
+    assert row.verdict == "not testable here"
+    assert row.reason.startswith(
+        "precondition not met: the expert's KL to the truth minus CD's (nats) is +0.009 ± 0.014"
+    )
     _controls(results, kl=(0.05, 0.01), extra_apd={"kl_fly_gain": -0.5, "kl_fly_gain_se": 0.01})
     assert one(c5, "smoke").verdict == "not reproduced"
     # a missing known-answer chapter is not testable too, never a verdict
@@ -637,7 +671,9 @@ def test_an_apd_claim_whose_gates_fail_is_not_testable_and_says_which(results):
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
     row = one(c4, "smoke")
     assert row.verdict == "not testable here"
-    assert row.reason.startswith("precondition not met: apd.gate_engaged = 0") and "(curve model inert)" in row.reason
+    assert row.reason == (
+        "precondition not met: the tested ALM' passes its mechanism gates: does not hold (curve model inert)"
+    )
 
 
 def test_detects_decides_by_the_interval():
@@ -663,7 +699,7 @@ def test_detects_decides_by_the_interval():
     # the positive control: significant or not, never undecided
     assert evidence_mod.significant()(["d", "se"], [0.05, 0.01]).holds
     out = evidence_mod.significant()(["d", "se"], [0.009, 0.014])
-    assert not out.holds and not out.inconclusive and "95% CI [-0.01844, 0.03644] above 0" in out.text
+    assert not out.holds and not out.inconclusive and "; 95% normal interval [-0.018, 0.036], above 0" in out.text
 
 
 def test_ablation_claims_read_the_ablations_table(results):
@@ -693,8 +729,8 @@ def test_ablation_claims_read_the_ablations_table(results):
     # logit: 0.30 > 1.96 x 0.05 holds; no flip: 0.01 is within noise and the paper gives no number: too few to tell
     assert out.loc["C7_probability_space_and_flip", "verdict"] == "inconclusive"
     assert out.loc["C7_probability_space_and_flip", "reason"].startswith(
-        "ablations.csv['kl_diff' where name='no-flip'] = 0.01, se ablations.csv['kl_diff_se' where "
-        "name='no-flip'] = 0.02, 95% CI [-0.0292, 0.0492]"
+        "APD without the flip's KL to the truth minus APD's (nats) is +0.010 ± 0.020 (standard error over people; "
+        "smallest detectable effect 0.056); 95% normal interval [-0.029, 0.049]"
     )
     gates["gate_engaged_no-flip"], gates["gate_reason_no-flip"] = 0, "c collapsed to the expert"
     results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
@@ -728,7 +764,7 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
     row = one(c6)
     assert row.verdict == "reproduced" and row.n_tests == 2 and row.n_hold == 2, row.reason
     assert (
-        "context, does not hold: ablations.gate_engaged_APD = 0 >= 1: does not hold (curve model inert)"
+        "context, does not hold: the ablations' main APD passes its mechanism gates: does not hold (curve model inert)"
         in row.evidence
     )
     # a subset that is better than every member (interval below 0): not reproduced
@@ -816,7 +852,10 @@ def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results)
     lines = text.splitlines()
     assert lines[0] == r"**C\_x: reproduced.** CD's \*claim\* about L\_CD"
     assert [ln.split("*")[1] for ln in lines[2:5]] == ["precondition, holds", "test, holds", "context, does not hold"]
-    assert r"curves.blind\_count = 1 \>= 1: holds" in lines[3]
+    assert lines[3] == (
+        r"- *test, holds*: CD blind. curves.blind\_count is 1, at least 1: holds "
+        r'<small>(from <a href="../results/curves.json">curves.json</a>: blind\_count)</small>'
+    )
     named = evidence_mod.claims_markdown(
         evidence_mod.judge(claims, "p"), evidence_mod.checks(claims, "p"), names={"C_x": "CD is blind"}
     )
@@ -905,11 +944,14 @@ def test_complementarity_reproduced_when_both_differences_are_significant(result
     assert row.verdict == "reproduced", row.reason
     assert (row.n_tests, row.n_hold) == (2, 2)
     assert (
-        "factuality.real_matched_gap_world = 0.06, se factuality.real_matched_gap_se_world = 0.01, 95% CI [0.0404, 0.0796]"
-        in row.evidence
+        "APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is +0.060 ± 0.010 (standard error over people, "
+        "resampled; smallest detectable effect 0.028); 95% normal interval [0.040, 0.080]" in row.evidence
     )
-    assert "context, holds: factuality.comp_apd_diff = 0.06 > 1.96 x factuality.comp_apd_diff_se" in row.evidence
-    assert "context, holds: factuality.true_rate_apd_real = 0.07 > factuality.true_rate_apd_k20 = 0.05" in row.evidence
+    assert (
+        "context, holds: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 is +0.060 ± 0.010 (standard error "
+        "over people); 95% normal interval [0.040, 0.080], above 0: holds" in row.evidence
+    )
+    assert "context, holds: APD + REAL's share of true claims is 0.07, above APD + top-p k20's (0.05)" in row.evidence
 
 
 def test_complementarity_paired_tests_read_the_papers_effect(results):
@@ -919,31 +961,42 @@ def test_complementarity_paired_tests_read_the_papers_effect(results):
     # CI [-0.0092, 0.0692] holds 0 and 1.589 x (0.05 - 1.96 x 0.01) = 0.0483
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.03, apd_se=0.02)
     assert row.verdict == "inconclusive", row.reason
-    assert "the paper's effect on this scale 1.589 x the lower 95% bound of factuality.ne_er_cd_gain" in row.reason
+    assert (
+        "the paper's effect on this scale, 0.0483 = 1.59 × 0.030, the lower bound of the 95% normal interval of the "
+        "expert's NE_ER minus CD's, +0.050 ± 0.010" in row.reason
+    )
     assert row.effect == pytest.approx(1.7 / 1.07 * (0.05 - 1.96 * 0.01))
     # a smaller difference with se 0.003: upper bound 0.0069 < 0.0483, the scaled effect is excluded
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.001, apd_se=0.003)
-    assert row.verdict == "not reproduced" and row.reason.startswith("factuality.real_matched_gap_world = 0.001,")
+    assert row.verdict == "not reproduced"
+    assert row.reason.startswith("APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is +0.0010 ± 0.0030")
     # the trade-off decides, not the single setting: REAL better at matched diversity, though not at T_r = 4
     row = _complementarity(results, apd_diff=-0.01, apd_se=0.01, gap=(0.05, 0.01))
     assert row.verdict == "reproduced", row.reason
-    assert "context, does not hold: factuality.comp_apd_diff = -0.01" in row.evidence
+    assert (
+        "context, does not hold: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 is -0.010 ± 0.010"
+        in row.evidence
+    )
     # against REAL alone the paper prints no number: a non-significant difference stays inconclusive
     row = _complementarity(results, elm_real=0.61, elm_diff=0.01, elm_se=0.009)
-    assert row.verdict == "inconclusive" and "no paper effect in these units" in row.reason
+    assert row.verdict == "inconclusive" and "the paper gives no effect in these units" in row.reason
 
 
 def test_complementarity_fails_when_apd_real_is_worse(results):
     row = _complementarity(results, apd_real=0.70, apd_diff=-0.04, apd_se=0.01)
     assert row.verdict == "not reproduced"
-    assert row.reason.startswith("factuality.real_matched_gap_world = -0.04")
-    assert "context, does not hold: factuality.ne_er_apd_real = 0.7 < factuality.ne_er_apd_k20 = 0.66" in row.evidence
+    assert row.reason.startswith("APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is -0.040 ± 0.010")
+    assert "context, does not hold: APD + REAL's NE_ER is 0.7, below APD + top-p k20's (0.66): does not hold" in (
+        row.evidence
+    )
 
 
 def test_complementarity_needs_apds_mechanism(results):
     row = _complementarity(results, engaged=0)
     assert row.verdict == "not testable here"
-    assert row.reason.startswith("precondition not met: apd.gate_engaged = 0") and "(curve model inert)" in row.reason
+    assert row.reason == (
+        "precondition not met: the tested ALM' passes its mechanism gates: does not hold (curve model inert)"
+    )
 
 
 def test_complementarity_under_a_hub_family_reads_the_directions_only(results):
@@ -1024,7 +1077,8 @@ def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_
     row = one(c4, "smoke")
     assert row.verdict == "reproduced", row.reason
     assert (
-        "context, does not hold: apd.release_gate_engaged = 0 >= 1: does not hold (curve model inert)" in row.evidence
+        "context, does not hold: the release configuration passes its mechanism gates: does not hold "
+        "(curve model inert)" in row.evidence
     )
     # no variant engages: the release configuration stands in, and the claim is not testable, saying why
     results(
@@ -1067,7 +1121,10 @@ def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
     assert row.effect == pytest.approx(claims_mod.paper_qa_share() * (0.47 - 1.96 * 0.05))
     assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"  # CI [-0.068, 0.168] holds 0 and 0.152
     row = hub(0.15, 0.03, (0.02, 0.05))  # CD no better than the expert: not testable
-    assert row.verdict == "not testable here" and "qa.datasets_ppl_cd_gain = 0.02" in row.reason
+    assert row.verdict == "not testable here" and (
+        "the expert's QA ppl minus CD's, mean over the datasets (nats) is +0.020 ± 0.050 (standard error over each "
+        "dataset's questions, pooled); 95% normal interval [-0.078, 0.118], above 0: does not hold" in row.reason
+    )
 
 
 def test_rows_without_a_value_are_not_promised(results):
@@ -1128,3 +1185,97 @@ def test_a_dataset_with_no_scored_question_has_no_size_row():
     out = qa_summary_rows(_summary(rows), "pythia")
     sizes = out[out["metric"] == "|D|"]
     assert sizes["dataset"].tolist() == ["LAMBADA"] and sizes["value"].tolist() == [40]
+
+
+# ----------------------------------------------------------------------------------------------
+# intervals over few clusters: Student's t where the chapter records how many
+
+
+def test_an_interval_over_recorded_clusters_is_a_t_interval(results):
+    """With the number of people the QA chapter records, C4's interval and the base's lower bound use
+    t with n - 1 degrees of freedom; with 5 people t(4) = 2.776 widens 0.05 +- 0.02 to hold 0."""
+    from apd.core.stats import critical
+
+    c4 = [c for c in claims_mod.paper_claims() if c.id == "C4_apd_better_qa_easy"]
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)
+    results(
+        "qa",
+        {**json.loads((evidence_mod.results_dir("smoke") / "qa.json").read_text()), "world_ho_ppl_n_people": 100},
+        profile="smoke",
+    )
+    row = one(c4, "smoke")
+    t99 = critical(100)
+    assert t99 == pytest.approx(1.9842, abs=1e-4)
+    assert row.verdict == "reproduced" and row.critical == pytest.approx(t99) and row.n_groups == 100
+    assert row.ci_low == pytest.approx(0.05 - t99 * 0.005) and row.ci_high == pytest.approx(0.05 + t99 * 0.005)
+    assert row.effect == pytest.approx(claims_mod.paper_qa_share() * (0.3 - t99 * 0.02))
+    assert (
+        "(standard error over 100 people; smallest detectable effect 0.014); 95% t interval (99 df) [0.0401, 0.0599]"
+        in (row.evidence)
+    )
+    detail = evidence_mod.checks(c4, "smoke").set_index("description")
+    control = detail.loc[[d for d in detail.index if d.startswith("positive control")][0]]
+    assert control["values"].endswith("qa.world_ho_ppl_n_people = 100") and control["critical"] == pytest.approx(t99)
+    assert control["source"] == "qa.json: world_ho_ppl_cd_gain, world_ho_ppl_cd_gain_se, world_ho_ppl_n_people"
+    # few clusters: the same numbers over 5 people no longer exclude 0 (z would: 0.05 - 1.96 x 0.02 > 0)
+    d = evidence_mod.detects(clusters=[(5, "people")])
+    assert not d(["d", "se"], [0.05, 0.02]).holds and d(["d", "se"], [0.05, 0.02]).inconclusive
+    assert evidence_mod.detects()(["d", "se"], [0.05, 0.02]).holds
+    assert d(["d", "se"], [0.05, 0.02]).numbers["ci_low"] == pytest.approx(0.05 - critical(5) * 0.02)
+
+
+def test_without_a_recorded_count_the_interval_is_normal_and_a_bad_count_is_missing(results):
+    spec = E(
+        "apd",
+        ("gain", "gain_se"),
+        evidence_mod.significant(),
+        "d",
+        names=("the gain", "its se"),
+        clusters=(evidence_mod.Clusters("people", "gain_people"),),
+    )
+    results("apd", {"gain": 0.05, "gain_se": 0.02})
+    row = evidence_mod.checks([claim(spec)], "p").iloc[0]
+    assert row.status == "holds" and row.critical == 1.96 and pd.isna(row.n_groups)
+    assert (
+        row.evidence
+        == "the gain is +0.050 ± 0.020 (standard error over people); 95% normal interval [0.011, 0.089], above 0: holds"
+    )
+    results("apd", {"gain": 0.05, "gain_se": 0.02, "gain_people": 1})
+    row = evidence_mod.checks([claim(spec)], "p").iloc[0]
+    assert row.status == "missing" and "a t interval needs a whole number of at least 2 people" in row.evidence
+    results("apd", {"gain": 0.05, "gain_se": -0.02})
+    assert "a negative standard error" in evidence_mod.checks([claim(spec)], "p").iloc[0].evidence
+
+
+def test_every_check_of_the_papers_claims_speaks_in_words(results):
+    """Each check names its keys in words and gives every standard error its clusters; on a build's
+    results the sentences carry no result key, which stays in the values and source columns."""
+    claims = claims_mod.paper_claims()
+    for c in claims:
+        for s in c.evidence:
+            assert s.names is not None, (c.id, s.description)
+            assert len(s.clusters) == s.comparison.n_intervals, (c.id, s.description)
+    _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005)
+    detail = evidence_mod.checks(claims, "smoke")
+    ran = detail[detail["status"] != "missing"]
+    assert len(ran) > 10
+    for r in ran.itertuples():
+        assert not any(k in r.evidence for k in ("world_ho", "gate_engaged", ".csv", "kl_cd_gain", "_se")), r.evidence
+        assert r.source and r.values
+    assert "1.96" not in " ".join(s.description for c in claims for s in c.evidence)
+
+
+def test_in_words_keeps_the_sentence_and_drops_the_verdict():
+    rows = pd.DataFrame(
+        {
+            "kind": ["precondition"],
+            "status": ["does not hold"],
+            "description": ["the mechanism engaged: curve alive"],
+            "evidence": ["the tested ALM' passes its mechanism gates: does not hold (curve model inert)"],
+        }
+    )
+    assert evidence_mod.in_words(rows, "not testable here") == (
+        "not met: the mechanism engaged [the tested ALM' passes its mechanism gates (curve model inert)]"
+    )
+    text = "a is 1 (standard error over people); 95% normal interval [0.1, 2], above 0: too little data to tell"
+    assert evidence_mod._numbers(text) == text.removesuffix(": too little data to tell")

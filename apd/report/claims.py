@@ -11,16 +11,17 @@ from apd.report.evidence import (
     HUB_PROFILES,
     PICO_PROFILES,
     Cell,
+    Clusters,
     PaperClaim,
     EvidenceSpec,
     at_least,
     at_most,
     detects,
     difference_larger,
+    flag,
     greater_than,
     is_largest,
     less_than,
-    more_than_z_se,
     significant,
     within_relative,
 )
@@ -62,19 +63,23 @@ def _engaged(
     key: str = "gate_engaged",
     reason_key: str = "gate_reason",
     what: str = "the tested ALM' (the APD chapter's engaged variant, apd.variant_used)",
+    who: str | None = None,
 ) -> EvidenceSpec:
     """The mechanism gate of an ALM' (:mod:`apd.amateur.gates`) as a precondition: a claim about APD
     cannot be tested when the curve model is inert, c collapsed to the expert or ALM' never moved.
     By default the ALM' every chapter uses: the APD chapter's engaged variant, or the release
-    configuration when no variant engages (then this precondition fails)."""
+    configuration when no variant engages (then this precondition fails). ``who``: the ALM' in a
+    few words for the check's sentence (default: ``what`` without its parenthesis)."""
+    who = who or what.split(" (")[0]
     return EvidenceSpec(
         stem,
         key,
-        at_least(1),
+        flag(),
         f"the mechanism of {what} engaged: curve alive, c not collapsed to the expert, ALM' moved "
         "(the gates of apd.amateur.gates)",
         kind="precondition",
         reason_key=reason_key,
+        names=(f"{who} passes its mechanism gates",),
     )
 
 
@@ -82,11 +87,12 @@ def _engaged(
 RELEASE_CONTEXT = EvidenceSpec(
     "apd",
     "release_gate_engaged",
-    at_least(1),
+    flag(),
     "the release configuration's own mechanism engaged (context: claims about APD test "
     "the engaged variant, which may be another configuration of the trainer)",
     kind="context",
     reason_key="release_gate_reason",
+    names=("the release configuration passes its mechanism gates",),
 )
 
 
@@ -225,11 +231,16 @@ def _control_kl() -> EvidenceSpec:
         ("kl_cd_gain", "kl_cd_gain_se"),
         significant(),
         "positive control: CD is closer (KL) to the world's truth than the expert, significantly "
-        "(the expert's KL minus CD's, paired over the test questions, standard error over people); "
-        "without it there is no contrast for APD to improve on",
+        "(the expert's KL minus CD's, paired over the test questions, standard error over people, its "
+        "95% t interval above 0); without it there is no contrast for APD to improve on",
         kind="precondition",
         profiles=PICO_PROFILES,
+        names=("the expert's KL to the truth minus CD's (nats)", "its standard error"),
+        clusters=(Clusters("people", "kl_cd_gain_people"),),
     )
+
+
+_QA_CD_GAIN = "the expert's QA ppl minus CD's on the test questions (nats)"
 
 
 def _control_qa() -> EvidenceSpec:
@@ -238,10 +249,15 @@ def _control_qa() -> EvidenceSpec:
         ("world_ho_ppl_cd_gain", "world_ho_ppl_cd_gain_se"),
         significant(),
         "positive control: CD's QA ppl on the world's test questions is lower than the expert's, "
-        "significantly (paired, standard error over people)",
+        "significantly (paired, standard error over people, its 95% t interval above 0)",
         kind="precondition",
         profiles=PICO_PROFILES,
+        names=(_QA_CD_GAIN, "its standard error"),
+        clusters=(Clusters("people", "world_ho_ppl_n_people"),),
     )
+
+
+_NE_ER_CD_GAIN = "the expert's NE_ER minus CD's"
 
 
 def _control_ne_er() -> EvidenceSpec:
@@ -251,35 +267,44 @@ def _control_ne_er() -> EvidenceSpec:
         significant(),
         "positive control: CD names fewer wrong entities than the expert, significantly (the "
         "expert's NE_ER minus CD's at the first p of Table 1, world prompts, paired by prompt and "
-        "seed, standard error over people)",
+        "seed, standard error over people, its 95% t interval above 0)",
         kind="precondition",
         profiles=PICO_PROFILES,
+        names=(_NE_ER_CD_GAIN, "its standard error"),
+        clusters=(Clusters("people", "ne_er_cd_gain_people"),),
     )
 
 
 KNOWN_ANSWER = EvidenceSpec(
     "known_answer",
     "ka_condition_passes",
-    at_least(1),
+    flag(),
     "known-answer condition: on the world's dev people, whose true answers are known, the fitter's "
     "asymptote from this family's own member curves (at its dev-chosen weight) is closer to the truth "
     "than the expert's own probability, its 95% t interval over people above 0; if no extrapolation "
     "of these curves beats the expert, APD cannot be expected to",
     kind="precondition",
     reason_key="ka_condition_reason",
+    names=("on the dev people the fitter's asymptote is closer to the truth than the expert's own probability",),
 )
 
 
-def _point(stem, keys, comparison, description, hub_test: bool = True) -> list[EvidenceSpec]:
+def _point(stem, keys, comparison, description, names, hub_test: bool = True) -> list[EvidenceSpec]:
     """A point comparison (no interval): a test under the Hub profiles when ``hub_test`` (where no
     paired interval exists), context under the pico profiles (an interval test decides there)."""
     out = [
         EvidenceSpec(
-            stem, keys, comparison, description + " (point estimates, context)", kind="context", profiles=PICO_PROFILES
+            stem,
+            keys,
+            comparison,
+            description + " (point estimates, context)",
+            kind="context",
+            profiles=PICO_PROFILES,
+            names=names,
         )
     ]
     if hub_test:
-        out.append(EvidenceSpec(stem, keys, comparison, description, profiles=HUB_PROFILES))
+        out.append(EvidenceSpec(stem, keys, comparison, description, profiles=HUB_PROFILES, names=names))
     return out
 
 
@@ -296,11 +321,15 @@ def paper_claims() -> list[PaperClaim]:
     where its preconditions hold: the mechanism gates of the ALM' it tests, the positive control
     (CD beats the expert significantly on the claim's measure), the known-answer condition and,
     for C1, the theorem's premise. Where the chapters give a paired difference and its standard
-    error, its 95% interval decides: above 0 reproduces the claim, below the paper's effect on this
-    testbed's scale (the paper's effect as a share of its CD-over-expert gain, times this build's)
-    does not, anything else is inconclusive. Point comparisons are context under the pico
-    profiles; the Hub profiles, which have no paired intervals, still read them as tests."""
+    error, its 95% interval decides (Student's t with n - 1 degrees of freedom where the chapter
+    records the n people, text windows or contexts the error was taken over, else the normal
+    1.96): above 0 reproduces the claim, below the paper's effect on this testbed's scale (the
+    paper's effect as a share of its CD-over-expert gain, times this build's) does not, anything
+    else is inconclusive. Point comparisons are context under the pico profiles; the Hub profiles,
+    which have no paired intervals, still read them as tests. Each check names its keys in words
+    (``names``), the sentence the paper-vs-book page shows."""
     E = EvidenceSpec
+    people = Clusters("people")  # a standard error over people whose number the chapter does not record
     claims = [
         _claim(
             "C1a_cd_identity",
@@ -310,6 +339,7 @@ def paper_claims() -> list[PaperClaim]:
                     "max_abs_error",
                     at_most(1e-9),
                     "Theorem 1's identity L_CD = (1 - 1/T) L_HLM holds to round-off on exactly linear families",
+                    names=("the largest gap between CD's logits and (1 - 1/T) times its hypothetical LM's",),
                 ),
             ],
         ),
@@ -319,11 +349,12 @@ def paper_claims() -> list[PaperClaim]:
                 E(
                     "curves",
                     "premise_holds",
-                    at_least(1),
+                    flag(),
                     "the theorem's premise, as a curvature test: at every T tried, the error the members' median "
                     "curvature would put into CD's hypothetical LM is smaller than the expert's distance to the real "
                     "member of that size (apd.chapters.curves.premise_summary)",
                     kind="precondition",
+                    names=("at every T tried, curvature explains less than the expert's distance to the real member",),
                 ),
                 E(
                     "curves",
@@ -331,6 +362,7 @@ def paper_claims() -> list[PaperClaim]:
                     at_least(1),
                     "CD's hypothetical LM falls inside the family for at least one T",
                     kind="precondition",
+                    names=("the number of T whose hypothetical LM falls inside the family",),
                 ),
                 E(
                     "curves",
@@ -339,8 +371,10 @@ def paper_claims() -> list[PaperClaim]:
                     "CD's implied hypothetical LM is closer to the real member of its size than the expert is: "
                     "KL(real || expert) minus KL(real || CD's HLM) over the expert's top tokens, paired per "
                     "held-out position, averaged over the T inside the family, standard error over text "
-                    "windows, with its 95% interval above 0 (reproduced) or below 0 (not reproduced; the "
+                    "windows, with its 95% t interval above 0 (reproduced) or below 0 (not reproduced; the "
                     "theorem states no size for the effect)",
+                    names=("KL(real || expert) minus KL(real || CD's hypothetical LM) (nats)", "its standard error"),
+                    clusters=(Clusters("text windows", "hlm_gain_n_groups"),),
                 ),
                 E(
                     "curves",
@@ -349,6 +383,7 @@ def paper_claims() -> list[PaperClaim]:
                     "the median R^2 of a line through the members' log-probabilities (context: a flat curve is "
                     "linear with R^2 near 0)",
                     kind="context",
+                    names=("the median R² of a line through the members' log-probabilities",),
                 ),
                 E(
                     "apd",
@@ -357,6 +392,7 @@ def paper_claims() -> list[PaperClaim]:
                     "CD's answer distribution is closer (KL) to the world's truth than the expert's alone",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("CD's KL to the truth (nats)", "the expert's"),
                 ),
             ],
         ),
@@ -371,12 +407,14 @@ def paper_claims() -> list[PaperClaim]:
                     "some contexts (questions or held-out text) have the right token ranked first by both "
                     "the expert and the amateur",
                     kind="precondition",
+                    names=("the number of contexts where the expert and the amateur both rank the right token first",),
                 ),
                 E(
                     "curves",
                     "all_blind_count",
                     at_least(1),
                     "CD ranks another token first on at least one of them (T = the first of blind_T_grid)",
+                    names=("the number of those where CD ranks another token first",),
                 ),
                 E(
                     "curves",
@@ -384,7 +422,9 @@ def paper_claims() -> list[PaperClaim]:
                     detects(),
                     "APD at T = 1 is obviously blind on a smaller share of those contexts than CD at T = 1 "
                     "(Figure 1: APD keeps the obvious answer first): CD's rate minus APD's, paired per context, "
-                    "with its 95% interval above 0 (reproduced) or below 0 (not reproduced)",
+                    "with its 95% t interval above 0 (reproduced) or below 0 (not reproduced)",
+                    names=("CD's obvious-blindness rate minus APD's", "its standard error"),
+                    clusters=(Clusters("contexts", "all_blind_n_groups"),),
                 ),
                 E(
                     "curves",
@@ -392,6 +432,7 @@ def paper_claims() -> list[PaperClaim]:
                     less_than(),
                     "the same rates as point estimates (context)",
                     kind="context",
+                    names=("APD's obvious-blindness rate", "CD's at T = 1"),
                 ),
                 E(
                     "curves",
@@ -399,6 +440,7 @@ def paper_claims() -> list[PaperClaim]:
                     at_least(0),
                     "of which questions (the paper's setting) answered right by both",
                     kind="context",
+                    names=("the number of questions both rank right",),
                 ),
             ],
         ),
@@ -411,6 +453,7 @@ def paper_claims() -> list[PaperClaim]:
                     less_than(),
                     "APD's named-entity error rate is lower than CD's (top-p k20, the first p of Table 1)",
                     profiles=HUB_PROFILES,
+                    names=("APD's NE_ER", "CD's"),
                 ),
                 E(
                     "factuality",
@@ -420,6 +463,7 @@ def paper_claims() -> list[PaperClaim]:
                     "Table 1; point estimates, context)",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("APD's NE_ER in the sweep", "CD's"),
                 ),
                 _engaged(),
                 _control_ne_er(),
@@ -429,22 +473,26 @@ def paper_claims() -> list[PaperClaim]:
                     ("ne_er_diff_verdict", "ne_er_diff_se_verdict", "ne_er_cd_gain", "ne_er_cd_gain_se"),
                     detects(share=paper_ne_er_share(), base_se=True),
                     "APD names fewer wrong entities than CD, paired by prompt and seed: CD's NE_ER minus APD's, "
-                    "standard error over people, with its 95% interval above 0 (reproduced) or below the paper's "
+                    "standard error over people, with its 95% t interval above 0 (reproduced) or below the paper's "
                     "effect on this scale (not reproduced: the paper's APD-over-CD gain as a share of its "
-                    "CD-over-expert gain, Table 1, times this build's CD-over-expert gain)",
+                    "CD-over-expert gain, Table 1, times the lower 95% bound of this build's CD-over-expert gain)",
                     profiles=PICO_PROFILES,
+                    names=("CD's NE_ER minus APD's", "its standard error", _NE_ER_CD_GAIN, "its standard error"),
+                    clusters=(Clusters("people", "verdict_n_people"), Clusters("people", "ne_er_cd_gain_people")),
                 ),
                 *_point(
                     "factuality",
                     ("true_rate_apd", "true_rate_cd"),
                     greater_than(),
                     "APD's share of true claims (Entail_R on FactualityPrompts) is higher than CD's",
+                    ("APD's share of true claims", "CD's"),
                 ),
                 *_point(
                     "factuality",
                     ("dist2_apd", "dist2_cd"),
                     within_relative(0.1),
                     "at similar diversity: Dist-2 within 10% (relative) of CD's",
+                    ("APD's Dist-2", "CD's"),
                 ),
             ],
         ),
@@ -460,6 +508,7 @@ def paper_claims() -> list[PaperClaim]:
                     "the dev half; point estimates, context)",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("APD's QA ppl on the test questions (nats)", "CD's"),
                 ),
                 _engaged(),
                 _control_qa(),
@@ -469,10 +518,21 @@ def paper_claims() -> list[PaperClaim]:
                     ("world_ho_ppl_gain", "world_ho_ppl_gain_se", "world_ho_ppl_cd_gain", "world_ho_ppl_cd_gain_se"),
                     detects(share=paper_qa_share(), base_se=True),
                     "APD's QA ppl is lower than CD's: CD's ppl minus APD's, paired over the test questions, standard "
-                    "error over people, with its 95% interval above 0 (reproduced) or below the paper's effect on this "
-                    "scale (not reproduced: the paper's mean APD-over-CD gain over its Pythia QA datasets as a share of "
-                    "its CD-over-expert gain, about a third, times this build's CD-over-expert gain)",
+                    "error over people, with its 95% t interval above 0 (reproduced) or below the paper's effect on "
+                    "this scale (not reproduced: the paper's mean APD-over-CD gain over its Pythia QA datasets as a "
+                    "share of its CD-over-expert gain, about a third, times the lower 95% bound of this build's "
+                    "CD-over-expert gain)",
                     profiles=PICO_PROFILES,
+                    names=(
+                        "CD's QA ppl minus APD's on the test questions (nats)",
+                        "its standard error",
+                        _QA_CD_GAIN,
+                        "its standard error",
+                    ),
+                    clusters=(
+                        Clusters("people", "world_ho_ppl_n_people"),
+                        Clusters("people", "world_ho_ppl_n_people"),
+                    ),
                 ),
                 E(
                     "qa",
@@ -482,6 +542,7 @@ def paper_claims() -> list[PaperClaim]:
                     "mentioned in pretraining (point estimates per bucket, no correction for three buckets)",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("CD's QA ppl minus APD's on head questions", "on torso questions", "on tail questions"),
                 ),
                 E(
                     "qa",
@@ -490,6 +551,7 @@ def paper_claims() -> list[PaperClaim]:
                     "head questions are also the ones the expert alone answers best",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("the expert's accuracy on head questions", "on torso questions", "on tail questions"),
                 ),
                 E(
                     "qa",
@@ -498,6 +560,7 @@ def paper_claims() -> list[PaperClaim]:
                     "with the paper's protocol (1/T picked on the test questions themselves)",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("APD's QA ppl with 1/T picked on the test questions (nats)", "CD's"),
                 ),
                 # Hub families: the paper's datasets
                 E(
@@ -505,18 +568,31 @@ def paper_claims() -> list[PaperClaim]:
                     ("datasets_ppl_cd_gain", "datasets_ppl_cd_gain_se"),
                     significant(),
                     "positive control: CD's QA ppl, averaged over the datasets run, is lower than the expert's, "
-                    "significantly (paired per dataset, held-out 1/T)",
+                    "significantly (paired per dataset, held-out 1/T; its 95% normal interval above 0)",
                     kind="precondition",
                     profiles=HUB_PROFILES,
+                    names=("the expert's QA ppl minus CD's, mean over the datasets (nats)", "its standard error"),
+                    clusters=(Clusters("each dataset's questions, pooled"),),
                 ),
                 E(
                     "qa",
                     ("datasets_ppl_gain", "datasets_ppl_gain_se", "datasets_ppl_cd_gain", "datasets_ppl_cd_gain_se"),
                     detects(share=paper_qa_share(), base_se=True),
                     "APD's QA ppl, averaged over the datasets run, is lower than CD's: the mean of CD's ppl minus APD's "
-                    "(paired per dataset, held-out 1/T), with its 95% interval above 0 (reproduced) or below the paper's "
-                    "effect on this scale (not reproduced: a third of this build's CD-over-expert gain)",
+                    "(paired per dataset, held-out 1/T), with its 95% normal interval above 0 (reproduced) or below "
+                    "the paper's effect on this scale (not reproduced: a third of the lower 95% bound of this build's "
+                    "CD-over-expert gain)",
                     profiles=HUB_PROFILES,
+                    names=(
+                        "CD's QA ppl minus APD's, mean over the datasets (nats)",
+                        "its standard error",
+                        "the expert's QA ppl minus CD's, mean over the datasets",
+                        "its standard error",
+                    ),
+                    clusters=(
+                        Clusters("each dataset's questions, pooled"),
+                        Clusters("each dataset's questions, pooled"),
+                    ),
                 ),
                 E(
                     "qa",
@@ -526,6 +602,7 @@ def paper_claims() -> list[PaperClaim]:
                     "context)",
                     kind="context",
                     profiles=HUB_PROFILES,
+                    names=("APD's QA ppl, mean over the datasets (nats)", "CD's"),
                 ),
                 E(
                     "qa",
@@ -540,6 +617,12 @@ def paper_claims() -> list[PaperClaim]:
                     "question only (point estimates, context)",
                     kind="context",
                     profiles=HUB_PROFILES,
+                    names=(
+                        "CD's QA ppl on QASC with the facts",
+                        "APD's",
+                        "CD's QA ppl on QASC with the question only",
+                        "APD's",
+                    ),
                 ),
             ],
         ),
@@ -554,19 +637,24 @@ def paper_claims() -> list[PaperClaim]:
                     ("kl_fly_gain", "kl_fly_gain_se"),
                     detects(),
                     "APD is closer (KL, nats) to the world's true answer distribution than APD on the fly: the "
-                    "on-the-fly KL minus APD's, paired over the test questions, standard error over people, with its 95% "
-                    "interval above 0 (reproduced) or below 0 (not reproduced; the paper measures this gain in QA "
-                    "perplexity only, so no share of it is carried to KL; 1/T and the on-the-fly weight picked on the "
-                    "dev questions)",
+                    "on-the-fly KL minus APD's, paired over the test questions, standard error over people, with its "
+                    "95% t interval above 0 (reproduced) or below 0 (not reproduced; the paper measures this gain in "
+                    "QA perplexity only, so no share of it is carried to KL; 1/T and the on-the-fly weight picked on "
+                    "the dev questions)",
                     profiles=PICO_PROFILES,
+                    names=("APD on the fly's KL to the truth minus APD's (nats)", "its standard error"),
+                    clusters=(Clusters("people", "kl_fly_gain_people"),),
                 ),
                 E(
                     "apd",
                     ("text_fly_gain", "text_fly_gain_se"),
                     detects(),
-                    "on held-out text, APD's -log(p + 0.01) of the next token is lower than APD on the fly's "
-                    "by more than 1.96 standard errors (paired over positions)",
+                    "on held-out text, APD's -log(p + 0.01) of the next token is lower than APD on the fly's: the "
+                    "difference, paired over positions, with its 95% normal interval above 0 (reproduced) or below 0 "
+                    "(not reproduced)",
                     profiles=HUB_PROFILES,
+                    names=("APD on the fly's -log(p + 0.01) on held-out text minus APD's", "its standard error"),
+                    clusters=(Clusters("positions"),),
                 ),
                 E(
                     "apd",
@@ -575,6 +663,7 @@ def paper_claims() -> list[PaperClaim]:
                     "the same direction on held-out text (-log(p + 0.01) of the next token)",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("APD's -log(p + 0.01) on held-out text", "APD on the fly's"),
                 ),
             ],
         ),
@@ -595,12 +684,14 @@ def paper_claims() -> list[PaperClaim]:
                     "gate_engaged_distilled-alm+mid+elm",
                     "gate_reason_distilled-alm+mid+elm",
                     "its ALM + middle member + ELM subset",
+                    who="the distilled variant on the ALM, the middle member and the ELM",
                 ),
                 _engaged(
                     "ablations",
                     "gate_engaged_distilled-no-small",
                     "gate_reason_distilled-no-small",
                     "its subset without the small members",
+                    who="the distilled variant without the small members",
                 ),
                 _control_kl(),
                 KNOWN_ANSWER,
@@ -609,16 +700,28 @@ def paper_claims() -> list[PaperClaim]:
                     (_ablation("distilled-alm+mid+elm", "kl_diff"), _ablation("distilled-alm+mid+elm", "kl_diff_se")),
                     detects(),
                     "more mid-size members help: the distilled variant with its targets fitted on the ALM, "
-                    "the middle member and the ELM only is farther (KL) from the truth than on every member, by more "
-                    "than 1.96 standard errors (paired over questions; the paper reports this ablation in a figure "
-                    "only, so a smaller difference is inconclusive)",
+                    "the middle member and the ELM only is farther (KL) from the truth than on every member, with "
+                    "the difference's 95% normal interval above 0 (paired over questions, standard error over "
+                    "people; the paper reports this ablation in a figure only, so an interval holding 0 is "
+                    "inconclusive)",
+                    names=(
+                        "the KL to the truth of the distilled variant on the ALM, the middle member and the ELM "
+                        "minus on every member (nats)",
+                        "its standard error",
+                    ),
+                    clusters=(people,),
                 ),
                 E(
                     "ablations",
                     (_ablation("distilled-no-small", "kl_diff"), _ablation("distilled-no-small", "kl_diff_se")),
                     detects(),
                     "small members matter: without the small mid-size members the distilled variant is "
-                    "farther (KL) from the truth, by more than 1.96 standard errors",
+                    "farther (KL) from the truth, with the difference's 95% normal interval above 0",
+                    names=(
+                        "the KL to the truth of the distilled variant without the small members minus with them (nats)",
+                        "its standard error",
+                    ),
+                    clusters=(people,),
                 ),
                 E(
                     "ablations",
@@ -628,14 +731,16 @@ def paper_claims() -> list[PaperClaim]:
                     description="APD on the amateur and expert only still beats CD (point estimates; lower KL to the truth; the release "
                     "configuration's ALM + ELM run, counted only when it and the main APD pass their gates: the "
                     "distilled variant's fitter needs three members)",
+                    names=("the KL to the truth of APD on the amateur and the expert only (nats)", "CD's"),
                 ),
                 E(
                     "ablations",
                     "gate_engaged_APD",
-                    at_least(1),
+                    flag(),
                     "the ablations' main APD (the release configuration) engaged, for its own member ablations",
                     kind="context",
                     reason_key="gate_reason_APD",
+                    names=("the ablations' main APD passes its mechanism gates",),
                 ),
                 E(
                     "ablations",
@@ -644,6 +749,12 @@ def paper_claims() -> list[PaperClaim]:
                     "the release configuration on the ALM and ELM only is worse than on every member (the paper's "
                     "own ablation)",
                     kind="context",
+                    names=(
+                        "the KL to the truth of the release configuration on the ALM and the ELM only minus on every "
+                        "member (nats)",
+                        "its standard error",
+                    ),
+                    clusters=(people,),
                 ),
             ],
         ),
@@ -664,14 +775,20 @@ def paper_claims() -> list[PaperClaim]:
                     "ablations",
                     (_ablation("logit", "kl_diff"), _ablation("logit", "kl_diff_se")),
                     detects(),
-                    "APD logit (curves on log-probabilities) is worse than APD: KL to the truth higher by "
-                    "more than 1.96 standard errors (the paper's effect is in a figure only)",
+                    "APD logit (curves on log-probabilities) is worse than APD: KL to the truth higher, with the "
+                    "difference's 95% normal interval above 0 (standard error over people; the paper's effect is "
+                    "in a figure only)",
+                    names=("APD logit's KL to the truth minus APD's (nats)", "its standard error"),
+                    clusters=(people,),
                 ),
                 E(
                     "ablations",
                     (_ablation("no-flip", "kl_diff"), _ablation("no-flip", "kl_diff_se")),
                     detects(),
-                    "APD no rev (no flip) is worse than APD: KL to the truth higher by more than 1.96 standard errors",
+                    "APD no rev (no flip) is worse than APD: KL to the truth higher, with the difference's 95% "
+                    "normal interval above 0",
+                    names=("APD without the flip's KL to the truth minus APD's (nats)", "its standard error"),
+                    clusters=(people,),
                 ),
             ],
         ),
@@ -687,12 +804,14 @@ def paper_claims() -> list[PaperClaim]:
                     less_than(),
                     "APD + REAL (the paper's T_r = 4) names fewer wrong entities (NE_ER) than APD alone (APD + "
                     "top-p k20 at the first p of Table 1)",
+                    ("APD + REAL's NE_ER", "APD + top-p k20's"),
                 ),
                 *_point(
                     "factuality",
                     ("ne_er_apd_real", "ne_er_elm_real"),
                     less_than(),
                     "and fewer than REAL alone (ELM + REAL at the same T_r)",
+                    ("APD + REAL's NE_ER", "the expert + REAL's"),
                 ),
                 E(
                     "factuality",
@@ -700,28 +819,40 @@ def paper_claims() -> list[PaperClaim]:
                     detects(share=paper_real_share(), base_se=True),
                     "the trade-off: at matched diversity (APD + top-p k20's curve over p interpolated at the Dist-2 of APD + "
                     "REAL's points over T_r), APD + top-p k20's NE_ER minus APD + REAL's (standard error from resampling "
-                    "people, both curves together), with its 95% interval above 0 (reproduced) or below the paper's effect on "
-                    "this scale (not reproduced: Table 6's 39.2 - 37.5 points as a share of the paper's CD-over-expert "
-                    "gain at the same truncation, Table 1's 43.28 - 42.21 at top-p k20, p = 0.8, times the lower 95% bound "
-                    "of this build's CD-over-expert NE_ER gain)",
+                    "people, both curves together), with its 95% normal interval above 0 (reproduced) or below the "
+                    "paper's effect on this scale (not reproduced: Table 6's 39.2 - 37.5 points as a share of the "
+                    "paper's CD-over-expert gain at the same truncation, Table 1's 43.28 - 42.21 at top-p k20, p = 0.8, "
+                    "times the lower 95% bound of this build's CD-over-expert NE_ER gain)",
                     profiles=PICO_PROFILES,
+                    names=(
+                        "APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2",
+                        "its standard error",
+                        _NE_ER_CD_GAIN,
+                        "its standard error",
+                    ),
+                    clusters=(Clusters("people, resampled"), Clusters("people", "ne_er_cd_gain_people")),
                 ),
                 E(
                     "factuality",
                     ("comp_apd_diff", "comp_apd_diff_se"),
-                    more_than_z_se(1.96),
+                    significant(),
                     "at the paper's single setting: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 (world prompts, "
-                    "paired by prompt and seed, standard error over people; one point of the trade-off, context)",
+                    "paired by prompt and seed, standard error over people, its 95% t interval above 0; one point of "
+                    "the trade-off, context)",
                     kind="context",
                     profiles=PICO_PROFILES,
+                    names=("APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4", "its standard error"),
+                    clusters=(Clusters("people", "comp_apd_n_people"),),
                 ),
                 E(
                     "factuality",
                     ("comp_elm_diff", "comp_elm_diff_se"),
                     detects(),
-                    "the gain over REAL alone: ELM + REAL's NE_ER minus APD + REAL's, with its 95% interval above 0 "
+                    "the gain over REAL alone: ELM + REAL's NE_ER minus APD + REAL's, with its 95% t interval above 0 "
                     "(the paper prints no REAL-alone NE_ER, so only an interval below 0 reads not reproduced)",
                     profiles=PICO_PROFILES,
+                    names=("the expert + REAL's NE_ER minus APD + REAL's", "its standard error"),
+                    clusters=(Clusters("people", "comp_elm_n_people"),),
                 ),
                 E(
                     "factuality",
@@ -730,6 +861,7 @@ def paper_claims() -> list[PaperClaim]:
                     "APD + REAL's share of true claims (Entail_R) is higher than APD alone's (Table 6: 7.0 "
                     "against 5.3)",
                     kind="context",
+                    names=("APD + REAL's share of true claims", "APD + top-p k20's"),
                 ),
                 E(
                     "factuality",
@@ -738,6 +870,7 @@ def paper_claims() -> list[PaperClaim]:
                     "diversity: in the paper's Table 6 REAL lowers it, APD + REAL's Dist-2 below APD alone's "
                     "(42.0 against 47.1)",
                     kind="context",
+                    names=("APD + REAL's Dist-2", "APD + top-p k20's"),
                 ),
             ],
         ),

@@ -4,10 +4,19 @@ A :class:`PaperClaim` lists :class:`EvidenceSpec` s: values read from ``results/
 (a key) or a table CSV (a :class:`Cell`) and an explicit comparison. A check is a ``test``, a
 ``precondition`` or ``context``. :func:`judge` gives one verdict per claim; a missing value never
 counts for or against a claim. Only what a chapter's last run wrote counts.
+
+A check reads to a reader as a sentence in words with its numbers (each key's ``names``, numbers
+through :func:`apd.report.numbers.format_number` and, with a standard error,
+:func:`apd.report.numbers.format_pm`), then its verdict; the keys as code and the files they come
+from are kept beside it (:func:`checks`' ``values`` and ``source``). A difference with a standard
+error is read through its 95% interval: Student's t with n - 1 degrees of freedom where the
+results record the n clusters the error was taken over (:class:`Clusters`), the normal 1.96
+where they do not.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import re
@@ -17,7 +26,8 @@ from typing import Any, Callable, Sequence
 
 import pandas as pd
 
-from apd.core.stats import Z_POWER, Z_TEST, detected, interval, min_detectable_effect
+from apd.core.stats import Z_POWER, Z_TEST, critical, detected, interval, min_detectable_effect
+from apd.report.numbers import format_count, format_number, format_pm, format_sig, pm_parts
 from apd.report.results import last_run_outputs, results_dir
 
 REPRODUCED = "reproduced"
@@ -74,11 +84,20 @@ class Cell:
                     "e.g. where=(('T', 1.0), ('bucket', 'all'))"
                 )
 
-    def label(self) -> str:
+    def what(self) -> str:
+        """What it reads in its table, as code: ``'kl_diff' where name='logit'``, ``mean('value')``."""
         cond = ", ".join(f"{k}={v!r}" for k, v in self.where)
         inner = f"{self.column!r}" + (f" where {cond}" if cond else "")
-        what = f"{self.agg}({inner})" if self.agg != "one" else inner
-        return f"{self.table}.csv[{what}]"
+        return f"{self.agg}({inner})" if self.agg != "one" else inner
+
+    def label(self) -> str:
+        """The cell as code: ``ablations.csv['kl_diff' where name='logit']``."""
+        return f"{self.table}.csv[{self.what()}]"
+
+
+def _key_label(stem: str, key: "str | Cell") -> str:
+    """A JSON key or a :class:`Cell` as code: ``qa.world_ho_ppl_gain``, ``ablations.csv[...]``."""
+    return f"{stem}.{key}" if isinstance(key, str) else key.label()
 
 
 class Missing(Exception):
@@ -86,14 +105,33 @@ class Missing(Exception):
 
 
 @dataclass(frozen=True)
+class Clusters:
+    """What a standard error was taken over: ``unit`` in words (``'people'``, ``'text windows'``)
+    and ``key``, a JSON key or :class:`Cell` of the check's chapter holding how many there were.
+    With a count the check's 95% interval is Student's t with count - 1 degrees of freedom
+    (:func:`apd.core.stats.critical`); with ``key`` None (the chapter does not record it, or the
+    error is not one over clusters, e.g. a bootstrap) or a count the results lack, the normal one,
+    :data:`apd.core.stats.Z_TEST`."""
+
+    unit: str
+    key: str | Cell | None = None
+
+    def __post_init__(self):
+        if not (isinstance(self.key, (str, Cell)) or self.key is None):
+            raise TypeError(f"Clusters key must be a JSON key (str), a Cell or None, got {self.key!r}")
+
+
+@dataclass(frozen=True)
 class Outcome:
     holds: bool
     text: str
     inconclusive: bool = False
-    numbers: dict = field(default_factory=dict)  # estimate, ci_low, ci_high, effect (interval tests only)
+    numbers: dict = field(default_factory=dict)  # estimate, se, ci_low, ci_high, effect, ... (interval tests only)
 
 
 def _fmt(v: float) -> str:
+    """A value as the ``values`` column records it (machine text: 4 significant figures, no
+    thousands separators); readers' text goes through :func:`apd.report.numbers.format_number`."""
     if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) < 1e15):
         return f"{int(v)}"
     return f"{v:.4g}"
@@ -103,27 +141,36 @@ def _verdict_text(holds: bool) -> str:
     return "holds" if holds else "does not hold"
 
 
+#: the words that end a check's text, after ": " (and before the reason in parentheses, if any)
+_VERDICT_WORDS = ("holds", "does not hold", "too little data to tell")
+
+
 @dataclass(frozen=True)
 class Comparison:
-    """``test(values) -> bool`` on the looked-up numbers (in key order), ``show(labels, values)``
-    the sentence that states them. ``arity`` is the number of keys it needs (None: two or more)."""
+    """``test(values) -> bool`` on the looked-up numbers (in key order), ``show(names, values)`` the
+    sentence that states them in words (``names``: what each key is, for a reader). ``arity`` is the
+    number of keys it needs (None: two or more). An interval comparison also has ``se_at`` (the
+    positions of its standard errors) and ``rebuild(clusters)``: the same comparison with the number
+    and unit of the clusters behind each standard error (:meth:`with_clusters`)."""
 
     name: str
     arity: int | None
     test: Callable[[Sequence[float]], bool]
     show: Callable[[Sequence[str], Sequence[float]], str]
     numbers: Callable[[Sequence[float]], dict] | None = None
+    se_at: tuple[int, ...] = ()
+    rebuild: Callable[[tuple], "Comparison"] | None = None
 
-    def __call__(self, labels: Sequence[str], values: Sequence[float]) -> Outcome:
+    def __call__(self, names: Sequence[str], values: Sequence[float]) -> Outcome:
         self.check_arity(len(values))
         result = self.test(values)
         nums = self.numbers(values) if self.numbers is not None else {}
         if result is None:  # the interval holds both no effect and the claimed one
             return Outcome(
-                False, f"{self.show(labels, values)}: too little data to tell", inconclusive=True, numbers=nums
+                False, f"{self.show(names, values)}: too little data to tell", inconclusive=True, numbers=nums
             )
         holds = bool(result)
-        return Outcome(holds, f"{self.show(labels, values)}: {_verdict_text(holds)}", numbers=nums)
+        return Outcome(holds, f"{self.show(names, values)}: {_verdict_text(holds)}", numbers=nums)
 
     def check_arity(self, n: int) -> None:
         if self.arity is not None and n != self.arity:
@@ -131,64 +178,115 @@ class Comparison:
         if self.arity is None and n < 2:
             raise ValueError(f"comparison {self.name} needs at least two values, got {n}")
 
+    @property
+    def n_intervals(self) -> int:
+        """How many standard errors it reads (each may come with its clusters)."""
+        return len(self.se_at)
 
-def _fmt_pair(a: float, b: float) -> tuple[str, str]:
-    """Both numbers with :func:`_fmt`'s 4 significant digits, or more where those print two
-    different numbers alike (1.2301 and 1.2297 -> '1.2301', '1.2297', not '1.23' twice)."""
-    fa, fb = _fmt(a), _fmt(b)
-    digits = 4
-    while fa == fb and a != b and digits < 10 and all(isinstance(v, float) for v in (a, b)):
-        digits += 1
-        fa, fb = f"{a:.{digits}g}", f"{b:.{digits}g}"
-    return fa, fb
+    def with_clusters(self, clusters: Sequence[tuple[int | None, str]]) -> "Comparison":
+        """The same comparison with ``(number of clusters or None, unit)`` for each standard error."""
+        if self.rebuild is None:
+            raise ValueError(f"comparison {self.name} reads no standard error, so it takes no clusters")
+        return self.rebuild(tuple(clusters))
 
 
-def _pair(symbol: str, margin: float) -> Callable:
-    def show(labels, values):
-        m = f" {'-' if symbol == '<' else '+'} {_fmt(margin)}" if margin else ""
-        a, b = _fmt_pair(values[0], values[1])
-        return f"{labels[0]} = {a} {symbol} {labels[1]} = {b}{m}"
+def _distinct(*values: float, sig: int = 3) -> list[str]:
+    """``values`` through :func:`apd.report.numbers.format_number` at ``sig`` significant figures;
+    where two different values would print alike, with more figures, all shown
+    (:func:`apd.report.numbers.format_sig`: 2.0203 and 2.0215 print '2.020' and '2.022').
+
+    Example:
+        >>> _distinct(1.2301, 1.2297), _distinct(2.0, 0.125), _distinct(2.0203, 2.0215)
+        (['1.2301', '1.2297'], ['2', '0.125'], ['2.020', '2.022'])
+    """
+    texts = [format_number(v, sig) for v in values]
+    more = sig
+    while more < 10 and any(
+        texts[i] == texts[j] and values[i] != values[j] for i in range(len(values)) for j in range(i)
+    ):
+        more += 1
+        texts = [format_number(v) if float(v).is_integer() else format_sig(v, more) for v in values]
+    return texts
+
+
+def _listed(parts: Sequence[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _pair(word: str, margin: float) -> Callable:
+    def show(names, values):
+        a, b = _distinct(values[0], values[1])
+        by = f"more than {format_number(margin)} " if margin else ""
+        return f"{names[0]} is {a}, {by}{word} {names[1]} ({b})"
 
     return show
 
 
 def less_than(margin: float = 0.0) -> Comparison:
-    """a < b - margin (two keys)."""
-    return Comparison(f"less_than(margin={margin:g})", 2, lambda v: v[0] < v[1] - margin, _pair("<", margin))
+    """a < b - margin (two keys).
+
+    Example:
+        >>> less_than()(["APD's ppl", "CD's"], [2.132, 2.237]).text
+        "APD's ppl is 2.13, below CD's (2.24): holds"
+    """
+    return Comparison(f"less_than(margin={margin:g})", 2, lambda v: v[0] < v[1] - margin, _pair("below", margin))
 
 
 def greater_than(margin: float = 0.0) -> Comparison:
     """a > b + margin (two keys)."""
-    return Comparison(f"greater_than(margin={margin:g})", 2, lambda v: v[0] > v[1] + margin, _pair(">", margin))
+    return Comparison(f"greater_than(margin={margin:g})", 2, lambda v: v[0] > v[1] + margin, _pair("above", margin))
+
+
+def _bound(word: str, limit: float) -> Callable:
+    def show(names, values):
+        a, lim = _distinct(values[0], limit)
+        return f"{names[0]} is {a}, {word} {lim}"
+
+    return show
 
 
 def at_most(limit: float) -> Comparison:
-    """a <= limit (one key)."""
-    return Comparison(
-        f"at_most({limit:g})",
-        1,
-        lambda v: v[0] <= limit,
-        lambda labels, v: f"{labels[0]} = {_fmt(v[0])} <= {_fmt(limit)}",
-    )
+    """a <= limit (one key).
+
+    Example:
+        >>> at_most(1e-9)(["the largest error"], [1.4e-14]).text
+        'the largest error is 1.4 × 10⁻¹⁴, at most 1 × 10⁻⁹: holds'
+    """
+    return Comparison(f"at_most({limit:g})", 1, lambda v: v[0] <= limit, _bound("at most", limit))
 
 
 def at_least(limit: float) -> Comparison:
     """a >= limit (one key)."""
-    return Comparison(
-        f"at_least({limit:g})",
-        1,
-        lambda v: v[0] >= limit,
-        lambda labels, v: f"{labels[0]} = {_fmt(v[0])} >= {_fmt(limit)}",
-    )
+    return Comparison(f"at_least({limit:g})", 1, lambda v: v[0] >= limit, _bound("at least", limit))
+
+
+def flag() -> Comparison:
+    """A yes/no result recorded as 1/0 is yes (one key; the test of ``at_least(1)``). Its name is the
+    statement itself, so the sentence is the name and the verdict.
+
+    Example:
+        >>> flag()(["the tested ALM' passes its mechanism gates"], [0]).text
+        "the tested ALM' passes its mechanism gates: does not hold"
+    """
+    return Comparison("flag", 1, lambda v: v[0] >= 1, lambda names, v: f"{names[0]}")
 
 
 def within_relative(tol: float) -> Comparison:
-    """|a - b| <= tol * max(|a|, |b|) (two keys; unit-free "similar")."""
+    """|a - b| <= tol * max(|a|, |b|) (two keys; unit-free "similar").
 
-    def show(labels, v):
+    Example:
+        >>> within_relative(0.1)(["APD's Dist-2", "CD's"], [47.44, 48.57]).text
+        "APD's Dist-2 is 47.4, within 10% of CD's (48.6), a gap of 1.13 or 2.3% of the larger: holds"
+    """
+
+    def show(names, v):
+        a, b = _distinct(v[0], v[1])
+        gap, top = abs(v[0] - v[1]), max(abs(v[0]), abs(v[1]))
+        share = format_number(100 * gap / top, sig=2) if top else "0"
         return (
-            f"|{labels[0]} - {labels[1]}| = |{_fmt(v[0])} - {_fmt(v[1])}| = {_fmt(abs(v[0] - v[1]))} "
-            f"<= {tol:g} x {_fmt(max(abs(v[0]), abs(v[1])))}"
+            f"{names[0]} is {a}, within {format_number(100 * tol)}% of {names[1]} ({b}), "
+            f"a gap of {format_number(gap)} or {share}% of the larger"
         )
 
     return Comparison(
@@ -197,18 +295,68 @@ def within_relative(tol: float) -> Comparison:
 
 
 def more_than_z_se(z: float = 2.0) -> Comparison:
-    """A mean difference exceeds ``z`` of its standard errors: d > z * se (two keys: d, se)."""
+    """A mean difference exceeds ``z`` of its standard errors: d > z * se (two keys: d, se). A fixed
+    ``z``: where the clusters behind se are known, :func:`significant` gives the t interval.
+
+    Example:
+        >>> more_than_z_se(2.0)(["the gain", "its se"], [0.05, 0.02]).text
+        'the gain is +0.050 ± 0.020, more than 2 times its standard error: holds'
+    """
     return Comparison(
         f"more_than_z_se({z:g})",
         2,
         lambda v: v[0] > z * v[1],
-        lambda labels, v: f"{labels[0]} = {_fmt(v[0])} > {z:g} x {labels[1]} = {z:g} x {_fmt(v[1])}",
+        lambda names, v: (
+            f"{names[0]} is {format_pm(v[0], v[1])}, more than {format_number(z)} times its standard error"
+        ),
+        se_at=(1,),
     )
 
 
-def _ci_text(d: float, se: float, z: float) -> str:
-    lo, hi = interval(d, se, z)
-    return f"95% CI [{_fmt(lo)}, {_fmt(hi)}]" if z == Z_TEST else f"CI (z = {z:g}) [{_fmt(lo)}, {_fmt(hi)}]"
+@dataclass(frozen=True)
+class _Spread:
+    """The clusters behind one standard error and the critical value they give."""
+
+    n: int | None = None
+    unit: str = ""
+    z: float = Z_TEST  # without a count
+
+    @property
+    def crit(self) -> float:
+        return critical(self.n) if self.n is not None else self.z
+
+    def over(self) -> str:
+        if self.n is not None:
+            return f"standard error over {format_count(self.n)} {self.unit}".rstrip()
+        return f"standard error over {self.unit}" if self.unit else "standard error"
+
+    def kind(self) -> str:
+        if self.n is not None:
+            return f"95% t interval ({format_count(self.n - 1)} df)"
+        return "95% normal interval" if self.z == Z_TEST else f"interval of ± {format_number(self.z)} standard errors"
+
+
+def _spread(clusters: Sequence, i: int, z: float) -> _Spread:
+    if i >= len(clusters) or clusters[i] is None:
+        return _Spread(z=z)
+    n, unit = clusters[i]
+    if n is not None and (int(n) != n or n < 2):
+        raise ValueError(f"a t interval needs a whole number of at least 2 clusters, got {n} {unit}")
+    return _Spread(None if n is None else int(n), unit, z)
+
+
+def _interval_words(name: str, d: float, se: float, sp: _Spread, aside: str = "") -> str:
+    """'<name> is +0.0059 ± 0.0058 (standard error over 100 people<aside>); 95% t interval (99 df)
+    [-0.0057, 0.0175]': the bounds to the decimal place the standard error supports."""
+    lo, hi = interval(d, se, sp.crit)
+    lo_t, hi_t = (pm_parts(x, se, signed=False)[0] for x in (lo, hi))
+    return f"{name} is {format_pm(d, se)} ({sp.over()}{aside}); {sp.kind()} [{lo_t}, {hi_t}]"
+
+
+def _interval_numbers(d: float, se: float, sp: _Spread) -> dict:
+    lo, hi = interval(d, se, sp.crit)
+    n = float("nan") if sp.n is None else float(sp.n)
+    return {"estimate": float(d), "se": float(se), "ci_low": lo, "ci_high": hi, "critical": sp.crit, "n_groups": n}
 
 
 def detects(
@@ -217,11 +365,15 @@ def detects(
     power_z: float = Z_POWER,
     share: float | None = None,
     base_se: bool = False,
+    clusters: Sequence[tuple[int | None, str] | None] = (),
 ) -> Comparison:
     """A difference d (first key; positive = the claimed direction) with its standard error se
-    (second key), decided by its confidence interval d +- z se (:func:`apd.core.stats.detected`):
+    (second key), decided by its 95% confidence interval d +- c se (:func:`apd.core.stats.detected`):
     holds when the interval lies above 0; fails when it excludes the paper's effect (its upper
     bound is below the effect; without an effect, when it lies below 0); otherwise inconclusive.
+    ``clusters``: ``(number, unit)`` of the clusters behind se, then behind the base's se; with a
+    number, c is Student's t with number - 1 degrees of freedom (:func:`apd.core.stats.critical`),
+    else ``z`` (the normal 1.96).
 
     The effect is the paper's on this testbed's scale: with ``share`` a third key, ``base``, is read
     and the effect is ``share x base`` (the paper's gain as a share of its gain on the base contrast,
@@ -229,7 +381,7 @@ def detects(
     ``base_se`` a fourth key, the base's standard error, is read and the base's lower 95% bound
     replaces it (the smallest base the data allow; no effect when that bound is <= 0), so the
     base's own uncertainty can only make the verdict less decided. Else ``paper_effect`` in the
-    units of d (None: the paper has none). The smallest detectable effect ((z + power_z) se) is
+    units of d (None: the paper has none). The smallest detectable effect ((c + power_z) se) is
     shown, never decides.
 
     Example:
@@ -245,10 +397,15 @@ def detects(
         0.0051
         >>> detects(share=0.5, base_se=True)(["d", "se", "b", "b_se"], [0.0, 0.001, 0.02, 0.02]).inconclusive
         True
+        >>> out = detects(clusters=[(10, "people")])(["the gain", "se"], [0.011, 0.005])   # t, 9 df: 2.262
+        >>> out.inconclusive, out.text
+        (True, 'the gain is +0.0110 ± 0.0050 (standard error over 10 people; smallest detectable effect 0.016); 95% t interval (9 df) [-0.0003, 0.0223], against 0 (the paper gives no effect in these units): too little data to tell')
     """
+    sd, sb = _spread(clusters, 0, z), _spread(clusters, 1, z)
+    zd, zb = sd.crit, sb.crit
 
     def base_of(v):
-        return v[2] - z * v[3] if base_se else v[2]
+        return v[2] - zb * v[3] if base_se else v[2]
 
     def effect_of(v):
         if share is None:
@@ -256,83 +413,108 @@ def detects(
         return share * base_of(v) if base_of(v) > 0 else None
 
     def test(v):
-        return detected(v[0], v[1], effect_of(v), z, power_z)
+        return detected(v[0], v[1], effect_of(v), zd, power_z)
 
-    def show(labels, v):
-        mde = min_detectable_effect(v[1], z, power_z)
+    def show(names, v):
+        mde = min_detectable_effect(v[1], zd, power_z)
         eff = effect_of(v)
-        if share is not None:
-            base = (
-                f"the lower 95% bound of {labels[2]} = {_fmt(v[2])} - {z:g} x {_fmt(v[3])} = {_fmt(base_of(v))}"
-                if base_se
-                else f"{labels[2]} = {_fmt(v[2])}"
-            )
+        if share is None:
             paper = (
-                f"the paper's effect on this scale {_fmt(share)} x {base} = {_fmt(eff)}"
+                f"against 0 and the paper's effect, {format_number(eff)}"
                 if eff is not None
-                else f"no effect on this scale ({base} <= 0)"
+                else "against 0 (the paper gives no effect in these units)"
             )
         else:
-            paper = f"the paper's effect {_fmt(eff)}" if eff is not None else "no paper effect in these units"
-        return (
-            f"{labels[0]} = {_fmt(v[0])}, se {labels[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} against 0 and "
-            f"{paper} (smallest detectable effect {_fmt(mde)}, context)"
-        )
+            if base_se:
+                low = pm_parts(base_of(v), v[3], signed=False)[0]
+                base = (
+                    f"{low}, the lower bound of the {sb.kind()} of {names[2]}, {format_pm(v[2], v[3])} ({sb.over()})"
+                )
+            else:
+                base = f"{names[2]}, {format_number(v[2])}"
+            paper = (
+                f"against 0 and the paper's effect on this scale, {format_number(eff)} = {format_number(share)} × {base}"
+                if eff is not None
+                else f"against 0 only; there is no effect on this scale, since {base}, is at or below 0"
+            )
+        mde_text = f"; smallest detectable effect {format_number(mde, sig=2)}"
+        return f"{_interval_words(names[0], v[0], v[1], sd, mde_text)}, {paper}"
 
     def numbers(v):
-        lo, hi = interval(v[0], v[1], z)
         eff = effect_of(v)
-        return {
-            "estimate": float(v[0]),
-            "se": float(v[1]),
-            "ci_low": lo,
-            "ci_high": hi,
-            "effect": float("nan") if eff is None else float(eff),
-        }
+        return {**_interval_numbers(v[0], v[1], sd), "effect": float("nan") if eff is None else float(eff)}
 
     name = f"detects(share={share:g})" if share is not None else f"detects({paper_effect})"
     n_keys = 2 if share is None else (4 if base_se else 3)
-    return Comparison(name, n_keys, test, show, numbers)
+
+    def rebuild(cl):
+        return detects(paper_effect, z, power_z, share, base_se, cl)
+
+    return Comparison(name, n_keys, test, show, numbers, se_at=(1, 3) if base_se else (1,), rebuild=rebuild)
 
 
-def significant(z: float = Z_TEST) -> Comparison:
-    """A positive control: a difference d (first key; positive = the expected direction) exceeds z
-    of its standard errors se (second key), i.e. its confidence interval lies above 0. Anything
-    else does not hold (a control that does not clearly work leaves nothing to test against).
+def significant(z: float = Z_TEST, clusters: Sequence[tuple[int | None, str] | None] = ()) -> Comparison:
+    """A positive control: a difference d (first key; positive = the expected direction) exceeds c
+    of its standard errors se (second key), i.e. its 95% confidence interval lies above 0; c is
+    Student's t over the ``clusters`` ``[(number, unit)]`` behind se, else ``z``. Anything else
+    does not hold (a control that does not clearly work leaves nothing to test against).
 
     Example:
         >>> significant()(["d", "se"], [0.009, 0.014]).holds
         False
+        >>> significant(clusters=[(100, "people")])(["the expert's KL minus CD's", "se"], [0.009, 0.014]).text
+        "the expert's KL minus CD's is +0.009 ± 0.014 (standard error over 100 people); 95% t interval (99 df) [-0.019, 0.037], above 0: does not hold"
     """
+    sp = _spread(clusters, 0, z)
 
-    def show(labels, v):
-        return f"{labels[0]} = {_fmt(v[0])}, se {labels[1]} = {_fmt(v[1])}, {_ci_text(v[0], v[1], z)} above 0"
+    def show(names, v):
+        return f"{_interval_words(names[0], v[0], v[1], sp)}, above 0"
 
-    def numbers(v):
-        lo, hi = interval(v[0], v[1], z)
-        return {"estimate": float(v[0]), "se": float(v[1]), "ci_low": lo, "ci_high": hi}
+    def rebuild(cl):
+        return significant(z, cl)
 
-    return Comparison(f"significant(z={z:g})", 2, lambda v: v[0] > z * v[1], show, numbers)
+    return Comparison(
+        f"significant(z={z:g})",
+        2,
+        lambda v: v[0] > sp.crit * v[1],
+        show,
+        lambda v: _interval_numbers(v[0], v[1], sp),
+        se_at=(1,),
+        rebuild=rebuild,
+    )
 
 
 def is_largest() -> Comparison:
     """The first value is strictly larger than every other value (two or more keys; a tie does
-    not hold: "largest on X" needs X to stand out)."""
+    not hold: "largest on X" needs X to stand out).
 
-    def show(labels, v):
-        others = ", ".join(f"{a} = {_fmt(b)}" for a, b in zip(labels[1:], v[1:]))
-        return f"{labels[0]} = {_fmt(v[0])} > each of ({others})"
+    Example:
+        >>> is_largest()(["the gain on head questions", "on torso", "on tail"], [0.0086, 0.0042, -0.001]).text
+        'the gain on head questions is 0.0086, larger than on torso (0.0042) and on tail (-0.001): holds'
+    """
+
+    def show(names, v):
+        texts = _distinct(*v)
+        others = [f"{n} ({t})" for n, t in zip(names[1:], texts[1:])]
+        return f"{names[0]} is {texts[0]}, larger than {_listed(others)}"
 
     return Comparison("is_largest", None, lambda v: all(v[0] > x for x in v[1:]), show)
 
 
 def difference_larger() -> Comparison:
-    """(a - b) > (c - d) (four keys), e.g. CD's ppl minus APD's on one dataset against another."""
+    """(a - b) > (c - d) (four keys), e.g. CD's ppl minus APD's on one dataset against another.
 
-    def show(labels, v):
+    Example:
+        >>> difference_larger()(["CD's ppl on A", "APD's", "CD's ppl on B", "APD's"], [2.4, 2.1, 7.7, 7.75]).text
+        "CD's ppl on A minus APD's is 0.3 (2.4 - 2.1), larger than CD's ppl on B minus APD's, -0.05 (7.7 - 7.75): holds"
+    """
+
+    def show(names, v):
+        d1, d2 = _distinct(v[0] - v[1], v[2] - v[3])
+        a, b, c, d = _distinct(*v)
         return (
-            f"({labels[0]} - {labels[1]}) = {_fmt(v[0] - v[1])} > ({labels[2]} - {labels[3]}) = {_fmt(v[2] - v[3])} "
-            f"[{_fmt(v[0])}, {_fmt(v[1])}, {_fmt(v[2])}, {_fmt(v[3])}]"
+            f"{names[0]} minus {names[1]} is {d1} ({a} - {b}), larger than {names[2]} minus {names[3]}, "
+            f"{d2} ({c} - {d})"
         )
 
     return Comparison("difference_larger", 4, lambda v: v[0] - v[1] > v[2] - v[3], show)
@@ -340,12 +522,11 @@ def difference_larger() -> Comparison:
 
 def non_increasing() -> Comparison:
     """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added)."""
-    return Comparison(
-        "non_increasing",
-        None,
-        lambda v: all(a >= b for a, b in zip(v, v[1:])),
-        lambda labels, v: " >= ".join(f"{a} = {_fmt(b)}" for a, b in zip(labels, v)),
-    )
+
+    def show(names, v):
+        return f"{_listed([f'{n} ({t})' for n, t in zip(names, _distinct(*v))])} do not increase, in that order"
+
+    return Comparison("non_increasing", None, lambda v: all(a >= b for a, b in zip(v, v[1:])), show)
 
 
 @dataclass(frozen=True)
@@ -357,7 +538,10 @@ class EvidenceSpec:
     hold the claim is not testable rather than not reproduced) or ``'context'`` (shown, never
     decides). ``profiles``: the profiles this check applies to (None: all). ``reason_key``: a JSON
     key of the same chapter whose text says why the check does not hold (e.g. which mechanism gate
-    failed); it is appended to the evidence when the check fails."""
+    failed); it is appended to the evidence when the check fails. ``names``: what each key is, in a
+    reader's words (the sentence the page shows; None: the keys themselves). ``clusters``: for an
+    interval comparison, a :class:`Clusters` per standard error it reads (the difference's, then
+    the base's): with their number the interval is a t interval."""
 
     stem: str
     keys: tuple
@@ -366,6 +550,8 @@ class EvidenceSpec:
     kind: str = "test"
     profiles: tuple[str, ...] | None = None
     reason_key: str | None = None
+    names: tuple[str, ...] | None = None
+    clusters: tuple[Clusters, ...] = ()
 
     def __post_init__(self):
         keys = (self.keys,) if isinstance(self.keys, (str, Cell)) else tuple(self.keys)
@@ -378,12 +564,45 @@ class EvidenceSpec:
         self.comparison.check_arity(len(keys))
         if self.profiles is not None:
             object.__setattr__(self, "profiles", tuple(self.profiles))
+        if self.names is not None:
+            names = (self.names,) if isinstance(self.names, str) else tuple(self.names)
+            if len(names) != len(keys) or not all(isinstance(n, str) and n for n in names):
+                raise ValueError(
+                    f"EvidenceSpec names must give one non-empty text per key ({len(keys)}), got {names!r}"
+                )
+            object.__setattr__(self, "names", names)
+        clusters = (self.clusters,) if isinstance(self.clusters, Clusters) else tuple(self.clusters)
+        if not all(isinstance(c, Clusters) for c in clusters):
+            raise TypeError(f"EvidenceSpec clusters must be Clusters, got {clusters!r}")
+        if len(clusters) > self.comparison.n_intervals:
+            raise ValueError(
+                f"comparison {self.comparison.name} reads {self.comparison.n_intervals} standard error(s), "
+                f"got {len(clusters)} Clusters"
+            )
+        object.__setattr__(self, "clusters", clusters)
 
     def applies_to(self, profile: str) -> bool:
         return self.profiles is None or profile in self.profiles
 
     def labels(self) -> list[str]:
-        return [f"{self.stem}.{k}" if isinstance(k, str) else k.label() for k in self.keys]
+        """Each key as code: ``qa.world_ho_ppl_gain``, ``ablations.csv['kl_diff' where name='logit']``."""
+        return [_key_label(self.stem, k) for k in self.keys]
+
+    def words(self) -> list[str]:
+        """What each key is, for a reader (:attr:`names`, else the keys as code)."""
+        return list(self.names) if self.names is not None else self.labels()
+
+    def sources(self) -> list[tuple[str, list[str]]]:
+        """The results files the check reads, relative to ``results/<profile>/``, each with what it
+        reads there: ``[("qa.json", ["world_ho_ppl_gain", ...]), ("tables/ablations.csv", [...])]``."""
+        out: dict[str, list[str]] = {}
+        keys = [*self.keys, *(c.key for c in self.clusters if c.key is not None)]
+        for k in keys:
+            path, what = (f"{self.stem}.json", k) if isinstance(k, str) else (f"tables/{k.table}.csv", k.what())
+            out.setdefault(path, [])
+            if what not in out[path]:
+                out[path].append(what)
+        return list(out.items())
 
 
 @dataclass(frozen=True)
@@ -502,14 +721,48 @@ def _as_number(value: Any, context: str) -> float:
 HOLDS, FAILS, MISSING, UNDECIDED = "holds", "does not hold", "missing", "too little data"
 
 
+def _cluster_counts(spec: EvidenceSpec, results: Results) -> list[tuple[int | None, str]]:
+    """``(number, unit)`` per :class:`Clusters` of ``spec``; the number None where it has no key or
+    the results lack it (a normal interval then). A count that is not a whole number >= 2 is Missing."""
+    out = []
+    for c in spec.clusters:
+        n = None
+        if c.key is not None:
+            try:
+                n = results.number(spec.stem, c.key)
+            except Missing:
+                n = None
+            else:
+                if n != int(n) or n < 2:
+                    raise Missing(
+                        f"{_key_label(spec.stem, c.key)} = {_fmt(n)} under profile {results.profile}: "
+                        f"a t interval needs a whole number of at least 2 {c.unit}"
+                    )
+                n = int(n)
+        out.append((n, c.unit))
+    return out
+
+
 def check(spec: EvidenceSpec, results: Results) -> dict:
-    """Run one check: ``{'status': holds | does not hold | missing, 'text': ...}``."""
+    """Run one check: ``{'status': holds | does not hold | too little data | missing, 'text': the
+    sentence in words and the verdict, 'values': each key as code = its value, 'source': the files
+    and keys read, ...}`` and, for an interval, its numbers."""
+    source = "; ".join(f"{path}: {', '.join(what)}" for path, what in spec.sources())
     try:
         values = [results.number(spec.stem, k) for k in spec.keys]
+        for i in spec.comparison.se_at:
+            if values[i] < 0:
+                raise Missing(
+                    f"{spec.labels()[i]} = {_fmt(values[i])} under profile {results.profile}: a negative standard error"
+                )
+        counts = _cluster_counts(spec, results)
     except Missing as err:
-        return {"status": MISSING, "text": str(err)}
-    out = spec.comparison(spec.labels(), values)
-    extra = {"values": ", ".join(f"{labels} = {_fmt(v)}" for labels, v in zip(spec.labels(), values)), **out.numbers}
+        return {"status": MISSING, "text": str(err), "source": source}
+    comparison = spec.comparison.with_clusters(counts) if counts else spec.comparison
+    out = comparison(spec.words(), values)
+    read = [f"{label} = {_fmt(v)}" for label, v in zip(spec.labels(), values)]
+    read += [f"{_key_label(spec.stem, c.key)} = {n}" for c, (n, _) in zip(spec.clusters, counts) if n is not None]
+    extra = {"values": ", ".join(read), "source": source, **out.numbers}
     if out.inconclusive:
         return {"status": UNDECIDED, "text": out.text, **extra}
     text = out.text
@@ -523,9 +776,13 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
 
 def checks(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
     """One row per (claim, applicable check): claim_id, kind (test/precondition/context), description,
-    chapter, status (holds / does not hold / too little data / missing), the text with the numbers,
-    ``values`` (each key read = its value) and, for interval checks, ``estimate``, ``se``,
-    ``ci_low``, ``ci_high`` (95%) and ``effect`` (the paper's effect on this scale; NaN if none)."""
+    chapter, status (holds / does not hold / too little data / missing), ``evidence`` (the check in
+    words with its numbers, and its verdict; for a missing value, what is missing), ``values`` (each
+    key read, as code, = its value), ``source`` (the results files read, relative to
+    ``results/<profile>/``, each with its keys) and, for interval checks, ``estimate``, ``se``,
+    ``ci_low``, ``ci_high`` (95%), ``effect`` (the paper's effect on this scale; NaN if none),
+    ``critical`` (the t or z value of the interval) and ``n_groups`` (the clusters behind se; NaN
+    for a normal interval)."""
     results = Results(profile)
     rows = []
     for claim in claims:
@@ -542,16 +799,18 @@ def checks(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
                     "status": c["status"],
                     "evidence": c["text"],
                     "values": c.get("values", ""),
+                    "source": c.get("source", ""),
                     **{k: c.get(k, math.nan) for k in _NUMBERS},
                 }
             )
     return pd.DataFrame(
-        rows, columns=["claim_id", "kind", "description", "chapter", "status", "evidence", "values", *_NUMBERS]
+        rows,
+        columns=["claim_id", "kind", "description", "chapter", "status", "evidence", "values", "source", *_NUMBERS],
     )
 
 
 #: the interval columns of :func:`checks` (NaN for checks without an interval)
-_NUMBERS = ("estimate", "se", "ci_low", "ci_high", "effect")
+_NUMBERS = ("estimate", "se", "ci_low", "ci_high", "effect", "critical", "n_groups")
 
 
 def _unique(texts) -> list[str]:
@@ -583,24 +842,36 @@ def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
     return REPRODUCED, f"all {len(tests)} tests hold" + (f" (and {len(pre)} precondition(s))" if len(pre) else "")
 
 
+_VERDICT_END = re.compile(r": (?:" + "|".join(map(re.escape, _VERDICT_WORDS)) + r")(?= \(|$)")
+
+
 def _numbers(text: str) -> str:
-    """The checked expression of an evidence text without its verdict words: "a = 1 < b = 2" from
-    "a = 1 < b = 2: does not hold (why)"; the reason in parentheses is kept."""
-    head, _, tail = str(text).partition(": ")
-    why = tail[tail.index("(") :] if "(" in tail else ""
-    return f"{head} {why}".strip()
+    """A check's sentence without its verdict words: "a is 1, below b (2)" from "a is 1, below b (2):
+    does not hold (why)"; the reason in parentheses is kept.
+
+    Example:
+        >>> _numbers("the gates pass: does not hold (curve model inert)")
+        'the gates pass (curve model inert)'
+    """
+    text = str(text)
+    ends = list(_VERDICT_END.finditer(text))
+    if not ends:
+        return text.strip()
+    last = ends[-1]
+    return f"{text[: last.start()]}{text[last.end() :]}".strip()
 
 
 def in_words(rows: pd.DataFrame, verdict: str) -> str:
     """A reader's summary of a claim's verdict from its rows of :func:`checks`: the description of
     each check that decided it (the failed preconditions, the failed or undecided tests, else every
-    test), then the numbers in brackets. The findings table shows this; the chapter shows every check.
+    test), then its sentence with the numbers in brackets. The findings table shows this; the
+    chapter shows every check.
 
     Example:
         >>> rows = pd.DataFrame({"kind": ["test"], "status": [FAILS], "description": ["APD is better than CD"],
-        ...                      "evidence": ["apd.kl_apd = 2.2 < apd.kl_cd = 2.1: does not hold"]})
+        ...                      "evidence": ["APD's KL is 2.2, below CD's (2.1): does not hold"]})
         >>> in_words(rows, NOT_REPRODUCED)
-        'fails: APD is better than CD [apd.kl_apd = 2.2 < apd.kl_cd = 2.1]'
+        "fails: APD is better than CD [APD's KL is 2.2, below CD's (2.1)]"
     """
     pre, tests = rows[rows["kind"] == "precondition"], rows[rows["kind"] == "test"]
     if verdict == NOT_TESTABLE and (pre["status"] != HOLDS).any():
@@ -703,10 +974,33 @@ def _md_text(text: str) -> str:
     return text
 
 
-def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame, names: dict | None = None) -> str:
+def source_html(source: str, results_href: str = "../results") -> str:
+    """The ``source`` of a row of :func:`checks` as a small, secondary note for a page: each results
+    file linked (the book copies ``results/<profile>/`` beside its pages, as ``results_href``), with
+    the keys read there; '' for no source.
+
+    Example:
+        >>> source_html("qa.json: gain, se; tables/ablations.csv: kl where name=logit")
+        '<small>(from <a href="../results/qa.json">qa.json</a>: gain, se; <a href="../results/tables/ablations.csv">ablations.csv</a>: kl where name=logit)</small>'
+    """
+    parts = []
+    for entry in (source if isinstance(source, str) else "").split("; "):
+        path, _, keys = entry.partition(": ")
+        if not path:
+            continue
+        link = f'<a href="{html.escape(f"{results_href}/{path}")}">{html.escape(path.rsplit("/", 1)[-1])}</a>'
+        parts.append(link + (f": {_md_text(keys)}" if keys else ""))
+    return f"<small>(from {'; '.join(parts)})</small>" if parts else ""
+
+
+def claims_markdown(
+    judged: pd.DataFrame, detail: pd.DataFrame, names: dict | None = None, results_href: str = "../results"
+) -> str:
     """The verdicts as Markdown: per claim, its short id (``C1a``) and plain name (``names``: {claim
     id: a few words}; the full id without one), verdict and text, then every check (preconditions,
-    tests, context; its status, what it tests, the numbers), from :func:`judge` and :func:`checks`."""
+    tests, context; its status, what it tests, the check in words with its numbers and, small, the
+    results files and keys it read, linked under ``results_href``), from :func:`judge` and
+    :func:`checks`. A check whose value is missing names what is missing instead."""
     out = []
     for _, c in judged.iterrows():
         cid = c["claim_id"]
@@ -717,6 +1011,8 @@ def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame, names: dict | No
         if mine.empty:
             out.append(f"- {_md_text(c['reason'])}\n")
         for _, r in mine.iterrows():
-            out.append(f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. {_md_text(r['evidence'])}")
+            src = "" if r["status"] == MISSING else source_html(r.get("source", ""), results_href)
+            line = f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. {_md_text(r['evidence'])}"
+            out.append(f"{line} {src}" if src else line)
         out.append("")
     return "\n".join(out)

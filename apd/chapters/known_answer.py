@@ -24,8 +24,10 @@ from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
+import torch
 
 from apd.amateur.tuning import scoring_threads
+from apd.base.memo import memoized
 from apd.chapters.apd import ApdHeadline
 from apd.evaluation import known_answer as ka
 from apd.evaluation.known_answer import LABELS
@@ -36,6 +38,40 @@ from apd.report.plots import COLORS, PALETTE, figure, legend, wrap
 from apd.report.results import chapter_ran, load_results
 from apd.world import truth as wt
 from apd.world.world import BUCKETS
+
+#: The modules whose code computes the synthetic families' tables (:func:`recovery`, :func:`truthlike`):
+#: an edit to any of them recomputes the cached tables.
+TABLE_CODE = (
+    "apd.evaluation.known_answer",
+    "apd.core.curves",
+    "apd.core.stats",
+    "apd.amateur.objective",
+    "apd.amateur.config",
+    "apd.family.pico",
+    "apd.world.truth",
+)
+
+
+def recovery(size: str, **kwargs) -> pd.DataFrame:
+    """:func:`apd.evaluation.known_answer.recovery_table` (``size`` and its keyword arguments), computed
+    once per arguments and code (:func:`apd.base.memo.memoized`): a rerun of the chapter reads it back.
+
+    Example:
+        >>> t = recovery("smoke", grids=["pico"], regimes=["saturating"], estimators=["p_elm"], pico_scale="smoke")
+        >>> t["estimator"].tolist(), t.equals(recovery("smoke", grids=["pico"], regimes=["saturating"],
+        ...                                            estimators=["p_elm"], pico_scale="smoke"))
+        (['p_elm'], True)
+    """
+    parts = {"size": size, **kwargs, "torch": torch.__version__}
+    return memoized("known-answer-recovery", parts, TABLE_CODE, lambda: ka.recovery_table(size, **kwargs))
+
+
+def truthlike(x, noises, **kwargs) -> pd.DataFrame:
+    """:func:`apd.evaluation.known_answer.truthlike_table` (``x``, ``noises`` and its keyword arguments),
+    computed once per arguments and code, as :func:`recovery`."""
+    parts = {"x": [float(v) for v in x], "noises": [float(v) for v in noises], **kwargs, "torch": torch.__version__}
+    return memoized("known-answer-truthlike", parts, TABLE_CODE, lambda: ka.truthlike_table(x, noises, **kwargs))
+
 
 #: An estimator "beats p_ELM" in a cell of the recovery table when its median error is below this
 #: share of p_ELM's on the same tokens (at least 5% lower).

@@ -1,0 +1,90 @@
+"""Results of pure computations cached on disk, keyed by their arguments and the code that made them.
+
+A chapter that recomputes a deterministic table (fits on synthetic families, say) calls
+:func:`memoized` instead: the first call computes and saves the value, a later call with the same
+key reads it back. The key holds the caller's arguments and a digest of the source files of the
+modules named, so an edit to the fitter invalidates the cache while a rerun of the notebook does
+not. Values are pickled (``pandas`` frames keep their ``attrs``), written atomically with a digest;
+a damaged file is set aside and the value computed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import pickle
+import sys
+from pathlib import Path
+from typing import Any, Callable, Sequence, TypeVar
+
+from apd.base.io import atomic_write, check_file, set_aside
+from apd.base.paths import cache_dir
+
+T = TypeVar("T")
+
+
+def code_digest(modules: Sequence[str]) -> str:
+    """SHA-256 (first 16 hex digits) of the source files of ``modules`` (dotted names; a package
+    counts its ``__init__.py``), with the Python version, in the order given.
+
+    Example:
+        >>> a = code_digest(["apd.base.memo"]); len(a), a == code_digest(["apd.base.memo"])
+        (16, True)
+        >>> code_digest(["apd.base.memo"]) != code_digest(["apd.base.memo", "apd.base.io"])
+        True
+    """
+    if not modules:
+        raise ValueError("no modules named; pass the modules whose code makes the value, e.g. ['apd.core.curves'].")
+    h = hashlib.sha256(f"{sys.version_info[:2]}".encode())
+    for name in modules:
+        path = getattr(importlib.import_module(name), "__file__", None)
+        if path is None:
+            raise ValueError(f"{name} has no source file to digest; name a module of the apd package.")
+        h.update(name.encode())
+        h.update(Path(path).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def memo_key(kind: str, parts: Any, modules: Sequence[str]) -> str:
+    """The cache key of a value: ``kind``, the JSON of ``parts`` (its arguments) and the digest of
+    ``modules`` (:func:`code_digest`)."""
+    blob = json.dumps([kind, parts, code_digest(modules)], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def memoized(kind: str, parts: Any, modules: Sequence[str], compute: Callable[[], T], root: Path | None = None) -> T:
+    """``compute()``, or its value saved by an earlier call with the same ``kind``, ``parts`` and code of
+    ``modules``: ``<cache>/memo/<kind>/<key>.pkl`` (:func:`apd.base.paths.cache_dir`, or ``root``).
+
+    ``parts`` must hold every argument that changes the value (JSON-able, e.g. a dict of them);
+    ``modules`` the modules whose code computes it. Only pure, deterministic computations belong
+    here: the cached value is returned as it was saved.
+
+    Example:
+        >>> import tempfile
+        >>> root, calls = Path(tempfile.mkdtemp()), []
+        >>> f = lambda: calls.append(1) or {"x": 2}
+        >>> memoized("demo", {"n": 1}, ["apd.base.memo"], f, root), memoized("demo", {"n": 1}, ["apd.base.memo"], f, root)
+        ({'x': 2}, {'x': 2})
+        >>> len(calls)
+        1
+    """
+    if not kind or "/" in kind:
+        raise ValueError(f"kind must be a plain folder name, got {kind!r}; e.g. 'known-answer-recovery'.")
+    folder = (Path(root) if root is not None else cache_dir()) / "memo" / kind
+    path = folder / f"{memo_key(kind, parts, modules)}.pkl"
+    if check_file(path, f"cached {kind} value", "computing it again"):
+        try:
+            with open(path, "rb") as fh:
+                return pickle.load(fh)
+        except Exception as err:  # a file that does not unpickle is damaged, whatever its digest says
+            set_aside(path, f"cached {kind} value", f"it does not load: {err}", "computing it again")
+    value = compute()
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+    atomic_write(path, write, digest=True)
+    return value

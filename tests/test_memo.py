@@ -1,0 +1,57 @@
+"""Cached results of pure computations (apd.base.memo)."""
+
+import doctest
+import warnings
+
+import pytest
+
+from apd.base import memo
+from apd.chapters import known_answer as chapter
+from apd.evaluation import known_answer as ka
+
+
+def test_the_module_examples_run():
+    assert doctest.testmod(memo).failed == 0
+
+
+def test_a_value_is_computed_once_per_arguments_and_code(tmp_path):
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"n": len(calls)}
+
+    first = memo.memoized("t", {"a": 1}, ["apd.base.memo"], compute, tmp_path)
+    assert memo.memoized("t", {"a": 1}, ["apd.base.memo"], compute, tmp_path) == first == {"n": 1}
+    assert memo.memoized("t", {"a": 2}, ["apd.base.memo"], compute, tmp_path) == {"n": 2}  # other arguments
+    assert memo.memoized("t", {"a": 1}, ["apd.base.memo", "apd.base.io"], compute, tmp_path) == {"n": 3}  # other code
+    assert len(list((tmp_path / "memo" / "t").glob("*.pkl"))) == 3
+
+
+def test_a_damaged_value_is_set_aside_and_computed_again(tmp_path):
+    memo.memoized("t", {}, ["apd.base.memo"], lambda: [1, 2], tmp_path)
+    (path,) = (tmp_path / "memo" / "t").glob("*.pkl")
+    path.write_bytes(b"not a pickle")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert memo.memoized("t", {}, ["apd.base.memo"], lambda: [3], tmp_path) == [3]
+    assert any("damaged" in str(w.message) for w in caught)
+    assert list((tmp_path / "memo" / "t").glob("*.pkl.damaged-*"))
+
+
+def test_bad_names_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="plain folder name"):
+        memo.memoized("a/b", {}, ["apd.base.memo"], lambda: 1, tmp_path)
+    with pytest.raises(ValueError, match="no modules named"):
+        memo.code_digest([])
+
+
+def test_the_cached_recovery_table_is_the_computed_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_CACHE_DIR", str(tmp_path))
+    args = dict(grids=["pico"], regimes=["saturating"], estimators=["p_elm", "fit_plain"], pico_scale="smoke")
+    cached = chapter.recovery("smoke", **args)
+    again = chapter.recovery("smoke", **args)  # read back
+    fresh = ka.recovery_table("smoke", **args)
+    cols = ["estimator", "grid", "regime", "median_abs_error", "p90_abs_error", "share_collapsed"]
+    assert again[cols].equals(cached[cols]) and fresh[cols].equals(cached[cols])
+    assert set(again.attrs["traces"]) == set(fresh.attrs["traces"])

@@ -924,6 +924,8 @@ def _complementarity(
             "real_matched_gap_se_world": gap[1],
             "comp_apd_diff": apd_diff,
             "comp_apd_diff_se": apd_se,
+            "comp_paper_apd_diff": apd_diff,
+            "comp_paper_apd_diff_se": apd_se,
             "comp_elm_diff": elm_diff,
             "comp_elm_diff_se": elm_se,
             "ne_er_cd_gain": cd_gain[0],
@@ -951,6 +953,7 @@ def test_complementarity_reproduced_when_both_differences_are_significant(result
         "context, holds: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 is +0.060 ± 0.010 (standard error "
         "over people); 95% normal interval [0.040, 0.080], above 0: holds" in row.evidence
     )
+    assert "context, holds: APD + top-p k20's NE_ER minus APD + REAL's at the dev-chosen T_r is +0.060" in row.evidence
     assert "context, holds: APD + REAL's share of true claims is 0.07, above APD + top-p k20's (0.05)" in row.evidence
 
 

@@ -92,8 +92,8 @@ def test_T_r_is_the_point_farthest_below_apds_curve_and_unmatched_points_are_no_
     c = selection.choose_T_r(res, grid=(1.0, 2.0, 4.0, 8.0))
     assert c.value == 2.0 and not c.on_edge
     t = c.table.set_index("T_r")
-    assert t.loc[2.0, "below the curve"] == pytest.approx(0.1)
-    assert not t.loc[8.0, "matched"] and np.isnan(t.loc[8.0, "below the curve"])
+    assert t.loc[2.0, "below"] == pytest.approx(0.1)
+    assert not t.loc[8.0, "matched"] and np.isnan(t.loc[8.0, "below"])
     none = _real_rows(curve, {1.0: (0.9, 0.1), 2.0: (0.05, 0.1)})
     c = selection.choose_T_r(none, grid=(1.0, 2.0))
     assert c.value == selection.PAPER_T_R and "no APD + REAL point" in c.reason

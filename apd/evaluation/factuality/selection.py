@@ -203,13 +203,13 @@ def choose_T_r(
                 "T_r": t,
                 x: px,
                 y: py,
-                f"APD + top-p k20 {y} there": on_curve,
-                "below the curve": on_curve - py if matched else np.nan,
+                f"curve's {y}": on_curve,
+                "below": on_curve - py if matched else np.nan,
                 "matched": bool(matched),
             }
         )
     table = pd.DataFrame(rows)
-    scores = {r["T_r"]: r["below the curve"] for r in rows if r["matched"]}
+    scores = {r["T_r"]: r["below"] for r in rows if r["matched"]}
     if not scores:
         return _kept("REAL's T_r", paper, grid, table, f"no APD + REAL point lies inside APD + top-p k20's {x} range")
     value = _pick(scores, float(paper), lowest=False)

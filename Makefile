@@ -51,8 +51,9 @@ lint: env
 	$(VENV)/bin/ruff check apd scripts tests
 	$(VENV)/bin/ruff format --check apd scripts tests
 
+# The unit tests on two workers (pytest-xdist), whole files each, the slowest first (tests/conftest.py).
 unit: lint
-	$(PY) -m pytest -m "not book" tests
+	$(PY) -m pytest -m "not book" -n 2 --dist loadfile --no-loadscope-reorder tests
 
 smoke: env
 	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
@@ -65,7 +66,7 @@ pages: env
 	APD_BOOK_PROFILE=$(PROFILE) $(PY) -m pytest -m book tests/test_browser.py
 
 test: lint
-	$(PY) -m pytest -m "not book" tests
+	$(PY) -m pytest -m "not book" -n 2 --dist loadfile --no-loadscope-reorder tests
 	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
 	$(PY) -m pytest -m book tests
 

@@ -63,3 +63,18 @@ def smoke_family():
 
     fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
     return fam, built, apd.apd_model(fam, built, scale="smoke", progress=False)
+
+
+#: The slowest test files (the wheel in a clean venv, the runner's kernels, two builders racing),
+#: started first when `make test` spreads whole files over two workers (`-n 2 --dist loadfile
+#: --no-loadscope-reorder`), so that the workers finish together. A name missing here costs only balance.
+SLOW_FILES = ("test_installed.py", "test_reliability_runner.py", "test_reliability.py", "test_book_runner_graph.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, the files of SLOW_FILES first, in that order; the rest, and the order of the
+    tests within every file, as collected. A run without workers keeps the collection order."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    rank = {name: i for i, name in enumerate(SLOW_FILES)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(SLOW_FILES)))

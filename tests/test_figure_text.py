@@ -455,6 +455,32 @@ def test_built_figures_have_captions_of_their_own(book_html):
             seen[text] = where
 
 
+@pytest.mark.book
+def test_no_image_is_shown_under_two_figure_numbers(book_html):
+    """One figure, one number: two captioned figures of the book never show the same picture (the
+    same file, or two files with the same bytes), so a reader is never sent to a figure twice."""
+    import hashlib
+
+    from bs4 import BeautifulSoup
+
+    seen: dict[str, str] = {}
+    n = 0
+    for page in sorted(book_html.rglob("*.html")):
+        soup = BeautifulSoup(page.read_text(), "html.parser")
+        for fig in soup.find_all("figure"):
+            img, cap = fig.find("img"), fig.find("figcaption")
+            if img is None or cap is None or not img.get("src") or img["src"].startswith("data:"):
+                continue
+            path = (page.parent / img["src"].split("?")[0]).resolve()
+            if not path.is_file():
+                continue
+            digest, n = hashlib.sha256(path.read_bytes()).hexdigest(), n + 1
+            where = f"{page.relative_to(book_html)} ({' '.join(cap.get_text(' ').split()[:2])})"
+            assert digest not in seen, f"{where} shows the same image as {seen[digest]}"
+            seen[digest] = where
+    assert n, f"no captioned figure found in {book_html}"
+
+
 def test_a_legend_of_bars_tells_them_apart_by_colour():
     fig, ax = plots.figure()
     ax.bar([0, 1], [1, 2], color=plots.COLORS["apd"], label="APD over CD")

@@ -252,3 +252,17 @@ def test_the_page_states_the_estimand_and_the_near_expert_sentence():
     assert text.count("largely restates the expert-vs-CD one") == 2
     plain = "\n".join(pages.page_markdown(nb, {**base, "apd_near_expert": False}))
     assert "largely restates" not in plain and "paired t-test" not in plain and "two-sample test gives" not in plain
+
+
+def test_the_held_out_1_over_T_is_chosen_on_the_person_mean_too():
+    # dev: person "a" has three questions best at the first 1/T, "b" one far better at the second;
+    # the question mean picks the first, the person mean (the chapter's estimand) the second
+    values = np.array([[1.0, 1.0, 1.0, 4.0, 9.0], [2.0, 2.0, 2.0, 2.0, 9.0]])
+    counted = np.ones(5, dtype=bool)
+    select, report = np.array([True, True, True, True, False]), np.array([False] * 4 + [True])
+    people = np.array(["a", "a", "a", "b", "c"])
+    by_question = qa_scoring.pick(values, [0.25, 1.0], False, counted, "held-out", report, select)
+    by_person = qa_scoring.pick(values, [0.25, 1.0], False, counted, "held-out", report, select, cluster=people)
+    assert by_question.inv_T == (0.25,) and by_person.inv_T == (1.0,)
+    with pytest.raises(ValueError, match="one label per item"):
+        qa_scoring.best_index(values, False, cluster=people[:3])

@@ -536,16 +536,32 @@ class NothingToChoose(ValueError):
     """No counted item to choose 1/T on (every answer was filtered out, or a half is empty)."""
 
 
-def best_index(values: np.ndarray, higher_is_better: bool, on: np.ndarray | None = None) -> int:
+def best_index(
+    values: np.ndarray, higher_is_better: bool, on: np.ndarray | None = None, cluster: np.ndarray | None = None
+) -> int:
     """Index of the best row of ``values`` ``(n_T, n_items)`` by its mean over the items ``on``
-    (bool ``(n_items,)``, default all). Ties go to the first row (the grid's order)."""
+    (bool ``(n_items,)``, default all); with ``cluster`` (a label per item, e.g. its person), by the
+    mean over clusters of each cluster's mean, the estimand the chapter reports. Ties go to the
+    first row (the grid's order).
+
+    Example (person "a" has three questions, "b" one):
+        >>> v = np.array([[1.0, 1.0, 1.0, 4.0], [2.0, 2.0, 2.0, 2.0]])
+        >>> best_index(v, higher_is_better=False), best_index(v, False, cluster=np.array(list("aaab")))
+        (0, 1)
+    """
     values = np.atleast_2d(np.asarray(values, dtype=np.float64))
     on = np.ones(values.shape[1], dtype=bool) if on is None else np.asarray(on, dtype=bool)
     if on.shape != (values.shape[1],):
         raise ValueError(f"on has shape {on.shape}, expected ({values.shape[1]},).")
     if not on.any():
         raise NothingToChoose("no items to choose 1/T on (all filtered out?); use more examples.")
-    means = values[:, on].mean(axis=1)
+    if cluster is not None:
+        cluster = np.asarray(cluster)
+        if cluster.shape != (values.shape[1],):
+            raise ValueError(f"cluster has shape {cluster.shape}, expected ({values.shape[1]},): one label per item.")
+        means = np.array([cluster_mean(row[on], cluster[on])[0] for row in values])
+    else:
+        means = values[:, on].mean(axis=1)
     if np.isnan(means).any():
         raise ValueError("NaN among the values used to choose 1/T; pass only counted items.")
     return int(np.argmax(means) if higher_is_better else np.argmin(means))
@@ -583,10 +599,12 @@ def pick(
     report: np.ndarray | None = None,
     select: np.ndarray | None = None,
     folds: np.ndarray | None = None,
+    cluster: np.ndarray | None = None,
 ) -> Picked:
     """Per-question values ``(n_T, n_items)`` at the best 1/T of ``grid`` under a protocol.
 
     counted: items that count for this metric (the filter). report: items reported (default all).
+    cluster: a label per item; 1/T is then chosen on the mean over clusters (:func:`best_index`).
     protocol "paper": 1/T chosen on the reported items themselves.
     protocol "held-out": chosen on ``select`` (other items, e.g. the dev half) if given; else
         two-fold cross-fitting over ``folds`` (0/1 per item, :func:`half_split`): each half is
@@ -602,7 +620,7 @@ def pick(
     target = counted & report
     out = np.full(n, np.nan)
     if protocol == "paper":
-        i = best_index(values, higher_is_better, target)
+        i = best_index(values, higher_is_better, target, cluster)
         out[target] = values[i, target]
         return Picked(out, (float(grid[i]),))
     if protocol != "held-out":
@@ -611,7 +629,7 @@ def pick(
         select = np.asarray(select, dtype=bool)
         if (select & report).any():
             raise ValueError("select and report overlap; the held-out protocol needs disjoint items.")
-        i = best_index(values, higher_is_better, counted & select)
+        i = best_index(values, higher_is_better, counted & select, cluster)
         out[target] = values[i, target]
         return Picked(out, (float(grid[i]),))
     if folds is None:
@@ -619,7 +637,7 @@ def pick(
     folds = np.asarray(folds)
     chosen = []
     for f in (0, 1):
-        i = best_index(values, higher_is_better, target & (folds == f))
+        i = best_index(values, higher_is_better, target & (folds == f), cluster)
         apply = target & (folds != f)
         out[apply] = values[i, apply]
         chosen.append(float(grid[i]))
@@ -627,15 +645,23 @@ def pick(
 
 
 def picked_values(
-    scores: QAScores, metric: str, protocol: str = "paper", report=None, select=None, folds=None, seed: int = 0
+    scores: QAScores,
+    metric: str,
+    protocol: str = "paper",
+    report=None,
+    select=None,
+    folds=None,
+    seed: int = 0,
+    cluster=None,
 ) -> dict:
     """``{method: Picked}`` for one metric (see :func:`pick`); held-out without ``select`` cuts
-    the report set into halves with :func:`half_split` (``seed``) unless ``folds`` is given."""
+    the report set into halves with :func:`half_split` (``seed``) unless ``folds`` is given.
+    ``cluster``: a label per item, to choose 1/T on the mean over clusters."""
     vals, counted = scores.values(metric)
     if protocol == "held-out" and select is None and folds is None:
         folds = half_split(scores.groups, seed)
     return {
-        m: pick(vals[m], scores.grid(m), METRICS[metric], counted, protocol, report, select, folds)
+        m: pick(vals[m], scores.grid(m), METRICS[metric], counted, protocol, report, select, folds, cluster)
         for m in scores.methods
     }
 
@@ -697,7 +723,8 @@ def qa_summary(
     break every mean down by, plus ``"all"``; 1/T is still chosen once over all items.
     ``cluster`` (one label per item, e.g. the person a question is about): ``value`` is the mean
     over clusters of each cluster's mean (:func:`cluster_mean`, the estimand of
-    :func:`significance` with ``cluster``), and ``n_clusters`` counts them."""
+    :func:`significance` with ``cluster``), and ``n_clusters`` counts them; 1/T is chosen on the
+    same estimand."""
     labels = ["all"] if by is None else ["all"] + list(dict.fromkeys(np.asarray(by).tolist()))
     groups = None if cluster is None else np.asarray(cluster)
     if groups is not None and groups.shape != (len(scores),):
@@ -707,7 +734,7 @@ def qa_summary(
         for metric in scores.metric_names:
             _, counted = scores.values(metric)
             try:
-                picked = picked_values(scores, metric, protocol, report, select, seed=seed)
+                picked = picked_values(scores, metric, protocol, report, select, seed=seed, cluster=groups)
             except NothingToChoose:  # nothing counted to choose on: report as undefined
                 picked = None
             for label in labels:
@@ -765,7 +792,7 @@ def significance(
     rows = []
     for protocol in PROTOCOLS:
         try:
-            picked = picked_values(scores, metric, protocol, report, select, seed=seed)
+            picked = picked_values(scores, metric, protocol, report, select, seed=seed, cluster=groups)
         except NothingToChoose:
             picked = None
         for label in labels:

@@ -728,8 +728,9 @@ def curve_values(preds: dict, chosen: list[int]) -> Values:
 
 
 def dev_knobs(dev_frame: pd.DataFrame, inv_T_grid) -> tuple[dict, Values]:
-    """Each method's knob with the lowest KL on the dev questions ({method: 1/T or w}), and where CD's
-    and APD's 1/T sit in the grid (at an edge the optimum may lie beyond it).
+    """Each method's knob with the lowest KL on the dev questions ({method: 1/T or w}; the mean over
+    people of each person's mean where the frame has a ``person`` column, the estimand the chapter
+    reports), and where CD's and APD's 1/T sit in the grid (at an edge the optimum may lie beyond it).
 
     Example:
         >>> f = pd.DataFrame({"method": ["CD", "CD", "APD"], "knob": [0.5, 1.0, 1.0], "kl": [0.8, 0.9, 0.7]})
@@ -737,7 +738,8 @@ def dev_knobs(dev_frame: pd.DataFrame, inv_T_grid) -> tuple[dict, Values]:
         >>> knobs["CD"], values["cd_invT_where"][0], values["apd_invT_where"][0]
         (0.5, 'the smallest value of the grid', 'the largest value of the grid')
     """
-    knobs, grid = best_knobs(dev_frame, "kl"), sorted(inv_T_grid)
+    cluster = "person" if "person" in dev_frame.columns else None  # the reported estimand: person means
+    knobs, grid = best_knobs(dev_frame, "kl", cluster=cluster), sorted(inv_T_grid)
     return knobs, {
         "cd_best_invT": (knobs["CD"], "{:g}"),
         "apd_best_invT": (knobs["APD"], "{:g}"),

@@ -309,12 +309,22 @@ def pick_inv_T(
     qa: QASet, amateur_logprobs, inv_T_grid: Sequence[float], top_k: int = 20, measure: str = "kl"
 ) -> float:
     """The 1/T of ``inv_T_grid`` with the lowest mean ``measure`` on ``qa`` (the dev half), as the
-    main results pick it (``apd.world.truth.best_knobs``; ties: the first value)."""
+    main results pick it (``apd.world.truth.best_knobs``: the mean over people of each person's mean
+    where ``qa.people`` is known; ties: the first value)."""
     grid = [float(v) for v in inv_T_grid]
     if not grid:
         raise ValueError("inv_T_grid is empty; give e.g. apd.family.settings.INV_T_GRID.")
     values = [score_amateur(qa, amateur_logprobs, v, top_k)[measure].to_numpy() for v in grid]
-    means = np.array([v[~np.isnan(v)].mean() if (~np.isnan(v)).any() else np.nan for v in values])
+
+    def mean(v):
+        ok = ~np.isnan(v)
+        if not ok.any():
+            return np.nan
+        if qa.people is None:
+            return v[ok].mean()
+        return pd.Series(v[ok]).groupby(np.asarray(qa.people)[ok]).mean().mean()
+
+    means = np.array([mean(v) for v in values])
     if np.all(np.isnan(means)):
         raise ValueError(f"no dev item has a defined {measure}; the dev half cannot pick 1/T.")
     return grid[int(np.nanargmin(means))]

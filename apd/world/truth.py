@@ -194,9 +194,24 @@ def sample_per_bucket(items, n: int, rng: np.random.Generator, exclude=()) -> li
     return out
 
 
-def best_knobs(frame: pd.DataFrame, measure: str = "kl") -> dict:
-    """{method: the knob with the lowest mean ``measure``} (ties: the first knob in the frame)."""
-    means = frame.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
+def best_knobs(frame: pd.DataFrame, measure: str = "kl", cluster: str | None = None) -> dict:
+    """{method: the knob with the lowest mean ``measure``} (ties: the first knob in the frame). With
+    ``cluster`` (a column, e.g. ``"person"``), the mean over clusters of each cluster's mean: the
+    estimand the chapters report, every person weighing the same.
+
+    Example (person "a" has three questions, "b" one):
+        >>> f = pd.DataFrame({"method": ["CD"] * 8, "knob": [0.5] * 4 + [1.0] * 4,
+        ...                   "kl": [1, 1, 1, 4, 2, 2, 2, 2], "person": list("aaab") * 2})
+        >>> best_knobs(f), best_knobs(f, cluster="person")
+        ({'CD': 0.5}, {'CD': 1.0})
+    """
+    if cluster is not None:
+        if cluster not in frame.columns:
+            raise ValueError(f"no column {cluster!r} to cluster by; the frame has {list(frame.columns)}.")
+        per = frame.groupby(["method", "knob", cluster], sort=False)[measure].mean().reset_index()
+        means = per.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
+    else:
+        means = frame.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
     return {
         m: float(g.loc[g[measure].idxmin(), "knob"])
         for m, g in means.groupby("method", sort=False)

@@ -732,6 +732,16 @@ def test_ablation_claims_read_the_ablations_table(results):
         "APD without the flip's KL to the truth minus APD's (nats) is +0.010 ± 0.020 (standard error over people; "
         "smallest detectable effect 0.056); 95% normal interval [-0.029, 0.049]"
     )
+    # with the number of people each difference is over (the chapter's kl_diff_groups), the interval is t
+    results(
+        "ablations",
+        {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates},
+        table="ablations",
+        df=table.assign(kl_diff_groups=12),
+    )
+    out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
+    assert "(standard error over 12 people" in out.loc["C7_probability_space_and_flip", "reason"]
+    assert "95% t interval (11 df)" in out.loc["C7_probability_space_and_flip", "reason"]
     gates["gate_engaged_no-flip"], gates["gate_reason_no-flip"] = 0, "c collapsed to the expert"
     results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")

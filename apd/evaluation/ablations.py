@@ -334,8 +334,9 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
     """Means of ``kl`` and ``nll`` over the items where each is defined, all and by bucket
     (``kl_head`` ...) with the counts; with ``reference`` (the per-item frame of the run it is
     compared with, :func:`reference_of`), the paired differences ``kl_diff`` / ``nll_diff``
-    (this - reference) and their standard errors, over ``groups`` (one label per item, e.g. the
-    person asked about) when given."""
+    (this - reference), their standard errors and the number of groups they are over
+    (``kl_diff_groups``: ``groups`` holds one label per item, e.g. the person asked about; without
+    it every item is its own group)."""
     b = np.asarray(buckets)
     out = {}
     for m in ("kl", "nll"):
@@ -350,6 +351,7 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
             r = reference[m].to_numpy(dtype=float)
             pd_ = stats.paired_difference(v, r, groups=groups)
             out[f"{m}_diff"], out[f"{m}_diff_se"] = pd_.mean, pd_.se
+            out[f"{m}_diff_groups"] = pd_.n_groups
     return out
 
 

@@ -46,6 +46,11 @@ def _ablation(name: str, column: str) -> Cell:
     return Cell(ABLATIONS_TABLE, column, (("name", name),))
 
 
+def _ablation_people(name: str) -> Clusters:
+    """The people an ablation's paired KL difference is over (``ablations.csv``'s ``kl_diff_groups``)."""
+    return Clusters("people", _ablation(name, "kl_diff_groups"))
+
+
 def _bucket(bucket: str, column: str = "ppl: CD - APD") -> Cell:
     return Cell(QA_WORLD_GAIN_TABLE, column, (("bucket", bucket),))
 
@@ -329,7 +334,6 @@ def paper_claims() -> list[PaperClaim]:
     which have no paired intervals, still read them as tests. Each check names its keys in words
     (``names``), the sentence the paper-vs-book page shows."""
     E = EvidenceSpec
-    people = Clusters("people")  # a standard error over people whose number the chapter does not record
     claims = [
         _claim(
             "C1a_cd_identity",
@@ -713,7 +717,7 @@ def paper_claims() -> list[PaperClaim]:
                     detects(),
                     "more mid-size members help: the distilled variant with its targets fitted on the ALM, "
                     "the middle member and the ELM only is farther (KL) from the truth than on every member, with "
-                    "the difference's 95% normal interval above 0 (paired over questions, standard error over "
+                    "the difference's 95% t interval above 0 (paired over questions, standard error over "
                     "people; the paper reports this ablation in a figure only, so an interval holding 0 is "
                     "inconclusive)",
                     names=(
@@ -721,19 +725,19 @@ def paper_claims() -> list[PaperClaim]:
                         "minus on every member (nats)",
                         "its standard error",
                     ),
-                    clusters=(people,),
+                    clusters=(_ablation_people("distilled-alm+mid+elm"),),
                 ),
                 E(
                     "ablations",
                     (_ablation("distilled-no-small", "kl_diff"), _ablation("distilled-no-small", "kl_diff_se")),
                     detects(),
                     "small members matter: without the small mid-size members the distilled variant is "
-                    "farther (KL) from the truth, with the difference's 95% normal interval above 0",
+                    "farther (KL) from the truth, with the difference's 95% t interval above 0",
                     names=(
                         "the KL to the truth of the distilled variant without the small members minus with them (nats)",
                         "its standard error",
                     ),
-                    clusters=(people,),
+                    clusters=(_ablation_people("distilled-no-small"),),
                 ),
                 E(
                     "ablations",
@@ -766,7 +770,7 @@ def paper_claims() -> list[PaperClaim]:
                         "member (nats)",
                         "its standard error",
                     ),
-                    clusters=(people,),
+                    clusters=(_ablation_people("alm+elm"),),
                 ),
             ],
         ),
@@ -788,19 +792,19 @@ def paper_claims() -> list[PaperClaim]:
                     (_ablation("logit", "kl_diff"), _ablation("logit", "kl_diff_se")),
                     detects(),
                     "APD logit (curves on log-probabilities) is worse than APD: KL to the truth higher, with the "
-                    "difference's 95% normal interval above 0 (standard error over people; the paper's effect is "
+                    "difference's 95% t interval above 0 (standard error over people; the paper's effect is "
                     "in a figure only)",
                     names=("APD logit's KL to the truth minus APD's (nats)", "its standard error"),
-                    clusters=(people,),
+                    clusters=(_ablation_people("logit"),),
                 ),
                 E(
                     "ablations",
                     (_ablation("no-flip", "kl_diff"), _ablation("no-flip", "kl_diff_se")),
                     detects(),
                     "APD no rev (no flip) is worse than APD: KL to the truth higher, with the difference's 95% "
-                    "normal interval above 0",
+                    "t interval above 0",
                     names=("APD without the flip's KL to the truth minus APD's (nats)", "its standard error"),
-                    clusters=(people,),
+                    clusters=(_ablation_people("no-flip"),),
                 ),
             ],
         ),

@@ -76,6 +76,11 @@ class FactualityHeadline:
     # the trade-off (world sweep): APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2, people resampled
     real_matched_gap_world: Optional[float] = _field("{:.2%}")  # the gap
     real_matched_gap_se_world: Optional[float] = _field("{:.2%}")  # its standard error
+    # the same paired comparisons at the paper's settings (CD's T = 2, T_r = 4), the labelled rows
+    verdict_paper_diff: Optional[float] = _field("{:.1%}")  # CD's NE_ER minus APD's at CD's T = 2
+    verdict_paper_diff_se: Optional[float] = _field("{:.1%}")  # its standard error
+    comp_paper_apd_diff: Optional[float] = _field("{:.1%}")  # APD alone's minus APD + REAL's at T_r = 4
+    comp_paper_apd_diff_se: Optional[float] = _field("{:.1%}")  # its standard error
 
     @classmethod
     def from_values(cls, values: dict) -> "FactualityHeadline":
@@ -561,12 +566,20 @@ def comparison_values(
 def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
     """The headline comparisons at the dev-chosen settings beside the paper's, one row each.
     ``entries``: ``(comparison, settings, key, verdict, effect)`` with ``verdict`` a
-    :class:`apd.evaluation.factuality.power.PairedVerdict` (None: left out), ``effect`` the paper's
+    :class:`apd.evaluation.factuality.power.PairedVerdict` (None: no row, its keys None), ``effect`` the paper's
     (for the reading) and ``key`` the prefix of the glued ``<key>_diff``, ``_diff_se`` and ``_reading``
     (None: not glued). Differences are fractions, positive in the paper's direction."""
     rows, out = [], {}
     for comparison, settings, key, v, effect in entries:
         if v is None:
+            if key:
+                out.update(
+                    {
+                        f"{key}_diff": (None, "{:.1%}"),
+                        f"{key}_diff_se": (None, "{:.1%}"),
+                        f"{key}_reading": (None, "{}"),
+                    }
+                )
             continue
         s = power.summary(v, effect)
         rows.append(

@@ -59,7 +59,7 @@ smoke: env
 	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
 
 browser: env
-	$(PY) -m pytest -m book tests
+	$(PY) -m pytest -m book -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The browser and page-text checks on an existing build of PROFILE (make book PROFILE=... first).
 pages: env
@@ -68,7 +68,7 @@ pages: env
 test: lint
 	$(PY) -m pytest -m "not book" -n 2 --dist loadfile --no-loadscope-reorder tests
 	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
-	$(PY) -m pytest -m book tests
+	$(PY) -m pytest -m book -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The wheel in a clean virtual environment (CPU torch, then the declared dependencies with the lock as
 # constraints; about 1.5 minutes once pip's cache holds them): tests/test_installed.py, which make test

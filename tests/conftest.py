@@ -65,10 +65,16 @@ def smoke_family():
     return fam, built, apd.apd_model(fam, built, scale="smoke", progress=False)
 
 
-#: The slowest test files (the wheel in a clean venv, the runner's kernels, two builders racing),
-#: started first when `make test` spreads whole files over two workers (`-n 2 --dist loadfile
+#: The slowest test files (the hub-smoke build, the wheel in a clean venv, the runner's kernels, two builders
+#: racing), started first when `make test` spreads whole files over two workers (`-n 2 --dist loadfile
 #: --no-loadscope-reorder`), so that the workers finish together. A name missing here costs only balance.
-SLOW_FILES = ("test_installed.py", "test_reliability_runner.py", "test_reliability.py", "test_book_runner_graph.py")
+SLOW_FILES = (
+    "test_hub_smoke.py",  # the book tests' slowest: it builds the hub-smoke chapters
+    "test_installed.py",
+    "test_reliability_runner.py",
+    "test_reliability.py",
+    "test_book_runner_graph.py",
+)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -65,9 +65,12 @@ browser: env
 pages: env
 	APD_BOOK_PROFILE=$(PROFILE) $(PY) -m pytest -m book tests/test_browser.py
 
+# The hub-smoke chapters (scripts/hub_smoke.py, log in _build/) build beside the smoke book; the
+# book tests then find them cached, or build them again and report why they failed.
 test: lint
 	$(PY) -m pytest -m "not book" -n 2 --dist loadfile --no-loadscope-reorder tests
-	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
+	mkdir -p _build; $(PY) scripts/hub_smoke.py > _build/hub-smoke-prebuild.log 2>&1 & \
+	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS)); status=$$?; wait; exit $$status
 	$(PY) -m pytest -m book -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The wheel in a clean virtual environment (CPU torch, then the declared dependencies with the lock as

@@ -77,10 +77,10 @@ class FactualityHeadline:
     real_matched_gap_world: Optional[float] = _field("{:.2%}")  # the gap
     real_matched_gap_se_world: Optional[float] = _field("{:.2%}")  # its standard error
     # the same paired comparisons at the paper's settings (CD's T = 2, T_r = 4), the labelled rows
-    verdict_paper_diff: Optional[float] = _field("{:.1%}")  # CD's NE_ER minus APD's at CD's T = 2
-    verdict_paper_diff_se: Optional[float] = _field("{:.1%}")  # its standard error
-    comp_paper_apd_diff: Optional[float] = _field("{:.1%}")  # APD alone's minus APD + REAL's at T_r = 4
-    comp_paper_apd_diff_se: Optional[float] = _field("{:.1%}")  # its standard error
+    verdict_paper_diff: Optional[float] = _field("{:.2%}")  # CD's NE_ER minus APD's at CD's T = 2
+    verdict_paper_diff_se: Optional[float] = _field("{:.2%}")  # its standard error
+    comp_paper_apd_diff: Optional[float] = _field("{:.2%}")  # APD alone's minus APD + REAL's at T_r = 4
+    comp_paper_apd_diff_se: Optional[float] = _field("{:.2%}")  # its standard error
 
     @classmethod
     def from_values(cls, values: dict) -> "FactualityHeadline":
@@ -575,8 +575,8 @@ def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
             if key:
                 out.update(
                     {
-                        f"{key}_diff": (None, "{:.1%}"),
-                        f"{key}_diff_se": (None, "{:.1%}"),
+                        f"{key}_diff": (None, "{:.2%}"),
+                        f"{key}_diff_se": (None, "{:.2%}"),
                         f"{key}_reading": (None, "{}"),
                     }
                 )
@@ -596,8 +596,8 @@ def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
         if key:
             out.update(
                 {
-                    f"{key}_diff": (s["diff"], "{:.1%}"),
-                    f"{key}_diff_se": (s["diff_se"], "{:.1%}"),
+                    f"{key}_diff": (s["diff"], "{:.2%}"),
+                    f"{key}_diff_se": (s["diff_se"], "{:.2%}"),
                     f"{key}_reading": (s["reading"], "{}"),
                 }
             )

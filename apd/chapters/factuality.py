@@ -307,24 +307,20 @@ def dev_choices(
     dev prompts. ``key``: the sweep cache's key parts for these models; ``p_grid``: the p of the
     dev curves."""
 
-    def fixed(name, value):
-        return selection.Choice(
-            name, float(value), float(value), (float(value),), pd.DataFrame(), "set by the profile", False
-        )
-
     paper = {"CD's T": selection.PAPER_CD_T, "REAL's T_r": selection.PAPER_T_R}
+    given = {"CD's T": cd_T, "REAL's T_r": real_T_r}
     wanted = {"CD's T": cd_T == "dev", "REAL's T_r": real_run and real_T_r == "dev"}
     why = None if world is not None else "no world here (a Hub family), so no dev people to choose on"
     if why is None and n_prompts == 0:
         why = "dev_n_prompts is 0 in this profile"
-    if why is not None or not any(wanted.values()):
-
-        def pick(name, value):
-            if value == "dev":
-                return selection.paper_choice(name, paper[name], why)
-            return fixed(name, value)
-
-        return pick("CD's T", cd_T), (pick("REAL's T_r", real_T_r) if real_run else None), None, 0
+    if why is not None or not any(wanted.values()):  # nothing to choose on dev
+        kept = {
+            name: selection.paper_choice(name, paper[name], why)
+            if value == "dev"
+            else selection.fixed_choice(name, value)
+            for name, value in given.items()
+        }
+        return kept["CD's T"], (kept["REAL's T_r"] if real_run else None), None, 0
     dprompts, _ = world_prompts(world, split_seed, n_prompts, half="dev")
     texts = [q.prompt for q in dprompts]
     settings = selection.dev_methods(
@@ -336,11 +332,13 @@ def dev_choices(
     cache = sweeps.sweep_cache("world-dev", key, list(seeds), max_new_tokens, batch_size, texts)
     gens = sweeps.sweep(dec, settings, texts, list(seeds), max_new_tokens, batch_size, cache=cache)
     res = sweeps.score_sweep(settings, gens, world_scoring.WorldScorer(world, dprompts))
-    cd = selection.choose_cd_T(res, cd_T_grid) if wanted["CD's T"] else fixed("CD's T", cd_T)
+    cd = selection.choose_cd_T(res, cd_T_grid) if wanted["CD's T"] else selection.fixed_choice("CD's T", cd_T)
     tr = None
     if real_run:
         tr = (
-            selection.choose_T_r(res, T_r_grid, apd_T=apd_T) if wanted["REAL's T_r"] else fixed("REAL's T_r", real_T_r)
+            selection.choose_T_r(res, T_r_grid, apd_T=apd_T)
+            if wanted["REAL's T_r"]
+            else selection.fixed_choice("REAL's T_r", real_T_r)
         )
     return cd, tr, res, len(dprompts)
 
@@ -563,6 +561,10 @@ def comparison_values(
     return out
 
 
+#: the glued keys of a labelled row (``<key>_diff``, ...) and their formats
+LABELLED_FORMATS = {"diff": "{:.2%}", "diff_se": "{:.2%}", "reading": "{}"}
+
+
 def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
     """The headline comparisons at the dev-chosen settings beside the paper's, one row each.
     ``entries``: ``(comparison, settings, key, verdict, effect)`` with ``verdict`` a
@@ -573,13 +575,7 @@ def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
     for comparison, settings, key, v, effect in entries:
         if v is None:
             if key:
-                out.update(
-                    {
-                        f"{key}_diff": (None, "{:.2%}"),
-                        f"{key}_diff_se": (None, "{:.2%}"),
-                        f"{key}_reading": (None, "{}"),
-                    }
-                )
+                out.update({f"{key}_{part}": (None, fmt) for part, fmt in LABELLED_FORMATS.items()})
             continue
         s = power.summary(v, effect)
         rows.append(
@@ -594,13 +590,8 @@ def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
             }
         )
         if key:
-            out.update(
-                {
-                    f"{key}_diff": (s["diff"], "{:.2%}"),
-                    f"{key}_diff_se": (s["diff_se"], "{:.2%}"),
-                    f"{key}_reading": (s["reading"], "{}"),
-                }
-            )
+            values = {"diff": s["diff"], "diff_se": s["diff_se"], "reading": s["reading"]}
+            out.update({f"{key}_{part}": (values[part], fmt) for part, fmt in LABELLED_FORMATS.items()})
     return pd.DataFrame(rows), out
 
 

@@ -38,6 +38,27 @@ def mean_se(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), se
 
 
+def cluster_mean(values, cluster) -> tuple[float, int]:
+    """``(mean over clusters of each cluster's mean value, number of clusters)`` of the non-NaN
+    ``values`` (one cluster label each): every person weighs the same, whatever their number of
+    questions. ``(nan, 0)`` when no value is defined.
+
+    Example:
+        >>> cluster_mean([1.0, 1.0, 1.0, 4.0, float("nan")], ["a", "a", "a", "b", "b"])
+        (2.5, 2)
+    """
+    v = np.asarray(values, dtype=np.float64).ravel()
+    g = np.asarray(cluster).ravel()
+    if g.shape != v.shape:
+        raise ValueError(f"{g.size} cluster labels for {v.size} values; give one label per value.")
+    ok = ~np.isnan(v)
+    if not ok.any():
+        return math.nan, 0
+    labels, inverse = np.unique(g[ok], return_inverse=True)
+    means = np.bincount(inverse, weights=v[ok]) / np.bincount(inverse)
+    return float(means.mean()), int(labels.size)
+
+
 def min_detectable_effect(se: float, z: float = Z_TEST, power_z: float = Z_POWER) -> float:
     """The smallest true difference a two-sided test at ``z`` detects with the power of ``power_z``,
     in the units of ``se``: ``(z + power_z) * se``.

@@ -316,15 +316,8 @@ def pick_inv_T(
         raise ValueError("inv_T_grid is empty; give e.g. apd.family.settings.INV_T_GRID.")
     values = [score_amateur(qa, amateur_logprobs, v, top_k)[measure].to_numpy() for v in grid]
 
-    def mean(v):
-        ok = ~np.isnan(v)
-        if not ok.any():
-            return np.nan
-        if qa.people is None:
-            return v[ok].mean()
-        return pd.Series(v[ok]).groupby(np.asarray(qa.people)[ok]).mean().mean()
-
-    means = np.array([mean(v) for v in values])
+    groups = np.arange(len(values[0])) if qa.people is None else qa.people  # no people: each item its own
+    means = np.array([stats.cluster_mean(v, groups)[0] for v in values])
     if np.all(np.isnan(means)):
         raise ValueError(f"no dev item has a defined {measure}; the dev half cannot pick 1/T.")
     return grid[int(np.nanargmin(means))]

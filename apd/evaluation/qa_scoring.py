@@ -26,7 +26,7 @@ import scipy.stats
 import torch
 
 from apd.base.progress import progress_bar
-from apd.core.stats import critical, interval, mean_se, paired_difference
+from apd.core.stats import cluster_mean, critical, interval, mean_se, paired_difference
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
 from apd.family.settings import PAPER_INV_T
@@ -670,27 +670,6 @@ def _fmt_T(inv_T: tuple, method: str) -> str:
     if method in ("elm", "ref"):
         return "-"
     return " / ".join(f"{t:g}" for t in inv_T)
-
-
-def cluster_mean(values, cluster) -> tuple[float, int]:
-    """``(mean over clusters of each cluster's mean value, number of clusters)`` of the non-NaN
-    ``values`` (one cluster label each): every person weighs the same, whatever their number of
-    questions. ``(nan, 0)`` when no value is defined.
-
-    Example:
-        >>> cluster_mean([1.0, 1.0, 1.0, 4.0, float("nan")], ["a", "a", "a", "b", "b"])
-        (2.5, 2)
-    """
-    v = np.asarray(values, dtype=np.float64).ravel()
-    g = np.asarray(cluster).ravel()
-    if g.shape != v.shape:
-        raise ValueError(f"{g.size} cluster labels for {v.size} values; give one label per value.")
-    ok = ~np.isnan(v)
-    if not ok.any():
-        return math.nan, 0
-    labels, inverse = np.unique(g[ok], return_inverse=True)
-    means = np.bincount(inverse, weights=v[ok]) / np.bincount(inverse)
-    return float(means.mean()), int(labels.size)
 
 
 def p_t(d: float, se: float, n_groups: int) -> float:

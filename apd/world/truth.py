@@ -208,8 +208,11 @@ def best_knobs(frame: pd.DataFrame, measure: str = "kl", cluster: str | None = N
     if cluster is not None:
         if cluster not in frame.columns:
             raise ValueError(f"no column {cluster!r} to cluster by; the frame has {list(frame.columns)}.")
-        per = frame.groupby(["method", "knob", cluster], sort=False)[measure].mean().reset_index()
-        means = per.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
+        rows = [
+            (m, kb, stats.cluster_mean(g[measure], g[cluster])[0])
+            for (m, kb), g in frame.groupby(["method", "knob"], sort=False)
+        ]
+        means = pd.DataFrame(rows, columns=["method", "knob", measure])
     else:
         means = frame.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
     return {

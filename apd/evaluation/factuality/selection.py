@@ -221,6 +221,16 @@ def _kept(name: str, paper: float, grid: tuple, table: pd.DataFrame, why: str) -
     return Choice(name, float(paper), float(paper), grid, table, f"the paper's value kept: {why}", False)
 
 
+def fixed_choice(name: str, value: float) -> Choice:
+    """A value the profile sets (no dev choice): the value, also standing as its own paper value.
+
+    Example:
+        >>> fixed_choice("CD's T", 4.0).reason, fixed_choice("CD's T", 4.0).value
+        ('set by the profile', 4.0)
+    """
+    return Choice(name, float(value), float(value), (float(value),), pd.DataFrame(), "set by the profile", False)
+
+
 def paper_choice(name: str, paper: float, why: str) -> Choice:
     """The paper's setting where nothing can be chosen on dev (``why``, e.g. no world: no dev people).
 

@@ -386,9 +386,9 @@ def plot_headline(rows: list, variant: str, expert: tuple | None = None):
     frequency bucket and one over all test questions; with ``expert`` = ``(CD's KL minus the
     expert's, se)`` the expert alone as a last row, so that a reader sees how close APD sits to it.
     The paper reports no KL, so no paper effect is marked (its scaled effects are in the claims
-    table)."""
+    table). The figure has no title: the first page's caption names ``variant`` (``summary_variant``)."""
     rows = list(rows) + ([("expert alone, all", expert[0], expert[1])] if expert is not None else [])
-    fig, ax = figure(height=2.3)
+    fig, ax = figure(height=2.0)  # untitled: the caption says what it shows
     y = np.arange(len(rows))
     colors = [COLORS["elm"] if r[0].startswith("expert") else COLORS["apd"] for r in rows]
     for yi, r, c in zip(y, rows, colors):
@@ -398,5 +398,4 @@ def plot_headline(rows: list, variant: str, expert: tuple | None = None):
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.locator_params(axis="x", nbins=5)  # tick labels like -0.025 run together at 6 or more
     ax.set_xlabel("CD's KL to the truth minus the method's (nats; > 0: closer than CD)")
-    ax.set_title(f"Closer to the truth than CD? APD ({variant} ALM') and the expert alone")
     return fig

@@ -192,7 +192,7 @@ SCALED_EFFECTS = {
 #: Each claim in a few plain words, for the book's first page.
 PLAIN_NAMES = {
     "C1a_cd_identity": "CD is a larger hypothetical LM (identity)",
-    "C1b_cd_hlm_closer": "CD's HLM is closer to a larger member",
+    "C1b_cd_hlm_closer": "CD's HLM is closer to a larger LM",
     "C2_obvious_blindness": "APD keeps the obvious answer",
     "C3_apd_more_factual": "APD names fewer wrong entities",
     "C4_apd_better_qa_easy": "APD answers questions better",
@@ -211,13 +211,12 @@ def precondition_in_words(chapter: str, keys: str, description: str) -> str:
         >>> precondition_in_words("apd", "gate_engaged", "the mechanism of the tested ALM' engaged: ...")
         "ALM' inert"
         >>> precondition_in_words("qa", "world_ho_ppl_cd_gain", "positive control: CD's QA ppl ...")
-        'no CD gain (QA ppl)'
+        'no CD gain'
     """
     if "gate_engaged" in keys or description.startswith("the mechanism of"):
         return "ALM' inert"
-    if description.startswith("positive control"):
-        measure = {"apd": "KL", "qa": "QA ppl", "factuality": "NE_ER"}.get(chapter, chapter)
-        return f"no CD gain ({measure})"
+    if description.startswith("positive control"):  # the claim's row names its measure
+        return "no CD gain"
     if chapter == "known_answer":
         return "extrapolation no better"
     if "premise" in keys:

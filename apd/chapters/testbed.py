@@ -143,6 +143,37 @@ def control_tables(cur):
     return cd, asym
 
 
+#: Reader-facing names of the columns (and index) of :func:`control_tables`, for display only: the
+#: saved tables keep their own names.
+READER_NAMES = {
+    "inv_T": "1/T",
+    "kl_gain": "KL gain",
+    "kl_gain_se": "its se",
+    "nll_gain": "NLL gain",
+    "nll_gain_se": "NLL se",
+    "kl_elm": "expert's KL",
+    "kl_cd": "CD's KL",
+    "ratio": "fitter / p_ELM",
+    "gain_se": "gain se",
+    "tv_elm": "p_ELM's TV",
+    "tv_fitter": "fitter's TV",
+    "n": "questions",
+}
+
+
+def for_reader(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with the column and index names of :data:`READER_NAMES` (for display only).
+
+    Example:
+        >>> t = pd.DataFrame({"kl_gain": [0.1], "n": [5]}, index=pd.Index([0.25], name="inv_T"))
+        >>> shown = for_reader(t)
+        >>> shown.columns.tolist(), shown.index.name
+        (['KL gain', 'questions'], '1/T')
+    """
+    out = table.rename(columns=READER_NAMES)
+    return out.rename_axis(index=READER_NAMES.get(out.index.name, out.index.name))
+
+
 def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> None:
     """Glue the dose-response study (:mod:`apd.report.dose_response`): how many points and designs
     were measured (``dr_points``, ``dr_designs``), the range of their gains in standard errors

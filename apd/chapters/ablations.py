@@ -42,6 +42,14 @@ WORDS = {
 NOT_RUN = "not compared (not run in this build) with"
 # the table in the text: each run's verdict first, its paired KL difference with the standard error
 SHOWN = ["label", "verdict_kl", "kl_diff", "kl_diff_se", "engaged"]
+# the same columns as the page names them (display only: the saved table keeps its own names)
+SHOWN_NAMES = {
+    "label": "run",
+    "verdict_kl": "KL verdict",
+    "kl_diff": "KL difference (nats)",
+    "kl_diff_se": "standard error",
+    "engaged": "gates pass",
+}
 COLUMNS = [
     "label",
     "changes",
@@ -60,6 +68,25 @@ COLUMNS = [
     "steps",
     "train_seconds",
 ]
+
+
+def shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The main table as the page shows it: the :data:`SHOWN` columns under reader-facing names
+    (:data:`SHOWN_NAMES`), the gate flag as yes/no (missing for CD and the expert alone). Display
+    only: the saved table keeps its own names.
+
+    Example:
+        >>> t = pd.DataFrame({"label": ["APD (main)", "CD"], "verdict_kl": ["main", "tie"],
+        ...                   "kl_diff": [np.nan, -0.01], "kl_diff_se": [np.nan, 0.004], "engaged": [1.0, np.nan]})
+        >>> out = shown(t)
+        >>> list(out.columns), list(out["gates pass"].fillna("-"))
+        (['run', 'KL verdict', 'KL difference (nats)', 'standard error', 'gates pass'], ['yes', '-'])
+    """
+    out = table[SHOWN].rename(columns=SHOWN_NAMES)
+    out["gates pass"] = table["engaged"].map({1: "yes", 0: "no"})
+    return out
+
+
 # the paper's headline orderings: (run, against, the verdict the paper's ordering needs)
 ORDERINGS = {
     "probability space beats logit space": ("logit", MAIN, "worse"),

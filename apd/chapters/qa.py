@@ -682,11 +682,16 @@ def dataset_views(ds: DatasetsQA, top_k: int = 20) -> tuple[dict, str | None]:
     sizes, chosen = dataset_tables(ds)
     sizes = trim(sizes.loc[[d for d in sizes.index if d in scored]])
     chosen = trim(chosen)
+    if chosen.size:  # the methods as the page names them (display only)
+        chosen = chosen.rename(columns={"cd": "CD", "apd": "APD"}, level=chosen.columns.nlevels - 1)
     views["sizes"] = (
         sizes if sizes.size else None,
         f"questions kept (n) and chance accuracy among kept options: {shown}",
     )
-    views["chosen"] = (chosen if chosen.size else None, "chosen 1/T (held-out: picked on half 0 / on half 1)")
+    views["chosen"] = (
+        chosen if chosen.size else None,
+        "The 1/T each method chose (held-out: picked on half 0 / on half 1)",
+    )
 
     parts = []
     unscored = [d for d in counts if d not in scored]

@@ -484,19 +484,27 @@ TV_NAMES = {"tv_elm": "TV, p_ELM", "tv_fitter": "TV, fitter", "ratio": "fitter /
 
 
 def world_shown(table: pd.DataFrame) -> pd.DataFrame:
-    """The world table as the text shows it: one row per weight and bucket, the verdict first.
+    """The world table as the text shows it: one row per weight and bucket, the verdict first (yes/no),
+    the gain's standard error as ``se``. Display only: the saved table keeps its own names.
 
     Example:
         >>> t = pd.DataFrame(dict(weight=["w = 1 (the asymptote alone)"], bucket=["all"], tv_elm=[0.5],
         ...     tv_fitter=[0.4], ratio=[0.8], gain=[0.1], gain_se=[0.01], ci_low=[0.08], ci_high=[0.12],
         ...     people=[10], items=[30], passes=[True]))
-        >>> list(world_shown(t).columns)[:2]
-        ['interval above 0', 'TV, p_ELM']
+        >>> shown = world_shown(t)
+        >>> list(shown.columns)[:2], shown["interval above 0"].iloc[0], "se" in shown
+        (['interval above 0', 'TV, p_ELM'], 'yes', True)
     """
     out = table.set_index(["weight", "bucket"])
-    out = out.rename(columns={"passes": "interval above 0", **TV_NAMES})
-    cols = ["interval above 0", "TV, p_ELM", "TV, fitter", "fitter / p_ELM", "gain", "gain_se", "people", "items"]
+    out = out.rename(columns={"passes": "interval above 0", "gain_se": "se", **TV_NAMES})
+    out["interval above 0"] = out["interval above 0"].map(_yes_no)
+    cols = ["interval above 0", "TV, p_ELM", "TV, fitter", "fitter / p_ELM", "gain", "se", "people", "items"]
     return out[cols]
+
+
+def _yes_no(flag) -> str:
+    """A verdict cell as the page writes it: "yes", "no", or "n/a" when missing."""
+    return "n/a" if flag is None or flag != flag else ("yes" if bool(flag) else "no")
 
 
 # -- truth-like synthetic families ----------------------------------------------------------------------
@@ -579,14 +587,16 @@ def truthlike_values(at_noise: pd.DataFrame, sweep: pd.DataFrame, w: float) -> d
 
 
 def truthlike_shown(table: pd.DataFrame) -> pd.DataFrame:
-    """A truth-like table as the text shows it: one row per cell and weight, "gain [95% interval]".
+    """A truth-like table as the text shows it: one row per cell and weight, "gain [95% interval]",
+    whether the fitter is closer as yes/no. Display only: the saved table keeps its own names.
 
     Example:
         >>> t = pd.DataFrame(dict(asymptote=["one_hot"], regime=["still_rising"], decay=["logistic"], noise=[0.05],
         ...     w=[1.0], tv_elm=[0.4], tv_fitter=[0.37], ratio=[0.92], gain=[0.03], ci_low=[0.01], ci_high=[0.05],
         ...     n=[120], beats=[True]))
-        >>> truthlike_shown(t).iloc[0]["gain [95% interval]"]
-        '+0.0300 [+0.0100, +0.0500]'
+        >>> row = truthlike_shown(t).iloc[0]
+        >>> row["gain [95% interval]"], row["fitter closer"]
+        ('+0.0300 [+0.0100, +0.0500]', 'yes')
     """
     out = table.assign(
         asymptote=table.asymptote.str.replace("_", "-"),
@@ -597,6 +607,7 @@ def truthlike_shown(table: pd.DataFrame) -> pd.DataFrame:
         columns={"interval": "gain [95% interval]", "beats": "fitter closer", "n": "positions", **TV_NAMES}
     )
     out["w"] = [f"{v:g}" for v in out["w"]]
+    out["fitter closer"] = out["fitter closer"].map(_yes_no)
     return out.set_index(["asymptote", "regime", "decay", "w"])[
         ["fitter closer", "gain [95% interval]", "TV, p_ELM", "fitter / p_ELM", "positions"]
     ]

@@ -80,8 +80,8 @@ def _engaged(
         stem,
         key,
         flag(),
-        f"the mechanism of {what} engaged: curve alive, c not collapsed to the expert, ALM' moved "
-        "(the gates of apd.amateur.gates)",
+        f"the mechanism of {what} engaged: its curve alive, its c not collapsed to the expert, and ALM' "
+        "moved from the amateur (the three gates of the glossary)",
         kind="precondition",
         reason_key=reason_key,
         names=(f"{who} passes its mechanism gates",),
@@ -355,7 +355,7 @@ def paper_claims() -> list[PaperClaim]:
                     flag(),
                     "the theorem's premise, as a curvature test: at every T tried, the error the members' median "
                     "curvature would put into CD's hypothetical LM is smaller than the expert's distance to the real "
-                    "member of that size (apd.chapters.curves.premise_summary)",
+                    "member of that size",
                     kind="precondition",
                     names=("at every T tried, curvature explains less than the expert's distance to the real member",),
                 ),

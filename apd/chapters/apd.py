@@ -375,6 +375,47 @@ def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
     return pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
 
 
+#: a failed gate (:attr:`apd.amateur.gates.Gates.reason`, parts joined by "; ") in a reader's words
+GATE_WORDS = {
+    "curve model inert": "flat curves",
+    "ALM' does not realise its distillation targets (fidelity)": "misses its targets",
+    "c collapsed to the expert": "APD on the expert",
+    "ALM' did not move from the ALM": "ALM' barely moved",
+    "all gates pass": "",
+}
+
+
+def variants_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The variant selection's table (``sel.table``, one row per variant) as the page shows it: its
+    λ3, whether it engages, the gates it fails in words (:data:`GATE_WORDS`), its dev KL (nats) and
+    whether later chapters use it, flags as yes/no. For display only: nothing saved reads it.
+
+    Example:
+        >>> t = pd.DataFrame({"variant": ["release", "distilled"], "lambda3": [0.2, 0.6], "engaged": [False, True],
+        ...                   "reason": ["curve model inert; c collapsed to the expert", "all gates pass"],
+        ...                   "dev_kl": [2.43, 2.41], "chosen": [False, True]})
+        >>> variants_shown(t)[["variant", "engages?", "why not", "used by later chapters"]].iloc[0].tolist()
+        ['release', 'no', 'flat curves, APD on the expert', 'no']
+        >>> variants_shown(t).columns[2:].tolist()
+        ['engages?', 'why not', 'dev KL (nats)', 'used by later chapters']
+    """
+
+    def words(reason) -> str:
+        parts = [p.strip() for p in str(reason or "").split(";") if p.strip()]
+        return ", ".join(w for w in (GATE_WORDS.get(p, p) for p in parts) if w)
+
+    return pd.DataFrame(
+        {
+            "variant": table["variant"],
+            "λ3": table["lambda3"],
+            "engages?": ["yes" if e else "no" for e in table["engaged"]],
+            "why not": [words(r) for r in table["reason"]],
+            "dev KL (nats)": table["dev_kl"],
+            "used by later chapters": ["yes" if c else "no" for c in table["chosen"]],
+        }
+    ).reset_index(drop=True)
+
+
 def gate_table_shown(table: pd.DataFrame) -> pd.DataFrame:
     """:func:`gate_table`'s columns a reader reads, with names in words."""
     return table[

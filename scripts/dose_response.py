@@ -4,6 +4,12 @@ testbed controls (dev people only) in ``docs/testbed/dose_response.csv``.
     APD_CACHE_DIR=... python scripts/dose_response.py              # every point not yet in the table
     python scripts/dose_response.py --only "misstatements 0.3"     # the points of one design
     python scripts/dose_response.py --list                         # the designs and their overrides
+    python scripts/dose_response.py --ne-er                        # add NE_ER to the points measured
+
+``--ne-er`` measures the sampled NE_ER control (CD against the expert on the dev people's biography
+prompts) for every point of the table that lacks it, on the point's cached family (it never
+trains), and writes it into that point's row, after checking that the controls measured again
+equal the row's (the study is deterministic). NE_ER does not enter the adoption rule.
 
 Each point is one ``scripts/testbed_study.py`` run (the cached family path: resumable, progress
 shown); a point already in the table is skipped, so an interrupted study resumes where it stopped.
@@ -32,13 +38,68 @@ def done(table: Path) -> set[str]:
     return set(read_dose_response(table)["configuration"].astype(str))
 
 
-def argv_of(overrides: dict, seed: int, table: Path, name: str) -> list[str]:
+def argv_of(overrides: dict, seed: int, table: Path, name: str, ne_er: bool = False) -> list[str]:
     world = [f"{k}={v}" for k, v in overrides.items()]
+    flags = ["--no-train"] if ne_er else ["--no-ne-er"]
     return ["--name", name, "--world", *world, "--pico", f"members={DOSE_MEMBERS}", f"seed={seed}"] + [
-        "--no-ne-er",
+        *flags,
         "--table",
         str(table),
     ]
+
+
+#: The columns ``--ne-er`` checks against the row it fills: the deterministic controls.
+CHECKED = ("dev_inv_T", "kl_gain_dev_T", "kl_gain_dev_T_se", "nll_gain_dev_T", "kl_elm")
+NE_ER_COLUMNS = ("ne_er_elm", "ne_er_cd", "ne_er_gain", "ne_er_gain_se", "ne_er_people")
+
+
+def _writer(frame):
+    """``atomic_write``'s writer of ``frame`` as CSV."""
+    return lambda tmp: frame.to_csv(tmp, index=False)
+
+
+def add_ne_er(table: Path, only=None, seeds=DOSE_SEEDS) -> int:
+    """Fill the NE_ER columns of every point in ``table`` that lacks them (see the module docstring).
+    Processes given disjoint ``seeds`` can run side by side: each writes its row under a lock."""
+    import tempfile
+
+    import numpy as np
+    import pandas as pd
+    import testbed_study
+
+    from apd.base.io import atomic_write
+    from apd.base.lock import file_lock
+    from apd.base.paths import cache_dir
+    from apd.report.dose_response import read_dose_response
+
+    for d in DESIGNS:
+        if only and d.name not in only:
+            continue
+        for seed in seeds:
+            name = point_name(d.name, seed)
+            rows = read_dose_response(table)
+            row = rows[rows["configuration"].astype(str) == name]
+            if row.empty or row["ne_er_gain"].notna().all():
+                continue
+            print(f"[dose] NE_ER for {name}", flush=True)
+            with tempfile.TemporaryDirectory() as tmp:
+                side = Path(tmp) / "point.csv"
+                testbed_study.main(argv_of(dict(d.world), seed, side, name, ne_er=True))
+                new = pd.read_csv(side).iloc[0]
+            old = row.iloc[0]
+            for col in CHECKED:
+                if not np.isclose(float(old[col]), float(new[col]), rtol=0, atol=1e-12):
+                    raise SystemExit(
+                        f"{name}: {col} measured again is {new[col]!r}, the table has {old[col]!r}; the "
+                        "cached family is not the one the table measured. Rerun the point from scratch."
+                    )
+            with file_lock(cache_dir() / "dose-response.lock"):  # read again: another process may have written
+                rows = read_dose_response(table)
+                at = rows.index[rows["configuration"].astype(str) == name]
+                for col in NE_ER_COLUMNS:
+                    rows.loc[at, col] = new[col]
+                atomic_write(table, _writer(rows))
+    return 0
 
 
 def main(argv=None) -> int:
@@ -48,6 +109,7 @@ def main(argv=None) -> int:
     ap.add_argument("--table", default=None, help="default: docs/testbed/dose_response.csv")
     ap.add_argument("--list", action="store_true", help="print the designs and exit")
     ap.add_argument("--all-seeds", action="store_true", help="measure every point, also after the rule has decided")
+    ap.add_argument("--ne-er", action="store_true", help="add the NE_ER control to the points already measured")
     args = ap.parse_args(argv)
     if args.list:
         for d in DESIGNS:
@@ -60,6 +122,8 @@ def main(argv=None) -> int:
     import testbed_study
 
     table = table_path(args.table)
+    if args.ne_er:
+        return add_ne_er(table, args.only, [int(s) for s in args.seeds.split(",") if s.strip()])
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     # In the rule's order, a design's seeds before the next design. Until the rule has chosen, a
     # design that failed on one seed is decided and its other seeds wait, and the study stops at

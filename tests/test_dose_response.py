@@ -129,3 +129,64 @@ def test_verdicts_are_plain_booleans_when_every_design_is_decided(table):
     assert s["passes"].tolist() == [False, False] and s.loc["exact truth", "passes"] is False
     passing = dr.designs(dr.points(table[table["configuration"].str.startswith("misstatements 0.3")]))
     assert passing.loc["misstatements 0.3", "passes"] is True and dr.adopted(passing) == "misstatements 0.3"
+
+
+def test_ne_er_is_context_beside_each_point_and_not_measured_where_absent(table):
+    with_ne = table.assign(ne_er_gain=[0.025] + [float("nan")] * (len(table) - 1), ne_er_gain_se=0.01)
+    pts = dr.points(with_ne)
+    assert pts.loc[0, "ne_er_gain"] == 0.025 and pts["ne_er_gain"].isna().sum() == len(pts) - 1
+    s = dr.designs(pts)
+    assert s.loc["exact truth", "ne_er_gains"] == "+0.025 ± 0.010; not measured"
+    assert s["passes"].tolist() == dr.designs(dr.points(table))["passes"].tolist()  # NE_ER never decides
+    assert dr.points(table)["ne_er_gain"].isna().all()  # a table measured without NE_ER
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("dose_response_script", ROOT / "scripts" / "dose_response.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_the_ne_er_pass_fills_a_measured_point_and_refuses_a_different_family(tmp_path, monkeypatch):
+    """``--ne-er`` measures a point again on its cached family (never training) and writes only the
+    NE_ER columns into its row; a point whose controls come out different stops it."""
+    import sys
+    import types
+
+    script = _script()
+    path = tmp_path / "t.csv"
+    row = {**_row("exact truth", 0, 0.0177, 0.0058), "kl_elm": 2.43, "ne_er_gain": float("nan")}
+    pd.DataFrame([row]).to_csv(path, index=False)
+    calls = []
+
+    def fake_main(argv):  # what scripts/testbed_study.py appends: the same controls, now with NE_ER
+        calls.append(argv)
+        out = Path(argv[argv.index("--table") + 1])
+        kl = 0.0177 if len(calls) == 1 else 0.02
+        pd.DataFrame(
+            [
+                {
+                    **row,
+                    "kl_gain_dev_T": kl,
+                    "ne_er_elm": 0.74,
+                    "ne_er_cd": 0.71,
+                    "ne_er_gain": 0.03,
+                    "ne_er_gain_se": 0.01,
+                    "ne_er_people": 100,
+                }
+            ]
+        ).to_csv(out, index=False)
+
+    monkeypatch.setitem(sys.modules, "testbed_study", types.SimpleNamespace(main=fake_main))
+    monkeypatch.setenv("APD_CACHE_DIR", str(tmp_path / "cache"))
+    script.add_ne_er(path, seeds=[0])
+    assert "--no-train" in calls[0] and "--no-ne-er" not in calls[0]
+    filled = pd.read_csv(path).iloc[0]
+    assert filled["ne_er_gain"] == 0.03 and filled["ne_er_people"] == 100 and filled["kl_gain_dev_T"] == 0.0177
+    script.add_ne_er(path, seeds=[0])
+    assert len(calls) == 1  # a point with NE_ER is skipped
+    pd.DataFrame([row]).to_csv(path, index=False)
+    with pytest.raises(SystemExit, match="kl_gain_dev_T measured again"):
+        script.add_ne_er(path, seeds=[0])
+    assert pd.read_csv(path)["ne_er_gain"].isna().all()  # nothing written

@@ -83,8 +83,9 @@ def read_dose_response(path=None) -> pd.DataFrame:
 def points(table: pd.DataFrame) -> pd.DataFrame:
     """One row per measured design and seed, in the rule's order: design, process, dose, seed,
     dev_inv_T, kl_gain, kl_gain_se, z (gain over se), passes (CD's KL control), nll_gain, nll_gain_se,
-    head_ratio (the fitter's head error over p_ELM's), flat_head, flat_tail, train_seconds. Rows whose
-    configuration is not a design of :data:`DESIGNS` are left out.
+    ne_er_gain, ne_er_gain_se (the expert's NE_ER minus CD's at T = 2, a fraction; NaN where not
+    measured), head_ratio (the fitter's head error over p_ELM's), flat_head, flat_tail,
+    train_seconds. Rows whose configuration is not a design of :data:`DESIGNS` are left out.
 
     Example:
         >>> t = pd.DataFrame({"configuration": ["misstatements 0.3, training seed 0"], "dev_inv_T": [0.25],
@@ -114,6 +115,8 @@ def points(table: pd.DataFrame) -> pd.DataFrame:
                 "passes": kl_control_passes(gain, se),
                 "nll_gain": float(r["nll_gain_dev_T"]),
                 "nll_gain_se": float(r["nll_gain_dev_T_se"]),
+                "ne_er_gain": float(r.get("ne_er_gain", np.nan)),
+                "ne_er_gain_se": float(r.get("ne_er_gain_se", np.nan)),
                 "head_ratio": float(r.get("fit_ratio_head", np.nan)),
                 "flat_head": float(r.get("flat_head", np.nan)),
                 "flat_tail": float(r.get("flat_tail", np.nan)),
@@ -122,7 +125,10 @@ def points(table: pd.DataFrame) -> pd.DataFrame:
         )
     cols = ["design", "process", "dose", "seed", "dev_inv_T", "kl_gain", "kl_gain_se", "z", "passes"]
     out = pd.DataFrame(
-        rows, columns=cols + ["nll_gain", "nll_gain_se", "head_ratio", "flat_head", "flat_tail", "train_seconds"]
+        rows,
+        columns=cols
+        + ["nll_gain", "nll_gain_se", "ne_er_gain", "ne_er_gain_se", "head_ratio", "flat_head", "flat_tail"]
+        + ["train_seconds"],
     )
     order = {d.name: i for i, d in enumerate(DESIGNS)}
     return out.sort_values(["design", "seed"], key=lambda s: s.map(order) if s.name == "design" else s).reset_index(
@@ -133,8 +139,9 @@ def points(table: pd.DataFrame) -> pd.DataFrame:
 def designs(pts: pd.DataFrame, seeds=DOSE_SEEDS) -> pd.DataFrame:
     """One row per design of :data:`DESIGNS` with at least one point, in the rule's order (index:
     design): process, dose, seeds (measured), gains (each seed's KL gain +- se at its dev 1/T),
-    passing (seeds whose KL control passes), mean_gain, and passes: True when every seed of
-    ``seeds`` was measured and passes, False when one fails, None while seeds are missing."""
+    passing (seeds whose KL control passes), mean_gain, ne_er_gains (each seed's NE_ER gain +- se,
+    context: it does not enter the rule; "not measured" where absent), and passes: True when every
+    seed of ``seeds`` was measured and passes, False when one fails, None while seeds are missing."""
     out = []
     for d in DESIGNS:
         sub = pts[pts["design"] == d.name]
@@ -155,6 +162,10 @@ def designs(pts: pd.DataFrame, seeds=DOSE_SEEDS) -> pd.DataFrame:
                 ),
                 "passing": f"{int(sub['passes'].sum())} of {len(sub)}",
                 "mean_gain": float(sub["kl_gain"].mean()),
+                "ne_er_gains": "; ".join(
+                    plus_minus(g, s) if np.isfinite(g) else "not measured"
+                    for g, s in zip(sub["ne_er_gain"], sub["ne_er_gain_se"])
+                ),
                 "passes": verdict,
             }
         )

@@ -131,6 +131,12 @@ def test_the_dose_response_glue_names_the_rules_choice_and_whether_this_build_us
     assert run.values["dr_exact"].startswith("+0.0050 ± 0.0030 (1/T 0.25); ")
     assert run.values["dr_best_point"] == "misstatements 0.3, training seed 0" and run.values["dr_z_max"] == 10.0
     assert run.values["dr_best_design"] == "misstatements 0.3" and run.values["dr_best_design_z"] == 10.0
+    assert run.values["dr_ne_er_points"] == 0 and "dr_ne_er_significant" not in run.values  # none measured
+    ne = table.assign(ne_er_gain=[0.03, 0.01, -0.02, float("nan"), 0.05], ne_er_gain_se=0.01)
+    with_ne = Run(stem="testbed", profile="p", parameters={})
+    ch.glue_dose_response(with_ne, dr.points(ne), dr.designs(dr.points(ne)), WorldConfig())
+    assert with_ne.values["dr_ne_er_points"] == 4 and with_ne.values["dr_ne_er_significant"] == 2  # 3 and 5 se
+    assert with_ne.values["dr_ne_er_min"] == -0.02 and with_ne.values["dr_ne_er_max"] == 0.05
     ch.glue_dose_response(run, pts, summary, dataclasses.replace(WorldConfig(), misstatement_rate=0.15))
     assert run.values["dr_build_is_adopted"] is True
     ch.glue_dose_response(run, pts.iloc[:0], dr.designs(pts.iloc[:0]), WorldConfig())

@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
+from apd.core import stats
 from apd.family import pico
 from apd.report import dose_response as dr
 from apd.report.tables import plus_minus
@@ -182,9 +183,18 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
     their mean ``dr_mean_exact``), the largest misstatement dose's (``dr_top``, ``dr_top_design``,
     ``dr_mean_top``), the rule's choice
     (``dr_adopted``, "none" when no design passes on every seed) and whether this build's world
-    (``world``: its ``WorldConfig``) is that design (``dr_build_is_adopted``)."""
+    (``world``: its ``WorldConfig``) is that design (``dr_build_is_adopted``). NE_ER, context beside
+    the rule: the points measured (``dr_ne_er_points``), those where CD's NE_ER is significantly
+    below the expert's (``dr_ne_er_significant``, gain above 1.96 se) and the range of the gains
+    (``dr_ne_er_min``, ``dr_ne_er_max``, fractions)."""
     run.glue("dr_points", len(pts))
     run.glue("dr_designs", len(summary))
+    ne = pts.dropna(subset=["ne_er_gain"]) if len(pts) else pts
+    run.glue("dr_ne_er_points", len(ne))
+    if len(ne):
+        run.glue("dr_ne_er_significant", int((ne["ne_er_gain"] > stats.Z_TEST * ne["ne_er_gain_se"]).sum()))
+        run.glue_text("dr_ne_er_min", float(ne["ne_er_gain"].min()), "{:+.3f}")
+        run.glue_text("dr_ne_er_max", float(ne["ne_er_gain"].max()), "{:+.3f}")
     if len(pts):
         run.glue_text("dr_z_min", float(pts["z"].min()), "{:.1f}")
         run.glue_text("dr_z_max", float(pts["z"].max()), "{:.1f}")

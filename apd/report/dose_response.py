@@ -176,6 +176,32 @@ def designs(pts: pd.DataFrame, seeds=DOSE_SEEDS) -> pd.DataFrame:
     return frame
 
 
+#: The designs table as the testbed page shows it: (column of :func:`designs`, heading).
+SHOWN = (
+    ("process", "error process"),
+    ("dose", "rate"),
+    ("gains", "CD's KL gain per seed (1/T)"),
+    ("passing", "seeds passing"),
+    ("passes", "passes the rule"),
+    ("ne_er_gains", "CD's NE_ER gain per seed (context)"),
+)
+
+
+def shown(summary: pd.DataFrame) -> pd.DataFrame:
+    """:func:`designs` for a reader: the :data:`SHOWN` columns under their headings, the rule's verdict
+    as yes / no / "seeds missing" (display only).
+
+    Example:
+        >>> s = pd.DataFrame({"process": ["decoys"], "dose": [0.3], "gains": ["+0.013 ± 0.007 (1/T 0.25)"],
+        ...     "passing": ["0 of 1"], "passes": [False], "ne_er_gains": ["not measured"]}, index=["decoys 0.3"])
+        >>> shown(s).loc["decoys 0.3", ["passes the rule", "CD's NE_ER gain per seed (context)"]].tolist()
+        ['no', 'not measured']
+    """
+    out = summary[[c for c, _ in SHOWN]].copy()
+    out["passes"] = [{True: "yes", False: "no"}.get(v, "seeds missing") for v in summary["passes"]]
+    return out.rename(columns=dict(SHOWN))
+
+
 def adopted(summary: pd.DataFrame) -> str | None:
     """The rule's choice: the first design in :data:`DESIGNS` order (the least departure from the
     truth) whose KL control passes on every training seed; None when none does (the default stays

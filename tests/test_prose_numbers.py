@@ -181,6 +181,7 @@ ALLOWED = {
     ("book/glossary.md", "80%"): _STATS,
     ("book/glossary.md", "95%"): _STATS,
     ("book/intro.md", "95%"): _STATS,
+    ("book/intro.md", "1.96"): _STATS + " (apd.core.stats.Z_TEST)",
     ("book/intro.md", "100"): "the default profile's qa_limit: 100 examples per real dataset (profiles/default.yml)",
     ("book/intro.md", "2026"): "the book's citation year",
     ("book/intro.md", "400"): "the default profile's world: 400 people (profiles/default.yml)",

@@ -309,7 +309,10 @@ def glue_established(run, profile: str) -> None:
     None where the chapter has not run): CD's HLM against the real member and the premise's
     ratio (curves), obvious blindness at T = 1 (curves), CD against the expert on KL, QA ppl and
     NE_ER (apd, qa, factuality), where APD's KL sits beside the expert's and CD's (apd), the
-    known-answer condition on the world (known_answer), and the testbed's search (testbed)."""
+    known-answer condition on the world (known_answer), and the testbed's search (testbed): the
+    dose-response design whose weaker seed came closest to the rule's three standard errors
+    (``summary_tb_best_design``, ``summary_tb_best_design_z``) and the points where CD's NE_ER beat
+    the expert's on dev people (``summary_tb_ne_er_sig`` of ``summary_tb_ne_er_points``)."""
     cur, apd_v, qa, fac, ka, tb = (
         _read(profile, s) for s in ("curves", "apd", "qa", "factuality", "known_answer", "testbed")
     )
@@ -342,6 +345,10 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_n_configs", _number(tb, "n_configs"), "{:d}")
     run.glue_text("summary_est_dr_points", _number(tb, "dr_points"), "{:d}")
     run.glue("summary_est_none_adopted", tb.get("dr_adopted") == "none")
+    run.glue_text("summary_tb_best_design", tb.get("dr_best_design"), "{}")
+    run.glue_text("summary_tb_best_design_z", _number(tb, "dr_best_design_z"), "{:.1f}")
+    run.glue_text("summary_tb_ne_er_points", _number(tb, "dr_ne_er_points") or None, "{:d}")
+    run.glue_text("summary_tb_ne_er_sig", _number(tb, "dr_ne_er_significant"), "{:d}")
     side = _side(cur, "hlm_gain")
     run.glue("summary_est_hlm_farther", side == -1)
     run.glue("summary_est_hlm_closer", side == 1)

@@ -385,6 +385,17 @@ GATE_WORDS = {
 }
 
 
+def gates_in_words(reason) -> str:
+    """A gates' ``reason`` (failed gates joined by "; ") in a reader's words (:data:`GATE_WORDS`).
+
+    Example:
+        >>> gates_in_words("curve model inert; c collapsed to the expert")
+        'flat curves, APD on the expert'
+    """
+    parts = [p.strip() for p in str(reason or "").split(";") if p.strip()]
+    return ", ".join(w for w in (GATE_WORDS.get(p, p) for p in parts) if w)
+
+
 def variants_shown(table: pd.DataFrame) -> pd.DataFrame:
     """The variant selection's table (``sel.table``, one row per variant) as the page shows it: its
     λ3, whether it engages, the gates it fails in words (:data:`GATE_WORDS`), its dev KL (nats) and
@@ -400,16 +411,12 @@ def variants_shown(table: pd.DataFrame) -> pd.DataFrame:
         ['engages?', 'why not', 'dev KL (nats)', 'used by later chapters']
     """
 
-    def words(reason) -> str:
-        parts = [p.strip() for p in str(reason or "").split(";") if p.strip()]
-        return ", ".join(w for w in (GATE_WORDS.get(p, p) for p in parts) if w)
-
     return pd.DataFrame(
         {
             "variant": table["variant"],
             "λ3": table["lambda3"],
             "engages?": ["yes" if e else "no" for e in table["engaged"]],
-            "why not": [words(r) for r in table["reason"]],
+            "why not": [gates_in_words(r) for r in table["reason"]],
             "dev KL (nats)": table["dev_kl"],
             "used by later chapters": ["yes" if c else "no" for c in table["chosen"]],
         }
@@ -478,7 +485,9 @@ def gate_values(sel, variant_names) -> Values:
         values[f"gate_{key}"] = (int(g[key]), None)
     what = "the release configuration" if sel.variant == "release" else f"the {sel.variant} variant"
     values["gate_verdict"] = (
-        f"engaged ({what})" if sel.engaged else f"not engaged ({what}: {sel.gates.reason}; no variant engages)",
+        f"engaged ({what})"
+        if sel.engaged
+        else f"not engaged ({what}: {gates_in_words(sel.gates.reason)}; no variant engages)",
         None,
     )
     values["gate_reason"] = (f"{what}: {sel.gates.reason or 'all gates pass'}", None)

@@ -137,6 +137,8 @@ def test_the_dose_response_glue_names_the_rules_choice_and_whether_this_build_us
     ch.glue_dose_response(with_ne, dr.points(ne), dr.designs(dr.points(ne)), WorldConfig())
     assert with_ne.values["dr_ne_er_points"] == 4 and with_ne.values["dr_ne_er_significant"] == 2  # 3 and 5 se
     assert with_ne.values["dr_ne_er_min"] == -0.02 and with_ne.values["dr_ne_er_max"] == 0.05
+    assert with_ne.values["dr_ne_er_exact"] == 0.02 and with_ne.values["dr_ne_er_exact_lowest"] is False
+    assert with_ne.values["dr_ne_er_top_design"] == "misstatements 0.3" and with_ne.values["dr_ne_er_top"] == 0.05
     ch.glue_dose_response(run, pts, summary, dataclasses.replace(WorldConfig(), misstatement_rate=0.15))
     assert run.values["dr_build_is_adopted"] is True
     ch.glue_dose_response(run, pts.iloc[:0], dr.designs(pts.iloc[:0]), WorldConfig())

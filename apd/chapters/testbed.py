@@ -186,7 +186,10 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
     (``world``: its ``WorldConfig``) is that design (``dr_build_is_adopted``). NE_ER, context beside
     the rule: the points measured (``dr_ne_er_points``), those where CD's NE_ER is significantly
     below the expert's (``dr_ne_er_significant``, gain above 1.96 se) and the range of the gains
-    (``dr_ne_er_min``, ``dr_ne_er_max``, fractions)."""
+    (``dr_ne_er_min``, ``dr_ne_er_max``, fractions); the mean over seeds on the exact-truth world
+    (``dr_ne_er_exact``) and the design with the largest mean (``dr_ne_er_top_design``,
+    ``dr_ne_er_top``), and whether the exact-truth world has the smallest mean of the designs
+    measured (``dr_ne_er_exact_lowest``)."""
     run.glue("dr_points", len(pts))
     run.glue("dr_designs", len(summary))
     ne = pts.dropna(subset=["ne_er_gain"]) if len(pts) else pts
@@ -195,6 +198,12 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
         run.glue("dr_ne_er_significant", int((ne["ne_er_gain"] > stats.Z_TEST * ne["ne_er_gain_se"]).sum()))
         run.glue_text("dr_ne_er_min", float(ne["ne_er_gain"].min()), "{:+.3f}")
         run.glue_text("dr_ne_er_max", float(ne["ne_er_gain"].max()), "{:+.3f}")
+        means = ne.groupby("design", sort=False)["ne_er_gain"].mean()
+        run.glue("dr_ne_er_top_design", str(means.idxmax()))
+        run.glue_text("dr_ne_er_top", float(means.max()), "{:+.3f}")
+        if "exact truth" in means.index and len(means) > 1:
+            run.glue_text("dr_ne_er_exact", float(means["exact truth"]), "{:+.3f}")
+            run.glue("dr_ne_er_exact_lowest", bool(means["exact truth"] == means.min()))
     if len(pts):
         run.glue_text("dr_z_min", float(pts["z"].min()), "{:.1f}")
         run.glue_text("dr_z_max", float(pts["z"].max()), "{:.1f}")

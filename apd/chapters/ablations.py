@@ -29,7 +29,7 @@ from apd.family.text import texts_for_tokens
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import fmt, per_name
 from apd.report.plots import COLORS, legend, panels, plain_ticks, wrap
-from apd.report.tables import plus_minus
+from apd.report.tables import plus_minus, yes_no
 
 UNTESTABLE = "untestable (gates)"
 DISTILLED = "distilled"
@@ -83,7 +83,7 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
         (['run', 'KL verdict', 'KL difference (nats)', 'standard error', 'gates pass'], ['yes', '-'])
     """
     out = table[SHOWN].rename(columns=SHOWN_NAMES)
-    out["gates pass"] = table["engaged"].map({1: "yes", 0: "no"})
+    out["gates pass"] = table["engaged"].map(lambda f: yes_no(f, missing=np.nan))  # CD, the expert: no gates
     return out
 
 

@@ -30,7 +30,7 @@ from apd.family.logprobs import next_token_log_probs
 from apd.chapters.gluing import ChapterResult
 from apd.report.findings import family_saturation
 from apd.report.plots import COLORS, SMALL_PT, XLABEL_LOG_SIZE, figure, legend, outer_labels, panels, wrap
-from apd.report.tables import compare_word, plus_minus
+from apd.report.tables import compare_word, plus_minus, yes_no
 from apd.report.results import chapter_ran, load_results
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.truth import (
@@ -410,15 +410,14 @@ def variants_shown(table: pd.DataFrame) -> pd.DataFrame:
         >>> variants_shown(t).columns[2:].tolist()
         ['engages?', 'why not', 'dev KL (nats)', 'used by later chapters']
     """
-
     return pd.DataFrame(
         {
             "variant": table["variant"],
             "λ3": table["lambda3"],
-            "engages?": ["yes" if e else "no" for e in table["engaged"]],
+            "engages?": [yes_no(e) for e in table["engaged"]],
             "why not": [gates_in_words(r) for r in table["reason"]],
             "dev KL (nats)": table["dev_kl"],
-            "used by later chapters": ["yes" if c else "no" for c in table["chosen"]],
+            "used by later chapters": [yes_no(c) for c in table["chosen"]],
         }
     ).reset_index(drop=True)
 
@@ -490,7 +489,7 @@ def gate_values(sel, variant_names) -> Values:
         else f"not engaged ({what}: {gates_in_words(sel.gates.reason)}; no variant engages)",
         None,
     )
-    values["gate_reason"] = (f"{what}: {sel.gates.reason or 'all gates pass'}", None)
+    values["gate_reason"] = (f"{what}: {gates_in_words(sel.gates.reason) or 'all gates pass'}", None)
     values["gate_positions"] = (g["n_positions"], None)
     values.update(
         gate_alive_min=(THRESHOLDS.alive_min, None),

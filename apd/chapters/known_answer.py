@@ -36,6 +36,7 @@ from apd.family.knowledge import score_world_qa
 from apd.family.select import get_family
 from apd.report.plots import COLORS, PALETTE, figure, legend, wrap
 from apd.report.results import chapter_ran, load_results
+from apd.report.tables import yes_no
 from apd.world import truth as wt
 from apd.world.world import BUCKETS
 
@@ -497,14 +498,9 @@ def world_shown(table: pd.DataFrame) -> pd.DataFrame:
     """
     out = table.set_index(["weight", "bucket"])
     out = out.rename(columns={"passes": "interval above 0", "gain_se": "se", **TV_NAMES})
-    out["interval above 0"] = out["interval above 0"].map(_yes_no)
+    out["interval above 0"] = out["interval above 0"].map(lambda f: yes_no(f, missing="n/a"))
     cols = ["interval above 0", "TV, p_ELM", "TV, fitter", "fitter / p_ELM", "gain", "se", "people", "items"]
     return out[cols]
-
-
-def _yes_no(flag) -> str:
-    """A verdict cell as the page writes it: "yes", "no", or "n/a" when missing."""
-    return "n/a" if flag is None or flag != flag else ("yes" if bool(flag) else "no")
 
 
 # -- truth-like synthetic families ----------------------------------------------------------------------
@@ -607,7 +603,7 @@ def truthlike_shown(table: pd.DataFrame) -> pd.DataFrame:
         columns={"interval": "gain [95% interval]", "beats": "fitter closer", "n": "positions", **TV_NAMES}
     )
     out["w"] = [f"{v:g}" for v in out["w"]]
-    out["fitter closer"] = out["fitter closer"].map(_yes_no)
+    out["fitter closer"] = out["fitter closer"].map(lambda f: yes_no(f, missing="n/a"))
     return out.set_index(["asymptote", "regime", "decay", "w"])[
         ["fitter closer", "gain [95% interval]", "TV, p_ELM", "fitter / p_ELM", "positions"]
     ]

@@ -15,7 +15,7 @@ from apd.core.curves import PYTHIA_LOG_SIZES
 from apd.core.stats import Z_TEST
 from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
-from apd.chapters.apd import ApdHeadline, gates_in_words
+from apd.chapters.apd import ApdHeadline
 from apd.chapters.factuality import direction
 from apd.chapters.theorem1 import Theorem1Headline
 from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, precondition_in_words
@@ -272,9 +272,7 @@ def glue_summary(run, done: BookResults, counts: dict, profile: str) -> None:
     run.glue("summary_engaged", engaged == 1)
     run.glue("summary_not_engaged", engaged == 0)
     run.glue("summary_variant", "n/a" if apd_headline is None else str(apd_headline.variant_used))
-    reason = None if apd_headline is None else str(apd_headline.gate_reason)
-    what, _, failed = (reason or "").partition(": ")
-    run.glue("summary_gate_reason", "n/a" if reason is None else f"{what}: {gates_in_words(failed) or failed}")
+    run.glue("summary_gate_reason", "n/a" if apd_headline is None else str(apd_headline.gate_reason))
     gain, se = kl_gain(apd_headline)
     known = gain is not None  # and so apd_headline is not None
     run.glue_text("summary_kl_gain", plus_minus(gain, se) if known else None, "{}")

@@ -18,7 +18,7 @@ import pandas as pd
 
 from apd.evaluation.controls import kl_control_passes
 from apd.report import plots, testbed
-from apd.report.tables import plus_minus
+from apd.report.tables import plus_minus, yes_no
 
 #: Where the study's rows live, relative to the project root.
 DOSE_TABLE = Path("docs") / "testbed" / "dose_response.csv"
@@ -198,7 +198,7 @@ def shown(summary: pd.DataFrame) -> pd.DataFrame:
         ['no', 'not measured']
     """
     out = summary[[c for c, _ in SHOWN]].copy()
-    out["passes"] = [{True: "yes", False: "no"}.get(v, "seeds missing") for v in summary["passes"]]
+    out["passes"] = [yes_no(v, missing="seeds missing") for v in summary["passes"]]
     return out.rename(columns=dict(SHOWN))
 
 

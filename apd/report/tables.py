@@ -141,6 +141,15 @@ def format_number(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def yes_no(flag: Any, missing: Any = MISSING) -> Any:
+    """A flag as a table cell a reader reads: "yes" or "no", ``missing`` for None/NaN.
+
+    >>> yes_no(True), yes_no(0), yes_no(1.0), yes_no(float("nan")), yes_no(None, missing="seeds missing")
+    ('yes', 'no', 'yes', '—', 'seeds missing')
+    """
+    return missing if _is_missing(flag) else ("yes" if bool(flag) else "no")
+
+
 def format_label(value: Any) -> str:
     """A row or column label: numbers as short as they can be (``1.1``, ``0.25``, ``5``), the rest
     as text.

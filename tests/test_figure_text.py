@@ -313,7 +313,7 @@ def _paper_vs_book():
     from apd.chapters import paper_vs_book as c
 
     rows = [("head", 0.001, 0.002), ("torso", -0.002, 0.001), ("tail", 0.0, 0.001), ("all", 0.0005, 0.0008)]
-    return {"headline": c.plot_headline(rows, "release", expert=(0.005, 0.002))}
+    return {"headline": c.plot_headline(rows, expert=(0.005, 0.002))}
 
 
 CHAPTERS = {

@@ -388,12 +388,12 @@ def headline_rows(profile: str, apd_headline: ApdHeadline | None) -> list | None
     return rows + [("all questions", gain, se)]
 
 
-def plot_headline(rows: list, variant: str, expert: tuple | None = None):
+def plot_headline(rows: list, expert: tuple | None = None):
     """The book's headline figure: CD's KL to the truth minus APD's with 95% intervals, one row per
     frequency bucket and one over all test questions; with ``expert`` = ``(CD's KL minus the
     expert's, se)`` the expert alone as a last row, so that a reader sees how close APD sits to it.
     The paper reports no KL, so no paper effect is marked (its scaled effects are in the claims
-    table). The figure has no title: the first page's caption names ``variant`` (``summary_variant``)."""
+    table). The figure has no title: the first page's caption names the ALM' variant (``summary_variant``)."""
     rows = list(rows) + ([("expert alone, all", expert[0], expert[1])] if expert is not None else [])
     fig, ax = figure(height=2.0)  # untitled: the caption says what it shows
     y = np.arange(len(rows))

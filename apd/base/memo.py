@@ -23,6 +23,9 @@ from apd.base.paths import cache_dir
 
 T = TypeVar("T")
 
+#: Set to "1" (the book's runner does) to cache the family's scores (:mod:`apd.family.digest`).
+SCORES_ENV = "APD_MEMO_SCORES"
+
 
 def code_digest(modules: Sequence[str]) -> str:
     """SHA-256 (first 16 hex digits) of the source files of ``modules`` (dotted names; a package

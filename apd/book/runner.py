@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from apd.base.jobs import JOBS_ENV, JOBS_LOG_ENV, SLOTS_ENV, job_count, log_job, make_slots
+from apd.base.memo import SCORES_ENV
 from apd.base.notebooks import BookError
 from apd.book import datafiles
 from apd.book import status as build_status
@@ -160,15 +161,21 @@ def _build_locked(
 @contextlib.contextmanager
 def build_environment(profile: str, root: Path, jobs: int):
     """While the block runs, ``$APD_SLOTS`` (``_build/<profile>/slots``, ``jobs`` slot files:
-    :func:`apd.base.jobs.make_slots`), ``$APD_JOBS`` (``jobs``) and ``$APD_JOBS_LOG`` (a fresh
-    ``_build/<profile>/jobs.jsonl``) are set for the build: the chapters' processes and kernels
+    :func:`apd.base.jobs.make_slots`), ``$APD_JOBS`` (``jobs``), ``$APD_JOBS_LOG`` (a fresh
+    ``_build/<profile>/jobs.jsonl``) and ``$APD_MEMO_SCORES`` (1: the family's scores are cached by
+    their weights, :mod:`apd.family.digest`) are set for the build: the chapters' processes and kernels
     inherit them, so every computing process of the build holds one of the slots (a kernel from
     ``Run.start``, a pool's workers while their jobs run), and the runner logs each chapter there."""
     folder = root / "_build" / profile
     slots = make_slots(folder / "slots", jobs)
     log = folder / "jobs.jsonl"
     log.write_text("")
-    values = {SLOTS_ENV: str(slots.resolve()), JOBS_ENV: str(jobs), JOBS_LOG_ENV: str(log.resolve())}
+    values = {
+        SLOTS_ENV: str(slots.resolve()),
+        JOBS_ENV: str(jobs),
+        JOBS_LOG_ENV: str(log.resolve()),
+        SCORES_ENV: "1",
+    }
     saved = {name: os.environ.get(name) for name in values}
     os.environ.update(values)
     try:

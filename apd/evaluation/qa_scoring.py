@@ -29,6 +29,7 @@ from apd.base.progress import progress_bar
 from apd.core.stats import cluster_mean, critical, interval, mean_se, paired_difference
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
+from apd.family.logprobs import SCORING_CODE, prompts_digest
 from apd.family.settings import PAPER_INV_T
 from apd.world.world import ANSWER_PREFIX
 
@@ -438,7 +439,41 @@ def score_qa(
         filter then uses the ELM alone). It must share the family's tokenizer.
     inv_T: the 1/T grid of CD and APD (default the paper's). k: the top-k of the ELM (20).
     max_length: cut prompts from the left to fit (see :func:`encode_pairs`); None: no cut.
+    Cached by the models' weights where ``$APD_MEMO_SCORES`` is 1 (:mod:`apd.family.digest`).
     """
+    from apd.family.digest import family_digest, memoized_scores, scoring_identity
+
+    def compute():
+        return _score_qa(family, examples, alm_prime, reference, inv_T, k, batch_size, max_length, progress)
+
+    ref = None
+    if reference is not None:
+        if scoring_identity(reference) is None:  # a reference off the CPU: nothing is cached
+            return compute()
+        ref = family_digest(reference, [reference.elm])
+    parts = {
+        "examples": prompts_digest(repr(ex) for ex in examples),
+        "reference": ref,
+        "inv_T": [float(v) for v in np.asarray(inv_T, dtype=np.float64).ravel()],
+        "k": k,
+        "batch_size": batch_size,
+        "max_length": max_length,
+    }
+    models = {} if alm_prime is None else {"alm_prime": alm_prime}
+    members = [family.alm, family.elm] if hasattr(family, "alm") else None
+    return memoized_scores("qa-scores", parts, QA_CODE, compute, family=family, models=models, members=members)
+
+
+#: The code whose edits invalidate :func:`score_qa`'s cached scores.
+QA_CODE = (
+    "apd.evaluation.qa_scoring",
+    "apd.evaluation.qa_metrics",
+    "apd.evaluation.qa_data",
+    "apd.core.contrastive",
+) + SCORING_CODE
+
+
+def _score_qa(family, examples, alm_prime, reference, inv_T, k, batch_size, max_length, progress) -> QAScores:
     if not examples:
         raise ValueError(
             "no examples to score; load some with apd.evaluation.qa_data.load_dataset (or world_examples)."

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from apd.family.logprobs import window_log_probs
+from apd.family.logprobs import SCORING_CODE, prompts_digest, window_log_probs
 from apd.family.text import token_stream
 
 
@@ -51,9 +51,31 @@ def heldout_positions(
     to the position) and ``windows`` ``(P,)`` (which window each position comes from: positions of
     one window are not independent, cluster on it). With ``amateur`` (one causal LM on the family's tokenizer, e.g. ALM') also
     ``amateur_logprobs`` ``(P, V)`` at the same positions; with ``amateurs`` ({name: causal LM},
-    e.g. every APD variant's ALM') also ``amateurs_logprobs``, {name: ``(P, V)``}.
+    e.g. every APD variant's ALM') also ``amateurs_logprobs``, {name: ``(P, V)``}. Cached by the
+    weights where ``$APD_MEMO_SCORES`` is 1 (:mod:`apd.family.digest`).
     """
+    from apd.family.digest import memoized_scores
 
+    models = {f"amateurs:{k}": m for k, m in (amateurs or {}).items()}
+    if amateur is not None:
+        models["amateur"] = amateur
+    parts = {
+        "texts": prompts_digest(texts),
+        "n_positions": n_positions,
+        "seq_len": seq_len,
+        "seed": seed,
+        "batch_size": batch_size,
+        "amateur": amateur is not None,
+        "amateurs": None if amateurs is None else [str(k) for k in amateurs],
+    }
+
+    def compute():
+        return _heldout_positions(family, texts, n_positions, seq_len, seed, batch_size, amateur, amateurs)
+
+    return memoized_scores("heldout-positions", parts, SCORING_CODE, compute, family=family, models=models)
+
+
+def _heldout_positions(family, texts, n_positions, seq_len, seed, batch_size, amateur, amateurs) -> dict:
     windows, win, pos = _sample_windows(family.tokenizer, texts, n_positions, seq_len, seed)
     V = family.vocab_size
     members = np.zeros((len(family.names), len(win), V), dtype=np.float32)

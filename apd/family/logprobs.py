@@ -7,6 +7,7 @@ of unpadded windows, ``(B, S, V)``; ``text_log_probs``: every member at every po
 
 from __future__ import annotations
 
+import hashlib
 from typing import Optional
 
 import numpy as np
@@ -16,10 +17,32 @@ from apd.base.progress import progress_bar
 from apd.family.text import left_padded_batches
 
 
+#: The code whose edits invalidate the family's cached scores (:mod:`apd.family.digest`).
+SCORING_CODE = ("apd.family.logprobs", "apd.family.text", "apd.family.loading", "apd.family.heldout")
+
+
+def prompts_digest(prompts) -> str:
+    """SHA-256 (first 16 hex digits) of a sequence of strings, in order."""
+    h = hashlib.sha256()
+    for p in prompts:
+        h.update(p.encode())
+        h.update(b"\x00")
+    return h.hexdigest()[:16]
+
+
 def prompt_log_probs(family, prompts, batch_size: int = 64, members=None, progress: bool = False) -> np.ndarray:
     """Every member's next-token log-probabilities right after each text prompt: float32
     ``(n_members, len(prompts), V)``. Works for any object with ``tokenizer``, ``names``,
-    ``vocab_size`` and ``next_token_log_probs(input_ids, attention_mask)``."""
+    ``vocab_size`` and ``next_token_log_probs(input_ids, attention_mask)``. Cached by the
+    members' weights where ``$APD_MEMO_SCORES`` is 1 (:mod:`apd.family.digest`)."""
+    from apd.family.digest import memoized_scores
+
+    parts = {"prompts": prompts_digest(prompts), "n": len(prompts), "batch_size": batch_size, "members": members}
+    compute = lambda: _prompt_log_probs(family, prompts, batch_size, members, progress)  # noqa: E731
+    return memoized_scores("prompt-log-probs", parts, SCORING_CODE, compute, family=family, members=members)
+
+
+def _prompt_log_probs(family, prompts, batch_size: int, members, progress: bool) -> np.ndarray:
     names = list(family.names) if members is None else list(members)
     out = np.zeros((len(names), len(prompts), family.vocab_size), dtype=np.float32)
     batches = left_padded_batches(family.tokenizer, prompts, batch_size)

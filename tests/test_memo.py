@@ -55,3 +55,27 @@ def test_the_cached_recovery_table_is_the_computed_one(tmp_path, monkeypatch):
     cols = ["estimator", "grid", "regime", "median_abs_error", "p90_abs_error", "share_collapsed"]
     assert again[cols].equals(cached[cols]) and fresh[cols].equals(cached[cols])
     assert set(again.attrs["traces"]) == set(fresh.attrs["traces"])
+
+
+def _slow_value(root, log):
+    import time
+
+    def compute():
+        with open(log, "a") as fh:
+            fh.write("computed\n")
+        time.sleep(0.5)
+        return list(range(100_000))
+
+    return memo.memoized("race", {"n": 1}, ["apd.base.memo"], compute, root)
+
+
+def test_two_processes_asking_at_once_compute_the_value_once(tmp_path):
+    import multiprocessing as mp
+
+    log = tmp_path / "log.txt"
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        values = pool.starmap(_slow_value, [(tmp_path, log), (tmp_path, log)])
+    assert values[0] == values[1] == list(range(100_000))
+    assert log.read_text() == "computed\n"
+    assert not list((tmp_path / "memo" / "race").glob("*.damaged-*"))

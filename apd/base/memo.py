@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from apd.base.io import atomic_write, check_file, set_aside
+from apd.base.lock import file_lock
 from apd.base.paths import cache_dir
 
 T = TypeVar("T")
@@ -62,7 +63,8 @@ def memoized(kind: str, parts: Any, modules: Sequence[str], compute: Callable[[]
 
     ``parts`` must hold every argument that changes the value (JSON-able, e.g. a dict of them);
     ``modules`` the modules whose code computes it. Only pure, deterministic computations belong
-    here: the cached value is returned as it was saved.
+    here: the cached value is returned as it was saved. Two processes asking for the same value at
+    once compute it once: the second waits on ``<key>.lock``, then reads it.
 
     Example:
         >>> import tempfile
@@ -76,7 +78,12 @@ def memoized(kind: str, parts: Any, modules: Sequence[str], compute: Callable[[]
     if not kind or "/" in kind:
         raise ValueError(f"kind must be a plain folder name, got {kind!r}; e.g. 'known-answer-recovery'.")
     folder = (Path(root) if root is not None else cache_dir()) / "memo" / kind
-    path = folder / f"{memo_key(kind, parts, modules)}.pkl"
+    key = memo_key(kind, parts, modules)
+    with file_lock(folder / f"{key}.lock"):  # two processes asking at once: one computes, one reads
+        return _read_or_compute(folder / f"{key}.pkl", kind, compute)
+
+
+def _read_or_compute(path: Path, kind: str, compute: Callable[[], T]) -> T:
     if check_file(path, f"cached {kind} value", "computing it again"):
         try:
             with open(path, "rb") as fh:

@@ -876,3 +876,21 @@ def test_run_records_are_checked_and_a_tuning_table_follows_a_moved_cache(fam, t
     assert saved["rows"][0]["alm_prime"] == str(final)
     saved["rows"].append({"lambda3": 0.7, "alm_prime": str(final)})  # a run that is not there: tune again
     assert not tuning._relocated(saved, tmp_path / "tuning.json", col, replace(base, lambda3=None), tmp_path)
+
+
+def test_members_collected_side_by_side_give_the_shards_of_one_after_another(fam, tmp_path, monkeypatch):
+    """Two jobs: the ELM here, the other members in two worker processes; the same bytes as one job."""
+    monkeypatch.setenv("APD_JOBS", "1")
+    alone = _collect(fam, tmp_path / "alone")
+    monkeypatch.setenv("APD_JOBS", "2")
+    calls = []
+    real = runs.run_jobs
+    monkeypatch.setattr(runs, "run_jobs", lambda fn, items, **kw: calls.append(len(items)) or real(fn, items, **kw))
+    side = _collect(fam, tmp_path / "side")
+    assert calls == [len(fam) - 1]  # every member below the ELM, in workers
+    files = sorted(p.name for p in alone.glob("*.safetensors"))
+    assert files and files == sorted(p.name for p in side.glob("*.safetensors"))
+    for name in files:
+        assert io.file_sha256(alone / name) == io.file_sha256(side / name), name
+    assert json.loads((alone / "manifest.json").read_text()) == json.loads((side / "manifest.json").read_text())
+    assert not list(side.glob("parts/*"))  # every part merged

@@ -22,7 +22,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 import numpy as np
 import torch
@@ -295,7 +295,14 @@ def bytes_per_position(n_members: int, k: int = 30, vocab_size: int = 50277) -> 
 
 
 def collect_probabilities(
-    family, token_ids, out_dir, config: CollectConfig = CollectConfig(), *, batch_size: int = 1, progress: bool = True
+    family,
+    token_ids,
+    out_dir,
+    config: CollectConfig = CollectConfig(),
+    *,
+    batch_size: int = 1,
+    progress: bool = True,
+    side_by_side: Optional[Callable[[list[int]], None]] = None,
 ) -> dict:
     """Collect the family's log-probabilities at the token sets of every corpus position.
 
@@ -308,6 +315,9 @@ def collect_probabilities(
     out_dir: where shards and ``manifest.json`` go. A rerun with the same family, corpus and
         config resumes; anything else there raises ValueError.
     batch_size: chunks per forward pass (memory: batch_size * seq_len * V float32 logits).
+    side_by_side: called once the ELM's parts are there with the indices of the other members
+        (largest first); it collects their parts (:func:`collect_member_parts`, e.g. in worker
+        processes), which this then merges. None: one member after another, here.
     Returns the manifest (a dict; see the module docstring for the files).
     """
     family = _as_family(family)
@@ -326,7 +336,10 @@ def collect_probabilities(
     N = len(names)
     order = [N - 1] + list(range(N - 1))  # ELM first: it chooses the token sets
     for step, m in enumerate(order):
-        _collect_member(family, m, step, chunks, out, manifest, done, n_shards, config, batch_size, progress)
+        if step == 1 and side_by_side is not None and N > 2:
+            side_by_side(list(range(N - 2, -1, -1)))
+        finish = step == N - 1
+        _collect_member(family, m, step, chunks, out, manifest, done, n_shards, config, batch_size, progress, finish)
     for i in range(n_shards):  # shards whose parts all exist but were not merged yet
         if i not in done:
             _finish_shard(i, out, manifest, names, config)
@@ -435,9 +448,10 @@ def _collect_member(
     config: CollectConfig,
     batch_size: int,
     progress: bool,
+    finish: bool,
 ) -> None:
-    """Member ``m``'s part of every shard not done (the ``step``-th member, the ELM first); on the last
-    member's pass each shard is merged as soon as its part is there."""
+    """Member ``m``'s part of every shard not done (the ``step``-th member, the ELM first); with
+    ``finish`` (the last member's pass) each shard is merged as soon as its part is there."""
     names = list(family.names)
     N, V, C = len(names), int(family.vocab_size), config.chunks_per_shard
     todo = [
@@ -458,11 +472,32 @@ def _collect_member(
                 rows = chunks[i * C : (i + 1) * C]
                 part = _shard_part(member_logits, m, N, rows, out, i, config, V, batch_size)
                 _save_arrays(part, _part_file(out, i, m))
-                if step == N - 1:
+                if finish:
                     _finish_shard(i, out, manifest, names, config)
                     done.add(i)
                 bar.update(1)
     bar.close()
+
+
+def collect_member_parts(
+    family, token_ids, out_dir, config: CollectConfig, m: int, *, batch_size: int = 1, progress: bool = False
+) -> None:
+    """Member ``m``'s part of every shard that :func:`collect_probabilities` (running now, over the same
+    family, corpus and config) has not merged; the ELM's parts must be there. Writes only its own
+    part files, so several members can be collected at once in other processes; the numbers are
+    those of a one-at-a-time collection (same batches, same code)."""
+    family = _as_family(family)
+    names = list(family.names)
+    if not 0 <= m < len(names) - 1:
+        raise ValueError(f"m must index a member below the ELM (0 to {len(names) - 2}), got {m}.")
+    chunks, _ = corpus_chunks(token_ids, config.seq_len, int(family.vocab_size))
+    n_shards = -(-chunks.shape[0] // config.chunks_per_shard)
+    out = Path(out_dir)
+    manifest = read_json_checked(out / MANIFEST, "collection manifest", "collecting again")
+    if manifest is None:
+        raise FileNotFoundError(f"{out} has no collection manifest; collect_probabilities writes it first.")
+    done = {s["index"] for s in manifest["shards"]}
+    _collect_member(family, m, m + 1, chunks, out, manifest, done, n_shards, config, batch_size, progress, False)
 
 
 def _shard_part(

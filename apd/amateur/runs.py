@@ -62,8 +62,33 @@ def collect_family(
         return out
     with file_lock(out.parent / f"{key}.lock"):
         if not _collection_ready(out):
-            collect.collect_probabilities(family, ids, out, config, batch_size=batch_size, progress=progress)
+            side = _side_by_side(family, ids, out, config, batch_size)
+            collect.collect_probabilities(
+                family, ids, out, config, batch_size=batch_size, progress=progress, side_by_side=side
+            )
     return out
+
+
+def _side_by_side(family, ids, out: Path, config, batch_size: int):
+    """With more than one job (:func:`apd.base.jobs.job_count`) and a family that a worker can load
+    again (an ``apd.family.loading.Family``), a function collecting members' parts in worker
+    processes, one thread each (:func:`apd.base.jobs.run_jobs`); else None (one after another)."""
+    from apd.family.loading import Family
+
+    if job_count() < 2 or not isinstance(family, Family):
+        return None
+
+    def side_by_side(members: list[int]) -> None:
+        items = [(family, ids, out, config, batch_size, m) for m in members]
+        run_jobs(_collect_part_job, items, names=[f"collect {family.names[m]}" for m in members])
+
+    return side_by_side
+
+
+def _collect_part_job(args) -> None:
+    """One member's parts of a collection, in a worker (:func:`apd.amateur.collect.collect_member_parts`)."""
+    family, ids, out, config, batch_size, m = args
+    collect.collect_member_parts(family, ids, out, config, m, batch_size=batch_size)
 
 
 def collection_key(members, log_sizes, ids: bytes, config: dict) -> str:

@@ -272,6 +272,10 @@ class Family:
         self._hub_kwargs = dict(hub_kwargs)
         self._models: dict[str, torch.nn.Module] = {}
 
+    def __getstate__(self) -> dict:
+        """Pickled without its loaded models (a worker process loads them again on use)."""
+        return {**self.__dict__, "_models": {}}
+
     # -- members ------------------------------------------------------------------------------
     @property
     def alm(self) -> str:

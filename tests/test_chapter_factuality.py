@@ -315,3 +315,22 @@ def test_without_factuality_prompts_the_section_says_so_in_one_line(tmp_path, mo
     assert "## Real FactualityPrompts prompts" in text and "FactualityPrompts is not on this machine" in text
     assert "Nothing was generated" not in text and "Dist-2 and Rep need none" not in text
     assert "not on this machine" not in "\n".join(pages.page_markdown(nb, {}))
+
+
+def test_the_verdicts_control_is_the_experts_ne_er_minus_cds_on_the_verdict_sample():
+    from apd.evaluation.factuality.power import world_verdict_prompts
+    from apd.world.world import World, WorldConfig
+
+    world = World(WorldConfig.smoke())
+    prompts = world_verdict_prompts(world, openers=[" was born in"])[:4]
+    own = [[" " + world.person(q.person).birth_city + "."] * 3 for q in prompts]
+    other = [
+        [" " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city) + "."] * 3
+        for q in prompts
+    ]
+    ctrl = ch.verdict_control(world, prompts, own, other)  # CD right, the expert wrong: +1
+    assert (ctrl.mean, ctrl.n_groups) == (1.0, 4)
+    assert ch.verdict_control(world, prompts, other, own).mean == -1.0
+    assert ch.verdict_control(world, prompts[:1], own[:1], other[:1]) is None  # one person: no standard error
+    glued = ch.control_values(ctrl, "_sweep")
+    assert glued["ne_er_cd_gain_sweep"] == (1.0, "{:.2%}") and glued["ne_er_cd_gain_sweep_people"] == (4, "{:d}")

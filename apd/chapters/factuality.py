@@ -54,7 +54,7 @@ class FactualityHeadline:
     # the verdict comparison (world): CD's NE_ER minus APD's, paired by (prompt, seed), se over people
     ne_er_diff_verdict: Optional[float] = _field("{:.2%}")  # the difference
     ne_er_diff_se_verdict: Optional[float] = _field("{:.2%}")  # its standard error
-    # the positive control (world sweep): the expert's NE_ER minus CD's, paired, se over people
+    # the positive control (the verdict's sample): the expert's NE_ER minus CD's, paired, se over people
     ne_er_cd_gain: Optional[float] = _field("{:.2%}")  # the difference
     ne_er_cd_gain_se: Optional[float] = _field("{:.2%}")  # its standard error
     # REAL at real_T_r: APD + REAL, APD alone (top-p k20) and REAL alone (ELM + REAL)
@@ -609,12 +609,40 @@ def positive_control(world, wprompts, wres: pd.DataFrame, gens: dict, p: float, 
     return ctrl if ctrl.n_groups >= 2 and np.isfinite(ctrl.se) else None
 
 
-def control_values(ctrl) -> Glued:
-    """The positive control's difference, standard error and people (None without one)."""
+def verdict_control(world, vprompts, cd_continuations, elm_continuations):
+    """The verdicts' positive control on the verdict's own sample: the expert's NE_ER minus CD's, both
+    continuing every verdict prompt under the same seeds, paired by (prompt, seed), averaged per
+    person, standard error over people (:func:`apd.evaluation.factuality.power.paired_verdict`; the
+    rule: ``docs/design-notes.md``, "The factuality verdicts' NE_ER control"). Positive: CD names
+    fewer wrong entities. None when fewer than two people have an entity in both.
+
+    Example (the expert names another person's city, CD each person's own; two seeds):
+        >>> from apd.world.world import World, WorldConfig
+        >>> from apd.evaluation.factuality.power import world_verdict_prompts
+        >>> world = World(WorldConfig.smoke())
+        >>> prompts = world_verdict_prompts(world, openers=[" was born in"])[:3]
+        >>> right = [[" " + world.person(q.person).birth_city + "."] * 2 for q in prompts]
+        >>> wrong = [[" " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city)
+        ...           + "."] * 2 for q in prompts]
+        >>> c = verdict_control(world, prompts, right, wrong)
+        >>> c.mean, c.n_groups
+        (1.0, 3)
+    """
+    try:
+        ctrl = power.paired_verdict(world, vprompts, cd_continuations, elm_continuations).difference
+    except ValueError:  # fewer than two people with an entity in both
+        return None
+    return ctrl if np.isfinite(ctrl.se) else None
+
+
+def control_values(ctrl, suffix: str = "") -> Glued:
+    """A positive control's difference, standard error and people (None without one), as
+    ``ne_er_cd_gain<suffix>``, ``_se`` and ``_people``: no suffix for the verdicts' control (on the
+    verdict's sample), ``_sweep`` for the one on the sweep's prompts (context)."""
     return {
-        "ne_er_cd_gain": (ctrl.mean if ctrl else None, "{:.2%}"),
-        "ne_er_cd_gain_se": (ctrl.se if ctrl else None, "{:.2%}"),
-        "ne_er_cd_gain_people": (ctrl.n_groups if ctrl else None, "{:d}"),
+        f"ne_er_cd_gain{suffix}": (ctrl.mean if ctrl else None, "{:.2%}"),
+        f"ne_er_cd_gain{suffix}_se": (ctrl.se if ctrl else None, "{:.2%}"),
+        f"ne_er_cd_gain{suffix}_people": (ctrl.n_groups if ctrl else None, "{:d}"),
     }
 
 

@@ -308,7 +308,7 @@ def glue_established(run, profile: str) -> None:
     """Glue the values of the first page's "what this book established" list (``summary_est_*``,
     None where the chapter has not run): CD's HLM against the real member and the premise's
     ratio (curves), obvious blindness at T = 1 (curves), CD against the expert on KL, QA ppl and
-    NE_ER (apd, qa, factuality), where APD's KL sits beside the expert's and CD's (apd), the
+    NE_ER (apd, qa, factuality; the measures where its interval clears 0 and where it does not), where APD's KL sits beside the expert's and CD's (apd), the
     known-answer condition on the world (known_answer), and the testbed's search (testbed): the
     dose-response design whose weaker seed came closest to the rule's three standard errors
     (``summary_tb_best_design``, ``summary_tb_best_design_z``) and the points where CD's NE_ER beat
@@ -359,8 +359,11 @@ def glue_established(run, profile: str) -> None:
     }
     sides = {m: _side(v, k) for m, (v, k) in controls.items()}
     run.glue_text("summary_est_cd_worse_on", ", ".join(m for m, x in sides.items() if x == -1) or None, "{}")
-    run.glue_text("summary_est_cd_better_on", ", ".join(m for m, x in sides.items() if x == 1) or None, "{}")
+    better, not_better = [m for m, x in sides.items() if x == 1], [m for m, x in sides.items() if x in (0, -1)]
+    run.glue_text("summary_est_cd_better_on", ", ".join(better) or None, "{}")
+    run.glue_text("summary_est_cd_not_better_on", ", ".join(not_better) or None, "{}")
     run.glue("summary_est_cd_better_nowhere", all(x is not None and x != 1 for x in sides.values()))
+    run.glue("summary_est_cd_better_some", bool(better) and bool(not_better))
 
 
 def _side(values: dict, key: str) -> int | None:

@@ -270,8 +270,9 @@ def _control_ne_er() -> EvidenceSpec:
         ("ne_er_cd_gain", "ne_er_cd_gain_se"),
         significant(),
         "positive control: CD names fewer wrong entities than the expert, significantly (the "
-        "expert's NE_ER minus CD's at the first p of Table 1, world prompts, paired by prompt and "
-        "seed, standard error over people, its 95% t interval above 0)",
+        "expert's NE_ER minus CD's at the first p of Table 1, on the prompts and seeds of the APD-CD "
+        "comparison, every sentence opening of the test people, paired by prompt and seed, standard "
+        "error over people, its 95% t interval above 0)",
         kind="precondition",
         profiles=PICO_PROFILES,
         names=(_NE_ER_CD_GAIN, "its standard error"),

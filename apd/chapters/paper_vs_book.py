@@ -358,12 +358,24 @@ def glue_established(run, profile: str) -> None:
         "NE_ER": (fac, "ne_er_cd_gain"),
     }
     sides = {m: _side(v, k) for m, (v, k) in controls.items()}
-    run.glue_text("summary_est_cd_worse_on", ", ".join(m for m, x in sides.items() if x == -1) or None, "{}")
+    run.glue_text("summary_est_cd_worse_on", _listed([m for m, x in sides.items() if x == -1], "and"), "{}")
     better, not_better = [m for m, x in sides.items() if x == 1], [m for m, x in sides.items() if x in (0, -1)]
-    run.glue_text("summary_est_cd_better_on", ", ".join(better) or None, "{}")
-    run.glue_text("summary_est_cd_not_better_on", ", ".join(not_better) or None, "{}")
+    run.glue_text("summary_est_cd_better_on", _listed(better, "and"), "{}")
+    run.glue_text("summary_est_cd_not_better_on", _listed(not_better, "or"), "{}")
     run.glue("summary_est_cd_better_nowhere", all(x is not None and x != 1 for x in sides.values()))
     run.glue("summary_est_cd_better_some", bool(better) and bool(not_better))
+
+
+def _listed(items: list[str], last: str) -> str | None:
+    """``items`` as a phrase, the last joined by ``last``; None for none.
+
+    Example:
+        >>> _listed(["KL", "QA ppl", "NE_ER"], "or"), _listed(["NE_ER"], "and"), _listed([], "or")
+        ('KL, QA ppl or NE_ER', 'NE_ER', None)
+    """
+    if not items:
+        return None
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
 
 
 def _side(values: dict, key: str) -> int | None:

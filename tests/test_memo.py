@@ -79,3 +79,23 @@ def test_two_processes_asking_at_once_compute_the_value_once(tmp_path):
     assert values[0] == values[1] == list(range(100_000))
     assert log.read_text() == "computed\n"
     assert not list((tmp_path / "memo" / "race").glob("*.damaged-*"))
+
+
+def test_a_kind_kept_under_its_size_cap_loses_its_least_recently_used_values(tmp_path):
+    import os
+    import time
+
+    def value(n):
+        return memo.memoized("capped", {"n": n}, ["apd.base.memo"], lambda: bytes(1000) + bytes([n]), tmp_path, 2500)
+
+    folder = tmp_path / "memo" / "capped"
+    value(1)
+    value(2)
+    for i, p in enumerate(sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime)):
+        os.utime(p, (time.time() - 100 + i, time.time() - 100 + i))  # 1 older than 2
+    value(1)  # read back: now the most recently used
+    value(3)  # over the cap: 2, the least recently used, goes
+    calls = []
+    memo.memoized("capped", {"n": 1}, ["apd.base.memo"], lambda: calls.append(1), tmp_path, 2500)
+    memo.memoized("capped", {"n": 2}, ["apd.base.memo"], lambda: calls.append(2), tmp_path, 2500)
+    assert calls == [2]  # 1 was kept, 2 computed again

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -57,14 +58,23 @@ def memo_key(kind: str, parts: Any, modules: Sequence[str]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def memoized(kind: str, parts: Any, modules: Sequence[str], compute: Callable[[], T], root: Path | None = None) -> T:
+def memoized(
+    kind: str,
+    parts: Any,
+    modules: Sequence[str],
+    compute: Callable[[], T],
+    root: Path | None = None,
+    max_bytes: int | None = None,
+) -> T:
     """``compute()``, or its value saved by an earlier call with the same ``kind``, ``parts`` and code of
     ``modules``: ``<cache>/memo/<kind>/<key>.pkl`` (:func:`apd.base.paths.cache_dir`, or ``root``).
 
     ``parts`` must hold every argument that changes the value (JSON-able, e.g. a dict of them);
     ``modules`` the modules whose code computes it. Only pure, deterministic computations belong
     here: the cached value is returned as it was saved. Two processes asking for the same value at
-    once compute it once: the second waits on ``<key>.lock``, then reads it.
+    once compute it once: the second waits on ``<key>.lock``, then reads it. ``max_bytes``: after
+    the call, the least recently used values of ``kind`` are removed until its folder holds at
+    most this many bytes (the value just used stays); None keeps every value.
 
     Example:
         >>> import tempfile
@@ -80,14 +90,54 @@ def memoized(kind: str, parts: Any, modules: Sequence[str], compute: Callable[[]
     folder = (Path(root) if root is not None else cache_dir()) / "memo" / kind
     key = memo_key(kind, parts, modules)
     with file_lock(folder / f"{key}.lock"):  # two processes asking at once: one computes, one reads
-        return _read_or_compute(folder / f"{key}.pkl", kind, compute)
+        value = _read_or_compute(folder / f"{key}.pkl", kind, compute)
+    if max_bytes is not None:
+        evict(folder, max_bytes, keep=folder / f"{key}.pkl")
+    return value
+
+
+def evict(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
+    """Remove the least recently used values (``*.pkl``, by modification time: a read touches its
+    file) of one kind's ``folder`` until it holds at most ``max_bytes``, never ``keep`` nor a
+    value another process is reading or writing (its lock is held); returns those removed.
+
+    Example:
+        >>> import tempfile, os
+        >>> folder = Path(tempfile.mkdtemp())
+        >>> for i, name in enumerate(["old", "mid", "new"]):
+        ...     _ = (folder / f"{name}.pkl").write_bytes(b"x" * 100)
+        ...     os.utime(folder / f"{name}.pkl", (i, i))
+        >>> [p.name for p in evict(folder, 150)], sorted(p.name for p in folder.glob("*.pkl"))
+        (['old.pkl', 'mid.pkl'], ['new.pkl'])
+    """
+    from apd.base.lock import LockBusy
+
+    values = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime)
+    total, removed = sum(p.stat().st_size for p in values), []
+    for p in values:
+        if total <= max_bytes:
+            break
+        if keep is not None and p == keep:
+            continue
+        try:
+            with file_lock(p.with_suffix(".lock"), wait=False):
+                size = p.stat().st_size
+                p.unlink()
+                p.with_name(p.name + ".sha256").unlink(missing_ok=True)
+        except (LockBusy, FileNotFoundError):
+            continue
+        total -= size
+        removed.append(p)
+    return removed
 
 
 def _read_or_compute(path: Path, kind: str, compute: Callable[[], T]) -> T:
     if check_file(path, f"cached {kind} value", "computing it again"):
         try:
             with open(path, "rb") as fh:
-                return pickle.load(fh)
+                value = pickle.load(fh)
+            os.utime(path)  # recently used: the last to be evicted
+            return value
         except Exception as err:  # a file that does not unpickle is damaged, whatever its digest says
             set_aside(path, f"cached {kind} value", f"it does not load: {err}", "computing it again")
     value = compute()

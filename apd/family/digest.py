@@ -24,6 +24,10 @@ from apd.base.memo import SCORES_ENV, memoized
 
 T = TypeVar("T")
 
+#: Bytes of cached scores kept per kind (the least recently used go first): room for the default
+#: build's scores of one version of the weights and the scoring code, and the smoke build's.
+MAX_BYTES = 1 << 30
+
 
 def model_digest(model: torch.nn.Module) -> str:
     """SHA-256 (first 16 hex digits) of a model's parameters and buffers: names, dtypes, shapes and
@@ -108,4 +112,4 @@ def memoized_scores(
     identity = scoring_identity(family, models, members)
     if identity is None:
         return compute()
-    return memoized(kind, {"args": parts, "weights": identity}, modules, compute, root)
+    return memoized(kind, {"args": parts, "weights": identity}, modules, compute, root, max_bytes=MAX_BYTES)

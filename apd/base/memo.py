@@ -112,8 +112,14 @@ def evict(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
     """
     from apd.base.lock import LockBusy
 
-    values = sorted(folder.glob("*.pkl"), key=lambda p: p.stat().st_mtime)
-    total, removed = sum(p.stat().st_size for p in values), []
+    stats = {}
+    for p in folder.glob("*.pkl"):
+        try:
+            stats[p] = p.stat()
+        except FileNotFoundError:  # removed by another process meanwhile
+            continue
+    values = sorted(stats, key=lambda p: stats[p].st_mtime)
+    total, removed = sum(st.st_size for st in stats.values()), []
     for p in values:
         if total <= max_bytes:
             break

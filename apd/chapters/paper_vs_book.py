@@ -308,7 +308,8 @@ def glue_established(run, profile: str) -> None:
     """Glue the values of the first page's "what this book established" list (``summary_est_*``,
     None where the chapter has not run): CD's HLM against the real member and the premise's
     ratio (curves), obvious blindness at T = 1 (curves), CD against the expert on KL, QA ppl and
-    NE_ER (apd, qa, factuality; the measures where its interval clears 0 and where it does not), where APD's KL sits beside the expert's and CD's (apd), the
+    NE_ER (apd, qa, factuality; the measures where its interval clears 0 and where it does not),
+    where APD's KL sits beside the expert's and CD's (apd), the
     known-answer condition on the world (known_answer), and the testbed's search (testbed): the
     dose-response design whose weaker seed came closest to the rule's three standard errors
     (``summary_tb_best_design``, ``summary_tb_best_design_z``) and the points where CD's NE_ER beat

@@ -3,7 +3,7 @@
 A chapter that scores the family (and ALM') on fixed inputs, held-out text or the world's questions,
 recomputes the same arrays on every rerun of its notebook. :func:`memoized_scores` keys the value by
 a SHA-256 of every parameter of the models it reads (:func:`model_digest`), the tokenizer, the
-device, the dtype and the torch thread count, plus the caller's arguments and the code of the modules
+dtype and the torch thread count, plus the caller's arguments and the code of the modules
 that compute it (:func:`apd.base.memo.memoized`). Retrained weights, another tokenizer or an edit to
 the scoring code compute it again; a rerun reads it back.
 

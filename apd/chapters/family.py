@@ -33,10 +33,10 @@ class FamilyHeadline:
     size_span: float  # largest member's non-embedding parameters over the smallest's
     loss_smallest: float  # held-out loss of the smallest member, nats/token
     loss_largest: float  # held-out loss of the largest member, nats/token
-    loss_monotone: str  # whether held-out loss falls at every step up in size, in words
+    loss_falls_each_step: bool  # whether held-out loss falls at every step up in size
     tail_acc_smallest: float | None = fmt("{:.2f}", default=None)  # smallest member's tail accuracy (pico only)
     tail_acc_largest: float | None = fmt("{:.2f}", default=None)  # largest member's tail accuracy (pico only)
-    tail_verdict: str | None = fmt("{}", default=None)  # whether the tail gain is significant at alpha, in words
+    tail_gain_significant: bool | None = None  # whether the largest member knows clearly more tail facts (pico only)
 
 
 def corpus_tables(built):
@@ -83,18 +83,14 @@ def heldout_losses(fam, built, n_tokens: int) -> pd.DataFrame:
     )
 
 
-def loss_falls(losses) -> str:
-    """Whether the losses (nats/token, smallest member first) fall at every step up in size, in words.
+def loss_falls(losses) -> bool:
+    """Whether the losses (nats/token, smallest member first) fall at every step up in size.
 
     Example:
-        >>> loss_falls([3.1, 2.8, 2.5]), loss_falls([3.1, 3.2])
-        ('falls with every step up in size', 'does NOT fall at every step up in size')
+        >>> loss_falls([3.1, 2.8, 2.5]), loss_falls([3.1, 3.2]), loss_falls([3.1, 2.8, 2.9])
+        (True, False, False)
     """
-    return (
-        "falls with every step up in size"
-        if bool(np.all(np.diff(losses) < 0))
-        else "does NOT fall at every step up in size"
-    )
+    return bool(np.all(np.diff(np.asarray(losses, dtype=float)) < 0))
 
 
 def plot_losses(fam, losses):
@@ -152,12 +148,7 @@ def knowledge_values(k: Knowledge | None, alpha: float) -> dict:
         "tail_acc_largest": float(k.acc["tail"].iloc[-1]),
         "head_acc_smallest": float(k.acc["head"].iloc[0]),
         "head_acc_largest": float(k.acc["head"].iloc[-1]),
-        "tail_verdict": (
-            "significant: the largest member knows clearly more tail facts than the smallest"
-            if clearly
-            else "not significant: on these items the largest member does not know clearly more "
-            "tail facts than the smallest"
-        ),
+        "tail_gain_significant": bool(clearly),
         "tail_gain": float(tail["gain"]),
         "tail_p": float(tail["p_value"]),
         "tail_only_largest": int(tail["only_larger"]),
@@ -255,8 +246,8 @@ def headline(fam, losses, values: dict) -> FamilyHeadline:
         size_span=float(fam.n_nonembedding[-1] / fam.n_nonembedding[0]),
         loss_smallest=losses[0],
         loss_largest=losses[-1],
-        loss_monotone=loss_falls(losses),
+        loss_falls_each_step=loss_falls(losses),
         tail_acc_smallest=values.get("tail_acc_smallest"),
         tail_acc_largest=values.get("tail_acc_largest"),
-        tail_verdict=values.get("tail_verdict"),
+        tail_gain_significant=values.get("tail_gain_significant"),
     )

@@ -132,3 +132,42 @@ def test_without_the_datasets_the_section_says_so_in_one_line(tmp_path, monkeypa
     assert "QA datasets are not on this machine" in text and "apd data fetch FOLDER" in text
     assert "Run: " not in text and "Counting datasets" not in text and "no gold answer passes" not in text
     assert "not on this machine" not in "\n".join(pages.page_markdown(nb, {"qa_datasets_scored": "LAMBADA"}))
+
+
+@pytest.mark.parametrize(
+    "apd, cd, metric, outcome",
+    [
+        (1.2, 1.3, "ppl", "better"),
+        (1.3, 1.2, "ppl", "worse"),
+        (0.6, 0.5, "acc", "better"),
+        (0.5, 0.6, "MRR", "worse"),
+        (0.5, 0.5, "acc", "same"),
+        (float("nan"), 0.5, "acc", None),
+    ],
+)
+def test_direction_flags_mark_exactly_the_outcome(apd, cd, metric, outcome):
+    flags = qa.direction_flags(apd, cd, metric, "world_ho_x")
+    assert set(flags) == {f"world_ho_x_apd_{o}" for o in ("better", "worse", "same")}
+    assert [k for k, v in flags.items() if v] == ([f"world_ho_x_apd_{outcome}"] if outcome else [])
+    assert all(isinstance(v, bool) for v in flags.values())
+
+
+def test_without_a_world_no_direction_is_shown(run):
+    qa.glue_world(run, None, None)
+    for t in ("ho", "pp"):
+        for m in ("ppl", "acc", "MRR"):
+            assert not any(run.values[f"world_{t}_{m}_apd_{o}"] for o in ("better", "worse", "same"))
+
+
+class _Fam:
+    elm = "big-1"
+    n_nonembedding = np.array([1.0e4, 1.25e6])
+
+
+def test_reading_says_pipeline_check_for_pico_and_reproduction_for_a_hub_family(run):
+    pico = qa.reading(_Fam(), object(), "pico")
+    hub = qa.reading(_Fam(), None, "pythia")
+    assert pico["qa_pipeline_check"] and not pico["qa_reproduction"]
+    assert hub["qa_reproduction"] and not hub["qa_pipeline_check"] and hub["qa_family"] == "pythia"
+    qa.glue_reading(run, _Fam(), object(), "pico")
+    assert run.values["qa_elm_params"] == 1_250_000 and run.values["qa_elm"] == "big-1"

@@ -153,6 +153,22 @@ def direction(apd_value: float, cd_value: float, metric: str) -> str:
     return better_word(apd_value, cd_value, lower_is_better=not METRICS[metric], digits=9)
 
 
+def direction_flags(apd_value: float, cd_value: float, metric: str, key: str) -> dict[str, bool]:
+    """:func:`direction` as the booleans the prose's ``needs:`` tags read: ``<key>_apd_better``,
+    ``<key>_apd_worse`` and ``<key>_apd_same`` (all False when either value is missing).
+
+    Example:
+        >>> direction_flags(1.2, 1.3, "ppl", "world_ho_ppl")
+        {'world_ho_ppl_apd_better': True, 'world_ho_ppl_apd_worse': False, 'world_ho_ppl_apd_same': False}
+    """
+    word = direction(apd_value, cd_value, metric)
+    return {
+        f"{key}_apd_better": word == "better than",
+        f"{key}_apd_worse": word == "worse than",
+        f"{key}_apd_same": word == "the same as",
+    }
+
+
 @dataclass
 class WorldQA:
     """The world's questions scored (dev half first): per-question scores and their summaries.
@@ -337,7 +353,7 @@ _WORLD_NUMBERS = (
 
 def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
     """Glue every world number the prose quotes but the headline's: means (over people) and
-    directions per protocol and metric, the person-mean ppl gain's t interval and t-test, and the
+    directions per protocol and metric (:func:`direction_flags`), the person-mean ppl gain's t interval and t-test, and the
     easy-question claim ("n/a" without a world)."""
     headline = {f.name for f in dataclasses.fields(QAHeadline)}
     means = [(p, t, m) for p, t in (("held-out", "ho"), ("paper", "pp")) for m in ("ppl", "acc", "MRR")]
@@ -345,7 +361,10 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
         for name in _WORLD_NUMBERS + tuple(f"world_{t}_{m}_{x}" for _, t, m in means for x in ("elm", "cd", "apd")):
             if name not in headline:
                 run.glue_text(name, None)
-        for name in [f"world_{t}_{m}_dir" for _, t, m in means] + [
+        for _, t, m in means:
+            for name in direction_flags(float("nan"), float("nan"), m, f"world_{t}_{m}"):
+                run.glue(name, False)
+        for name in [
             "world_gain_text",
             "world_gain_buckets",
             "world_best_bucket",
@@ -366,10 +385,11 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
         for m in ("elm", "cd", "apd"):
             if f"world_{tag}_{metric}_{m}" not in headline:
                 run.glue_text(f"world_{tag}_{metric}_{m}", value(wt, proto, metric, m), "{:.3f}")
-        run.glue(
-            f"world_{tag}_{metric}_dir",
-            direction(value(wt, proto, metric, "apd"), value(wt, proto, metric, "cd"), metric),
+        flags = direction_flags(
+            value(wt, proto, metric, "apd"), value(wt, proto, metric, "cd"), metric, f"world_{tag}_{metric}"
         )
+        for name, flag in flags.items():
+            run.glue(name, flag)
     s = world.sig[(world.sig.protocol == "held-out") & (world.sig.group == "all")].iloc[0]
     n_people = int(s["n_clusters"])
     run.glue_text("world_ho_ppl_p", s["p_clustered"], "{:.3g}")
@@ -755,23 +775,36 @@ def glue_dataset_counts(run, ds: DatasetsQA) -> None:
     run.glue_text("qa_elm_above_chance", float(np.mean(gap)) if gap else None, "{:+.3f}")
 
 
-def reading(fam, built, family: str) -> str:
-    """What the datasets' numbers are for this family: a pipeline check (pico) or a reproduction."""
-    if built is not None:
-        return (
-            f"These numbers are a check of the pipeline, not a reproduction. The pico family's largest member "
-            f"({fam.elm}, {int(fam.n_nonembedding[-1]):,} non-embedding parameters) was trained on a small corpus of "
-            "mostly synthetic biographies, and these are small subsets: the differences between ELM, CD and APD "
-            "above are no evidence for or against the paper's claims. What they do show is that "
-            "the datasets load, the templates render, and the filter, both 1/T protocols, the t-tests and the "
-            "table layout run end to end. Under the pythia profile (Pythia 70M to 6.9B and 12B from the Hub, on "
-            "a GPU) the same cells are a reproduction, with the paper's numbers beside ours below."
-        )
-    return (
-        f"The {family} family is one the paper ran, so these numbers are a reproduction: the table below "
-        "puts the paper's numbers beside ours where the rows match (our subsets are smaller than the "
-        "paper's when qa_limit is set, and the offline stand-ins are different datasets)."
-    )
+def reading(fam, built, family: str) -> dict:
+    """What the datasets' numbers are for this family, as the values the prose's ``needs:`` tags and
+    glue read: ``qa_pipeline_check`` (pico: a check of the pipeline), ``qa_reproduction`` (a Hub
+    family: a reproduction), the family's name and its largest member's name and non-embedding
+    parameters.
+
+    Example:
+        >>> class Fam:
+        ...     elm, n_nonembedding = "pico-1.8M", [1.3e4, 1.8e6]
+        >>> r = reading(Fam(), built=object(), family="pico")
+        >>> r["qa_pipeline_check"], r["qa_reproduction"], r["qa_elm_params"]
+        (True, False, 1800000)
+    """
+    pico = built is not None
+    return {
+        "qa_pipeline_check": pico,
+        "qa_reproduction": not pico,
+        "qa_family": family,
+        "qa_elm": fam.elm,
+        "qa_elm_params": int(fam.n_nonembedding[-1]),
+    }
+
+
+def glue_reading(run, fam, built, family: str) -> None:
+    """Glue :func:`reading`'s values (the parameter count as text with thousands separators)."""
+    for name, v in reading(fam, built, family).items():
+        if name == "qa_elm_params":
+            run.glue_text(name, v, "{:,d}")
+        else:
+            run.glue(name, v)
 
 
 def beside_paper(family: str, ds: DatasetsQA) -> pd.DataFrame | None:

@@ -101,7 +101,8 @@ def test_loss_terms_and_fitter_values_on_tiny_inputs():
     )
     table, values = ch.loss_terms(log, lambda2=2.0)
     assert values["log_window"] == (1, None) and table.loc["l3", "first steps"] == 0.0
-    assert values["l3_dir"][0] == "rose" and math.isclose(values["l2_share"][0], 2.0 / 2.3)
+    assert values["l3_rises"][0] and values["l1_falls"][0] and values["l2_flat"][0]
+    assert not (values["l3_falls"][0] or values["l3_flat"][0]) and math.isclose(values["l2_share"][0], 2.0 / 2.3)
     t = pd.DataFrame({"noise": [0.0, 0.0, 0.005, 0.005], "ratio": [0.3, 1.6, 0.9, 2.4]})
     v = ch.fitter_values(t)
     assert v["fit_noisy_mixed"][0] and not v["fit_noisy_worse"][0] and not v["fit_noisy_beats"][0]
@@ -211,12 +212,63 @@ def test_robustness_compares_both_alm_primes_with_cd_and_with_each_other():
     assert list(table.index) == ["APD, every document", "APD, test people left out"]
     assert len(ch.robustness_shown(table).columns) + 1 <= 7  # with its index: fits the page unfolded
     assert values["left_out_shift"][0] == pytest.approx(0.125)  # mean of 0.05 * (1, 2, 3, 4)
-    assert values["left_out_sentence"][0].startswith("leaving them out moves APD away")
+    assert values["left_out_away"][0] and not (values["left_out_closer"][0] or values["left_out_same"][0])
     assert table.loc["APD, test people left out", "KL gain over CD"] == pytest.approx(
         table.loc["APD, every document", "KL gain over CD"] - 0.125
     )
     none_table, missing = ch.robustness(_frame(), {"CD": 0.5, "APD": 0.5})  # no left-out run: nothing to compare
-    assert none_table is None and missing["left_out_kl"][0] is None and missing["left_out_sentence"][0] is None
+    assert none_table is None and missing["left_out_kl"][0] is None
+    assert not any(missing[f"left_out_{o}"][0] for o in ("away", "closer", "same"))
+
+
+@pytest.mark.parametrize("shift, outcome", [(-0.05, "closer"), (0.0, "same"), (0.05, "away")])
+def test_robustness_flags_exactly_one_outcome(shift, outcome):
+    frame = _frame()
+    left = frame[frame["method"] == "APD"].assign(method=ch.LEFT_OUT)
+    left["kl"] = left["kl"] + shift + 0.01 * (2 * left["person"] - 1)  # people differ: se 0.01 over 2 people
+    _, values = ch.robustness(pd.concat([frame, left], ignore_index=True), {"CD": 0.5, "APD": 0.5, ch.LEFT_OUT: 0.5})
+    assert [o for o in ("away", "closer", "same") if values[f"left_out_{o}"][0]] == [outcome]
+
+
+@pytest.mark.parametrize(
+    "first, last, outcome",
+    [(4.0, 2.0, "falls"), (2.0, 4.0, "rises"), (0.12341, 0.12344, "flat"), (0.1234, 0.1236, "rises")],
+)
+def test_trend_flags_exactly_one_outcome_to_the_printed_decimals(first, last, outcome):
+    flags = ch.trend(first, last, "l1")
+    assert [o for o in ("falls", "rises", "flat") if flags[f"l1_{o}"][0]] == [outcome]
+    assert not any(v for v, _ in ch.trend(float("nan"), 1.0, "l1").values())
+
+
+def _regime_gains(gains: dict, se: float = 0.01):
+    """:func:`apd.chapters.apd.variants_against_cd`'s KL table for one variant, ``gains`` per bucket."""
+    row = {}
+    for b in ("head", "torso", "tail"):
+        row.update({f"n_{b}": 30, f"mean_{b}": 0.5, f"gain_{b}": gains[b], f"gain_{b}_se": se})
+    return {"kl": pd.DataFrame([row], index=["release"])}
+
+
+@pytest.mark.parametrize(
+    "gains, signif",
+    [
+        ({"head": 0.0, "torso": 0.001, "tail": -0.002}, []),
+        ({"head": 0.1, "torso": 0.0, "tail": 0.001}, ["head"]),
+        ({"head": 0.1, "torso": -0.08, "tail": 0.001}, ["head", "torso"]),
+        ({"head": 0.1, "torso": 0.09, "tail": 0.08}, ["head", "torso", "tail"]),
+    ],
+)
+def test_regime_flags_the_buckets_whose_gain_differs_from_zero(tmp_path, monkeypatch, gains, signif):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))  # no family saturation table
+    table, values = ch.regime("nowhere", _regime_gains(gains), "release", ["release"])
+    assert [b for b in ("head", "torso", "tail") if values[f"regime_{b}_signif"][0]] == signif
+    assert values["regime_none_signif"][0] is (not signif)
+    assert table is not None and "of which flattening (family)" not in table
+
+
+def test_regime_without_gains_flags_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    table, values = ch.regime("nowhere", None, "release", ["release"])
+    assert table is None and not any(values[k][0] for k in values if k.endswith("_signif"))
 
 
 def test_module_examples_run():

@@ -245,28 +245,43 @@ def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
     return table, values
 
 
+def trend(first: float, last: float, key: str, digits: int = 4) -> Values:
+    """Whether a quantity fell, rose or stayed put from ``first`` to ``last``, as the booleans the
+    prose's ``needs:`` tags read: ``<key>_falls``, ``<key>_rises``, ``<key>_flat`` (equal when
+    printed to ``digits`` decimals, :func:`apd.report.tables.compare_word`; all False when either
+    is missing).
+
+    Example:
+        >>> {k: v[0] for k, v in trend(4.0, 2.0, "l1").items()}
+        {'l1_falls': True, 'l1_rises': False, 'l1_flat': False}
+        >>> trend(0.12341, 0.12344, "l2")["l2_flat"]
+        (True, None)
+    """
+    word = compare_word(last, first, digits=digits)
+    return {
+        f"{key}_falls": (word == "lower than", None),
+        f"{key}_rises": (word == "higher than", None),
+        f"{key}_flat": (word == "the same as", None),
+    }
+
+
 def loss_terms(log: pd.DataFrame, lambda2: float) -> tuple[pd.DataFrame, Values]:
     """Each loss term of a training log averaged over its first and last steps (at most 10, a
-    quarter of the log), and the shares of lambda2 L2 and L1 in the final total.
+    quarter of the log), whether it fell, rose or stayed put (:func:`trend`, to the 4 decimals the
+    prose prints), and the shares of lambda2 L2 and L1 in the final total.
 
     Example:
         >>> log = pd.DataFrame({"l1": [4.0, 2.0], "l2": [1.0, 1.0], "l3": [0.0, 0.5], "loss": [5.0, 3.5]})
         >>> table, values = loss_terms(log, lambda2=1.0)
-        >>> float(table.loc["l1", "last steps"]), values["l1_dir"], round(values["l2_share"][0], 3)
-        (2.0, ('fell', '{}'), 0.286)
+        >>> float(table.loc["l1", "last steps"]), values["l1_falls"][0], values["l2_flat"][0], round(values["l2_share"][0], 3)
+        (2.0, True, True, 0.286)
     """
     n = max(1, min(10, len(log) // 4))
     rows, values = [], {}
     for key, _ in LOSS_TERMS:
         first, last = float(log[key].iloc[:n].mean()), float(log[key].iloc[-n:].mean())
         rows.append({"term": key, "first steps": first, "last steps": last})
-        values.update(
-            {
-                f"{key}_first": (first, None),
-                f"{key}_last": (last, None),
-                f"{key}_dir": ("fell" if last < first else "rose", "{}"),
-            }
-        )
+        values.update({f"{key}_first": (first, None), f"{key}_last": (last, None), **trend(first, last, key)})
     end = log.iloc[-n:].mean(numeric_only=True)
     values.update(
         log_window=(n, None),
@@ -1084,20 +1099,23 @@ def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optiona
     """APD with the ALM' fine-tuned on every document and with the one fine-tuned without the test
     people's documents (:data:`LEFT_OUT`), each at its dev-best 1/T, against CD on the test questions
     (paired, standard errors over people), and the second's KL minus the first's (``left_out_shift``:
-    positive when leaving the test people out moves APD away from the truth), with its verdict in words.
+    positive when leaving the test people out moves APD away from the truth), with its verdict
+    (:func:`apd.evaluation.ablations.verdict`, 1.96 standard errors) as the booleans the prose's tags
+    read: ``left_out_away``, ``left_out_closer``, ``left_out_same``.
 
     Example:
         >>> f = pd.DataFrame([dict(method=m, knob=1.0, item=i, person=i // 2, bucket="head", nll=1.0,
         ...                        kl=kl + (0.01 * i if m == LEFT_OUT else 0.0))
         ...                   for i in range(8) for m, kl in (("CD", 0.8), ("APD", 0.7), (LEFT_OUT, 0.7))])
         >>> table, values = robustness(f, {"CD": 1.0, "APD": 1.0, LEFT_OUT: 1.0})
-        >>> list(table.index), values["left_out_shift_pm"][0], values["left_out_sentence"][0][:34]
-        (['APD, every document', 'APD, test people left out'], '+0.035 ± 0.013', 'leaving them out moves APD away fr')
+        >>> list(table.index), values["left_out_shift_pm"][0], values["left_out_away"][0], values["left_out_same"][0]
+        (['APD, every document', 'APD, test people left out'], '+0.035 ± 0.013', True, False)
     """
     keys = ("left_out_inv_T", "left_out_kl", "left_out_kl_gain", "left_out_kl_gain_se", "left_out_shift")
     if test_frame is None or LEFT_OUT not in set(test_frame["method"]):
         values: Values = {k: (None, "{:.4f}") for k in keys}
-        values.update(left_out_shift_pm=(None, "{}"), left_out_sentence=(None, "{}"), left_out_vs_cd=(None, "{}"))
+        values.update(left_out_shift_pm=(None, "{}"), left_out_vs_cd=(None, "{}"))
+        values.update({k: (False, None) for k in ("left_out_away", "left_out_closer", "left_out_same")})
         return None, values
     rows = {label: (m, knobs[m]) for label, m in _ROBUST_ROWS.items()}
     gains = {
@@ -1126,14 +1144,9 @@ def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optiona
         "left_out_kl_gain_se": (g["gain_se"], "{:.4f}"),
         "left_out_shift": (shift.mean, "{:+.4f}"),
         "left_out_shift_pm": (plus_minus(shift.mean, shift.se), "{}"),
-        "left_out_sentence": (
-            {
-                "tie": "leaving them out does not change APD's distance to the truth by more than 1.96 standard errors",
-                "worse": "leaving them out moves APD away from the truth by more than 1.96 standard errors",
-                "better": "leaving them out moves APD closer to the truth by more than 1.96 standard errors",
-            }.get(word),
-            "{}",
-        ),
+        "left_out_away": (word == "worse", None),
+        "left_out_closer": (word == "better", None),
+        "left_out_same": (word == "tie", None),
         "left_out_vs_cd": (_VS_CD.get(vs_cd), "{}"),
     }
 
@@ -1144,7 +1157,8 @@ def regime(
     """Per frequency bucket, each variant's KL gain over CD ± se (``gains``: :func:`variants_against_cd`'s)
     beside the family chapter's shares of rising gold curves and of those flattening
     (:func:`apd.report.findings.family_saturation`); for the variant the book uses, the gains, the bucket
-    where it is highest, and which buckets' gains differ from zero after Holm's correction."""
+    where it is highest, and which buckets' gains differ from zero after Holm's correction
+    (``regime_<bucket>_signif``; ``regime_none_signif`` when none does; all False without gains)."""
     sat = family_saturation(profile)
     table = None
     if gains is not None:
@@ -1176,18 +1190,8 @@ def regime(
     pv = [p_two_sided(table.loc[b, gain], table.loc[b, se]) if have else float("nan") for b in BUCKETS]
     signif = [b for b, ok in zip(BUCKETS, holm(pv)) if ok]
     values.update({f"regime_{b}_p": (p, "{:.3g}") for b, p in zip(BUCKETS, pv)})
-    holm_note = "after Holm's correction for three buckets (standard errors over people)"
-    if not have:
-        sentence = None
-    elif not signif:
-        sentence = (
-            f"no bucket's gain differs from zero {holm_note}, so this build cannot tell how the gain "
-            "depends on the regime"
-        )
-    else:
-        listed = " and ".join([", ".join(signif[:-1]), signif[-1]] if len(signif) > 1 else signif)
-        sentence = f"{holm_note} the gain differs from zero on {listed} questions"
-    values["regime_sentence"] = (sentence, "{}")
+    values.update({f"regime_{b}_signif": (b in signif, None) for b in BUCKETS})
+    values["regime_none_signif"] = (have and not signif, None)
     return table, values
 
 

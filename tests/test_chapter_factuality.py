@@ -155,11 +155,12 @@ def test_comparison_values_state_the_difference_and_its_se(monkeypatch):
     res = _sweep()
     out = ch.compare(res, 0.8, "", apd_T=1.0, cd_T=2.0)
     assert out["ne_er_diff"] == pytest.approx(0.05) and out["ne_er_diff_se"] == pytest.approx(math.hypot(0.02, 0.02))
-    assert out["ne_er_word"] == "lower than"
+    assert out["ne_er_apd_lower"] and not (out["ne_er_apd_higher"] or out["ne_er_apd_same"])
     glued = ch.comparison_values(res, [0.8, 0.6], "_world", 1.0, 2.0)
     assert glued["ne_er_diff_p2_world"][0] == pytest.approx(0.05) and glued["ne_er_apd_world"][1] == "{:.1%}"
     empty = ch.comparison_values(None, [0.8, 0.6], "_world", 1.0, 2.0)
-    assert set(empty) == set(glued) and all(v is None for v, _ in empty.values())
+    assert glued["ne_er_apd_lower_world"] == (True, None) and glued["ne_er_apd_higher_p2_world"] == (False, None)
+    assert set(empty) == set(glued) and all(v is None or v is False for v, _ in empty.values())
 
 
 def test_real_values_and_the_fallbacks_of_the_headline(monkeypatch):
@@ -172,8 +173,13 @@ def test_real_values_and_the_fallbacks_of_the_headline(monkeypatch):
     assert no_rows == {} and all(v is None for v, _ in none.values()) and "fp_rep_elm_real" in none
     k20 = ch.apd_k20(0.8, 1.0)
     world = ch.real_world_values(res, rows, k20, {"gap": 0.01, "se": 0.02, "n": 1, "n_outside": 0})
-    assert world["real_seconds_ratio_world"][0] == pytest.approx(2.0) and world["ne_er_word_apd_real_world"][0]
-    assert all(v is None for v, _ in ch.real_world_values().values())
+    assert world["real_seconds_ratio_world"][0] == pytest.approx(2.0)
+    # APD + REAL's NE_ER 0.40 against APD + top-p k20's 0.48: one outcome of three, for every measure
+    assert world["ne_er_apd_real_vs_k20_lower_world"] == (True, None)
+    for name in ("ne_er", "true_rate", "dist2"):
+        for vs in ("k20", "elm_real"):
+            assert sum(world[f"{name}_apd_real_vs_{vs}_{o}_world"][0] for o in ch.ORDER) == 1
+    assert all(v is None or v is False for v, _ in ch.real_world_values().values())
     head = ch.real_headline_values({}, rows, res, {}, None, k20)
     assert head["real_headline_source"][0] == "the world (exact checker)"
     assert head["ne_er_apd_k20"][0] == pytest.approx(0.48)
@@ -193,9 +199,53 @@ def test_headline_values_prefer_the_verdict_then_the_sweep_then_factuality_promp
 
 
 def test_paired_comparison_values_are_all_missing_where_nothing_ran():
-    assert all(v is None for v, _ in ch.verdict_values().values())
+    verdict = ch.verdict_values()
+    assert all(v is None or (v is False and f is None) for v, f in verdict.values())
+    assert {f"verdict_{r}" for r in ch.READINGS} | {f"ne_er_apd_{o}_verdict" for o in ch.ORDER} <= set(verdict)
     comp = ch.complementarity_values({}, {}, 8, 0)
-    assert all(v is None for v, _ in comp.values()) and "comp_apd_diff_se" in comp
+    assert all(v is None or v is False for v, _ in comp.values()) and "comp_apd_diff_se" in comp
+    assert not any(comp[f"comp_{w}_{o}"][0] for w in ("apd", "elm") for o in ch.ORDER + ch.READINGS)
+
+
+@pytest.mark.parametrize(
+    "a, b, outcome", [(0.31, 0.35, "lower"), (0.35, 0.31, "higher"), (0.3551, 0.3549, "same"), (None, 0.3, None)]
+)
+def test_order_flags_exactly_one_outcome(a, b, outcome):
+    flags = ch.order(a, b)
+    assert list(flags) == list(ch.ORDER) and [o for o, f in flags.items() if f] == ([outcome] if outcome else [])
+
+
+@pytest.mark.parametrize(
+    "d, se, effect, outcome",
+    [
+        (0.05, 0.01, 0.03, "significant"),
+        (-0.05, 0.01, 0.03, "reversed"),
+        (0.001, 0.01, 0.1, "ruled_out"),
+        (0.001, 0.1, 0.1, "inconclusive"),
+        (0.001, 0.1, None, "inconclusive"),
+    ],
+)
+def test_reading_flags_map_every_reading_to_one_outcome(d, se, effect, outcome):
+    flags = ch.reading_flags(ch.power.reading(d, se, effect))
+    assert [r for r, f in flags.items() if f] == [outcome]
+
+
+def test_reading_flags_refuse_an_unknown_reading():
+    assert not any(ch.reading_flags(None).values())
+    with pytest.raises(ValueError, match="unknown reading"):
+        ch.reading_flags("maybe")
+
+
+def test_complementarity_values_flag_the_order_and_the_reading_of_each_comparison():
+    comp = {
+        "comp_apd_reading": ch.power.reading(-0.05, 0.01, 0.03),
+        "comp_elm_reading": ch.power.reading(0.001, 0.1, None),
+    }
+    head = {"ne_er_apd_real": 0.40, "ne_er_apd_k20": 0.30, "ne_er_elm_real": 0.40}
+    out = ch.complementarity_values(comp, head, 8, 100)
+    assert [o for o in ch.ORDER + ch.READINGS if out[f"comp_apd_{o}"][0]] == ["higher", "reversed"]
+    assert [o for o in ch.ORDER + ch.READINGS if out[f"comp_elm_{o}"][0]] == ["same", "inconclusive"]
+    assert out["comp_apd_reading"] == ("significant in the other direction", "{}")
     assert ch.control_values(None)["ne_er_cd_gain"] == (None, "{:.2%}")
 
 
@@ -334,3 +384,23 @@ def test_the_verdicts_control_is_the_experts_ne_er_minus_cds_on_the_verdict_samp
     assert ch.verdict_control(world, prompts[:1], own[:1], other[:1]) is None  # one person: no standard error
     glued = ch.control_values(ctrl, "_sweep")
     assert glued["ne_er_cd_gain_sweep"] == (1.0, "{:.2%}") and glued["ne_er_cd_gain_sweep_people"] == (4, "{:d}")
+
+
+def test_verdict_values_flag_the_order_and_the_reading():
+    from apd.world.world import World, WorldConfig
+
+    world = World(WorldConfig.smoke())
+    prompts = ch.power.world_verdict_prompts(world, openers=[" was born in"])[:4]
+    own = [[" " + world.person(q.person).birth_city + "."] * 2 for q in prompts]
+    other = [
+        [" " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city) + "."]
+        * (2 if i % 2 else 1)
+        + [" " + world.person(q.person).birth_city + "."] * (0 if i % 2 else 1)
+        for i, q in enumerate(prompts)
+    ]
+    v = ch.power.paired_verdict(world, prompts, own, other)  # APD names its people's own cities, CD not always
+    out = ch.verdict_values(v, len(prompts), len(world.eval_people), effect=0.03)
+    assert [o for o in ch.ORDER if out[f"ne_er_apd_{o}_verdict"][0]] == ["lower"]
+    # CD's minus APD's: 0.75 +- 0.14 (1 or 1/2 per person), well above 0
+    assert out["ne_er_diff_verdict"][0] == pytest.approx(0.75)
+    assert [r for r in ch.READINGS if out[f"verdict_{r}"][0]] == ["significant"]

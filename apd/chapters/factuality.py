@@ -521,11 +521,59 @@ def figure_real(res: pd.DataFrame, true_label: str, title: str, cd_T: float):
 
 # -- APD against CD at top-p k20 ------------------------------------------------------------------
 
+#: how one value compares with another, the outcomes of :func:`order`
+ORDER = ("lower", "higher", "same")
+
+#: the outcomes of a paired comparison's reading (:func:`reading_flags`)
+READINGS = ("significant", "reversed", "ruled_out", "inconclusive")
+
+
+def order(a, b) -> dict[str, bool]:
+    """Whether ``a`` is lower than, higher than or the same as ``b`` (to the 3 decimals
+    :func:`apd.report.tables.compare_word` compares), as ``{outcome: bool}`` over :data:`ORDER`;
+    all False when either is missing.
+
+    Example:
+        >>> order(0.31, 0.35), order(0.3551, 0.3549)["same"], any(order(None, 0.3).values())
+        ({'lower': True, 'higher': False, 'same': False}, True, False)
+    """
+    word = compare_word(a, b)
+    return {"lower": word == "lower than", "higher": word == "higher than", "same": word == "the same as"}
+
+
+def reading_flags(reading: Optional[str]) -> dict[str, bool]:
+    """A paired comparison's reading (:func:`apd.evaluation.factuality.power.reading`) as
+    ``{outcome: bool}`` over :data:`READINGS`: significant in the claimed direction, significant in
+    the other direction (``reversed``), not significant with the paper's effect ruled out
+    (``ruled_out``), or ``inconclusive``; all False without a reading (None).
+
+    Example:
+        >>> reading_flags(power.reading(-0.05, 0.01))
+        {'significant': False, 'reversed': True, 'ruled_out': False, 'inconclusive': False}
+        >>> reading_flags(None)["inconclusive"]
+        False
+    """
+    out = dict.fromkeys(READINGS, False)
+    if reading is None:
+        return out
+    if reading == "significant":
+        out["significant"] = True
+    elif reading == "significant in the other direction":
+        out["reversed"] = True
+    elif reading.startswith("not significant"):
+        out["ruled_out"] = True
+    elif reading.startswith("inconclusive"):
+        out["inconclusive"] = True
+    else:
+        raise ValueError(f"unknown reading {reading!r}: expected one of apd.evaluation.factuality.power.reading's")
+    return out
+
 
 def compare(res: pd.DataFrame, p: float, prefix: str, apd_T: float, cd_T: float) -> dict:
     """APD against CD at top-p k20, ``p``: each measure for APD, CD and the ELM
-    (``<prefix><measure>_<who>``), direction words (``_word``) and CD's NE_ER minus APD's with an
-    unpaired standard error (``ne_er_diff``, ``ne_er_diff_se``, ``ne_er_z``)."""
+    (``<prefix><measure>_<who>``), whether APD's is lower, higher or the same as CD's
+    (``<prefix><measure>_apd_lower``, ``_higher``, ``_same``: :func:`order`) and CD's NE_ER minus
+    APD's with an unpaired standard error (``ne_er_diff``, ``ne_er_diff_se``, ``ne_er_z``)."""
     k = res[res["threshold"] == "top-p k20"]
     a = k[(k["role"] == "apd") & np.isclose(k["value"], p) & np.isclose(k["T"], apd_T)].iloc[0]
     c = k[(k["role"] == "cd") & np.isclose(k["value"], p) & np.isclose(k["T"], cd_T)].iloc[0]
@@ -534,7 +582,7 @@ def compare(res: pd.DataFrame, p: float, prefix: str, apd_T: float, cd_T: float)
     for name, col in MEASURES:
         for who, r in (("apd", a), ("cd", c), ("elm", e)):
             out[f"{prefix}{name}_{who}"] = r[col]
-        out[f"{prefix}{name}_word"] = compare_word(a[col], c[col])
+        out.update({f"{prefix}{name}_apd_{o}": flag for o, flag in order(a[col], c[col]).items()})
     se = np.hypot(a["NE_ER_se"], c["NE_ER_se"])
     out[f"{prefix}ne_er_z"] = (c["NE_ER"] - a["NE_ER"]) / se if se > 0 else float("nan")
     out[f"{prefix}ne_er_diff"] = c["NE_ER"] - a["NE_ER"]
@@ -554,7 +602,8 @@ def comparison_values(
         for name, _ in MEASURES:
             for who in ("apd", "cd", "elm"):
                 out[f"{name}_{who}{tag}{suffix}"] = (vals.get(f"{name}_{who}"), "{:.1%}")
-            out[f"{name}_word{tag}{suffix}"] = (vals.get(f"{name}_word"), "{}")
+            for o in ORDER:
+                out[f"{name}_apd_{o}{tag}{suffix}"] = (bool(vals.get(f"{name}_apd_{o}", False)), None)
         out[f"ne_er_z{tag}{suffix}"] = (vals.get("ne_er_z"), "{:.1f}")
         out[f"ne_er_diff{tag}{suffix}"] = (vals.get("ne_er_diff"), "{:.1%}")
         out[f"ne_er_diff_se{tag}{suffix}"] = (vals.get("ne_er_diff_se"), "{:.1%}")
@@ -682,9 +731,9 @@ VERDICT_FORMATS = {
     "verdict_people_needed": "{:,d}",
     "verdict_eval_people": "{:d}",
     "verdict_between_share": "{:.0%}",
-    "ne_er_word_verdict": "{}",
     "verdict_upper": "{:.2%}",
-    "verdict_reading": "{}",
+    **{f"ne_er_apd_{o}_verdict": None for o in ORDER},
+    **{f"verdict_{r}": None for r in READINGS},
 }
 
 
@@ -692,10 +741,12 @@ def verdict_values(
     v: Optional[power.PairedVerdict] = None, n_prompts: int = 0, n_eval: int = 0, effect: Optional[float] = None
 ) -> Glued:
     """What the page says of the verdict comparison ``v`` (APD as A, CD as B) over ``n_prompts``
-    prompts of a world with ``n_eval`` evaluation people, against the paper's ``effect``; every key
-    None without ``v``."""
+    prompts of a world with ``n_eval`` evaluation people, against the paper's ``effect``: with
+    whether APD's pooled NE_ER is lower, higher or the same as CD's (``ne_er_apd_<outcome>_verdict``,
+    :func:`order`) and the reading of CD's minus APD's (``verdict_<outcome>``, :func:`reading_flags`);
+    every key None (the flags False) without ``v``."""
     if v is None:
-        return {k: (None, f) for k, f in VERDICT_FORMATS.items()}
+        return {k: (None if f else False, f) for k, f in VERDICT_FORMATS.items()}
     d, vc = v.difference, v.components
     floor_se = stats.projected_se(vc, per_group=float("inf"))
     values = {
@@ -712,9 +763,9 @@ def verdict_values(
         "verdict_people_needed": math.ceil(v.people_needed(effect)),
         "verdict_eval_people": n_eval,
         "verdict_between_share": vc.between / (vc.between + vc.within / vc.per_group),
-        "ne_er_word_verdict": compare_word(v.ne_er_a, v.ne_er_b),
         "verdict_upper": d.mean + stats.Z_TEST * d.se,
-        "verdict_reading": power.reading(d.mean, d.se, effect),
+        **{f"ne_er_apd_{o}_verdict": flag for o, flag in order(v.ne_er_a, v.ne_er_b).items()},
+        **{f"verdict_{r}": flag for r, flag in reading_flags(power.reading(d.mean, d.se, effect)).items()},
     }
     return {k: (values[k], f) for k, f in VERDICT_FORMATS.items()}
 
@@ -753,7 +804,10 @@ def complementarity_values(
     """What the page says of the complementarity comparison: ``comp`` holds ``comp_<who>_<k>`` of
     :func:`apd.evaluation.factuality.power.summary` for ``who`` = apd (against APD alone) and elm (against
     REAL alone), and ``comp_top_p_<setting>``; ``comp_head`` the three settings' measures
-    (:func:`scores_of`). Every key None where the comparison did not run (empty dicts)."""
+    (:func:`scores_of`). For ``who`` = apd and elm: whether APD + REAL's NE_ER is lower, higher or
+    the same as the other setting's (``comp_<who>_<outcome>``, :func:`order`), and the reading as
+    flags (``comp_<who>_<outcome>``, :func:`reading_flags`). Every key None (the flags False) where
+    the comparison did not run (empty dicts)."""
     out: Glued = {}
     for who in ("apd", "elm"):
         for k, f in COMP_FORMATS.items():
@@ -766,8 +820,9 @@ def complementarity_values(
     out["comp_n_seeds"] = (n_seeds if comp else None, "{:d}")
     out["comp_n_prompts"] = (n_prompts if comp else None, "{:d}")
     for who, other in (("apd", "apd_k20"), ("elm", "elm_real")):
-        word = compare_word(comp_head["ne_er_apd_real"], comp_head[f"ne_er_{other}"]) if comp else None
-        out[f"comp_{who}_word"] = (word, "{}")
+        flags = order(comp_head["ne_er_apd_real"], comp_head[f"ne_er_{other}"]) if comp else order(None, None)
+        flags.update(reading_flags(comp.get(f"comp_{who}_reading")))
+        out.update({f"comp_{who}_{o}": (flag, None) for o, flag in flags.items()})
     return out
 
 
@@ -822,18 +877,18 @@ REAL_WORLD_KEYS = {
 def real_world_values(
     wres: Optional[pd.DataFrame] = None, wreal: Optional[dict] = None, k20=None, matched: Optional[dict] = None
 ) -> Glued:
-    """What the page says of REAL on the world: APD + REAL against APD alone (setting ``k20``,
-    :func:`apd_k20`) and REAL alone in words, REAL's generation time over the other settings', its
+    """What the page says of REAL on the world: whether APD + REAL's NE_ER, true claims and Dist-2
+    are lower, higher or the same as APD alone's (setting ``k20``, :func:`apd_k20`;
+    ``<measure>_apd_real_vs_k20_<outcome>_world``, :func:`order`) and REAL alone's
+    (``<measure>_apd_real_vs_elm_real_<outcome>_world``), REAL's generation time over the other settings', its
     mean threshold and the matched-Dist-2 gap (``matched``: :func:`matched_gap`); None values
     without REAL on the world (``wreal`` empty: rows of :func:`real_values`)."""
     out: Glued = {}
     k20 = scoring.row_of(wres, k20) if wreal else None
     for name, col in MEASURES[:3]:
-        out[f"{name}_word_apd_real_world"] = (compare_word(wreal["apd"][col], k20[col]) if wreal else None, "{}")
-        out[f"{name}_word_elm_real_world"] = (
-            compare_word(wreal["apd"][col], wreal["elm"][col]) if wreal else None,
-            "{}",
-        )
+        for vs, other in (("k20", k20), ("elm_real", (wreal or {}).get("elm"))):
+            flags = order(wreal["apd"][col], other[col]) if wreal else order(None, None)
+            out.update({f"{name}_apd_real_vs_{vs}_{o}_world": (flag, None) for o, flag in flags.items()})
     values = dict.fromkeys(REAL_WORLD_KEYS)
     if wreal:
         is_real = wres["threshold"] == "REAL"

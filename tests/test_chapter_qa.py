@@ -142,6 +142,8 @@ def test_without_the_datasets_the_section_says_so_in_one_line(tmp_path, monkeypa
         (0.6, 0.5, "acc", "better"),
         (0.5, 0.6, "MRR", "worse"),
         (0.5, 0.5, "acc", "same"),
+        (1.4801, 1.4799, "ppl", "same"),  # equal as the prose prints them, to 3 decimals
+        (1.4806, 1.4794, "ppl", "worse"),
         (float("nan"), 0.5, "acc", None),
     ],
 )

@@ -143,25 +143,26 @@ def value(table: pd.DataFrame, protocol: str, metric: str, method: str, group: s
     return float(r["value"].iloc[0]) if len(r) else float("nan")
 
 
-def direction(apd_value: float, cd_value: float, metric: str) -> str:
-    """APD against CD in words ("better than", "worse than", "the same as" to 1e-9, ...).
+def direction(apd_value: float, cd_value: float, metric: str, digits: int = 9) -> str:
+    """APD against CD in words ("better than", "worse than", "the same as" to ``digits`` decimals, ...).
 
     Example:
         >>> direction(1.2, 1.3, "ppl"), direction(0.5, 0.6, "acc")
         ('better than', 'worse than')
     """
-    return better_word(apd_value, cd_value, lower_is_better=not METRICS[metric], digits=9)
+    return better_word(apd_value, cd_value, lower_is_better=not METRICS[metric], digits=digits)
 
 
 def direction_flags(apd_value: float, cd_value: float, metric: str, key: str) -> dict[str, bool]:
-    """:func:`direction` as the booleans the prose's ``needs:`` tags read: ``<key>_apd_better``,
-    ``<key>_apd_worse`` and ``<key>_apd_same`` (all False when either value is missing).
+    """:func:`direction` to the 3 decimals the prose prints the means with, as the booleans the
+    prose's ``needs:`` tags read: ``<key>_apd_better``, ``<key>_apd_worse`` and ``<key>_apd_same``
+    (all False when either value is missing).
 
     Example:
         >>> direction_flags(1.2, 1.3, "ppl", "world_ho_ppl")
         {'world_ho_ppl_apd_better': True, 'world_ho_ppl_apd_worse': False, 'world_ho_ppl_apd_same': False}
     """
-    word = direction(apd_value, cd_value, metric)
+    word = direction(apd_value, cd_value, metric, digits=3)
     return {
         f"{key}_apd_better": word == "better than",
         f"{key}_apd_worse": word == "worse than",

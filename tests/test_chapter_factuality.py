@@ -317,7 +317,6 @@ def test_the_opening_has_three_sentences_chosen_by_the_numbers(case):
         "ne_er_apd_world": 0.47,
         "real_T_r_used": 4.0,
         "comp_apd_n_pairs": 1857,
-        "verdict_reading": "inconclusive",
         "comp_apd_reading": "significant in the other direction",
         "fp_ne_er_diff": 0.01,
     }

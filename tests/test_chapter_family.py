@@ -50,7 +50,7 @@ def test_without_a_world(run):
     assert run.values["tail_gain"] == "n/a" and run.values["sat_regime_as_pythia"] is False
     assert ch.loss_falls([3.0, 2.0, 2.5]) is False and ch.loss_falls([3.0, 2.0, 1.5]) is True
     assert ch.loss_falls([3.0, 3.0]) is False  # a tie is no fall
-    assert ch.headline(_Fam(), [3.0, 2.0], {}).tail_gain_significant is None
+    assert ch.headline(_Fam(), [3.0, 2.0], {}).tail_gain_significant is False  # no world: nothing to be significant
 
 
 class _Fam:

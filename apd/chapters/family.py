@@ -36,7 +36,7 @@ class FamilyHeadline:
     loss_falls_each_step: bool  # whether held-out loss falls at every step up in size
     tail_acc_smallest: float | None = fmt("{:.2f}", default=None)  # smallest member's tail accuracy (pico only)
     tail_acc_largest: float | None = fmt("{:.2f}", default=None)  # largest member's tail accuracy (pico only)
-    tail_gain_significant: bool | None = None  # whether the largest member knows clearly more tail facts (pico only)
+    tail_gain_significant: bool = False  # whether the largest member knows clearly more tail facts (False without a world)
 
 
 def corpus_tables(built):
@@ -249,5 +249,5 @@ def headline(fam, losses, values: dict) -> FamilyHeadline:
         loss_falls_each_step=loss_falls(losses),
         tail_acc_smallest=values.get("tail_acc_smallest"),
         tail_acc_largest=values.get("tail_acc_largest"),
-        tail_gain_significant=values.get("tail_gain_significant"),
+        tail_gain_significant=bool(values.get("tail_gain_significant", False)),
     )

@@ -36,7 +36,7 @@ class FamilyHeadline:
     loss_falls_each_step: bool  # whether held-out loss falls at every step up in size
     tail_acc_smallest: float | None = fmt("{:.2f}", default=None)  # smallest member's tail accuracy (pico only)
     tail_acc_largest: float | None = fmt("{:.2f}", default=None)  # largest member's tail accuracy (pico only)
-    tail_gain_significant: bool = False  # whether the largest member knows clearly more tail facts (False without a world)
+    tail_gain_significant: bool = False  # the largest member knows clearly more tail facts (False: no world)
 
 
 def corpus_tables(built):

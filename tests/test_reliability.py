@@ -894,3 +894,14 @@ def test_members_collected_side_by_side_give_the_shards_of_one_after_another(fam
         assert io.file_sha256(alone / name) == io.file_sha256(side / name), name
     assert json.loads((alone / "manifest.json").read_text()) == json.loads((side / "manifest.json").read_text())
     assert not list(side.glob("parts/*"))  # every part merged
+
+
+def test_a_collection_inside_a_worker_job_starts_no_workers_of_its_own(fam, tmp_path, monkeypatch):
+    """A job's own pool would keep the worker's exit waiting on its idle workers: it collects here."""
+    from apd.base import jobs
+
+    monkeypatch.setenv("APD_JOBS", "2")
+    ids, out = np.arange(64), tmp_path
+    assert runs._side_by_side(fam, ids, out, CCFG, 8) is not None
+    monkeypatch.setitem(jobs._busy, "job", True)  # as in a worker, running a job
+    assert jobs.in_worker_job() and runs._side_by_side(fam, ids, out, CCFG, 8) is None

@@ -171,6 +171,18 @@ def _interrupted(signum, frame) -> None:
     os._exit(130)
 
 
+def in_worker_job() -> bool:
+    """Whether this process is one of :func:`run_jobs`' workers, running a job. A job must not start
+    workers of its own (run its parts here instead): the build's slots are already spread over the
+    workers, and a worker's own idle pool would keep its exit, and the caller's, waiting forever.
+
+    Example:
+        >>> in_worker_job()
+        False
+    """
+    return _busy["job"]
+
+
 def _start_worker() -> None:
     import signal
     import threading

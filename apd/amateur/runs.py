@@ -28,6 +28,7 @@ from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
 from apd.base.jobs import in_worker_job, job_count, run_jobs
 from apd.base.lock import file_lock
+from apd.family.loading import Family
 from apd.family.settings import Settings, train_family
 from apd.family.text import token_stream
 from apd.world import corpus
@@ -74,8 +75,6 @@ def _side_by_side(family, ids, out: Path, config, batch_size: int):
     again (an ``apd.family.loading.Family``), and not already inside a worker's job, a function
     collecting members' parts in worker processes, one thread each (:func:`apd.base.jobs.run_jobs`);
     else None (one after another, here)."""
-    from apd.family.loading import Family
-
     if job_count() < 2 or not isinstance(family, Family) or in_worker_job():
         return None
 

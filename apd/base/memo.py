@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
 from apd.base.io import atomic_write, check_file, set_aside
-from apd.base.lock import file_lock
+from apd.base.lock import LockBusy, file_lock
 from apd.base.paths import cache_dir
 
 T = TypeVar("T")
@@ -110,8 +110,6 @@ def evict(folder: Path, max_bytes: int, keep: Path | None = None) -> list[Path]:
         >>> [p.name for p in evict(folder, 150)], sorted(p.name for p in folder.glob("*.pkl"))
         (['old.pkl', 'mid.pkl'], ['new.pkl'])
     """
-    from apd.base.lock import LockBusy
-
     stats = {}
     for p in folder.glob("*.pkl"):
         try:

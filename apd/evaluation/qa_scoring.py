@@ -29,6 +29,7 @@ from apd.base.progress import progress_bar
 from apd.core.stats import cluster_mean, critical, interval, mean_se, paired_difference
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
+from apd.family.digest import family_digest, memoized_scores, scoring_identity
 from apd.family.logprobs import SCORING_CODE, prompts_digest
 from apd.family.settings import PAPER_INV_T
 from apd.world.world import ANSWER_PREFIX
@@ -441,7 +442,6 @@ def score_qa(
     max_length: cut prompts from the left to fit (see :func:`encode_pairs`); None: no cut.
     Cached by the models' weights where ``$APD_MEMO_SCORES`` is 1 (:mod:`apd.family.digest`).
     """
-    from apd.family.digest import family_digest, memoized_scores, scoring_identity
 
     def compute():
         return _score_qa(family, examples, alm_prime, reference, inv_T, k, batch_size, max_length, progress)

@@ -21,6 +21,7 @@ from typing import Any, Callable, Mapping, Sequence, TypeVar
 import torch
 
 from apd.base.memo import SCORES_ENV, memoized
+from apd.family.text import tokenizer_hash
 
 T = TypeVar("T")
 
@@ -55,8 +56,6 @@ def family_digest(family, members=None) -> str:
     """SHA-256 (first 16 hex digits) of a :class:`apd.family.loading.Family` (or of its ``members``):
     each member's name and :func:`model_digest` (loading it), the tokenizer's vocabulary and special
     tokens and the vocabulary size scored."""
-    from apd.family.pretrain import tokenizer_hash
-
     h = hashlib.sha256(f"{family.vocab_size}|{tokenizer_hash(family.tokenizer)}".encode())
     for name in family.names if members is None else members:
         h.update(f"|{name}:{model_digest(family.model(name))}".encode())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from apd.family.digest import memoized_scores
 from apd.family.logprobs import SCORING_CODE, prompts_digest, window_log_probs
 from apd.family.text import token_stream
 
@@ -54,8 +55,6 @@ def heldout_positions(
     e.g. every APD variant's ALM') also ``amateurs_logprobs``, {name: ``(P, V)``}. Cached by the
     weights where ``$APD_MEMO_SCORES`` is 1 (:mod:`apd.family.digest`).
     """
-    from apd.family.digest import memoized_scores
-
     models = {f"amateurs:{k}": m for k, m in (amateurs or {}).items()}
     if amateur is not None:
         models["amateur"] = amateur

@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from apd.base.progress import progress_bar
+from apd.family.digest import memoized_scores
 from apd.family.text import left_padded_batches
 
 
@@ -35,8 +36,6 @@ def prompt_log_probs(family, prompts, batch_size: int = 64, members=None, progre
     ``(n_members, len(prompts), V)``. Works for any object with ``tokenizer``, ``names``,
     ``vocab_size`` and ``next_token_log_probs(input_ids, attention_mask)``. Cached by the
     members' weights where ``$APD_MEMO_SCORES`` is 1 (:mod:`apd.family.digest`)."""
-    from apd.family.digest import memoized_scores
-
     parts = {"prompts": prompts_digest(prompts), "n": len(prompts), "batch_size": batch_size, "members": members}
     compute = lambda: _prompt_log_probs(family, prompts, batch_size, members, progress)  # noqa: E731
     return memoized_scores("prompt-log-probs", parts, SCORING_CODE, compute, family=family, members=members)

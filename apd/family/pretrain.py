@@ -42,7 +42,7 @@ from apd.base.io import (
 from apd.base.lock import file_lock
 from apd.base.progress import progress_bar
 from apd.family.registry import count_nonembedding
-from apd.family.text import token_stream
+from apd.family.text import hash_parts, token_stream, tokenizer_hash
 
 FORMAT_VERSION = 1  # bump when a code change alters what training produces (it enters the cache key)
 
@@ -334,23 +334,9 @@ def chunk_order(n_chunks: int, n_steps: int, batch_size: int, seed: int) -> np.n
     return np.concatenate(epochs)[:need].reshape(n_steps, batch_size)
 
 
-def _hash_bytes(*parts: bytes) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(hashlib.sha256(p).digest())
-    return h.hexdigest()
-
-
 def data_hash(ids: np.ndarray) -> str:
     """sha256 of a token stream (as int64), the data part of the family key."""
-    return _hash_bytes(np.ascontiguousarray(ids, dtype=np.int64).tobytes())
-
-
-def tokenizer_hash(tokenizer) -> str:
-    """sha256 of the vocabulary (token -> id) and the special tokens."""
-    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
-    special = sorted((k, str(v)) for k, v in tokenizer.special_tokens_map.items())
-    return _hash_bytes(json.dumps(vocab).encode(), json.dumps(special).encode())
+    return hash_parts(np.ascontiguousarray(ids, dtype=np.int64).tobytes())
 
 
 def family_key(

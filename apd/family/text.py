@@ -87,3 +87,23 @@ def tokenizer_identity(tokenizer) -> Optional[str]:
         return None
     vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
     return f"{len(tokenizer)}:" + hashlib.sha256(json.dumps(vocab).encode()).hexdigest()[:16]
+
+
+def hash_parts(*parts: bytes) -> str:
+    """SHA-256 (hex) over the SHA-256 of each part, in order (the cache keys' building block).
+
+    Example:
+        >>> hash_parts(b"a", b"b") == hash_parts(b"a", b"b") != hash_parts(b"ab")
+        True
+    """
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(hashlib.sha256(p).digest())
+    return h.hexdigest()
+
+
+def tokenizer_hash(tokenizer) -> str:
+    """sha256 of the vocabulary (token -> id) and the special tokens."""
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    special = sorted((k, str(v)) for k, v in tokenizer.special_tokens_map.items())
+    return hash_parts(json.dumps(vocab).encode(), json.dumps(special).encode())

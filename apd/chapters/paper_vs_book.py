@@ -24,7 +24,7 @@ from apd.report.findings import findings_markdown, scale_note, size_in_words, va
 from apd.report.plots import COLORS, figure
 from apd.report.numbers import format_number
 from apd.report.results import chapter_ran, describe_device, load_results, recorded_wall_time, results_dir
-from apd.report.tables import plus_minus
+from apd.report.tables import listed, plus_minus
 
 VERDICTS = {
     "reproduced": REPRODUCED,
@@ -359,24 +359,17 @@ def glue_established(run, profile: str) -> None:
         "NE_ER": (fac, "ne_er_cd_gain"),
     }
     sides = {m: _side(v, k) for m, (v, k) in controls.items()}
-    run.glue_text("summary_est_cd_worse_on", _listed([m for m, x in sides.items() if x == -1], "and"), "{}")
+    run.glue_text("summary_est_cd_worse_on", _phrase([m for m, x in sides.items() if x == -1], "and"), "{}")
     better, not_better = [m for m, x in sides.items() if x == 1], [m for m, x in sides.items() if x in (0, -1)]
-    run.glue_text("summary_est_cd_better_on", _listed(better, "and"), "{}")
-    run.glue_text("summary_est_cd_not_better_on", _listed(not_better, "or"), "{}")
+    run.glue_text("summary_est_cd_better_on", _phrase(better, "and"), "{}")
+    run.glue_text("summary_est_cd_not_better_on", _phrase(not_better, "or"), "{}")
     run.glue("summary_est_cd_better_nowhere", all(x is not None and x != 1 for x in sides.values()))
     run.glue("summary_est_cd_better_some", bool(better) and bool(not_better))
 
 
-def _listed(items: list[str], last: str) -> str | None:
-    """``items`` as a phrase, the last joined by ``last``; None for none.
-
-    Example:
-        >>> _listed(["KL", "QA ppl", "NE_ER"], "or"), _listed(["NE_ER"], "and"), _listed([], "or")
-        ('KL, QA ppl or NE_ER', 'NE_ER', None)
-    """
-    if not items:
-        return None
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+def _phrase(items: list[str], last: str) -> str | None:
+    """:func:`apd.report.tables.listed`, None for no items (the page then hides the sentence)."""
+    return listed(items, last) if items else None
 
 
 def _side(values: dict, key: str) -> int | None:

@@ -29,6 +29,7 @@ import pandas as pd
 from apd.core.stats import Z_POWER, Z_TEST, critical, detected, interval, min_detectable_effect
 from apd.report.numbers import format_count, format_number, format_pm, format_sig, pm_parts
 from apd.report.results import last_run_outputs, results_dir
+from apd.report.tables import listed
 
 REPRODUCED = "reproduced"
 
@@ -207,11 +208,6 @@ def _distinct(*values: float, sig: int = 3) -> list[str]:
         more += 1
         texts = [format_number(v) if float(v).is_integer() else format_sig(v, more) for v in values]
     return texts
-
-
-def _listed(parts: Sequence[str]) -> str:
-    """'a', 'a and b', 'a, b and c'."""
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _pair(word: str, margin: float) -> Callable:
@@ -496,7 +492,7 @@ def is_largest() -> Comparison:
     def show(names, v):
         texts = _distinct(*v)
         others = [f"{n} ({t})" for n, t in zip(names[1:], texts[1:])]
-        return f"{names[0]} is {texts[0]}, larger than {_listed(others)}"
+        return f"{names[0]} is {texts[0]}, larger than {listed(others)}"
 
     return Comparison("is_largest", None, lambda v: all(v[0] > x for x in v[1:]), show)
 
@@ -524,7 +520,7 @@ def non_increasing() -> Comparison:
     """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added)."""
 
     def show(names, v):
-        return f"{_listed([f'{n} ({t})' for n, t in zip(names, _distinct(*v))])} do not increase, in that order"
+        return f"{listed([f'{n} ({t})' for n, t in zip(names, _distinct(*v))])} do not increase, in that order"
 
     return Comparison("non_increasing", None, lambda v: all(a >= b for a, b in zip(v, v[1:])), show)
 

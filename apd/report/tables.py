@@ -335,6 +335,19 @@ def show(
     return sty
 
 
+def listed(parts, last: str = "and") -> str:
+    """Words as a phrase, the last joined by ``last``.
+
+    Example:
+        >>> listed(["a"]), listed(["a", "b"]), listed(["KL", "QA ppl", "NE_ER"], "or")
+        ('a', 'a and b', 'KL, QA ppl or NE_ER')
+    """
+    parts = list(parts)
+    if not parts:
+        raise ValueError("nothing to list; pass at least one phrase")
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} {last} {parts[-1]}"
+
+
 def compare_word(
     a: float | None,
     b: float | None,

@@ -85,6 +85,28 @@ def test_compare_and_better_words_end_with_than():
         assert tables.compare_word(a, b).endswith(("than", "as", "with"))
 
 
+@pytest.mark.parametrize("digits", [3, 4, 9])
+def test_compare_flags_mark_the_words_outcome(digits):
+    words = {"lower": "lower than", "higher": "higher than", "same": "the same as"}
+    better = {"better": "better than", "worse": "worse than", "same": "the same as"}
+    cases = [(1.0, 2.0), (2.0, 1.0), (1.0001, 1.0), (0.12341, 0.12344), (None, 1.0), (np.nan, 1.0), (np.inf, 1.0)]
+    for a, b in cases:
+        word = tables.compare_word(a, b, digits=digits)
+        flags = tables.compare_flags(a, b, digits=digits)
+        assert list(flags) == list(words) and {o for o, f in flags.items() if f} == {
+            o for o, w in words.items() if w == word
+        }
+        assert sum(flags.values()) == (word != "not comparable with")
+        for lower_is_better in (True, False):
+            word = tables.better_word(a, b, lower_is_better=lower_is_better, digits=digits)
+            flags = tables.compare_flags(a, b, digits=digits, lower_is_better=lower_is_better)
+            assert list(flags) == list(better) and {o for o, f in flags.items() if f} == {
+                o for o, w in better.items() if w == word
+            }
+    assert tables.compare_flags(1.0, 2.0, lower_is_better=True)["better"]
+    assert tables.compare_flags(1.0, 2.0, lower_is_better=False)["worse"]
+
+
 def test_short_path_never_prints_the_machine(monkeypatch, tmp_path):
     monkeypatch.setenv("APD_CACHE_DIR", str(tmp_path / "c"))
     assert tables.short_path(tmp_path / "c" / "families" / "pico-1" / "m") == "cache/families/pico-1/m"

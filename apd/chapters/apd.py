@@ -30,7 +30,7 @@ from apd.family.logprobs import next_token_log_probs
 from apd.chapters.gluing import ChapterResult
 from apd.report.findings import family_saturation
 from apd.report.plots import COLORS, SMALL_PT, XLABEL_LOG_SIZE, figure, legend, outer_labels, panels, wrap
-from apd.report.tables import compare_word, plus_minus, yes_no
+from apd.report.tables import compare_flags, compare_word, plus_minus, yes_no
 from apd.report.results import chapter_ran, load_results
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.truth import (
@@ -248,7 +248,7 @@ def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
 def trend(first: float, last: float, key: str, digits: int = 4) -> Values:
     """Whether a quantity fell, rose or stayed put from ``first`` to ``last``, as the booleans the
     prose's ``needs:`` tags read: ``<key>_falls``, ``<key>_rises``, ``<key>_flat`` (equal when
-    printed to ``digits`` decimals, :func:`apd.report.tables.compare_word`; all False when either
+    printed to ``digits`` decimals, :func:`apd.report.tables.compare_flags`; all False when either
     is missing).
 
     Example:
@@ -257,11 +257,11 @@ def trend(first: float, last: float, key: str, digits: int = 4) -> Values:
         >>> trend(0.12341, 0.12344, "l2")["l2_flat"]
         (True, None)
     """
-    word = compare_word(last, first, digits=digits)
+    flags = compare_flags(last, first, digits=digits)
     return {
-        f"{key}_falls": (word == "lower than", None),
-        f"{key}_rises": (word == "higher than", None),
-        f"{key}_flat": (word == "the same as", None),
+        f"{key}_falls": (flags["lower"], None),
+        f"{key}_rises": (flags["higher"], None),
+        f"{key}_flat": (flags["same"], None),
     }
 
 

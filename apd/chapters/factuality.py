@@ -22,7 +22,7 @@ from apd.evaluation.factuality import methods as fm
 from apd.evaluation.factuality import ner, nli, power, prompts, scoring, selection, sweeps, world_scoring
 from apd.chapters import gluing
 from apd.report import plots
-from apd.report.tables import compare_word
+from apd.report.tables import compare_flags
 
 #: ``{result key: (value, format)}``; format None: glued as it is (see the module docstring).
 Glued = dict[str, tuple[Any, Optional[str]]]
@@ -529,16 +529,15 @@ READINGS = ("significant", "reversed", "ruled_out", "inconclusive")
 
 
 def order(a, b) -> dict[str, bool]:
-    """Whether ``a`` is lower than, higher than or the same as ``b`` (to the 3 decimals
-    :func:`apd.report.tables.compare_word` compares), as ``{outcome: bool}`` over :data:`ORDER`;
-    all False when either is missing.
+    """Whether ``a`` is lower than, higher than or the same as ``b`` (to 3 decimals,
+    :func:`apd.report.tables.compare_flags`), as ``{outcome: bool}`` over :data:`ORDER`; all False
+    when either is missing.
 
     Example:
         >>> order(0.31, 0.35), order(0.3551, 0.3549)["same"], any(order(None, 0.3).values())
         ({'lower': True, 'higher': False, 'same': False}, True, False)
     """
-    word = compare_word(a, b)
-    return {"lower": word == "lower than", "higher": word == "higher than", "same": word == "the same as"}
+    return compare_flags(a, b)
 
 
 def reading_flags(reading: Optional[str]) -> dict[str, bool]:

@@ -43,7 +43,7 @@ from apd.chapters.apd import gate_verdict, glue_near_expert
 from apd.chapters.gluing import fmt
 from apd.report.claims import paper_qa_gain
 from apd.report.plots import COLORS, legend, panels, wrap
-from apd.report.tables import better_word, plus_minus
+from apd.report.tables import better_word, compare_flags, plus_minus
 from apd.world.truth import dev_test_split
 from apd.world.world import BUCKETS
 
@@ -155,19 +155,15 @@ def direction(apd_value: float, cd_value: float, metric: str, digits: int = 9) -
 
 def direction_flags(apd_value: float, cd_value: float, metric: str, key: str) -> dict[str, bool]:
     """:func:`direction` to the 3 decimals the prose prints the means with, as the booleans the
-    prose's ``needs:`` tags read: ``<key>_apd_better``, ``<key>_apd_worse`` and ``<key>_apd_same``
-    (all False when either value is missing).
+    prose's ``needs:`` tags read (:func:`apd.report.tables.compare_flags`): ``<key>_apd_better``,
+    ``<key>_apd_worse`` and ``<key>_apd_same`` (all False when either value is missing).
 
     Example:
         >>> direction_flags(1.2, 1.3, "ppl", "world_ho_ppl")
         {'world_ho_ppl_apd_better': True, 'world_ho_ppl_apd_worse': False, 'world_ho_ppl_apd_same': False}
     """
-    word = direction(apd_value, cd_value, metric, digits=3)
-    return {
-        f"{key}_apd_better": word == "better than",
-        f"{key}_apd_worse": word == "worse than",
-        f"{key}_apd_same": word == "the same as",
-    }
+    flags = compare_flags(apd_value, cd_value, digits=3, lower_is_better=not METRICS[metric])
+    return {f"{key}_apd_{outcome}": flag for outcome, flag in flags.items()}
 
 
 @dataclass

@@ -20,7 +20,8 @@ Every chapter displays its tables through :func:`show` instead of ad-hoc ``df.st
 - a table of more than :data:`MAX_COLUMNS` columns (row labels included) is folded: the page shows
   a line saying what it holds, and the table opens on a click (its CSV is under ``results/``).
 
-:func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...);
+:func:`compare_word` words a comparison of two numbers for the prose ("lower than", ...), and
+:func:`compare_flags` gives its outcome as booleans for the prose's ``needs:`` tags;
 :func:`plus_minus` prints a difference with its standard error, to the precision the error supports
 (:func:`apd.report.numbers.format_pm`).
 """
@@ -394,6 +395,28 @@ def better_word(
     if word in ("lower than", "higher than"):
         return "better than" if (word == "lower than") == bool(lower_is_better) else "worse than"
     return word
+
+
+def compare_flags(
+    a: float | None, b: float | None, *, digits: int = 3, lower_is_better: bool | None = None
+) -> dict[str, bool]:
+    """:func:`compare_word`'s outcome as the booleans a page's ``needs:`` tags read: ``{"lower",
+    "higher", "same"}`` (``a`` against ``b``, the same when equal to ``digits`` decimals), or with
+    ``lower_is_better`` ``{"better", "worse", "same"}`` (:func:`better_word`); all False when
+    either is missing.
+
+    Example:
+        >>> compare_flags(0.31, 0.35), compare_flags(0.3551, 0.3549)["same"], any(compare_flags(None, 0.3).values())
+        ({'lower': True, 'higher': False, 'same': False}, True, False)
+        >>> compare_flags(0.31, 0.35, lower_is_better=False)
+        {'better': False, 'worse': True, 'same': False}
+    """
+    word = compare_word(a, b, digits=digits)
+    lower, higher = word == "lower than", word == "higher than"
+    if lower_is_better is None:
+        return {"lower": lower, "higher": higher, "same": word == "the same as"}
+    better, worse = (lower, higher) if lower_is_better else (higher, lower)
+    return {"better": better, "worse": worse, "same": word == "the same as"}
 
 
 def short_path(path) -> str:

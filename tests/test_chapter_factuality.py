@@ -226,27 +226,33 @@ def test_order_flags_exactly_one_outcome(a, b, outcome):
     ],
 )
 def test_reading_flags_map_every_reading_to_one_outcome(d, se, effect, outcome):
-    flags = ch.reading_flags(ch.power.reading(d, se, effect))
-    assert [r for r, f in flags.items() if f] == [outcome]
+    flags = ch.reading_flags(ch.power.reading_outcome(d, se, effect))
+    assert list(flags) == list(ch.READINGS) and [r for r, f in flags.items() if f] == [outcome]
 
 
 def test_reading_flags_refuse_an_unknown_reading():
     assert not any(ch.reading_flags(None).values())
-    with pytest.raises(ValueError, match="unknown reading"):
+    with pytest.raises(ValueError, match="unknown reading outcome"):
         ch.reading_flags("maybe")
+    with pytest.raises(ValueError, match="unknown reading outcome"):  # a sentence is not an outcome
+        ch.reading_flags(ch.power.reading(-0.05, 0.01, 0.03))
 
 
 def test_complementarity_values_flag_the_order_and_the_reading_of_each_comparison():
-    comp = {
-        "comp_apd_reading": ch.power.reading(-0.05, 0.01, 0.03),
-        "comp_elm_reading": ch.power.reading(0.001, 0.1, None),
-    }
+    comp = {}
+    for who, (d, se, effect) in {"apd": (-0.05, 0.01, 0.03), "elm": (0.001, 0.1, None)}.items():
+        comp[f"comp_{who}_reading"] = ch.power.reading(d, se, effect)
+        comp[f"comp_{who}_outcome"] = ch.power.reading_outcome(d, se, effect)
     head = {"ne_er_apd_real": 0.40, "ne_er_apd_k20": 0.30, "ne_er_elm_real": 0.40}
     out = ch.complementarity_values(comp, head, 8, 100)
     assert [o for o in ch.ORDER + ch.READINGS if out[f"comp_apd_{o}"][0]] == ["higher", "reversed"]
     assert [o for o in ch.ORDER + ch.READINGS if out[f"comp_elm_{o}"][0]] == ["same", "inconclusive"]
     assert out["comp_apd_reading"] == ("significant in the other direction", "{}")
+    assert "comp_apd_outcome" not in out  # the code decides the flags; it is not glued
     assert ch.control_values(None)["ne_er_cd_gain"] == (None, "{:.2%}")
+    del comp["comp_elm_outcome"]
+    with pytest.raises(ValueError, match="comp_elm_outcome"):
+        ch.complementarity_values(comp, head, 8, 100)
 
 
 def test_factuality_prompts_bookkeeping():

@@ -657,11 +657,18 @@ def test_reading_words_follow_the_verdicts_decision():
         "inconclusive: the 95% interval holds both no difference and the paper's effect",
         "inconclusive: not significant, and the paper gives no effect in these units",
     ]
+    outcomes = [power.reading_outcome(d, se, e) for d, se, e in cases]
+    assert outcomes == ["significant", "reversed", "ruled_out", "inconclusive", "inconclusive"]
+    assert set(outcomes) == set(power.OUTCOMES)
     for (d, se, e), w in zip(cases, words):  # the same decision as the paper-vs-book chapter's detects()
         out = detects(e)(["d", "se"], [d, se])
         assert out.inconclusive == w.startswith("inconclusive") and out.holds == (w == "significant")
-    with pytest.raises(ValueError, match="finite"):
-        power.reading(float("nan"), 0.01)
+    # an effect of 0 is an effect given: the interval holding 0 is inconclusive, worded with the effect
+    assert power.reading_outcome(0.001, 0.05, 0.0) == "inconclusive"
+    assert power.reading(0.001, 0.05, 0.0) == words[3]
+    for f in (power.reading, power.reading_outcome):
+        with pytest.raises(ValueError, match="finite"):
+            f(float("nan"), 0.01)
 
 
 def test_summary_of_a_paired_comparison(world):
@@ -673,7 +680,7 @@ def test_summary_of_a_paired_comparison(world):
     s = power.summary(power.paired_verdict(world, prompts, right, wrong), effect=0.017)
     assert (s["ne_er_a"], s["ne_er_b"], s["diff"], s["diff_se"]) == (0.0, 0.5, 0.5, 0.0)
     assert (s["n_pairs"], s["n_people"], s["n_seeds"], s["mde"]) == (8, 4, 2, 0.0)
-    assert s["reading"] == "significant" and s["people_needed"] >= 0
+    assert s["reading"] == s["outcome"] == "significant" and s["people_needed"] >= 0
     assert power.summary(power.paired_verdict(world, prompts, right, wrong))["people_needed"] is None
 
 

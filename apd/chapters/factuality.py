@@ -524,8 +524,9 @@ def figure_real(res: pd.DataFrame, true_label: str, title: str, cd_T: float):
 #: how one value compares with another, the outcomes of :func:`order`
 ORDER = ("lower", "higher", "same")
 
-#: the outcomes of a paired comparison's reading (:func:`reading_flags`)
-READINGS = ("significant", "reversed", "ruled_out", "inconclusive")
+#: the outcomes of a paired comparison's reading (:func:`reading_flags`,
+#: :func:`apd.evaluation.factuality.power.reading_outcome`)
+READINGS = power.OUTCOMES
 
 
 def order(a, b) -> dict[str, bool]:
@@ -540,31 +541,27 @@ def order(a, b) -> dict[str, bool]:
     return compare_flags(a, b)
 
 
-def reading_flags(reading: Optional[str]) -> dict[str, bool]:
-    """A paired comparison's reading (:func:`apd.evaluation.factuality.power.reading`) as
-    ``{outcome: bool}`` over :data:`READINGS`: significant in the claimed direction, significant in
-    the other direction (``reversed``), not significant with the paper's effect ruled out
+def reading_flags(outcome: Optional[str]) -> dict[str, bool]:
+    """A paired comparison's reading outcome (:func:`apd.evaluation.factuality.power.reading_outcome`)
+    as ``{outcome: bool}`` over :data:`READINGS`: significant in the claimed direction, significant
+    in the other direction (``reversed``), not significant with the paper's effect ruled out
     (``ruled_out``), or ``inconclusive``; all False without a reading (None).
 
     Example:
-        >>> reading_flags(power.reading(-0.05, 0.01))
+        >>> reading_flags(power.reading_outcome(-0.05, 0.01))
         {'significant': False, 'reversed': True, 'ruled_out': False, 'inconclusive': False}
         >>> reading_flags(None)["inconclusive"]
         False
     """
     out = dict.fromkeys(READINGS, False)
-    if reading is None:
+    if outcome is None:
         return out
-    if reading == "significant":
-        out["significant"] = True
-    elif reading == "significant in the other direction":
-        out["reversed"] = True
-    elif reading.startswith("not significant"):
-        out["ruled_out"] = True
-    elif reading.startswith("inconclusive"):
-        out["inconclusive"] = True
-    else:
-        raise ValueError(f"unknown reading {reading!r}: expected one of apd.evaluation.factuality.power.reading's")
+    if outcome not in out:
+        raise ValueError(
+            f"unknown reading outcome {outcome!r}: expected one of {READINGS} "
+            "(apd.evaluation.factuality.power.reading_outcome)"
+        )
+    out[outcome] = True
     return out
 
 
@@ -742,8 +739,9 @@ def verdict_values(
     """What the page says of the verdict comparison ``v`` (APD as A, CD as B) over ``n_prompts``
     prompts of a world with ``n_eval`` evaluation people, against the paper's ``effect``: with
     whether APD's pooled NE_ER is lower, higher or the same as CD's (``ne_er_apd_<outcome>_verdict``,
-    :func:`order`) and the reading of CD's minus APD's (``verdict_<outcome>``, :func:`reading_flags`);
-    every key None (the flags False) without ``v``."""
+    :func:`order`) and the reading of CD's minus APD's (``verdict_<outcome>``, :func:`reading_flags`
+    of :func:`apd.evaluation.factuality.power.reading_outcome`); every key None (the flags False)
+    without ``v``."""
     if v is None:
         return {k: (None if f else False, f) for k, f in VERDICT_FORMATS.items()}
     d, vc = v.difference, v.components
@@ -764,7 +762,7 @@ def verdict_values(
         "verdict_between_share": vc.between / (vc.between + vc.within / vc.per_group),
         "verdict_upper": d.mean + stats.Z_TEST * d.se,
         **{f"ne_er_apd_{o}_verdict": flag for o, flag in order(v.ne_er_a, v.ne_er_b).items()},
-        **{f"verdict_{r}": flag for r, flag in reading_flags(power.reading(d.mean, d.se, effect)).items()},
+        **{f"verdict_{r}": flag for r, flag in reading_flags(power.reading_outcome(d.mean, d.se, effect)).items()},
     }
     return {k: (values[k], f) for k, f in VERDICT_FORMATS.items()}
 
@@ -805,8 +803,9 @@ def complementarity_values(
     REAL alone), and ``comp_top_p_<setting>``; ``comp_head`` the three settings' measures
     (:func:`scores_of`). For ``who`` = apd and elm: whether APD + REAL's NE_ER is lower, higher or
     the same as the other setting's (``comp_<who>_<outcome>``, :func:`order`), and the reading as
-    flags (``comp_<who>_<outcome>``, :func:`reading_flags`). Every key None (the flags False) where
-    the comparison did not run (empty dicts)."""
+    flags (``comp_<who>_<outcome>``, :func:`reading_flags` of the summary's ``outcome``, which
+    ``comp`` holds as ``comp_<who>_outcome``). Every key None (the flags False) where the
+    comparison did not run (empty dicts)."""
     out: Glued = {}
     for who in ("apd", "elm"):
         for k, f in COMP_FORMATS.items():
@@ -819,8 +818,13 @@ def complementarity_values(
     out["comp_n_seeds"] = (n_seeds if comp else None, "{:d}")
     out["comp_n_prompts"] = (n_prompts if comp else None, "{:d}")
     for who, other in (("apd", "apd_k20"), ("elm", "elm_real")):
+        if f"comp_{who}_reading" in comp and f"comp_{who}_outcome" not in comp:
+            raise ValueError(
+                f"comp holds comp_{who}_reading but not comp_{who}_outcome: fill comp from "
+                "apd.evaluation.factuality.power.summary, which gives both."
+            )
         flags = order(comp_head["ne_er_apd_real"], comp_head[f"ne_er_{other}"]) if comp else order(None, None)
-        flags.update(reading_flags(comp.get(f"comp_{who}_reading")))
+        flags.update(reading_flags(comp.get(f"comp_{who}_outcome")))
         out.update({f"comp_{who}_{o}": (flag, None) for o, flag in flags.items()})
     return out
 

@@ -126,10 +126,46 @@ def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continu
     return PairedVerdict(float(np.nanmean(a)), float(np.nanmean(b)), diff, vc, int(a.shape[1]))
 
 
+#: the outcomes of a paired difference's reading (:func:`reading_outcome`)
+OUTCOMES = ("significant", "reversed", "ruled_out", "inconclusive")
+
+#: :func:`reading`'s sentence for each outcome (the inconclusive one with the paper's effect given)
+_SENTENCES = {
+    "significant": "significant",
+    "reversed": "significant in the other direction",
+    "ruled_out": "not significant, and the paper's effect lies above its 95% confidence bound",
+    "inconclusive": "inconclusive: the 95% interval holds both no difference and the paper's effect",
+}
+
+
+def reading_outcome(d: float, se: float, effect: float | None = None) -> str:
+    """A paired difference ``d`` (positive: the claimed direction) with standard error ``se``
+    decided by its 95% confidence interval as the paper-vs-book chapter decides it
+    (:func:`apd.core.stats.detected`), as one of :data:`OUTCOMES`: ``significant`` (in the claimed
+    direction), ``reversed`` (significant in the other direction), ``ruled_out`` (not significant,
+    and the paper's ``effect``, same units, lies above the interval) or ``inconclusive``.
+
+    Example:
+        >>> reading_outcome(0.05, 0.01), reading_outcome(-0.05, 0.01), reading_outcome(0.001, 0.01, effect=0.1)
+        ('significant', 'reversed', 'ruled_out')
+        >>> reading_outcome(0.001, 0.1, effect=0.1), reading_outcome(0.001, 0.1)
+        ('inconclusive', 'inconclusive')
+    """
+    if not (math.isfinite(d) and math.isfinite(se)):
+        raise ValueError(f"a difference and its standard error must be finite numbers, got d={d!r}, se={se!r}.")
+    detected = stats.detected(d, se, effect)
+    if detected:
+        return "significant"
+    if d < -stats.Z_TEST * se:
+        return "reversed"
+    if detected is False:
+        return "ruled_out"
+    return "inconclusive"
+
+
 def reading(d: float, se: float, effect: float | None = None) -> str:
-    """A paired difference ``d`` (positive: the claimed direction) in words, decided by its 95%
-    confidence interval as the paper-vs-book chapter decides it (:func:`apd.core.stats.detected`):
-    ``effect`` is the paper's effect on this testbed's scale (same units).
+    """:func:`reading_outcome` in words: ``effect`` is the paper's effect on this testbed's scale
+    (same units); without one an inconclusive reading says so.
 
     Example:
         >>> reading(0.05, 0.01), reading(-0.05, 0.01)
@@ -137,26 +173,18 @@ def reading(d: float, se: float, effect: float | None = None) -> str:
         >>> reading(0.001, 0.01, effect=0.1), reading(0.001, 0.1, effect=0.1), reading(0.001, 0.1)
         ("not significant, and the paper's effect lies above its 95% confidence bound", "inconclusive: the 95% interval holds both no difference and the paper's effect", 'inconclusive: not significant, and the paper gives no effect in these units')
     """
-    if not (math.isfinite(d) and math.isfinite(se)):
-        raise ValueError(f"a difference and its standard error must be finite numbers, got d={d!r}, se={se!r}.")
-    outcome = stats.detected(d, se, effect)
-    if outcome:
-        return "significant"
-    if d < -stats.Z_TEST * se:
-        return "significant in the other direction"
-    if outcome is False:
-        return "not significant, and the paper's effect lies above its 95% confidence bound"
-    if effect is None:
+    outcome = reading_outcome(d, se, effect)
+    if outcome == "inconclusive" and effect is None:
         return "inconclusive: not significant, and the paper gives no effect in these units"
-    return "inconclusive: the 95% interval holds both no difference and the paper's effect"
+    return _SENTENCES[outcome]
 
 
 def summary(v: PairedVerdict, effect: float | None = None) -> dict:
     """The numbers a page and the verdicts read from one paired comparison (fractions): ``ne_er_a``,
     ``ne_er_b`` (pooled NE_ER), ``diff`` (B's minus A's, averaged per person), ``diff_se``, ``mde``
     (smallest detectable difference), ``n_pairs``, ``n_people``, ``n_seeds``, ``reading`` (words,
-    :func:`reading` against ``effect``) and ``people_needed`` (to detect ``effect`` at these seeds;
-    None without an effect)."""
+    :func:`reading` against ``effect``), ``people_needed`` (to detect ``effect`` at these seeds;
+    None without an effect) and ``outcome`` (the reading's code, :func:`reading_outcome`)."""
     d = v.difference
     return {
         "ne_er_a": v.ne_er_a,
@@ -169,6 +197,7 @@ def summary(v: PairedVerdict, effect: float | None = None) -> dict:
         "n_seeds": v.n_seeds,
         "reading": reading(d.mean, d.se, effect),
         "people_needed": _ceil(v.people_needed(effect)) if effect is not None else None,
+        "outcome": reading_outcome(d.mean, d.se, effect),
     }
 
 

@@ -372,6 +372,35 @@ def test_without_factuality_prompts_the_section_says_so_in_one_line(tmp_path, mo
     assert "not on this machine" not in "\n".join(pages.page_markdown(nb, {}))
 
 
+def test_the_sweeps_control_reads_one_unit_per_person_where_the_verdicts_design_cannot():
+    world = World(WorldConfig.smoke())
+    prompts, _ = ch.world_prompts(world, 0, 4)  # the sweep's sample: one prompt per person, here one seed
+    own = [[" " + world.person(q.person).birth_city + "."] for q in prompts]
+    other = [
+        [" " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city) + "."]
+        for q in prompts
+    ]
+    elm = other[:2] + own[2:]  # the expert names another person's city for the first two people
+    wres = pd.DataFrame(
+        [
+            {"threshold": "top-p k20", "role": "elm", "value": 0.8, "T": np.nan, "label": "elm"},
+            {"threshold": "top-p k20", "role": "cd", "value": 0.8, "T": 2.0, "label": "cd"},
+            {"threshold": "top-p k20", "role": "cd", "value": 0.8, "T": 1.0, "label": "cd-T1"},
+        ]
+    )
+    gens = {"elm": elm, "cd": own, "cd-T1": other}
+    ctrl = ch.positive_control(world, prompts, wres, gens, 0.8, 2.0)
+    assert (ctrl.mean, ctrl.n, ctrl.n_groups) == (0.5, 4, 4)
+    assert ctrl.se == pytest.approx(np.std([1.0, 1.0, 0.0, 0.0], ddof=1) / 2)
+    assert ch.positive_control(world, prompts, wres, gens, 0.8, 1.0).mean == -0.5  # CD at T = 1 names others
+    # the verdict's design needs a person with two units for its variance components: none here
+    with pytest.raises(ValueError, match="at least two units"):
+        ch.power.paired_verdict(world, prompts, own, elm)
+    assert ch.verdict_control(world, prompts, own, elm) is None
+    one = {k: g[:1] for k, g in gens.items()}
+    assert ch.positive_control(world, prompts[:1], wres, one, 0.8, 2.0) is None  # one person: no standard error
+
+
 def test_the_verdicts_control_is_the_experts_ne_er_minus_cds_on_the_verdict_sample():
     from apd.evaluation.factuality.power import world_verdict_prompts
     from apd.world.world import World, WorldConfig

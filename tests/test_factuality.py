@@ -486,10 +486,29 @@ def test_paired_verdict_groups_by_person_and_counts_no_entity_as_missing(world):
     assert proj["se"].iloc[1] < proj["se"].iloc[0] and proj["se"].iloc[2] < proj["se"].iloc[0]
 
 
+def test_paired_units_are_the_verdicts_difference_and_allow_one_unit_per_person(world):
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
+    right = [" " + world.person(p.person).birth_city + "." for p in prompts]
+    wrong = [" " + _wrong_city(world, p.person) + "." for p in prompts]
+    a, b = [[r, r] for r in right], [[w, r] for w, r in zip(wrong, right)]
+    u, v = power.paired_units(world, prompts, a, b), power.paired_verdict(world, prompts, a, b)
+    assert u.difference == v.difference and (u.a.shape, u.b.shape) == ((4, 2), (4, 2))
+    assert list(u.groups) == [p.person for p in prompts for _ in range(2)]
+    # one seed: one unit per person, B wrong for the odd people only; the difference is defined ...
+    one = power.paired_units(world, prompts, [[r] for r in right], [[w] for w in wrong[:2]] + [[r] for r in right[2:]])
+    assert (one.difference.mean, one.difference.n, one.difference.n_groups) == (0.5, 4, 4)
+    assert one.difference.se == pytest.approx(np.std([1.0, 1.0, 0.0, 0.0], ddof=1) / math.sqrt(4))
+    # ... but not the variance components of the verdict, which need a person with two units
+    with pytest.raises(ValueError, match="at least two units"):
+        power.paired_verdict(world, prompts, [[r] for r in right], [[w] for w in wrong])
+
+
 def test_paired_verdict_refuses_mismatched_generations(world):
     prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:3]
     with pytest.raises(ValueError, match="same prompts and seeds"):
         power.paired_verdict(world, prompts, [["x"]] * 3, [["x", "y"]] * 3)
+    with pytest.raises(ValueError, match="same prompts and seeds"):
+        power.paired_units(world, prompts, [["x"]] * 3, [["x", "y"]] * 3)
     with pytest.raises(ValueError, match="pass them in order"):
         power.ne_er_units(world, prompts, [["x"]] * 2)
 

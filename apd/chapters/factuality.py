@@ -641,16 +641,16 @@ def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
 
 
 def positive_control(world, wprompts, wres: pd.DataFrame, gens: dict, p: float, cd_T: float):
-    """The expert's NE_ER minus CD's on the sweep's world prompts (top-p k20 at ``p``), paired by
-    (prompt, seed), standard error over people (:func:`apd.core.stats.paired_difference`); None
-    when fewer than two people have an entity in both methods' continuations."""
+    """The expert's NE_ER minus CD's on the sweep's world prompts (top-p k20 at ``p``, CD at
+    ``cd_T``; labels from ``wres``, generations ``gens``), paired by (prompt, seed), standard error
+    over people (:func:`apd.evaluation.factuality.power.paired_units`); None when fewer than two
+    people have an entity in both methods' continuations. The sweep may hold one unit per person
+    (one prompt each, one seed), too few for :func:`apd.evaluation.factuality.power.paired_verdict`'s
+    variance components, which this control does not need."""
     k20 = wres[wres["threshold"] == "top-p k20"]
     e_lab = k20[(k20["role"] == "elm") & np.isclose(k20["value"], p)]["label"].iloc[0]
     c_lab = k20[(k20["role"] == "cd") & np.isclose(k20["value"], p) & np.isclose(k20["T"], cd_T)]["label"].iloc[0]
-    a_u, b_u = power.ne_er_units(world, wprompts, gens[c_lab]), power.ne_er_units(world, wprompts, gens[e_lab])
-    ctrl = stats.paired_difference(
-        b_u.ravel(), a_u.ravel(), groups=np.repeat([q.person for q in wprompts], a_u.shape[1])
-    )
+    ctrl = power.paired_units(world, wprompts, gens[c_lab], gens[e_lab]).difference
     return ctrl if ctrl.n_groups >= 2 and np.isfinite(ctrl.se) else None
 
 

@@ -55,6 +55,45 @@ def ne_er_units(world, prompts: Sequence[BioPrompt], continuations: Sequence[Seq
 
 
 @dataclass(frozen=True)
+class PairedUnits:
+    """Two methods' NE_ER units on the same prompts and seeds: ``a`` and ``b``, ``(n_prompts,
+    n_seeds)`` fractions (NaN: no entity); ``groups``, the person of each unit in ``a.ravel()``'s
+    order; ``difference``, B's minus A's averaged per person with its standard error over people
+    (:func:`apd.core.stats.paired_difference`; se NaN with fewer than two people)."""
+
+    a: np.ndarray
+    b: np.ndarray
+    groups: np.ndarray
+    difference: stats.PairedDifference
+
+
+def paired_units(world, prompts: Sequence[BioPrompt], continuations_a, continuations_b) -> PairedUnits:
+    """The NE_ER units of two methods' continuations of the same ``prompts`` under the same seeds
+    (``out[i][j]`` per prompt and seed), grouped by person, and their paired difference (see
+    :class:`PairedUnits`). Any number of units per person, one included.
+
+    Example (A names each person's birth city, B another person's; one seed):
+        >>> from apd.world.world import World, WorldConfig
+        >>> world = World(WorldConfig.smoke())
+        >>> prompts = world_verdict_prompts(world, openers=[" was born in"])[:3]
+        >>> right = [[" " + world.person(p.person).birth_city + "."] for p in prompts]
+        >>> wrong = [[" " + next(q.birth_city for q in world.people if q.birth_city != world.person(p.person).birth_city)
+        ...           + "."] for p in prompts]
+        >>> u = paired_units(world, prompts, right, wrong)
+        >>> u.a.shape, u.difference.mean, u.difference.n_groups
+        ((3, 1), 1.0, 3)
+    """
+    a = ne_er_units(world, prompts, continuations_a)
+    b = ne_er_units(world, prompts, continuations_b)
+    if a.shape != b.shape:
+        raise ValueError(
+            f"continuations of shape {a.shape} and {b.shape}: generate both with the same prompts and seeds."
+        )
+    groups = np.repeat([p.person for p in prompts], a.shape[1])
+    return PairedUnits(a, b, groups, stats.paired_difference(b.ravel(), a.ravel(), groups=groups))
+
+
+@dataclass(frozen=True)
 class PairedVerdict:
     """B's NE_ER minus A's (positive: A names fewer wrong entities), averaged per person; the two
     methods' pooled NE_ER; the grouped paired difference and its variance components."""
@@ -96,7 +135,10 @@ class PairedVerdict:
 
 def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continuations_b) -> PairedVerdict:
     """Compare two methods' continuations of the same ``prompts`` under the same seeds (``out[i][j]``
-    as :func:`apd.evaluation.factuality.sweeps.generate_continuations` returns them), grouped by person.
+    as :func:`apd.evaluation.factuality.sweeps.generate_continuations` returns them), grouped by person
+    (:func:`paired_units`), with the variance components of the difference: these need at least two
+    people and one person with two units or more (:func:`apd.core.stats.variance_components`), else
+    a ValueError.
 
     Example (A names each person's birth city, B another person's; two seeds):
         >>> from apd.world.world import World, WorldConfig
@@ -109,21 +151,14 @@ def paired_verdict(world, prompts: Sequence[BioPrompt], continuations_a, continu
         >>> v.ne_er_a, v.ne_er_b, v.difference.mean, v.difference.n_groups
         (0.0, 1.0, 1.0, 3)
     """
-    a = ne_er_units(world, prompts, continuations_a)
-    b = ne_er_units(world, prompts, continuations_b)
-    if a.shape != b.shape:
+    u = paired_units(world, prompts, continuations_a, continuations_b)
+    if u.difference.n_groups < 2:
         raise ValueError(
-            f"continuations of shape {a.shape} and {b.shape}: generate both with the same prompts and seeds."
-        )
-    groups = np.repeat([p.person for p in prompts], a.shape[1])
-    diff = stats.paired_difference(b.ravel(), a.ravel(), groups=groups)
-    if diff.n_groups < 2:
-        raise ValueError(
-            f"{diff.n_groups} person(s) with an entity in both methods' continuations; a grouped "
+            f"{u.difference.n_groups} person(s) with an entity in both methods' continuations; a grouped "
             "comparison needs at least two: use more prompts or longer continuations."
         )
-    vc = stats.variance_components(b.ravel(), a.ravel(), groups)
-    return PairedVerdict(float(np.nanmean(a)), float(np.nanmean(b)), diff, vc, int(a.shape[1]))
+    vc = stats.variance_components(u.b.ravel(), u.a.ravel(), u.groups)
+    return PairedVerdict(float(np.nanmean(u.a)), float(np.nanmean(u.b)), u.difference, vc, int(u.a.shape[1]))
 
 
 #: the outcomes of a paired difference's reading (:func:`reading_outcome`)

@@ -8,7 +8,8 @@ build), and prints, as Markdown:
 
 - the build's wall time, its work (the chapters' time less their waits on their own workers, plus
   every worker's job) and the parallel efficiency, work / (wall x slots);
-- each core's busy share, and on a GPU its mean and largest utilisation;
+- each core's busy share, and on a GPU its mean and largest utilisation, its mean while a model
+  trained and its largest memory in use;
 - each chapter's and each job's seconds;
 - the family's pretraining against the machine: each member's tokens per second times about
   6 x its parameters (a forward and backward pass), against a one-thread float32 matmul's rate
@@ -76,7 +77,8 @@ def main(argv=None) -> int:
     train = pretraining_rows(results, gflops)
     print(f"## The `{args.profile}` build\n")
     print("| measure | value |\n|---|---|")
-    print(f"| wall time | {timing['wall_s']:.1f} s |")
+    ended = "" if timing.get("finished", True) else " (stopped before the end: interrupted or failed)"
+    print(f"| wall time | {timing['wall_s']:.1f} s{ended} |")
     print(f"| work (chapters and jobs, less waiting) | {timing['work_s']:.1f} s |")
     print(f"| slots (jobs at once) | {timing['slots']} |")
     print(f"| parallel efficiency, work / (wall x slots) | {timing['parallel_efficiency']:.2f} |")
@@ -84,6 +86,10 @@ def main(argv=None) -> int:
         print(f"| busy share of each core | {', '.join(f'{b:.0%}' for b in timing['core_busy'])} |")
     if timing.get("gpu_util_mean") is not None:
         print(f"| GPU utilisation, mean / max | {timing['gpu_util_mean']:.0f}% / {timing['gpu_util_max']:.0f}% |")
+        if timing.get("gpu_util_training_mean") is not None:
+            print(f"| GPU utilisation while a model trained, mean | {timing['gpu_util_training_mean']:.0f}% |")
+        if timing.get("gpu_mem_max_mib") is not None:
+            print(f"| GPU memory in use, at most | {timing['gpu_mem_max_mib']:,.0f} MiB |")
     print(f"| one-thread float32 matmul here | {gflops:.1f} GFLOP/s |")
     print(
         f"| {timing['slots']} matmuls at once, their summed rate over one alone (the speed-up's ceiling) | {capacity:.2f} |"
@@ -101,6 +107,7 @@ def main(argv=None) -> int:
             )
     out = Path(args.out) if args.out else ROOT / "results" / "bench" / f"build-{args.profile}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
+    timing.pop("gpu_samples", None)  # kept in timing.json
     report = {**timing, "matmul_gflops_one_thread": gflops, "parallel_capacity": capacity, "pretraining": train}
     out.write_text(json.dumps(report, indent=1))
     print(f"\nwritten: {out}")

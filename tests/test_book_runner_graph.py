@@ -108,6 +108,7 @@ def test_independent_chapters_overlap_and_a_dependent_waits_for_its_needs(tmp_pa
     out = capsys.readouterr().out
     assert all(f"[apd] {stem}: cached in" in out for stem in "abcd"), out
     assert set(job_log(root)) == {"a", "b", "c", "d"}  # the job log starts afresh with each build
+    assert json.loads((root / "_build" / "p" / "timing.json").read_text())["finished"] is True
 
 
 def test_a_failed_chapter_stops_its_dependents_and_the_others_run_on(tmp_path, clean_env, monkeypatch, capsys):
@@ -127,6 +128,8 @@ def test_a_failed_chapter_stops_its_dependents_and_the_others_run_on(tmp_path, c
     notebooks = root / "_build" / "p" / "book" / "notebooks"
     assert sorted(p.name for p in notebooks.glob("*.ipynb") if "partial" not in p.name) == ["d.ipynb"]
     assert set(json.loads((root / "_build" / "p" / "status.json").read_text())) == {"d"}
+    spent = json.loads((root / "_build" / "p" / "timing.json").read_text())  # a failed build reports what it did
+    assert spent["finished"] is False and {"chapter a", "chapter b", "chapter d"} <= {j["name"] for j in spent["jobs"]}
 
 
 def test_one_failure_alone_reads_as_a_one_at_a_time_build_says_it(tmp_path, clean_env, monkeypatch):

@@ -124,23 +124,30 @@ def _build_locked(
     keys = chapter_keys(stems, params, root, NEEDS)  # from the inputs alone, before anything runs
     run = [stem for stem in stems if not only or stem in only]
     missing = [stem for stem in stems if stem not in run and not (out_dir / f"{stem}.ipynb").is_file()]
-    with build_environment(profile, root, jobs) as env, timing.MachineSampler() as machine:
-        if jobs > 1 and len(run) > 1:
-            _run_side_by_side(profile, params, stems, run, keys, force, root, jobs)
-        else:
-            for stem in run:
-                t0 = time.time()
-                print(f"[apd] {stem}: executing under profile {profile!r} ...", flush=True)
-                try:
-                    with terminal.ChapterProgress(stem, *_progress(profile, stem, root)):
-                        status = execute(stem, params[stem], out_dir / f"{stem}.ipynb", root, force, keys[stem][1])
-                finally:
-                    log_job(f"chapter {stem}", t0, time.time())
-                print(f"[apd] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
-                build_status.log_chapter(profile, stem, status, time.time() - t0, root)
+    machine, log = timing.MachineSampler(), root / "_build" / profile / "jobs.jsonl"
+    started = finished = False
+    try:
+        with build_environment(profile, root, jobs), machine:
+            started = True  # the job log is this build's from here on
+            if jobs > 1 and len(run) > 1:
+                _run_side_by_side(profile, params, stems, run, keys, force, root, jobs)
+            else:
+                for stem in run:
+                    t0 = time.time()
+                    print(f"[apd] {stem}: executing under profile {profile!r} ...", flush=True)
+                    try:
+                        with terminal.ChapterProgress(stem, *_progress(profile, stem, root)):
+                            status = execute(stem, params[stem], out_dir / f"{stem}.ipynb", root, force, keys[stem][1])
+                    finally:
+                        log_job(f"chapter {stem}", t0, time.time())
+                    print(f"[apd] {stem}: {status} in {time.time() - t0:.1f} s", flush=True)
+                    build_status.log_chapter(profile, stem, status, time.time() - t0, root)
+        finished = True
+    finally:  # an interrupted or failed build reports what it did too ("finished": false)
+        if started:
+            spent = timing.build_timing(timing.read_jobs(log), time.time() - t_all, jobs, machine.result())
+            timing.write_timing(root / "_build" / profile / "timing.json", {**spent, "finished": finished})
     print(f"[apd] notebooks done in {time.time() - t_all:.1f} s", flush=True)
-    spent = timing.build_timing(timing.read_jobs(Path(env[JOBS_LOG_ENV])), time.time() - t_all, jobs, machine.result())
-    timing.write_timing(root / "_build" / profile / "timing.json", spent)
     if spent["work_s"] > 0:  # something ran
         print(timing.summary_line(spent), flush=True)
     if not html:

@@ -15,12 +15,12 @@ the offline datasets (``$APD_DATA_DIR``, else ``../shared/data``). Carry both fo
 ``run`` installs the wheels into ``/tmp/site``, unpacks the datasets, and builds the ``gpu`` profile
 from an empty cache with ``--no-html`` and as many slots as the machine has cores (chapters side by
 side, and inside them members and ALM' variants, each its own process on the one GPU), stopping the
-build with an interrupt when ``--budget`` seconds (default 540, counted from the script's start)
+build with an interrupt when ``--budget`` seconds (default 510, counted from the script's start)
 have passed, so that what it did still comes back. Into ``$OUT`` (``./gpu-out`` when unset) it
 writes at most eight files: ``build.log``, ``timing.json`` (wall time, every job, GPU utilisation
 sampled each second, also while models trained), ``build_report.md`` (``scripts/build_report.py``),
-``machine.txt``, ``results.tar.gz`` (``results/<profile>/`` and the executed notebooks) and
-``summary.json``. Exit status: the build's (130 when the budget stopped it).
+``machine.txt``, ``results.tar.gz`` (``results/<profile>/``), ``notebooks.tar.gz`` (the executed
+notebooks) and ``summary.json``. Exit status: the build's (130 when the budget stopped it).
 
 ``--dry-run`` runs the same path here: the ``smoke`` profile on the CPU, no wheels, the same slot
 count (16, the GPU machine's cores) and an empty cache of its own (``--cache``), so the schedule, the
@@ -141,7 +141,7 @@ def _data(env: dict) -> None:
 
 
 def _build(cmd: list[str], env: dict, log: Path, deadline: float) -> tuple[int, bool]:
-    """Run the build, its output to the terminal and ``log``; an interrupt at ``deadline`` (then 60 s
+    """Run the build, its output to the terminal and ``log``; an interrupt at ``deadline`` (then 30 s
     to finish its chapters' bookkeeping). Returns (exit status, stopped by the budget)."""
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -157,7 +157,7 @@ def _build(cmd: list[str], env: dict, log: Path, deadline: float) -> tuple[int, 
                 print(f"[gpu_book] the budget is spent: interrupting the build (pid {proc.pid})", flush=True)
                 proc.send_signal(signal.SIGINT)
                 stopped = True
-                deadline = time.time() + 60
+                deadline = time.time() + 30
             elif stopped and time.time() > deadline:
                 proc.kill()
             time.sleep(0.2)
@@ -197,11 +197,13 @@ def collect(out: Path, profile: str, env: dict, summary: dict) -> None:
         (out / "build_report.md").write_text(text.stdout + text.stderr)
     (out / "machine.txt").write_text(_machine(env))
     results = Path(env.get("APD_RESULTS_DIR") or ROOT / "results") / profile
-    with tarfile.open(out / "results.tar.gz", "w:gz") as tar:
-        if results.is_dir():
-            tar.add(results, arcname=f"results/{profile}")
-        if (build / "book" / "notebooks").is_dir():
-            tar.add(build / "book" / "notebooks", arcname="notebooks")
+    for name, folder, arcname in (
+        ("results", results, f"results/{profile}"),
+        ("notebooks", build / "book" / "notebooks", "notebooks"),
+    ):
+        if folder.is_dir():  # one archive each: a file comes back only under 16 MiB
+            with tarfile.open(out / f"{name}.tar.gz", "w:gz") as tar:
+                tar.add(folder, arcname=arcname)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
@@ -245,7 +247,7 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", type=Path, default=None)
     r = sub.add_parser("run", help="the gpu profile's book (on the GPU machine), or --dry-run here")
     r.add_argument("--dry-run", action="store_true", help="the smoke profile on the CPU, no wheels")
-    r.add_argument("--budget", type=float, default=540.0, help="seconds from the start before the interrupt")
+    r.add_argument("--budget", type=float, default=510.0, help="seconds from the start before the interrupt")
     r.add_argument("--slots", type=int, default=GPU_SLOTS, help="chapters and jobs at once (--jobs)")
     r.add_argument("--only", action="append", default=[], help="only this chapter (repeatable)")
     r.add_argument("--cache", default=None, help="the cache folder (default: a fresh one in a dry run)")

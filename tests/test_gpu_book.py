@@ -49,17 +49,22 @@ def test_the_report_is_at_most_eight_files_with_the_results_and_notebooks(tmp_pa
     (root / "results" / "p" / "family.json").write_text("{}")
     monkeypatch.setattr(gpu_book, "ROOT", root)
     out = tmp_path / "out"
-    (out).mkdir()
+    out.mkdir()
     (out / "build.log").write_text("log")
     gpu_book.collect(out, "p", {"APD_RESULTS_DIR": str(root / "results")}, {"exit_status": 130})
     files = sorted(p.name for p in out.iterdir())
-    assert files == ["build.log", "build_report.md", "machine.txt", "results.tar.gz", "summary.json", "timing.json"]
+    assert files == [
+        "build.log",
+        "build_report.md",
+        "machine.txt",
+        "notebooks.tar.gz",
+        "results.tar.gz",
+        "summary.json",
+        "timing.json",
+    ]
     with tarfile.open(out / "results.tar.gz") as tar:
-        assert sorted(tar.getnames()) == [
-            "notebooks",
-            "notebooks/family.ipynb",
-            "results/p",
-            "results/p/family.json",
-        ]
+        assert sorted(tar.getnames()) == ["results/p", "results/p/family.json"]
+    with tarfile.open(out / "notebooks.tar.gz") as tar:
+        assert sorted(tar.getnames()) == ["notebooks", "notebooks/family.ipynb"]
     assert json.loads((out / "summary.json").read_text()) == {"exit_status": 130}
     assert "CPU cores" in (out / "machine.txt").read_text()

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,15 @@ def threads(_):
     import torch
 
     return torch.get_num_threads()
+
+
+def pid(_):
+    return os.getpid()
+
+
+def nested(x):
+    """A job that runs jobs of its own: (their results, the pids that ran them, this worker's pid)."""
+    return jobs.run_jobs(abs, [-x, -2 * x], jobs=2), jobs.run_jobs(pid, [0, 1], jobs=2), os.getpid()
 
 
 def test_results_come_back_in_order_and_each_job_has_one_thread():
@@ -84,6 +94,29 @@ def test_a_script_without_a_main_guard_is_not_run_again_by_the_workers(tmp_path)
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[1, 2]"
+
+
+def test_jobs_inside_a_workers_job_run_in_that_worker_and_the_caller_exits(tmp_path):
+    """A worker's own pool would keep its exit, and so its caller's, waiting forever: a job's jobs run
+    in the worker, one after another, whatever the job count."""
+    script = tmp_path / "nesting.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            sys.path.insert(0, {str(Path(__file__).parent)!r})
+            from apd.base.jobs import run_jobs
+            import test_jobs
+            if __name__ == "__main__":
+                for values, pids, worker in run_jobs(test_jobs.nested, [1, 2], jobs=2):
+                    assert pids == [worker, worker], (pids, worker)
+                    print(values)
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=90)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:2] == ["[1, 2]", "[2, 4]"]
 
 
 def test_workers_exit_when_their_parent_is_killed(tmp_path):

@@ -172,9 +172,10 @@ def _interrupted(signum, frame) -> None:
 
 
 def in_worker_job() -> bool:
-    """Whether this process is one of :func:`run_jobs`' workers, running a job. A job must not start
-    workers of its own (run its parts here instead): the build's slots are already spread over the
-    workers, and a worker's own idle pool would keep its exit, and the caller's, waiting forever.
+    """Whether this process is one of :func:`run_jobs`' workers, running a job. A job starts no
+    workers of its own (:func:`run_jobs` runs a job's jobs in its worker): the build's slots are
+    already spread over the workers, and a worker's own idle pool would keep its exit, and the
+    caller's, waiting forever.
 
     Example:
         >>> in_worker_job()
@@ -235,7 +236,8 @@ def run_jobs(
     ``fn`` must be importable (a module-level function) and ``items`` and results picklable: the
     workers are spawned, not forked. ``threads``: torch threads in each worker (None: torch's
     default). Items start in the order given (put the longest first). With ``jobs=1`` (or
-    :func:`job_count` 1) or a single item the calls run here, in order, with this process's threads.
+    :func:`job_count` 1), a single item, or inside a worker's job (:func:`in_worker_job`: a worker's
+    own pool would hold its exit forever) the calls run here, in order, with this process's threads.
     An error in a job is raised here, naming the job (``names``, default ``fn`` and the item's index).
 
     Example (two spawned workers):
@@ -251,7 +253,7 @@ def run_jobs(
         )
     if len(names) != len(items):
         raise ValueError(f"names has {len(names)} entries for {len(items)} items")
-    n = min(job_count(jobs), len(items))
+    n = 1 if in_worker_job() else min(job_count(jobs), len(items))  # a job's jobs: in its worker
     if n <= 1:
         out = []
         for item, name in zip(items, names):

@@ -39,7 +39,12 @@ def test_truth_summary_reads_the_error_table_and_pairs_c_with_the_expert():
     s = chapter.truth_summary(frame, err, "l")
     assert s["real_n_items"] == 30 and s["real_n_buckets"] == 3 and s["real_n_buckets_closer"] == 3
     assert s["real_c_closer"] and not s["real_c_farther"] and not s["real_c_tie"]
-    assert s["real_err_c"][0] == err.loc["THF c", "all"] and s["real_c_vs_elm"][0] == "better than"
+    assert s["real_err_c"][0] == err.loc["THF c", "all"] and s["real_err_elm"][0] == err.loc["H l", "all"]
+    assert s["real_err_c"][0] < s["real_err_elm"][0] and set(s["real_buckets_closer"][0].split(", ")) == {
+        "head",
+        "torso",
+        "tail",
+    }
     assert s["real_c_minus_elm"][0].startswith("-")
     records = chapter.bucket_records(err, "l")
     assert set(records) >= {"real_err_c_all", "real_err_elm_head", "real_truth_tail"}

@@ -18,7 +18,7 @@ from apd.core.filters import real_top_p
 from apd.core.stats import Z_TEST, mean_se, paired_difference
 from apd.evaluation.entropy_truth import thf_at_prompts
 from apd.report.plots import COLORS, XLABEL_LOG_SIZE, legend, outer_labels, panels
-from apd.report.tables import better_word, plus_minus
+from apd.report.tables import plus_minus
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.world import BUCKETS
 
@@ -94,7 +94,6 @@ def truth_summary(frame: pd.DataFrame, err: pd.DataFrame, elm: str) -> dict[str,
         "real_err_elm": (err.loc[elm_row, "all"], "{:.3f}"),
         "real_err_hlast": (err.loc["THF H_last", "all"], "{:.3f}"),
         "real_truth_mean": (err.loc["truth", "all"], "{:.2f}"),
-        "real_c_vs_elm": (better_word(err.loc[c_row, "all"], err.loc[elm_row, "all"], lower_is_better=True), "{}"),
         "real_n_buckets": len(buckets),
         "real_n_buckets_closer": len(closer),
         "real_buckets_closer": (", ".join(closer) if closer else "none", "{}"),
@@ -205,7 +204,6 @@ def no_world_values() -> dict[str, Any]:
         "real_err_c",
         "real_err_elm",
         "real_err_hlast",
-        "real_c_vs_elm",
         "real_buckets_closer",
         "real_truth_mean",
         "real_c_minus_elm",

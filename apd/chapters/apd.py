@@ -30,7 +30,7 @@ from apd.family.logprobs import next_token_log_probs
 from apd.chapters.gluing import ChapterResult
 from apd.report.findings import family_saturation
 from apd.report.plots import COLORS, SMALL_PT, XLABEL_LOG_SIZE, figure, legend, outer_labels, panels, wrap
-from apd.report.tables import compare_flags, compare_word, plus_minus, yes_no
+from apd.report.tables import compare_flags, plus_minus, yes_no
 from apd.report.results import chapter_ran, load_results
 from apd.world.corpus import CorpusConfig, build_corpus
 from apd.world.truth import (
@@ -58,21 +58,6 @@ LOSS_TERMS = (
 
 #: the measures against the world's truth: key -> axis title
 TRUTH_MEASURES = {"kl": "KL(truth || method), nats", "nll": "gold-token -log(p + 0.01), nats"}
-
-#: what a paired verdict of APD against CD reads as (apd.evaluation.ablations.verdict of APD's KL minus CD's)
-_APD_VS_CD = {
-    "better": "APD is closer to the truth than CD by more than 1.96 standard errors",
-    "worse": "CD is closer to the truth than APD by more than 1.96 standard errors",
-    "tie": "the two are not distinguishable here (the 95% interval of the difference holds 0)",
-    "n/a": None,
-}
-
-#: a variant's paired verdict against CD (verdict of its KL minus CD's), as a predicate
-_VS_CD = {
-    "better": "closer to the truth than CD",
-    "worse": "farther from the truth than CD",
-    "tie": "not distinguishable from CD",
-}
 
 
 def glue(run, values: Values) -> None:
@@ -179,13 +164,9 @@ def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
     """The release configuration's lambda3 tuning on the dev people: (its table as shown, the ELM's
     and CD's dev scores on the same items, values); ``(None, {}, ...)`` when lambda3 is the paper's
     value (a Hub family has no dev people)."""
-    keys = ("tune_best", "tune_elm", "tune_cd", "tune_vs_elm", "tune_vs_cd", "tune_grid")
+    keys = ("tune_best", "tune_elm", "tune_cd", "tune_grid")
     if result.tuning is None:
-        return (
-            None,
-            {},
-            {"lambda3_source": ("the paper's value for this family", "{}"), **{k: (None, "{:.3g}") for k in keys}},
-        )
+        return None, {}, {k: (None, "{:.3g}") for k in keys}
     tuning = result.tuning
     ref = tuning.attrs["reference"]
     shown = tuning[["lambda3", "score", "n_scored", "n_items", "chosen"]].rename(
@@ -196,12 +177,9 @@ def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
         shown,
         ref,
         {
-            "lambda3_source": ("tuned on the dev people", "{}"),
             "tune_best": (best, "{:.3f}"),
             "tune_elm": (ref["ELM"], "{:.3f}"),
             "tune_cd": (ref["CD 1/T=1"], "{:.3f}"),
-            "tune_vs_elm": (compare_word(best, ref["ELM"]), "{}"),
-            "tune_vs_cd": (compare_word(best, ref["CD 1/T=1"]), "{}"),
             "tune_grid": (", ".join(f"{v:g}" for v in tuning["lambda3"]), "{}"),
         },
     )
@@ -827,7 +805,7 @@ def truth_table(test_frame: pd.DataFrame, measure: str, knobs: dict, fly: bool, 
 
 def truth_values(tab: pd.DataFrame, measure: str, knobs: dict, fly: bool) -> Values:
     """The expert, CD (dev-best and T = 1), APD (T = 1 and dev-best) and APD on the fly over all test
-    questions of :func:`truth_table`, their comparisons in words, and APD against CD on tail and head."""
+    questions of :func:`truth_table`, and APD and CD (each at its dev-best 1/T) on tail and head."""
     allcol = tab.columns[-1]
     elm = float(tab.loc["ELM", allcol])
     cd = float(tab.loc[method_label("CD", knobs["CD"]), allcol])
@@ -839,20 +817,12 @@ def truth_values(tab: pd.DataFrame, measure: str, knobs: dict, fly: bool) -> Val
         f"{measure}_{k}": (v, "{:.4f}")
         for k, v in (("elm", elm), ("cd", cd), ("apd1", apd1), ("apdbest", apdb), ("fly", fly_v), ("cd1", cd1))
     }
-    for k, (a, b) in {
-        "apd1_vs_cd": (apd1, cd),
-        "apd1_vs_elm": (apd1, elm),
-        "apdbest_vs_cd": (apdb, cd),
-        "fly_vs_cd": (fly_v, cd),
-    }.items():
-        values[f"{measure}_{k}"] = (compare_word(a, b), "{}")
     for name in ("tail", "head"):
         cols = [c for c in tab.columns if c.startswith(name)]
         a = float(tab.loc[method_label("APD", knobs["APD"]), cols[0]]) if cols else float("nan")
         c = float(tab.loc[method_label("CD", knobs["CD"]), cols[0]]) if cols else float("nan")
         values.update(
             {
-                f"{measure}_{name}_apd_vs_cd": (compare_word(a, c), "{}"),
                 f"{measure}_{name}_apd": (a, "{:.3f}"),
                 f"{measure}_{name}_cd": (c, "{:.3f}"),
             }
@@ -866,7 +836,7 @@ def no_truth_values() -> Values:
     Example:
         >>> values = no_truth_values()
         >>> values["kl_elm"], len(values)
-        ((None, '{:.3g}'), 38)
+        ((None, '{:.3g}'), 26)
     """
     names = ["cd_best_invT", "apd_best_invT", "cd_invT_where", "apd_invT_where", "invT_grid_text", "fly_w"]
     names += [
@@ -879,14 +849,8 @@ def no_truth_values() -> Values:
             "apdbest",
             "fly",
             "cd1",
-            "apd1_vs_cd",
-            "apd1_vs_elm",
-            "apdbest_vs_cd",
-            "fly_vs_cd",
-            "tail_apd_vs_cd",
             "tail_apd",
             "tail_cd",
-            "head_apd_vs_cd",
             "head_apd",
             "head_cd",
         )
@@ -956,8 +920,9 @@ _PAIRS = {
 def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
     """The paired differences of :data:`_PAIRS` over the test questions (standard errors over people,
     :func:`apd.world.truth.paired_methods`): mean, se, smallest detectable difference, questions and people;
-    the verdict of APD against CD (1.96 standard errors) in words and as three conditions
-    (``apd_closer``, ``cd_closer``, ``apd_cd_tie``), and CD's KL minus APD's as ``difference ± se``.
+    the verdict of APD against CD (1.96 standard errors; ``apd_vs_cd_verdict``: better, worse or tie)
+    and its three conditions (``apd_closer``, ``cd_closer``, ``apd_cd_tie``), and CD's KL minus APD's as
+    ``difference ± se``.
 
     Example:
         >>> f = pd.DataFrame([dict(method=m, knob=1.0, item=i, person=i // 2, kl=kl + 0.01 * i, nll=1.0)
@@ -983,7 +948,6 @@ def paired_world(test_frame: Optional[pd.DataFrame], knobs: dict) -> Values:
         )
     r = paired["kl_apd_gain"]
     word = verdict(-r.mean, r.se, z=1.96) if r else None  # 'better': APD's KL is lower
-    values["apd_vs_cd_sentence"] = (None if r is None else _APD_VS_CD[word], "{}")
     values["apd_vs_cd_verdict"] = (word, "{}")
     values.update(
         apd_closer=(word == "better", None), cd_closer=(word == "worse", None), apd_cd_tie=(word == "tie", None)
@@ -1044,8 +1008,6 @@ def variants_against_cd(
                 ("_gain_mde", "gain_mde", "{:.4f}"),
             ):
                 values[f"{v}_{m}{key}"] = (None if g[m] is None else g[m][col], fmt)
-        w = None if g["kl"] is None else verdict(-g["kl"]["gain"], g["kl"]["gain_se"], z=1.96)
-        values[f"{v}_vs_cd"] = (_VS_CD.get(w), "{}")
     return vt, gains, values
 
 
@@ -1114,7 +1076,7 @@ def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optiona
     keys = ("left_out_inv_T", "left_out_kl", "left_out_kl_gain", "left_out_kl_gain_se", "left_out_shift")
     if test_frame is None or LEFT_OUT not in set(test_frame["method"]):
         values: Values = {k: (None, "{:.4f}") for k in keys}
-        values.update(left_out_shift_pm=(None, "{}"), left_out_vs_cd=(None, "{}"))
+        values["left_out_shift_pm"] = (None, "{}")
         values.update({k: (False, None) for k in ("left_out_away", "left_out_closer", "left_out_same")})
         return None, values
     rows = {label: (m, knobs[m]) for label, m in _ROBUST_ROWS.items()}
@@ -1136,7 +1098,6 @@ def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optiona
     shift = paired_methods(test_frame, (LEFT_OUT, knobs[LEFT_OUT]), ("APD", knobs["APD"]), "kl", cluster="person")
     g = gains["kl"].loc["APD, test people left out"]
     word = verdict(shift.mean, shift.se, z=1.96)
-    vs_cd = verdict(-g["gain"], g["gain_se"], z=1.96)
     return table, {
         "left_out_inv_T": (knobs[LEFT_OUT], "{:g}"),
         "left_out_kl": (g["mean"], "{:.4f}"),
@@ -1147,7 +1108,6 @@ def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optiona
         "left_out_away": (word == "worse", None),
         "left_out_closer": (word == "better", None),
         "left_out_same": (word == "tie", None),
-        "left_out_vs_cd": (_VS_CD.get(vs_cd), "{}"),
     }
 
 
@@ -1203,8 +1163,8 @@ def text_summary(
 ) -> tuple[pd.DataFrame, Optional[float], Values]:
     """The next-token -log(p + 0.01) on held-out text per method row (the variants aside), the on-the-fly
     w used (chosen on the world's dev questions, or without a ``world`` the best here) and the values:
-    the expert, the best CD and APD over the grid, APD at T = 1, on the fly, their comparisons in
-    words, and the on-the-fly fit minus the best APD paired over positions."""
+    the expert, the best CD and APD over the grid, APD at T = 1, on the fly, and the on-the-fly fit
+    minus the best APD paired over positions."""
     w_text = knobs.get("APD on the fly") if world else best_knobs(tframe, "nll").get("APD on the fly")
     core = tframe[~tframe["method"].isin(list(label_of.values()))]
     ttab = bucket_summary(core, "nll", by=None, knobs={"APD on the fly": w_text} if fly else None)
@@ -1219,12 +1179,6 @@ def text_summary(
             f"text_{k}": (v, "{:.3f}")
             for k, v in (("elm", elm), ("cdbest", cd_best), ("apdbest", apd_best), ("apd1", apd1), ("fly", fly_t))
         }
-    )
-    values.update(
-        text_apd_vs_cd=(compare_word(apd_best, cd_best), "{}"),
-        text_apd_vs_elm=(compare_word(apd_best, elm), "{}"),
-        text_cd_vs_elm=(compare_word(cd_best, elm), "{}"),
-        text_fly_vs_elm=(compare_word(fly_t, elm), "{}"),
     )
     # paired over positions: the on-the-fly fit's nll minus the best APD's (positive: APD is better)
     apd_knob = min(inv_T_grid, key=lambda v: quote(ttab, method_label("APD", v)))

@@ -57,6 +57,7 @@ def test_without_a_world_every_value_reads_missing(run):
     qa.glue_dataset_counts(run, ds)
     record_headline(run, qa.headline(None, ds))
     assert run.values["world_best_bucket"] == "n/a" and run.values["world_easy_not"] is False
+    assert [run.values[f"world_gain_{b}"] for b in qa.RANKS] == ["n/a"] * 3
     assert run.values["world_ho_ppl_apd"] == "n/a" and run.values["qa_pp_ppl_better"] == "n/a"
 
 

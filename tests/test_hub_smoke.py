@@ -50,9 +50,9 @@ def test_hub_branches_use_the_real_datasets_and_the_papers_settings(hub_smoke):
     assert curves["blind_source"] == "lambada" and curves["blind_n_questions"] == 30
     assert curves["hlm_alm"] == "pythia-70m-deduped" and curves["hlm_elm"] == "pythia-160m-deduped"
     apd = _values(hub_smoke, "apd")
-    assert apd["lambda3"] == 0.8 and "paper" in apd["lambda3_source"]  # Pythia's published lambda3
+    assert apd["lambda3"] == 0.8 and apd["tune_best"] == "n/a"  # Pythia's published lambda3, not tuned
     qa = _values(hub_smoke, "qa")
-    assert "pythia-12b-deduped" in qa["reference_note"]  # the stand-in reference, from local_dir
+    assert qa["reference_model"] == "pythia-12b-deduped"  # the stand-in reference, from local_dir
     not_run = pd.read_csv(hub_smoke / "tables" / "qa_datasets_not_run.csv")
     assert not_run["reason"].str.contains("no offline copy").all()  # reported, not dropped
     assert qa["qa_n_run"] + len(not_run) >= 9

@@ -99,9 +99,11 @@ def test_the_headline_gain_its_se_and_p_are_over_person_means(world, run):
     # the positive control (the ELM's ppl minus CD's, 0.05 on every question) is the same estimand
     assert h.world_ho_ppl_cd_gain == pytest.approx(0.05) and h.world_ho_ppl_cd_gain_se == pytest.approx(0, abs=1e-12)
 
-    qa.glue_world(run, world, qa.gain_by_bucket(world))
+    gain = qa.gain_by_bucket(world)
+    qa.glue_world(run, world, gain)
     record_headline(run, h)
     v = run.values
+    assert [v[f"world_gain_{b}"] for b in qa.RANKS] == pytest.approx(list(gain["ppl: CD - APD"]))
     want_p = scipy.stats.ttest_1samp(pm, 0.0).pvalue
     assert v["world_ho_ppl_p"] == pytest.approx(want_p)
     question_p = scipy.stats.ttest_rel([r[3] for r in TEST_ROWS], [r[2] for r in TEST_ROWS]).pvalue
@@ -191,20 +193,22 @@ def dataset_table(kept: dict, held_out: bool) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_dataset_tables_are_trimmed_to_their_values_with_one_sentence_on_the_rest():
+def test_dataset_tables_are_trimmed_to_their_values_and_name_the_rest():
     t = dataset_table({"LAMBADA": 0, "MultiRC": 1, "SQuAD (Q+P)": 0}, held_out=False)
     ds = qa.DatasetsQA(t, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {d: np.nan for d in t.dataset.unique()})
-    views, note = qa.dataset_views(ds, top_k=20)
+    views, left_out = qa.dataset_views(ds)
     paper, caption = views["table_paper"]
     assert set(paper.columns.get_level_values(0)) == {"MultiRC"} and "MultiRC (1 of 100" in caption
     assert views["table_held_out"][0] is None
     chosen = views["chosen"][0]
     assert not chosen.isin(["n/a"]).any().any() and list(chosen.columns.get_level_values(0).unique()) == ["paper"]
-    assert "2 of the 3 datasets" in note and "LAMBADA 0 of 100" in note and "MultiRC has 1" in note
-    assert "no held-out table" in note and note.count(".") >= 1
+    assert left_out["qa_unscored"][0] == "LAMBADA, SQuAD (Q+P)" and left_out["qa_n_unscored"][0] == 2
+    assert left_out["qa_no_held_out"][0] == "MultiRC (1)" and left_out["qa_no_held_out_table"][0] is True
+    assert left_out["qa_no_acc"][0] is None  # free-answer sets have no accuracy rows at all
     full = dataset_table({"MultiRC": 40}, held_out=True)
-    views, note = qa.dataset_views(qa.DatasetsQA(full, *[pd.DataFrame()] * 3, {"MultiRC": np.nan}))
-    assert note is None and views["table_held_out"][0] is not None
+    views, left_out = qa.dataset_views(qa.DatasetsQA(full, *[pd.DataFrame()] * 3, {"MultiRC": np.nan}))
+    assert left_out == qa.LEFT_OUT_NONE and views["table_held_out"][0] is not None
+    assert qa.dataset_views(qa.DatasetsQA(*[pd.DataFrame()] * 4, {})) == ({}, qa.LEFT_OUT_NONE)
 
 
 def test_apd_context_reads_the_gates_and_explains_the_count(run, tmp_path, monkeypatch):
@@ -227,18 +231,19 @@ def test_apd_context_reads_the_gates_and_explains_the_count(run, tmp_path, monke
     scores = world_scores([("a", "head", 1.0, 1.0), ("b", "tail", 1.0, 1.0), ("c", "tail", 1.0, 1.0)])
     scores.kept[2] = False
     w = qa.WorldQA.from_scores(scores, n_dev=0)
-    qa.glue_apd_context(run, "p", built, w, top_k=20)
+    qa.glue_apd_context(run, "p", built, w)
+    qa.glue_world_counts(run, w)
     v = run.values
     assert v["apd_near_expert"] is True and v["apd_expert_share"] == 0.81 and v["apd_toward_expert"] == 0.97
-    text = v["qa_vs_apd_count"]
-    assert "scores 3 test questions about 3 people (2 pass the top-20 filter)" in text
-    assert "the APD chapter's 7 test questions" in text and "2 questions about drink and hobby" in text
-    assert "at most 2 per bucket (tail has 4)" in text and "draws 3 of the 4 single-answer questions" in text
+    assert (v["world_n_test"], v["world_n_test_people"], v["world_n_test_kept"]) == (3, 3, 2)
+    assert (v["apd_n_test_items"], v["apd_qa_per_bucket"]) == (7, 2)
+    assert (v["world_n_split_test"], v["world_n_split_distributional"], v["world_n_split_single"]) == (6, 2, 4)
+    assert v["world_split_per_bucket"] == "head 2, torso 0, tail 4"
     engaged = Run(stem="qa", profile="p", parameters={})
     (tmp_path / "p" / "apd.json").write_text(json.dumps({**apd, "gate_not_trivial": 1}))
     qa.glue_apd_context(engaged, "p", None, None)
     assert engaged.values["apd_near_expert"] is False and engaged.values["apd_expert_share"] == "n/a"
-    assert engaged.values["qa_vs_apd_count"] == "n/a"
+    assert all(engaged.values[k] == "n/a" for k in qa.COUNT_KEYS)
 
 
 def test_the_page_states_the_estimand_and_the_near_expert_sentence():

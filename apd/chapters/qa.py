@@ -87,26 +87,26 @@ def alm_prime_for(fam, built, path, scale: str, seed: int):
 
 
 def reference_for(fam, family: str, use_reference: bool, local_dir=None, load_kwargs=None):
-    """``(the family's bigger reference model or None, a sentence on what it is used for)``."""
+    """``(the family's bigger reference model or None, what the prose reads)``: ``reference_model``, the
+    reference's name (None when the family has no model bigger than its ELM), and ``reference_used``,
+    whether it runs (it filters the answers too and gives the gap rows; ``use_reference=False`` skips it).
+    """
     ref_spec = fam.spec.reference
+    ref = None
     if ref_spec is not None and use_reference:
         ref = load_family(
             family, members=[ref_spec.name], local_dir=local_dir, device=fam.device, **(load_kwargs or {})
         )
-        return ref, f"{ref_spec.name} is the bigger reference model: it filters the answers too and gives the gap rows"
-    if ref_spec is not None:
-        return None, f"the reference model {ref_spec.name} is not run (use_reference=False): no gap rows"
-    return None, (
-        f"the {fam.spec.name} family has no model bigger than its ELM, so there is no "
-        "'LLM (bigger)' row and no gap-closure row, and the filter uses the ELM alone"
-    )
+    return ref, {"reference_model": None if ref_spec is None else ref_spec.name, "reference_used": ref is not None}
 
 
-def glue_setup(run, *, top_k: int, inv_T_grid, profile: str, alm_prime_source: str, reference_note: str) -> None:
-    """Glue the chapter's settings: top-k, the 1/T grid, which ALM' and reference, the gates' verdict."""
+def glue_setup(run, *, top_k: int, inv_T_grid, profile: str, alm_prime_source: str, reference: dict) -> None:
+    """Glue the chapter's settings: top-k, the 1/T grid, which ALM', the reference (``reference``:
+    :func:`reference_for`'s values; its name "n/a" when the family has none), the gates' verdict."""
     run.glue("top_k", top_k)
     run.glue("alm_prime_source", alm_prime_source)
-    run.glue("reference_note", reference_note)
+    run.glue_text("reference_model", reference["reference_model"], "{}")
+    run.glue("reference_used", bool(reference["reference_used"]))
     run.glue("n_inv_T", len(inv_T_grid))
     run.glue_text("inv_T_min", min(inv_T_grid), "{:g}")
     run.glue_text("inv_T_max", max(inv_T_grid), "{:g}")
@@ -323,8 +323,6 @@ def easy_claim(gain: pd.DataFrame) -> dict:
     best_p = None if best is None else float(gain.loc[best, "p (ppl, paired)"])
     significant = best_p is not None and best_p < 0.05
     return {
-        "world_gain_text": "; ".join(f"{b} {v:+.3f}" for b, v in gain["ppl: CD - APD"].items() if not np.isnan(v))
-        or "n/a",
         "world_gain_buckets": ", ".join(b for b, v in valid.items() if v > 1e-9) or "none",
         "world_best_bucket": best if len(valid) and valid.max() > 1e-9 else "none (APD gains in no bucket)",
         "world_easiest_bucket": easiest.idxmax() if len(easiest) else "n/a",
@@ -350,8 +348,9 @@ _WORLD_NUMBERS = (
 
 def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
     """Glue every world number the prose quotes but the headline's: means (over people) and
-    directions per protocol and metric (:func:`direction_flags`), the person-mean ppl gain's t interval and t-test, and the
-    easy-question claim ("n/a" without a world)."""
+    directions per protocol and metric (:func:`direction_flags`), the person-mean ppl gain's t interval and t-test,
+    CD's ppl minus APD's per bucket (``world_gain_<bucket>``, "n/a" where the bucket has no scored
+    question) and the easy-question claim ("n/a" without a world)."""
     headline = {f.name for f in dataclasses.fields(QAHeadline)}
     means = [(p, t, m) for p, t in (("held-out", "ho"), ("paper", "pp")) for m in ("ppl", "acc", "MRR")]
     if world is None:
@@ -361,8 +360,9 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
         for _, t, m in means:
             for name in direction_flags(float("nan"), float("nan"), m, f"world_{t}_{m}"):
                 run.glue(name, False)
+        for b in RANKS:
+            run.glue_text(f"world_gain_{b}", None)
         for name in [
-            "world_gain_text",
             "world_gain_buckets",
             "world_best_bucket",
             "world_easiest_bucket",
@@ -398,6 +398,8 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
     run.glue_text("world_ho_ppl_gain_ci", ci, "{}")
     run.glue("world_ho_ppl_n", int(s["n"]))
     run.glue_text("world_ho_ppl_cd_gain_p", world.contrast("cd", "elm").loc["all", "p_clustered"], "{:.3g}")
+    for b in RANKS:
+        run.glue_text(f"world_gain_{b}", gain.loc[b, "ppl: CD - APD"], "{:+.3f}")
     for name, v in easy_claim(gain).items():
         if name == "world_best_bucket_p":
             run.glue_text(name, v, "{:.3g}")
@@ -405,46 +407,52 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
             run.glue(name, v)
 
 
-def glue_apd_context(run, profile: str, built, world: WorldQA | None, split_seed: int = 0, top_k: int = 20) -> None:
+def glue_apd_context(run, profile: str, built, world: WorldQA | None, split_seed: int = 0) -> None:
     """Glue what the APD chapter's results say about this chapter's comparison: whether ALM'
-    collapsed onto the expert (:func:`apd.chapters.apd.glue_near_expert`), and ``qa_vs_apd_count``:
-    one sentence on why its number of test questions differs from this chapter's."""
+    collapsed onto the expert (:func:`apd.chapters.apd.glue_near_expert`), and the counts that say
+    why its number of test questions differs from this chapter's (:func:`count_values`; "n/a" each
+    without a world or without the APD chapter's count)."""
     apd = glue_near_expert(run, profile)
-    run.glue_text("qa_vs_apd_count", count_difference(apd, built, world, split_seed, top_k), "{}")
+    for name, v in count_values(apd, built, world, split_seed).items():
+        run.glue_text(name, v, "{}" if isinstance(v, str) else "{:,}")
 
 
-def count_difference(apd: dict, built, world: WorldQA | None, split_seed: int = 0, top_k: int = 20) -> str | None:
-    """Why the APD chapter's number of world test questions (``apd["n_test_items"]``, at most
-    ``apd["qa_per_bucket"]`` per bucket) differs from this chapter's, in one sentence; None without
-    a world or without the APD chapter's count."""
+#: :func:`count_values`' keys
+COUNT_KEYS = (
+    "apd_n_test_items",
+    "apd_qa_per_bucket",
+    "world_n_test_kept",
+    "world_n_split_test",
+    "world_n_split_distributional",
+    "world_n_split_single",
+    "world_split_per_bucket",
+)
+
+
+def count_values(apd: dict, built, world: WorldQA | None, split_seed: int = 0) -> dict:
+    """The counts behind the APD chapter's number of world test questions (``apd["n_test_items"]``, at
+    most ``apd["qa_per_bucket"]`` per bucket, drawn from every attribute) beside this chapter's:
+    ``apd_n_test_items``, ``apd_qa_per_bucket``; this chapter's test questions that pass the filter
+    (``world_n_test_kept``); the split's test questions (``world_n_split_test``), of them those about the
+    attributes without a single correct answer (:data:`DISTRIBUTIONAL`, ``world_n_split_distributional``)
+    and the others (``world_n_split_single``), and per bucket (``world_split_per_bucket``, "head 120,
+    torso 200, tail 440"). Every value None without a world or without the APD chapter's count."""
     n_apd = apd.get("n_test_items")
     if world is None or built is None or not isinstance(n_apd, int) or n_apd <= 0:
-        return None
-    test = world.is_test
-    n_here, n_scored = int(test.sum()), int((test & world.scores.kept).sum())
-    n_people = len(set(world.person[test]))
+        return dict.fromkeys(COUNT_KEYS)
     _, test_all = dev_test_split(built.corpus.qa_items, built.corpus.world, split_seed)
     n_dist = sum(it.attribute in DISTRIBUTIONAL for it in test_all)
     per_bucket = {b: sum(it.bucket == b for it in test_all) for b in BUCKETS}
     cap = apd.get("qa_per_bucket")
-    capped = [b for b, n in per_bucket.items() if isinstance(cap, int) and n > cap]
-    why = []
-    if n_dist:
-        why.append(
-            f"also asks the {n_dist:,} questions about {' and '.join(DISTRIBUTIONAL)} (no single correct answer, "
-            "left out here)"
-        )
-    if capped:
-        why.append(f"keeps at most {cap:,} per bucket ({', '.join(f'{b} has {per_bucket[b]:,}' for b in capped)})")
-    if n_here < len(test_all) - n_dist:
-        why.append(f"this chapter draws {n_here:,} of the {len(test_all) - n_dist:,} single-answer questions")
-    head = (
-        f"This chapter scores {n_here:,} test questions about {n_people:,} people ({n_scored:,} pass the "
-        f"top-{top_k} filter); the APD chapter's {n_apd:,} test questions, from the same split of the people,"
-    )
-    if n_apd == n_here and not why:
-        return head + " are the same count."
-    return head + " differ because that chapter " + (" and ".join(why) if why else "draws its own questions") + "."
+    return {
+        "apd_n_test_items": n_apd,
+        "apd_qa_per_bucket": cap if isinstance(cap, int) else None,
+        "world_n_test_kept": int((world.is_test & world.scores.kept).sum()),
+        "world_n_split_test": len(test_all),
+        "world_n_split_distributional": n_dist,
+        "world_n_split_single": len(test_all) - n_dist,
+        "world_split_per_bucket": ", ".join(f"{b} {n:,}" for b, n in per_bucket.items()),
+    }
 
 
 def improvements(world: WorldQA) -> dict:
@@ -672,19 +680,32 @@ def trim(table: pd.DataFrame) -> pd.DataFrame:
     return table.loc[have.any(axis=1), have.any(axis=0)]
 
 
-def dataset_views(ds: DatasetsQA, top_k: int = 20) -> tuple[dict, str | None]:
-    """The datasets' tables as the page shows them, and one sentence on what they leave out.
+#: :func:`dataset_views`' values when nothing is left out (or nothing ran)
+LEFT_OUT_NONE = {
+    "qa_unscored": (None, "{}"),
+    "qa_n_unscored": (0, None),
+    "qa_no_held_out": (None, "{}"),
+    "qa_no_held_out_table": (False, None),
+    "qa_no_acc": (None, "{}"),
+}
 
-    Returns ``({name: (table or None, caption)}, note)`` for ``table_paper``, ``table_held_out``
+
+def dataset_views(ds: DatasetsQA) -> tuple[dict, dict]:
+    """The datasets' tables as the page shows them, and what they leave out.
+
+    Returns ``({name: (table or None, caption)}, values)`` for ``table_paper``, ``table_held_out``
     (:func:`apd.evaluation.qa_scoring.table_layout`), ``sizes`` and ``chosen``
     (:func:`dataset_tables`): each :func:`trim`-med to the rows and columns with a value (None when
-    nothing is left), the caption naming the datasets shown and their scored questions. ``note``
-    says, with counts, which datasets have no scored question (no gold answer in the ELM's top k),
-    which lack a held-out 1/T (too few scored questions to split) or accuracy; None when nothing is
-    left out."""
+    nothing is left), the caption naming the datasets shown and their scored questions. ``values``
+    (for :func:`apd.chapters.gluing.glue_values`, as :data:`LEFT_OUT_NONE`) name the datasets left
+    out: with no scored question, no gold answer in the ELM's top k (``qa_unscored``, how many
+    ``qa_n_unscored``); without a held-out 1/T, too few scored questions to split (``qa_no_held_out``,
+    each with its scored questions, "MultiRC (1)"; ``qa_no_held_out_table`` when that leaves no
+    held-out table); without accuracy (``qa_no_acc``). A list is None when it is empty."""
     t = ds.table
+    values = dict(LEFT_OUT_NONE)
     if not len(t):
-        return {}, None
+        return {}, values
     ppl = t[(t.protocol == "paper") & (t.metric == "ppl") & (t.method == "elm") & (t.group == "all")]
     counts = {r.dataset: (int(r.n), int(r.examples)) for r in ppl.itertuples()}
     scored = [d for d, (n, _) in counts.items() if n > 0]
@@ -710,31 +731,19 @@ def dataset_views(ds: DatasetsQA, top_k: int = 20) -> tuple[dict, str | None]:
         "The 1/T each method chose (held-out: picked on half 0 / on half 1)",
     )
 
-    parts = []
     unscored = [d for d in counts if d not in scored]
-    if unscored:
-        parts.append(
-            f"{len(unscored)} of the {len(counts)} datasets run have no gold answer inside the ELM's top {top_k} ("
-            + ", ".join(f"{d} 0 of {counts[d][1]:,}" for d in unscored)
-            + "), so they have no ppl, accuracy or MRR and the tables leave them out"
-        )
     ho = t[(t.protocol == "held-out") & (t.group == "all") & (t.method == "cd") & (t.metric == "ppl")]
     no_ho = [d for d in scored if ho[ho.dataset == d]["inv_T"].map(_missing).all()]
-    if no_ho:
-        parts.append(
-            "the held-out protocol picks 1/T on one half of a dataset's scored questions and reports the other "
-            "half, which needs scored questions on both halves: "
-            + ", ".join(f"{d} has {counts[d][0]:,}" for d in no_ho)
-            + (", so there is no held-out table" if views["table_held_out"][0] is None else "")
-        )
     acc = t[(t.protocol == "paper") & (t.metric == "acc") & (t.method == "elm") & (t.group == "all")]
     no_acc = [d for d in scored if d in set(acc.dataset) and int(acc[acc.dataset == d]["n"].iloc[0]) == 0]
-    if no_acc:
-        parts.append(
-            f"no accuracy on {', '.join(no_acc)}: no question keeps its gold option and another inside the top {top_k}"
-        )
-    note = "; ".join(parts)
-    return views, (note[0].upper() + note[1:] + ".") if note else None
+    values.update(
+        qa_unscored=(", ".join(unscored) or None, "{}"),
+        qa_n_unscored=(len(unscored), None),
+        qa_no_held_out=(", ".join(f"{d} ({counts[d][0]:,})" for d in no_ho) or None, "{}"),
+        qa_no_held_out_table=(bool(no_ho) and views["table_held_out"][0] is None, None),
+        qa_no_acc=(", ".join(no_acc) or None, "{}"),
+    )
+    return views, values
 
 
 def count_better(table: pd.DataFrame, protocol: str, metric: str) -> tuple[int, int]:

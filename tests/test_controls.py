@@ -177,3 +177,50 @@ def test_docstring_examples_run():
     for module in (ct, tb):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
         assert result.attempted > 0 and result.failed == 0, module.__name__
+
+
+def test_the_controls_fits_run_where_they_are_asked_and_come_back_as_numpy(monkeypatch):
+    """Each fit of the extrapolation controls goes to the device it is given (a GPU family's own, by
+    fit_device); on the CPU, asking for it changes nothing."""
+    from apd.core import curves
+    from apd.evaluation import noise
+
+    rng = np.random.default_rng(0)
+    x = np.array([9.5, 10.3, 11.5, 12.7, 14.4])
+    lp = np.log(rng.dirichlet(np.ones(6), size=(5, 8)))  # (N, B, V)
+    ids = np.argsort(-lp[-1], axis=-1)[:, :3]
+    truth = rng.dirichlet(np.ones(6), size=8)
+    people, buckets = np.arange(8) % 4, np.array(["head", "tail"] * 4)
+
+    def run(device):
+        return (
+            noise.family_noise(noise.HELD_OUT, member_logprobs=lp, log_sizes=x, ids=ids, iterations=30, device=device),
+            ct.known_answer_at_noise(0.01, x, n_positions=3, iterations=30, device=device),
+            ct.asymptote_errors(lp, x, truth, ids, people, buckets, iterations=30, device=device),
+        )
+
+    base = run(None)
+    on_cpu = run("cpu")
+    assert base[0] == on_cpu[0]
+    pd.testing.assert_frame_equal(base[1], on_cpu[1])
+    pd.testing.assert_frame_equal(base[2], on_cpu[2])
+
+    seen, fit = [], curves.fit_curves
+
+    def recording(*args, device=None, **kw):
+        seen.append(device)
+        return fit(*args, device="cpu", **kw)  # where a GPU would be asked for, run here
+
+    monkeypatch.setattr(curves, "fit_curves", recording)
+    asked = run("cuda:3")
+    assert seen and set(seen) == {"cuda:3"}, seen
+    assert asked[0] == base[0]
+    pd.testing.assert_frame_equal(asked[2], base[2])
+
+    class Gpu:
+        device = "cuda:0"
+
+    class Cpu:
+        device = "cpu"
+
+    assert (ct.fit_device(Gpu()), ct.fit_device(Cpu())) == ("cuda:0", None)

@@ -108,3 +108,25 @@ def test_family_trained_in_bf16_autocast_has_its_own_key(tokenizer, tmp_path):
     assert sum(curve[-3:]) < sum(curve[:3])
     reloaded = load_family("pico", local_dir=gpu, device="cuda")
     assert reloaded.names == ("pico-3.3k", "pico-13k")
+
+
+def test_the_controls_fits_on_the_gpu_agree_with_the_cpus():
+    """The testbed controls fit their curves on a GPU family's device (controls.fit_device); the
+    asymptotes agree with the CPU's to float32 noise."""
+    import numpy as np
+
+    from apd.evaluation import controls
+    from apd.evaluation import noise as nz
+
+    rng = np.random.default_rng(0)
+    x = np.array([9.5, 10.3, 11.5, 12.7, 14.4])
+    lp = np.log(rng.dirichlet(np.ones(30), size=(5, 64)))
+    ids = np.argsort(-lp[-1], axis=-1)[:, :20]
+    truth = rng.dirichlet(np.ones(30), size=64)
+    people, buckets = np.arange(64) % 16, np.array(["head", "torso", "tail", "tail"] * 16)
+    cpu = controls.asymptote_errors(lp, x, truth, ids, people, buckets, iterations=100)
+    gpu = controls.asymptote_errors(lp, x, truth, ids, people, buckets, iterations=100, device="cuda")
+    np.testing.assert_allclose(gpu["tv_fitter"], cpu["tv_fitter"], atol=1e-3)
+    a = nz.family_noise(nz.HELD_OUT, member_logprobs=lp, log_sizes=x, ids=ids, iterations=100)
+    b = nz.family_noise(nz.HELD_OUT, member_logprobs=lp, log_sizes=x, ids=ids, iterations=100, device="cuda")
+    assert abs(a - b) < 1e-3

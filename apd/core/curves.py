@@ -49,7 +49,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Callable, Sequence
 
 import torch
@@ -214,6 +214,16 @@ class CurveFit:
     lr: torch.Tensor
     ok: torch.Tensor
     decay: str
+
+    def to(self, device) -> "CurveFit":
+        """This fit with every tensor on ``device`` (e.g. back on the CPU after a fit on a GPU).
+
+        Example:
+            >>> fit = fit_curves(torch.tensor([[0.1, 0.2, 0.3, 0.35]]), [9.0, 10.0, 11.0, 12.0], iterations=20)
+            >>> fit.to("cpu").asymptote.device.type
+            'cpu'
+        """
+        return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self) if f.name != "decay"})
 
 
 def curve_losses(curve: torch.Tensor, target: torch.Tensor, lambda2: float) -> torch.Tensor:

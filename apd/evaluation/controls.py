@@ -227,28 +227,33 @@ def cd_gain_table(member_logprobs, truth, gold, people, inv_T=CONTROL_INV_T_GRID
 
 
 def known_answer_at_noise(
-    noise: float, log_sizes, n_positions: int = 25, seed: int = 0, iterations: int = 400
+    noise: float, log_sizes, n_positions: int = 25, seed: int = 0, iterations: int = 400, device=None
 ) -> pd.DataFrame:
     """The fitter against p_ELM on the known-answer families at ``noise`` and the family's x, per
-    regime: p_elm_error, fitter_error (median |c_hat - c_true|), ratio (fitter / p_ELM)."""
+    regime: p_elm_error, fitter_error (median |c_hat - c_true|), ratio (fitter / p_ELM); the fits
+    on ``device`` (default: the CPU)."""
     rows = {}
     x = tuple(float(v) for v in log_sizes)
     for i, regime in enumerate(ka.REGIMES):
         probs, c_true = ka.synthetic_family(x, n_positions, regime=regime, noise=float(noise), seed=seed + 10 * i)
         e_elm = ka.median_abs_error(ka.estimate_p_elm(probs).c_hat, c_true)
-        e_fit = ka.median_abs_error(ka.estimate_fitter(probs, x, "tuned", iterations=iterations).c_hat, c_true)
+        fit = ka.estimate_fitter(probs, x, "tuned", iterations=iterations, device=device)
+        e_fit = ka.median_abs_error(fit.c_hat, c_true)
         rows[regime] = {"p_elm_error": e_elm, "fitter_error": e_fit, "ratio": e_fit / e_elm if e_elm > 0 else np.nan}
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index.name = "regime"
     return out
 
 
-def asymptote_errors(member_logprobs, log_sizes, truth, ids, people, buckets, iterations: int = 400) -> pd.DataFrame:
-    """The fitter's asymptotes (APD on the fly at w = 1) and p_ELM against the world's truth, per
-    bucket and ``all``: mean total variation over the candidates ``ids`` (truth renormalised there;
-    items whose truth has no mass on them are left out), their ratio, and p_ELM's minus the
-    fitter's, paired per item with the se clustered by person."""
-    p_elm, p_ap, _ = wt.on_the_fly_topk(member_logprobs, log_sizes, ids, iterations=iterations)
+def asymptote_errors(
+    member_logprobs, log_sizes, truth, ids, people, buckets, iterations: int = 400, device=None
+) -> pd.DataFrame:
+    """The fitter's asymptotes (APD on the fly at w = 1, fitted on ``device``, default the CPU) and
+    p_ELM against the world's truth, per bucket and ``all``: mean total variation over the
+    candidates ``ids`` (truth renormalised there; items whose truth has no mass on them are left
+    out), their ratio, and p_ELM's minus the fitter's, paired per item with the se clustered by
+    person."""
+    p_elm, p_ap, _ = wt.on_the_fly_topk(member_logprobs, log_sizes, ids, iterations=iterations, device=device)
     t = wt.at(truth, ids)
     mass = t.sum(-1, keepdims=True)
     ok = mass[:, 0] > 0
@@ -329,6 +334,19 @@ def ne_er_gain(
 # ----------------------------------------------------------------------------- all four
 
 
+def fit_device(family) -> str | None:
+    """Where the controls fit their curves: the family's CUDA device when it has one (thousands of
+    curves at once keep a GPU busy), else None (the CPU, the book's reference numbers).
+
+    Example:
+        >>> class Fam: device = "cpu"
+        >>> fit_device(Fam()) is None
+        True
+    """
+    device = str(getattr(family, "device", "cpu"))
+    return device if device.startswith("cuda") else None
+
+
 def measure_controls(
     family,
     built,
@@ -379,9 +397,12 @@ def measure_controls(
 
     t0 = time.time()
     ids = wt.topk_ids(scores.logprobs[-1], k)
-    noise = family_noise(HELD_OUT, member_logprobs=scores.logprobs, log_sizes=x, ids=ids, iterations=fit_iterations)
-    known = known_answer_at_noise(noise, x, known_answer_positions, seed, fit_iterations)
-    asym = asymptote_errors(scores.logprobs, x, scores.truth, ids, people, buckets, fit_iterations)
+    dev_ = fit_device(family)
+    noise = family_noise(
+        HELD_OUT, member_logprobs=scores.logprobs, log_sizes=x, ids=ids, iterations=fit_iterations, device=dev_
+    )
+    known = known_answer_at_noise(noise, x, known_answer_positions, seed, fit_iterations, device=dev_)
+    asym = asymptote_errors(scores.logprobs, x, scores.truth, ids, people, buckets, fit_iterations, device=dev_)
     seconds["extrapolation"] = time.time() - t0
 
     t0 = time.time()

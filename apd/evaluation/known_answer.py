@@ -359,7 +359,7 @@ def estimate_cd(probs, c_true=None) -> Estimate:
 
 
 def estimate_fitter(
-    probs, x, settings: str = "tuned", c_true=None, iterations: int = 400, renormalise: bool = True
+    probs, x, settings: str = "tuned", c_true=None, iterations: int = 400, renormalise: bool = True, device=None
 ) -> Estimate:
     """APD on the fly: :func:`apd.core.curves.fit_curves` on every token's N probabilities.
 
@@ -367,13 +367,15 @@ def estimate_fitter(
     the release's plainest reading). Adam lr 1e-2, ``iterations`` steps, L1 + 10 L2. The fitted
     asymptotes are renormalised over the K tokens (as APD on the fly does; a set summing to 0
     falls back to p_ELM) unless ``renormalise`` is False. probs (P, K, N) -> c_hat (P, K).
-    curve_alive uses the fitted curves' value at the ALM. The trace has one row (the end).
+    curve_alive uses the fitted curves' value at the ALM. The trace has one row (the end). ``device``:
+    where the curves are fitted (default: the CPU); the estimate comes back as NumPy arrays.
     """
     kw = {"tuned": curves.TUNED_FIT, "plain": curves.PLAIN_FIT}[settings]
     t0 = time.perf_counter()
     probs = np.asarray(probs, dtype=np.float64)
     p, k, n = probs.shape
-    fit = curves.fit_curves(torch.as_tensor(probs.reshape(-1, n)), x, iterations=iterations, **kw)
+    fit = curves.fit_curves(torch.as_tensor(probs.reshape(-1, n)), x, iterations=iterations, device=device, **kw)
+    fit = fit.to("cpu")
     ap = fit.asymptote.double().numpy().reshape(p, k)
     if renormalise:
         tot = ap.sum(-1, keepdims=True)

@@ -51,13 +51,14 @@ def family_noise(
     ids=None,
     iterations: int = 400,
     gates_l1_curve=None,
+    device=None,
 ) -> float | None:
     """The family's own noise sd (probability units), measured by ``method`` (see the module
     docstring for how the two differ):
 
     - :data:`HELD_OUT`: from ``member_logprobs`` ``(N, B, V)`` (smallest first, N >= 4),
-      ``log_sizes`` ``(N,)`` and the candidates ``ids`` ``(B, k)``, each fit ``iterations`` steps;
-      always a float.
+      ``log_sizes`` ``(N,)`` and the candidates ``ids`` ``(B, k)``, each fit ``iterations`` steps on
+      ``device`` (default: the CPU); always a float.
     - :data:`IN_SAMPLE`: the distilled ALM''s gate L1 ``gates_l1_curve`` as the APD chapter recorded
       it (:attr:`apd.amateur.gates.Gates.l1_curve`); None when it is not a positive number (not
       measured).
@@ -74,7 +75,7 @@ def family_noise(
     if method == HELD_OUT:
         if member_logprobs is None or log_sizes is None or ids is None:
             raise ValueError("the held-out family noise needs member_logprobs, log_sizes and ids.")
-        return _held_out(member_logprobs, log_sizes, ids, iterations)
+        return _held_out(member_logprobs, log_sizes, ids, iterations, device)
     if method == IN_SAMPLE:
         v = gates_l1_curve
         return float(v) if isinstance(v, (int, float)) and v > 0 else None
@@ -87,7 +88,7 @@ def _topk_probs(member_logprobs, ids) -> np.ndarray:
     return softmax(np.take_along_axis(lp, np.broadcast_to(ids, lp.shape[:1] + ids.shape), axis=-1), axis=-1)
 
 
-def _held_out(member_logprobs, log_sizes, ids, iterations: int) -> float:
+def _held_out(member_logprobs, log_sizes, ids, iterations: int, device=None) -> float:
     """:data:`HELD_OUT`: RMS over the candidates ``ids`` ``(B, k)`` of (curve fitted without member
     j, at x_j) minus member j's probability, j over the inner members (probability units, over the
     top k as APD on the fly sees them). member_logprobs ``(N, B, V)``."""
@@ -101,9 +102,10 @@ def _held_out(member_logprobs, log_sizes, ids, iterations: int) -> float:
     sq = []
     for j in range(1, lp.shape[0] - 1):
         keep = [i for i in range(lp.shape[0]) if i != j]
-        _, _, fit = wt.on_the_fly_topk(lp[keep], x[keep], ids, iterations=iterations)
+        _, _, fit = wt.on_the_fly_topk(lp[keep], x[keep], ids, iterations=iterations, device=device)
         with torch.no_grad():
-            at_j = curves.get_decay(fit.decay)(torch.tensor([x[j]], dtype=fit.c.dtype), fit.c, fit.params)[:, 0]
-            pred = curves.flip_values(at_j, fit.flipped).double().numpy().reshape(ids.shape)
+            xj = torch.tensor([x[j]], dtype=fit.c.dtype, device=fit.c.device)
+            at_j = curves.get_decay(fit.decay)(xj, fit.c, fit.params)[:, 0]
+            pred = curves.flip_values(at_j, fit.flipped).double().cpu().numpy().reshape(ids.shape)
         sq.append((pred - p[j]) ** 2)
     return float(np.sqrt(np.mean(sq)))

@@ -125,8 +125,8 @@ def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
     ``member_logprobs`` ``(N, B, V)``: every member, ALM first, ELM last. A curve is fitted per
     (item, candidate) to the members' probabilities renormalised over ``ids``
     (``apd.core.curves.fit_curves``, its default :data:`apd.core.curves.TUNED_FIT` unless ``fit_kwargs`` say
-    otherwise); ``p_ap`` are the asymptotes renormalised over ``ids``. Mix them with
-    :func:`apd.core.curves.mix_on_the_fly`.
+    otherwise, e.g. ``device="cuda"`` to fit there); ``p_ap`` are the asymptotes renormalised over
+    ``ids``, as NumPy arrays wherever the fit ran. Mix them with :func:`apd.core.curves.mix_on_the_fly`.
     """
     lp = as_float64(member_logprobs)
     if lp.ndim != 3:
@@ -136,7 +136,7 @@ def on_the_fly_topk(member_logprobs, log_sizes, ids, **fit_kwargs):
     fit = curves.fit_curves(
         torch.as_tensor(np.moveaxis(p, 0, -1).reshape(-1, lp.shape[0]), dtype=torch.float32), log_sizes, **fit_kwargs
     )
-    ap = fit.asymptote.double().numpy().reshape(ids.shape)
+    ap = fit.asymptote.detach().double().cpu().numpy().reshape(ids.shape)
     total = ap.sum(-1, keepdims=True)
     p_elm = p[-1]
     p_ap = np.where(total > 0, ap / np.clip(total, 1e-30, None), p_elm)

@@ -5,6 +5,9 @@ testbed controls (dev people only) in ``docs/testbed/dose_response.csv``.
     python scripts/dose_response.py --only "misstatements 0.3"     # the points of one design
     python scripts/dose_response.py --list                         # the designs and their overrides
     python scripts/dose_response.py --ne-er                        # add NE_ER to the points measured
+    python scripts/dose_response.py --scale gpu --device cuda --seeds 0 --only "exact truth"
+                                   # on a GPU: the gpu scale's own family, fits on the device too,
+                                   # rows in docs/testbed/dose_response_gpu.csv
 
 ``--ne-er`` measures the sampled NE_ER control (CD against the expert on the dev people's biography
 prompts) for every point of the table that lacks it, on the point's cached family (it never
@@ -38,10 +41,21 @@ def done(table: Path) -> set[str]:
     return set(read_dose_response(table)["configuration"].astype(str))
 
 
-def argv_of(overrides: dict, seed: int, table: Path, name: str, ne_er: bool = False) -> list[str]:
+def argv_of(
+    overrides: dict, seed: int, table: Path, name: str, ne_er: bool = False, scale: str = "default", device="cpu"
+) -> list[str]:
+    """``scripts/testbed_study.py``'s arguments for one point: the design's world, the training seed,
+    and the study's six members at the default scale (another scale keeps its own members).
+
+    Example:
+        >>> argv_of({"misstatement_rate": 0.3}, 1, Path("t.csv"), "x", scale="gpu", device="cuda")[2:9]
+        ['--scale', 'gpu', '--device', 'cuda', '--world', 'misstatement_rate=0.3', '--pico']
+    """
     world = [f"{k}={v}" for k, v in overrides.items()]
     flags = ["--no-train"] if ne_er else ["--no-ne-er"]
-    return ["--name", name, "--world", *world, "--pico", f"members={DOSE_MEMBERS}", f"seed={seed}"] + [
+    members = [f"members={DOSE_MEMBERS}"] if scale == "default" else []
+    return ["--name", name, "--scale", scale, "--device", str(device), "--world", *world, "--pico", *members] + [
+        f"seed={seed}",
         *flags,
         "--table",
         str(table),
@@ -58,7 +72,7 @@ def _writer(frame):
     return lambda tmp: frame.to_csv(tmp, index=False)
 
 
-def add_ne_er(table: Path, only=None, seeds=DOSE_SEEDS) -> int:
+def add_ne_er(table: Path, only=None, seeds=DOSE_SEEDS, scale: str = "default", device="cpu") -> int:
     """Fill the NE_ER columns of every point in ``table`` that lacks them (see the module docstring).
     Processes given disjoint ``seeds`` can run side by side: each writes its row under a lock."""
     import tempfile
@@ -84,7 +98,7 @@ def add_ne_er(table: Path, only=None, seeds=DOSE_SEEDS) -> int:
             print(f"[dose] NE_ER for {name}", flush=True)
             with tempfile.TemporaryDirectory() as tmp:
                 side = Path(tmp) / "point.csv"
-                testbed_study.main(argv_of(dict(d.world), seed, side, name, ne_er=True))
+                testbed_study.main(argv_of(dict(d.world), seed, side, name, True, scale, device))
                 new = pd.read_csv(side).iloc[0]
             old = row.iloc[0]
             for col in CHECKED:
@@ -110,6 +124,8 @@ def main(argv=None) -> int:
     ap.add_argument("--list", action="store_true", help="print the designs and exit")
     ap.add_argument("--all-seeds", action="store_true", help="measure every point, also after the rule has decided")
     ap.add_argument("--ne-er", action="store_true", help="add the NE_ER control to the points already measured")
+    ap.add_argument("--scale", default="default", help="the pico scale (gpu: its own members, on --device cuda)")
+    ap.add_argument("--device", default="cpu", help="cpu (the book's reference) or cuda (fits there too)")
     args = ap.parse_args(argv)
     if args.list:
         for d in DESIGNS:
@@ -121,9 +137,15 @@ def main(argv=None) -> int:
         raise SystemExit(f"--only: unknown design(s) {unknown}; use one of {sorted(known)}")
     import testbed_study
 
-    table = table_path(args.table)
+    default = args.scale == "default"
+    table = (
+        table_path(args.table)
+        if args.table or default
+        else table_path(None).with_name(f"dose_response_{args.scale}.csv")
+    )
     if args.ne_er:
-        return add_ne_er(table, args.only, [int(s) for s in args.seeds.split(",") if s.strip()])
+        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+        return add_ne_er(table, args.only, seeds, args.scale, args.device)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     # In the rule's order, a design's seeds before the next design. Until the rule has chosen, a
     # design that failed on one seed is decided and its other seeds wait, and the study stops at
@@ -146,7 +168,7 @@ def main(argv=None) -> int:
                 print(f"[dose] {name}: the design failed on another seed, skipped (--all-seeds runs it)", flush=True)
                 continue
             print(f"[dose] {name}", flush=True)
-            testbed_study.main(argv_of(dict(d.world), seed, table, name))
+            testbed_study.main(argv_of(dict(d.world), seed, table, name, scale=args.scale, device=args.device))
         if verdict(d.name) is True and not args.all_seeds:
             print(
                 f"[dose] the rule's choice: {d.name} (passes on every seed); --all-seeds measures the rest", flush=True

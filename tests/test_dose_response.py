@@ -109,6 +109,10 @@ def test_the_study_script_trains_each_design_with_its_world_and_the_six_members(
     assert len(dr.DOSE_MEMBERS.split(";")) >= 6
     with pytest.raises(SystemExit, match="unknown design"):
         script.main(["--only", "nothing like it", "--table", str(tmp_path / "t.csv")])
+    assert argv[argv.index("--scale") + 1] == "default" and argv[argv.index("--device") + 1] == "cpu"
+    gpu = script.argv_of({"misstatement_rate": 0.3}, 0, tmp_path / "g.csv", "x", scale="gpu", device="cuda")
+    assert not any(a.startswith("members=") for a in gpu)  # the gpu scale trains its own members
+    assert gpu[gpu.index("--scale") + 1] == "gpu" and gpu[gpu.index("--device") + 1] == "cuda"
 
 
 def test_the_default_world_is_the_design_the_rule_adopts_from_the_committed_table():

@@ -89,6 +89,16 @@ def test_the_first_screen_is_the_claims_table_then_figure_1():
         ),
         ({"summary_est_cd_worse_on": None}, ["CD does not beat the expert on this testbed"], ["significantly worse"]),
         (
+            {
+                "summary_est_cd_better_nowhere": False,
+                "summary_est_cd_worse_on": None,
+                "summary_est_cd_better_all": True,
+                "summary_est_cd_better_on": "KL to the truth, QA ppl and NE_ER",
+            },
+            ["CD beats the expert on every measure here"],
+            ["CD does not beat", "CD is significantly worse", "CD beats the expert on KL"],
+        ),
+        (
             {"summary_engaged": False, "summary_not_engaged": True},
             ["None of the three ways of training ALM'"],
             ["APD's mechanism engaged"],
@@ -131,3 +141,31 @@ def test_summary_page_copies_the_headline_figure(tmp_path, monkeypatch):
 def test_a_quoted_value_that_is_missing_is_an_error():
     with pytest.raises(ValueError, match="summary_t1_err"):
         pages.fill_page("A {glue:text}`summary_t1_err` here.", {})
+
+
+@pytest.mark.parametrize(
+    "sides",
+    [
+        {"KL": 0, "QA ppl": 0, "NE_ER": 0},
+        {"KL": 0, "QA ppl": -1, "NE_ER": 0},
+        {"KL": 0, "QA ppl": 0, "NE_ER": 1},
+        {"KL": 0, "QA ppl": -1, "NE_ER": 1},
+        {"KL": 1, "QA ppl": 1, "NE_ER": 1},
+    ],
+)
+def test_the_paper_vs_book_chapter_says_the_positive_control_once_whatever_it_reads(sides):
+    """Exactly one of the chapter's "The second ..." paragraphs shows for each outcome of the
+    positive control across the three measures (its keys from cd_control_flags)."""
+    from apd.chapters.paper_vs_book import cd_control_flags
+
+    values = {f"summary_est_cd_{k}": v for k, v in cd_control_flags(sides).items()}
+    values = {k: ("n/a" if v is None else v) for k, v in values.items()}
+    nb = json.loads((ROOT / "notebooks" / "paper_vs_book.ipynb").read_text())
+    shown = [
+        c["source"].split(":")[0]
+        for c in nb["cells"]
+        if c["cell_type"] == "markdown"
+        and c["source"].startswith("The second")
+        and pages.cell_shown(c["metadata"].get("tags", []), values)
+    ]
+    assert len(shown) == 1, (sides, shown)

@@ -358,13 +358,38 @@ def glue_established(run, profile: str) -> None:
         "QA ppl": (qa, "world_ho_ppl_cd_gain"),
         "NE_ER": (fac, "ne_er_cd_gain"),
     }
-    sides = {m: _side(v, k) for m, (v, k) in controls.items()}
-    run.glue_text("summary_est_cd_worse_on", _phrase([m for m, x in sides.items() if x == -1], "and"), "{}")
-    better, not_better = [m for m, x in sides.items() if x == 1], [m for m, x in sides.items() if x in (0, -1)]
-    run.glue_text("summary_est_cd_better_on", _phrase(better, "and"), "{}")
-    run.glue_text("summary_est_cd_not_better_on", _phrase(not_better, "or"), "{}")
-    run.glue("summary_est_cd_better_nowhere", all(x is not None and x != 1 for x in sides.values()))
-    run.glue("summary_est_cd_better_some", bool(better) and bool(not_better))
+    flags = cd_control_flags({m: _side(v, k) for m, (v, k) in controls.items()})
+    run.glue_text("summary_est_cd_worse_on", flags["worse_on"], "{}")
+    run.glue_text("summary_est_cd_better_on", flags["better_on"], "{}")
+    run.glue_text("summary_est_cd_not_better_on", flags["not_better_on"], "{}")
+    run.glue("summary_est_cd_better_nowhere", flags["better_nowhere"])
+    run.glue("summary_est_cd_better_some", flags["better_some"])
+    run.glue("summary_est_cd_better_all", flags["better_all"])
+
+
+def cd_control_flags(sides: dict[str, int | None]) -> dict:
+    """The positive control on each measure (``{measure: side}``, :func:`_side`: 1 CD significantly
+    better than the expert, -1 significantly worse, 0 neither, None not measured) as the first page
+    reads it: the measures where CD is worse, better, not better (phrases, None for none) and
+    whether CD is better nowhere, on some measures only, or on every one.
+
+    Example:
+        >>> f = cd_control_flags({"KL": 0, "QA ppl": -1, "NE_ER": 1})
+        >>> f["better_on"], f["not_better_on"], f["worse_on"], f["better_some"], f["better_all"]
+        ('NE_ER', 'KL or QA ppl', 'QA ppl', True, False)
+        >>> cd_control_flags({"KL": 1, "NE_ER": 1})["better_all"], cd_control_flags({"KL": 1, "NE_ER": None})["better_all"]
+        (True, False)
+    """
+    better = [m for m, x in sides.items() if x == 1]
+    not_better = [m for m, x in sides.items() if x in (0, -1)]
+    return {
+        "worse_on": _phrase([m for m, x in sides.items() if x == -1], "and"),
+        "better_on": _phrase(better, "and"),
+        "not_better_on": _phrase(not_better, "or"),
+        "better_nowhere": all(x is not None and x != 1 for x in sides.values()),
+        "better_some": bool(better) and bool(not_better),
+        "better_all": bool(sides) and all(x == 1 for x in sides.values()),
+    }
 
 
 def _phrase(items: list[str], last: str) -> str | None:

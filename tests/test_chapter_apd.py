@@ -141,7 +141,8 @@ def test_paired_world_chooses_exactly_one_verdict_sentence():
 def test_truth_values_and_the_dev_knobs():
     frame = _frame()
     knobs, values = ch.dev_knobs(frame, [0.5, 1.0])
-    assert knobs["CD"] == 0.5 and values["cd_invT_where"][0] == "the smallest value of the grid"
+    assert knobs["CD"] == 0.5 and values["invT_grid_text"][0] == "0.5, 1"
+    assert not [k for k in values if k.endswith("_where")]  # the grid is glued; the prose reads its ends
     tab = ch.truth_table(frame, "kl", knobs, fly=False, label_of={})
     assert tab.columns[-1].startswith("all") and method_label("APD", 0.5) in tab.index
     v = ch.truth_values(tab, "kl", knobs, fly=False)
@@ -190,6 +191,8 @@ def test_tables_of_the_smoke_family(smoke):
     assert len(data) == 7 and values["set_size"][0] > 20 and len(composition)
     tune, tv = ch.variant_tuning(results)
     assert {f"{v}_tune_grid" for v in names} <= set(tv)
+    assert not [k for k in tv if k.endswith(("_where", "_note"))]  # numbers only: steps, grids, values
+    assert tv["conditioned_tune_steps"][0] == int(tune.loc[tune["variant"] == "conditioned", "steps"].iloc[0])
     values = ch.gate_values(sel, names)
     assert values["n_variants"] == (len(names), None)
     assert values["any_engaged"][0] == bool(values["n_engaged"][0])

@@ -88,20 +88,15 @@ def quote(table: pd.DataFrame, row: str, col: str = "all") -> float:
     return float(table.loc[row, col]) if row in table.index else float("nan")
 
 
-def _where(value: float, grid) -> str:
-    """Where ``value`` sits in the sorted ``grid``: at an edge (the optimum may lie beyond) or inside.
+def _on_edge(value: float, grid) -> bool:
+    """Whether ``value`` is the smallest or the largest value of the sorted ``grid`` (the optimum may
+    then lie beyond it).
 
     Example:
-        >>> _where(0.2, [0.2, 0.5, 1.0]), _where(0.5, [0.2, 0.5, 1.0]), _where(1.0, [0.2, 0.5, 1.0])
-        ('the smallest value of the grid', 'inside the grid', 'the largest value of the grid')
+        >>> _on_edge(0.2, [0.2, 0.5, 1.0]), _on_edge(0.5, [0.2, 0.5, 1.0]), _on_edge(1.0, [0.2, 0.5, 1.0])
+        (True, False, True)
     """
-    return (
-        "the smallest value of the grid"
-        if np.isclose(value, grid[0])
-        else "the largest value of the grid"
-        if np.isclose(value, grid[-1])
-        else "inside the grid"
-    )
+    return bool(np.isclose(value, grid[0]) or np.isclose(value, grid[-1]))
 
 
 # -- training --------------------------------------------------------------------------------------
@@ -187,35 +182,17 @@ def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
 
 def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
     """Every variant's lambda3 runs (``results``: {variant: APDResult}; :func:`apd.amateur.pipeline.tuning_table`),
-    with, per variant, its grid, its runs' steps and where the chosen value sits in the grid."""
+    with, per variant, its grid, its runs' steps and whether the chosen value is an end of a grid of
+    more than one value."""
     table = tuning_table(results)
     values: Values = {}
     for v, r in results.items():
         rows = table[table["variant"] == v]
-        steps, full = (int(rows["steps"].iloc[0]) if len(rows) else None), run_record(r)["steps"]
+        steps = int(rows["steps"].iloc[0]) if len(rows) else None
         values[f"{v}_lambda3"] = (r.lambda3, None)
         values[f"{v}_tune_grid"] = (", ".join(f"{g:g}" for g in rows["lambda3"]) if len(rows) else None, "{}")
         values[f"{v}_tune_steps"] = (steps, "{:,}")
-        values[f"{v}_lambda3_where"] = (
-            None
-            if not len(rows)
-            else "its only value"
-            if len(rows) == 1
-            else _where(r.lambda3, sorted(rows["lambda3"])).replace("the grid", "its grid"),
-            "{}",
-        )
-        values[f"{v}_lambda3_on_edge"] = (
-            len(rows) > 1 and _where(r.lambda3, sorted(rows["lambda3"])) != "inside the grid",
-            None,
-        )
-        values[f"{v}_tune_note"] = (
-            None
-            if not len(rows)
-            else f"short runs of {steps:,} optimizer steps; the chosen value is then trained for {full:,} steps"
-            if steps < full
-            else f"runs of {full:,} optimizer steps, its full budget",
-            "{}",
-        )
+        values[f"{v}_lambda3_on_edge"] = (len(rows) > 1 and _on_edge(r.lambda3, sorted(rows["lambda3"])), None)
     dist = results["distilled"].tuning
     ref = dist.attrs["reference"] if dist is not None else {}
     values["tune_cd_best"] = (ref.get("CD dev-best 1/T"), "{:.4f}")
@@ -772,21 +749,19 @@ def curve_values(preds: dict, chosen: list[int]) -> Values:
 def dev_knobs(dev_frame: pd.DataFrame, inv_T_grid) -> tuple[dict, Values]:
     """Each method's knob with the lowest KL on the dev questions ({method: 1/T or w}; the mean over
     people of each person's mean where the frame has a ``person`` column, the estimand the chapter
-    reports), and where CD's and APD's 1/T sit in the grid (at an edge the optimum may lie beyond it).
+    reports), with CD's and APD's 1/T and the grid they are chosen from.
 
     Example:
         >>> f = pd.DataFrame({"method": ["CD", "CD", "APD"], "knob": [0.5, 1.0, 1.0], "kl": [0.8, 0.9, 0.7]})
-        >>> knobs, values = dev_knobs(f, [0.5, 1.0])
-        >>> knobs["CD"], values["cd_invT_where"][0], values["apd_invT_where"][0]
-        (0.5, 'the smallest value of the grid', 'the largest value of the grid')
+        >>> knobs, values = dev_knobs(f, [1.0, 0.5])
+        >>> knobs["CD"], values["apd_best_invT"][0], values["invT_grid_text"][0]
+        (0.5, 1.0, '0.5, 1')
     """
     cluster = "person" if "person" in dev_frame.columns else None  # the reported estimand: person means
     knobs, grid = best_knobs(dev_frame, "kl", cluster=cluster), sorted(inv_T_grid)
     return knobs, {
         "cd_best_invT": (knobs["CD"], "{:g}"),
         "apd_best_invT": (knobs["APD"], "{:g}"),
-        "cd_invT_where": (_where(knobs["CD"], grid), "{}"),
-        "apd_invT_where": (_where(knobs["APD"], grid), "{}"),
         "invT_grid_text": (", ".join(f"{v:g}" for v in grid), "{}"),
         "fly_w": (knobs.get("APD on the fly"), "{:g}"),
     }
@@ -836,9 +811,9 @@ def no_truth_values() -> Values:
     Example:
         >>> values = no_truth_values()
         >>> values["kl_elm"], len(values)
-        ((None, '{:.3g}'), 26)
+        ((None, '{:.3g}'), 24)
     """
-    names = ["cd_best_invT", "apd_best_invT", "cd_invT_where", "apd_invT_where", "invT_grid_text", "fly_w"]
+    names = ["cd_best_invT", "apd_best_invT", "invT_grid_text", "fly_w"]
     names += [
         f"{m}_{k}"
         for m in TRUTH_MEASURES
@@ -1219,7 +1194,6 @@ def text_variants(
             }
         )
     values["text_cd_knob"] = (tk["CD"], "{:g}")
-    values["text_knob_source"] = ("the world's dev questions" if world else "these positions", "{}")
     shown = gain[["knob", "mean", "gain", "gain_se", "n"]].rename(
         columns={
             "knob": "1/T",

@@ -61,6 +61,22 @@ def test_without_a_world_every_value_reads_missing(run):
     assert run.values["world_ho_ppl_apd"] == "n/a" and run.values["qa_pp_ppl_better"] == "n/a"
 
 
+def test_glue_datasets_counts_the_examples_of_each_dataset_and_the_largest(run):
+    rows = [
+        {"dataset": d, "protocol": "paper", "metric": "ppl", "method": "elm", "group": "all", "n": n, "examples": e}
+        for d, n, e in (("LAMBADA", 0, 40), ("MultiRC", 3, 25))
+    ]
+    ds = qa.DatasetsQA(pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+    qa.glue_datasets(
+        run, ds, [("lambada", None, "LAMBADA"), ("multirc", None, "MultiRC")], pd.DataFrame({"dataset": []})
+    )
+    assert run.values["qa_max_examples"] == 40 and run.values["qa_kept_text"] == "LAMBADA 0 of 40; MultiRC 3 of 25"
+    assert run.values["qa_datasets_scored"] == "MultiRC"
+    empty = qa.DatasetsQA(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+    qa.glue_datasets(run, empty, [], pd.DataFrame({"dataset": ["SQuAD"]}))
+    assert run.values["qa_max_examples"] == "n/a" and run.values["qa_not_run_names"] == "SQuAD"
+
+
 def test_easy_claim_reads_significance():
     gain = pd.DataFrame(
         {
@@ -75,6 +91,9 @@ def test_easy_claim_reads_significance():
     assert out["world_best_bucket"] == "head" and out["world_easy_significant"] and not out["world_easy_not"]
     gain.loc["head", "p (ppl, paired)"] = 0.2
     assert qa.easy_claim(gain)["world_easy_direction_only"]
+    gain["ppl: CD - APD"] = [-0.02, -0.01, -0.01]  # APD gains nowhere: no bucket is named, the claim fails
+    none = qa.easy_claim(gain)
+    assert none["world_best_bucket"] is None and none["world_easy_not"] and none["world_gain_buckets"] == "none"
 
 
 def test_pooled_gain_over_datasets():

@@ -316,7 +316,17 @@ def gain_shown(gain: pd.DataFrame) -> pd.DataFrame:
 
 def easy_claim(gain: pd.DataFrame) -> dict:
     """Whether APD gains most on the bucket the ELM finds easiest, and how surely: the values the
-    prose's conditions read (``world_best_bucket`` ... ``world_easy_not``)."""
+    prose's conditions read (``world_best_bucket`` ... ``world_easy_not``). ``world_best_bucket`` is
+    None (missing) where APD gains in no bucket.
+
+    Example:
+        >>> g = pd.DataFrame({"ppl: CD - APD": [0.02, -0.01], "ELM acc": [0.9, 0.2], "p (ppl, paired)": [0.01, 0.5],
+        ...                   "questions (ppl)": [30, 40]}, index=["head", "tail"])
+        >>> out = easy_claim(g)
+        >>> none = easy_claim(g.assign(**{"ppl: CD - APD": [-0.02, -0.01]}))
+        >>> out["world_best_bucket"], out["world_easy_significant"], none["world_best_bucket"], none["world_easy_not"]
+        ('head', True, None, True)
+    """
     valid, easiest = gain["ppl: CD - APD"].dropna(), gain["ELM acc"].dropna()
     holds = bool(len(valid) and len(easiest) and valid.idxmax() == easiest.idxmax() and valid.max() > 1e-9)
     best = valid.idxmax() if len(valid) else None
@@ -324,9 +334,8 @@ def easy_claim(gain: pd.DataFrame) -> dict:
     significant = best_p is not None and best_p < 0.05
     return {
         "world_gain_buckets": ", ".join(b for b, v in valid.items() if v > 1e-9) or "none",
-        "world_best_bucket": best if len(valid) and valid.max() > 1e-9 else "none (APD gains in no bucket)",
+        "world_best_bucket": best if len(valid) and valid.max() > 1e-9 else None,
         "world_easiest_bucket": easiest.idxmax() if len(easiest) else "n/a",
-        "world_easy_claim": "holds" if holds else "does not hold",
         "world_best_bucket_p": best_p,
         "world_best_bucket_n": int(gain.loc[best, "questions (ppl)"]) if best is not None else 0,
         "world_best_bucket_people": (
@@ -366,7 +375,6 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
             "world_gain_buckets",
             "world_best_bucket",
             "world_easiest_bucket",
-            "world_easy_claim",
             "world_best_bucket_n",
             "world_best_bucket_people",
         ]:
@@ -401,8 +409,8 @@ def glue_world(run, world: WorldQA | None, gain: pd.DataFrame | None) -> None:
     for b in RANKS:
         run.glue_text(f"world_gain_{b}", gain.loc[b, "ppl: CD - APD"], "{:+.3f}")
     for name, v in easy_claim(gain).items():
-        if name == "world_best_bucket_p":
-            run.glue_text(name, v, "{:.3g}")
+        if name in ("world_best_bucket_p", "world_best_bucket"):
+            run.glue_text(name, v, "{:.3g}" if name == "world_best_bucket_p" else "{}")
         else:
             run.glue(name, v)
 
@@ -633,17 +641,20 @@ def save_datasets(run, ds: DatasetsQA, not_run: pd.DataFrame) -> None:
 
 
 def glue_datasets(run, ds: DatasetsQA, jobs, not_run: pd.DataFrame) -> None:
-    """Glue which datasets ran, which did not, and how many gold answers pass the filter."""
+    """Glue which datasets ran, which did not, the most examples any of them scores
+    (``qa_max_examples``) and how many gold answers pass the filter."""
     run.glue("qa_n_run", len(jobs))
     run.glue("qa_run_names", ", ".join(shown for _, _, shown in jobs) or "none")
     run.glue("qa_n_not_run", len(not_run))
-    kept_text, scored = [], []
+    kept_text, scored, examples = [], [], []
     for _, t in ds.table.groupby("dataset", sort=False) if len(ds.table) else []:
         r = t[(t.protocol == "paper") & (t.metric == "ppl") & (t.method == "elm") & (t.group == "all")].iloc[0]
         kept_text.append(f"{r['dataset']} {r['n']} of {r['examples']}")
+        examples.append(int(r["examples"]))
         if r["n"] > 0:
             scored.append(r["dataset"])
     run.glue("qa_kept_text", "; ".join(kept_text) or "none")
+    run.glue_text("qa_max_examples", max(examples) if examples else None, "{:,}")
     run.glue_text("qa_datasets_scored", ", ".join(scored) if scored else None, "{}")
     run.glue("qa_not_run_names", ", ".join(not_run["dataset"]) or "none")
 

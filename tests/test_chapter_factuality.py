@@ -49,7 +49,7 @@ def test_every_key_the_verdicts_read_from_factuality_is_a_headline_field():
 
 def test_headline_from_values_reads_missing_as_none_and_names_an_absent_field():
     values = {k: "n/a" for k in ch.headline_keys()}
-    values.update(ne_er_apd=0.55, ne_er_cd=float("nan"), headline_source="the world (exact checker)")
+    values.update(ne_er_apd=0.55, ne_er_cd=float("nan"), headline_from_sweep=True)  # a key beside the fields
     h = ch.FactualityHeadline.from_values(values)
     assert (h.ne_er_apd, h.ne_er_cd, h.comp_apd_diff) == (0.55, None, None)
     with pytest.raises(KeyError, match="ne_er_cd_gain"):
@@ -181,7 +181,7 @@ def test_real_values_and_the_fallbacks_of_the_headline(monkeypatch):
             assert sum(world[f"{name}_apd_real_vs_{vs}_{o}_world"][0] for o in ch.ORDER) == 1
     assert all(v is None or v is False for v, _ in ch.real_world_values().values())
     head = ch.real_headline_values({}, rows, res, {}, None, k20)
-    assert head["real_headline_source"][0] == "the world (exact checker)"
+    assert not [k for k in head if k.endswith("_source")]  # the page names the source, by the rule
     assert head["ne_er_apd_k20"][0] == pytest.approx(0.48)
     assert ch.real_headline_values({}, {}, None, {}, None, k20)["ne_er_apd_real"] == (None, "{:.3f}")
 
@@ -189,13 +189,29 @@ def test_real_values_and_the_fallbacks_of_the_headline(monkeypatch):
 def test_headline_values_prefer_the_verdict_then_the_sweep_then_factuality_prompts():
     sweep = ch.compare(_sweep(), 0.8, "", 1.0, 2.0)
     verdict = {f"{m}_{w}": 0.1 for m in ("ne_er", "true_rate", "dist2") for w in ("apd", "cd")}
-    assert ch.headline_values(True, verdict, sweep, {})["ne_er_apd"][0] == 0.1
+    sources = ("headline_from_verdict", "headline_from_sweep", "headline_from_fp")
+    from_verdict = ch.headline_values(True, verdict, sweep, {})
+    assert from_verdict["ne_er_apd"][0] == 0.1 and [from_verdict[k][0] for k in sources] == [True, False, False]
     from_sweep = ch.headline_values(True, {}, sweep, {})
-    assert from_sweep["ne_er_apd"][0] == pytest.approx(0.48) and from_sweep["headline_source"][0].startswith(
-        "the world"
-    )
+    assert from_sweep["ne_er_apd"][0] == pytest.approx(0.48)
+    assert [from_sweep[k][0] for k in sources] == [False, True, False]
     fp = ch.compare(_sweep(), 0.8, "fp_", 1.0, 2.0)
-    assert ch.headline_values(False, {}, {}, fp)["headline_source"] == ("FactualityPrompts", None)
+    assert [ch.headline_values(False, {}, {}, fp)[k][0] for k in sources] == [False, False, True]
+    assert not any(ch.headline_values(False, {}, {}, {})[k][0] for k in sources)  # no source: no sentence
+
+
+def test_choice_values_glue_the_dev_rules_numbers():
+    rows = [
+        {"threshold": "top-p k20", "role": "cd", "T": T, "Dist-2": d, "NE_ER": ne}
+        for T, pts in {1.0: [(0.2, 0.5), (0.4, 0.6)], 2.0: [(0.25, 0.6), (0.5, 0.7)]}.items()
+        for d, ne in pts
+    ]
+    cd = ch.selection.choose_cd_T(pd.DataFrame(rows), grid=(1.0, 2.0))
+    tr = ch.selection.fixed_choice("REAL's T_r", 4.0)
+    values = ch.choice_values(cd, tr, 12)
+    assert values["cd_T_dist2_from"][0] == 0.25 and values["cd_T_dist2_to"][0] == 0.4
+    assert values["real_T_r_n_matched"][0] is None and values["dev_prompts_used"][0] == 12
+    assert not [k for k in values if k.endswith("_how")]  # the rule is written in the notebook
 
 
 def test_paired_comparison_values_are_all_missing_where_nothing_ran():

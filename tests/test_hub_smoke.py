@@ -57,7 +57,7 @@ def test_hub_branches_use_the_real_datasets_and_the_papers_settings(hub_smoke):
     assert not_run["reason"].str.contains("no offline copy").all()  # reported, not dropped
     assert qa["qa_n_run"] + len(not_run) >= 9
     fact = _values(hub_smoke, "factuality")
-    assert fact["headline_source"] == "FactualityPrompts" and fact["fp_n_used"] == 4
+    assert fact["headline_from_fp"] is True and fact["fp_n_used"] == 4
     assert fact["fp_entail_status"].startswith("not run")  # no NLI model offline
 
 

@@ -50,7 +50,6 @@ class FactualityHeadline:
     true_rate_cd: Optional[float] = _field("{:.3f}")  # CD's share of true claims
     dist2_apd: Optional[float] = _field("{:.3f}")  # APD's Dist-2
     dist2_cd: Optional[float] = _field("{:.3f}")  # CD's Dist-2
-    headline_source: Optional[str] = _field(None)  # where the six numbers above come from
     # the verdict comparison (world): CD's NE_ER minus APD's, paired by (prompt, seed), se over people
     ne_er_diff_verdict: Optional[float] = _field("{:.2%}")  # the difference
     ne_er_diff_se_verdict: Optional[float] = _field("{:.2%}")  # its standard error
@@ -67,7 +66,6 @@ class FactualityHeadline:
     dist2_apd_real: Optional[float] = _field("{:.3f}")  # APD + REAL's Dist-2
     dist2_apd_k20: Optional[float] = _field("{:.3f}")  # APD alone's Dist-2
     dist2_elm_real: Optional[float] = _field("{:.3f}")  # REAL alone's Dist-2
-    real_headline_source: Optional[str] = _field("{}")  # where the nine REAL numbers above come from
     # the complementarity comparison (world): the other setting's NE_ER minus APD + REAL's, paired, se over people
     comp_apd_diff: Optional[float] = _field("{:.2%}")  # APD alone's minus APD + REAL's
     comp_apd_diff_se: Optional[float] = _field("{:.2%}")  # its standard error
@@ -364,14 +362,30 @@ def choice_table(choices: Sequence[Optional[selection.Choice]]) -> pd.DataFrame:
 
 
 def choice_values(cd: selection.Choice, tr: Optional[selection.Choice], n_dev: int) -> Glued:
-    """The operating points the prose names: each chosen value, the paper's, how it was chosen,
-    whether it is an end of its grid, and the number of dev prompts."""
+    """The operating points the prose names: each chosen value, the paper's, whether it is the
+    paper's and an end of its grid, and the number of dev prompts; for CD's T the Dist-2 range that
+    every candidate curve spans on dev (``cd_T_dist2_from`` to ``cd_T_dist2_to``), for REAL's T_r how
+    many candidates' points lie inside APD + top-p k20's Dist-2 range (``real_T_r_n_matched`` of
+    ``real_T_r_n_candidates``); None where nothing was chosen on dev.
+
+    Example:
+        >>> t = pd.DataFrame({"T": [1.0, 2.0], "Dist-2 from": [0.2, 0.25], "Dist-2 to": [0.5, 0.4]})
+        >>> cd = selection.Choice("CD's T", 1.0, 2.0, (1.0, 2.0), t, "lowest mean NE_ER", True)
+        >>> v = choice_values(cd, selection.fixed_choice("REAL's T_r", 4.0), 12)
+        >>> v["cd_T_dist2_from"], v["cd_T_dist2_to"], v["real_T_r_n_matched"][0], v["cd_T_is_paper"][0]
+        ((0.25, '{:.3f}'), (0.4, '{:.3f}'), None, False)
+    """
     out: Glued = {"dev_prompts_used": (n_dev if n_dev > 0 else None, "{:d}")}
     for key, c in (("cd_T", cd), ("real_T_r", tr)):
         out[f"{key}_paper"] = (c.paper if c else None, "{:g}")
-        out[f"{key}_how"] = (c.reason if c else None, "{}")
         out[f"{key}_is_paper"] = (bool(c.is_paper) if c else None, None)
         out[f"{key}_on_edge"] = (bool(c.on_edge) if c else None, None)
+    spans = len(cd.table) > 0 and {"Dist-2 from", "Dist-2 to"} <= set(cd.table.columns)
+    out["cd_T_dist2_from"] = (float(cd.table["Dist-2 from"].max()) if spans else None, "{:.3f}")
+    out["cd_T_dist2_to"] = (float(cd.table["Dist-2 to"].min()) if spans else None, "{:.3f}")
+    matched = tr is not None and "matched" in tr.table.columns
+    out["real_T_r_n_matched"] = (int(tr.table["matched"].sum()) if matched else None, "{:d}")
+    out["real_T_r_n_candidates"] = (len(tr.table) if matched else None, "{:d}")
     return out
 
 
@@ -1078,33 +1092,30 @@ def fp_comparison_values(res: Optional[pd.DataFrame], p: float, apd_T: float, cd
 def headline_values(world_run: bool, verdict_head: dict, world_vals: dict, fp_vals: dict) -> Glued:
     """APD and CD's NE_ER, true claims and Dist-2 for the verdicts: the world's verdict comparison
     (``verdict_head``), else the world's sweep (``world_vals``: :func:`compare` of it), else
-    FactualityPrompts (``fp_vals``), with ``headline_source`` naming which."""
+    FactualityPrompts (``fp_vals``), with one boolean per source saying which
+    (``headline_from_verdict``, ``headline_from_sweep``, ``headline_from_fp``; all False without any).
+
+    Example:
+        >>> v = headline_values(False, {}, {}, {"fp_ne_er_apd": 0.4})
+        >>> v["ne_er_apd"], v["headline_from_fp"], v["headline_from_sweep"]
+        ((0.4, '{:.3f}'), (True, None), (False, None))
+    """
     head = (verdict_head or world_vals) if world_run else {k[3:]: v for k, v in fp_vals.items()}
     out: Glued = {
         f"{name}_{who}": (head.get(f"{name}_{who}"), "{:.3f}")
         for name in ("ne_er", "true_rate", "dist2")
         for who in ("apd", "cd")
     }
-    source = (
-        ("the world's verdict comparison (exact checker)" if verdict_head else "the world (exact checker)")
-        if world_run
-        else "FactualityPrompts"
-    )
-    out["headline_source"] = (source, None)
+    out["headline_from_verdict"] = (bool(world_run and verdict_head), None)
+    out["headline_from_sweep"] = (bool(world_run and not verdict_head and world_vals), None)
+    out["headline_from_fp"] = (bool(not world_run and fp_vals), None)
     return out
 
 
 def real_headline_values(comp_head: dict, wreal: dict, wres, fp_real: dict, fp_res, k20) -> Glued:
     """APD + REAL, APD alone (``k20``: APD + top-p k20) and REAL alone for the verdicts: the world's
     complementarity comparison (``comp_head``), else the world's sweep (``wreal`` rows of
-    ``wres``), else FactualityPrompts (``fp_real`` rows of ``fp_res``), with
-    ``real_headline_source`` naming which."""
-    source = (
-        (comp_head and "the world's complementarity comparison (exact checker)")
-        or (wreal and "the world (exact checker)")
-        or (fp_real and "FactualityPrompts")
-        or None
-    )
+    ``wres``), else FactualityPrompts (``fp_real`` rows of ``fp_res``)."""
     if not comp_head:
         rows = (
             {"apd_real": wreal["apd"], "apd_k20": scoring.row_of(wres, k20), "elm_real": wreal["elm"]}
@@ -1119,5 +1130,4 @@ def real_headline_values(comp_head: dict, wreal: dict, wres, fp_real: dict, fp_r
         for name in ("ne_er", "true_rate", "dist2")
         for k in ("apd_real", "apd_k20", "elm_real")
     }
-    out["real_headline_source"] = (source, "{}")
     return out

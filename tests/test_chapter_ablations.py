@@ -114,8 +114,12 @@ def test_budget():
     cfg = SimpleNamespace(epochs=3, batch_size=8, data_fraction=0.5)
     over = ab.budget_overrides(cfg, epochs=1, data_fraction=0.5)
     assert over == {"epochs": 1, "data_fraction": 0.25}
-    assert "1 epochs instead of 3" in ab.budget_note(cfg, over, epochs=1, data_fraction=0.5)
-    assert ab.budget_note(cfg, {}).startswith("Every run uses")
+    cut = ab.budget_values(cfg, over)
+    assert (cut["budget_epochs"], cut["budget_batch_size"], cut["budget_data_fraction"][0]) == (1, 8, 0.25)
+    assert (cut["main_config_epochs"], cut["main_config_data_fraction"][0], cut["budget_reduced"]) == (3, 0.5, True)
+    same = ab.budget_values(cfg, {})
+    assert same["budget_reduced"] is False and same["budget_epochs"] == same["main_config_epochs"] == 3
+    assert all(not isinstance(v, str) for v in cut.values())  # numbers; the notebook writes the words
     with pytest.raises(ValueError):
         ab.check_family("pythia")
 

@@ -27,7 +27,7 @@ from apd.evaluation.ablations import (
 from apd.family.settings import settings_for
 from apd.family.text import texts_for_tokens
 from apd.chapters.apd import ApdHeadline
-from apd.chapters.gluing import fmt, per_name
+from apd.chapters.gluing import fmt, glue_values, per_name
 from apd.report.plots import COLORS, legend, panels, plain_ticks, wrap
 from apd.report.tables import plus_minus, yes_no
 
@@ -198,37 +198,36 @@ def measure_gates(paths: dict, data_dir, val_chunks: int, device) -> dict:
     }
 
 
-def budget_note(main_config, overrides: dict, epochs=None, batch_size=None, data_fraction: float = 1.0) -> str:
-    """One or two sentences on the budget every run uses, against the main configuration's."""
-    changes = []
-    if "epochs" in overrides:
-        changes.append(f"{epochs} epochs instead of {main_config.epochs}")
-    if "batch_size" in overrides:
-        changes.append(f"batches of {batch_size} chunks instead of {main_config.batch_size}")
-    if "data_fraction" in overrides:
-        changes.append(
-            f"{data_fraction:g} of the main configuration's training chunks (data_fraction "
-            f"{overrides['data_fraction']:g} instead of {main_config.data_fraction:g})"
-        )
-    if not changes:
-        return (
-            "Every run uses the main configuration's budget, so the main APD below is exactly the APD chapter's model."
-        )
-    return (
-        "To keep this chapter cheap, every run here, the main configuration included, uses "
-        + " and ".join(changes)
-        + ". The main APD below is therefore retrained with the same "
-        "budget as its ablations, so the comparison stays fair, and its numbers differ from "
-        "the APD chapter's."
-    )
+def budget_values(main_config, overrides: dict) -> dict:
+    """The budget every run uses (``budget_epochs``, ``budget_batch_size``, ``budget_data_fraction``:
+    the main configuration's fields with :func:`budget_overrides` applied), the main configuration's
+    own (``main_config_*``) and whether the chapter cut it (``budget_reduced``), as glue values.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> cfg = SimpleNamespace(epochs=3, batch_size=8, data_fraction=0.5)
+        >>> v = budget_values(cfg, {"epochs": 1, "data_fraction": 0.25})
+        >>> v["budget_epochs"], v["main_config_epochs"], v["budget_data_fraction"], v["budget_reduced"]
+        (1, 3, (0.25, '{:g}'), True)
+    """
+    out: dict = {"budget_reduced": bool(overrides)}
+    for key in ("epochs", "batch_size", "data_fraction"):
+        spec = "{:g}" if key == "data_fraction" else None
+        used, main = overrides.get(key, getattr(main_config, key)), getattr(main_config, key)
+        out[f"budget_{key}"] = (used, spec) if spec else used
+        out[f"main_config_{key}"] = (main, spec) if spec else main
+    return out
 
 
-def glue_training(run, main_config, note: str, n_ablations: int, trained: pd.DataFrame, wall_seconds: float) -> None:
-    """Glue the main configuration, the budget and the training time of the runs."""
+def glue_training(
+    run, main_config, overrides: dict, n_ablations: int, trained: pd.DataFrame, wall_seconds: float
+) -> None:
+    """Glue the main configuration, the budget (:func:`budget_values`; ``overrides``:
+    :func:`budget_overrides`) and the training time of the runs."""
     run.glue("lambda3_main", float(main_config.lambda3_value))
     run.glue("main_epochs", f"{main_config.epochs} epoch" + ("s" if main_config.epochs != 1 else ""))
     run.glue("n_ablations", n_ablations)
-    run.glue("budget_note", note)
+    glue_values(run, budget_values(main_config, overrides))
     n_steps = int(trained.loc[0, "steps"])
     run.glue("steps_per_run", f"{n_steps} optimizer step" + ("s" if n_steps != 1 else ""))
     run.glue("train_minutes", float(trained["train_seconds"].sum() / 60))

@@ -4,6 +4,7 @@ import dataclasses
 import doctest
 
 import matplotlib
+import pytest
 
 from apd.report import claims
 from apd.chapters import known_answer as chapter
@@ -71,3 +72,18 @@ def test_headline_has_every_key_the_claims_read():
         if isinstance(k, str)
     }
     assert keys and keys <= {f.name for f in dataclasses.fields(chapter.KnownAnswerHeadline)}
+
+
+def test_the_truthlike_noise_names_its_source_by_a_flag():
+    apd = _apd_headline(distilled_l1_curve=0.02)
+    held, in_sample = chapter.truthlike_noise(0.05, apd, 0.005), chapter.truthlike_noise(None, apd, 0.005)
+    off = chapter.truthlike_noise(0.05, apd, 0.005, use_family=False)
+    assert [held, in_sample, off] == [(0.05, "held_out"), (0.02, "in_sample"), (0.005, "parameter")]
+    run = _Run()
+    glue_values(run, chapter.noise_values(*in_sample, 0.05))
+    flags = [run.values[f"ka_noise_{s}"] for s in chapter.NOISE_SOURCES]
+    assert (
+        flags == [False, True, False] and run.texts["ka_synth_w"] == "0.05" and run.texts["ka_family_noise"] == "0.020"
+    )
+    with pytest.raises(ValueError, match="truthlike_noise"):
+        chapter.noise_values(0.01, "a guess", 1.0)

@@ -152,8 +152,9 @@ def _plain(values):
 def test_condition_values_give_the_verdicts_keys(extrapolating, flat):
     for (lp, truth, ids, people), passes in ((extrapolating, 1), (flat, 0)):
         c = ka.world_condition(lp, X, truth, ids, people, 0.05, iterations=200)
-        v = _plain(chapter.condition_values(c, chapter.W_FROM_APD))
+        v = _plain(chapter.condition_values(c))
         assert set(KEYS) <= set(v) and v["ka_condition_passes"] == passes
+        assert not [k for k in v if k.endswith("_source")]  # the table's row names the weight's source
         assert v["ka_world_gain"] == c.gain and v["ka_world_n_people"] == 10 and v["ka_world_w"] == 0.05
         assert v["ka_world_ratio"] == pytest.approx(c.ratio) and v["ka_condition_reason"] == c.reason()
     raw = chapter.condition_values(None, why_not="no world here")

@@ -405,12 +405,12 @@ def world_table(dq: DevQuestions, w: float, iterations: int, w_source: str = "")
     return pd.DataFrame(rows), overall
 
 
-def condition_values(cond, w_source: str = "", why_not: str = "", at_one=None) -> dict[str, Any]:
+def condition_values(cond, why_not: str = "", at_one=None) -> dict[str, Any]:
     """The world condition's results keys and glue (``value`` or ``(value, fmt)``,
     :func:`apd.chapters.gluing.glue_values`): ``ka_world_gain``, ``ka_world_gain_se``,
     ``ka_world_n_people``, ``ka_world_ratio``, ``ka_world_w``, ``ka_condition_passes`` (1 or 0),
     ``ka_condition_reason``, ``ka_condition_holds`` (a bool, for the prose's conditional cells),
-    the interval and the weight's source, and the w = 1 row's (``at_one``, a Condition) as
+    the interval, and the w = 1 row's (``at_one``, a Condition) as
     ``ka_world1_*``. ``cond`` None: not measured, ``why_not`` says why (the condition is missing, so the claims that
     need it read "not testable here" for a missing result, not for a failed one).
 
@@ -427,7 +427,6 @@ def condition_values(cond, w_source: str = "", why_not: str = "", at_one=None) -
             {
                 "ka_world_n_people": (None, "{}"),
                 "ka_world_w": (None, "{:g}"),
-                "ka_world_w_source": "none",
                 "ka_condition_passes": (None, "{}"),  # not measured: missing, not failed
                 "ka_condition_holds": False,
                 "ka_condition_reason": f"not measured: {why_not}, so the condition cannot be read",
@@ -448,7 +447,6 @@ def condition_values(cond, w_source: str = "", why_not: str = "", at_one=None) -
         "ka_world_n_items": (cond.n_items, None),
         "ka_world_n_people": cond.n_groups,
         "ka_world_w": (cond.w, "{:g}"),
-        "ka_world_w_source": w_source,
         "ka_condition_passes": int(cond.passes),
         "ka_condition_holds": bool(cond.passes),
         "ka_condition_reason": cond.reason(),
@@ -511,31 +509,48 @@ NOISE_GRID = (0.0, 0.01, 0.02, 0.04, 0.08)
 TRUTHLIKE_CELLS = ("asymptote", "regime", "decay")
 
 
+#: Where the truth-like families' noise comes from (:func:`truthlike_noise`): this family's held-out
+#: residual on its dev questions, the APD chapter's in-sample residual, or the chapter's ``noise``.
+NOISE_SOURCES = ("held_out", "in_sample", "parameter")
+
+
 def truthlike_noise(
     held_out: Optional[float], apd_headline: Optional[ApdHeadline], noise: float, use_family: bool = True
 ) -> tuple[float, str]:
-    """The truth-like families' noise sd (probability units) and where it comes from: with
-    ``use_family``, this family's held-out residual on the dev questions (``held_out``,
-    :func:`apd.evaluation.noise.family_noise` with ``HELD_OUT``) where measured, else the APD
-    chapter's in-sample residual (``IN_SAMPLE``) where that chapter measured it, else ``noise``.
+    """The truth-like families' noise sd (probability units) and its source, one of
+    :data:`NOISE_SOURCES`: with ``use_family``, this family's held-out residual on the dev questions
+    (``held_out``, :func:`apd.evaluation.noise.family_noise` with ``HELD_OUT``) where measured, else
+    the APD chapter's in-sample residual (``IN_SAMPLE``) of the distilled variant's fits where that
+    chapter measured it, else ``noise``.
 
     Example:
-        >>> truthlike_noise(0.054, None, 0.005)[0], truthlike_noise(None, None, 0.005)[0]
-        (0.054, 0.005)
+        >>> truthlike_noise(0.054, None, 0.005), truthlike_noise(None, None, 0.005)
+        ((0.054, 'held_out'), (0.005, 'parameter'))
     """
     if use_family and held_out is not None:
-        return float(held_out), (
-            "the fitter's held-out residual on this family's dev questions: each inner member "
-            "predicted from the curve fitted to the others"
-        )
+        return float(held_out), "held_out"
     measured = None if apd_headline is None else apd_headline.distilled_l1_curve
     sd = family_noise(IN_SAMPLE, gates_l1_curve=measured) if use_family else None
     if sd is not None:
-        return (
-            sd,
-            "the APD chapter's in-sample residual of the distilled variant's fits (no world here to hold members out)",
-        )
-    return float(noise), "this chapter's noise parameter (this family's noise is not measured under this profile)"
+        return sd, "in_sample"
+    return float(noise), "parameter"
+
+
+def noise_values(sd: float, source: str, w: float) -> dict[str, Any]:
+    """Glue of the truth-like families' noise: its sd (``ka_family_noise``), one boolean per source
+    of :data:`NOISE_SOURCES` (``ka_noise_held_out``, ...; the prose's ``needs:`` tags) and the
+    fitter's weight on these families (``ka_synth_w``).
+
+    Example:
+        >>> v = noise_values(0.054, "held_out", 0.05)
+        >>> v["ka_noise_held_out"], v["ka_noise_parameter"], v["ka_synth_w"]
+        (True, False, (0.05, '{:g}'))
+    """
+    if source not in NOISE_SOURCES:
+        raise ValueError(f"noise source {source!r} is none of {NOISE_SOURCES}; take it from truthlike_noise().")
+    out: dict[str, Any] = {"ka_family_noise": (sd, "{:.3f}"), "ka_synth_w": (w, "{:g}")}
+    out.update({f"ka_noise_{name}": name == source for name in NOISE_SOURCES})
+    return out
 
 
 def held_out_noise(dq: Optional[DevQuestions], iterations: int) -> Optional[float]:

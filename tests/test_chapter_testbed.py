@@ -128,7 +128,9 @@ def test_the_dose_response_glue_names_the_rules_choice_and_whether_this_build_us
     assert run.values["dr_points"] == 5 and run.values["dr_designs"] == 3
     assert run.values["dr_adopted"] == "misstatements 0.15" and run.values["dr_build_is_adopted"] is False
     assert run.values["dr_top_design"] == "misstatements 0.3" and run.values["dr_top_passing"] == "1 of 1"
-    assert run.values["dr_exact"].startswith("+0.0050 ± 0.0030 (1/T 0.25); ")
+    assert run.values["dr_exact_gain_0"] == "+0.0050 ± 0.0030" and run.values["dr_exact_inv_T_1"] == 0.25
+    assert run.values["dr_top_gain_0"] == "+0.0500 ± 0.0050" and run.values["dr_top_gain_1"] == "n/a"  # not measured
+    assert "dr_exact" not in run.values and "dr_top" not in run.values  # numbers per seed, no pasted list
     assert run.values["dr_best_point"] == "misstatements 0.3, training seed 0" and run.values["dr_z_max"] == 10.0
     assert run.values["dr_best_design"] == "misstatements 0.3" and run.values["dr_best_design_z"] == 10.0
     assert run.values["dr_ne_er_points"] == 0 and "dr_ne_er_significant" not in run.values  # none measured

@@ -131,7 +131,8 @@ def test_the_dose_response_glue_names_the_rules_choice_and_whether_this_build_us
     assert run.values["dr_exact_gain_0"] == "+0.0050 ± 0.0030" and run.values["dr_exact_inv_T_1"] == 0.25
     assert run.values["dr_top_gain_0"] == "+0.0500 ± 0.0050" and run.values["dr_top_gain_1"] == "n/a"  # not measured
     assert "dr_exact" not in run.values and "dr_top" not in run.values  # numbers per seed, no pasted list
-    assert run.values["dr_best_point"] == "misstatements 0.3, training seed 0" and run.values["dr_z_max"] == 10.0
+    assert (run.values["dr_best_point_design"], run.values["dr_best_point_seed"]) == ("misstatements 0.3", 0)
+    assert run.values["dr_z_max"] == 10.0 and "dr_best_point" not in run.values  # a name and a number, no phrase
     assert run.values["dr_best_design"] == "misstatements 0.3" and run.values["dr_best_design_z"] == 10.0
     assert run.values["dr_ne_er_points"] == 0 and "dr_ne_er_significant" not in run.values  # none measured
     ne = table.assign(ne_er_gain=[0.03, 0.01, -0.02, float("nan"), 0.05], ne_er_gain_se=0.01)

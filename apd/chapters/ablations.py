@@ -17,7 +17,6 @@ from apd.amateur.runs import collect_config, collect_family
 from apd.evaluation.ablations import (
     GROUP_TITLES,
     MAIN,
-    gate_sentence,
     label,
     measure_difference,
     reference_of,
@@ -393,13 +392,10 @@ def glue_distilled(run, cmp: Comparisons, profile: str, data_fraction: float) ->
     apd_headline = ApdHeadline.load(profile, missing_ok=True)  # None when the APD chapter has not run
     apd_toward = None if apd_headline is None else apd_headline.distilled_toward_expert
     run.glue_text("apd_distilled_toward_expert", apd_toward, "{:.2f}", missing="n/a (the APD chapter has not run)")
-    run.glue("distilled_gates", gate_sentence(g))
     run.glue("distilled_engaged", bool(g is not None and g.engaged))
     run.glue("distilled_not_engaged", bool(g is not None and not g.engaged))
     run.glue_text("distilled_toward_expert", None if g is None else g.toward_expert, "{:.2f}")
     run.glue_text("distilled_kl", cmp.kl(DISTILLED), "{:.4f}")
-    run.glue("distilled_vs_cd", cmp.word(DISTILLED, "CD"))
-    run.glue("distilled_vs_main", cmp.word(DISTILLED, MAIN))
     pairs = {
         "distilled_kl_diff_cd": (DISTILLED, "CD"),
         "distilled_kl_diff_main": (DISTILLED, MAIN),

@@ -201,7 +201,7 @@ def seed_values(pts: pd.DataFrame, design: str, key: str) -> dict:
 def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> None:
     """Glue the dose-response study (:mod:`apd.report.dose_response`): how many points and designs
     were measured (``dr_points``, ``dr_designs``), the range of their gains in standard errors
-    (``dr_z_min``, ``dr_z_max``; the best point ``dr_best_point``; the design whose weaker seed is
+    (``dr_z_min``, ``dr_z_max``; the best point's design and seed ``dr_best_point_design``, ``dr_best_point_seed``; the design whose weaker seed is
     strongest, ``dr_best_design`` at ``dr_best_design_z``), the exact-truth world's KL gain and dev
     1/T per training seed of :data:`apd.report.dose_response.DOSE_SEEDS` (:func:`seed_values`:
     ``dr_exact_gain_<seed>``, ``dr_exact_inv_T_<seed>``; their mean ``dr_mean_exact``), the largest
@@ -233,7 +233,8 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
         run.glue_text("dr_z_min", float(pts["z"].min()), "{:.1f}")
         run.glue_text("dr_z_max", float(pts["z"].max()), "{:.1f}")
         best = pts.loc[pts["z"].idxmax()]
-        run.glue("dr_best_point", f"{best['design']}, training seed {int(best['seed'])}")
+        run.glue("dr_best_point_design", str(best["design"]))
+        run.glue_text("dr_best_point_seed", int(best["seed"]), "{:d}")
         low = pts.groupby("design", sort=False)["z"].min()
         run.glue("dr_best_design", str(low.idxmax()))
         run.glue_text("dr_best_design_z", float(low.max()), "{:.1f}")

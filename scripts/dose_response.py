@@ -137,16 +137,12 @@ def main(argv=None) -> int:
         raise SystemExit(f"--only: unknown design(s) {unknown}; use one of {sorted(known)}")
     import testbed_study
 
-    default = args.scale == "default"
-    table = (
-        table_path(args.table)
-        if args.table or default
-        else table_path(None).with_name(f"dose_response_{args.scale}.csv")
-    )
-    if args.ne_er:
-        seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-        return add_ne_er(table, args.only, seeds, args.scale, args.device)
+    table = table_path(args.table)
+    if args.scale != "default" and not args.table:  # another scale's points: a table of their own
+        table = table.with_name(f"dose_response_{args.scale}.csv")
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    if args.ne_er:
+        return add_ne_er(table, args.only, seeds, args.scale, args.device)
     # In the rule's order, a design's seeds before the next design. Until the rule has chosen, a
     # design that failed on one seed is decided and its other seeds wait, and the study stops at
     # the first design that passes on every seed; --all-seeds measures every point (the figure).

@@ -17,7 +17,7 @@ from an empty cache with ``--no-html`` and as many slots as the machine has core
 side, and inside them members and ALM' variants, each its own process on the one GPU), stopping the
 build with an interrupt when ``--budget`` seconds (default 510, counted from the script's start)
 have passed, so that what it did still comes back. Into ``$OUT`` (``./gpu-out`` when unset) it
-writes at most eight files: ``build.log``, ``timing.json`` (wall time, every job, GPU utilisation
+writes seven files: ``build.log``, ``timing.json`` (wall time, every job, GPU utilisation
 sampled each second, also while models trained), ``build_report.md`` (``scripts/build_report.py``),
 ``machine.txt``, ``results.tar.gz`` (``results/<profile>/``), ``notebooks.tar.gz`` (the executed
 notebooks) and ``summary.json``. Exit status: the build's (130 when the budget stopped it).
@@ -187,7 +187,7 @@ def _machine(env: dict) -> str:
 
 
 def collect(out: Path, profile: str, env: dict, summary: dict) -> None:
-    """The run's report files into ``out`` (at most eight)."""
+    """The run's report files into ``out`` (seven; the device tool returns at most eight)."""
     out.mkdir(parents=True, exist_ok=True)
     build = ROOT / "_build" / profile
     if (build / "timing.json").is_file():

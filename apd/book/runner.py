@@ -124,11 +124,11 @@ def _build_locked(
     keys = chapter_keys(stems, params, root, NEEDS)  # from the inputs alone, before anything runs
     run = [stem for stem in stems if not only or stem in only]
     missing = [stem for stem in stems if stem not in run and not (out_dir / f"{stem}.ipynb").is_file()]
-    machine, log = timing.MachineSampler(), root / "_build" / profile / "jobs.jsonl"
-    started = finished = False
+    machine, log = timing.MachineSampler(), None
+    finished = False
     try:
-        with build_environment(profile, root, jobs), machine:
-            started = True  # the job log is this build's from here on
+        with build_environment(profile, root, jobs) as env, machine:
+            log = Path(env[JOBS_LOG_ENV])  # this build's job log from here on
             if jobs > 1 and len(run) > 1:
                 _run_side_by_side(profile, params, stems, run, keys, force, root, jobs)
             else:
@@ -144,7 +144,7 @@ def _build_locked(
                     build_status.log_chapter(profile, stem, status, time.time() - t0, root)
         finished = True
     finally:  # an interrupted or failed build reports what it did too ("finished": false)
-        if started:
+        if log is not None:
             spent = timing.build_timing(timing.read_jobs(log), time.time() - t_all, jobs, machine.result())
             timing.write_timing(root / "_build" / profile / "timing.json", {**spent, "finished": finished})
     print(f"[apd] notebooks done in {time.time() - t_all:.1f} s", flush=True)

@@ -92,10 +92,22 @@ def test_table_marks_failed_gates_untestable(tiny):
     assert list(table[ab.SHOWN].columns[:2]) == ["label", "verdict_kl"]
 
 
+def test_claims_glue_paired_differences_not_words(tiny):
+    run, _, cmp = tiny
+    ab.glue_claims(run, cmp)
+    d, se = cmp.difference("alm+elm", "APD")
+    assert run.values["ends_vs_main"] == pytest.approx(d) and run.values["ends_vs_main_se"] == pytest.approx(se)
+    assert run.values["logit_vs_main"] == pytest.approx(cmp.difference("logit", "APD")[0])
+    assert run.values["poly3_vs_main"] == "n/a (not run)" and run.values["poly3_vs_main_se"] == "n/a"
+    assert {type(run.values[k]) for k in ab.CLAIMS} <= {float, str}
+    assert all(isinstance(run.values[k], float) or run.values[k] == "n/a (not run)" for k in ab.CLAIMS)
+
+
 def test_comparisons_headline_and_orderings(tiny):
     run, _, cmp = tiny
     assert cmp.vs("logit", "APD") == ab.UNTESTABLE and cmp.vs("missing", "APD") is None
-    assert cmp.word("distilled", "APD") == "lower (better) than"
+    d, se = cmp.difference("distilled", "APD")
+    assert d < 0 and se > 0  # the fixture's distilled run is closer to the truth
     h = ab.headline(cmp)
     assert h.n_gated == 5 and h.n_engaged == 4 and h.gate_reason["logit"] == "curve inert"
     record_headline(run, h)

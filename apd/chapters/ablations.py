@@ -32,13 +32,6 @@ from apd.report.tables import plus_minus, yes_no
 
 UNTESTABLE = "untestable (gates)"
 DISTILLED = "distilled"
-WORDS = {
-    "better": "lower (better) than",
-    "worse": "higher (worse) than",
-    "tie": "not clearly different from",
-    UNTESTABLE: "not comparable (a mechanism gate failed) with",
-}
-NOT_RUN = "not compared (not run in this build) with"
 # the table in the text: each run's verdict first, its paired KL difference with the standard error
 SHOWN = ["label", "verdict_kl", "kl_diff", "kl_diff_se", "engaged"]
 # the same columns as the page names them (display only: the saved table keeps its own names)
@@ -95,8 +88,10 @@ ORDERINGS = {
     "distilled: every member beats ALM + middle + ELM": ("distilled-alm+mid+elm", DISTILLED, "worse"),
     "distilled: the small members matter": ("distilled-no-small", DISTILLED, "worse"),
 }
-# the prose's comparisons: glue key -> (run, against)
+# the prose's comparisons: glue key -> (run, against); each is glued as the paired KL difference
+# (run minus against, nats) and its standard error over people (``<key>_se``)
 CLAIMS = {
+    "main_vs_cd": (MAIN, "CD"),
     "logit_vs_main": ("logit", MAIN),
     "noflip_vs_main": ("no-flip", MAIN),
     "ends_vs_main": ("alm+elm", MAIN),
@@ -109,6 +104,7 @@ CLAIMS = {
     "l30_vs_main": ("lambda3=0", MAIN),
     "l3x2_vs_main": ("lambda3x2", MAIN),
     "l3x6_vs_main": ("lambda3x6", MAIN),
+    "poly3_vs_main": ("poly3", MAIN),
 }
 
 
@@ -265,10 +261,6 @@ class Comparisons:
             *measure_difference(self.per[a], self.per[b], measure, groups=self.people), self.z, self.min_effect
         )
 
-    def word(self, a: str, b: str) -> str:
-        """:meth:`vs` as a comparative the prose follows with ``b`` ("lower (better) than", ...)."""
-        return WORDS.get(self.vs(a, b), NOT_RUN)
-
     def difference(self, a: str, b: str):
         """``(mean KL of a minus b, its standard error over people)``, or ``(None, None)``."""
         if a not in self.per or b not in self.per:
@@ -307,7 +299,6 @@ def glue_overview(run, cmp: Comparisons) -> None:
     """Glue the chosen 1/T, APD against CD, and which ablations beat, lose to or tie the main APD."""
     run.glue("inv_T_main", float(cmp.table.loc[MAIN, "inv_T"]))
     run.glue("inv_T_cd", float(cmp.table.loc["CD", "inv_T"]))
-    run.glue("main_vs_cd", cmp.word(MAIN, "CD"))
     better = cmp.with_verdict("better")
     run.glue("beat_main", ", ".join(better) or "none")
     run.glue("lose_main", ", ".join(cmp.with_verdict("worse")) or "none")
@@ -340,17 +331,17 @@ def group_figure(table: pd.DataFrame, group: str, *, z: float, title: str):
 
 
 def glue_claims(run, cmp: Comparisons) -> None:
-    """Glue each comparison the prose's list quotes, the best decay, and the runs equal to the main APD."""
+    """Glue each comparison the prose quotes (:data:`CLAIMS`: the paired KL difference, "n/a" where
+    a run did not run), the best decay, and the runs equal to the main APD."""
     for key, (a, b) in CLAIMS.items():
-        run.glue(key, cmp.word(a, b))
+        d, se = cmp.difference(a, b)
+        run.glue_text(key, d, "{:+.4f}", missing="n/a (not run)")
+        run.glue_text(f"{key}_se", se, "{:.4f}", missing="n/a")
     decays = {
         "exponential": cmp.kl(MAIN),
         **{d: cmp.kl(d) for d in ("logistic", "poly1", "poly3") if d in cmp.table.index},
     }
     run.glue("best_decay", min(decays, key=decays.get) if len(decays) > 1 else "n/a")
-    run.glue("poly3_vs_main", cmp.word("poly3", MAIN))
-    run.glue("dmid_vs_dist", cmp.word("distilled-alm+mid+elm", DISTILLED))
-    run.glue("dnosmall_vs_dist", cmp.word("distilled-no-small", DISTILLED))
     main = cmp.per[MAIN][["kl", "nll"]].to_numpy()
     same = [
         n

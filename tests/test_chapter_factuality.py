@@ -412,7 +412,10 @@ def test_the_sweeps_control_reads_one_unit_per_person_where_the_verdicts_design_
     # the verdict's design needs a person with two units for its variance components: none here
     with pytest.raises(ValueError, match="at least two units"):
         ch.power.paired_verdict(world, prompts, own, elm)
-    assert ch.verdict_control(world, prompts, own, elm) is None
+    # the control needs no variance components: it reads the same sample as the sweep's control
+    assert ch.verdict_control(world, prompts, own, elm).mean == ctrl.mean
+    with pytest.raises(ValueError, match="same prompts and seeds"):  # a shape mismatch is never a missing control
+        ch.verdict_control(world, prompts, own, [g * 2 for g in elm])
     one = {k: g[:1] for k, g in gens.items()}
     assert ch.positive_control(world, prompts[:1], wres, one, 0.8, 2.0) is None  # one person: no standard error
 

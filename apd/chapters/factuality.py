@@ -673,7 +673,8 @@ def verdict_control(world, vprompts, cd_continuations, elm_continuations):
     NE_ER minus CD's, both continuing every prompt under the same seeds, paired by (prompt, seed),
     averaged per person, standard error over people (:func:`apd.evaluation.factuality.power.paired_verdict`; the
     rule: ``docs/design-notes.md``, "The factuality verdicts' NE_ER control"). Positive: CD names
-    fewer wrong entities. None when fewer than two people have an entity in both.
+    fewer wrong entities. None when fewer than two people have an entity in both; a ValueError when
+    the two methods' continuations differ in shape.
 
     Example (the expert names another person's city, CD each person's own; two seeds):
         >>> from apd.world.world import World, WorldConfig
@@ -687,11 +688,10 @@ def verdict_control(world, vprompts, cd_continuations, elm_continuations):
         >>> c.mean, c.n_groups
         (1.0, 3)
     """
-    try:
-        ctrl = power.paired_verdict(world, vprompts, cd_continuations, elm_continuations).difference
-    except ValueError:  # fewer than two people with an entity in both
-        return None
-    return ctrl if np.isfinite(ctrl.se) else None
+    # the units alone: a control needs no variance components (paired_verdict would refuse a sample
+    # with one unit per person), and continuations of different shapes still raise
+    ctrl = power.paired_units(world, vprompts, cd_continuations, elm_continuations).difference
+    return ctrl if ctrl.n_groups >= 2 and np.isfinite(ctrl.se) else None
 
 
 def control_values(ctrl, suffix: str = "") -> Glued:

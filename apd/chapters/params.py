@@ -164,6 +164,23 @@ def parameters_cell(stem: str) -> str:
 
 
 @dataclass(frozen=True)
+class LoadedFamilyParams:
+    """The parameters every chapter that loads a family starts with (a chapter may give one its own
+    doc by declaring it again, which keeps its place)."""
+
+    COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
+    profile: str = param("default", NAME)
+    family: str = param("pico", FAMILY, "pico (trained here), or pythia / opt / qwen1.5 from the Hub")
+    pico_scale: str = param("default", PICO_SCALE, "pico only: smoke or default")
+    members: list[str] | None = param(None, list_of(NAME), "None: every member of the family")
+    local_dir: str | None = param(None, NAME, "Hub families: a folder with one subfolder per member")
+    device: str = param("auto", DEVICE_RULE, "auto: cuda when available, else cpu")
+    load_kwargs: dict = param(
+        {}, ANY, 'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False} or {"offload": True}'
+    )
+
+
+@dataclass(frozen=True)
 class Theorem1Params:
     """The parameters of ``notebooks/theorem1.ipynb``."""
 
@@ -183,19 +200,10 @@ class Theorem1Params:
 
 
 @dataclass(frozen=True)
-class FamilyParams:
+class FamilyParams(LoadedFamilyParams):
     """The parameters of ``notebooks/family.ipynb``."""
 
     COLUMN: ClassVar[int] = 25  # where the comments of the parameters cell start
-    profile: str = param("default", NAME)
-    family: str = param("pico", FAMILY, "pico (trained here), or pythia / opt / qwen1.5 from the Hub")
-    pico_scale: str = param("default", PICO_SCALE, "pico only: smoke or default")
-    members: list[str] | None = param(None, list_of(NAME), "None: every member of the family")
-    local_dir: str | None = param(None, NAME, "Hub families: a folder with one subfolder per member")
-    device: str = param("auto", DEVICE_RULE, "auto: cuda when available, else cpu")
-    load_kwargs: dict = param(
-        {}, ANY, 'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False} or {"offload": True}'
-    )
     heldout_tokens: int = param(20000, COUNT, "tokens of held-out text for the loss")
     qa_items_per_bucket: int = param(400, COUNT, "world QA items per frequency bucket (pico only)")
     alpha: float = param(0.01, PROBABILITY, "significance level of the paired test of tail knowledge", gap=10)
@@ -203,22 +211,11 @@ class FamilyParams:
 
 
 @dataclass(frozen=True)
-class ApdParams:
+class ApdParams(LoadedFamilyParams):
     """The parameters of ``notebooks/apd.ipynb``."""
 
     COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
-    profile: str = param("default", NAME)
-    family: str = param("pico", FAMILY, "pico (trained here), or pythia / opt / qwen1.5 from the Hub")
     pico_scale: str = param("default", PICO_SCALE, "pico: smoke or default; also the scale of ALM' training")
-    members: list[str] | None = param(None, list_of(NAME))
-    local_dir: str | None = param(None, NAME)
-    device: str = param("auto", DEVICE_RULE)
-    load_kwargs: dict = param(
-        {},
-        ANY,
-        'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False} or {"offload": True}',
-        gap=1,
-    )
     seed: int = param(0, SEED, "dev/test split of the world's people and all sampling")
     top_k: int = param(20, COUNT, "every method is compared over the ELM's top-k tokens")
     inv_T_grid: list[float] = param(
@@ -267,22 +264,10 @@ class KnownAnswerParams:
 
 
 @dataclass(frozen=True)
-class CurvesParams:
+class CurvesParams(LoadedFamilyParams):
     """The parameters of ``notebooks/curves.ipynb``."""
 
     COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
-    profile: str = param("default", NAME)
-    family: str = param("pico", FAMILY)
-    pico_scale: str = param("default", PICO_SCALE)
-    members: list[str] | None = param(None, list_of(NAME))
-    local_dir: str | None = param(None, NAME)
-    device: str = param("auto", DEVICE_RULE)
-    load_kwargs: dict = param(
-        {},
-        ANY,
-        'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False} or {"offload": True}',
-        gap=1,
-    )
     prompt: str = param("", TEXT, "empty: a biography of a torso person of the world (pico)")
     T_values: list[float] = param([1.0, 2.0], list_of(POSITIVE), "CD temperatures drawn in the curve figures")
     top_k: int = param(20, COUNT, "CD/APD act on the ELM's top-k tokens")
@@ -305,22 +290,10 @@ class CurvesParams:
 
 
 @dataclass(frozen=True)
-class QaParams:
+class QaParams(LoadedFamilyParams):
     """The parameters of ``notebooks/qa.ipynb``."""
 
     COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
-    profile: str = param("default", NAME)
-    family: str = param("pico", FAMILY)
-    pico_scale: str = param("default", PICO_SCALE)
-    members: list[str] | None = param(None, list_of(NAME))
-    local_dir: str | None = param(None, NAME)
-    device: str = param("auto", DEVICE_RULE)
-    load_kwargs: dict = param(
-        {},
-        ANY,
-        'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False} or {"offload": True}',
-        gap=1,
-    )
     alm_prime_path: str | None = param(None, NAME, "a folder with ALM' (save_pretrained); None: apd.apd_model")
     use_reference: bool = param(
         True, FLAG, 'Hub families: also run the family\'s bigger model (Pythia-12B) as "LLM (bigger)"'
@@ -351,17 +324,11 @@ class QaParams:
 
 
 @dataclass(frozen=True)
-class RealParams:
+class RealParams(LoadedFamilyParams):
     """The parameters of ``notebooks/real.ipynb``."""
 
     COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
-    profile: str = param("default", NAME)
-    family: str = param("pico", FAMILY, "pico (trained here), or pythia / opt / qwen1.5 from the Hub")
     pico_scale: str = param("default", PICO_SCALE, "pico: smoke or default; also the scale of THF training")
-    members: list[str] | None = param(None, list_of(NAME))
-    local_dir: str | None = param(None, NAME)
-    device: str = param("auto", DEVICE_RULE)
-    load_kwargs: dict = param({}, ANY, 'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False}')
     seed: int = param(0, SEED, "which world questions are drawn")
     qa_items_per_bucket: int = param(200, COUNT, "world questions per frequency bucket (at most)")
     window: int = param(40, COUNT, "tokens the THF model reads (the release: 40)")
@@ -370,22 +337,10 @@ class RealParams:
 
 
 @dataclass(frozen=True)
-class FactualityParams:
+class FactualityParams(LoadedFamilyParams):
     """The parameters of ``notebooks/factuality.ipynb``."""
 
     COLUMN: ClassVar[int] = 32  # where the comments of the parameters cell start
-    profile: str = param("default", NAME)
-    family: str = param("pico", FAMILY, "pico (trained here), or pythia / opt / qwen1.5 from the Hub")
-    pico_scale: str = param("default", PICO_SCALE, "pico only: smoke or default")
-    members: list[str] | None = param(None, list_of(NAME))
-    local_dir: str | None = param(None, NAME)
-    device: str = param("auto", DEVICE_RULE)
-    load_kwargs: dict = param(
-        {},
-        ANY,
-        'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False} or {"offload": True}',
-        gap=1,
-    )
     alm_prime_path: str | None = param(None, NAME, "a folder with ALM' (save_pretrained); None: apd.apd_model")
     thf_path: str | None = param(
         None, NAME, "a folder with REAL's THF model (apd.load_thf); None: apd.thf_model (the REAL chapter's, cached)"
@@ -522,17 +477,10 @@ class PaperVsBookParams:
 
 
 @dataclass(frozen=True)
-class TutorialParams:
+class TutorialParams(LoadedFamilyParams):
     """The parameters of ``notebooks/tutorial.ipynb``."""
 
     COLUMN: ClassVar[int] = 27  # where the comments of the parameters cell start
-    profile: str = param("default", NAME)
-    family: str = param("pico", FAMILY, "pico (trained here, then cached), or pythia / opt / qwen1.5 from the Hub")
-    pico_scale: str = param("default", PICO_SCALE, "pico only: smoke or default")
-    members: list[str] | None = param(None, list_of(NAME), "None: every member of the family")
-    local_dir: str | None = param(None, NAME, "Hub families: a folder with one subfolder per member")
-    device: str = param("auto", DEVICE_RULE)
-    load_kwargs: dict = param({}, ANY, 'more apd.family.loading.load_family arguments, e.g. {"check_sizes": False}')
     prompts: list[str] = param(["The capital of France is", "She was born in"], list_of(TEXT))
     max_new_tokens: int = param(24, COUNT)
     top_p: float = param(0.8, PROBABILITY, "the paper's top-p k20 threshold, on the expert's distribution")

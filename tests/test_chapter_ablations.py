@@ -99,6 +99,10 @@ def test_claims_glue_paired_differences_not_words(tiny):
     assert run.values["ends_vs_main"] == pytest.approx(d) and run.values["ends_vs_main_se"] == pytest.approx(se)
     assert run.values["logit_vs_main"] == pytest.approx(cmp.difference("logit", "APD")[0])
     assert run.values["poly3_vs_main"] == "n/a (not run)" and run.values["poly3_vs_main_se"] == "n/a"
+    ab.glue_overview(run, cmp)  # every run the table lists lands in one of the four lists
+    lists = [run.values[k] for k in ("beat_main", "lose_main", "tie_main", "untestable_main")]
+    assert run.values["untestable_main"] == "logit"
+    assert sorted(n for text in lists if text != "none" for n in text.split(", ")) == sorted(cmp.names)
     assert {type(run.values[k]) for k in ab.CLAIMS} <= {float, str}
     assert all(isinstance(run.values[k], float) or run.values[k] == "n/a (not run)" for k in ab.CLAIMS)
 

@@ -296,13 +296,15 @@ def headline(cmp: Comparisons) -> AblationsHeadline:
 
 
 def glue_overview(run, cmp: Comparisons) -> None:
-    """Glue the chosen 1/T, APD against CD, and which ablations beat, lose to or tie the main APD."""
+    """Glue the chosen 1/T, APD against CD, and which ablations beat, lose to or tie the main APD, and
+    which cannot be compared with it (a mechanism gate failed)."""
     run.glue("inv_T_main", float(cmp.table.loc[MAIN, "inv_T"]))
     run.glue("inv_T_cd", float(cmp.table.loc["CD", "inv_T"]))
     better = cmp.with_verdict("better")
     run.glue("beat_main", ", ".join(better) or "none")
     run.glue("lose_main", ", ".join(cmp.with_verdict("worse")) or "none")
     run.glue("tie_main", ", ".join(cmp.with_verdict("tie")) or "none")
+    run.glue("untestable_main", ", ".join(cmp.with_verdict(UNTESTABLE)) or "none")
     run.glue("n_beat_main", len(better))
 
 

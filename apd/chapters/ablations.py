@@ -297,7 +297,7 @@ def headline(cmp: Comparisons) -> AblationsHeadline:
 
 def glue_overview(run, cmp: Comparisons) -> None:
     """Glue the chosen 1/T, APD against CD, and which ablations beat, lose to or tie the main APD, and
-    which cannot be compared with it (a mechanism gate failed)."""
+    which cannot be compared with it (it or the main APD fails a mechanism gate)."""
     run.glue("inv_T_main", float(cmp.table.loc[MAIN, "inv_T"]))
     run.glue("inv_T_cd", float(cmp.table.loc["CD", "inv_T"]))
     better = cmp.with_verdict("better")

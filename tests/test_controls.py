@@ -1,6 +1,7 @@
 """Testbed controls (apd.evaluation.controls) and the testbed table (apd.report.testbed)."""
 
 import json
+import multiprocessing
 
 import numpy as np
 import pandas as pd
@@ -138,6 +139,26 @@ def test_testbed_table_appends_and_replaces(tmp_path):
     assert s.loc["b", "passes"] == "3 of 3"
     with pytest.raises(ValueError, match="needs"):
         tb.append_configuration({"configuration": "c"}, path)
+
+
+def _append_many(path, prefix, n, row):
+    for i in range(n):
+        tb.append_configuration({**row, "configuration": f"{prefix}{i}"}, path)
+
+
+def test_processes_appending_side_by_side_keep_every_row(tmp_path, monkeypatch):
+    monkeypatch.setenv("APD_CACHE_DIR", str(tmp_path / "cache"))  # where the table's lock lives
+    path = tmp_path / "t.csv"
+    row = {"overrides": "{}", "device": "cpu", **_controls().row()}
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_append_many, args=(path, p, 15, row)) for p in "ab"]
+    for proc in procs:
+        proc.start()
+    for proc in procs:
+        proc.join(60)
+    assert [proc.exitcode for proc in procs] == [0, 0]
+    assert len(tb.read_configurations(path)) == 30  # without the lock, rows written at once are lost
+    assert tb.table_lock(path).parent == tmp_path / "cache" / "locks"
 
 
 def test_committed_table_reads():

@@ -10,6 +10,7 @@ name), ``overrides`` (JSON of the fields changed from the default scale), the
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -17,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from apd.base.io import atomic_write
-from apd.base.paths import project_root
+from apd.base.lock import file_lock
+from apd.base.paths import cache_dir, project_root
 from apd.report.tables import plus_minus
 
 #: Where the table lives, relative to the project root.
@@ -56,19 +58,32 @@ def append_configuration(row: dict, path=None) -> pd.DataFrame:
     missing = [k for k in TESTBED_KEY if k not in row]
     if missing:
         raise ValueError(f"a testbed row needs {list(TESTBED_KEY)}; {missing} missing.")
-    table = read_configurations(path)
-    if len(table):
-        same = (
-            (table["configuration"].astype(str) == str(row["configuration"]))
-            & (table["overrides"].astype(str) == str(row["overrides"]))
-            & (table["device"].astype(str) == str(row["device"]))
-        )
-        table = table[~same]
-    table = pd.concat([table, pd.DataFrame([row])], ignore_index=True) if len(table) else pd.DataFrame([row])
     p = table_path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(p, lambda tmp: table.to_csv(tmp, index=False))
+    with file_lock(table_lock(p)):  # processes measuring side by side each add their row
+        table = read_configurations(p)
+        if len(table):
+            same = (
+                (table["configuration"].astype(str) == str(row["configuration"]))
+                & (table["overrides"].astype(str) == str(row["overrides"]))
+                & (table["device"].astype(str) == str(row["device"]))
+            )
+            table = table[~same]
+        table = pd.concat([table, pd.DataFrame([row])], ignore_index=True) if len(table) else pd.DataFrame([row])
+        atomic_write(p, lambda tmp: table.to_csv(tmp, index=False))
     return table
+
+
+def table_lock(path) -> Path:
+    """The lock file of a testbed table (in the cache, so the table's folder stays clean): one per
+    resolved path, held while a row is read, changed and written.
+
+    Example:
+        >>> table_lock("a.csv") == table_lock(Path("a.csv").resolve()), table_lock("a.csv").suffix
+        (True, '.lock')
+    """
+    digest = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:16]
+    return cache_dir() / "locks" / f"testbed-table-{digest}.lock"
 
 
 #: The summary's columns: (table column, heading).

@@ -4,6 +4,8 @@ its dry run on the CPU at smoke size.
     python scripts/gpu_book.py pack                # here, with PyPI: .whl/ and .gpudata/data.tar.gz
     python3 scripts/gpu_book.py run                # on the GPU machine: the book, its report in $OUT
     python scripts/gpu_book.py run --dry-run       # here: the same run on the CPU, smoke profile
+    python3 scripts/gpu_book.py dose               # on the GPU machine: the testbed's dose-response
+    python scripts/gpu_book.py dose --dry-run      # here: the same at the smoke scale on the CPU
 
 ``pack`` downloads the lock's versions of what the book needs beyond the GPU machine's own
 numerical stack (transformers, tokenizers, papermill and the kernel, the Wikipedia package the world
@@ -21,6 +23,14 @@ writes seven files: ``build.log``, ``timing.json`` (wall time, every job, GPU ut
 sampled each second, also while models trained), ``build_report.md`` (``scripts/build_report.py``),
 ``machine.txt``, ``results.tar.gz`` (``results/<profile>/``), ``notebooks.tar.gz`` (the executed
 notebooks) and ``summary.json``. Exit status: the build's (130 when the budget stopped it).
+
+``dose`` installs the same wheels and measures the testbed's dose-response at the ``gpu`` scale
+(``scripts/dose_response.py --scale gpu --device cuda``): one process per design (``--only``,
+default every design) side by side on the one GPU, training seed 0 (``--seeds``), each point's row
+added under the table's lock, with the same budget and interrupt. The table starts as the committed
+``docs/testbed/dose_response_gpu.csv`` (its points are skipped) and comes back as
+``dose_response_gpu.csv`` beside ``dose.log``, ``machine.txt`` and ``summary.json``:
+``run(command="python3 scripts/gpu_book.py dose", carry=[".whl"], timeout_s=600)``.
 
 ``--dry-run`` runs the same path here: the ``smoke`` profile on the CPU, no wheels, the same slot
 count (16, the GPU machine's cores) and an empty cache of its own (``--cache``), so the schedule, the
@@ -240,6 +250,114 @@ def run(args) -> int:
     return rc
 
 
+def dose_command(design: str, scale: str, device: str, seeds: str, table: Path) -> list[str]:
+    """One design's ``scripts/dose_response.py`` call (every seed asked for: the rule does not skip).
+
+    Example:
+        >>> dose_command("decoys 0.3", "gpu", "cuda", "0", Path("t.csv"))[2:]
+        ['--only', 'decoys 0.3', '--scale', 'gpu', '--device', 'cuda', '--seeds', '0', '--table', 't.csv', '--all-seeds']
+    """
+    script = str(ROOT / "scripts" / "dose_response.py")
+    return [sys.executable, script, "--only", design, "--scale", scale, "--device", device, "--seeds", seeds] + [
+        "--table",
+        str(table),
+        "--all-seeds",
+    ]
+
+
+def _side_by_side(cmds: list[list[str]], env: dict, log: Path, deadline: float) -> tuple[list[int], bool]:
+    """Run ``cmds`` at once, each into its own part of ``log`` (joined at the end, a header each); an
+    interrupt to every one still running at ``deadline`` (then 30 s before a kill). Returns (exit
+    statuses, stopped by the budget)."""
+    parts = [log.with_name(f"{log.name}.{i}") for i in range(len(cmds))]
+    files = [open(part, "w") for part in parts]
+    procs = [
+        subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, text=True)
+        for cmd, f in zip(cmds, files)
+    ]
+    stopped = False
+    while any(p.poll() is None for p in procs):
+        if not stopped and time.time() > deadline:
+            print(f"[gpu_book] the budget is spent: interrupting {sum(p.poll() is None for p in procs)} process(es)")
+            for p in procs:
+                if p.poll() is None:
+                    p.send_signal(signal.SIGINT)
+            stopped, deadline = True, time.time() + 30
+        elif stopped and time.time() > deadline:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+        time.sleep(0.5)
+    for f in files:
+        f.close()
+    with open(log, "w") as out:
+        for cmd, part, p in zip(cmds, parts, procs):
+            out.write(f"=== {' '.join(cmd[2:])} (exit status {p.returncode})\n{part.read_text()}\n")
+            part.unlink()
+    sys.stdout.write(log.read_text())
+    return [p.returncode for p in procs], stopped
+
+
+def dose(args) -> int:
+    """The dose-response at the gpu scale (the smoke scale on the CPU with ``--dry-run``), in ``$OUT``."""
+    t0 = time.time()
+    env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TQDM_MININTERVAL="10")  # a short log
+    if args.dry_run:
+        scale, device = "smoke", "cpu"
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        env["APD_CACHE_DIR"] = str(Path(args.cache or tempfile.mkdtemp(prefix="apd-dose-dry-")))
+    else:
+        scale, device = "gpu", "cuda"
+        _install_wheels(env)
+        if args.cache:
+            env["APD_CACHE_DIR"] = args.cache
+    known = design_names(env)
+    designs = args.only or known
+    unknown = sorted(set(designs) - set(known))
+    if unknown:
+        raise SystemExit(f"--only: unknown design(s) {unknown}; use one of {known}")
+    env["APD_JOBS"] = str(max(1, (os.cpu_count() or 1) // len(designs)))  # the machine's cores, shared
+    out = Path(os.environ.get("OUT") or ROOT / "gpu-out")
+    out.mkdir(parents=True, exist_ok=True)
+    table = out / f"dose_response_{scale}.csv"
+    committed = ROOT / "docs" / "testbed" / table.name
+    if committed.is_file() and not table.exists():
+        shutil.copy(committed, table)  # its points are skipped
+    cmds = [dose_command(d, scale, device, args.seeds, table) for d in designs]
+    print(f"[gpu_book] {len(cmds)} design(s) side by side, {env['APD_JOBS']} job(s) each (budget {args.budget:.0f} s)")
+    codes, stopped = _side_by_side(cmds, env, out / "dose.log", t0 + args.budget)
+    (out / "machine.txt").write_text(_machine(env))
+    summary = {
+        "scale": scale,
+        "dry_run": args.dry_run,
+        "designs": designs,
+        "seeds": args.seeds,
+        "budget_s": args.budget,
+        "stopped_by_budget": stopped,
+        "exit_status": dict(zip(designs, codes)),
+        "points_in_table": table_rows(table),
+        "script_wall_s": round(time.time() - t0, 1),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"[gpu_book] {json.dumps(summary)}; files in {out}", flush=True)
+    return 0 if not stopped and not any(codes) else (130 if stopped else max(codes))
+
+
+def design_names(env: dict) -> list[str]:
+    """The study's designs, in the rule's order, as ``scripts/dose_response.py --list`` names them
+    (run under ``env``: this process has not installed what ``apd`` imports)."""
+    cmd = [sys.executable, str(ROOT / "scripts" / "dose_response.py"), "--list"]
+    listing = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [line.split(": ", 1)[0] for line in listing.splitlines() if ": " in line]
+
+
+def table_rows(table: Path) -> int:
+    """How many points a dose-response table holds (0 when it does not exist)."""
+    if not table.is_file():
+        return 0
+    return sum(1 for line in table.read_text().splitlines()[1:] if line.strip())
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
@@ -251,8 +369,14 @@ def main(argv=None) -> int:
     r.add_argument("--slots", type=int, default=GPU_SLOTS, help="chapters and jobs at once (--jobs)")
     r.add_argument("--only", action="append", default=[], help="only this chapter (repeatable)")
     r.add_argument("--cache", default=None, help="the cache folder (default: a fresh one in a dry run)")
+    d = sub.add_parser("dose", help="the testbed's dose-response at the gpu scale, or --dry-run here (smoke)")
+    d.add_argument("--dry-run", action="store_true", help="the smoke scale on the CPU, no wheels")
+    d.add_argument("--budget", type=float, default=510.0, help="seconds from the start before the interrupt")
+    d.add_argument("--only", action="append", default=None, help="only this design (repeatable; default: all)")
+    d.add_argument("--seeds", default="0", help="training seeds, comma-separated")
+    d.add_argument("--cache", default=None, help="the cache folder (default: a fresh one in a dry run)")
     args = ap.parse_args(argv)
-    return pack(args.data_dir) if args.what == "pack" else run(args)
+    return {"pack": lambda: pack(args.data_dir), "run": lambda: run(args), "dose": lambda: dose(args)}[args.what]()
 
 
 if __name__ == "__main__":

@@ -68,3 +68,22 @@ def test_the_report_is_at_most_eight_files_with_the_results_and_notebooks(tmp_pa
         assert sorted(tar.getnames()) == ["notebooks", "notebooks/family.ipynb"]
     assert json.loads((out / "summary.json").read_text()) == {"exit_status": 130}
     assert "CPU cores" in (out / "machine.txt").read_text()
+
+
+def test_designs_side_by_side_are_interrupted_together_and_their_logs_joined(tmp_path):
+    log = tmp_path / "dose.log"
+    quick = [sys.executable, "-c", "print('[dose] exact truth, training seed 0 measured')"]
+    t0 = time.time()
+    codes, stopped = gpu_book._side_by_side([[sys.executable, "-c", SLOW], quick], {}, log, deadline=time.time() + 2)
+    assert (codes, stopped) == ([130, 0], True) and time.time() - t0 < 30
+    text = log.read_text()
+    assert "(exit status 130)\n[apd] family: executing\ninterrupted: bookkeeping done" in text
+    assert "(exit status 0)\n[dose] exact truth, training seed 0 measured" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dose.log"]  # the parts are joined, then removed
+
+
+def test_the_dose_command_knows_the_studys_designs():
+    from apd.report.dose_response import DESIGNS
+
+    assert gpu_book.design_names(dict(gpu_book.os.environ, PYTHONPATH=str(ROOT))) == [d.name for d in DESIGNS]
+    assert gpu_book.table_rows(ROOT / "nowhere.csv") == 0

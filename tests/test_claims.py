@@ -882,7 +882,6 @@ def test_same_rows_need_thirty_qualifying_items(results):
 
 
 def test_findings_read_one_sentence_per_claim(results, tmp_path):
-    from apd.book.rendering import FINDINGS_MARKER, insert_findings
     from apd.report import findings
 
     _world_qa(results, gains=(0.09, 0.04, 0.01), gain_se=0.005, engaged=0)
@@ -897,9 +896,6 @@ def test_findings_read_one_sentence_per_claim(results, tmp_path):
     ), items
     assert "[apd." not in text  # result keys and numbers stay in the chapter's table of checks
     assert "{doc}`QA <../notebooks/qa>`" in text and "did not run" in text
-    page = insert_findings(f"# Intro\n\n{FINDINGS_MARKER}\n\nMore.", text, "smoke")
-    assert FINDINGS_MARKER not in page and "main claims" in page
-    assert "make book PROFILE=smoke" in insert_findings(FINDINGS_MARKER, None, "smoke")
 
 
 # ----------------------------------------------------------------------------------------------

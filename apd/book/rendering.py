@@ -1,5 +1,5 @@
 """The HTML book: the hand-written sources staged in ``_build/<profile>/book`` (the intro page
-filled from this profile's findings and summary results, the build report page, a local MathJax),
+filled from this profile's summary results, the build report page, a local MathJax),
 then built by Jupyter Book with warnings as errors."""
 
 from __future__ import annotations
@@ -15,28 +15,6 @@ from apd.base.notebooks import BookError
 from apd.book import status as build_status
 from apd.book.pages import fill_page
 from apd.book.project import ROOT, results_root, toc_notebooks
-
-#: Where the intro page takes the findings table the paper-vs-book chapter wrote
-#: (``results/<profile>/findings.md``, made by :func:`apd.report.findings.findings_markdown`).
-FINDINGS_MARKER = "<!-- apd:findings -->"
-
-
-def insert_findings(page: str, findings: str | None, profile: str) -> str:
-    """``page`` with :data:`FINDINGS_MARKER` replaced by ``findings``, or by a sentence saying how to get them.
-
-    Example:
-        >>> insert_findings("a\\n<!-- apd:findings -->\\nb", "F", "smoke")
-        'a\\nF\\nb'
-    """
-    if FINDINGS_MARKER not in page:
-        return page
-    if not findings:
-        findings = (
-            f"The verdicts appear here once the paper-vs-book chapter has run under the profile "
-            f"`{profile}` (`make book PROFILE={profile}`)."
-        )
-    return page.replace(FINDINGS_MARKER, findings.strip())
-
 
 #: The chapter whose results fill the book's summary page, and the figure that page shows.
 SUMMARY_STEM, HEADLINE_FIGURE = "paper_vs_book", "headline"
@@ -61,7 +39,7 @@ def summary_page(page: str, profile: str, book_dir: Path, root: Path = ROOT) -> 
 
 def stage(profile: str, root: Path = ROOT) -> Path:
     """Copy the book's hand-written sources and a local MathJax into ``_build/<profile>/book``, with
-    the findings of this profile's results in the intro page."""
+    this profile's summary results in the intro page (:func:`summary_page`)."""
     dest = root / "_build" / profile / "book"
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("_config.yml", "_toc.yml"):
@@ -69,11 +47,9 @@ def stage(profile: str, root: Path = ROOT) -> Path:
     if (dest / "book").exists():
         shutil.rmtree(dest / "book")
     shutil.copytree(root / "book", dest / "book")
-    findings = results_root(root) / profile / "findings.md"
     intro = dest / "book" / "intro.md"
     if intro.is_file():
-        text = insert_findings(intro.read_text(), findings.read_text() if findings.is_file() else None, profile)
-        intro.write_text(summary_page(text, profile, dest / "book", root))
+        intro.write_text(summary_page(intro.read_text(), profile, dest / "book", root))
     status_page = dest / "book" / "status.md"  # the build report: the run records of this profile
     if status_page.is_file():
         status_page.write_text(

@@ -20,7 +20,7 @@ from apd.chapters.factuality import direction
 from apd.chapters.theorem1 import Theorem1Headline
 from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, precondition_in_words
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
-from apd.report.findings import findings_markdown, scale_note, size_in_words, variant_note
+from apd.report.findings import findings_markdown, scale_note, size_in_words
 from apd.report.plots import COLORS, figure
 from apd.report.numbers import format_number
 from apd.report.results import chapter_ran, describe_device, load_results, recorded_wall_time, results_dir
@@ -209,8 +209,7 @@ def members(profile: str) -> pd.DataFrame | None:
 
 def write_findings(run, judged, claims, profile: str) -> str:
     """The findings, one sentence per claim (:func:`findings_markdown`), written to ``findings.md``
-    beside the results; glue which ALM' the APD claims were tested on."""
-    run.glue("variant_tested", variant_note(profile))
+    beside the results."""
     text = findings_markdown(judged, claims, profile, scale_note(members(profile), profile))
     (run.dir / "findings.md").write_text(text)
     return text

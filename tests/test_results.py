@@ -39,6 +39,24 @@ def test_finish_writes_flat_json_and_run_record(run, tmp_path):
     assert results.load_results("unit", "nb")["n"] == 7
 
 
+def test_a_page_filled_from_the_json_prints_text_glue_as_the_chapter_does(run, tmp_path):
+    from apd.book.pages import render_markdown
+
+    run.glue_text("kl", 2.41432, "{:.4f}")
+    run.glue_text("share", 0.8123, "{:.0%}")
+    run.glue_text("gone", None, "{:.2f}")
+    run.glue_text("share_later_missing", 0.5, "{:.1f}")
+    run.glue_text("share_later_missing", float("nan"), "{:.1f}")  # the last glue wins: no format for "n/a"
+    run.glue("plain", 2.41432)
+    run.finish(show=False)
+    values = json.loads((tmp_path / "unit" / "nb.json").read_text())
+    assert values[results.GLUE_FORMATS] == {"kl": "{:.4f}", "share": "{:.0%}"}
+    text = "{glue:text}`kl`, {glue:text}`share`, {glue:text}`gone`, {glue:text}`share_later_missing`, "
+    assert render_markdown(text + "{glue:text}`plain` and {glue:text}`kl:.1f`", values) == (
+        "2.4143, 81%, n/a, n/a, 2.41 and 2.4"
+    )
+
+
 def test_bad_values_are_refused(run):
     with pytest.raises(ValueError, match="finite"):
         run.glue("x", math.inf)

@@ -26,6 +26,7 @@ import re
 from typing import Any, Iterable
 
 from apd.report.numbers import format_number
+from apd.report.results import GLUE_FORMATS, format_value
 
 #: A MyST glue reference: {glue:text}`key`, {glue:text}`key:.3f`, {glue}`key`, {glue:md}`key`.
 GLUE_ROLE = re.compile(r"\{glue(?::(?:text|md|any))?\}`([^`:]+)(?::([^`]*))?`")
@@ -104,17 +105,26 @@ def _format(value: Any, spec: str | None) -> str:
 
 def render_markdown(source: str, values: dict[str, Any], unknown: str = "<<{key} not glued>>") -> str:
     """``source`` with every glue reference replaced by its value from ``values`` (formatted with
-    the reference's format spec), as the page shows it; a key the chapter never glued reads
-    ``unknown``.
+    the reference's format spec, else with the format the chapter glued it with, recorded under
+    :data:`apd.report.results.GLUE_FORMATS`), as the page shows it; a key the chapter never glued
+    reads ``unknown``.
 
     Example:
         >>> render_markdown("KL is {glue:text}`kl:.2f` on {glue:text}`n` items", {"kl": 0.1234, "n": 5})
         'KL is 0.12 on 5 items'
+        >>> render_markdown("{glue:text}`share` of tokens", {"share": 0.812, "glue_formats": {"share": "{:.0%}"}})
+        '81% of tokens'
     """
+
+    formats = values.get(GLUE_FORMATS) or {}
 
     def one(m: re.Match) -> str:
         key, spec = m.group(1), m.group(2)
-        return _format(values[key], spec) if key in values else unknown.format(key=key)
+        if key not in values:
+            return unknown.format(key=key)
+        if not spec and key in formats and not isinstance(values[key], str):  # as the chapter glued it
+            return format_value(formats[key], values[key])
+        return _format(values[key], spec)
 
     return GLUE_ROLE.sub(one, source)
 

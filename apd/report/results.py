@@ -221,6 +221,11 @@ def parameters_from_namespace(namespace: dict) -> dict[str, Any]:
 _FIXED = re.compile(r"^\{:([+ ]?)\.(\d+)([f%])\}$")
 
 
+#: The results file's entry ``{key: format}`` for the values glued as text with a format
+#: (:meth:`Run.glue_text`), so that a page filled from the file prints them as the chapter does.
+GLUE_FORMATS = "glue_formats"
+
+
 def format_value(fmt: str | None, value: Any) -> str:
     """``fmt.format(value)`` with the book's number rules (:mod:`apd.report.numbers`): no ``fmt``
     (None, or ``"{}"`` for a number) prints :func:`~apd.report.numbers.format_number` (integers as
@@ -285,6 +290,7 @@ class Run:
     parameters: dict[str, Any]
     device: str | None = None
     values: dict[str, Any] = field(default_factory=dict)
+    formats: dict[str, str] = field(default_factory=dict)  # glue_text's formats, saved as GLUE_FORMATS
     figures: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
@@ -436,6 +442,10 @@ class Run:
         absent = value is None or (isinstance(value, float) and not math.isfinite(value))
         text = missing if absent else format_value(fmt, _plain(value))
         self.values[name] = missing if absent else _plain(value)
+        if fmt and not absent:  # a page filled from the JSON (the intro) prints it as the chapter does
+            self.formats[name] = fmt
+        else:
+            self.formats.pop(name, None)
         try:
             from myst_nb import glue
         except ImportError:
@@ -496,7 +506,8 @@ class Run:
         record = self.record_dict()
         self.values.setdefault("profile", self.profile)
         self.values["wall_time_s"] = record["wall_time_s"]
-        write_json(self.dir / f"{self.stem}.json", self.values, trailing_newline=True)
+        values = {**self.values, GLUE_FORMATS: dict(sorted(self.formats.items()))} if self.formats else self.values
+        write_json(self.dir / f"{self.stem}.json", values, trailing_newline=True)
         write_json(self.dir / "runs" / f"{self.stem}.json", record, trailing_newline=True)
         if show:
             try:

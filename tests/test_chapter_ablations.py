@@ -90,6 +90,20 @@ def test_table_marks_failed_gates_untestable(tiny):
     assert t.loc["logit", "verdict_kl"] == ab.UNTESTABLE and t.loc["APD", "verdict_kl"] == "main"
     assert t.loc["distilled", "verdict_kl"] == "better" and t.loc["logit", "engaged"] == 0
     assert list(table[ab.SHOWN].columns[:2]) == ["label", "verdict_kl"]
+    assert t.loc["CD", "verdict_kl"] == "worse"  # the main APD passes its gates: CD is compared
+
+
+def test_cd_and_the_expert_are_untestable_against_a_main_apd_that_fails_its_gates(tiny):
+    _, table, cmp = tiny
+    raw = table.drop(
+        columns=["label", "verdict_kl", "verdict_nll", "engaged", "curve_alive", "share_at_expert", "gates"]
+    )
+    res = SimpleNamespace(table=raw[~raw.name.isin(["CD", "ELM"])], configs={})
+    gates = {**cmp.gates, "APD": gate(False, "collapsed onto the expert")}
+    ref = raw[raw.name.isin(["CD", "ELM"])]
+    t = ab.ablation_table(res, ref, gates, z=2.0, min_effect=0.001).set_index("name")
+    assert t.loc["CD", "verdict_kl"] == t.loc["ELM", "verdict_kl"] == ab.UNTESTABLE
+    assert t.loc["distilled-no-small", "verdict_kl"] != ab.UNTESTABLE  # its reference is the distilled run
 
 
 def test_claims_glue_paired_differences_not_words(tiny):
@@ -122,6 +136,9 @@ def test_comparisons_headline_and_orderings(tiny):
     assert hold["probability space beats logit space"] == ab.UNTESTABLE and hold["the flip helps"] is None
     shown = ab.glue_orderings(run, hold)
     assert shown.columns[0].startswith("holds here") and run.values["n_paper_orderings"] == 3
+    assert run.values["orderings_tested"] is True
+    ab.glue_orderings(run, {k: ab.UNTESTABLE for k in hold})  # nothing testable: the page says why
+    assert run.values["orderings_tested"] is False and run.values["paper_orderings_hold"] == "none"
     ab.glue_distilled(run, cmp, "p", 1.0)
     assert run.values["distilled_kl_diff_main"] < 0 and run.values["apd_distilled_toward_expert"].startswith("n/a")
 

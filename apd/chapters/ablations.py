@@ -166,7 +166,8 @@ def validation_dir(fam, built, val_chunks: int, scale: str):
 
 def ablation_table(res, ref: pd.DataFrame, gates: dict, z: float, min_effect: float) -> pd.DataFrame:
     """One row per run and reference (CD, ELM): its scores, label, KL and NLL verdicts against its
-    reference, and its gates; a comparison with a run whose gates fail is ``untestable (gates)``."""
+    reference, and its gates; a comparison with a run whose gates fail (CD's and the ELM's with the main
+    APD included) is ``untestable (gates)``."""
     table = pd.concat([res.table, ref], ignore_index=True)
     table.insert(1, "label", [label(n, res.configs.get(n)) for n in table["name"]])
     table["verdict_kl"] = verdicts(table, "kl", z, min_effect).to_numpy()
@@ -178,9 +179,8 @@ def ablation_table(res, ref: pd.DataFrame, gates: dict, z: float, min_effect: fl
     table["share_at_expert"] = [(x.collapsed if x is not None else None) for x in g]
     table["gates"] = [((x.reason or "all gates pass") if x is not None else "") for x in g]
     failed = {n for n, x in gates.items() if x is not None and not x.engaged}
-    untestable = (
-        table["name"].map(lambda n: n in gates and n != MAIN and bool({n, reference_of(n)} & failed)).astype(bool)
-    )
+    # CD and the ELM have no gates of their own, but their reference (the main APD) may fail its
+    untestable = table["name"].map(lambda n: n != MAIN and bool({n, reference_of(n)} & failed)).astype(bool)
     table.loc[untestable, ["verdict_kl", "verdict_nll"]] = UNTESTABLE
     return table
 
@@ -367,6 +367,7 @@ def glue_orderings(run, hold: dict) -> pd.DataFrame:
     """Glue how many of the paper's orderings were tested and hold; return them as a table."""
     tested = [k for k, v in hold.items() if isinstance(v, bool)]
     run.glue("n_paper_orderings", len(tested))
+    run.glue("orderings_tested", bool(tested))
     run.glue("paper_orderings_hold", ", ".join(k for k in tested if hold[k]) or "none")
     run.glue("n_paper_orderings_hold", sum(bool(hold[k]) for k in tested))
     return pd.DataFrame(

@@ -22,7 +22,11 @@ def test_configurations_glue_and_the_table_in_the_text(tmp_path, monkeypatch):
         index=pd.Index(["a", "b"], name="configuration"),
     )
     ch.glue_configurations(run, table, summary)
-    assert run.values["best_config"] == "b" and run.values["all_pass_configs"] == "b"
+    assert (
+        run.values["best_passes"] == "4 of 4" and run.values["n_best"] == 1 and run.values["all_pass_configs"] == "b"
+    )
+    ch.glue_configurations(run, table, summary.assign(passes=["2 of 4", "2 of 4"]))
+    assert run.values["n_best"] == 2 and run.values["all_pass_configs"] == "none"
     shown = ch.in_text(summary)
     assert shown.columns[0] == "passes" and shown.shape[1] + 1 <= 7
     assert shown["CD KL gain (dev 1/T) ± se"].iloc[0] == "+0.300 ± 0.040"

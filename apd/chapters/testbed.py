@@ -49,7 +49,8 @@ def n_passed(passes: pd.Series) -> pd.Series:
 
 
 def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame) -> None:
-    """Glue how many configurations were tried, the best one with its passes, those passing all four,
+    """Glue how many configurations were tried, the most controls any passes and how many reach it,
+    those passing all four,
     and whether a design was trained with more than one seed (``has_replicates``). No ranking of the
     configurations chooses the book's world: the dose-response study's rule does
     (:func:`glue_dose_response`)."""
@@ -57,13 +58,13 @@ def glue_configurations(run, table: pd.DataFrame, summary: pd.DataFrame) -> None
     run.glue("configs_tried", "; ".join(map(str, table["configuration"])) if len(table) else "none")
     if not len(summary):
         run.glue("best_passes", "none")
-        run.glue("best_config", "no configuration recorded")
+        run.glue("n_best", 0)
         run.glue_text("all_pass_configs", None, missing="none")
         return
     n = n_passed(summary["passes"])
     best = summary.index[int(np.argmax(n.to_numpy()))]
     run.glue("best_passes", summary.loc[best, "passes"])
-    run.glue("best_config", best)
+    run.glue("n_best", int((n == n.max()).sum()))  # how many configurations reach it
     run.glue_text("all_pass_configs", ", ".join(summary.index[n == 4]) or None, "{}", missing="none")
     run.glue("has_replicates", bool("seeds" in summary and (summary["seeds"] > 1).any()))
 

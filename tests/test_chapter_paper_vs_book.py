@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from apd.chapters import paper_vs_book as ch
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import MissingResultError
-from apd.report.claims import paper_claims
+from apd.report.claims import KNOWN_ANSWER, SCALED_EFFECTS, paper_claims
 from apd.report.evidence import judge
 from apd.report.results import Run
 
@@ -36,6 +37,45 @@ def test_status_counts_put_the_status_first(run):
     ch.glue_status(run, frame, "tables", ch.TABLE_STATUS)
     assert run.values["n_tables"] == 2 and run.values["n_tables_same"] == 1 and run.values["n_tables_missing"] == 0
     assert list(ch.status_first(frame).columns) == ["status", "paper"]
+
+
+def test_status_counts_account_for_every_row(run):
+    """Every status of the paper's tables has a count, "too few items" included, so the page's sentence
+    covers every table; a status without a count is an error, not a table left out of the sentence."""
+    statuses = ["same rows", "too few items", "too few items", "counterpart rows", "cannot be regenerated"]
+    ch.glue_status(
+        run, pd.DataFrame({"paper": [f"Table {i}" for i in range(5)], "status": statuses}), "tables", ch.TABLE_STATUS
+    )
+    counts = {k: run.values[f"n_tables_{k}"] for k in ch.TABLE_STATUS}
+    assert counts["few"] == 2 and sum(counts.values()) == run.values["n_tables"] == 5
+    with pytest.raises(ValueError, match="'half done' of the tables has no count"):
+        ch.glue_status(run, pd.DataFrame({"status": ["half done"]}), "tables", ch.TABLE_STATUS)
+
+
+def test_a_table_on_too_few_items_says_so_in_its_caption():
+    tables = pd.DataFrame(
+        {
+            "paper": ["Table 4", "Table 5"],
+            "status": ["too few items", "counterpart rows"],
+            "ours": ["3 numbers; the same datasets, but only 1 qualifying item(s) in the smallest", "20 numbers"],
+        }
+    )
+    caption = ch.table_caption("Table 4: the paper's rows beside ours", 4, tables)
+    assert caption.startswith("Table 4: the paper's rows beside ours. Too few items to compare: ")
+    assert "only 1 qualifying item(s)" in caption
+    assert ch.table_caption("Table 5: ours", 5, tables) == "Table 5: ours"
+
+
+def test_the_rules_text_describes_the_checks_the_verdicts_read():
+    """The rules dropdown names the known-answer check that is read (the world's dev people) and the
+    not-reproduced bar the checks use (the lower 95% bound of this build's CD-over-expert gain)."""
+    nb = json.loads((Path(__file__).parents[1] / "notebooks" / "paper_vs_book.ipynb").read_text())
+    rules = next(c["source"] for c in nb["cells"] if "the rules that turn the checks into a verdict" in c["source"])
+    rules = " ".join(rules.split())
+    assert "world's dev people" in KNOWN_ANSWER.description and "world's dev people" in rules
+    assert "synthetic families" not in rules
+    assert all("lower 95% bound" in SCALED_EFFECTS[c] for c in ("C3_apd_more_factual", "C4_apd_better_qa_easy"))
+    assert "times the lower 95% bound of this build's CD-over-expert gain" in rules
 
 
 def _apd_values(**values):

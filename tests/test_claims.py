@@ -5,11 +5,12 @@ import json
 import pandas as pd
 import pytest
 
-from apd.report import beside, coverage, paper
+from apd.report import beside, coverage, findings, paper
 from apd.report import claims as claims_mod
 from apd.report import evidence as evidence_mod
 from apd.report.evidence import Cell, PaperClaim
 from apd.report.evidence import EvidenceSpec as E
+from apd.report.numbers import format_pm
 
 
 @pytest.fixture
@@ -51,19 +52,27 @@ def one(claims, profile="p"):
 
 def test_comparisons_decide_and_show_their_numbers_in_words():
     o = evidence_mod.less_than()(["APD's ppl", "CD's"], [1.0, 2.0])
-    assert o.holds and o.text == "APD's ppl is 1, below CD's (2): holds"
+    assert o.holds and o.text == "tested: APD's ppl is below CD's; measured 1 against 2: holds"
     o = evidence_mod.less_than(margin=1.5)(["a", "b"], [1.0, 2.0])  # 1 < 2 - 1.5 = 0.5 is false
-    assert not o.holds and o.text == "a is 1, more than 1.5 below b (2): does not hold"
+    assert not o.holds and o.text == "tested: a is more than 1.5 below b; measured 1 against 2: does not hold"
     assert evidence_mod.greater_than()(["a", "b"], [0.25, 0.125]).holds
     assert not evidence_mod.greater_than()(["a", "b"], [0.125, 0.125]).holds  # strict
-    assert evidence_mod.at_most(1e-9)(["the gap"], [1.4e-14]).text == "the gap is 1.4 × 10⁻¹⁴, at most 1 × 10⁻⁹: holds"
+    assert evidence_mod.at_most(1e-9)(["the gap"], [1.4e-14]).text == (
+        "tested: the gap is at most 1 × 10⁻⁹; measured 1.4 × 10⁻¹⁴: holds"
+    )
     assert not evidence_mod.at_least(1)(["n"], [0]).holds
-    assert evidence_mod.at_least(1)(["the count"], [5000.0]).text == "the count is 5,000, at least 1: holds"
+    assert (
+        evidence_mod.at_least(1)(["the count"], [5000.0]).text
+        == "tested: the count is at least 1; measured 5,000: holds"
+    )
     # a yes/no result: the same test as at_least(1), told by its name and verdict alone
-    assert evidence_mod.flag()(["the gates pass"], [1.0]).text == "the gates pass: holds"
+    assert evidence_mod.flag()(["the gates pass"], [1.0]).text == "tested: the gates pass: holds"
     assert not evidence_mod.flag()(["the gates pass"], [0.0]).holds
     # two different numbers never print alike: more digits where three would not tell them apart
-    assert evidence_mod.less_than()(["a", "b"], [1.2297, 1.2301]).text == "a is 1.2297, below b (1.2301): holds"
+    assert (
+        evidence_mod.less_than()(["a", "b"], [1.2297, 1.2301]).text
+        == "tested: a is below b; measured 1.2297 against 1.2301: holds"
+    )
     # |47.44 - 48.57| = 1.13 <= 0.1 * 48.57 = 4.857 -> similar; |30 - 48.57| = 18.57 -> not
     assert evidence_mod.within_relative(0.1)(["apd", "cd"], [47.44, 48.57]).holds
     assert not evidence_mod.within_relative(0.1)(["apd", "cd"], [30.0, 48.57]).holds
@@ -71,21 +80,28 @@ def test_comparisons_decide_and_show_their_numbers_in_words():
     assert not evidence_mod.is_largest()(["h", "t", "l"], [0.3, 0.3, 0.1]).holds  # a tie does not stand out
     assert not evidence_mod.is_largest()(["h", "t", "l"], [0.2, 0.3, 0.1]).holds
     o = evidence_mod.is_largest()(["the gain on head", "on torso", "on tail"], [0.4, 0.3, 0.1])
-    assert o.text == "the gain on head is 0.4, larger than on torso (0.3) and on tail (0.1): holds"
+    assert o.text == (
+        "tested: the gain on head is larger than on torso and on tail; measured 0.4; on torso 0.3 and on tail 0.1: holds"
+    )
     o = evidence_mod.within_relative(0.1)(["APD's Dist-2", "CD's"], [30.0, 48.57])
-    assert o.text == "APD's Dist-2 is 30, within 10% of CD's (48.6), a gap of 18.6 or 38% of the larger: does not hold"
+    assert o.text == (
+        "tested: APD's Dist-2 is within 10% of CD's; measured 30 against 48.6, a gap of 18.6 or 38% of the larger: "
+        "does not hold"
+    )
     # (2.4 - 2.1) = 0.3 > (7.7 - 7.75) = -0.05
     o = evidence_mod.difference_larger()(["a", "b", "c", "d"], [2.4, 2.1, 7.7, 7.75])
-    assert o.holds and o.text == "a minus b is 0.3 (2.4 - 2.1), larger than c minus d, -0.05 (7.7 - 7.75): holds"
+    assert o.holds and o.text == (
+        "tested: a minus b is larger than c minus d; measured 0.3 (2.4 - 2.1) against -0.05 (7.7 - 7.75): holds"
+    )
     # paired difference 0.05 with standard error 0.02: 0.05 > 2 x 0.02 = 0.04; 0.03 is not
     o = evidence_mod.more_than_z_se(2.0)(["the gain", "se"], [0.05, 0.02])
-    assert o.text == "the gain is +0.050 ± 0.020, more than 2 times its standard error: holds"
+    assert o.text == "tested: the gain is more than 2 times its standard error; measured +0.050 ± 0.020: holds"
     assert not evidence_mod.more_than_z_se(2.0)(["d", "se"], [0.03, 0.02]).holds
     assert evidence_mod.non_increasing()(["a", "b", "c"], [3, 2, 2]).holds
     assert not evidence_mod.non_increasing()(["a", "b", "c"], [3, 4, 2]).holds
     assert (
         evidence_mod.non_increasing()(["a", "b"], [3, 2]).text
-        == "a (3) and b (2) do not increase, in that order: holds"
+        == "tested: a and b do not increase, in that order; measured 3 and 2: holds"
     )
     with pytest.raises(ValueError, match="needs 2 value"):
         evidence_mod.less_than()(["a"], [1.0])
@@ -130,8 +146,8 @@ def test_reproduced_when_every_test_holds(results):
     )
     assert row.verdict == "reproduced"
     assert row.reason == "all 1 tests hold (and 1 precondition(s))"
-    assert "test, holds: APD's ppl is 2.13, below CD's (2.24): holds" in row.evidence
-    assert "precondition, holds: qa.n is 5, at least 1: holds" in row.evidence  # no names: the key as code
+    assert "test, holds: tested: APD's ppl is below CD's; measured 2.13 against 2.24: holds" in row.evidence
+    assert "precondition, holds: tested: qa.n is at least 1; measured 5: holds" in row.evidence  # no names: the key
     assert (row.n_tests, row.n_hold, row.n_fail, row.n_missing) == (1, 1, 0, 0)
 
 
@@ -139,7 +155,7 @@ def test_not_reproduced_shows_the_numbers(results):
     results("qa", {"ppl_apd": 2.5, "ppl_cd": 2.237})
     row = one([claim(E("qa", ("ppl_apd", "ppl_cd"), evidence_mod.less_than(), "APD below CD"))])
     assert row.verdict == "not reproduced"
-    assert row.reason == "qa.ppl_apd is 2.5, below qa.ppl_cd (2.24): does not hold"
+    assert row.reason == "tested: qa.ppl_apd is below qa.ppl_cd; measured 2.5 against 2.24: does not hold"
 
 
 def test_missing_chapter_and_missing_key_are_not_testable(results):
@@ -173,7 +189,7 @@ def test_a_failing_test_beats_a_missing_one_and_says_both(results):
     )
     assert row.verdict == "not reproduced"
     assert row.reason == (
-        "qa.a is 3, below qa.b (1): does not hold (not testable here: chapter apd has "
+        "tested: qa.a is below qa.b; measured 3 against 1: does not hold (not testable here: chapter apd has "
         "not run under profile p (no results/p/apd.json))"
     )
 
@@ -189,7 +205,9 @@ def test_precondition_failing_makes_it_not_testable_even_if_a_test_fails(results
         ]
     )
     assert row.verdict == "not testable here"
-    assert row.reason == "precondition not met: curves.blind_both_right is 0, at least 1: does not hold"
+    assert (
+        row.reason == "precondition not met: tested: curves.blind_both_right is at least 1; measured 0: does not hold"
+    )
 
 
 def test_context_is_shown_but_never_decides(results):
@@ -203,7 +221,9 @@ def test_context_is_shown_but_never_decides(results):
         ]
     )
     assert row.verdict == "reproduced"
-    assert "context, does not hold: curves.r2_median is 0.5, at least 0.9: does not hold" in row.evidence
+    assert (
+        "context, does not hold: tested: curves.r2_median is at least 0.9; measured 0.5: does not hold" in row.evidence
+    )
     assert row.n_tests == 1
 
 
@@ -258,7 +278,7 @@ def test_cells_read_one_row_or_an_aggregate(results):
         ]
     )
     assert row.verdict == "reproduced"  # mean 0.2 < mean 0.3
-    assert " is 0.2, below " in row.evidence and row.evidence.endswith("(0.3): holds")
+    assert " is below " in row.evidence and row.evidence.endswith("; measured 0.2 against 0.3: holds")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -332,20 +352,21 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     assert out.loc["C1a_cd_identity", "verdict"] == "reproduced"
     assert out.loc["C1b_cd_hlm_closer", "verdict"] == "not testable here"
     assert out.loc["C1b_cd_hlm_closer", "reason"].startswith(
-        "precondition not met: at every T tried, curvature explains less than the expert's distance to the real "
-        "member: does not hold"
+        "precondition not met: tested: at every T tried, curvature explains less than the expert's distance to the "
+        "real member: does not hold"
     )
     # with the premise met, the paired consequence decides: CD's HLM farther from the real member
     _smoke_like(results, premise=1)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1b_cd_hlm_closer", "verdict"] == "not reproduced"
-    assert "CD's hypothetical LM) (nats) is -0.265 ± 0.020" in out.loc["C1b_cd_hlm_closer", "reason"]
+    assert "CD's hypothetical LM) (nats) is above 0" in out.loc["C1b_cd_hlm_closer", "reason"]
+    assert "; measured -0.265 ± 0.020" in out.loc["C1b_cd_hlm_closer", "reason"]
     # R^2 is context now: a low R^2 no longer vetoes C1b
     assert "r2_median" not in out.loc["C1b_cd_hlm_closer", "preconditions"]
     assert out.loc["C2_obvious_blindness", "verdict"] == "not testable here"
     assert out.loc["C2_obvious_blindness", "reason"].startswith(
-        "precondition not met: the number of contexts where the expert and the amateur both rank the right token "
-        "first is 0, at least 1"
+        "precondition not met: tested: the number of contexts where the expert and the amateur both rank the right "
+        "token first is at least 1; measured 0"
     )
     for cid in ("C6_more_midsize_members_help", "C7_probability_space_and_flip"):
         assert out.loc[cid, "verdict"] == "not testable here"
@@ -376,7 +397,7 @@ def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
     assert out.loc["C1b_cd_hlm_closer", "verdict"] == "reproduced"
     assert out.loc["C2_obvious_blindness", "verdict"] == "reproduced"
     assert (
-        "the number of those where CD ranks another token first is 2, at least 1: holds"
+        "tested: the number of those where CD ranks another token first is at least 1; measured 2: holds"
         in (out.loc["C2_obvious_blindness", "evidence"])
     )
 
@@ -385,7 +406,11 @@ def test_claim_2_not_reproduced_when_apd_is_as_blind_as_cd(results):
     _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6, blind_gain=(-0.083, 0.02))
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C2_obvious_blindness", "verdict"] == "not reproduced"
-    assert "CD's obvious-blindness rate minus APD's is -0.083 ± 0.020" in out.loc["C2_obvious_blindness", "reason"]
+    reason = out.loc["C2_obvious_blindness", "reason"]
+    assert (
+        reason.startswith("tested: CD's obvious-blindness rate minus APD's is above 0")
+        and "measured -0.083 ± 0.020" in reason
+    )
     # the point rates are context now, not the test
     _smoke_like(results, both_right=12, blind=2, apd_rate=0.25, cd_rate=1 / 6, blind_gain=(0.01, 0.02))
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
@@ -543,17 +568,20 @@ def test_qa_claim_on_pico_profiles(results):
     row = one(c4, "smoke")
     assert row.verdict == "reproduced"
     assert (
-        "context, does not hold: CD's QA ppl minus APD's on head questions is 0.01, larger than on torso questions "
-        "(0.04) and on tail questions (0.09): does not hold" in row.evidence
+        "context, does not hold: tested: CD's QA ppl minus APD's on head questions is larger than on torso questions "
+        "and on tail questions; measured 0.01; on torso questions 0.04 and on tail questions 0.09: does not hold"
+        in row.evidence
     )
     # APD = CD, the interval [-0.00196, 0.00196] excludes the scaled effect 0.084: not reproduced
     _world_qa(results, gains=(0.0, 0.0, 0.0), gain_se=0.001, apd=1.85)
     row = one(c4, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
     assert (
-        "against 0 and the paper's effect on this scale, 0.0842 = 0.323 × 0.261, the lower bound of the 95% normal "
-        "interval of the expert's QA ppl minus CD's on the test questions (nats), +0.300 ± 0.020 (standard error "
-        "over people): does not hold" in row.reason
+        "or below the paper's effect on this scale (not reproduced), by its 95% normal interval; the effect is "
+        "0.0842 = 0.323 × 0.261, the lower bound of the 95% normal interval of the expert's QA ppl minus CD's on "
+        "the test questions (nats), +0.300 ± 0.020 (standard error over people); measured "
+        in row.reason
+        and row.reason.endswith(": does not hold")
     )
 
 
@@ -600,10 +628,16 @@ def test_claim_3_on_pico_is_decided_by_the_paired_comparison_not_the_sweeps_poin
     _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053)
     row = one(c3, "smoke")
     assert row.verdict == "not reproduced" and row.n_fail == 1, row.reason
-    assert row.reason.startswith("CD's NE_ER minus APD's is -0.0045 ± 0.0053 (standard error over people")
-    assert "; 95% normal interval [-0.0149, 0.0059], against 0 and the paper's effect" in row.reason
+    assert row.reason.startswith("tested: CD's NE_ER minus APD's is above 0 (reproduced) or below the paper's effect")
+    assert "; measured -0.0045 ± 0.0053 (standard error over people" in row.reason
+    assert "interval [-0.0149, 0.0059]: does not hold" in row.reason
     assert row.effect == pytest.approx(claims_mod.paper_ne_er_share() * (0.01 - 1.96 * 0.002))
-    assert "context, does not hold: APD's NE_ER in the sweep is 0.551, below CD's (0.547)" in row.evidence
+    # the point estimates are the verdict comparison's, named so (never "the sweep"'s)
+    assert (
+        "context, does not hold: tested: APD's NE_ER in the world's APD-CD verdict comparison (every sentence opening "
+        "of the test people) is below CD's; measured 0.551 against 0.547: does not hold" in row.evidence
+    )
+    assert "sweep" not in row.evidence
     _world_factuality(results, sweep=(0.5508, 0.5469), diff=-0.0045, se=0.0053, cd_gain=(0.003, 0.001))
     assert one(c3, "smoke").verdict == "inconclusive"
     # a paired gain beyond 1.96 se decides for the claim even where the sweep's points disagree
@@ -619,7 +653,8 @@ def test_each_failed_precondition_makes_an_apd_claim_not_testable_and_says_which
     _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, cd_gain=(0.004, 0.005))
     row = one(c3, "smoke")
     assert row.verdict == "not testable here" and row.n_preconditions_failed == 1, row.reason
-    assert row.reason.startswith("precondition not met: the expert's NE_ER minus CD's is +0.0040 ± 0.0050")
+    assert row.reason.startswith("precondition not met: tested: the expert's NE_ER minus CD's is above 0, by its ")
+    assert "; measured +0.0040 ± 0.0050" in row.reason
     assert "positive control: does not hold" in row.preconditions
     # the known-answer condition: no estimator beats p_ELM
     _world_factuality(results, sweep=(0.55, 0.54), diff=-0.05, se=0.005, ka=0)
@@ -633,8 +668,9 @@ def test_each_failed_precondition_makes_an_apd_claim_not_testable_and_says_which
     row = one(c5, "smoke")
     assert row.verdict == "not testable here"
     assert row.reason.startswith(
-        "precondition not met: the expert's KL to the truth minus CD's (nats) is +0.009 ± 0.014"
+        "precondition not met: tested: the expert's KL to the truth minus CD's (nats) is above 0, by its "
     )
+    assert "; measured +0.009 ± 0.014" in row.reason
     _controls(results, kl=(0.05, 0.01), extra_apd={"kl_fly_gain": -0.5, "kl_fly_gain_se": 0.01})
     assert one(c5, "smoke").verdict == "not reproduced"
     # a missing known-answer chapter is not testable too, never a verdict
@@ -672,7 +708,7 @@ def test_an_apd_claim_whose_gates_fail_is_not_testable_and_says_which(results):
     row = one(c4, "smoke")
     assert row.verdict == "not testable here"
     assert row.reason == (
-        "precondition not met: the tested ALM' passes its mechanism gates: does not hold (curve model inert)"
+        "precondition not met: tested: the tested ALM' passes its mechanism gates: does not hold (curve model inert)"
     )
 
 
@@ -699,7 +735,11 @@ def test_detects_decides_by_the_interval():
     # the positive control: significant or not, never undecided
     assert evidence_mod.significant()(["d", "se"], [0.05, 0.01]).holds
     out = evidence_mod.significant()(["d", "se"], [0.009, 0.014])
-    assert not out.holds and not out.inconclusive and "; 95% normal interval [-0.018, 0.036], above 0" in out.text
+    assert not out.holds and not out.inconclusive
+    assert out.text == (
+        "tested: d is above 0, by its 95% normal interval; measured +0.009 ± 0.014 (standard error), "
+        "interval [-0.018, 0.036]: does not hold"
+    )
 
 
 def test_ablation_claims_read_the_ablations_table(results):
@@ -728,9 +768,11 @@ def test_ablation_claims_read_the_ablations_table(results):
     assert out.loc["C6_more_midsize_members_help", "verdict"] == "reproduced"
     # logit: 0.30 > 1.96 x 0.05 holds; no flip: 0.01 is within noise and the paper gives no number: too few to tell
     assert out.loc["C7_probability_space_and_flip", "verdict"] == "inconclusive"
-    assert out.loc["C7_probability_space_and_flip", "reason"].startswith(
-        "APD without the flip's KL to the truth minus APD's (nats) is +0.010 ± 0.020 (standard error over people; "
-        "smallest detectable effect 0.056); 95% normal interval [-0.029, 0.049]"
+    assert out.loc["C7_probability_space_and_flip", "reason"] == (
+        "tested: APD without the flip's KL to the truth minus APD's (nats) is above 0 (reproduced) or below 0 (not "
+        "reproduced), by its 95% normal interval; the paper gives no effect in these units; measured +0.010 ± 0.020 "
+        "(standard error over people; smallest detectable effect 0.056), interval [-0.029, 0.049]: too little data "
+        "to tell"
     )
     # with the number of people each difference is over (the chapter's kl_diff_groups), the interval is t
     results(
@@ -774,8 +816,8 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
     row = one(c6)
     assert row.verdict == "reproduced" and row.n_tests == 2 and row.n_hold == 2, row.reason
     assert (
-        "context, does not hold: the ablations' main APD passes its mechanism gates: does not hold (curve model inert)"
-        in row.evidence
+        "context, does not hold: tested: the ablations' main APD passes its mechanism gates: does not hold (curve "
+        "model inert)" in row.evidence
     )
     # a subset that is better than every member (interval below 0): not reproduced
     table.loc[3, ["kl_diff", "kl_diff_se"]] = [-0.03, 0.01]
@@ -863,7 +905,7 @@ def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results)
     assert lines[0] == r"**C\_x: reproduced.** CD's \*claim\* about L\_CD"
     assert [ln.split("*")[1] for ln in lines[2:5]] == ["precondition, holds", "test, holds", "context, does not hold"]
     assert lines[3] == (
-        r"- *test, holds*: CD blind. curves.blind\_count is 1, at least 1: holds "
+        r"- *test, holds*: CD blind. Tested: curves.blind\_count is at least 1; measured 1: holds "
         r'<small>(from <a href="../results/curves.json">curves.json</a>: blind\_count)</small>'
     )
     named = evidence_mod.claims_markdown(
@@ -952,15 +994,22 @@ def test_complementarity_reproduced_when_both_differences_are_significant(result
     assert row.verdict == "reproduced", row.reason
     assert (row.n_tests, row.n_hold) == (2, 2)
     assert (
-        "APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is +0.060 ± 0.010 (standard error over people, "
-        "resampled; smallest detectable effect 0.028); 95% normal interval [0.040, 0.080]" in row.evidence
+        "; measured +0.060 ± 0.010 (standard error over people, resampled; smallest detectable effect 0.028), "
+        "interval [0.040, 0.080]: holds" in row.evidence
     )
     assert (
-        "context, holds: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 is +0.060 ± 0.010 (standard error "
-        "over people); 95% normal interval [0.040, 0.080], above 0: holds" in row.evidence
+        "context, holds: tested: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 is above 0, by its 95% "
+        "normal interval; measured +0.060 ± 0.010 (standard error over people), interval [0.040, 0.080]: holds"
+        in row.evidence
     )
-    assert "context, holds: APD + top-p k20's NE_ER minus APD + REAL's at the dev-chosen T_r is +0.060" in row.evidence
-    assert "context, holds: APD + REAL's share of true claims is 0.07, above APD + top-p k20's (0.05)" in row.evidence
+    assert (
+        "context, holds: tested: APD + top-p k20's NE_ER minus APD + REAL's at the dev-chosen T_r is above 0"
+        in row.evidence
+    )
+    assert (
+        "context, holds: tested: APD + REAL's share of true claims is above APD + top-p k20's; measured 0.07 "
+        "against 0.05: holds" in row.evidence
+    )
 
 
 def test_complementarity_paired_tests_read_the_papers_effect(results):
@@ -971,20 +1020,21 @@ def test_complementarity_paired_tests_read_the_papers_effect(results):
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.03, apd_se=0.02)
     assert row.verdict == "inconclusive", row.reason
     assert (
-        "the paper's effect on this scale, 0.0483 = 1.59 × 0.030, the lower bound of the 95% normal interval of the "
+        "the effect is 0.0483 = 1.59 × 0.030, the lower bound of the 95% normal interval of the "
         "expert's NE_ER minus CD's, +0.050 ± 0.010" in row.reason
     )
     assert row.effect == pytest.approx(1.7 / 1.07 * (0.05 - 1.96 * 0.01))
     # a smaller difference with se 0.003: upper bound 0.0069 < 0.0483, the scaled effect is excluded
     row = _complementarity(results, apd_real=0.655, elm_real=0.70, apd_diff=0.001, apd_se=0.003)
     assert row.verdict == "not reproduced"
-    assert row.reason.startswith("APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is +0.0010 ± 0.0030")
+    assert row.reason.startswith("tested: APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is above 0")
+    assert "; measured +0.0010 ± 0.0030" in row.reason
     # the trade-off decides, not the single setting: REAL better at matched diversity, though not at T_r = 4
     row = _complementarity(results, apd_diff=-0.01, apd_se=0.01, gap=(0.05, 0.01))
     assert row.verdict == "reproduced", row.reason
     assert (
-        "context, does not hold: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 is -0.010 ± 0.010"
-        in row.evidence
+        "context, does not hold: tested: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 is above 0, by its "
+        "95% normal interval; measured -0.010 ± 0.010" in row.evidence
     )
     # against REAL alone the paper prints no number: a non-significant difference stays inconclusive
     row = _complementarity(results, elm_real=0.61, elm_diff=0.01, elm_se=0.009)
@@ -994,9 +1044,11 @@ def test_complementarity_paired_tests_read_the_papers_effect(results):
 def test_complementarity_fails_when_apd_real_is_worse(results):
     row = _complementarity(results, apd_real=0.70, apd_diff=-0.04, apd_se=0.01)
     assert row.verdict == "not reproduced"
-    assert row.reason.startswith("APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is -0.040 ± 0.010")
-    assert "context, does not hold: APD + REAL's NE_ER is 0.7, below APD + top-p k20's (0.66): does not hold" in (
-        row.evidence
+    assert row.reason.startswith("tested: APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2 is above 0")
+    assert "; measured -0.040 ± 0.010" in row.reason
+    assert (
+        "context, does not hold: tested: APD + REAL's NE_ER is below APD + top-p k20's; measured 0.7 against 0.66: "
+        "does not hold" in row.evidence
     )
 
 
@@ -1004,7 +1056,7 @@ def test_complementarity_needs_apds_mechanism(results):
     row = _complementarity(results, engaged=0)
     assert row.verdict == "not testable here"
     assert row.reason == (
-        "precondition not met: the tested ALM' passes its mechanism gates: does not hold (curve model inert)"
+        "precondition not met: tested: the tested ALM' passes its mechanism gates: does not hold (curve model inert)"
     )
 
 
@@ -1057,6 +1109,24 @@ def test_figure_4bh_is_drawn_by_the_factuality_chapter(results):
     assert row["status"] == "regenerated" and "factuality_world_real" in row["ours"] and "OPT" in row["ours"]
 
 
+def test_figures_the_book_draws_without_the_papers_split_are_counterparts(results):
+    """Figures 7-10 split factual from nonfactual prompts; ours do not, so drawn they are counterpart
+    figures that say what they show, and Figures 9-10 point at the true-claims figures."""
+    from apd.chapters.paper_vs_book import FIGURE_STATUS, figure_table
+
+    results("factuality", {}, figure="factuality_world_tradeoffs")
+    st = figure_table("p").set_index("paper")
+    assert st.loc["Figures 7-8", "status"] == "counterpart figure"
+    assert "does not split factual from nonfactual" in st.loc["Figures 7-8", "ours"]
+    assert st.loc["Figures 9-10", "status"] == "not produced here"  # its figure is the true-claims one
+    assert st.loc["Figure 4 (a, c)", "status"] == "regenerated"  # the paper's Figure 4 splits no prompt kinds
+    results("factuality", figure="factuality_world_tradeoffs_true")
+    row = figure_table("p").set_index("paper").loc["Figures 9-10"]
+    assert row["status"] == "counterpart figure" and "factuality_world_tradeoffs_true" in row["ours"]
+    assert "share of true claims against Rep" in row["ours"]
+    assert set(figure_table("p")["status"]) <= set(FIGURE_STATUS.values())
+
+
 def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_as_context(results):
     """A claim about APD is tested on the APD chapter's engaged variant (apd.gate_engaged); the
     release configuration's own gates are a context row that never decides the verdict."""
@@ -1086,7 +1156,7 @@ def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_
     row = one(c4, "smoke")
     assert row.verdict == "reproduced", row.reason
     assert (
-        "context, does not hold: the release configuration passes its mechanism gates: does not hold "
+        "context, does not hold: tested: the release configuration passes its mechanism gates: does not hold "
         "(curve model inert)" in row.evidence
     )
     # no variant engages: the release configuration stands in, and the claim is not testable, saying why
@@ -1131,8 +1201,9 @@ def test_qa_claim_under_a_hub_family_reads_the_pooled_dataset_interval(results):
     assert hub(0.05, 0.06, (0.47, 0.05)).verdict == "inconclusive"  # CI [-0.068, 0.168] holds 0 and 0.152
     row = hub(0.15, 0.03, (0.02, 0.05))  # CD no better than the expert: not testable
     assert row.verdict == "not testable here" and (
-        "the expert's QA ppl minus CD's, mean over the datasets (nats) is +0.020 ± 0.050 (standard error over each "
-        "dataset's questions, pooled); 95% normal interval [-0.078, 0.118], above 0: does not hold" in row.reason
+        "tested: the expert's QA ppl minus CD's, mean over the datasets (nats) is above 0, by its 95% normal "
+        "interval; measured +0.020 ± 0.050 (standard error over each dataset's questions, pooled), interval "
+        "[-0.078, 0.118]: does not hold" in row.reason
     )
 
 
@@ -1219,7 +1290,8 @@ def test_an_interval_over_recorded_clusters_is_a_t_interval(results):
     assert row.ci_low == pytest.approx(0.05 - t99 * 0.005) and row.ci_high == pytest.approx(0.05 + t99 * 0.005)
     assert row.effect == pytest.approx(claims_mod.paper_qa_share() * (0.3 - t99 * 0.02))
     assert (
-        "(standard error over 100 people; smallest detectable effect 0.014); 95% t interval (99 df) [0.0401, 0.0599]"
+        "by its 95% t interval (99 df); the effect is " in row.evidence
+        and "(standard error over 100 people; smallest detectable effect 0.014), interval [0.0401, 0.0599]: holds"
         in (row.evidence)
     )
     detail = evidence_mod.checks(c4, "smoke").set_index("description")
@@ -1247,7 +1319,8 @@ def test_without_a_recorded_count_the_interval_is_normal_and_a_bad_count_is_miss
     assert row.status == "holds" and row.critical == 1.96 and pd.isna(row.n_groups)
     assert (
         row.evidence
-        == "the gain is +0.050 ± 0.020 (standard error over people); 95% normal interval [0.011, 0.089], above 0: holds"
+        == "tested: the gain is above 0, by its 95% normal interval; measured +0.050 ± 0.020 (standard error over "
+        "people), interval [0.011, 0.089]: holds"
     )
     results("apd", {"gain": 0.05, "gain_se": 0.02, "gain_people": 1})
     row = evidence_mod.checks([claim(spec)], "p").iloc[0]
@@ -1271,7 +1344,43 @@ def test_every_check_of_the_papers_claims_speaks_in_words(results):
     for r in ran.itertuples():
         assert not any(k in r.evidence for k in ("world_ho", "gate_engaged", ".csv", "kl_cd_gain", "_se")), r.evidence
         assert r.source and r.values
+        # one pattern: what is tested first, then what was measured, never one sentence of both
+        assert r.evidence.startswith("tested: "), r.evidence
+        if pd.notna(r.estimate):
+            measured = format_pm(r.estimate, r.se)
+            assert r.evidence.index("; measured ") < r.evidence.index(measured), r.evidence
+            assert measured not in r.evidence.split("; measured ")[0], r.evidence
     assert "1.96" not in " ".join(s.description for c in claims for s in c.evidence)
+
+
+def test_claim_3_names_its_numbers_by_where_they_are_measured():
+    """Under the pico profiles C3's point estimates are the world's verdict comparison (not the sweep, and
+    not FactualityPrompts' Entail_R); under a Hub family they are FactualityPrompts'."""
+    c3 = next(c for c in claims_mod.paper_claims() if c.id == "C3_apd_more_factual")
+    points = [s for s in c3.evidence if s.stem == "factuality" and s.keys[0] in ("ne_er_apd", "true_rate_apd")]
+    pico = [s for s in points if s.applies_to("smoke")]
+    hub = [s for s in points if s.applies_to("pythia")]
+    assert len(pico) == len(hub) == 2
+    for s in pico:
+        said = " ".join([s.description, *s.names])
+        assert "verdict comparison" in said and "sweep" not in said and "FactualityPrompts" not in said, said
+    for s in hub:
+        assert all("on FactualityPrompts" in n for n in s.names[:1]), s.names
+    assert any("Entail_R" in s.names[0] for s in hub) and not any("Entail_R" in s.names[0] for s in pico)
+
+
+def test_the_theorem_1_finding_keeps_its_formula(results):
+    """The findings drop a check's asides, never its maths: C1a states L_CD = (1 - 1/T) L_HLM."""
+    results("theorem1", {"max_abs_error": 2.8e-14})
+    claims = claims_mod.paper_claims()
+    judged = evidence_mod.judge(claims, "p").set_index("claim_id")
+    assert "L_CD = (1 - 1/T) L_HLM holds to round-off" in judged.loc["C1a_cd_identity", "in_words"]
+    text = findings.findings_markdown(judged.reset_index(), claims, "p", "A note.")
+    line = next(ln for ln in text.splitlines() if ln.startswith("- **C1a**"))
+    assert "holds: Theorem 1's identity L_CD = (1 - 1/T) L_HLM holds to round-off" in line, line
+    assert evidence_mod._without_asides("KL(real || expert) minus KL(real || HLM) (nats, paired)") == (
+        "KL(real || expert) minus KL(real || HLM)"
+    )
 
 
 def test_in_words_keeps_the_sentence_and_drops_the_verdict():
@@ -1280,11 +1389,11 @@ def test_in_words_keeps_the_sentence_and_drops_the_verdict():
             "kind": ["precondition"],
             "status": ["does not hold"],
             "description": ["the mechanism engaged: curve alive"],
-            "evidence": ["the tested ALM' passes its mechanism gates: does not hold (curve model inert)"],
+            "evidence": ["tested: the tested ALM' passes its mechanism gates: does not hold (curve model inert)"],
         }
     )
     assert evidence_mod.in_words(rows, "not testable here") == (
-        "not met: the mechanism engaged [the tested ALM' passes its mechanism gates (curve model inert)]"
+        "not met: the mechanism engaged [tested: the tested ALM' passes its mechanism gates (curve model inert)]"
     )
     text = "a is 1 (standard error over people); 95% normal interval [0.1, 2], above 0: too little data to tell"
     assert evidence_mod._numbers(text) == text.removesuffix(": too little data to tell")

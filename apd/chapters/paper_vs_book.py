@@ -18,9 +18,11 @@ from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.factuality import direction
 from apd.chapters.theorem1 import Theorem1Headline
+from apd.report import coverage
 from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, precondition_in_words
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
 from apd.report.findings import findings_markdown, scale_note, size_in_words
+from apd.report.paper import PAPER_FIGURES
 from apd.report.plots import COLORS, figure
 from apd.report.numbers import format_number
 from apd.report.results import chapter_ran, describe_device, load_results, recorded_wall_time, results_dir
@@ -32,13 +34,19 @@ VERDICTS = {
     "not_testable": NOT_TESTABLE,
     "inconclusive": INCONCLUSIVE,
 }
-TABLE_STATUS = {
+TABLE_STATUS = {  # every status of apd.report.coverage.table_status
     "same": "same rows",
+    "few": "too few items",
     "counterpart": "counterpart rows",
     "missing": "not produced here",
     "never": "cannot be regenerated",
 }
-FIGURE_STATUS = {"done": "regenerated", "missing": "not produced here", "never": "cannot be regenerated"}
+FIGURE_STATUS = {  # every status of figure_table
+    "done": "regenerated",
+    "counterpart": "counterpart figure",
+    "missing": "not produced here",
+    "never": "cannot be regenerated",
+}
 GLANCE = {
     "verdict": "verdict",
     "claim_id": "claim",
@@ -56,11 +64,51 @@ def chapters_read(profile: str) -> list[str]:
 
 
 def glue_status(run, frame: pd.DataFrame, prefix: str, statuses: dict) -> None:
-    """Glue ``n_<prefix>`` (rows of ``frame``) and ``n_<prefix>_<key>`` per status of ``statuses``."""
+    """Glue ``n_<prefix>`` (rows of ``frame``) and ``n_<prefix>_<key>`` per status of ``statuses``, so
+    that the counts add up to the rows; a status ``statuses`` lacks is an error."""
+    unknown = sorted(set(frame["status"]) - set(statuses.values()))
+    if unknown:
+        raise ValueError(
+            f"status {', '.join(map(repr, unknown))} of the {prefix} has no count to glue; add it to the "
+            f"statuses ({', '.join(map(repr, statuses.values()))}) and to the sentence that reads them"
+        )
     n = frame["status"].value_counts()
     run.glue(f"n_{prefix}", len(frame))
     for key, status in statuses.items():
         run.glue(f"n_{prefix}_{key}", int(n.get(status, 0)))
+
+
+def figure_table(profile: str) -> pd.DataFrame:
+    """The paper's figures and this build's counterparts (:func:`apd.report.coverage.figure_status`),
+    where a figure drawn here that does not split what the paper's figure splits
+    (:attr:`apd.report.paper.PaperItem.unsplit`) is a ``counterpart figure``, not ``regenerated``,
+    and says what ours shows instead."""
+    st = coverage.figure_status(profile)
+    unsplit = {item.name: item.unsplit for item in PAPER_FIGURES if item.unsplit}
+    drawn = st["status"].eq(FIGURE_STATUS["done"]) & st["paper"].isin(list(unsplit))
+    st.loc[drawn, "status"] = FIGURE_STATUS["counterpart"]
+    st.loc[drawn, "ours"] = st.loc[drawn, "ours"] + "; " + st.loc[drawn, "paper"].map(unsplit)
+    return st
+
+
+def table_caption(note: str, number: int, tables: pd.DataFrame) -> str:
+    """The caption of the paper's Table ``number`` beside ours (``note``: that of
+    :func:`apd.report.beside.paper_beside_ours`), marked when its status in ``tables``
+    (:func:`apd.report.coverage.table_status`) is too few items: then ours rest on too few
+    questions to compare, and the caption says how few.
+
+    Example:
+        >>> t = pd.DataFrame({"paper": ["Table 4"], "status": ["too few items"],
+        ...                   "ours": ["3 numbers; only 1 qualifying item(s) in the smallest"]})
+        >>> table_caption("Table 4: ours beside the paper's", 4, t)
+        "Table 4: ours beside the paper's. Too few items to compare: 3 numbers; only 1 qualifying item(s) in the smallest"
+        >>> table_caption("Table 1: ...", 1, t)
+        'Table 1: ...'
+    """
+    row = tables[tables["paper"] == f"Table {number}"]
+    if row.empty or row["status"].iloc[0] != TABLE_STATUS["few"]:
+        return note
+    return f"{note}. Too few items to compare: {row['ours'].iloc[0]}"
 
 
 def status_first(frame: pd.DataFrame) -> pd.DataFrame:

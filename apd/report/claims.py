@@ -67,7 +67,8 @@ def _engaged(
     stem: str = "apd",
     key: str = "gate_engaged",
     reason_key: str = "gate_reason",
-    what: str = "the tested ALM' (the APD chapter's engaged variant, apd.variant_used)",
+    what: str = "the tested ALM' (the one every chapter uses, apd.variant_used: the APD chapter's engaged "
+    "variant, or the release configuration when none engages)",
     who: str | None = None,
 ) -> EvidenceSpec:
     """The mechanism gate of an ALM' (:mod:`apd.amateur.gates`) as a precondition: a claim about APD
@@ -88,13 +89,13 @@ def _engaged(
     )
 
 
-#: The release configuration's own gates, beside every claim tested on the engaged variant (context only).
+#: The release configuration's own gates, beside every claim tested on the ALM' every chapter uses (context only).
 RELEASE_CONTEXT = EvidenceSpec(
     "apd",
     "release_gate_engaged",
     flag(),
     "the release configuration's own mechanism engaged (context: claims about APD test "
-    "the engaged variant, which may be another configuration of the trainer)",
+    "the ALM' every chapter uses, which may be another configuration of the trainer)",
     kind="context",
     reason_key="release_gate_reason",
     names=("the release configuration passes its mechanism gates",),
@@ -313,6 +314,41 @@ def _point(stem, keys, comparison, description, names, hub_test: bool = True) ->
     return out
 
 
+#: where the factuality chapter's APD-CD headline (``ne_er_apd``, ``true_rate_apd``, ...) is measured
+#: under the pico profiles: the paired comparison the C3 verdict reads, not the sweep (every pico
+#: profile runs it; the chapter reads the sweep only where it does not, its ``headline_from_sweep``)
+_VERDICT_SAMPLE = "APD-CD verdict comparison (every sentence opening of the test people)"
+
+
+def _world_or_fp(keys, comparison, description, names, fp_measure: str | None = None) -> list[EvidenceSpec]:
+    """A point comparison of the factuality chapter's APD-CD headline, named by where it is measured
+    (``{where}`` in ``description`` and ``names``): the world's verdict comparison under the pico
+    profiles (context), FactualityPrompts under the Hub profiles (a test). ``fp_measure``: the
+    measure's name on FactualityPrompts, when it has one of its own (the share of true claims there
+    is Entail_R)."""
+    world = f"in the world's {_VERDICT_SAMPLE}"
+    fp = f"on FactualityPrompts ({fp_measure})" if fp_measure else "on FactualityPrompts"
+    return [
+        EvidenceSpec(
+            "factuality",
+            keys,
+            comparison,
+            description.format(where=world) + " (point estimates, context)",
+            kind="context",
+            profiles=PICO_PROFILES,
+            names=tuple(n.format(where=world) for n in names),
+        ),
+        EvidenceSpec(
+            "factuality",
+            keys,
+            comparison,
+            description.format(where=fp),
+            profiles=HUB_PROFILES,
+            names=tuple(n.format(where=fp) for n in names),
+        ),
+    ]
+
+
 def _claim(id: str, evidence: list[EvidenceSpec]) -> PaperClaim:
     c = _CLAIM_TEXT[id]
     return PaperClaim(id, c["claim"], tuple(evidence), c["evidence"])
@@ -455,19 +491,20 @@ def paper_claims() -> list[PaperClaim]:
                     "factuality",
                     ("ne_er_apd", "ne_er_cd"),
                     less_than(),
-                    "APD's named-entity error rate is lower than CD's (top-p k20, the first p of Table 1)",
+                    "APD's named-entity error rate on FactualityPrompts is lower than CD's (top-p k20, the first p "
+                    "of Table 1)",
                     profiles=HUB_PROFILES,
-                    names=("APD's NE_ER", "CD's"),
+                    names=("APD's NE_ER on FactualityPrompts", "CD's"),
                 ),
                 E(
                     "factuality",
                     ("ne_er_apd", "ne_er_cd"),
                     less_than(),
-                    "APD's named-entity error rate in the sweep is lower than CD's (top-p k20, the first p of "
-                    "Table 1; point estimates, context)",
+                    f"APD's named-entity error rate in the world's {_VERDICT_SAMPLE} is lower than CD's (top-p k20, "
+                    "the first p of Table 1; point estimates, context)",
                     kind="context",
                     profiles=PICO_PROFILES,
-                    names=("APD's NE_ER in the sweep", "CD's"),
+                    names=(f"APD's NE_ER in the world's {_VERDICT_SAMPLE}", "CD's"),
                 ),
                 _engaged(),
                 _control_ne_er(),
@@ -496,19 +533,18 @@ def paper_claims() -> list[PaperClaim]:
                     names=("CD's NE_ER minus APD's at CD's T = 2", "its standard error"),
                     clusters=(Clusters("people", "verdict_n_people"),),
                 ),
-                *_point(
-                    "factuality",
+                *_world_or_fp(
                     ("true_rate_apd", "true_rate_cd"),
                     greater_than(),
-                    "APD's share of true claims (Entail_R on FactualityPrompts) is higher than CD's",
-                    ("APD's share of true claims", "CD's"),
+                    "APD's share of true claims {where} is higher than CD's",
+                    ("APD's share of true claims {where}", "CD's"),
+                    fp_measure="Entail_R",
                 ),
-                *_point(
-                    "factuality",
+                *_world_or_fp(
                     ("dist2_apd", "dist2_cd"),
                     within_relative(0.1),
-                    "at similar diversity: Dist-2 within 10% (relative) of CD's",
-                    ("APD's Dist-2", "CD's"),
+                    "at similar diversity: APD's Dist-2 {where} is within 10% (relative) of CD's",
+                    ("APD's Dist-2 {where}", "CD's"),
                 ),
             ],
         ),
@@ -686,13 +722,13 @@ def paper_claims() -> list[PaperClaim]:
         _claim(
             "C6_more_midsize_members_help",
             [
-                # tested on the distilled variant, the ablations' run that engages on pico; the release
-                # configuration's own member ablations are context (inert on pico, see the ablations chapter)
+                # tested on the distilled variant's member subsets; the release configuration's own member
+                # ablations are context
                 _engaged(
                     "ablations",
                     "gate_engaged_distilled",
                     "gate_reason_distilled",
-                    "the ablations' distilled variant (the variant the APD chapter found engaged, at the "
+                    "the ablations' distilled variant (the APD chapter's distilled recipe, trained at the "
                     "ablations' budget)",
                 ),
                 _engaged(
@@ -885,8 +921,8 @@ def paper_claims() -> list[PaperClaim]:
                     "factuality",
                     ("true_rate_apd_real", "true_rate_apd_k20"),
                     greater_than(),
-                    "APD + REAL's share of true claims (Entail_R) is higher than APD alone's (Table 6: 7.0 "
-                    "against 5.3)",
+                    "APD + REAL's share of true claims is higher than APD alone's (on the world, or Entail_R on "
+                    "FactualityPrompts under a Hub family; Table 6's Entail_R: 7.0 against 5.3)",
                     kind="context",
                     names=("APD + REAL's share of true claims", "APD + top-p k20's"),
                 ),

@@ -5,10 +5,12 @@ A :class:`PaperClaim` lists :class:`EvidenceSpec` s: values read from ``results/
 ``precondition`` or ``context``. :func:`judge` gives one verdict per claim; a missing value never
 counts for or against a claim. Only what a chapter's last run wrote counts.
 
-A check reads to a reader as a sentence in words with its numbers (each key's ``names``, numbers
-through :func:`apd.report.numbers.format_number` and, with a standard error,
-:func:`apd.report.numbers.format_pm`), then its verdict; the keys as code and the files they come
-from are kept beside it (:func:`checks`' ``values`` and ``source``). A difference with a standard
+A check reads to a reader as one pattern, ``tested: <what the check asks>; measured <the
+numbers>: <verdict>`` (each key in words, its ``names``; numbers through
+:func:`apd.report.numbers.format_number` and, with a standard error,
+:func:`apd.report.numbers.format_pm`), so that what is tested and what was measured never read as
+one statement; the keys as code and the files they come from are kept beside it (:func:`checks`'
+``values`` and ``source``). A difference with a standard
 error is read through its 95% interval: Student's t with n - 1 degrees of freedom where the
 results record the n clusters the error was taken over (:class:`Clusters`), the normal 1.96
 where they do not.
@@ -210,11 +212,21 @@ def _distinct(*values: float, sig: int = 3) -> list[str]:
     return texts
 
 
+def _tested(statement: str, measured: str | None = None) -> str:
+    """A check's sentence before its verdict: ``tested: <statement>; measured <numbers>``.
+
+    Example:
+        >>> _tested("APD's ppl is below CD's", "2.13 against 2.24")
+        "tested: APD's ppl is below CD's; measured 2.13 against 2.24"
+    """
+    return f"tested: {statement}" + (f"; measured {measured}" if measured else "")
+
+
 def _pair(word: str, margin: float) -> Callable:
     def show(names, values):
         a, b = _distinct(values[0], values[1])
         by = f"more than {format_number(margin)} " if margin else ""
-        return f"{names[0]} is {a}, {by}{word} {names[1]} ({b})"
+        return _tested(f"{names[0]} is {by}{word} {names[1]}", f"{a} against {b}")
 
     return show
 
@@ -224,7 +236,7 @@ def less_than(margin: float = 0.0) -> Comparison:
 
     Example:
         >>> less_than()(["APD's ppl", "CD's"], [2.132, 2.237]).text
-        "APD's ppl is 2.13, below CD's (2.24): holds"
+        "tested: APD's ppl is below CD's; measured 2.13 against 2.24: holds"
     """
     return Comparison(f"less_than(margin={margin:g})", 2, lambda v: v[0] < v[1] - margin, _pair("below", margin))
 
@@ -237,7 +249,7 @@ def greater_than(margin: float = 0.0) -> Comparison:
 def _bound(word: str, limit: float) -> Callable:
     def show(names, values):
         a, lim = _distinct(values[0], limit)
-        return f"{names[0]} is {a}, {word} {lim}"
+        return _tested(f"{names[0]} is {word} {lim}", a)
 
     return show
 
@@ -247,7 +259,7 @@ def at_most(limit: float) -> Comparison:
 
     Example:
         >>> at_most(1e-9)(["the largest error"], [1.4e-14]).text
-        'the largest error is 1.4 × 10⁻¹⁴, at most 1 × 10⁻⁹: holds'
+        'tested: the largest error is at most 1 × 10⁻⁹; measured 1.4 × 10⁻¹⁴: holds'
     """
     return Comparison(f"at_most({limit:g})", 1, lambda v: v[0] <= limit, _bound("at most", limit))
 
@@ -259,13 +271,13 @@ def at_least(limit: float) -> Comparison:
 
 def flag() -> Comparison:
     """A yes/no result recorded as 1/0 is yes (one key; the test of ``at_least(1)``). Its name is the
-    statement itself, so the sentence is the name and the verdict.
+    statement itself and the verdict says yes or no, so the sentence has no measured part.
 
     Example:
         >>> flag()(["the tested ALM' passes its mechanism gates"], [0]).text
-        "the tested ALM' passes its mechanism gates: does not hold"
+        "tested: the tested ALM' passes its mechanism gates: does not hold"
     """
-    return Comparison("flag", 1, lambda v: v[0] >= 1, lambda names, v: f"{names[0]}")
+    return Comparison("flag", 1, lambda v: v[0] >= 1, lambda names, v: _tested(names[0]))
 
 
 def within_relative(tol: float) -> Comparison:
@@ -273,16 +285,16 @@ def within_relative(tol: float) -> Comparison:
 
     Example:
         >>> within_relative(0.1)(["APD's Dist-2", "CD's"], [47.44, 48.57]).text
-        "APD's Dist-2 is 47.4, within 10% of CD's (48.6), a gap of 1.13 or 2.3% of the larger: holds"
+        "tested: APD's Dist-2 is within 10% of CD's; measured 47.4 against 48.6, a gap of 1.13 or 2.3% of the larger: holds"
     """
 
     def show(names, v):
         a, b = _distinct(v[0], v[1])
         gap, top = abs(v[0] - v[1]), max(abs(v[0]), abs(v[1]))
         share = format_number(100 * gap / top, sig=2) if top else "0"
-        return (
-            f"{names[0]} is {a}, within {format_number(100 * tol)}% of {names[1]} ({b}), "
-            f"a gap of {format_number(gap)} or {share}% of the larger"
+        return _tested(
+            f"{names[0]} is within {format_number(100 * tol)}% of {names[1]}",
+            f"{a} against {b}, a gap of {format_number(gap)} or {share}% of the larger",
         )
 
     return Comparison(
@@ -296,14 +308,14 @@ def more_than_z_se(z: float = 2.0) -> Comparison:
 
     Example:
         >>> more_than_z_se(2.0)(["the gain", "its se"], [0.05, 0.02]).text
-        'the gain is +0.050 ± 0.020, more than 2 times its standard error: holds'
+        'tested: the gain is more than 2 times its standard error; measured +0.050 ± 0.020: holds'
     """
     return Comparison(
         f"more_than_z_se({z:g})",
         2,
         lambda v: v[0] > z * v[1],
-        lambda names, v: (
-            f"{names[0]} is {format_pm(v[0], v[1])}, more than {format_number(z)} times its standard error"
+        lambda names, v: _tested(
+            f"{names[0]} is more than {format_number(z)} times its standard error", format_pm(v[0], v[1])
         ),
         se_at=(1,),
     )
@@ -341,12 +353,12 @@ def _spread(clusters: Sequence, i: int, z: float) -> _Spread:
     return _Spread(None if n is None else int(n), unit, z)
 
 
-def _interval_words(name: str, d: float, se: float, sp: _Spread, aside: str = "") -> str:
-    """'<name> is +0.0059 ± 0.0058 (standard error over 100 people<aside>); 95% t interval (99 df)
-    [-0.0057, 0.0175]': the bounds to the decimal place the standard error supports."""
+def _interval_words(d: float, se: float, sp: _Spread, aside: str = "") -> str:
+    """What was measured: '+0.0059 ± 0.0058 (standard error over 100 people<aside>), interval
+    [-0.0057, 0.0175]', the bounds to the decimal place the standard error supports."""
     lo, hi = interval(d, se, sp.crit)
     lo_t, hi_t = (pm_parts(x, se, signed=False)[0] for x in (lo, hi))
-    return f"{name} is {format_pm(d, se)} ({sp.over()}{aside}); {sp.kind()} [{lo_t}, {hi_t}]"
+    return f"{format_pm(d, se)} ({sp.over()}{aside}), interval [{lo_t}, {hi_t}]"
 
 
 def _interval_numbers(d: float, se: float, sp: _Spread) -> dict:
@@ -394,8 +406,10 @@ def detects(
         >>> detects(share=0.5, base_se=True)(["d", "se", "b", "b_se"], [0.0, 0.001, 0.02, 0.02]).inconclusive
         True
         >>> out = detects(clusters=[(10, "people")])(["the gain", "se"], [0.011, 0.005])   # t, 9 df: 2.262
-        >>> out.inconclusive, out.text
-        (True, 'the gain is +0.0110 ± 0.0050 (standard error over 10 people; smallest detectable effect 0.016); 95% t interval (9 df) [-0.0003, 0.0223], against 0 (the paper gives no effect in these units): too little data to tell')
+        >>> out.inconclusive
+        True
+        >>> print(out.text)
+        tested: the gain is above 0 (reproduced) or below 0 (not reproduced), by its 95% t interval (9 df); the paper gives no effect in these units; measured +0.0110 ± 0.0050 (standard error over 10 people; smallest detectable effect 0.016), interval [-0.0003, 0.0223]: too little data to tell
     """
     sd, sb = _spread(clusters, 0, z), _spread(clusters, 1, z)
     zd, zb = sd.crit, sb.crit
@@ -414,11 +428,10 @@ def detects(
     def show(names, v):
         mde = min_detectable_effect(v[1], zd, power_z)
         eff = effect_of(v)
+        bar = "0" if eff is None else "the paper's effect" + ("" if share is None else " on this scale")
         if share is None:
-            paper = (
-                f"against 0 and the paper's effect, {format_number(eff)}"
-                if eff is not None
-                else "against 0 (the paper gives no effect in these units)"
+            effect = (
+                "the paper gives no effect in these units" if eff is None else f"the effect is {format_number(eff)}"
             )
         else:
             if base_se:
@@ -428,13 +441,14 @@ def detects(
                 )
             else:
                 base = f"{names[2]}, {format_number(v[2])}"
-            paper = (
-                f"against 0 and the paper's effect on this scale, {format_number(eff)} = {format_number(share)} × {base}"
+            effect = (
+                f"the effect is {format_number(eff)} = {format_number(share)} × {base}"
                 if eff is not None
-                else f"against 0 only; there is no effect on this scale, since {base}, is at or below 0"
+                else f"there is no effect on this scale, since {base}, is at or below 0"
             )
+        tested = f"{names[0]} is above 0 (reproduced) or below {bar} (not reproduced), by its {sd.kind()}; {effect}"
         mde_text = f"; smallest detectable effect {format_number(mde, sig=2)}"
-        return f"{_interval_words(names[0], v[0], v[1], sd, mde_text)}, {paper}"
+        return _tested(tested, _interval_words(v[0], v[1], sd, mde_text))
 
     def numbers(v):
         eff = effect_of(v)
@@ -458,13 +472,13 @@ def significant(z: float = Z_TEST, clusters: Sequence[tuple[int | None, str] | N
     Example:
         >>> significant()(["d", "se"], [0.009, 0.014]).holds
         False
-        >>> significant(clusters=[(100, "people")])(["the expert's KL minus CD's", "se"], [0.009, 0.014]).text
-        "the expert's KL minus CD's is +0.009 ± 0.014 (standard error over 100 people); 95% t interval (99 df) [-0.019, 0.037], above 0: does not hold"
+        >>> print(significant(clusters=[(100, "people")])(["the expert's KL minus CD's", "se"], [0.009, 0.014]).text)
+        tested: the expert's KL minus CD's is above 0, by its 95% t interval (99 df); measured +0.009 ± 0.014 (standard error over 100 people), interval [-0.019, 0.037]: does not hold
     """
     sp = _spread(clusters, 0, z)
 
     def show(names, v):
-        return f"{_interval_words(names[0], v[0], v[1], sp)}, above 0"
+        return _tested(f"{names[0]} is above 0, by its {sp.kind()}", _interval_words(v[0], v[1], sp))
 
     def rebuild(cl):
         return significant(z, cl)
@@ -486,13 +500,13 @@ def is_largest() -> Comparison:
 
     Example:
         >>> is_largest()(["the gain on head questions", "on torso", "on tail"], [0.0086, 0.0042, -0.001]).text
-        'the gain on head questions is 0.0086, larger than on torso (0.0042) and on tail (-0.001): holds'
+        'tested: the gain on head questions is larger than on torso and on tail; measured 0.0086; on torso 0.0042 and on tail -0.001: holds'
     """
 
     def show(names, v):
         texts = _distinct(*v)
-        others = [f"{n} ({t})" for n, t in zip(names[1:], texts[1:])]
-        return f"{names[0]} is {texts[0]}, larger than {listed(others)}"
+        others = [f"{n} {t}" for n, t in zip(names[1:], texts[1:])]
+        return _tested(f"{names[0]} is larger than {listed(list(names[1:]))}", f"{texts[0]}; {listed(others)}")
 
     return Comparison("is_largest", None, lambda v: all(v[0] > x for x in v[1:]), show)
 
@@ -501,26 +515,31 @@ def difference_larger() -> Comparison:
     """(a - b) > (c - d) (four keys), e.g. CD's ppl minus APD's on one dataset against another.
 
     Example:
-        >>> difference_larger()(["CD's ppl on A", "APD's", "CD's ppl on B", "APD's"], [2.4, 2.1, 7.7, 7.75]).text
-        "CD's ppl on A minus APD's is 0.3 (2.4 - 2.1), larger than CD's ppl on B minus APD's, -0.05 (7.7 - 7.75): holds"
+        >>> print(difference_larger()(["CD's ppl on A", "APD's", "CD's ppl on B", "APD's"], [2.4, 2.1, 7.7, 7.75]).text)
+        tested: CD's ppl on A minus APD's is larger than CD's ppl on B minus APD's; measured 0.3 (2.4 - 2.1) against -0.05 (7.7 - 7.75): holds
     """
 
     def show(names, v):
         d1, d2 = _distinct(v[0] - v[1], v[2] - v[3])
         a, b, c, d = _distinct(*v)
-        return (
-            f"{names[0]} minus {names[1]} is {d1} ({a} - {b}), larger than {names[2]} minus {names[3]}, "
-            f"{d2} ({c} - {d})"
+        return _tested(
+            f"{names[0]} minus {names[1]} is larger than {names[2]} minus {names[3]}",
+            f"{d1} ({a} - {b}) against {d2} ({c} - {d})",
         )
 
     return Comparison("difference_larger", 4, lambda v: v[0] - v[1] > v[2] - v[3], show)
 
 
 def non_increasing() -> Comparison:
-    """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added)."""
+    """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added).
+
+    Example:
+        >>> non_increasing()(["a", "b", "c"], [3, 2, 2]).text
+        'tested: a, b and c do not increase, in that order; measured 3, 2 and 2: holds'
+    """
 
     def show(names, v):
-        return f"{listed([f'{n} ({t})' for n, t in zip(names, _distinct(*v))])} do not increase, in that order"
+        return _tested(f"{listed(list(names))} do not increase, in that order", listed(_distinct(*v)))
 
     return Comparison("non_increasing", None, lambda v: all(a >= b for a, b in zip(v, v[1:])), show)
 
@@ -857,6 +876,34 @@ def _numbers(text: str) -> str:
     return f"{text[: last.start()]}{text[last.end() :]}".strip()
 
 
+def _without_asides(text: str) -> str:
+    """``text`` without its asides: each outermost parenthesised span that follows a space (or opens
+    the text) and holds a word of two or more letters, with the space before it. A formula's
+    brackets stay, so the words of a check keep their maths: ``(1 - 1/T) L_HLM``, ``KL(real || expert)``.
+
+    Example:
+        >>> _without_asides("L_CD = (1 - 1/T) L_HLM holds (to round-off, see (2)) on KL(p || q) (context)")
+        'L_CD = (1 - 1/T) L_HLM holds on KL(p || q)'
+    """
+    text, out, last, depth, start = str(text), [], 0, 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            start = i if depth == 0 else start
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            after_space = start == 0 or text[start - 1].isspace()
+            if depth == 0 and after_space and re.search(r"[A-Za-z]{2,}", text[start + 1 : i]):
+                out.append(text[last:start].rstrip())
+                last = i + 1
+    return ("".join(out) + text[last:]).strip()
+
+
+def _what(description) -> str:
+    """A check's description in a few words: its first clause, without asides (:func:`_without_asides`)."""
+    return _without_asides(str(description or "")).split(": ")[0].strip()
+
+
 def in_words(rows: pd.DataFrame, verdict: str) -> str:
     """A reader's summary of a claim's verdict from its rows of :func:`checks`: the description of
     each check that decided it (the failed preconditions, the failed or undecided tests, else every
@@ -865,9 +912,9 @@ def in_words(rows: pd.DataFrame, verdict: str) -> str:
 
     Example:
         >>> rows = pd.DataFrame({"kind": ["test"], "status": [FAILS], "description": ["APD is better than CD"],
-        ...                      "evidence": ["APD's KL is 2.2, below CD's (2.1): does not hold"]})
+        ...                      "evidence": ["tested: APD's KL is below CD's; measured 2.2 against 2.1: does not hold"]})
         >>> in_words(rows, NOT_REPRODUCED)
-        "fails: APD is better than CD [APD's KL is 2.2, below CD's (2.1)]"
+        "fails: APD is better than CD [tested: APD's KL is below CD's; measured 2.2 against 2.1]"
     """
     pre, tests = rows[rows["kind"] == "precondition"], rows[rows["kind"] == "test"]
     if verdict == NOT_TESTABLE and (pre["status"] != HOLDS).any():
@@ -882,7 +929,7 @@ def in_words(rows: pd.DataFrame, verdict: str) -> str:
         pick, word = tests, "holds"
     parts = []
     for r in pick.itertuples():
-        what = re.sub(r"\s*\([^()]*\)", "", str(r.description or "")).split(": ")[0].strip()
+        what = _what(r.description)
         parts.append(f"{word}: {what} [{_numbers(r.evidence)}]" if what else f"{word}: {_numbers(r.evidence)}")
     return "; ".join(_unique(parts)) or verdict
 
@@ -899,7 +946,7 @@ def preconditions_text(rows: pd.DataFrame) -> str:
     pre = rows[rows["kind"] == "precondition"]
     parts = []
     for r in pre.itertuples():
-        what = re.sub(r"\s*\([^()]*\)", "", str(r.description or "")).split(": ")[0].strip()
+        what = _what(r.description)
         vals = str(getattr(r, "values", "") or "")
         parts.append(f"{what}: {r.status}" + (f" [{vals}]" if vals else ""))
     return "; ".join(parts) or "none"
@@ -1008,7 +1055,9 @@ def claims_markdown(
             out.append(f"- {_md_text(c['reason'])}\n")
         for _, r in mine.iterrows():
             src = "" if r["status"] == MISSING else source_html(r.get("source", ""), results_href)
-            line = f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. {_md_text(r['evidence'])}"
+            said = str(r["evidence"])
+            said = said[:1].upper() + said[1:]  # "Tested: ...; measured ...", after the description's full stop
+            line = f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. {_md_text(said)}"
             out.append(f"{line} {src}" if src else line)
         out.append("")
     return "\n".join(out)

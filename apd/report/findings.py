@@ -8,6 +8,7 @@ The paper-vs-book chapter shows :func:`findings_markdown` and writes it to
 from __future__ import annotations
 
 import math
+import re
 from typing import Sequence
 
 import pandas as pd
@@ -80,8 +81,6 @@ def _clip(text: str, n: int = 220) -> str:
 def _reason(in_words: str) -> str:
     """A verdict's reason for a reader: :func:`apd.report.evidence.in_words` without the bracketed
     result keys and numbers (the chapter's table of checks shows those)."""
-    import re
-
     text, previous = str(in_words), None
     while text != previous:  # innermost brackets first: result keys nest ("t.csv['kl' where ...]")
         previous, text = text, re.sub(r"\s*\[[^\[\]]*\]", "", text)

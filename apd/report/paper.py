@@ -500,7 +500,9 @@ class PaperItem:
     ``artefacts``: figure or table names under results/<profile>/, any of which counts), or
     ``never`` = why it cannot. ``needs``: what producing it takes; ``caveat``: how ours differs;
     ``never_part``: the part of it no build can regenerate, when the rest can be (Table 6's human
-    columns beside its automatic ones)."""
+    columns beside its automatic ones); ``unsplit``: what the paper's figure splits that ours does not,
+    and what ours shows instead (ours is then a counterpart, not a regeneration:
+    :func:`apd.chapters.paper_vs_book.figure_table`)."""
 
     label: str
     name: str
@@ -511,6 +513,7 @@ class PaperItem:
     never: str = ""
     caveat: str = ""
     never_part: str = ""
+    unsplit: str = ""
 
 
 PAPER_TABLES = [
@@ -657,13 +660,19 @@ PAPER_FIGURES = [
         "factuality",
         ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
         needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
+        unsplit="ours does not split factual from nonfactual prompts: it is Figure 4 (a, c)'s counterpart, "
+        "NE_ER against Dist-2 on the world's prompts, which have no nonfactual kind, and on FactualityPrompts "
+        "with both kinds pooled",
     ),
     PaperItem(
         "fig:comp_ent_rep_factual",
         "Figures 9-10",
         "Entail_R against Rep on factual and on nonfactual prompts",
         "factuality",
-        ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
+        ("factuality_world_tradeoffs_true", "factuality_fp_tradeoffs_true"),
         needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
+        unsplit="ours does not split factual from nonfactual prompts: it plots the share of true claims "
+        "against Rep on the world's prompts, which have no nonfactual kind, and Entail_R against Rep on "
+        "FactualityPrompts with both kinds pooled",
     ),
 ]

@@ -154,6 +154,7 @@ ALLOWED = {
         "0.05",
     ): "design constant: the controls' 1/T grid (apd.family.settings.CONTROL_INV_T_GRID)",
     (_NB + "testbed.ipynb", "1.96"): _STATS + " (apd.core.stats.Z_TEST)",
+    (_NB + "testbed.ipynb", "95%"): _STATS,
     (_NB + "testbed.ipynb", "90%"): "design constant: apd.evaluation.controls.CONTROL_THRESHOLDS head_error_ratio",
     (_NB + "testbed.ipynb", "10%"): "design constant: apd.evaluation.controls.CONTROL_THRESHOLDS head_error_ratio",
     (_NB + "factuality.ipynb", "5%"): _STATS,

@@ -6,6 +6,7 @@ import json
 import math
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -148,7 +149,43 @@ def test_truth_values_and_the_dev_knobs():
     v = ch.truth_values(tab, "kl", knobs, fly=False)
     assert v["kl_elm"][0] == 1.0 and v["kl_apdbest"][0] < v["kl_cd"][0] and math.isnan(v["kl_fly"][0])
     assert not [k for k in v if "_vs_" in k]  # the prose states the numbers; it pastes no words
-    assert set(ch.no_truth_values()) >= {"kl_elm", "nll_head_cd", "fly_w"}
+    assert set(ch.no_truth_values()) >= {"kl_elm", "nll_head_cd", "fly_w", "n_dev_scored"}
+    assert values["n_dev_scored"][0] == 4
+    unscored = frame.assign(kl=np.where(frame["item"] == 3, np.nan, frame["kl"]))  # truth off the top tokens
+    assert ch.dev_knobs(unscored, [0.5, 1.0])[1]["n_dev_scored"][0] == 3
+
+
+def _cells_with_glue(stem: str):
+    """Every markdown cell of a notebook (its id and source) with the glue keys it reads."""
+    nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            yield cell["id"], cell["source"], set(re.findall(r"\{glue:text\}`(\w+)", cell["source"]))
+
+
+def test_every_paired_difference_on_the_world_says_it_is_averaged_per_person():
+    """The world's paired differences weigh every person the same (paired_difference with groups=people);
+    a cell that quotes one, by KL or by the gold token's loss, says so (held-out text is paired over positions)."""
+    world = re.compile(r"(^|_)(kl|nll|gain|shift)(_|$)")
+    quoted = {
+        cid: src
+        for cid, src, keys in _cells_with_glue("apd")
+        if "paired" in src.lower() and any(world.search(k) and "text" not in k for k in keys)
+    }
+    # the opening (three), the truth section, the variants, the buckets (two), the left-out run (four), the findings
+    assert len(quoted) >= 12, sorted(quoted)
+    assert not [cid for cid, src in quoted.items() if "per person" not in src]
+
+
+def test_the_apd_page_names_the_count_each_number_is_over():
+    """The world questions the KL scores and those drawn are two counts; the prose says which it quotes."""
+    text = "\n".join(src for _, src, _ in _cells_with_glue("apd"))
+    assert (
+        "Paired over the {glue:text}`n_test_items`" not in text
+        and "over the {glue:text}`n_text_used` positions" not in text
+    )
+    assert "{glue:text}`kl_apd_gain_n` of the {glue:text}`n_test_items`" in text
+    assert "{glue:text}`n_dev_scored` of the {glue:text}`n_dev_items`" in text
 
 
 def test_the_smoke_results_open_with_three_sentences():
@@ -193,6 +230,12 @@ def test_tables_of_the_smoke_family(smoke):
     assert {f"{v}_tune_grid" for v in names} <= set(tv)
     assert not [k for k in tv if k.endswith(("_where", "_note"))]  # numbers only: steps, grids, values
     assert tv["conditioned_tune_steps"][0] == int(tune.loc[tune["variant"] == "conditioned", "steps"].iloc[0])
+    shown, _, tuned = ch.release_tuning(results["release"])
+    chosen = results["release"].tuning.loc[results["release"].tuning["chosen"]].iloc[0]
+    assert (tuned["tune_n_items"][0], tuned["tune_n_scored"][0]) == (chosen["n_items"], chosen["n_scored"])
+    assert 0 < tuned["tune_n_scored"][0] <= tuned["tune_n_items"][0] == shown["dev items"].iloc[0]
+    three = ch.variants_shown(sel.table)  # each dev KL beside the 1/T it is read at
+    assert len(three.columns) <= 7 and list(three["1/T (dev-best)"]) == list(sel.table["dev_inv_T"])
     values = ch.gate_values(sel, names)
     assert values["n_variants"] == (len(names), None)
     assert values["any_engaged"][0] == bool(values["n_engaged"][0])
@@ -200,11 +243,42 @@ def test_tables_of_the_smoke_family(smoke):
     assert list(reading["variant"]) == names and set(rv) == {f"{v}_gate_loose" for v in names}
     records, rec = ch.variant_records(results)
     assert rec["conditioned_a0"][1] == "{:.3f}" and records["release"]["steps"] > 0
+    _, _, against = ch.variants_against_cd(None, {}, sel, results, records, {v: f"APD {v}" for v in names})
+    by_variant = sel.table.set_index("variant")
+    assert [against[f"{v}_dev_inv_T"][0] for v in names] == [by_variant.loc[v, "dev_inv_T"] for v in names]
     for v in names:  # a variant's training seconds: its final run's, plus its tuning runs' where it was tuned
         assert rec[f"{v}_seconds"][0] >= records[v]["train_seconds"] > 0
     assert rec["release_seconds"][0] > records["release"]["train_seconds"]  # release is tuned over a grid
     assert ch.question_counts(None)["n_test_items"] == (0, None)
     assert np.all([isinstance(t, str) for t in ch.heldout_texts(built)[:3]])
+
+
+def test_variants_against_cd_gives_plain_means_beside_per_person_gains():
+    """A variant's KL and CD's per-bucket KL are plain means over questions; the gain is averaged per
+    person, so with unequal people the two differ (person 0 has three questions, person 1 one)."""
+    frame = _frame().assign(
+        person=lambda f: (f["item"] == 3).astype(int),
+        bucket=lambda f: f["item"].map(dict(enumerate(ch.BUCKETS + ("head",)))),
+    )
+    frame.loc[(frame["method"] == "CD") & (frame["item"] == 3), "kl"] = 1.2  # CD is worse on person 1's question
+    sel = SimpleNamespace(
+        variant="release",
+        table=pd.DataFrame({"variant": ["release"], "engaged": [False], "dev_kl": [2.4], "dev_inv_T": [0.5]}),
+    )
+    _, gains, values = ch.variants_against_cd(
+        frame,
+        {"CD": 0.5, "APD": 0.5},
+        sel,
+        {"release": SimpleNamespace(lambda3=0.2)},
+        {"release": {"steps": 1}},
+        {"release": "APD"},
+    )
+    assert gains["cd_kl"]["head"] == pytest.approx((0.8 + 1.2) / 2)  # CD's plain mean over the head questions
+    per_person = np.mean([np.mean([0.8 - (0.7 + 0.01 * q) for q in range(3)]), 1.2 - 0.73])
+    assert values["release_kl_gain"][0] == pytest.approx(per_person)
+    plain = (0.8 * 3 + 1.2) / 4 - values["release_kl"][0]  # CD's plain mean minus the variant's
+    assert abs(values["release_kl_gain"][0] - plain) > 0.05
+    assert values["release_dev_inv_T"][0] == 0.5
 
 
 def test_robustness_compares_both_alm_primes_with_cd_and_with_each_other():
@@ -249,7 +323,8 @@ def _regime_gains(gains: dict, se: float = 0.01):
     row = {}
     for b in ("head", "torso", "tail"):
         row.update({f"n_{b}": 30, f"mean_{b}": 0.5, f"gain_{b}": gains[b], f"gain_{b}_se": se})
-    return {"kl": pd.DataFrame([row], index=["release"])}
+    cd_kl = pd.Series({b: 0.5 + 2 * g for b, g in gains.items()})  # CD's plain means: not the variant's + its gain
+    return {"kl": pd.DataFrame([row], index=["release"]), "cd_kl": cd_kl}
 
 
 @pytest.mark.parametrize(
@@ -267,6 +342,7 @@ def test_regime_flags_the_buckets_whose_gain_differs_from_zero(tmp_path, monkeyp
     assert [b for b in ("head", "torso", "tail") if values[f"regime_{b}_signif"][0]] == signif
     assert values["regime_none_signif"][0] is (not signif)
     assert table is not None and "of which flattening (family)" not in table
+    assert list(table["CD KL"]) == [0.5 + 2 * gains[b] for b in ("head", "torso", "tail")]
 
 
 def test_regime_without_gains_flags_nothing(tmp_path, monkeypatch):

@@ -157,9 +157,19 @@ def collection(collect_dir) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
 
 def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
     """The release configuration's lambda3 tuning on the dev people: (its table as shown, the ELM's
-    and CD's dev scores on the same items, values); ``(None, {}, ...)`` when lambda3 is the paper's
-    value (a Hub family has no dev people)."""
-    keys = ("tune_best", "tune_elm", "tune_cd", "tune_grid")
+    and CD's dev scores on the same items, values: the chosen run's dev KL at 1/T = 1, the grid, and
+    the dev questions it is over, ``tune_n_items``, of which the KL scores ``tune_n_scored``);
+    ``(None, {}, ...)`` when lambda3 is the paper's value (a Hub family has no dev people).
+
+    Example:
+        >>> t = pd.DataFrame({"lambda3": [0.2, 0.6], "score": [2.45, 2.94], "n_scored": [682, 682],
+        ...                   "n_items": [800, 800], "chosen": [True, False]})
+        >>> t.attrs["reference"] = {"ELM": 2.43, "CD 1/T=1": 3.0}
+        >>> shown, ref, values = release_tuning(type("R", (), {"tuning": t})())
+        >>> values["tune_best"][0], values["tune_n_items"][0], values["tune_n_scored"][0]
+        (2.45, 800, 682)
+    """
+    keys = ("tune_best", "tune_elm", "tune_cd", "tune_grid", "tune_n_items", "tune_n_scored")
     if result.tuning is None:
         return None, {}, {k: (None, "{:.3g}") for k in keys}
     tuning = result.tuning
@@ -167,15 +177,17 @@ def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
     shown = tuning[["lambda3", "score", "n_scored", "n_items", "chosen"]].rename(
         columns={"score": "dev KL(truth || APD 1/T=1)", "n_scored": "items scored", "n_items": "dev items"}
     )
-    best = float(tuning.loc[tuning["chosen"], "score"].iloc[0])
+    chosen = tuning.loc[tuning["chosen"]].iloc[0]
     return (
         shown,
         ref,
         {
-            "tune_best": (best, "{:.3f}"),
+            "tune_best": (float(chosen["score"]), "{:.3f}"),
             "tune_elm": (ref["ELM"], "{:.3f}"),
             "tune_cd": (ref["CD 1/T=1"], "{:.3f}"),
             "tune_grid": (", ".join(f"{v:g}" for v in tuning["lambda3"]), "{}"),
+            "tune_n_items": (int(chosen["n_items"]), "{:,}"),  # every question about the dev people
+            "tune_n_scored": (int(chosen["n_scored"]), "{:,}"),  # those whose truth has mass on the ELM's top 20
         },
     )
 
@@ -368,25 +380,30 @@ def gates_in_words(reason) -> str:
 
 def variants_shown(table: pd.DataFrame) -> pd.DataFrame:
     """The variant selection's table (``sel.table``, one row per variant) as the page shows it: its
-    λ3, whether it engages, the gates it fails in words (:data:`GATE_WORDS`), its dev KL (nats) and
+    λ3, whether it engages, the gates it fails in words (:data:`GATE_WORDS`), the 1/T at which its dev
+    KL is read (APD's dev-best, ``dev_inv_T``; None where the table lacks it), that dev KL (nats) and
     whether later chapters use it, flags as yes/no. For display only: nothing saved reads it.
 
     Example:
         >>> t = pd.DataFrame({"variant": ["release", "distilled"], "lambda3": [0.2, 0.6], "engaged": [False, True],
         ...                   "reason": ["curve model inert; c collapsed to the expert", "all gates pass"],
-        ...                   "dev_kl": [2.43, 2.41], "chosen": [False, True]})
+        ...                   "dev_kl": [2.43, 2.41], "dev_inv_T": [0.05, 0.5], "chosen": [False, True]})
         >>> variants_shown(t)[["variant", "engages?", "why not", "used by later chapters"]].iloc[0].tolist()
         ['release', 'no', 'flat curves, APD on the expert', 'no']
         >>> variants_shown(t).columns[2:].tolist()
-        ['engages?', 'why not', 'dev KL (nats)', 'used by later chapters']
+        ['engages?', 'why not', '1/T (dev-best)', 'dev KL at that 1/T (nats)', 'used by later chapters']
+        >>> variants_shown(t)["1/T (dev-best)"].tolist()
+        [0.05, 0.5]
     """
+    inv_T = table["dev_inv_T"] if "dev_inv_T" in table else [None] * len(table)
     return pd.DataFrame(
         {
             "variant": table["variant"],
             "λ3": table["lambda3"],
             "engages?": [yes_no(e) for e in table["engaged"]],
             "why not": [gates_in_words(r) for r in table["reason"]],
-            "dev KL (nats)": table["dev_kl"],
+            "1/T (dev-best)": list(inv_T),
+            "dev KL at that 1/T (nats)": table["dev_kl"],
             "used by later chapters": [yes_no(c) for c in table["chosen"]],
         }
     ).reset_index(drop=True)
@@ -749,17 +766,20 @@ def curve_values(preds: dict, chosen: list[int]) -> Values:
 def dev_knobs(dev_frame: pd.DataFrame, inv_T_grid) -> tuple[dict, Values]:
     """Each method's knob with the lowest KL on the dev questions ({method: 1/T or w}; the mean over
     people of each person's mean where the frame has a ``person`` column, the estimand the chapter
-    reports), with CD's and APD's 1/T and the grid they are chosen from.
+    reports), with CD's and APD's 1/T, the grid they are chosen from and the number of dev questions
+    the KL scores (``n_dev_scored``: those whose truth has mass on the expert's top tokens).
 
     Example:
         >>> f = pd.DataFrame({"method": ["CD", "CD", "APD"], "knob": [0.5, 1.0, 1.0], "kl": [0.8, 0.9, 0.7]})
         >>> knobs, values = dev_knobs(f, [1.0, 0.5])
-        >>> knobs["CD"], values["apd_best_invT"][0], values["invT_grid_text"][0]
-        (0.5, 1.0, '0.5, 1')
+        >>> knobs["CD"], values["apd_best_invT"][0], values["invT_grid_text"][0], values["n_dev_scored"][0]
+        (0.5, 1.0, '0.5, 1', 1)
     """
     cluster = "person" if "person" in dev_frame.columns else None  # the reported estimand: person means
     knobs, grid = best_knobs(dev_frame, "kl", cluster=cluster), sorted(inv_T_grid)
+    cd = dev_frame[(dev_frame["method"] == "CD") & np.isclose(dev_frame["knob"], knobs["CD"])]
     return knobs, {
+        "n_dev_scored": (int(cd["kl"].notna().sum()), None),  # dev questions the KL scores (truth on the top k)
         "cd_best_invT": (knobs["CD"], "{:g}"),
         "apd_best_invT": (knobs["APD"], "{:g}"),
         "invT_grid_text": (", ".join(f"{v:g}" for v in grid), "{}"),
@@ -811,9 +831,9 @@ def no_truth_values() -> Values:
     Example:
         >>> values = no_truth_values()
         >>> values["kl_elm"], len(values)
-        ((None, '{:.3g}'), 24)
+        ((None, '{:.3g}'), 25)
     """
-    names = ["cd_best_invT", "apd_best_invT", "invT_grid_text", "fly_w"]
+    names = ["n_dev_scored", "cd_best_invT", "apd_best_invT", "invT_grid_text", "fly_w"]
     names += [
         f"{m}_{k}"
         for m in TRUTH_MEASURES
@@ -943,13 +963,17 @@ def variants_against_cd(
     """Every variant (``label_of``: {variant: its method label}) against CD on the test questions,
     each at its dev-best 1/T (:func:`apd.world.truth.paired_table`, standard errors over people): the table
     (gates, lambda3, 1/T, KL and NLL, CD's minus its own with se and MDE, per bucket), the paired
-    tables {"kl", "nll"}, and the values; ``(None, None, missing values)`` without a world."""
+    tables {"kl", "nll"} with CD's plain mean KL per bucket ("cd_kl", a Series), and the values
+    (each variant's dev KL over every dev question, at its dev-best 1/T ``<variant>_dev_inv_T``);
+    ``(None, None, missing values)`` without a world."""
     names = list(label_of)
     by_variant = sel.table.set_index("variant")
     vt = gains = None
     if test_frame is not None:
         rows = {v: (label_of[v], knobs[label_of[v]]) for v in names}
         gains = {m: paired_table(test_frame, rows, ("CD", knobs["CD"]), m, cluster="person") for m in ("kl", "nll")}
+        cd = test_frame[(test_frame["method"] == "CD") & np.isclose(test_frame["knob"], knobs["CD"])]
+        gains["cd_kl"] = cd.groupby("bucket")["kl"].mean()  # CD's plain mean KL per bucket (the gains are per person)
         vt = pd.DataFrame(
             {
                 "variant": names,
@@ -974,7 +998,8 @@ def variants_against_cd(
     for i, v in enumerate(names):
         g = {m: (gains[m].loc[v] if vt is not None else None) for m in ("kl", "nll")}
         values[f"{v}_inv_T"] = (None if vt is None else vt["1/T (dev)"].iloc[i], "{:g}")
-        values[f"{v}_dev_kl"] = (by_variant.loc[v, "dev_kl"], "{:.4f}")
+        values[f"{v}_dev_kl"] = (by_variant.loc[v, "dev_kl"], "{:.4f}")  # over every dev question, at:
+        values[f"{v}_dev_inv_T"] = (by_variant.loc[v].get("dev_inv_T"), "{:g}")
         for m in ("kl", "nll"):
             for key, col, fmt in (
                 ("", "mean", "{:.4f}"),
@@ -1089,10 +1114,10 @@ def robustness(test_frame: Optional[pd.DataFrame], knobs: dict) -> tuple[Optiona
 def regime(
     profile: str, gains: Optional[dict], variant_used: str, variant_names
 ) -> tuple[Optional[pd.DataFrame], Values]:
-    """Per frequency bucket, each variant's KL gain over CD ± se (``gains``: :func:`variants_against_cd`'s)
-    beside the family chapter's shares of rising gold curves and of those flattening
-    (:func:`apd.report.findings.family_saturation`); for the variant the book uses, the gains, the bucket
-    where it is highest, and which buckets' gains differ from zero after Holm's correction
+    """Per frequency bucket, CD's plain mean KL and each variant's KL gain over CD ± se, averaged per
+    person (``gains``: :func:`variants_against_cd`'s), beside the family chapter's shares of rising gold
+    curves and of those flattening (:func:`apd.report.findings.family_saturation`); for the variant the
+    book uses, the gains, the bucket where it is highest, and which buckets' gains differ from zero after Holm's correction
     (``regime_<bucket>_signif``; ``regime_none_signif`` when none does; all False without gains)."""
     sat = family_saturation(profile)
     table = None
@@ -1103,7 +1128,7 @@ def regime(
             table["gold curves rising (family)"] = sat["share rising"].reindex(table.index)
             table["of which flattening (family)"] = sat["share flattening (of rising)"].reindex(table.index)
         table["test questions"] = [int(kl.loc[variant_used, f"n_{b}"]) for b in table.index]
-        table["CD KL"] = [kl.loc[variant_used, f"mean_{b}"] + kl.loc[variant_used, f"gain_{b}"] for b in table.index]
+        table["CD KL"] = [float(gains["cd_kl"].get(b, np.nan)) for b in table.index]  # a plain mean over questions
         for v in variant_names:
             table[f"{v}: gain"] = [kl.loc[v, f"gain_{b}"] for b in table.index]
             table[f"{v}: se"] = [kl.loc[v, f"gain_{b}_se"] for b in table.index]

@@ -10,6 +10,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
+from apd.book import pages
 from apd.evaluation.blindness import blindness_table
 from apd.report import claims
 from apd.chapters import curves as chapter
@@ -137,3 +138,30 @@ def test_headline_has_every_key_the_claims_read():
     assert keys and keys <= {f.name for f in dataclasses.fields(chapter.CurvesHeadline)}
     h = chapter.CurvesHeadline.from_values(json.loads(PYTHIA.read_text()))
     assert h.hlm_n_T == 3
+
+
+def _overview(values: dict) -> str:
+    """The curves page's markdown for ``values`` (glue filled in, conditions applied)."""
+    nb = json.loads((Path(__file__).resolve().parents[1] / "notebooks" / "curves.ipynb").read_text())
+    return "\n".join(pages.page_markdown(nb, values))
+
+
+def test_the_overview_reads_apd_blindness_beside_its_collapse_onto_the_expert():
+    """Where the APD chapter finds ALM' collapsed onto the expert, the page says APD's blindness rate
+    measures that collapse; where it does not, the caveat is not shown."""
+    base = json.loads(PYTHIA.read_text())
+    collapsed = {
+        "apd_near_expert": True,
+        "apd_expert_share": 0.81,
+        "apd_expert_share_cd": 0.37,
+        "apd_collapse_tol": 0.005,
+    }
+    assert "collapsed onto the expert" in _overview({**base, **collapsed})
+    assert "collapsed onto the expert" not in _overview({**base, **collapsed, "apd_near_expert": False})
+
+
+def test_the_overview_names_the_curvature_test_as_the_premise_whatever_r2_says():
+    base = json.loads(PYTHIA.read_text())
+    for linear in (True, False):
+        text = _overview({**base, "curves_linear": linear})
+        assert "the premise is a curvature test" in text and "at which the verdicts call" not in text

@@ -33,6 +33,8 @@ def test_family_chapter_on_the_smoke_family(smoke_family, run):
     v = ch.knowledge_values(k, 0.01)
     assert 0 <= v["tail_acc_largest"] <= 1 and isinstance(v["tail_gain_significant"], bool)
     ch.glue_knowledge(run, k, v, 0.01)
+    per_bucket = [run.values[f"qa_items_{b}"] for b in ch.BUCKETS]
+    assert run.values["qa_per_bucket"] == 6 and max(per_bucket) <= 6 and sum(per_bucket) == len(k.items)
     sat = ch.glue_saturation(run, k)
     assert set(ch.SHARES) <= set(sat.columns)
     assert run.values["sat_regime_as_pythia"] != run.values["sat_regime_not_as_pythia"]
@@ -48,6 +50,7 @@ def test_without_a_world(run):
     ch.glue_knowledge(run, None, {}, 0.01)
     assert ch.glue_saturation(run, None) is None
     assert run.values["tail_gain"] == "n/a" and run.values["sat_regime_as_pythia"] is False
+    assert run.values["qa_items_head"] == "n/a" and run.values["qa_per_bucket"] == "n/a"
     assert ch.loss_falls([3.0, 2.0, 2.5]) is False and ch.loss_falls([3.0, 2.0, 1.5]) is True
     assert ch.loss_falls([3.0, 3.0]) is False  # a tie is no fall
     assert ch.headline(_Fam(), [3.0, 2.0], {}).tail_gain_significant is False  # no world: nothing to be significant

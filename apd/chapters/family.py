@@ -108,7 +108,8 @@ def plot_losses(fam, losses):
 @dataclass
 class Knowledge:
     """World QA of every member: scores, accuracy and top-1 share by member (rows) and bucket, the
-    paired gain of the largest member over the smallest per bucket (exact McNemar), chance accuracy."""
+    paired gain of the largest member over the smallest per bucket (exact McNemar), chance accuracy,
+    and ``per_bucket``, the most items drawn from one bucket (a bucket with fewer gives all it has)."""
 
     items: list
     scores: object
@@ -116,10 +117,12 @@ class Knowledge:
     top1: pd.DataFrame
     gains: pd.DataFrame
     chance: float
+    per_bucket: int = 0
 
 
 def knowledge(fam, built, per_bucket: int, rng) -> Knowledge:
-    """Ask every member ``per_bucket`` questions per bucket about single-valued attributes."""
+    """Ask every member at most ``per_bucket`` questions per bucket about single-valued attributes (a
+    bucket with fewer questions gives all of them)."""
     items = sample_per_bucket(built.corpus.qa_items, per_bucket, rng, exclude=("drink", "hobby"))
     scores = score_world_qa(fam, built.corpus.world, items, batch_size=64)
     gains = pd.DataFrame(
@@ -132,6 +135,7 @@ def knowledge(fam, built, per_bucket: int, rng) -> Knowledge:
         accuracy_table(scores.frame, "top1"),
         gains,
         1 / len(items[0].choices),
+        per_bucket,
     )
 
 
@@ -157,13 +161,18 @@ def knowledge_values(k: Knowledge | None, alpha: float) -> dict:
 
 
 def glue_knowledge(run, k: Knowledge | None, values: dict, alpha: float) -> None:
-    """Glue the buckets whose accuracy rises and every value of :func:`knowledge_values` but the
-    headline's ("n/a" without a world)."""
+    """Glue the buckets whose accuracy rises, the most items drawn per bucket (``qa_per_bucket``) and
+    the items of each bucket (``qa_items_<bucket>``), and every value of :func:`knowledge_values` but
+    the headline's ("n/a" without a world)."""
     if k is None:
         run.glue("rising_buckets", "n/a (the world exists only for pico)")
     else:
         rising = {b: bool(k.acc[b].iloc[-1] > k.acc[b].iloc[0]) for b in BUCKETS}
         run.glue("rising_buckets", ", ".join(b for b, r in rising.items() if r) or "none")
+    run.glue_text("qa_per_bucket", k.per_bucket if k is not None else None, "{:d}")
+    for b in BUCKETS:
+        n = sum(it.bucket == b for it in k.items) if k is not None else None
+        run.glue_text(f"qa_items_{b}", n, "{:d}")
     run.glue_text("alpha", alpha, "{:g}")
     formats = {
         "qa_items": "{:d}",

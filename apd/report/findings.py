@@ -152,10 +152,14 @@ def variant_note(profile: str) -> str:
     if gain is not None and se is not None:
         n = values.get("kl_apd_gain_n", values.get("n_test_items"))
         people = values.get("kl_apd_gain_people")
-        over = f"{n} questions" + (f" about {people} people, standard error over people" if people is not None else "")
+        over = f"paired by question over {n} questions" + (
+            f" and averaged per person, so each of the {people} people weighs the same; standard error over people"
+            if people is not None
+            else ""
+        )
         text += (
             f" On the world's test questions CD's KL to the true answer distribution minus APD's is "
-            f"{format_value('{:+.4f}', gain)} ± {se:.4f} nats (paired over the {over}; 1/T and "
+            f"{format_value('{:+.4f}', gain)} ± {se:.4f} nats ({over}; 1/T and "
             f"lambda3 chosen on the dev half; the smallest difference this detects is {mde:.4f})"
         )
         per = []

@@ -115,8 +115,9 @@ def test_claims_glue_paired_differences_not_words(tiny):
     assert run.values["poly3_vs_main"] == "n/a (not run)" and run.values["poly3_vs_main_se"] == "n/a"
     ab.glue_overview(run, cmp)  # every run the table lists lands in one of the four lists
     lists = [run.values[k] for k in ("beat_main", "lose_main", "tie_main", "untestable_main")]
-    assert run.values["untestable_main"] == "logit"
-    assert sorted(n for text in lists if text != "none" for n in text.split(", ")) == sorted(cmp.names)
+    assert run.values["untestable_main"] == cmp.table.loc["logit", "label"]
+    shown = sorted(n for text in lists if text != "none" for n in text.split("; "))
+    assert shown == sorted(cmp.table.loc[n, "label"] for n in cmp.names)
     assert {type(run.values[k]) for k in ab.CLAIMS} <= {float, str}
     assert all(isinstance(run.values[k], float) or run.values[k] == "n/a (not run)" for k in ab.CLAIMS)
 

@@ -301,10 +301,14 @@ def glue_overview(run, cmp: Comparisons) -> None:
     run.glue("inv_T_main", float(cmp.table.loc[MAIN, "inv_T"]))
     run.glue("inv_T_cd", float(cmp.table.loc["CD", "inv_T"]))
     better = cmp.with_verdict("better")
-    run.glue("beat_main", ", ".join(better) or "none")
-    run.glue("lose_main", ", ".join(cmp.with_verdict("worse")) or "none")
-    run.glue("tie_main", ", ".join(cmp.with_verdict("tie")) or "none")
-    run.glue("untestable_main", ", ".join(cmp.with_verdict(UNTESTABLE)) or "none")
+
+    def labels(names: list[str]) -> str:  # as the table names the runs ("λ3 = 0.4", not "lambda3x2")
+        return "; ".join(str(cmp.table.loc[n, "label"]) for n in names) or "none"
+
+    run.glue("beat_main", labels(better))
+    run.glue("lose_main", labels(cmp.with_verdict("worse")))
+    run.glue("tie_main", labels(cmp.with_verdict("tie")))
+    run.glue("untestable_main", labels(cmp.with_verdict(UNTESTABLE)))
     run.glue("n_beat_main", len(better))
 
 

@@ -174,11 +174,21 @@ def record_headline(run, headline: FactualityHeadline) -> None:
 
 
 def alm_prime_source(res) -> str:
-    """How ALM' was obtained, in words, from an :class:`apd.amateur.pipeline.APDResult`."""
-    return (
-        f"the {res.variant} variant of apd.apd_model (variant='engaged'), lambda3 = {res.lambda3:g} "
-        f"(cache/apd/{res.alm_prime_path.parent.name})"
-    )
+    """How ALM' was obtained, in words, from the :class:`apd.amateur.pipeline.APDResult` of
+    ``apd_model(..., variant="engaged")``: its choice (:attr:`~apd.amateur.pipeline.VariantSelection.note`),
+    lambda3 and the folder of the cache it sits in.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from types import SimpleNamespace
+        >>> sel = SimpleNamespace(note="the distilled variant (the only variant that passes every mechanism gate)")
+        >>> res = SimpleNamespace(variant="distilled", lambda3=0.2, selection=sel,
+        ...                       alm_prime_path=Path("cache/apd/ab12/alm_prime"))
+        >>> alm_prime_source(res)
+        'the distilled variant (the only variant that passes every mechanism gate); lambda3 = 0.2, cached in apd/ab12'
+    """
+    note = res.selection.note if getattr(res, "selection", None) is not None else f"the {res.variant} variant"
+    return f"{note}; lambda3 = {res.lambda3:g}, cached in apd/{res.alm_prime_path.parent.name}"
 
 
 def load_thf_model(fam, built, path=None, scale: str = "default", real_run: bool = True):

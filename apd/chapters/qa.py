@@ -80,10 +80,21 @@ def alm_prime_for(fam, built, path, scale: str, seed: int):
     if path:
         return load_alm_prime(path, fam.device), f"loaded from {path}"
     res = apd_model(fam, built, scale=scale, progress=False, seed=seed, variant="engaged")
-    return (
-        load_alm_prime(res, fam.device),
-        f"the {res.variant} variant of apd.apd_model (variant='engaged'), lambda3 = {res.lambda3:g}",
-    )
+    return load_alm_prime(res, fam.device), alm_prime_words(res)
+
+
+def alm_prime_words(res) -> str:
+    """The ALM' of ``apd_model(..., variant="engaged")`` (an :class:`apd.amateur.pipeline.APDResult`) in
+    words: its choice (:attr:`~apd.amateur.pipeline.VariantSelection.note`) and its lambda3.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> note = "the release configuration, as a stand-in: none of the 3 variants passes every mechanism gate"
+        >>> alm_prime_words(SimpleNamespace(variant="release", lambda3=0.2, selection=SimpleNamespace(note=note)))
+        'the release configuration, as a stand-in: none of the 3 variants passes every mechanism gate; lambda3 = 0.2'
+    """
+    note = res.selection.note if getattr(res, "selection", None) is not None else f"the {res.variant} variant"
+    return f"{note}; lambda3 = {res.lambda3:g}"
 
 
 def reference_for(fam, family: str, use_reference: bool, local_dir=None, load_kwargs=None):

@@ -34,8 +34,8 @@ class FamilyHeadline:
     loss_smallest: float  # held-out loss of the smallest member, nats/token
     loss_largest: float  # held-out loss of the largest member, nats/token
     loss_falls_each_step: bool  # whether held-out loss falls at every step up in size
-    tail_acc_smallest: float | None = fmt("{:.2f}", default=None)  # smallest member's tail accuracy (pico only)
-    tail_acc_largest: float | None = fmt("{:.2f}", default=None)  # largest member's tail accuracy (pico only)
+    tail_acc_smallest: float | None = fmt("{:.3f}", default=None)  # smallest member's tail accuracy (pico only)
+    tail_acc_largest: float | None = fmt("{:.3f}", default=None)  # largest member's tail accuracy (pico only)
     tail_gain_significant: bool = False  # the largest member knows clearly more tail facts (False: no world)
 
 
@@ -176,7 +176,9 @@ def glue_knowledge(run, k: Knowledge | None, values: dict, alpha: float) -> None
     run.glue_text("alpha", alpha, "{:g}")
     formats = {
         "qa_items": "{:d}",
-        "tail_gain": "{:+.2f}",
+        "tail_gain": "{:+.3f}",
+        "head_acc_smallest": "{:.3f}",
+        "head_acc_largest": "{:.3f}",
         "tail_p": "{:.2g}",
         "tail_only_largest": "{:d}",
         "tail_only_smallest": "{:d}",

@@ -345,10 +345,41 @@ def test_regime_flags_the_buckets_whose_gain_differs_from_zero(tmp_path, monkeyp
     assert list(table["CD KL"]) == [0.5 + 2 * gains[b] for b in ("head", "torso", "tail")]
 
 
+@pytest.mark.parametrize(
+    "flat, gains, flattest, agrees",
+    [
+        ((0.15, 0.35, 0.53), {"head": 0.017, "torso": -0.014, "tail": -0.007}, "tail", False),
+        ((0.15, 0.35, 0.53), {"head": -0.01, "torso": 0.0, "tail": 0.02}, "tail", True),
+        ((0.60, 0.35, 0.10), {"head": 0.02, "torso": 0.03, "tail": 0.0}, "head", False),
+    ],
+)
+def test_regime_says_whether_the_gain_is_highest_where_curves_flatten_most(
+    tmp_path, monkeypatch, flat, gains, flattest, agrees
+):
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+    (tmp_path / "p" / "tables").mkdir(parents=True)
+    sat = pd.DataFrame(
+        {"bucket": ["head", "torso", "tail"], "share rising": 0.8, "share flattening (of rising)": flat}
+    )
+    sat.to_csv(tmp_path / "p" / "tables" / "family_saturation.csv", index=False)
+    table, values = ch.regime("p", _regime_gains(gains), "release", ["release"])
+    assert list(table["of which flattening (family)"]) == list(flat)
+    assert values["regime_flattest_bucket"][0] == flattest
+    assert values["regime_best_is_flattest"][0] is agrees
+
+
+def test_the_fitter_check_noise_is_compared_with_the_familys_own():
+    assert ch.noise_comparison(0.005, 0.036)["fit_noise_below_family"][0] is True
+    assert ch.noise_comparison(0.05, 0.036)["fit_noise_below_family"][0] is False
+    assert ch.noise_comparison(0.005, None)["fit_noise_below_family"][0] is None
+    assert ch.noise_comparison(0.005, float("nan"))["fit_noise_below_family"][0] is None
+
+
 def test_regime_without_gains_flags_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
     table, values = ch.regime("nowhere", None, "release", ["release"])
     assert table is None and not any(values[k][0] for k in values if k.endswith("_signif"))
+    assert values["regime_best_is_flattest"][0] is False and values["regime_flattest_bucket"][0] is None
 
 
 def test_module_examples_run():

@@ -334,6 +334,20 @@ def fitter_values(table: pd.DataFrame) -> Values:
     }
 
 
+def noise_comparison(fit_noise: float, family_noise: Optional[float]) -> Values:
+    """Whether this family's own noise is larger than the fitter check's setting ``fit_noise``
+    (probability units): ``fit_noise_below_family``, True when ``family_noise`` (the distilled variant's
+    in-sample residual, its gate L1 ``distilled_l1_curve``; see :mod:`apd.evaluation.noise`) is above
+    it, None when the family's noise was not measured here.
+
+    Example:
+        >>> noise_comparison(0.005, 0.036), noise_comparison(0.005, None)
+        ({'fit_noise_below_family': (True, None)}, {'fit_noise_below_family': (None, None)})
+    """
+    known = family_noise is not None and bool(np.isfinite(family_noise))
+    return {"fit_noise_below_family": (bool(family_noise > fit_noise) if known else None, None)}
+
+
 # -- gates -----------------------------------------------------------------------------------------
 
 
@@ -1118,7 +1132,9 @@ def regime(
     person (``gains``: :func:`variants_against_cd`'s), beside the family chapter's shares of rising gold
     curves and of those flattening (:func:`apd.report.findings.family_saturation`); for the variant the
     book uses, the gains, the bucket where it is highest, and which buckets' gains differ from zero after Holm's correction
-    (``regime_<bucket>_signif``; ``regime_none_signif`` when none does; all False without gains)."""
+    (``regime_<bucket>_signif``; ``regime_none_signif`` when none does; all False without gains); the bucket
+    whose rising curves flatten most (``regime_flattest_bucket``) and whether the gain is highest there
+    (``regime_best_is_flattest``; False without gains or shares)."""
     sat = family_saturation(profile)
     table = None
     if gains is not None:
@@ -1140,6 +1156,9 @@ def regime(
         values[f"regime_{b}_gain_se"] = (table.loc[b, se] if have else None, "{:.4f}")
         values[f"regime_{b}_flat"] = (table.loc[b, "of which flattening (family)"] if flat_known else None, "{:.0%}")
     values["regime_best_bucket"] = (table[gain].idxmax() if have else None, "{}")
+    flattest = table["of which flattening (family)"].idxmax() if flat_known else None
+    values["regime_flattest_bucket"] = (flattest, "{}")
+    values["regime_best_is_flattest"] = (have and flat_known and table[gain].idxmax() == flattest, None)
     values["regime_flat_order"] = (
         None
         if not flat_known

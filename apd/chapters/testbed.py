@@ -158,8 +158,8 @@ READER_NAMES = {
     "kl_cd": "CD's KL",
     "ratio": "fitter / p_ELM",
     "gain_se": "gain se",
-    "tv_elm": "p_ELM's TV",
-    "tv_fitter": "fitter's TV",
+    "tv_elm": "p_ELM's TV (mean over questions)",
+    "tv_fitter": "fitter's TV (mean over questions)",
     "n": "questions",
 }
 

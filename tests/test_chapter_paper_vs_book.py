@@ -76,6 +76,53 @@ def test_the_rules_text_describes_the_checks_the_verdicts_read():
     assert "synthetic families" not in rules
     assert all("lower 95% bound" in SCALED_EFFECTS[c] for c in ("C3_apd_more_factual", "C4_apd_better_qa_easy"))
     assert "times the lower 95% bound of this build's CD-over-expert gain" in rules
+    # which claims read which precondition is glued from the claims' definitions, not typed
+    for key in ("rules_gates", "rules_control", "rules_known_answer", "rules_premise"):
+        assert f"{{glue:text}}`{key}`" in rules
+    assert "A claim about APD needs" not in rules
+
+
+def test_the_rules_name_the_claims_each_precondition_holds_for(run):
+    ch.glue_rules(run, paper_claims(), "default")
+    v = run.values
+    assert "C2" in v["rules_gates"] and "C2" not in v["rules_control"] and "C2" not in v["rules_known_answer"]
+    assert v["rules_premise"] == "C1b" and "C3" in v["rules_control"]
+
+
+def test_the_first_page_gets_intervals_the_known_answer_mix_and_the_blind_contexts(run, tmp_path):
+    """CD against the expert comes with its 95% t interval over the people its error is over (as the
+    claims' checks read it), the known-answer ratio with four decimals and its weight w, and obvious
+    blindness with its text positions and questions."""
+    results = {
+        "apd": {"kl_cd_gain": 0.005944, "kl_cd_gain_se": 0.005845, "kl_cd_gain_people": 100},
+        "factuality": {"ne_er_cd_gain": 0.0199, "ne_er_cd_gain_se": 0.01, "ne_er_cd_gain_people": 10},
+        "known_answer": {
+            "ka_world_ratio": 0.999217991320161,
+            "ka_world_w": 0.05,
+            "ka_world_gain": 0.000649,
+            "ka_world_gain_se": 0.0001785,
+            "ka_world_n_people": 100,
+            "ka_condition_passes": 1,
+        },
+        "curves": {
+            "all_blind_count": 762,
+            "all_blind_both_right": 830,
+            "blind_both_right": 3,
+            "text_blind_both_right": 827,
+        },
+    }
+    for stem, values in results.items():
+        (tmp_path / "p" / f"{stem}.json").write_text(json.dumps(values))
+    ch.glue_established(run, "p")
+    v = run.values
+    assert v["summary_est_kl_cd_ci"] == "[-0.0057, 0.0175]"  # t with 99 df, as the C5 precondition prints it
+    assert v["summary_est_kl_cd_gain"] == "+0.0059 ± 0.0058"
+    # +0.0199 ± 0.01 clears 1.96 se but not the t interval over 10 people (2.26 se): CD is better nowhere
+    assert v["summary_est_ne_er_cd_ci"].startswith("[-0.00") and v["summary_est_cd_better_on"] == "n/a"
+    assert v["summary_est_ka_ratio"] == pytest.approx(0.9992179913) and run.formats["summary_est_ka_ratio"] == "{:.4f}"
+    assert v["summary_est_ka_w"] == 0.05 and v["summary_est_ka_people"] == 100 and v["summary_est_ka_holds"]
+    assert v["summary_est_ka_ci"] == "[0.00029, 0.00100]"
+    assert (v["summary_est_blind_text"], v["summary_est_blind_questions"]) == (827, 3)
 
 
 def _apd_values(**values):

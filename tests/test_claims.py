@@ -359,6 +359,10 @@ def test_claims_1_and_2_on_results_like_the_smoke_build(results):
     _smoke_like(results, premise=1)
     out = evidence_mod.judge(claims_mod.paper_claims(), "p").set_index("claim_id")
     assert out.loc["C1b_cd_hlm_closer", "verdict"] == "not reproduced"
+    # the paper gives no effect in these units, so the findings' gloss says where the interval lies
+    text = findings.findings_markdown(out.reset_index(), claims_mod.paper_claims(), "p", "")
+    c1b = next(line for line in text.splitlines() if line.startswith("- **C1b**"))
+    assert "(the interval lies below 0)" in c1b and "excludes the paper's effect" not in c1b
     assert "CD's hypothetical LM) (nats) is above 0" in out.loc["C1b_cd_hlm_closer", "reason"]
     assert "; measured -0.265 ± 0.020" in out.loc["C1b_cd_hlm_closer", "reason"]
     # R^2 is context now: a low R^2 no longer vetoes C1b
@@ -400,6 +404,12 @@ def test_claims_1_and_2_reproduced_when_the_numbers_say_so(results):
         "tested: the number of those where CD ranks another token first is at least 1; measured 2: holds"
         in (out.loc["C2_obvious_blindness", "evidence"])
     )
+    # how many of those contexts are questions is shown as context, with no verdict to read
+    assert (
+        "context, shown: measured: the questions among those contexts, 0"
+        in out.loc["C2_obvious_blindness", "evidence"]
+    )
+    assert "at least 0" not in out.loc["C2_obvious_blindness", "evidence"]
 
 
 def test_claim_2_not_reproduced_when_apd_is_as_blind_as_cd(results):
@@ -819,6 +829,12 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
         "context, does not hold: tested: the ablations' main APD passes its mechanism gates: does not hold (curve "
         "model inert)" in row.evidence
     )
+    # the ALM + ELM run against CD is not comparable while its gates or the main APD's fail: said so, no 'n/a'
+    assert (
+        "context, not comparable: not comparable: the ablations' main APD (curve model inert) and APD on the "
+        "amateur and the expert only (curve model inert) do not pass their mechanism gates" in row.evidence
+    )
+    assert "'n/a'" not in row.evidence
     # a subset that is better than every member (interval below 0): not reproduced
     table.loc[3, ["kl_diff", "kl_diff_se"]] = [-0.03, 0.01]
     results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
@@ -828,6 +844,66 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
     results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates}, table="ablations", df=table)
     row = one(c6)
     assert row.verdict == "not testable here" and "(ALM' did not move)" in row.reason
+
+
+def test_the_ends_only_run_against_cd_is_read_once_its_gates_pass(results):
+    gates = {
+        f"gate_{k}_{n}": (1 if k == "engaged" else "all gates pass")
+        for k in ("engaged", "reason")
+        for n in ("APD", "alm+elm")
+    }
+    _controls(results, profile="p")
+    results("ablations", {"midsize_ends_only": 1.10, "midsize_cd": 1.20, **gates})
+    detail = evidence_mod.checks(claims_mod.paper_claims(), "p")
+    row = detail[detail["description"].str.startswith("APD on the amateur and expert only")].iloc[0]
+    assert row["kind"] == "context" and row["status"] == "holds", row["evidence"]
+    assert "gate_engaged_APD" in row["source"] and "gate_engaged_alm+elm" in row["source"]
+    gates["gate_engaged_alm+elm"], gates["gate_reason_alm+elm"] = 0, "c collapsed to the expert"
+    results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20, **gates})
+    detail = evidence_mod.checks(claims_mod.paper_claims(), "p")
+    row = detail[detail["description"].str.startswith("APD on the amateur and expert only")].iloc[0]
+    assert row["status"] == "not comparable"
+    assert row["evidence"] == (
+        "not comparable: APD on the amateur and the expert only (c collapsed to the expert) does not pass its "
+        "mechanism gates"
+    )
+    # a gate that was not measured: missing, as any other value
+    results("ablations", {"midsize_ends_only": "n/a", "midsize_cd": 1.20})
+    detail = evidence_mod.checks(claims_mod.paper_claims(), "p")
+    row = detail[detail["description"].str.startswith("APD on the amateur and expert only")].iloc[0]
+    assert row["status"] == "missing" and "gate_engaged_APD" in row["evidence"]
+
+
+def test_values_without_a_verdict_and_gated_comparisons_are_context_only():
+    shown = E("curves", "blind_both_right", evidence_mod.shown(), "d", kind="context", names=("n",))
+    assert shown.comparison.verdict is False
+    with pytest.raises(ValueError, match="context checks only"):
+        E("curves", "blind_both_right", evidence_mod.shown(), "d", kind="test")
+    with pytest.raises(ValueError, match="context checks only"):
+        E("ablations", "x", evidence_mod.flag(), "d", gated_by=(evidence_mod.Gate("gate_engaged_APD", "APD"),))
+
+
+def test_the_deciding_interval_is_that_of_the_test_that_decided(results):
+    results("c", {"a": 0.05, "a_se": 0.01, "b": -0.05, "b_se": 0.01})
+    c = claim(
+        E("c", ("a", "a_se"), evidence_mod.detects(), "first"), E("c", ("b", "b_se"), evidence_mod.detects(), "second")
+    )
+    row = one([c])
+    assert row.verdict == "not reproduced" and row.estimate == -0.05 and row.ci_high < 0
+
+
+def test_the_rules_say_which_claims_read_which_precondition():
+    needs = claims_mod.claims_needing(claims_mod.paper_claims(), "default")
+    assert "C2" in needs["gates"] and "C2" not in needs["control"] and "C2" not in needs["known_answer"]
+    assert needs["premise"] == "C1b"
+    assert "C4" in claims_mod.claims_needing(claims_mod.paper_claims(), "pythia")["control"]
+    assert claims_mod.claims_needing([], "default")["gates"] == "no claim"
+
+
+def test_the_held_out_text_context_says_apd_used_its_best_1_over_t_there():
+    c5 = next(c for c in claims_mod.paper_claims() if c.id == "C5_on_the_fly_worse")
+    text = next(s for s in c5.evidence if s.keys == ("text_apdbest", "text_fly"))
+    assert "best on those positions" in text.names[0] and "chosen on the dev questions" in text.description
 
 
 def _summary(rows):
@@ -1106,7 +1182,13 @@ def test_figure_4bh_is_drawn_by_the_factuality_chapter(results):
     assert "did not produce factuality_world_real, factuality_fp_real" in st.loc["Figure 4 (b, h)", "ours"]
     results("factuality", figure="factuality_world_real")
     row = coverage.figure_status("p").set_index("paper").loc["Figure 4 (b, h)"]
-    assert row["status"] == "regenerated" and "factuality_world_real" in row["ours"] and "OPT" in row["ours"]
+    # drawn without panel (h), OPT's: a counterpart, and the row says what the one figure drawn plots
+    assert row["status"] == "counterpart figure" and "factuality_world_real" in row["ours"] and "OPT" in row["ours"]
+    assert "it plots NE_ER and the share of true claims against Dist-2 on the world's prompts" in row["ours"]
+    assert "Entail_R" not in row["ours"]  # FactualityPrompts' figure was not drawn
+    results("factuality", figure="factuality_fp_real")
+    row = coverage.figure_status("p").set_index("paper").loc["Figure 4 (b, h)"]
+    assert "they plot" in row["ours"] and "Entail_R against Dist-2 on FactualityPrompts" in row["ours"]
 
 
 def test_figures_the_book_draws_without_the_papers_split_are_counterparts(results):
@@ -1118,6 +1200,9 @@ def test_figures_the_book_draws_without_the_papers_split_are_counterparts(result
     st = figure_table("p").set_index("paper")
     assert st.loc["Figures 7-8", "status"] == "counterpart figure"
     assert "does not split factual from nonfactual" in st.loc["Figures 7-8", "ours"]
+    # only what was drawn is described: the world's figure, not FactualityPrompts'
+    assert "on the world's prompts" in st.loc["Figures 7-8", "ours"]
+    assert "FactualityPrompts" not in st.loc["Figures 7-8", "ours"]
     assert st.loc["Figures 9-10", "status"] == "not produced here"  # its figure is the true-claims one
     assert st.loc["Figure 4 (a, c)", "status"] == "regenerated"  # the paper's Figure 4 splits no prompt kinds
     results("factuality", figure="factuality_world_tradeoffs_true")
@@ -1344,8 +1429,10 @@ def test_every_check_of_the_papers_claims_speaks_in_words(results):
     for r in ran.itertuples():
         assert not any(k in r.evidence for k in ("world_ho", "gate_engaged", ".csv", "kl_cd_gain", "_se")), r.evidence
         assert r.source and r.values
-        # one pattern: what is tested first, then what was measured, never one sentence of both
-        assert r.evidence.startswith("tested: "), r.evidence
+        # one pattern: what is tested first, then what was measured, never one sentence of both; a
+        # value shown without a verdict, or a comparison of runs whose gates fail, says so first
+        start = {"shown": "measured: ", "not comparable": "not comparable: "}.get(r.status, "tested: ")
+        assert r.evidence.startswith(start), r.evidence
         if pd.notna(r.estimate):
             measured = format_pm(r.estimate, r.se)
             assert r.evidence.index("; measured ") < r.evidence.index(measured), r.evidence

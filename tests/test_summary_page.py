@@ -61,6 +61,22 @@ ESTABLISHED = {
     "summary_est_ne_er_cd_gain": "+0.045 ± 0.024",
     "summary_est_cd_better_nowhere": True,
     "summary_est_cd_worse_on": "QA ppl",
+    "summary_est_blind_text": 827,
+    "summary_est_blind_questions": 3,
+    "summary_est_kl_cd_ci": "[-0.0057, 0.0175]",
+    "summary_est_qa_cd_ci": "[-0.0060, -0.0020]",
+    "summary_est_ne_er_cd_ci": "[-0.002, 0.092]",
+    "summary_est_ka_ratio": 0.999217991320161,
+    "summary_est_ka_w": 0.05,
+    "summary_est_ka_gain": "+0.00065 ± 0.00018",
+    "summary_est_ka_ci": "[0.00029, 0.00100]",
+    "summary_est_ka_people": 100,
+    "summary_est_ka_holds": True,
+    "summary_est_ka_fails": False,
+    "rules_gates": "C2, C3 and C4",
+    "rules_control": "C3 and C4",
+    "rules_known_answer": "C3 and C4",
+    "glue_formats": {"summary_est_ka_ratio": "{:.4f}", "summary_est_ka_w": "{:g}"},
 }
 
 
@@ -123,6 +139,49 @@ def test_every_value_the_summary_quotes_is_glued_by_the_paper_vs_book_chapter():
     conditions = {key for m in pages.BLOCK.finditer(INTRO) for _, key in pages.conditions(m.group(1).split())}
     assert quoted and quoted <= glued, sorted(quoted - glued)
     assert conditions - {"headline_figure"} <= glued, sorted(conditions - glued - {"headline_figure"})
+
+
+def _paragraphs(text):
+    """The prose of the two lists of findings, one bullet or paragraph each."""
+    body = text.split("## What this build established", 1)[1].split("## How this build differs", 1)[0]
+    return [" ".join(p.split()) for p in re.split(r"\n(?=- )|\n\n", body) if p.strip()]
+
+
+def test_every_plus_minus_in_the_prose_says_what_it_is():
+    """The page's table reads ± as the half-width of a 95% interval; a ± in the prose is a standard
+    error and says so, in the same bullet."""
+    text = pages.fill_page(INTRO, {**ENGAGED_CLOSER, **ESTABLISHED})
+    with_pm = [p for p in _paragraphs(text) if "±" in p]
+    assert len(with_pm) >= 3, with_pm  # HLM, CD against the expert, the known-answer condition
+    for p in with_pm:
+        assert "standard error" in p or "± se" in p, p
+
+
+def test_the_known_answer_condition_names_the_mix_and_keeps_the_digits_of_its_ratio():
+    text = " ".join(pages.fill_page(INTRO, {**ENGAGED_CLOSER, **ESTABLISHED}).split())
+    assert "mixed with the expert's probability at the dev-chosen weight $w$ = 0.05" in text
+    assert "is 0.9992 times the expert's" in text and "1.00 times" not in text
+    assert "95% interval [0.00029, 0.00100], above 0" in text
+    assert "the fitter's distance" not in text  # the mix is not the fitter alone
+    fails = " ".join(
+        pages.fill_page(
+            INTRO, {**ENGAGED_CLOSER, **ESTABLISHED, "summary_est_ka_holds": False, "summary_est_ka_fails": True}
+        ).split()
+    )
+    assert "does not beat the expert's own probability" in fails and "Here it does not" in fails
+
+
+def test_obvious_blindness_counts_text_positions_and_questions():
+    text = " ".join(pages.fill_page(INTRO, {**ENGAGED_CLOSER, **ESTABLISHED}).split())
+    assert "827 positions of held-out text and 3 questions" in text
+    assert "drops the answer" not in text
+
+
+def test_the_preconditions_say_which_claims_read_them():
+    text = " ".join(pages.fill_page(INTRO, {**ENGAGED_CLOSER, **ESTABLISHED}).split())
+    assert "an ALM' that passes its gates for C2, C3 and C4, a contrast for C3 and C4" in text
+    assert "every APD claim" not in text
+    assert "95% interval of the expert's loss minus CD's is [-0.0057, 0.0175] nats of KL" in text
 
 
 def test_summary_page_copies_the_headline_figure(tmp_path, monkeypatch):

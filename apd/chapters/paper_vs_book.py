@@ -12,17 +12,22 @@ import numpy as np
 import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
-from apd.core.stats import Z_TEST
+from apd.core.stats import Z_TEST, critical, interval
 from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
-from apd.chapters.factuality import direction
 from apd.chapters.theorem1 import Theorem1Headline
 from apd.report import coverage
-from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, precondition_in_words
-from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, verdict_counts
+from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, claims_needing, precondition_in_words
+from apd.report.evidence import (
+    INCONCLUSIVE,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    REPRODUCED,
+    interval_text,
+    verdict_counts,
+)
 from apd.report.findings import findings_markdown, scale_note, size_in_words
-from apd.report.paper import PAPER_FIGURES
 from apd.report.plots import COLORS, figure
 from apd.report.numbers import format_number
 from apd.report.results import chapter_ran, describe_device, load_results, recorded_wall_time, results_dir
@@ -79,16 +84,12 @@ def glue_status(run, frame: pd.DataFrame, prefix: str, statuses: dict) -> None:
 
 
 def figure_table(profile: str) -> pd.DataFrame:
-    """The paper's figures and this build's counterparts (:func:`apd.report.coverage.figure_status`),
-    where a figure drawn here that does not split what the paper's figure splits
-    (:attr:`apd.report.paper.PaperItem.unsplit`) is a ``counterpart figure``, not ``regenerated``,
-    and says what ours shows instead."""
-    st = coverage.figure_status(profile)
-    unsplit = {item.name: item.unsplit for item in PAPER_FIGURES if item.unsplit}
-    drawn = st["status"].eq(FIGURE_STATUS["done"]) & st["paper"].isin(list(unsplit))
-    st.loc[drawn, "status"] = FIGURE_STATUS["counterpart"]
-    st.loc[drawn, "ours"] = st.loc[drawn, "ours"] + "; " + st.loc[drawn, "paper"].map(unsplit)
-    return st
+    """The paper's figures and this build's counterparts (:func:`apd.report.coverage.figure_status`):
+    a figure drawn here that lacks something the paper's has (a split of its prompts, a panel:
+    :attr:`apd.report.paper.PaperItem.lacks`) is a ``counterpart figure``, not ``regenerated``, and
+    each row says what the figures drawn plot (:func:`glue_status` counts them by
+    :data:`FIGURE_STATUS`)."""
+    return coverage.figure_status(profile)
 
 
 def table_caption(note: str, number: int, tables: pd.DataFrame) -> str:
@@ -351,13 +352,56 @@ def _number(values: dict, key: str):
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) else None
 
 
+def _count(values: dict, key: str | None) -> int | None:
+    """``values[key]`` as a number of clusters for a t interval (a whole number >= 2), else None."""
+    n = _number(values, key) if key else None
+    return int(n) if n is not None and n == int(n) and n >= 2 else None
+
+
+def _ci(values: dict, key: str, n_key: str | None = None) -> str | None:
+    """The 95% interval of ``values[key]`` ± ``values[key_se]`` as text, ``[-0.0057, 0.0175]``
+    (:func:`apd.report.evidence.interval_text`: Student's t over the ``values[n_key]`` people the
+    error was taken over, as the claims' checks read it; the normal one without them); None when
+    either is missing.
+
+    Example:
+        >>> _ci({"g": 0.0059, "g_se": 0.0058, "n": 100}, "g", "n"), _ci({}, "g")
+        ('[-0.0056, 0.0174]', None)
+    """
+    d, se = _number(values, key), _number(values, f"{key}_se")
+    return None if d is None or se is None else interval_text(d, se, _count(values, n_key))
+
+
+#: CD against the expert on each measure the first page reads: (chapter, difference key, the key
+#: of the number of people its standard error is over)
+CD_CONTROLS = {
+    "KL to the truth": ("apd", "kl_cd_gain", "kl_cd_gain_people"),
+    "QA ppl": ("qa", "world_ho_ppl_cd_gain", "world_ho_ppl_n_people"),
+    "NE_ER": ("factuality", "ne_er_cd_gain", "ne_er_cd_gain_people"),
+}
+
+
+def glue_rules(run, claims, profile: str) -> None:
+    """Glue, per kind of precondition, the claims that read one under ``profile``
+    (:func:`apd.report.claims.claims_needing`), for the rules the page states: ``rules_gates``,
+    ``rules_control``, ``rules_known_answer``, ``rules_premise``."""
+    needs = claims_needing(claims, profile)
+    run.glue("rules_gates", needs["gates"])
+    run.glue("rules_control", needs["control"])
+    run.glue("rules_known_answer", needs["known_answer"])
+    run.glue("rules_premise", needs["premise"])
+
+
 def glue_established(run, profile: str) -> None:
     """Glue the values of the first page's "what this book established" list (``summary_est_*``,
     None where the chapter has not run): CD's HLM against the real member and the premise's
-    ratio (curves), obvious blindness at T = 1 (curves), CD against the expert on KL, QA ppl and
-    NE_ER (apd, qa, factuality; the measures where its interval clears 0 and where it does not),
-    where APD's KL sits beside the expert's and CD's (apd), the
-    known-answer condition on the world (known_answer), and the testbed's search (testbed): the
+    ratio (curves), obvious blindness at T = 1 (curves: its contexts, of which questions and
+    held-out text positions), CD against the expert on KL, QA ppl and NE_ER (apd, qa, factuality:
+    each difference ± its standard error, its 95% interval as the claims' checks read it, and the
+    measures where that interval clears 0 and where it does not), where APD's KL sits beside the
+    expert's and CD's (apd), the known-answer condition on the world (known_answer: the mix of the
+    fitter's asymptote and the expert at the dev-chosen weight w, its distance to the truth as a
+    ratio to the expert's to four decimals, its gain with its 95% interval), and the testbed's search (testbed): the
     dose-response design whose weaker seed came closest to the rule's three standard errors
     (``summary_tb_best_design``, ``summary_tb_best_design_z``) and the points where CD's NE_ER beat
     the expert's on dev people (``summary_tb_ne_er_sig`` of ``summary_tb_ne_er_points``)."""
@@ -369,10 +413,15 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_premise_ratio", _number(cur, "premise_ratio_max"), "{:.2f}")
     run.glue_text("summary_est_blind_count", _number(cur, "all_blind_count"), "{:,}")
     run.glue_text("summary_est_blind_of", _number(cur, "all_blind_both_right"), "{:,}")
+    run.glue_text("summary_est_blind_questions", _number(cur, "blind_both_right"), "{:,}")
+    run.glue_text("summary_est_blind_text", _number(cur, "text_blind_both_right"), "{:,}")
     run.glue_text("summary_est_blind_apd_count", _number(cur, "all_blind_apd_count"), "{:,}")
     run.glue_text("summary_est_kl_cd_gain", _pm(apd_v, "kl_cd_gain"), "{}")
     run.glue_text("summary_est_qa_cd_gain", _pm(qa, "world_ho_ppl_cd_gain"), "{}")
     run.glue_text("summary_est_ne_er_cd_gain", _pm(fac, "ne_er_cd_gain"), "{}")
+    run.glue_text("summary_est_kl_cd_ci", _ci(apd_v, "kl_cd_gain", "kl_cd_gain_people"), "{}")
+    run.glue_text("summary_est_qa_cd_ci", _ci(qa, "world_ho_ppl_cd_gain", "world_ho_ppl_n_people"), "{}")
+    run.glue_text("summary_est_ne_er_cd_ci", _ci(fac, "ne_er_cd_gain", "ne_er_cd_gain_people"), "{}")
     kl = {k: _number(apd_v, k) for k in ("kl_elm", "kl_cd", "kl_apdbest")}
     run.glue_text("summary_est_kl_elm", kl["kl_elm"], "{:.4f}")
     run.glue_text("summary_est_kl_cd", kl["kl_cd"], "{:.4f}")
@@ -381,8 +430,11 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_collapse_tol", _number(apd_v, "gate_collapse_tol"), "{:g}")
     run.glue("summary_est_near_expert", apd_v.get("gate_not_trivial") == 0)  # the collapse gate failed
     run.glue_text("summary_est_collapsed_cd", _number(apd_v, "gate_collapsed_cd"), "{:.0%}")
-    run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.2f}")
+    run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.4f}")  # a ratio near 1
+    run.glue_text("summary_est_ka_w", _number(ka, "ka_world_w"), "{:g}")
     run.glue_text("summary_est_ka_gain", _pm(ka, "ka_world_gain"), "{}")
+    run.glue_text("summary_est_ka_ci", _ci(ka, "ka_world_gain", "ka_world_n_people"), "{}")
+    run.glue_text("summary_est_ka_people", _number(ka, "ka_world_n_people"), "{:,}")
     run.glue("summary_est_ka_holds", ka.get("ka_condition_passes") == 1)
     run.glue("summary_est_ka_fails", ka.get("ka_condition_passes") == 0)
     abl = _read(profile, "ablations")
@@ -397,15 +449,11 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_tb_best_design_z", _number(tb, "dr_best_design_z"), "{:.1f}")
     run.glue_text("summary_tb_ne_er_points", _number(tb, "dr_ne_er_points") or None, "{:d}")
     run.glue_text("summary_tb_ne_er_sig", _number(tb, "dr_ne_er_significant"), "{:d}")
-    side = _side(cur, "hlm_gain")
+    side = _side(cur, "hlm_gain", "hlm_gain_n_groups")
     run.glue("summary_est_hlm_farther", side == -1)
     run.glue("summary_est_hlm_closer", side == 1)
-    controls = {
-        "KL to the truth": (apd_v, "kl_cd_gain"),
-        "QA ppl": (qa, "world_ho_ppl_cd_gain"),
-        "NE_ER": (fac, "ne_er_cd_gain"),
-    }
-    flags = cd_control_flags({m: _side(v, k) for m, (v, k) in controls.items()})
+    read = {"apd": apd_v, "qa": qa, "factuality": fac}
+    flags = cd_control_flags({m: _side(read[stem], k, n) for m, (stem, k, n) in CD_CONTROLS.items()})
     run.glue_text("summary_est_cd_worse_on", flags["worse_on"], "{}")
     run.glue_text("summary_est_cd_better_on", flags["better_on"], "{}")
     run.glue_text("summary_est_cd_not_better_on", flags["not_better_on"], "{}")
@@ -444,16 +492,23 @@ def _phrase(items: list[str], last: str) -> str | None:
     return listed(items, last) if items else None
 
 
-def _side(values: dict, key: str) -> int | None:
-    """Where the 95% interval of ``values[key]`` +- z ``values[key_se]`` lies
-    (:func:`apd.chapters.factuality.direction`): 1 above 0, -1 below, 0 across, None when either is
-    missing.
+def _side(values: dict, key: str, n_key: str | None = None) -> int | None:
+    """Where the 95% interval of ``values[key]`` ± ``values[key_se]`` lies, Student's t over the
+    ``values[n_key]`` clusters the error was taken over (the normal one without them), as the
+    claims' checks read it: 1 above 0, -1 below, 0 across, None when either is missing.
 
     Example:
         >>> _side({"g": 0.02, "g_se": 0.005}, "g"), _side({"g": 0.0, "g_se": 0.005}, "g"), _side({}, "g")
         (1, 0, None)
+        >>> _side({"g": 0.0099, "g_se": 0.005}, "g"), _side({"g": 0.0099, "g_se": 0.005, "n": 10}, "g", "n")
+        (1, 0)
     """
-    return direction(_number(values, key), _number(values, f"{key}_se"))
+    d, se = _number(values, key), _number(values, f"{key}_se")
+    if d is None or se is None:
+        return None
+    n = _count(values, n_key)
+    lo, hi = interval(d, se, Z_TEST if n is None else critical(n))
+    return 1 if lo > 0 else -1 if hi < 0 else 0
 
 
 def headline_rows(profile: str, apd_headline: ApdHeadline | None) -> list | None:

@@ -12,6 +12,7 @@ from apd.report.evidence import (
     PICO_PROFILES,
     Cell,
     Clusters,
+    Gate,
     PaperClaim,
     EvidenceSpec,
     at_least,
@@ -22,9 +23,11 @@ from apd.report.evidence import (
     greater_than,
     is_largest,
     less_than,
+    shown,
     significant,
     within_relative,
 )
+from apd.report.tables import listed
 
 _CLAIM_TEXT = {c["id"]: c for c in paper.claim_texts()}
 
@@ -204,6 +207,43 @@ PLAIN_NAMES = {
 }
 
 
+#: The kinds of precondition (:func:`precondition_kind`), each with its words when it fails.
+PRECONDITION_WORDS = {
+    "gates": "ALM' inert",
+    "control": "no CD gain",  # the claim's row names its measure
+    "known_answer": "extrapolation no better",
+    "premise": "curves too curved",
+    "hlm_inside": "no HLM inside the family",
+    "both_right": "no context both models get right",
+    "other": "a precondition failed",
+}
+
+
+def precondition_kind(chapter: str, keys: str, description: str) -> str:
+    """Which kind of precondition a check is (a key of :data:`PRECONDITION_WORDS`), from its
+    chapter, the keys it reads (as text) and its description.
+
+    Example:
+        >>> precondition_kind("apd", "gate_engaged", "the mechanism of the tested ALM' engaged: ...")
+        'gates'
+        >>> precondition_kind("qa", "world_ho_ppl_cd_gain", "positive control: CD's QA ppl ...")
+        'control'
+    """
+    if "gate_engaged" in keys or description.startswith("the mechanism of"):
+        return "gates"
+    if description.startswith("positive control"):
+        return "control"
+    if chapter == "known_answer":
+        return "known_answer"
+    if "premise" in keys:
+        return "premise"
+    if "hlm_n_T" in keys:
+        return "hlm_inside"
+    if "both_right" in keys:
+        return "both_right"
+    return "other"
+
+
 def precondition_in_words(chapter: str, keys: str, description: str) -> str:
     """A failed precondition in a few plain words, from its check (chapter, the keys it read, its
     description as :func:`apd.report.evidence.checks` lists them).
@@ -214,19 +254,27 @@ def precondition_in_words(chapter: str, keys: str, description: str) -> str:
         >>> precondition_in_words("qa", "world_ho_ppl_cd_gain", "positive control: CD's QA ppl ...")
         'no CD gain'
     """
-    if "gate_engaged" in keys or description.startswith("the mechanism of"):
-        return "ALM' inert"
-    if description.startswith("positive control"):  # the claim's row names its measure
-        return "no CD gain"
-    if chapter == "known_answer":
-        return "extrapolation no better"
-    if "premise" in keys:
-        return "curves too curved"
-    if "hlm_n_T" in keys:
-        return "no HLM inside the family"
-    if "both_right" in keys:
-        return "no context both models get right"
-    return "a precondition failed"
+    return PRECONDITION_WORDS[precondition_kind(chapter, keys, description)]
+
+
+def claims_needing(claims, profile: str) -> dict[str, str]:
+    """Per kind of precondition (:data:`PRECONDITION_WORDS`' keys), the claims whose checks under
+    ``profile`` read one, by their short ids (``"C3, C4 and C5"``), or ``"no claim"``: the rules
+    as the claims define them, for a reader.
+
+    Example:
+        >>> claims_needing(paper_claims(), "default")["control"]
+        'C3, C4, C5, C6, C7 and C8'
+    """
+    found: dict[str, list[str]] = {kind: [] for kind in PRECONDITION_WORDS}
+    for claim in claims:
+        for spec in claim.evidence:
+            if spec.kind == "precondition" and spec.applies_to(profile):
+                kind = precondition_kind(spec.stem, " ".join(map(str, spec.keys)), spec.description)
+                short = claim.id.split("_")[0]
+                if short not in found[kind]:
+                    found[kind].append(short)
+    return {kind: listed(ids) if ids else "no claim" for kind, ids in found.items()}
 
 
 #: positive controls: CD beats the expert significantly on the measure a claim uses (pico world)
@@ -477,10 +525,11 @@ def paper_claims() -> list[PaperClaim]:
                 E(
                     "curves",
                     "blind_both_right",
-                    at_least(0),
-                    "of which questions (the paper's setting) answered right by both",
+                    shown(),
+                    "how many of those contexts are questions, the paper's setting (the others are held-out "
+                    "text positions)",
                     kind="context",
-                    names=("the number of questions both rank right",),
+                    names=("the questions among those contexts",),
                 ),
             ],
         ),
@@ -703,19 +752,27 @@ def paper_claims() -> list[PaperClaim]:
                     detects(),
                     "on held-out text, APD's -log(p + 0.01) of the next token is lower than APD on the fly's: the "
                     "difference, paired over positions, with its 95% normal interval above 0 (reproduced) or below 0 "
-                    "(not reproduced)",
+                    "(not reproduced; APD's 1/T and on the fly's weight each the best on these positions)",
                     profiles=HUB_PROFILES,
-                    names=("APD on the fly's -log(p + 0.01) on held-out text minus APD's", "its standard error"),
+                    names=(
+                        "APD on the fly's -log(p + 0.01) on held-out text minus APD's at its best 1/T there",
+                        "its standard error",
+                    ),
                     clusters=(Clusters("positions"),),
                 ),
                 E(
                     "apd",
                     ("text_apdbest", "text_fly"),
                     less_than(),
-                    "the same direction on held-out text (-log(p + 0.01) of the next token)",
+                    "the same direction on held-out text (-log(p + 0.01) of the next token; APD at the 1/T best on "
+                    "these positions themselves, on the fly at its weight chosen on the dev questions, a choice "
+                    "that favours APD)",
                     kind="context",
                     profiles=PICO_PROFILES,
-                    names=("APD's -log(p + 0.01) on held-out text", "APD on the fly's"),
+                    names=(
+                        "APD's -log(p + 0.01) on held-out text at the 1/T best on those positions",
+                        "APD on the fly's",
+                    ),
                 ),
             ],
         ),
@@ -780,10 +837,14 @@ def paper_claims() -> list[PaperClaim]:
                     ("midsize_ends_only", "midsize_cd"),
                     less_than(),
                     kind="context",
-                    description="APD on the amateur and expert only still beats CD (point estimates; lower KL to the truth; the release "
-                    "configuration's ALM + ELM run, counted only when it and the main APD pass their gates: the "
-                    "distilled variant's fitter needs three members)",
+                    description="APD on the amateur and expert only still beats CD (point estimates; lower KL to the "
+                    "truth; the release configuration's ALM + ELM run, read only when it and the main APD pass their "
+                    "gates: the distilled variant's fitter needs three members)",
                     names=("the KL to the truth of APD on the amateur and the expert only (nats)", "CD's"),
+                    gated_by=(
+                        Gate("gate_engaged_APD", "the ablations' main APD", "gate_reason_APD"),
+                        Gate("gate_engaged_alm+elm", "APD on the amateur and the expert only", "gate_reason_alm+elm"),
+                    ),
                 ),
                 E(
                     "ablations",

@@ -10,10 +10,14 @@ from apd.report import paper
 from apd.report.beside import regenerated_rows
 from apd.report.paper import PAPER_FIGURES, PAPER_TABLES, PaperItem
 from apd.report.results import artefact_exists, chapter_ran
+from apd.report.tables import listed
 
 
 def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGURES)) -> pd.DataFrame:
-    """One row per paper figure: paper, shows, status, ours (what/where, or why not)."""
+    """One row per paper figure: paper, shows, status (regenerated / counterpart figure / not
+    produced here / cannot be regenerated), ours (what/where, or why not). A drawn figure is a
+    counterpart when the paper's has something ours lacks (:attr:`PaperItem.lacks`), and its row
+    says what each figure drawn plots (:attr:`PaperItem.plots`), never one this profile did not draw."""
     rows = []
     for item in figures:
         if item.never:
@@ -25,12 +29,12 @@ def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGUR
         elif item.artefacts:
             found = [a for a in item.artefacts if artefact_exists(profile, item.stem, a)]
             if found:
-                status, ours = "regenerated", f"chapter {item.stem}: figure {', '.join(found)}"
+                status = "counterpart figure" if item.lacks else "regenerated"
+                ours = f"chapter {item.stem}: figure {', '.join(found)}"
                 rest = [a for a in item.artefacts if a not in found]
                 if rest:
                     ours += f" (not drawn under this profile: {', '.join(rest)})"
-                if item.caveat:
-                    ours += f"; {item.caveat}"
+                ours += "".join(f"; {note}" for note in (item.lacks, _plots(item, found), item.caveat) if note)
             else:
                 status = "not produced here"
                 ours = f"chapter {item.stem} did not produce {', '.join(item.artefacts)} under profile {profile}" + (
@@ -40,6 +44,15 @@ def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGUR
             status, ours = "regenerated", f"chapter {item.stem} (its figures under profile {profile})"
         rows.append({"paper": item.name, "shows": item.shows, "status": status, "ours": ours})
     return pd.DataFrame(rows)
+
+
+def _plots(item: PaperItem, found: Sequence[str]) -> str:
+    """What the figures drawn (``found``) plot, in words ('' when ``item`` does not say)."""
+    said = dict(item.plots)
+    parts = [said[a] for a in found if a in said]
+    if not parts:
+        return ""
+    return f"{'it plots' if len(parts) == 1 else 'they plot'} {listed(parts)}"
 
 
 #: A regenerated table is labelled "same rows" only when every shared dataset has at least this many

@@ -154,7 +154,8 @@ class Comparison:
     sentence that states them in words (``names``: what each key is, for a reader). ``arity`` is the
     number of keys it needs (None: two or more). An interval comparison also has ``se_at`` (the
     positions of its standard errors) and ``rebuild(clusters)``: the same comparison with the number
-    and unit of the clusters behind each standard error (:meth:`with_clusters`)."""
+    and unit of the clusters behind each standard error (:meth:`with_clusters`). ``verdict`` False:
+    a value shown beside a claim that nothing could contradict (:func:`shown`)."""
 
     name: str
     arity: int | None
@@ -163,9 +164,12 @@ class Comparison:
     numbers: Callable[[Sequence[float]], dict] | None = None
     se_at: tuple[int, ...] = ()
     rebuild: Callable[[tuple], "Comparison"] | None = None
+    verdict: bool = True  # False: the check shows its numbers and reads no verdict (:func:`shown`)
 
     def __call__(self, names: Sequence[str], values: Sequence[float]) -> Outcome:
         self.check_arity(len(values))
+        if not self.verdict:
+            return Outcome(True, self.show(names, values))
         result = self.test(values)
         nums = self.numbers(values) if self.numbers is not None else {}
         if result is None:  # the interval holds both no effect and the claimed one
@@ -280,6 +284,23 @@ def flag() -> Comparison:
     return Comparison("flag", 1, lambda v: v[0] >= 1, lambda names, v: _tested(names[0]))
 
 
+def shown() -> Comparison:
+    """A value shown as context, with no verdict (one key): a count a reader needs beside a claim
+    but that no result could contradict. Only a context check may use it (:class:`EvidenceSpec`).
+
+    Example:
+        >>> shown()(["the questions among those contexts"], [3]).text
+        'measured: the questions among those contexts, 3'
+    """
+    return Comparison(
+        "shown",
+        1,
+        lambda v: True,
+        lambda names, v: f"measured: {names[0]}, {_distinct(v[0])[0]}",
+        verdict=False,
+    )
+
+
 def within_relative(tol: float) -> Comparison:
     """|a - b| <= tol * max(|a|, |b|) (two keys; unit-free "similar").
 
@@ -351,6 +372,21 @@ def _spread(clusters: Sequence, i: int, z: float) -> _Spread:
     if n is not None and (int(n) != n or n < 2):
         raise ValueError(f"a t interval needs a whole number of at least 2 clusters, got {n} {unit}")
     return _Spread(None if n is None else int(n), unit, z)
+
+
+def interval_text(d: float, se: float, n: int | None = None) -> str:
+    """The 95% interval of a difference ``d`` with standard error ``se`` as ``[low, high]``, the
+    bounds to the decimal place ``se`` supports (:func:`apd.report.numbers.pm_parts`): Student's t
+    with ``n`` - 1 degrees of freedom over ``n`` clusters (:func:`apd.core.stats.critical`), the
+    normal 1.96 without ``n``.
+
+    Example:
+        >>> interval_text(0.0059, 0.0058, 100), interval_text(0.0059, 0.0058)
+        ('[-0.0056, 0.0174]', '[-0.0055, 0.0173]')
+    """
+    lo, hi = interval(d, se, Z_TEST if n is None else critical(n))
+    lo_t, hi_t = (pm_parts(x, se, signed=False)[0] for x in (lo, hi))
+    return f"[{lo_t}, {hi_t}]"
 
 
 def _interval_words(d: float, se: float, sp: _Spread, aside: str = "") -> str:
@@ -545,6 +581,17 @@ def non_increasing() -> Comparison:
 
 
 @dataclass(frozen=True)
+class Gate:
+    """A run that a context check compares, whose mechanism gates must pass for the comparison to
+    mean anything: ``key``, a flag of the check's chapter (1: its gates pass), ``who``, the run in
+    a reader's words, and ``reason_key``, the key of the same chapter saying which gate failed."""
+
+    key: str
+    who: str
+    reason_key: str | None = None
+
+
+@dataclass(frozen=True)
 class EvidenceSpec:
     """One check: read ``keys`` from chapter ``stem`` and apply ``comparison``.
 
@@ -556,7 +603,9 @@ class EvidenceSpec:
     failed); it is appended to the evidence when the check fails. ``names``: what each key is, in a
     reader's words (the sentence the page shows; None: the keys themselves). ``clusters``: for an
     interval comparison, a :class:`Clusters` per standard error it reads (the difference's, then
-    the base's): with their number the interval is a t interval."""
+    the base's): with their number the interval is a t interval. ``gated_by``: for a context check,
+    the runs (:class:`Gate`) whose gates must pass for its comparison to be read; when one fails
+    the check reads "not comparable", naming it and why."""
 
     stem: str
     keys: tuple
@@ -567,6 +616,7 @@ class EvidenceSpec:
     reason_key: str | None = None
     names: tuple[str, ...] | None = None
     clusters: tuple[Clusters, ...] = ()
+    gated_by: tuple[Gate, ...] = ()
 
     def __post_init__(self):
         keys = (self.keys,) if isinstance(self.keys, (str, Cell)) else tuple(self.keys)
@@ -595,6 +645,15 @@ class EvidenceSpec:
                 f"got {len(clusters)} Clusters"
             )
         object.__setattr__(self, "clusters", clusters)
+        gated = (self.gated_by,) if isinstance(self.gated_by, Gate) else tuple(self.gated_by)
+        if not all(isinstance(g, Gate) for g in gated):
+            raise TypeError(f"EvidenceSpec gated_by must be Gates, got {gated!r}")
+        object.__setattr__(self, "gated_by", gated)
+        if self.kind != "context" and (gated or not self.comparison.verdict):
+            raise ValueError(
+                f"{'gated_by' if gated else f'comparison {self.comparison.name}'} is for context checks only; "
+                "a test or precondition reads gates as a precondition and always has a verdict"
+            )
 
     def applies_to(self, profile: str) -> bool:
         return self.profiles is None or profile in self.profiles
@@ -611,7 +670,7 @@ class EvidenceSpec:
         """The results files the check reads, relative to ``results/<profile>/``, each with what it
         reads there: ``[("qa.json", ["world_ho_ppl_gain", ...]), ("tables/ablations.csv", [...])]``."""
         out: dict[str, list[str]] = {}
-        keys = [*self.keys, *(c.key for c in self.clusters if c.key is not None)]
+        keys = [*self.keys, *(c.key for c in self.clusters if c.key is not None), *(g.key for g in self.gated_by)]
         for k in keys:
             path, what = (f"{self.stem}.json", k) if isinstance(k, str) else (f"tables/{k.table}.csv", k.what())
             out.setdefault(path, [])
@@ -736,6 +795,28 @@ def _as_number(value: Any, context: str) -> float:
 HOLDS, FAILS, MISSING, UNDECIDED = "holds", "does not hold", "missing", "too little data"
 
 
+#: the statuses of context checks only: a value shown with no verdict (:func:`shown`), and a
+#: comparison of runs whose gates fail (:attr:`EvidenceSpec.gated_by`)
+SHOWN, NOT_COMPARABLE = "shown", "not comparable"
+
+
+def _gates_failing(spec: EvidenceSpec, results: Results) -> str | None:
+    """Why ``spec``'s comparison is not comparable (its :attr:`~EvidenceSpec.gated_by` runs whose
+    gates fail, each with the gate that failed), or None when every gate passes; Missing when a
+    gate was not measured."""
+    failing = [g for g in spec.gated_by if results.number(spec.stem, g.key) < 1]
+    if not failing:
+        return None
+    parts = []
+    for g in failing:
+        try:
+            parts.append(f"{g.who} ({results.text(spec.stem, g.reason_key)})" if g.reason_key else g.who)
+        except Missing:
+            parts.append(g.who)
+    verb = "does not pass its" if len(parts) == 1 else "do not pass their"
+    return f"not comparable: {listed(parts)} {verb} mechanism gates"
+
+
 def _cluster_counts(spec: EvidenceSpec, results: Results) -> list[tuple[int | None, str]]:
     """``(number, unit)`` per :class:`Clusters` of ``spec``; the number None where it has no key or
     the results lack it (a normal interval then). A count that is not a whole number >= 2 is Missing."""
@@ -759,11 +840,14 @@ def _cluster_counts(spec: EvidenceSpec, results: Results) -> list[tuple[int | No
 
 
 def check(spec: EvidenceSpec, results: Results) -> dict:
-    """Run one check: ``{'status': holds | does not hold | too little data | missing, 'text': the
-    sentence in words and the verdict, 'values': each key as code = its value, 'source': the files
+    """Run one check: ``{'status': holds | does not hold | too little data | missing (and, for
+    context, shown | not comparable), 'text': the sentence in words and the verdict, 'values': each key as code = its value, 'source': the files
     and keys read, ...}`` and, for an interval, its numbers."""
     source = "; ".join(f"{path}: {', '.join(what)}" for path, what in spec.sources())
     try:
+        why_not = _gates_failing(spec, results)
+        if why_not is not None:
+            return {"status": NOT_COMPARABLE, "text": why_not, "source": source}
         values = [results.number(spec.stem, k) for k in spec.keys]
         for i in spec.comparison.se_at:
             if values[i] < 0:
@@ -778,6 +862,8 @@ def check(spec: EvidenceSpec, results: Results) -> dict:
     read = [f"{label} = {_fmt(v)}" for label, v in zip(spec.labels(), values)]
     read += [f"{_key_label(spec.stem, c.key)} = {n}" for c, (n, _) in zip(spec.clusters, counts) if n is not None]
     extra = {"values": ", ".join(read), "source": source, **out.numbers}
+    if not comparison.verdict:
+        return {"status": SHOWN, "text": out.text, **extra}
     if out.inconclusive:
         return {"status": UNDECIDED, "text": out.text, **extra}
     text = out.text
@@ -952,9 +1038,14 @@ def preconditions_text(rows: pd.DataFrame) -> str:
     return "; ".join(parts) or "none"
 
 
-def _deciding_interval(rows: pd.DataFrame) -> dict:
-    """The interval numbers of a claim's first test that has an interval (NaN where none has)."""
+def _deciding_interval(rows: pd.DataFrame, verdict: str = REPRODUCED) -> dict:
+    """The interval numbers of the test that decided a claim's ``verdict``: its first failed
+    interval test when not reproduced, its first undecided one when inconclusive, else its first
+    interval test (NaN where the deciding tests have no interval)."""
     tests = rows[(rows["kind"] == "test")]
+    deciding = {NOT_REPRODUCED: FAILS, INCONCLUSIVE: UNDECIDED}.get(verdict)
+    if deciding is not None and (tests["status"] == deciding).any():
+        tests = tests[tests["status"] == deciding]
     if "ci_low" in tests:
         tests = tests[tests["ci_low"].notna()]
     if tests.empty:
@@ -966,9 +1057,9 @@ def _deciding_interval(rows: pd.DataFrame) -> dict:
 def judge(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
     """One row per claim: claim_id, claim, verdict, reason, in_words (:func:`in_words`), evidence
     (every check's kind, status and text, one per line), preconditions (:func:`preconditions_text`),
-    n_preconditions, n_preconditions_failed, the deciding interval (the first interval test's
-    ``estimate``, ``se``, ``ci_low``, ``ci_high`` and ``effect``, the paper's effect on this testbed's
-    scale), n_tests, n_hold, n_fail, n_missing, n_undecided (tests whose interval holds both 0 and
+    n_preconditions, n_preconditions_failed, the deciding interval (that of the test that decided
+    the verdict, :func:`_deciding_interval`: ``estimate``, ``se``, ``ci_low``, ``ci_high`` and
+    ``effect``, the paper's effect on this testbed's scale; NaN for a test without an interval), n_tests, n_hold, n_fail, n_missing, n_undecided (tests whose interval holds both 0 and
     the effect; only tests count). Never raises for missing results."""
     detail = checks(claims, profile)
     rows = []
@@ -987,7 +1078,7 @@ def judge(claims: Sequence[PaperClaim], profile: str) -> pd.DataFrame:
                 "preconditions": preconditions_text(mine),
                 "n_preconditions": len(pre),
                 "n_preconditions_failed": int((pre["status"] != HOLDS).sum()),
-                **_deciding_interval(mine),
+                **_deciding_interval(mine, verdict),
                 "evidence": "\n".join(
                     f"{k}, {s}: {t}" for k, s, t in zip(mine["kind"], mine["status"], mine["evidence"])
                 ),

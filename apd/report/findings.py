@@ -17,13 +17,32 @@ from apd.core.curves import PYTHIA_LOG_SIZES
 from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, PaperClaim
 from apd.report.results import format_value, load_results, results_dir
 
-#: How strong each verdict is, in the words of the table.
+#: How strong each verdict is, in the words of the table (not reproduced: :func:`strength`).
 STRENGTH = {
     REPRODUCED: "every test's 95% interval on the claim's side",
-    NOT_REPRODUCED: "an interval excludes the paper's effect at this scale",
+    NOT_REPRODUCED: "a test fails",
     INCONCLUSIVE: "the interval holds 0 and the paper's effect at this scale",
     NOT_TESTABLE: "a precondition fails or a result is missing",
 }
+
+
+def strength(verdict: str, effect: float = math.nan, ci_high: float = math.nan) -> str:
+    """How strong ``verdict`` is, in words, matching the check that decided it: a claim not
+    reproduced by an interval test says where its interval lies (``ci_high``, its upper 95% bound):
+    below 0, or below the paper's ``effect`` on this testbed's scale; by another test, that a test fails.
+
+    Example:
+        >>> strength("not reproduced", ci_high=-0.18), strength("not reproduced", 0.06, 0.012)
+        ('the interval lies below 0', "the interval lies below the paper's effect at this scale")
+        >>> strength("not reproduced"), strength("reproduced")
+        ('a test fails', "every test's 95% interval on the claim's side")
+    """
+    if verdict == NOT_REPRODUCED and _number(ci_high) is not None:
+        if _number(effect) is None or ci_high < 0:
+            return "the interval lies below 0"
+        return "the interval lies below the paper's effect at this scale"
+    return STRENGTH.get(verdict, "")
+
 
 #: The chapter (notebook stem) each check reads -> the page it links to.
 CHAPTER_TITLES = {
@@ -107,10 +126,10 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[PaperClaim], profil
         text = _clip(claim.text if claim else r.claim_id, 200).rstrip(".")
         short = str(r.claim_id).split("_")[0]
         reason = _clip(_reason(getattr(r, "in_words", None) or r.reason), 320).rstrip(".")
-        strength = STRENGTH.get(r.verdict, "")
+        how = strength(r.verdict, getattr(r, "effect", math.nan), getattr(r, "ci_high", math.nan))
         rows.append(
             f"- **{short}**, *{text}*: **{r.verdict}**"
-            + (f" ({strength})" if strength else "")
+            + (f" ({how})" if how else "")
             + f": {reason}."
             + (f" Read in {links}." if links else "")
         )

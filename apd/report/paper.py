@@ -500,9 +500,10 @@ class PaperItem:
     ``artefacts``: figure or table names under results/<profile>/, any of which counts), or
     ``never`` = why it cannot. ``needs``: what producing it takes; ``caveat``: how ours differs;
     ``never_part``: the part of it no build can regenerate, when the rest can be (Table 6's human
-    columns beside its automatic ones); ``unsplit``: what the paper's figure splits that ours does not,
-    and what ours shows instead (ours is then a counterpart, not a regeneration:
-    :func:`apd.chapters.paper_vs_book.figure_table`)."""
+    columns beside its automatic ones); ``plots``: ``(artefact, what it plots)`` pairs, said only of
+    the artefacts a build drew; ``lacks``: what the paper's figure has that ours do not (a split of
+    its prompts, a panel), which makes a drawn figure a counterpart, not a regeneration
+    (:func:`apd.report.coverage.figure_status`)."""
 
     label: str
     name: str
@@ -513,7 +514,8 @@ class PaperItem:
     never: str = ""
     caveat: str = ""
     never_part: str = ""
-    unsplit: str = ""
+    plots: tuple[tuple[str, str], ...] = ()
+    lacks: str = ""
 
 
 PAPER_TABLES = [
@@ -598,6 +600,10 @@ PAPER_FIGURES = [
         "factuality",
         ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
         needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
+        plots=(
+            ("factuality_world_tradeoffs", "NE_ER against Dist-2 on the world's prompts"),
+            ("factuality_fp_tradeoffs", "NE_ER against Dist-2 on FactualityPrompts"),
+        ),
     ),
     PaperItem(
         "fig:div_ne_cd",
@@ -607,7 +613,11 @@ PAPER_FIGURES = [
         ("factuality_world_real", "factuality_fp_real"),
         needs="REAL's THF model (the REAL chapter's apd.thf_model) and REAL settings in the factuality "
         "sweep (real_T_r_grid); the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
-        caveat="panel (h) is OPT's, which needs OPT weights; ours also plot the true-claim rate against Dist-2",
+        plots=(
+            ("factuality_world_real", "NE_ER and the share of true claims against Dist-2 on the world's prompts"),
+            ("factuality_fp_real", "NE_ER and Entail_R against Dist-2 on FactualityPrompts"),
+        ),
+        lacks="ours has no panel (h), which is OPT's and needs OPT weights",
     ),
     PaperItem(
         "fig:div_ne_term_ablation",
@@ -660,9 +670,14 @@ PAPER_FIGURES = [
         "factuality",
         ("factuality_world_tradeoffs", "factuality_fp_tradeoffs"),
         needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
-        unsplit="ours does not split factual from nonfactual prompts: it is Figure 4 (a, c)'s counterpart, "
-        "NE_ER against Dist-2 on the world's prompts, which have no nonfactual kind, and on FactualityPrompts "
-        "with both kinds pooled",
+        plots=(
+            (
+                "factuality_world_tradeoffs",
+                "NE_ER against Dist-2 on the world's prompts, which have no nonfactual kind",
+            ),
+            ("factuality_fp_tradeoffs", "NE_ER against Dist-2 on FactualityPrompts, both kinds pooled"),
+        ),
+        lacks="ours does not split factual from nonfactual prompts, and is the figure drawn for Figure 4 (a, c)",
     ),
     PaperItem(
         "fig:comp_ent_rep_factual",
@@ -671,8 +686,13 @@ PAPER_FIGURES = [
         "factuality",
         ("factuality_world_tradeoffs_true", "factuality_fp_tradeoffs_true"),
         needs="the paper's own prompts need Pythia-6.9B on a GPU (profile pythia)",
-        unsplit="ours does not split factual from nonfactual prompts: it plots the share of true claims "
-        "against Rep on the world's prompts, which have no nonfactual kind, and Entail_R against Rep on "
-        "FactualityPrompts with both kinds pooled",
+        plots=(
+            (
+                "factuality_world_tradeoffs_true",
+                "the share of true claims against Rep on the world's prompts, which have no nonfactual kind",
+            ),
+            ("factuality_fp_tradeoffs_true", "Entail_R against Rep on FactualityPrompts, both kinds pooled"),
+        ),
+        lacks="ours does not split factual from nonfactual prompts",
     ),
 ]

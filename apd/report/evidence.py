@@ -384,17 +384,19 @@ def interval_text(d: float, se: float, n: int | None = None) -> str:
         >>> interval_text(0.0059, 0.0058, 100), interval_text(0.0059, 0.0058)
         ('[-0.0056, 0.0174]', '[-0.0055, 0.0173]')
     """
-    lo, hi = interval(d, se, Z_TEST if n is None else critical(n))
-    lo_t, hi_t = (pm_parts(x, se, signed=False)[0] for x in (lo, hi))
-    return f"[{lo_t}, {hi_t}]"
+    return _bounds(d, se, Z_TEST if n is None else critical(n))
+
+
+def _bounds(d: float, se: float, crit: float) -> str:
+    """``[low, high]`` of ``d`` ± ``crit`` standard errors, to the decimal place ``se`` supports."""
+    lo, hi = interval(d, se, crit)
+    return "[{}, {}]".format(*(pm_parts(x, se, signed=False)[0] for x in (lo, hi)))
 
 
 def _interval_words(d: float, se: float, sp: _Spread, aside: str = "") -> str:
     """What was measured: '+0.0059 ± 0.0058 (standard error over 100 people<aside>), interval
     [-0.0057, 0.0175]', the bounds to the decimal place the standard error supports."""
-    lo, hi = interval(d, se, sp.crit)
-    lo_t, hi_t = (pm_parts(x, se, signed=False)[0] for x in (lo, hi))
-    return f"{format_pm(d, se)} ({sp.over()}{aside}), interval [{lo_t}, {hi_t}]"
+    return f"{format_pm(d, se)} ({sp.over()}{aside}), interval {_bounds(d, se, sp.crit)}"
 
 
 def _interval_numbers(d: float, se: float, sp: _Spread) -> dict:

@@ -50,11 +50,13 @@ def test_a_page_filled_from_the_json_prints_text_glue_as_the_chapter_does(run, t
     run.glue("plain", 2.41432)
     run.finish(show=False)
     values = json.loads((tmp_path / "unit" / "nb.json").read_text())
-    assert values[results.GLUE_FORMATS] == {"kl": "{:.4f}", "share": "{:.0%}"}
+    assert all(isinstance(v, (int, float, str, bool)) for v in values.values())  # the results stay flat
+    formats = json.loads((tmp_path / "unit" / "runs" / "nb.json").read_text())[results.GLUE_FORMATS]
+    assert formats == {"kl": "{:.4f}", "share": "{:.0%}"}
     text = "{glue:text}`kl`, {glue:text}`share`, {glue:text}`gone`, {glue:text}`share_later_missing`, "
-    assert render_markdown(text + "{glue:text}`plain` and {glue:text}`kl:.1f`", values) == (
-        "2.4143, 81%, n/a, n/a, 2.41 and 2.4"
-    )
+    assert render_markdown(
+        text + "{glue:text}`plain` and {glue:text}`kl:.1f`", {**values, results.GLUE_FORMATS: formats}
+    ) == ("2.4143, 81%, n/a, n/a, 2.41 and 2.4")
 
 
 def test_bad_values_are_refused(run):

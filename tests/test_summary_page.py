@@ -197,6 +197,19 @@ def test_summary_page_copies_the_headline_figure(tmp_path, monkeypatch):
     assert "Closer to the truth than CD?" in text
 
 
+def test_the_summary_prints_each_value_with_its_chapters_format(tmp_path, monkeypatch):
+    results = tmp_path / "results"
+    (results / "p" / "runs").mkdir(parents=True)
+    (results / "p" / "paper_vs_book.json").write_text(json.dumps({"share": 0.8123, "kl": 2.41432}))
+    record = {"glue_formats": {"share": "{:.0%}", "kl": "{:.4f}"}}
+    (results / "p" / "runs" / "paper_vs_book.json").write_text(json.dumps(record))
+    monkeypatch.setenv("APD_RESULTS_DIR", str(results))
+    out = tmp_path / "book"
+    out.mkdir()
+    page = "# A\n\nKL {glue:text}`kl` nats for {glue:text}`share` of tokens.\n"
+    assert "KL 2.4143 nats for 81% of tokens." in summary_page(page, "p", out, tmp_path)
+
+
 def test_a_quoted_value_that_is_missing_is_an_error():
     with pytest.raises(ValueError, match="summary_t1_err"):
         pages.fill_page("A {glue:text}`summary_t1_err` here.", {})

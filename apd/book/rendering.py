@@ -15,6 +15,7 @@ from apd.base.notebooks import BookError
 from apd.book import status as build_status
 from apd.book.pages import fill_page
 from apd.book.project import ROOT, results_root, toc_notebooks
+from apd.report.results import GLUE_FORMATS
 
 #: The chapter whose results fill the book's summary page, and the figure that page shows.
 SUMMARY_STEM, HEADLINE_FIGURE = "paper_vs_book", "headline"
@@ -27,6 +28,9 @@ def summary_page(page: str, profile: str, book_dir: Path, root: Path = ROOT) -> 
     results = results_root(root) / profile
     path = results / f"{SUMMARY_STEM}.json"
     values = json.loads(path.read_text()) if path.is_file() else {}
+    record = results / "runs" / f"{SUMMARY_STEM}.json"  # how each value was printed in its chapter
+    if record.is_file():
+        values[GLUE_FORMATS] = json.loads(record.read_text()).get(GLUE_FORMATS, {})
     figure = results / "figures" / f"{HEADLINE_FIGURE}.png"
     values["headline_figure"] = figure.is_file()
     if figure.is_file():

@@ -221,8 +221,9 @@ def parameters_from_namespace(namespace: dict) -> dict[str, Any]:
 _FIXED = re.compile(r"^\{:([+ ]?)\.(\d+)([f%])\}$")
 
 
-#: The results file's entry ``{key: format}`` for the values glued as text with a format
-#: (:meth:`Run.glue_text`), so that a page filled from the file prints them as the chapter does.
+#: The run record's entry ``{key: format}`` for the values glued as text with a format
+#: (:meth:`Run.glue_text`), so that a page filled from the results (the intro) prints them as the
+#: chapter does; the results file itself stays flat (one number or string per key).
 GLUE_FORMATS = "glue_formats"
 
 
@@ -290,7 +291,7 @@ class Run:
     parameters: dict[str, Any]
     device: str | None = None
     values: dict[str, Any] = field(default_factory=dict)
-    formats: dict[str, str] = field(default_factory=dict)  # glue_text's formats, saved as GLUE_FORMATS
+    formats: dict[str, str] = field(default_factory=dict)  # glue_text's formats, in the run record
     figures: list[str] = field(default_factory=list)
     tables: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.time)
@@ -498,6 +499,7 @@ class Run:
             "cache_key": os.environ.get(KEY_ENV) if os.environ.get(RUNNER_ENV) == "1" else None,
             "changed_parameters": {k: v for k, (v, _) in self.changed_parameters().items()},
             "warnings_logged": self.warnings_logged,
+            GLUE_FORMATS: dict(sorted(self.formats.items())),
         }
 
     def finish(self, show: bool = True) -> None:
@@ -506,8 +508,7 @@ class Run:
         record = self.record_dict()
         self.values.setdefault("profile", self.profile)
         self.values["wall_time_s"] = record["wall_time_s"]
-        values = {**self.values, GLUE_FORMATS: dict(sorted(self.formats.items()))} if self.formats else self.values
-        write_json(self.dir / f"{self.stem}.json", values, trailing_newline=True)
+        write_json(self.dir / f"{self.stem}.json", self.values, trailing_newline=True)
         write_json(self.dir / "runs" / f"{self.stem}.json", record, trailing_newline=True)
         if show:
             try:

@@ -12,6 +12,7 @@ from chapter_keys import keys_read
 from apd.chapters import ablations as ab
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import MissingResultError, record_headline, result_keys
+from apd.report.tables import plus_minus
 from apd.report.results import Run
 
 NAMES = ["logit", "alm+elm", "distilled", "distilled-no-small"]
@@ -106,20 +107,23 @@ def test_cd_and_the_expert_are_untestable_against_a_main_apd_that_fails_its_gate
     assert t.loc["distilled-no-small", "verdict_kl"] != ab.UNTESTABLE  # its reference is the distilled run
 
 
-def test_claims_glue_paired_differences_not_words(tiny):
+def test_the_comparisons_table_has_the_runs_that_ran_with_their_paired_differences(tiny):
     run, _, cmp = tiny
-    ab.glue_claims(run, cmp)
+    table = ab.comparisons(cmp)
     d, se = cmp.difference("alm+elm", "APD")
-    assert run.values["ends_vs_main"] == pytest.approx(d) and run.values["ends_vs_main_se"] == pytest.approx(se)
-    assert run.values["logit_vs_main"] == pytest.approx(cmp.difference("logit", "APD")[0])
-    assert run.values["poly3_vs_main"] == "n/a (not run)" and run.values["poly3_vs_main_se"] == "n/a"
+    row = table[(table["compared"] == "the ALM and the ELM only") & (table["against"] == "APD (main)")].iloc[0]
+    assert row["KL difference (nats)"] == plus_minus(d, se) and row["verdict"] == cmp.vs("alm+elm", "APD")
+    assert table.loc[table["compared"] == "curves on log-probabilities", "verdict"].iloc[0] == ab.UNTESTABLE
+    assert "poly3 decay" not in set(table["compared"])  # not run in this build: no row, no "n/a"
+    assert len(table) == sum(a in cmp.per and b in cmp.per for _, a, b in ab.COMPARED)
+    ab.glue_comparisons(run, cmp)
+    assert run.values["main_vs_cd"] == pytest.approx(cmp.difference("APD", "CD")[0])
+    assert run.values["decays_compared"] is False and run.values["best_decay"] == "exponential"
     ab.glue_overview(run, cmp)  # every run the table lists lands in one of the four lists
     lists = [run.values[k] for k in ("beat_main", "lose_main", "tie_main", "untestable_main")]
     assert run.values["untestable_main"] == cmp.table.loc["logit", "label"]
     shown = sorted(n for text in lists if text != "none" for n in text.split("; "))
     assert shown == sorted(cmp.table.loc[n, "label"] for n in cmp.names)
-    assert {type(run.values[k]) for k in ab.CLAIMS} <= {float, str}
-    assert all(isinstance(run.values[k], float) or run.values[k] == "n/a (not run)" for k in ab.CLAIMS)
 
 
 def test_comparisons_headline_and_orderings(tiny):

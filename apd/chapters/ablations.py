@@ -88,24 +88,24 @@ ORDERINGS = {
     "distilled: every member beats ALM + middle + ELM": ("distilled-alm+mid+elm", DISTILLED, "worse"),
     "distilled: the small members matter": ("distilled-no-small", DISTILLED, "worse"),
 }
-# the prose's comparisons: glue key -> (run, against); each is glued as the paired KL difference
-# (run minus against, nats) and its standard error over people (``<key>_se``)
-CLAIMS = {
-    "main_vs_cd": (MAIN, "CD"),
-    "logit_vs_main": ("logit", MAIN),
-    "noflip_vs_main": ("no-flip", MAIN),
-    "ends_vs_main": ("alm+elm", MAIN),
-    "mid_vs_ends": ("alm+mid+elm", "alm+elm"),
-    "main_vs_mid": (MAIN, "alm+mid+elm"),
-    "nosmall_vs_main": ("no-small", MAIN),
-    "ends_vs_cd": ("alm+elm", "CD"),
-    "half_vs_main": ("half-data", MAIN),
-    "l2_vs_main": ("lambda2=0", MAIN),
-    "l30_vs_main": ("lambda3=0", MAIN),
-    "l3x2_vs_main": ("lambda3x2", MAIN),
-    "l3x6_vs_main": ("lambda3x6", MAIN),
-    "poly3_vs_main": ("poly3", MAIN),
-}
+#: The comparisons the paper draws between the runs, each read as a paired KL difference (the run's
+#: KL minus the other's): (what is compared, run, against). The table of runs gives each run against
+#: its reference; these add the cross comparisons (ALM + ELM against CD, the middle member, ...).
+COMPARED = (
+    ("curves on log-probabilities", "logit", MAIN),
+    ("no flip", "no-flip", MAIN),
+    ("the ALM and the ELM only", "alm+elm", MAIN),
+    ("the ALM and the ELM only", "alm+elm", "CD"),
+    ("adding the middle member to ALM + ELM", "alm+mid+elm", "alm+elm"),
+    ("every member", MAIN, "alm+mid+elm"),
+    ("without the small mid-size members", "no-small", MAIN),
+    ("poly3 decay", "poly3", MAIN),
+    ("λ2 = 0", "lambda2=0", MAIN),
+    ("λ3 = 0", "lambda3=0", MAIN),
+    ("λ3 × 2", "lambda3x2", MAIN),
+    ("λ3 × 6.25", "lambda3x6", MAIN),
+    ("half of the fine-tuning chunks", "half-data", MAIN),
+)
 
 
 @dataclass(frozen=True)
@@ -336,25 +336,42 @@ def group_figure(table: pd.DataFrame, group: str, *, z: float, title: str):
     return fig
 
 
-def glue_claims(run, cmp: Comparisons) -> None:
-    """Glue each comparison the prose quotes (:data:`CLAIMS`: the paired KL difference, "n/a" where
-    a run did not run), the best decay, and the runs equal to the main APD."""
-    for key, (a, b) in CLAIMS.items():
-        d, se = cmp.difference(a, b)
-        run.glue_text(key, d, "{:+.4f}", missing="n/a (not run)")
-        run.glue_text(f"{key}_se", se, "{:.4f}", missing="n/a")
+def comparisons(cmp: Comparisons) -> pd.DataFrame:
+    """The comparisons of :data:`COMPARED` whose two runs both ran: what is compared, against which
+    run (its label), the paired KL difference ± its standard error over people (nats; negative: the
+    first run is closer to the truth) and the verdict (:meth:`Comparisons.vs`)."""
+    rows = [
+        {
+            "compared": what,
+            "against": str(cmp.table.loc[b, "label"]),
+            "KL difference (nats)": plus_minus(*cmp.difference(a, b)),
+            "verdict": cmp.vs(a, b),
+        }
+        for what, a, b in COMPARED
+        if a in cmp.per and b in cmp.per
+    ]
+    return pd.DataFrame(rows, columns=["compared", "against", "KL difference (nats)", "verdict"])
+
+
+def glue_comparisons(run, cmp: Comparisons) -> None:
+    """Glue the main APD against CD (``main_vs_cd`` ± ``main_vs_cd_se``), whether more than one decay
+    ran (``decays_compared``), the decay with the lowest KL, and the runs equal to the main APD."""
+    d, se = cmp.difference(MAIN, "CD")
+    run.glue_text("main_vs_cd", d, "{:+.4f}")
+    run.glue_text("main_vs_cd_se", se, "{:.4f}")
     decays = {
         "exponential": cmp.kl(MAIN),
         **{d: cmp.kl(d) for d in ("logistic", "poly1", "poly3") if d in cmp.table.index},
     }
-    run.glue("best_decay", min(decays, key=decays.get) if len(decays) > 1 else "n/a")
+    run.glue("decays_compared", len(decays) > 1)
+    run.glue("best_decay", min(decays, key=decays.get))
     main = cmp.per[MAIN][["kl", "nll"]].to_numpy()
     same = [
         n
         for n in cmp.names
         if np.allclose(cmp.per[n][["kl", "nll"]].to_numpy(), main, rtol=0, atol=1e-6, equal_nan=True)
     ]
-    run.glue("identical_to_main", ", ".join(same) or "none")
+    run.glue("identical_to_main", "; ".join(str(cmp.table.loc[n, "label"]) for n in same) or "none")
 
 
 def orderings(cmp: Comparisons) -> dict:

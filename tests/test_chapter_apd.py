@@ -188,6 +188,7 @@ def test_the_apd_page_names_the_count_each_number_is_over():
     assert "{glue:text}`n_dev_scored` of the {glue:text}`n_dev_items`" in text
 
 
+@pytest.mark.book  # reads the smoke build: runs after it, with the book tests
 def test_the_smoke_results_open_with_three_sentences():
     """On a built smoke chapter: the opening shows one sentence per condition (gates, APD vs CD, the
     fitter with noise), and every key the headline lists is in the results."""

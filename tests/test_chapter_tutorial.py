@@ -30,6 +30,7 @@ def test_the_rising_share_names_the_tokens_it_is_over():
     assert "Of all 20 top tokens fitted, not only the rows the table shows, a share of\n0.35" in text
 
 
+@pytest.mark.book  # reads the smoke build: runs after it, with the book tests
 def test_the_smoke_tutorial_glues_the_count_behind_its_share():
     """On a built smoke tutorial: the share is over every fitted token, the count the page quotes."""
     path = ROOT / "results" / "smoke" / "tutorial.json"

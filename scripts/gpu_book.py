@@ -217,18 +217,25 @@ def collect(out: Path, profile: str, env: dict, summary: dict) -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
-def run(args) -> int:
-    t0 = time.time()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1")
+def _environment(args, dry_prefix: str, **extra: str) -> dict:
+    """The environment of a run's commands: on the GPU machine the carried wheels installed (and
+    ``--cache`` when given); in a dry run this checkout on ``PYTHONPATH`` and an empty cache of its
+    own (``--cache``, else a fresh folder named ``dry_prefix...``)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", **extra)
     if args.dry_run:
-        profile, device = "smoke", "cpu"
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        env["APD_CACHE_DIR"] = str(Path(args.cache or tempfile.mkdtemp(prefix="apd-gpu-dry-")))
+        env["APD_CACHE_DIR"] = str(Path(args.cache or tempfile.mkdtemp(prefix=dry_prefix)))
     else:
-        profile, device = "gpu", None
         _install_wheels(env)
         if args.cache:
             env["APD_CACHE_DIR"] = args.cache
+    return env
+
+
+def run(args) -> int:
+    t0 = time.time()
+    env = _environment(args, "apd-gpu-dry-")
+    profile, device = ("smoke", "cpu") if args.dry_run else ("gpu", None)
     _data(env)
     out = Path(os.environ.get("OUT") or ROOT / "gpu-out")
     out.mkdir(parents=True, exist_ok=True)
@@ -301,16 +308,8 @@ def _side_by_side(cmds: list[list[str]], env: dict, log: Path, deadline: float) 
 def dose(args) -> int:
     """The dose-response at the gpu scale (the smoke scale on the CPU with ``--dry-run``), in ``$OUT``."""
     t0 = time.time()
-    env = dict(os.environ, PYTHONUNBUFFERED="1", HF_HUB_OFFLINE="1", TQDM_MININTERVAL="10")  # a short log
-    if args.dry_run:
-        scale, device = "smoke", "cpu"
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
-        env["APD_CACHE_DIR"] = str(Path(args.cache or tempfile.mkdtemp(prefix="apd-dose-dry-")))
-    else:
-        scale, device = "gpu", "cuda"
-        _install_wheels(env)
-        if args.cache:
-            env["APD_CACHE_DIR"] = args.cache
+    env = _environment(args, "apd-dose-dry-", TQDM_MININTERVAL="10")  # progress bars: a short log
+    scale, device = ("smoke", "cpu") if args.dry_run else ("gpu", "cuda")
     known = design_names(env)
     designs = args.only or known
     unknown = sorted(set(designs) - set(known))

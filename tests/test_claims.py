@@ -1194,10 +1194,10 @@ def test_figure_4bh_is_drawn_by_the_factuality_chapter(results):
 def test_figures_the_book_draws_without_the_papers_split_are_counterparts(results):
     """Figures 7-10 split factual from nonfactual prompts; ours do not, so drawn they are counterpart
     figures that say what they show, and Figures 9-10 point at the true-claims figures."""
-    from apd.chapters.paper_vs_book import FIGURE_STATUS, figure_table
+    from apd.chapters.paper_vs_book import FIGURE_STATUS
 
     results("factuality", {}, figure="factuality_world_tradeoffs")
-    st = figure_table("p").set_index("paper")
+    st = coverage.figure_status("p").set_index("paper")
     assert st.loc["Figures 7-8", "status"] == "counterpart figure"
     assert "does not split factual from nonfactual" in st.loc["Figures 7-8", "ours"]
     # only what was drawn is described: the world's figure, not FactualityPrompts'
@@ -1206,10 +1206,10 @@ def test_figures_the_book_draws_without_the_papers_split_are_counterparts(result
     assert st.loc["Figures 9-10", "status"] == "not produced here"  # its figure is the true-claims one
     assert st.loc["Figure 4 (a, c)", "status"] == "regenerated"  # the paper's Figure 4 splits no prompt kinds
     results("factuality", figure="factuality_world_tradeoffs_true")
-    row = figure_table("p").set_index("paper").loc["Figures 9-10"]
+    row = coverage.figure_status("p").set_index("paper").loc["Figures 9-10"]
     assert row["status"] == "counterpart figure" and "factuality_world_tradeoffs_true" in row["ours"]
     assert "share of true claims against Rep" in row["ours"]
-    assert set(figure_table("p")["status"]) <= set(FIGURE_STATUS.values())
+    assert set(coverage.figure_status("p")["status"]) <= set(FIGURE_STATUS.values())
 
 
 def test_apd_claims_read_the_engaged_variant_and_show_the_release_configuration_as_context(results):

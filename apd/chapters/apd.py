@@ -1356,3 +1356,17 @@ def glue_near_expert(run, profile: str) -> dict:
     ):
         run.glue_text(name, number(key) if near else None, spec)
     return apd
+
+
+def alm_prime_words(res) -> str:
+    """The ALM' of ``apd_model(..., variant="engaged")`` (an :class:`apd.amateur.pipeline.APDResult`) in
+    words: its choice (:attr:`~apd.amateur.pipeline.VariantSelection.note`) and its lambda3.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> note = "the release configuration, as a stand-in: none of the 3 variants passes every mechanism gate"
+        >>> alm_prime_words(SimpleNamespace(variant="release", lambda3=0.2, selection=SimpleNamespace(note=note)))
+        'the release configuration, as a stand-in: none of the 3 variants passes every mechanism gate; lambda3 = 0.2'
+    """
+    note = res.selection.note if getattr(res, "selection", None) is not None else f"the {res.variant} variant"
+    return f"{note}; lambda3 = {res.lambda3:g}"

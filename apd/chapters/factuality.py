@@ -21,6 +21,7 @@ from apd.core import stats
 from apd.evaluation.factuality import methods as fm
 from apd.evaluation.factuality import ner, nli, power, prompts, scoring, selection, sweeps, world_scoring
 from apd.chapters import gluing
+from apd.chapters.apd import alm_prime_words
 from apd.report import plots
 from apd.report.tables import compare_flags
 
@@ -124,7 +125,7 @@ def _present(value):
 
 
 def direction(d: Optional[float], se: Optional[float]) -> Optional[int]:
-    """Where the 95% interval of a difference ``d`` ± ``se`` lies (:func:`apd.core.stats.interval`):
+    """Where the 95% interval of a difference ``d`` ± ``se`` lies (:func:`apd.core.stats.side`):
     1 above 0, -1 below 0, 0 holding 0; None when either is missing.
 
     Example:
@@ -132,10 +133,7 @@ def direction(d: Optional[float], se: Optional[float]) -> Optional[int]:
         (1, -1, 0, None)
     """
     d, se = _present(d), _present(se)
-    if d is None or se is None:
-        return None
-    lo, hi = stats.interval(float(d), float(se))
-    return 1 if lo > 0 else -1 if hi < 0 else 0
+    return None if d is None or se is None else stats.side(d, se)
 
 
 def headline_keys() -> list[str]:
@@ -175,8 +173,8 @@ def record_headline(run, headline: FactualityHeadline) -> None:
 
 def alm_prime_source(res) -> str:
     """How ALM' was obtained, in words, from the :class:`apd.amateur.pipeline.APDResult` of
-    ``apd_model(..., variant="engaged")``: its choice (:attr:`~apd.amateur.pipeline.VariantSelection.note`),
-    lambda3 and the folder of the cache it sits in.
+    ``apd_model(..., variant="engaged")``: :func:`apd.chapters.apd.alm_prime_words` and the folder of
+    the cache it sits in.
 
     Example:
         >>> from pathlib import Path
@@ -187,8 +185,7 @@ def alm_prime_source(res) -> str:
         >>> alm_prime_source(res)
         'the distilled variant (the only variant that passes every mechanism gate); lambda3 = 0.2, cached in apd/ab12'
     """
-    note = res.selection.note if getattr(res, "selection", None) is not None else f"the {res.variant} variant"
-    return f"{note}; lambda3 = {res.lambda3:g}, cached in apd/{res.alm_prime_path.parent.name}"
+    return f"{alm_prime_words(res)}, cached in apd/{res.alm_prime_path.parent.name}"
 
 
 def load_thf_model(fam, built, path=None, scale: str = "default", real_run: bool = True):

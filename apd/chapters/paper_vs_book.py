@@ -12,12 +12,11 @@ import numpy as np
 import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
-from apd.core.stats import Z_TEST, critical, interval
+from apd.core.stats import Z_TEST, side
 from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.theorem1 import Theorem1Headline
-from apd.report import coverage
 from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, claims_needing, precondition_in_words
 from apd.report.evidence import (
     INCONCLUSIVE,
@@ -46,7 +45,7 @@ TABLE_STATUS = {  # every status of apd.report.coverage.table_status
     "missing": "not produced here",
     "never": "cannot be regenerated",
 }
-FIGURE_STATUS = {  # every status of figure_table
+FIGURE_STATUS = {  # every status of apd.report.coverage.figure_status
     "done": "regenerated",
     "counterpart": "counterpart figure",
     "missing": "not produced here",
@@ -81,15 +80,6 @@ def glue_status(run, frame: pd.DataFrame, prefix: str, statuses: dict) -> None:
     run.glue(f"n_{prefix}", len(frame))
     for key, status in statuses.items():
         run.glue(f"n_{prefix}_{key}", int(n.get(status, 0)))
-
-
-def figure_table(profile: str) -> pd.DataFrame:
-    """The paper's figures and this build's counterparts (:func:`apd.report.coverage.figure_status`):
-    a figure drawn here that lacks something the paper's has (a split of its prompts, a panel:
-    :attr:`apd.report.paper.PaperItem.lacks`) is a ``counterpart figure``, not ``regenerated``, and
-    each row says what the figures drawn plot (:func:`glue_status` counts them by
-    :data:`FIGURE_STATUS`)."""
-    return coverage.figure_status(profile)
 
 
 def table_caption(note: str, number: int, tables: pd.DataFrame) -> str:
@@ -504,11 +494,7 @@ def _side(values: dict, key: str, n_key: str | None = None) -> int | None:
         (1, 0)
     """
     d, se = _number(values, key), _number(values, f"{key}_se")
-    if d is None or se is None:
-        return None
-    n = _count(values, n_key)
-    lo, hi = interval(d, se, Z_TEST if n is None else critical(n))
-    return 1 if lo > 0 else -1 if hi < 0 else 0
+    return None if d is None or se is None else side(d, se, _count(values, n_key))
 
 
 def headline_rows(profile: str, apd_headline: ApdHeadline | None) -> list | None:

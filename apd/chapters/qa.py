@@ -39,7 +39,7 @@ from apd.evaluation.qa_scoring import (
 )
 from apd.family.loading import load_family
 from apd.report.beside import paper_rows
-from apd.chapters.apd import gate_verdict, glue_near_expert
+from apd.chapters.apd import alm_prime_words, gate_verdict, glue_near_expert
 from apd.chapters.gluing import fmt
 from apd.report.claims import paper_qa_gain
 from apd.report.plots import COLORS, legend, panels, wrap
@@ -81,20 +81,6 @@ def alm_prime_for(fam, built, path, scale: str, seed: int):
         return load_alm_prime(path, fam.device), f"loaded from {path}"
     res = apd_model(fam, built, scale=scale, progress=False, seed=seed, variant="engaged")
     return load_alm_prime(res, fam.device), alm_prime_words(res)
-
-
-def alm_prime_words(res) -> str:
-    """The ALM' of ``apd_model(..., variant="engaged")`` (an :class:`apd.amateur.pipeline.APDResult`) in
-    words: its choice (:attr:`~apd.amateur.pipeline.VariantSelection.note`) and its lambda3.
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> note = "the release configuration, as a stand-in: none of the 3 variants passes every mechanism gate"
-        >>> alm_prime_words(SimpleNamespace(variant="release", lambda3=0.2, selection=SimpleNamespace(note=note)))
-        'the release configuration, as a stand-in: none of the 3 variants passes every mechanism gate; lambda3 = 0.2'
-    """
-    note = res.selection.note if getattr(res, "selection", None) is not None else f"the {res.variant} variant"
-    return f"{note}; lambda3 = {res.lambda3:g}"
 
 
 def reference_for(fam, family: str, use_reference: bool, local_dir=None, load_kwargs=None):

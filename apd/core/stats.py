@@ -103,6 +103,18 @@ def interval(d: float, se: float, z: float = Z_TEST) -> tuple[float, float]:
     return float(d - z * se), float(d + z * se)
 
 
+def side(d: float, se: float, n_groups: int | None = None) -> int:
+    """Where the 95% interval of ``d`` ± ``se`` lies (:func:`interval`, Student's t over
+    ``n_groups`` clusters, the normal without them): 1 above 0, -1 below 0, 0 holding 0.
+
+    Example:
+        >>> side(0.05, 0.01), side(-0.05, 0.01), side(0.0099, 0.005), side(0.0099, 0.005, 10)
+        (1, -1, 1, 0)
+    """
+    lo, hi = interval(float(d), float(se), critical(n_groups))
+    return 1 if lo > 0 else -1 if hi < 0 else 0
+
+
 def detected(
     d: float, se: float, effect: float | None = None, z: float = Z_TEST, power_z: float = Z_POWER
 ) -> bool | None:

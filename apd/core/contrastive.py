@@ -14,7 +14,6 @@ callers always had.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from dataclasses import dataclass
 from typing import Iterable, Optional
@@ -149,8 +148,12 @@ def contrastive_scores(
 
     Args:
         elm, amateur: ``(..., V)`` logits of the expert and the amateur (ALM for CD, ALM' for APD),
-            numpy arrays or torch tensors (half precision and integers are scored in float32); -inf
-            rules a token out, NaN and +inf are refused (ValueError naming the argument).
+            numpy arrays or torch tensors of real numbers. Torch half precision and integers are
+            scored in float32, numpy integers in float64; bool and complex are refused (TypeError
+            naming the argument). NaN and +inf are always refused (ValueError naming the argument,
+            whatever ``check_finite``). -inf in the ELM rules a token out: it scores -inf whatever
+            the amateur says. -inf in the amateur is a probability of 0: on a token the ELM keeps,
+            with 1/T > 0, the score log p_ELM - (1/T) log p_amateur is +inf (see ``check_finite``).
         inv_T: 1/T >= 0 with T the amateur's temperature (0: the ELM alone): a float, a 1-D grid
             that adds a leading axis ``(G, ..., V)``, or :class:`Reciprocal` ``(T)`` to divide by T
             (``T = inf``: the ELM alone, as 1/T = 0, even where the amateur is -inf).
@@ -161,10 +164,15 @@ def contrastive_scores(
         normalize: apply log-softmax to both inputs first (False when they are log-probabilities
             already, or for Theorem 1's raw-logit identity).
         renormalize: ``False`` (raw scores), ``"log"`` (log-softmax over the kept tokens, i.e.
-            log-probabilities) or ``"prob"`` (softmax: probabilities).
+            log-probabilities) or ``"prob"`` (softmax: probabilities). A row whose scores hold +inf
+            (the amateur at -inf on a kept token) has no distribution (the limit depends on how fast
+            p_amateur goes to 0), and a row of -inf only has none either: both raise a ValueError.
         vocab_size: score the first ``vocab_size`` ids only (padded embedding rows dropped): an int
             in [1, the smaller of the two inputs' V].
-        check_finite: raise if the amateur is infinite at a kept token.
+        check_finite: raise a ValueError for raw scores too when a kept token scores +inf (the
+            amateur at -inf there, with 1/T > 0), naming the amateur and the index; off, raw scores
+            keep that +inf, the exact value (greedy decoding picks such a token). Renormalised scores
+            raise either way; a weightless amateur (1/T = 0, T = inf) may be -inf anywhere.
 
     Returns:
         Scores of the input's kind and (float) dtype, shape ``(..., V)`` (``(..., k)`` with ``ids``).
@@ -184,28 +192,28 @@ def contrastive_scores(
     elm, amateur, is_torch = _matched(elm, amateur, vocab_size)
     inv = None if isinstance(inv_T, Reciprocal) else _inv_T(inv_T, elm)
     if normalize:
-        elm, amateur = _log_softmax(elm, is_torch), _log_softmax(amateur, is_torch)
+        with np.errstate(invalid="ignore"):  # a row of -inf only: NaN (numpy warns), resolved in _outside_kept
+            elm, amateur = _log_softmax(elm, is_torch), _log_softmax(amateur, is_torch)
     if ids is not None:
         elm, amateur = _at_ids(elm, amateur, ids, is_torch)
     keep = _kept(elm, top_k, ties, filters, is_torch)
-    if check_finite and keep is not None:
-        _check_amateur_finite(amateur, keep, is_torch)
     if keep is not None:  # outside the kept set the amateur is irrelevant (and may be -inf)
         where = torch.where if is_torch else np.where
         amateur = where(keep, amateur, torch.zeros_like(amateur) if is_torch else 0.0)
-    if isinstance(inv_T, Reciprocal):
-        no_weight = np.isinf(numbers_of("T", inv_T.T))  # T = inf: the expert alone
-        with np.errstate(invalid="ignore") if no_weight.any() else contextlib.nullcontext():
-            term = amateur / inv_T.T  # -inf / inf is NaN, replaced by 0 just below
-        scores = elm - _weightless(term, amateur, no_weight, is_torch)
-    elif not isinstance(inv, (torch.Tensor, np.ndarray)):
-        scores = elm if inv == 0.0 else elm - inv * amateur
-    else:  # a grid: where 1/T = 0 the expert alone, whatever the amateur says
-        no_weight = numbers_of("inv_T", inv) == 0.0
-        with np.errstate(invalid="ignore") if no_weight.any() else contextlib.nullcontext():
-            term = inv * amateur
-        scores = elm - _weightless(term, amateur, no_weight, is_torch)
+    # numpy's warnings off: -inf / inf and 0 * -inf (a weightless amateur) are NaN, replaced by 0 in
+    # _weightless; -inf - (-inf) (a token both models rule out) is NaN, replaced by -inf in _outside_kept
+    with np.errstate(invalid="ignore"):
+        if isinstance(inv_T, Reciprocal):
+            no_weight = np.isinf(numbers_of("T", inv_T.T))  # T = inf: the expert alone
+            scores = elm - _weightless(amateur / inv_T.T, amateur, no_weight, is_torch)
+        elif not isinstance(inv, (torch.Tensor, np.ndarray)):
+            scores = elm if inv == 0.0 else elm - inv * amateur
+        else:  # a grid: where 1/T = 0 the expert alone, whatever the amateur says
+            no_weight = numbers_of("inv_T", inv) == 0.0
+            scores = elm - _weightless(inv * amateur, amateur, no_weight, is_torch)
     scores = _outside_kept(scores, elm, keep, is_torch)
+    if renormalize or check_finite:
+        _refuse_plus_inf(scores, grid=isinstance(inv, (torch.Tensor, np.ndarray)), at_ids=ids is not None)
     if renormalize and not bool((scores > -math.inf).any(-1).all()):
         raise ValueError(
             "every token of some row scores -inf (the ELM rules out every token kept there: its logits are "
@@ -239,10 +247,14 @@ def _matched(elm, amateur, vocab_size):
     is_torch = isinstance(elm, torch.Tensor)
     if is_torch != isinstance(amateur, torch.Tensor):
         raise TypeError("elm and amateur must both be torch tensors or both numpy arrays.")
-    if is_torch and (
-        elm.dtype in (torch.float16, torch.bfloat16) or not (elm.is_floating_point() or elm.is_complex())
-    ):
+    names = ("elm (the expert's logits)", "amateur (the amateur's logits)")
+    for name, x in zip(names, (elm, amateur)):  # bool and complex refused before any conversion
+        if not (x.is_floating_point() if is_torch else x.dtype.kind == "f"):
+            logits(name, x, "bool and complex values are not logits (integers are scored as floats)")
+    if is_torch and (elm.dtype in (torch.float16, torch.bfloat16) or not elm.is_floating_point()):
         elm = elm.float()  # half precision and integer logits are scored in float32
+    elif not is_torch and elm.dtype.kind in "iu":
+        elm = elm.astype(np.float64)  # numpy integers in float64, numpy's float
     if vocab_size is not None:
         if elm.ndim == 0 or amateur.ndim == 0:
             raise ValueError("vocab_size needs logits of shape (..., V) with a vocabulary axis, got a scalar.")
@@ -325,13 +337,20 @@ def _weightless(term, amateur, no_weight, is_torch: bool):
     return np.where(no_weight & ~np.isfinite(amateur), 0.0, term)
 
 
-def _check_amateur_finite(amateur, keep, is_torch: bool) -> None:
-    bad = ~(torch.isfinite(amateur[keep]).all() if is_torch else np.isfinite(amateur[keep]).all())
-    if bad:
-        raise ValueError(
-            "the amateur is -inf/inf at some of the ELM's kept tokens, so the contrastive score "
-            "would be infinite there; the amateur must give every kept token a finite log-probability."
-        )
+def _refuse_plus_inf(scores, grid: bool, at_ids: bool) -> None:
+    """A ValueError naming the amateur and the first index where a kept token scores +inf."""
+    plus = scores == math.inf
+    if not bool(plus.any()):
+        return
+    index = tuple(int(i) for i in (plus.nonzero()[0] if isinstance(plus, torch.Tensor) else np.argwhere(plus)[0]))
+    index = index[1:] if grid else index  # drop the 1/T grid's axis: an index into the amateur's logits
+    raise ValueError(
+        f"amateur (the amateur's logits) is -inf (a probability of 0) at a token the ELM keeps, index {index} of "
+        f"{'ids' if at_ids else 'its logits'} ({int(plus.sum())} such scores): the score log p_ELM - (1/T) log "
+        "p_amateur is +inf there, so renormalised scores have no distribution (and check_finite=True refuses raw "
+        "ones); give the amateur a finite logit there, rule the token out on the ELM (-inf or a filter), or take "
+        "the raw +inf with renormalize=False."
+    )
 
 
 def _outside_kept(scores, elm, keep, is_torch: bool):

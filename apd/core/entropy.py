@@ -31,6 +31,7 @@ from typing import Sequence
 
 import torch
 
+from apd.base import checks
 from apd.base.checks import bounded, count
 from apd.core import curves
 
@@ -141,10 +142,13 @@ def thf_loss(
 def entropy_from_logits(logits: torch.Tensor) -> torch.Tensor:
     """Entropy (nats) of softmax(logits) over the last axis: (..., V) -> (...), computed in float32.
 
+    -inf rules a token out (it adds 0); NaN and +inf logits are a ValueError (no NaN entropies).
+
     Example:
         >>> import torch
         >>> round(float(entropy_from_logits(torch.zeros(4))), 4)   # ln 4
         1.3863
     """
+    checks.logits("logits", logits, "check the model's forward pass (half-precision overflow: run it in float32)")
     lp = torch.log_softmax(logits.float(), dim=-1)
     return -(lp.exp() * lp).nan_to_num(0.0).sum(-1)

@@ -93,6 +93,9 @@ class AlphaMask:
 def real_top_p(c, h_last, T_r: float) -> torch.Tensor:
     """REAL's top-p per row: min(1, exp((c - H_last) / T_r)); c, h_last (...) nats, T_r > 0.
 
+    A NaN or infinite entropy (c or H_last) is a ValueError naming it and its first row: a NaN
+    top-p would keep only the most probable token, as if greedy, without a word.
+
     Example:
         >>> import torch
         >>> real_top_p(torch.tensor([0.5, 2.0]), torch.tensor([1.5, 1.0]), 2.0)
@@ -103,6 +106,16 @@ def real_top_p(c, h_last, T_r: float) -> torch.Tensor:
     c, h_last = (
         v.float() if isinstance(v, torch.Tensor) else torch.tensor(v, dtype=torch.float32) for v in (c, h_last)
     )
+    for name, v in (
+        ("c (the THF model's asymptotic entropy)", c),
+        ("h_last (its entropy at the largest member)", h_last),
+    ):
+        bad = ~torch.isfinite(v.reshape(-1))
+        if bool(bad.any()):
+            raise ValueError(
+                f"REAL's {name} is NaN or infinite ({int(bad.sum())} of {bad.numel()} rows, the first at row "
+                f"{int(bad.nonzero()[0])}), so its top-p is undefined; check the THF model and its inputs."
+            )
     return torch.exp((c - h_last) / float(T_r)).clamp(max=1.0)
 
 
@@ -130,7 +143,8 @@ class REAL:
         self.top_p = None
 
     def set_entropies(self, c: torch.Tensor, h_last: torch.Tensor) -> None:
-        """Set this step's thresholds from the THF model's c and H_last, each (B,) in nats."""
+        """Set this step's thresholds from the THF model's c and H_last, each (B,) in nats (finite:
+        :func:`real_top_p` refuses NaN and infinities)."""
         self.top_p = real_top_p(c, h_last, self.T_r).reshape(-1)
 
     def __call__(self, elm_logprobs: torch.Tensor) -> torch.Tensor:

@@ -292,12 +292,13 @@ class ContrastiveLogitsProcessor(LogitsProcessor):
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         """``scores``: the ELM's (B, V_elm) logits for the next token (after any HF processors
         that ran before this one). Returns CD/APD scores (B, V_elm), -inf outside the shared
-        vocabulary and for filtered tokens."""
+        vocabulary and for filtered tokens. An amateur at -inf on a token the ELM keeps (a score of
+        +inf, no distribution to sample from) is a ValueError naming it, as are NaN and +inf logits."""
         alm = self.amateur_logits(input_ids).to(scores.device)
         V = _restricted_width(scores, self.vocab_size, alm.shape[-1])
         _check_expert(scores, V)
         out = torch.full(scores.shape, NEG_INF, dtype=torch.float32, device=scores.device)
-        out[:, :V] = contrastive_scores(scores, alm, self.inv_T, filters=self.filters, vocab_size=V)
+        out[:, :V] = contrastive_scores(scores, alm, self.inv_T, filters=self.filters, vocab_size=V, check_finite=True)
         return out.to(scores.dtype)
 
     def __repr__(self) -> str:

@@ -5,6 +5,7 @@ import ast
 import dataclasses
 import doctest
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -17,8 +18,9 @@ import pytest
 from apd.base.notebooks import BookError, parameter_defaults
 from apd.book import params as book_params
 from apd.book import schema
-from apd.book.profiles import load_profile, parse_overrides, resolve
+from apd.book.profiles import known_profiles, load_profile, parse_overrides, resolve
 from apd.book.project import notebook_path, toc_notebooks
+from apd.book.runner import main
 from apd.chapters import params, ranges
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -204,6 +206,53 @@ def test_the_parameters_page_lists_every_parameter_and_is_in_the_toc():
 def test_main_reports_and_exits(capsys):
     assert book_params.main([]) == 0
     assert "match apd.chapters.params" in capsys.readouterr().out
+
+
+def test_every_numeric_parameter_has_a_finite_ceiling():
+    for key, rule in params.ranges().items():
+        scalar = rule.ok(1) or rule.ok(1.5)
+        if rule is ranges.ANY or not (scalar or rule.ok([1]) or rule.ok([1.5])):
+            continue  # takes no number
+        assert rule.high is not None and math.isfinite(rule.high), key
+        wrap = (lambda v: v) if scalar else (lambda v: [v])
+        assert rule.ok(wrap(rule.high)) and not rule.ok(wrap(rule.high + 1)), key
+        assert str(rule.high) in rule.words, key  # the message says it
+        assert scalar or not rule.ok([rule.high] * 10**4), key  # a list has a most items too
+
+
+@pytest.mark.parametrize("profile", known_profiles())
+def test_every_profile_lies_within_its_ranges(profile):
+    for stem, values in load_profile(profile).items():
+        for name, value in values.items():
+            assert schema.check_value(stem, name, value) is None, (profile, stem, name, value)
+
+
+def test_a_value_past_its_ceiling_is_refused_before_anything_runs(tmp_path, capsys):
+    assert main(["--profile", "smoke", "--check", "--set", f"theorem1.n_draws={10**12}"]) == 1
+    assert capsys.readouterr().err == (
+        "apd: --set theorem1.n_draws=1000000000000: expected an integer in [1, 1000000]\n"
+    )
+    root = _copy_project(tmp_path)
+    path = root / "profiles" / "smoke.yml"
+    path.write_text(path.read_text().replace("n_draws: 200", f"n_draws: {10**12}", 1))
+    with pytest.raises(BookError, match=re.escape("theorem1.n_draws = 1000000000000: expected an integer in [1, ")):
+        load_profile("smoke", root)
+
+
+def test_the_runner_owned_profile_is_refused_with_the_option_named(tmp_path, capsys):
+    for item in ("profile=smoke", "theorem1.profile=smoke"):
+        assert main(["--profile", "smoke", "--check", "--set", item]) == 1
+        assert (
+            capsys.readouterr().err
+            == f"apd: --set {item}: the runner sets `profile` itself; use --profile NAME instead\n"
+        )
+    root = _copy_project(tmp_path)
+    path = root / "profiles" / "smoke.yml"
+    path.write_text(path.read_text().replace("  theorem1:\n", "  theorem1:\n    profile: default\n", 1))
+    with pytest.raises(BookError, match="theorem1.profile: the runner sets `profile` itself; use --profile NAME"):
+        load_profile("smoke", root)
+    with pytest.raises(BookError, match="theorem1.seed=3; for every chapter, use --device DEVICE"):
+        parse_overrides(["device=cpu"], load_profile("smoke"))
 
 
 @pytest.mark.parametrize("module", [params, ranges, book_params, schema])

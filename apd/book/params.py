@@ -97,7 +97,7 @@ def parameters_page() -> str:
     values it takes, the doc), all from :mod:`apd.chapters.params`.
 
     Example:
-        >>> "| `n_draws` | `20000` | an integer >= 1 | random linear families checked |" in parameters_page()
+        >>> "| `n_draws` | `20000` | an integer in [1, 1000000] | random linear families checked |" in parameters_page()
         True
     """
     out = [
@@ -109,8 +109,9 @@ def parameters_page() -> str:
         "(`profiles/<name>.yml`) sets them per notebook, and `--set NOTEBOOK.PARAMETER=VALUE` for one run",
         "({doc}`rerun`). Each chapter declares its parameters once, in its class in `apd.chapters.params`,",
         "from which the notebook's `parameters` cell, the checks of a profile's values and this page are",
-        "derived. Every chapter also receives `profile`, the profile's name, which decides where its",
-        "results go.",
+        "derived. Every number has a ceiling as well as a floor, so that no value can make a chapter's",
+        "work unbounded. Every chapter also receives `profile`, the profile's name (`--profile`; a profile",
+        "or `--set` may not set it), which decides where its results go.",
     ]
     for stem, cls in params.CHAPTERS.items():
         out += [

@@ -17,6 +17,18 @@ from apd.book.project import ROOT, profiles_dir, toc_notebooks
 
 PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
+#: The parameters the runner gives every notebook itself, and the option that sets each: a profile
+#: or ``--set`` may not set them.
+RUNNER_OWNED = {"profile": "--profile NAME"}
+
+#: The command line's options that a ``--set`` without a notebook may have meant (see ``--help``).
+OPTIONS = {
+    **RUNNER_OWNED,
+    "device": "--device DEVICE",
+    "local_dir": "--local-dir FOLDER",
+    "data_dir": "--data-dir FOLDER",
+}
+
 
 _KINDS = (
     (bool, "true or false"),
@@ -105,7 +117,8 @@ def read_profile_file(path: Path) -> dict[str, dict]:
 def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
     """Every toc notebook appears in the profile; every profile notebook is in the toc, with a
     parameters cell that declares what its class does (:func:`apd.book.params.drift`); every
-    parameter is declared (:func:`apd.book.params.declared`), with a value of its default's type
+    parameter is declared (:func:`apd.book.params.declared`) and not one the runner sets itself
+    (:data:`RUNNER_OWNED`), with a value of its default's type
     (:func:`check_type`) and in its declared range (:func:`apd.book.schema.check_value`).
     Raises BookError listing every problem."""
     stems = toc_notebooks(root)
@@ -124,6 +137,9 @@ def validate_profile(profile: str, notebooks: dict, root: Path = ROOT) -> None:
         if "profile" not in defaults:
             problems.append(f"notebooks/{stem}.ipynb has no `profile` parameter")
         for name, value in (params or {}).items():
+            if name in RUNNER_OWNED:
+                problems.append(f"{stem}.{name}: the runner sets `{name}` itself; use {RUNNER_OWNED[name]} instead")
+                continue
             if name not in defaults:
                 problems.append(
                     f"{stem}.{name} is not a parameter of notebooks/{stem}.ipynb"
@@ -168,12 +184,17 @@ def parse_overrides(items: list[str], profile_params: dict[str, dict], root: Pat
     """``['nb.param=value', ...]`` -> ``{nb: {param: value}}``: names checked against the declared
     parameters (:func:`apd.book.params.declared`), values parsed by :func:`parse_value`,
     then checked against the type of the parameter's default (:func:`check_type`); a string
-    parameter takes a number's or a boolean's text as given. Errors are one line: ``--set ITEM: problem``."""
+    parameter takes a number's or a boolean's text as given; a name the runner sets itself
+    (:data:`RUNNER_OWNED`) is refused. Errors are one line: ``--set ITEM: problem``."""
     out: dict[str, dict[str, Any]] = {}
     for item in items:
-        if "=" not in item or "." not in item.split("=", 1)[0]:
-            raise BookError(f"--set {item}: expected NOTEBOOK.PARAMETER=VALUE, e.g. theorem1.seed=3")
-        key, text = item.split("=", 1)
+        key, _, text = item.partition("=")
+        last = key.rsplit(".", 1)[-1]
+        if last in RUNNER_OWNED:
+            raise BookError(f"--set {item}: the runner sets `{last}` itself; use {RUNNER_OWNED[last]} instead")
+        if "=" not in item or "." not in key:
+            hint = f"; for every chapter, use {OPTIONS[key]}" if key in OPTIONS else ""
+            raise BookError(f"--set {item}: expected NOTEBOOK.PARAMETER=VALUE, e.g. theorem1.seed=3{hint}")
         stem, name = key.split(".", 1)
         if stem not in profile_params:
             raise BookError(f"--set {item}: no notebook {stem!r}; known: {', '.join(profile_params)}")

@@ -7,8 +7,8 @@ its class in :mod:`apd.chapters.params`; :data:`RANGES` is derived from them. A 
 left to the type check (it is allowed only where the default is None).
 
 Example:
-    >>> check_value("theorem1", "n_draws", -5)
-    'theorem1.n_draws = -5: expected an integer >= 1'
+    >>> check_value("theorem1", "n_draws", 10**12)
+    'theorem1.n_draws = 1000000000000: expected an integer in [1, 1000000]'
     >>> check_value("family", "device", "cuda:0") is None
     True
 """
@@ -132,7 +132,7 @@ def rule_for(stem: str, name: str) -> Rule | None:
 
     Example:
         >>> rule_for("factuality", "p_grid").words
-        'a non-empty list, each a number in (0, 1]'
+        'a non-empty list of at most 100 items, each a number in (0, 1]'
     """
     return RANGES.get(f"{stem}.{name}")
 

@@ -24,23 +24,24 @@ from typing import Any, ClassVar
 
 from apd.chapters.ranges import (
     ANY,
-    COUNT,
-    COUNT0,
+    BATCH_SIZE,
     DEV_OR_POSITIVE,
     DEVICE_RULE,
     FAMILY,
     FLAG,
-    INTEGER,
+    ITEMS_PER_BUCKET,
     KNOWN_ANSWER_SIZES,
     NAME,
-    NONNEG,
+    NEW_TOKENS,
     PICO_SCALE,
-    POSITIVE,
     PROBABILITY,
     SEED,
+    SEEDS,
+    TEMPERATURE,
     TEXT,
+    TOP_K,
     Rule,
-    at_least,
+    integer,
     list_of,
     number,
     one_of,
@@ -58,7 +59,7 @@ def param(default: Any, rule: Rule, doc: str = "", *, gap: int | None = None, wr
     Example:
         >>> @dataclass(frozen=True)
         ... class P:
-        ...     grid: list = param([1, 2], COUNT, "the grid")
+        ...     grid: list = param([1, 2], SEEDS, "the grid")
         >>> P().grid, dataclasses.fields(P)[0].metadata["doc"]
         ([1, 2], 'the grid')
     """
@@ -133,7 +134,7 @@ def ranges() -> dict[str, Rule]:
 
     Example:
         >>> ranges()["theorem1.n_draws"].words
-        'an integer >= 1'
+        'an integer in [1, 1000000]'
     """
     return {f"{stem}.{f.name}": f.metadata["rule"] for stem in CHAPTERS for f in fields(stem)}
 
@@ -187,15 +188,18 @@ class Theorem1Params:
     COLUMN: ClassVar[int] = 29  # where the comments of the parameters cell start
     profile: str = param("default", NAME)
     seed: int = param(0, SEED)
-    n_draws: int = param(20000, COUNT, "random linear families checked")
-    vocab_size: int = param(1000, at_least(2), "tokens per family")
+    n_draws: int = param(20000, integer(1, 10**6), "random linear families checked")
+    vocab_size: int = param(1000, integer(2, 10**6), "tokens per family")
     T_grid: list[float] = param(
-        [1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0], list_of(number(1)), "amateur temperatures (T > 1)", gap=3
+        [1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0],
+        list_of(number(1, TEMPERATURE.high)),
+        "amateur temperatures (T > 1)",
+        gap=3,
     )
-    alm_log_size: float = param(16.7555, POSITIVE, "ln non-embedding size of the amateur (Pythia-70M)")
-    elm_log_size: float = param(22.5864, POSITIVE, "ln non-embedding size of the expert (Pythia-6.9B)")
+    alm_log_size: float = param(16.7555, number(0, 100), "ln non-embedding size of the amateur (Pythia-70M)")
+    elm_log_size: float = param(22.5864, number(0, 100), "ln non-embedding size of the expert (Pythia-6.9B)")
     curvature_grid: list[float] = param(
-        [0.0, 0.01, 0.02, 0.05, 0.1, 0.2], list_of(NONNEG), "logit units per (ln size)^2"
+        [0.0, 0.01, 0.02, 0.05, 0.1, 0.2], list_of(number(0, 10, low_open=False)), "logit units per (ln size)^2"
     )
 
 
@@ -204,8 +208,8 @@ class FamilyParams(LoadedFamilyParams):
     """The parameters of ``notebooks/family.ipynb``."""
 
     COLUMN: ClassVar[int] = 25  # where the comments of the parameters cell start
-    heldout_tokens: int = param(20000, COUNT, "tokens of held-out text for the loss")
-    qa_items_per_bucket: int = param(400, COUNT, "world QA items per frequency bucket (pico only)")
+    heldout_tokens: int = param(20000, integer(1, 10**6), "tokens of held-out text for the loss")
+    qa_items_per_bucket: int = param(400, ITEMS_PER_BUCKET, "world QA items per frequency bucket (pico only)")
     alpha: float = param(0.01, PROBABILITY, "significance level of the paired test of tail knowledge", gap=10)
     seed: int = param(0, SEED)
 
@@ -217,21 +221,23 @@ class ApdParams(LoadedFamilyParams):
     COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
     pico_scale: str = param("default", PICO_SCALE, "pico: smoke or default; also the scale of ALM' training")
     seed: int = param(0, SEED, "dev/test split of the world's people and all sampling")
-    top_k: int = param(20, COUNT, "every method is compared over the ELM's top-k tokens")
+    top_k: int = param(20, TOP_K, "every method is compared over the ELM's top-k tokens")
     inv_T_grid: list[float] = param(
         [0.05, 0.1, 0.15, 0.25, 0.5, 0.75, 1.0],
-        list_of(POSITIVE),
+        list_of(number(0, 100)),
         "1/T values of CD and APD (the paper's sweep reaches 0.05)",
         gap=3,
     )
-    qa_items_per_bucket: int = param(400, COUNT, "world QA items per frequency bucket and half (at most)")
+    qa_items_per_bucket: int = param(400, ITEMS_PER_BUCKET, "world QA items per frequency bucket and half (at most)")
     fly: bool = param(True, FLAG, 'also fit "APD on the fly" (curves fitted at inference time)')
-    n_text_positions: int = param(2000, COUNT, "held-out text positions")
-    text_seq_len: int = param(128, at_least(2), "window of held-out text around each position")
-    n_curve_examples: int = param(4, COUNT0, "fitted curves drawn")
-    fly_iterations: int = param(400, COUNT, "Adam iterations of the on-the-fly fit (the paper: 400)")
+    n_text_positions: int = param(2000, integer(1, 10**5), "held-out text positions")
+    text_seq_len: int = param(128, integer(2, 4096), "window of held-out text around each position")
+    n_curve_examples: int = param(4, integer(0, 100), "fitted curves drawn")
+    fly_iterations: int = param(400, integer(1, 10**4), "Adam iterations of the on-the-fly fit (the paper: 400)")
     fitter_noise: float = param(
-        0.005, NONNEG, "sd of the noise on the members' probabilities in the fitter's known-answer check"
+        0.005,
+        number(0, 1, low_open=False),
+        "sd of the noise on the members' probabilities in the fitter's known-answer check",
     )
 
 
@@ -246,7 +252,7 @@ class KnownAnswerParams:
         one_of(*KNOWN_ANSWER_SIZES),
         "smoke, default or full: positions and step budgets (apd.evaluation.known_answer.SIZES)",
     )
-    noise: float = param(0.005, NONNEG, "sd of the noise on every member's probability")
+    noise: float = param(0.005, number(0, 1, low_open=False), "sd of the noise on every member's probability")
     seed: int = param(0, SEED)
     pico_scale: str = param(
         "default", PICO_SCALE, "whose members' sizes the pico grid has (the pico family this build trains)"
@@ -257,10 +263,10 @@ class KnownAnswerParams:
         FLAG,
         "the truth-like families at this family's own noise (held out on its dev questions; else the APD chapter's in-sample residual)",
     )
-    condition_seeds: list[int] = param(
-        [0, 1, 2], list_of(SEED), "one synthetic family per seed, for intervals over seeds"
+    condition_seeds: list[int] = param([0, 1, 2], SEEDS, "one synthetic family per seed, for intervals over seeds")
+    condition_positions: int = param(
+        40, integer(1, 2000), "positions per seed and cell of the truth-like synthetic families"
     )
-    condition_positions: int = param(40, COUNT, "positions per seed and cell of the truth-like synthetic families")
 
 
 @dataclass(frozen=True)
@@ -269,23 +275,23 @@ class CurvesParams(LoadedFamilyParams):
 
     COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
     prompt: str = param("", TEXT, "empty: a biography of a torso person of the world (pico)")
-    T_values: list[float] = param([1.0, 2.0], list_of(POSITIVE), "CD temperatures drawn in the curve figures")
-    top_k: int = param(20, COUNT, "CD/APD act on the ELM's top-k tokens")
-    max_panels: int = param(8, COUNT, "positions shown in the prompt figure")
-    blind_T_grid: list[float] = param([1.0, 1.5, 2.0, 4.0], list_of(POSITIVE))
-    qa_items_per_bucket: int = param(400, COUNT, "world QA items per frequency bucket (pico)")
+    T_values: list[float] = param([1.0, 2.0], list_of(TEMPERATURE), "CD temperatures drawn in the curve figures")
+    top_k: int = param(20, TOP_K, "CD/APD act on the ELM's top-k tokens")
+    max_panels: int = param(8, integer(1, 100), "positions shown in the prompt figure")
+    blind_T_grid: list[float] = param([1.0, 1.5, 2.0, 4.0], list_of(TEMPERATURE))
+    qa_items_per_bucket: int = param(400, ITEMS_PER_BUCKET, "world QA items per frequency bucket (pico)")
     qa_dataset: str = param("lambada", NAME, "Hub families: contexts with a gold next word")
-    qa_limit: int = param(1000, COUNT)
+    qa_limit: int = param(1000, integer(1, 10**5))
     data_dir: str | None = param(None, NAME, "Hub families: local copy of the QA data (APD_DATA_DIR)")
-    n_positions: int = param(2000, COUNT, "held-out positions for the linearity study")
-    curve_top_k: int = param(10, COUNT, "ELM top tokens per position whose curves are fitted")
-    hlm_positions: int = param(600, COUNT, "held-out positions for the HLM check")
+    n_positions: int = param(2000, integer(1, 10**5), "held-out positions for the linearity study")
+    curve_top_k: int = param(10, TOP_K, "ELM top tokens per position whose curves are fitted")
+    hlm_positions: int = param(600, integer(1, 10**4), "held-out positions for the HLM check")
     hlm_elm: int = param(
         -1,
-        Rule("an integer (a member's index; -1: the middle member)", INTEGER.ok),
+        integer(-1, 100),
         "index of the expert in the HLM check; -1: the middle member",
     )
-    hlm_T_grid: list[float] = param([1.25, 1.5, 2.0, 3.0, 4.0, 8.0], list_of(POSITIVE))
+    hlm_T_grid: list[float] = param([1.25, 1.5, 2.0, 3.0, 4.0, 8.0], list_of(TEMPERATURE))
     seed: int = param(0, SEED)
 
 
@@ -298,17 +304,19 @@ class QaParams(LoadedFamilyParams):
     use_reference: bool = param(
         True, FLAG, 'Hub families: also run the family\'s bigger model (Pythia-12B) as "LLM (bigger)"'
     )
-    top_k: int = param(20, COUNT)
+    top_k: int = param(20, TOP_K)
     inv_T_grid: list[float] = param(
         [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.8, 1.0, 1.2, 1.4, 1.6, 1.8, 2.0],
-        list_of(POSITIVE),
+        list_of(number(0, 100)),
         "the paper's grid (appendix), apd.family.settings.PAPER_INV_T",
         wrap=14,
     )
-    batch_size: int = param(64, COUNT)
-    max_length: int | None = param(None, at_least(2), "cut prompts from the left to this many tokens (None: no cut)")
+    batch_size: int = param(64, BATCH_SIZE)
+    max_length: int | None = param(
+        None, integer(2, 10**5), "cut prompts from the left to this many tokens (None: no cut)"
+    )
     qa_items_per_bucket: int | None = param(
-        None, COUNT, "world questions per frequency bucket before the dev/test split (None: all)"
+        None, ITEMS_PER_BUCKET, "world questions per frequency bucket before the dev/test split (None: all)"
     )
     split_seed: int = param(0, SEED, "dev/test split of the world's evaluation people (apd.world.truth)")
     qa_datasets: list[str] = param(
@@ -318,7 +326,7 @@ class QaParams(LoadedFamilyParams):
     stand_ins: dict = param(
         {"qasc_q": "openbookqa", "arc": "arc_easy"}, ANY, "run offline when the paper's dataset cannot be had"
     )
-    qa_limit: int = param(200, COUNT, "examples per real dataset (None: all)")
+    qa_limit: int = param(200, integer(1, 10**5), "examples per real dataset (None: all)")
     data_dir: str | None = param(None, NAME, "offline copies of the QA data; None: $APD_DATA_DIR, else the Hub")
     seed: int = param(0, SEED)
 
@@ -330,10 +338,10 @@ class RealParams(LoadedFamilyParams):
     COLUMN: ClassVar[int] = 34  # where the comments of the parameters cell start
     pico_scale: str = param("default", PICO_SCALE, "pico: smoke or default; also the scale of THF training")
     seed: int = param(0, SEED, "which world questions are drawn")
-    qa_items_per_bucket: int = param(200, COUNT, "world questions per frequency bucket (at most)")
-    window: int = param(40, COUNT, "tokens the THF model reads (the release: 40)")
-    T_r: float = param(4.0, POSITIVE, "REAL's decay temperature for the threshold illustration (paper: 4.0)")
-    heldout_docs: int = param(200, COUNT, "validation documents for the held-out fit")
+    qa_items_per_bucket: int = param(200, ITEMS_PER_BUCKET, "world questions per frequency bucket (at most)")
+    window: int = param(40, integer(1, 4096), "tokens the THF model reads (the release: 40)")
+    T_r: float = param(4.0, TEMPERATURE, "REAL's decay temperature for the threshold illustration (paper: 4.0)")
+    heldout_docs: int = param(200, integer(1, 10**4), "validation documents for the held-out fit")
 
 
 @dataclass(frozen=True)
@@ -345,35 +353,39 @@ class FactualityParams(LoadedFamilyParams):
     thf_path: str | None = param(
         None, NAME, "a folder with REAL's THF model (apd.load_thf); None: apd.thf_model (the REAL chapter's, cached)"
     )
-    cpu_threads: int = param(1, COUNT, "torch threads for generation on a CPU (tiny models: 1 is fastest)")
+    cpu_threads: int = param(1, integer(1, 256), "torch threads for generation on a CPU (tiny models: 1 is fastest)")
     split_seed: int = param(0, SEED, "dev/test split of the world's evaluation people (by person)")
-    world_n_prompts: int = param(100, COUNT0, "world prompts from the TEST half (pico); 0 skips the world section")
-    seeds: list[int] = param([0, 1], list_of(SEED), "one continuation per prompt and seed")
-    verdict_seeds: int = param(
-        8, COUNT0, "the verdict comparison (APD vs CD, every opener x test person): seeds 0..n-1; 0 skips it"
+    world_n_prompts: int = param(
+        100, integer(0, 10**4), "world prompts from the TEST half (pico); 0 skips the world section"
     )
-    max_new_tokens: int = param(32, COUNT)
-    batch_size: int = param(128, COUNT)
+    seeds: list[int] = param([0, 1], SEEDS, "one continuation per prompt and seed")
+    verdict_seeds: int = param(
+        8, integer(0, 100), "the verdict comparison (APD vs CD, every opener x test person): seeds 0..n-1; 0 skips it"
+    )
+    max_new_tokens: int = param(32, NEW_TOKENS)
+    batch_size: int = param(128, BATCH_SIZE)
     p_grid: list[float] = param([0.4, 0.6, 0.8, 0.95], list_of(PROBABILITY), "top-p values of the curves")
-    temperatures: list[float] = param([0.6, 0.8, 1.0], list_of(POSITIVE), "Temperature + NA")
+    temperatures: list[float] = param([0.6, 0.8, 1.0], list_of(TEMPERATURE), "Temperature + NA")
     cd_T: float | str = param(
         "dev",
         DEV_OR_POSITIVE,
         'CD amateur temperature of the top-p k20 curve: "dev" (chosen on dev people from cd_T_dev_grid) or a number',
     )
     cd_T_dev_grid: list[float] = param(
-        [1.0, 1.33, 2.0, 4.0, 10.0], list_of(POSITIVE), "the paper's grid for CD's T (its Section 5)"
+        [1.0, 1.33, 2.0, 4.0, 10.0], list_of(TEMPERATURE), "the paper's grid for CD's T (its Section 5)"
     )
     cd_T_grid: list[float] = param(
-        [1.0, 1.33, 2.0, 4.0, 10.0], list_of(POSITIVE), "CD temperature tuning on the test people, at p of table_ps[0]"
+        [1.0, 1.33, 2.0, 4.0, 10.0],
+        list_of(TEMPERATURE),
+        "CD temperature tuning on the test people, at p of table_ps[0]",
     )
-    cd_alpha_T_grid: list[float] = param([1.0, 2.0, 4.0], list_of(POSITIVE), "CD + alpha")
+    cd_alpha_T_grid: list[float] = param([1.0, 2.0, 4.0], list_of(TEMPERATURE), "CD + alpha")
     alpha: float = param(0.1, PROBABILITY)
-    apd_T: float = param(1.0, POSITIVE, "fixed at 1 in the paper")
+    apd_T: float = param(1.0, TEMPERATURE, "fixed at 1 in the paper")
     table_ps: list[float] = param([0.8, 0.6], list_of(PROBABILITY), "Table 1's rows (top-p k20)")
     real_T_r_grid: list[float] = param(
         [1.0, 2.0, 4.0],
-        list_of(POSITIVE, nonempty=False),
+        list_of(TEMPERATURE, nonempty=False),
         "REAL's decay temperatures in the sweep (ELM, CD and APD + REAL); [] leaves REAL out",
     )
     real_T_r: float | str = param(
@@ -382,15 +394,17 @@ class FactualityParams(LoadedFamilyParams):
         'REAL\'s headline T_r (its Table 6 rows, the complementarity comparison): "dev" (chosen on dev people) or a number',
     )
     real_T_r_dev_grid: list[float] = param(
-        [0.5, 1.0, 2.0, 4.0, 8.0], list_of(POSITIVE), "REAL's decay temperatures tried on dev people"
+        [0.5, 1.0, 2.0, 4.0, 8.0], list_of(TEMPERATURE), "REAL's decay temperatures tried on dev people"
     )
     dev_n_prompts: int = param(
-        100, COUNT0, "world prompts from the DEV half that choose cd_T and real_T_r; 0: the paper's settings"
+        100,
+        integer(0, 10**4),
+        "world prompts from the DEV half that choose cd_T and real_T_r; 0: the paper's settings",
     )
-    dev_seeds: list[int] = param([0, 1], list_of(SEED), "one continuation per dev prompt and seed")
+    dev_seeds: list[int] = param([0, 1], SEEDS, "one continuation per dev prompt and seed")
     real_verdict_seeds: int = param(
         8,
-        COUNT0,
+        integer(0, 100),
         "the complementarity comparison (APD + REAL vs APD, vs ELM + REAL; every opener x test person); 0 skips it",
     )
     dola_layers: list[str] = param(["low", "high"], list_of(one_of("low", "high")), "DoLa + alpha, DoLa Last + alpha")
@@ -400,10 +414,10 @@ class FactualityParams(LoadedFamilyParams):
         one_of("test", "validation", "all"),
         "FactualityPrompts split: test (7k each), validation (1k), all (8k)",
     )
-    fp_n_prompts: int = param(40, COUNT0, "real prompts per kind; 0 skips the real-prompt section")
+    fp_n_prompts: int = param(40, integer(0, 10**4), "real prompts per kind; 0 skips the real-prompt section")
     fp_methods: str = param("table1", one_of("table1", "all"), '"table1" (ELM/CD/APD top-p k20 at table_ps) or "all"')
-    fp_seeds: list[int] = param([0], list_of(SEED))
-    fp_max_new_tokens: int = param(32, COUNT)
+    fp_seeds: list[int] = param([0], SEEDS)
+    fp_max_new_tokens: int = param(32, NEW_TOKENS)
     fp_covered_only: bool = param(True, FLAG, "sample only prompts whose evidence pages are all available")
     data_dir: str | None = param(None, NAME, "local FactualityPrompts copy (else APD_DATA_DIR, else download)")
     evidence: str = param(
@@ -429,17 +443,21 @@ class AblationsParams:
         "None: all 16 (apd.evaluation.ablations.ABLATION_NAMES, the distilled variant and its member subsets last); or a list",
     )
     epochs: int | None = param(
-        None, COUNT, "None: the main config's; fewer makes every run (the main one too) cheaper"
+        None, integer(1, 100), "None: the main config's; fewer makes every run (the main one too) cheaper"
     )
-    batch_size: int | None = param(None, COUNT, "None: the main config's")
+    batch_size: int | None = param(None, BATCH_SIZE, "None: the main config's")
     data_fraction: float = param(
         1.0, PROBABILITY, "share of the collected chunks every run uses (half-data halves it)"
     )
-    qa_items_per_bucket: int = param(400, COUNT, "world QA items per frequency bucket, before the dev/test split")
-    val_chunks: int = param(16, COUNT0, "held-out collected chunks for the training losses (0: skip them)")
-    top_k: int = param(20, COUNT, "CD/APD act on the ELM's top-k tokens")
-    z: float = param(2.0, POSITIVE, "a difference counts when it exceeds z paired standard errors ...")
-    min_effect: float = param(0.001, NONNEG, "... and min_effect nats (smaller ones are ties however sure)")
+    qa_items_per_bucket: int = param(
+        400, ITEMS_PER_BUCKET, "world QA items per frequency bucket, before the dev/test split"
+    )
+    val_chunks: int = param(16, integer(0, 1000), "held-out collected chunks for the training losses (0: skip them)")
+    top_k: int = param(20, TOP_K, "CD/APD act on the ELM's top-k tokens")
+    z: float = param(2.0, number(0, 100), "a difference counts when it exceeds z paired standard errors ...")
+    min_effect: float = param(
+        0.001, number(0, 10, low_open=False), "... and min_effect nats (smaller ones are ties however sure)"
+    )
     split_seed: int = param(0, SEED, "the dev/test split of the world's people")
     seed: int = param(0, SEED, "which QA items are drawn")
 
@@ -460,7 +478,9 @@ class TestbedParams:
         FLAG,
         "the sampled NE_ER control for this build's family (minutes on a CPU; the table has it per configuration)",
     )
-    fit_iterations: int = param(400, COUNT, "Adam iterations of the on-the-fly fitter in the extrapolation control")
+    fit_iterations: int = param(
+        400, integer(1, 10**4), "Adam iterations of the on-the-fly fitter in the extrapolation control"
+    )
     table_path: str | None = param(None, NAME, "the testbed table; None: docs/testbed/configurations.csv")
     dose_path: str | None = param(None, NAME, "the dose-response table; None: docs/testbed/dose_response.csv")
 
@@ -482,10 +502,10 @@ class TutorialParams(LoadedFamilyParams):
 
     COLUMN: ClassVar[int] = 27  # where the comments of the parameters cell start
     prompts: list[str] = param(["The capital of France is", "She was born in"], list_of(TEXT))
-    max_new_tokens: int = param(24, COUNT)
+    max_new_tokens: int = param(24, NEW_TOKENS)
     top_p: float = param(0.8, PROBABILITY, "the paper's top-p k20 threshold, on the expert's distribution")
-    cd_T: float = param(2.0, POSITIVE, "CD amateur temperature (1/T of 0.5, the best for Pythia in the paper)")
-    top_k: int = param(20, COUNT, "tokens whose curves are fitted on the fly (the expert's top k)")
+    cd_T: float = param(2.0, TEMPERATURE, "CD amateur temperature (1/T of 0.5, the best for Pythia in the paper)")
+    top_k: int = param(20, TOP_K, "tokens whose curves are fitted on the fly (the expert's top k)")
     seed: int = param(0, SEED)
 
 

@@ -554,7 +554,7 @@ def test_start_and_warmup_are_left_out_of_to_dict_at_their_defaults():
     "fields, match",
     [
         (dict(start="bent"), "start must be one of"),
-        (dict(mlp_warmup_steps=-1), "mlp_warmup_steps must be >= 0"),
+        (dict(mlp_warmup_steps=-1), "mlp_warmup_steps must be an integer >= 0"),
         (dict(objective="distill", start="conditioned"), "no curve MLP"),
         (dict(objective="distill", mlp_warmup_steps=2), "no curve MLP"),
         (dict(start="conditioned", x_origin="alm"), "leave x_origin"),

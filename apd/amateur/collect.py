@@ -29,6 +29,7 @@ import torch
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
+from apd.base.checks import count
 from apd.base.io import atomic_write, check_file, read_json_checked, remove_stale_tmp, set_aside, write_json
 from apd.base.progress import progress_bar
 
@@ -53,6 +54,10 @@ class CollectConfig:
     chunks_per_shard: int = 64
     seed: int = 0
 
+    def __post_init__(self):
+        for name, value in asdict(self).items():  # checked, not converted (they enter config_hash)
+            count(f"CollectConfig.{name}", value, 0 if name in ("seed", "n_mid", "n_tail") else 1, strict=True)
+
     @property
     def k(self) -> int:
         """Token-set size K."""
@@ -60,10 +65,6 @@ class CollectConfig:
 
     def check(self, vocab_size: int) -> None:
         """ValueError unless the config makes sense for a vocabulary of ``vocab_size`` tokens."""
-        for name, value in asdict(self).items():
-            least = 0 if name in ("seed", "n_mid", "n_tail") else 1
-            if not isinstance(value, (int, np.integer)) or value < least:
-                raise ValueError(f"CollectConfig.{name} must be an integer >= {least}, got {value!r}.")
         if self.n_mid > self.mid_end - self.top_k:
             raise ValueError(
                 f"n_mid={self.n_mid} random ranks do not fit in [{self.top_k}, {self.mid_end}); "

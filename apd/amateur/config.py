@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Optional
 
-from apd.base.checks import number
+from apd.base.checks import bounded, count, flag, number, sequence
 from apd.core import curves
 from apd.family.settings import LAMBDA3, LAMBDA3_GRID
 
@@ -73,8 +74,37 @@ class APDTrainConfig:
     mlp_warmup_steps: int = 0  # first optimizer steps train the curve MLP alone, ALM' frozen
 
     def __post_init__(self):
+        for name in ("family", "decay", "space", "x_origin", "objective", "start"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str (see the field's comment), got {getattr(self, name)!r}.")
         if self.members is not None:
-            self.members = tuple(self.members)
+            self.members = sequence("members", self.members, hint="member indices or names, e.g. (0, 2, 5)")
+            for m in self.members:
+                if isinstance(m, bool) or not isinstance(m, (numbers.Integral, str)):
+                    raise TypeError(f"members must hold member indices or names, got {m!r} in {self.members!r}.")
+        for name in ("flip", "bf16"):
+            flag(name, getattr(self, name))
+        for name in (
+            "epochs",
+            "batch_size",
+            "hidden",
+            "n_hidden_layers",
+            "checkpoint_every",
+            "log_every",
+            "keep_checkpoints",
+        ):
+            count(name, getattr(self, name), 1, strict=True)  # checked, not converted (they enter cache keys)
+        count("seed", self.seed, 0, strict=True)
+        if self.micro_batch_size is not None:
+            count("micro_batch_size", self.micro_batch_size, 1, strict=True, hint="or None: 8 on CUDA, 4 on CPU")
+        bounded("lr", self.lr, above=0, hint="AdamW's learning rate; the release uses 1e-4")
+        bounded("warmup_steps", self.warmup_steps, 0, hint="steps (>= 1) or a fraction of all steps (< 1)")
+        bounded("data_fraction", self.data_fraction, above=0, maximum=1)
+        bounded("mid_dropout", self.mid_dropout, 0, below=1)
+        bounded("grad_clip", self.grad_clip, 0, hint="the gradient-norm clip, 0: off")
+        for name in ("lambda2", "lambda3", "weight_decay"):  # checked, not converted (they enter cache keys)
+            if getattr(self, name) is not None:
+                check_loss_weight(name, getattr(self, name))
         if self.space not in curves.SPACES:
             raise ValueError(f"space must be 'prob' or 'logit', got {self.space!r}.")
         if self.x_origin not in X_ORIGINS:
@@ -87,9 +117,7 @@ class APDTrainConfig:
             )
         if self.start not in STARTS:
             raise ValueError(f"start must be one of {STARTS}, got {self.start!r}.")
-        if int(self.mlp_warmup_steps) < 0:
-            raise ValueError(f"mlp_warmup_steps must be >= 0, got {self.mlp_warmup_steps}.")
-        self.mlp_warmup_steps = int(self.mlp_warmup_steps)
+        self.mlp_warmup_steps = count("mlp_warmup_steps", self.mlp_warmup_steps, 0)
         if self.objective == "distill" and (self.start != "release" or self.mlp_warmup_steps):
             raise ValueError(
                 "a distilled run has no curve MLP: start='conditioned' and mlp_warmup_steps only "
@@ -111,22 +139,6 @@ class APDTrainConfig:
                     f"start='conditioned' sets the start of (a, b, d); the {self.decay!r} decay has "
                     f"{curves.get_decay(self.decay).param_names}. Use exponential or logistic."
                 )
-        if not 0.0 < self.data_fraction <= 1.0:
-            raise ValueError(f"data_fraction must be in (0, 1], got {self.data_fraction}.")
-        for name in ("epochs", "batch_size", "checkpoint_every", "log_every", "keep_checkpoints"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        if self.micro_batch_size is not None and self.micro_batch_size < 1:
-            raise ValueError(f"micro_batch_size must be >= 1 or None, got {self.micro_batch_size}.")
-        if self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}.")
-        if not 0.0 < number("lr", self.lr, "AdamW's learning rate, e.g. lr=1e-4") < math.inf:
-            raise ValueError(f"lr must be a finite number > 0, got {self.lr!r}; the release uses 1e-4.")
-        if not 0.0 <= self.mid_dropout < 1.0:
-            raise ValueError(f"mid_dropout must be in [0, 1), got {self.mid_dropout}.")
-        for name in ("lambda2", "lambda3", "weight_decay"):  # checked, not converted (they enter cache keys)
-            if getattr(self, name) is not None:
-                check_loss_weight(name, getattr(self, name))
 
     @property
     def lambda3_value(self) -> float:

@@ -38,6 +38,7 @@ import torch
 from apd.amateur import collect
 from apd.amateur.distill import DISTILL_FIT, fit_member_curves
 from apd.amateur.objective import CurveMLP, asymptote, member_values, predict_curves
+from apd.base.checks import bounded, number
 from apd.base.device import cpu_threads, resolve_device
 from apd.core import curves
 
@@ -61,6 +62,17 @@ class Thresholds:
     collapsed_max: float = 0.5
     moved_min: float = 1e-2
     fidelity_ratio_max: float = 1.0
+
+    def __post_init__(self):
+        for name in ("alive_min", "moved_min"):
+            bounded(f"Thresholds.{name}", getattr(self, name), 0)
+        for name in ("collapse_tol", "collapsed_max"):  # a probability distance, a share of tokens
+            bounded(f"Thresholds.{name}", getattr(self, name), 0, maximum=1)
+        if not number("Thresholds.fidelity_ratio_max", self.fidelity_ratio_max) > 0:
+            raise ValueError(
+                f"Thresholds.fidelity_ratio_max must be a number > 0 (inf: the fidelity gate off), "
+                f"got {self.fidelity_ratio_max!r}."
+            )
 
 
 #: looser thresholds, shown beside :data:`THRESHOLDS` as a sensitivity row: *moved* at 1e-3 nats, the

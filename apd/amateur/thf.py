@@ -34,6 +34,7 @@ from apd.amateur.data import epoch_order
 from apd.amateur.entropies import EntropyLabels, entropy_labels, load_entropies
 from apd.amateur.runs import hash_key, family_name, finetune_texts
 from apd.base import paths
+from apd.base.checks import bounded, count
 from apd.base.device import cpu_threads, resolve_device
 from apd.base.io import (
     check_file,
@@ -85,16 +86,22 @@ class THFConfig:
     threads: Optional[int] = 1
 
     def __post_init__(self):
+        for name in ("decay", "condition"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"THFConfig.{name} must be a str, got {getattr(self, name)!r}.")
         H.check_decay(self.decay)
-        if self.label_chunks is not None and int(self.label_chunks) < 1:
-            raise ValueError(f"label_chunks must be >= 1 or None, got {self.label_chunks}.")
         if self.condition not in H.CONDITIONS:
             raise ValueError(f"condition must be one of {H.CONDITIONS}, got {self.condition!r}.")
-        for name in ("epochs", "batch_size", "checkpoint_every"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        if self.lr <= 0 or not 0 < self.weight_ratio <= 1:
-            raise ValueError(f"need lr > 0 and 0 < weight_ratio <= 1, got {self.lr}, {self.weight_ratio}.")
+        for name in ("epochs", "batch_size", "checkpoint_every"):  # checked, not converted (the cache key)
+            count(name, getattr(self, name), 1, strict=True)
+        count("seed", self.seed, 0, strict=True)
+        for name in ("label_chunks", "threads"):
+            if getattr(self, name) is not None:
+                count(name, getattr(self, name), 1, strict=True, hint="or None")
+        bounded("lr", self.lr, above=0, hint="AdamW's learning rate, e.g. 1e-4")
+        bounded("weight_decay", self.weight_decay, 0, hint="AdamW's, e.g. 0.01")
+        bounded("warmup_steps", self.warmup_steps, 0, hint="steps (>= 1) or a fraction of all steps (< 1)")
+        bounded("weight_ratio", self.weight_ratio, above=0, maximum=1, hint=f"the release's is {H.WEIGHT_RATIO}")
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -35,9 +35,10 @@ def number(name: str, value, hint: str = "") -> float:
     return float(value)
 
 
-def count(name: str, value, minimum: int = 1, hint: str = "", maximum: int | None = None) -> int:
+def count(name: str, value, minimum: int = 1, hint: str = "", maximum: int | None = None, *, strict=False) -> int:
     """``value`` as an int >= ``minimum`` (and <= ``maximum``, if given): a TypeError for what is not a
-    number, a ValueError for a number that is not a whole number or out of range (``20.0`` is 20).
+    number, a ValueError for a number that is not a whole number or out of range (``20.0`` is 20;
+    with ``strict``, a TypeError: for a config field that enters a cache key as given).
 
     Example:
         >>> count("vocab_size", 50)
@@ -52,9 +53,12 @@ def count(name: str, value, minimum: int = 1, hint: str = "", maximum: int | Non
         ValueError: vocab_size must be an integer in [1, 50], got 60.
     """
     x = number(name, value, hint)
+    need = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+    tail = f"; {hint}" if hint else ""
+    if strict and not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer {need}, got the {type(value).__name__} {value!r}{tail}.")
     if x != x or x in (math.inf, -math.inf) or int(x) != x or x < minimum or (maximum is not None and x > maximum):
-        need = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
-        raise ValueError(f"{name} must be an integer {need}, got {value!r}{'; ' + hint if hint else ''}.")
+        raise ValueError(f"{name} must be an integer {need}, got {value!r}{tail}.")
     return int(x)
 
 
@@ -65,10 +69,12 @@ def bounded(
     *,
     above: float | None = None,
     maximum: float | None = None,
+    below: float | None = None,
     hint: str = "",
 ) -> float:
-    """``value`` as a finite float with ``minimum <= value`` (or ``above < value``) and ``value <= maximum``:
-    a TypeError for what is not a number, a ValueError for NaN, an infinity or a value out of range.
+    """``value`` as a finite float with ``minimum <= value`` (or ``above < value``) and ``value <= maximum``
+    (or ``value < below``): a TypeError for what is not a number, a ValueError for NaN, an infinity or a
+    value out of range.
 
     Example:
         >>> bounded("lambda2", 10, 0)
@@ -84,16 +90,63 @@ def bounded(
         and (minimum is None or x >= minimum)
         and (above is None or x > above)
         and (maximum is None or x <= maximum)
+        and (below is None or x < below)
     ):
         return x
     low = f"[{minimum:g}" if minimum is not None else f"({above:g}" if above is not None else None
-    if low and maximum is not None:
-        need = f" in {low}, {maximum:g}]"
+    high = f"{maximum:g}]" if maximum is not None else f"{below:g})" if below is not None else None
+    if low and high:
+        need = f" in {low}, {high}"
     elif low:
         need = f" {'>=' if low[0] == '[' else '>'} {low[1:]}"
     else:
-        need = f" <= {maximum:g}" if maximum is not None else ""
+        need = f" {'<=' if high[-1] == ']' else '<'} {high[:-1]}" if high else ""
     raise ValueError(f"{name} must be a finite number{need}, got {value!r}{'; ' + hint if hint else ''}.")
+
+
+def flag(name: str, value, hint: str = "") -> bool:
+    """``value`` when it is a bool (numpy's too), else a TypeError naming ``name``: ``"False"``, 0 and
+    None are refused (a non-empty string is true, so ``"False"`` would silently mean True).
+
+    Example:
+        >>> flag("flip", True)
+        True
+        >>> flag("flip", "False")
+        Traceback (most recent call last):
+        ...
+        TypeError: flip must be True or False, got the str 'False'.
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(
+        f"{name} must be True or False, got the {type(value).__name__} {value!r}{'; ' + hint if hint else ''}."
+    )
+
+
+def sequence(name: str, value, length: int | None = None, hint: str = "") -> tuple:
+    """``value``'s items as a tuple (of ``length`` items, if given): a TypeError naming ``name`` for a
+    string (which would split into characters) or what is not iterable, a ValueError for another length.
+
+    Example:
+        >>> sequence("betas", [0.9, 0.95], 2)
+        (0.9, 0.95)
+        >>> sequence("betas", "0.9, 0.95", 2)
+        Traceback (most recent call last):
+        ...
+        TypeError: betas must be a sequence of 2 items, got the str '0.9, 0.95'.
+    """
+    need = f"a sequence of {length} items" if length is not None else "a sequence"
+    try:
+        items = None if isinstance(value, (str, bytes)) else tuple(value)
+    except TypeError:
+        items = None
+    if items is None:
+        raise TypeError(
+            f"{name} must be {need}, got the {type(value).__name__} {value!r}{'; ' + hint if hint else ''}."
+        )
+    if length is not None and len(items) != length:
+        raise ValueError(f"{name} must be {need}, got {len(items)}: {value!r}{'; ' + hint if hint else ''}.")
+    return items
 
 
 def numbers_of(name: str, value, hint: str = "") -> np.ndarray:

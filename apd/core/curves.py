@@ -54,7 +54,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from apd.base.checks import bounded, count, logits, number, numbers_of
+from apd.base.checks import bounded, count, flag, logits, number, numbers_of
 from apd.core.theory import check_log_sizes
 
 SPACES = ("prob", "logit")
@@ -369,6 +369,10 @@ def fit_curves(
     lr decay to ``lr * final_lr_fraction``; :data:`PLAIN_FIT` gives the plainest reading instead.
     Out-of-range settings (``lambda2 < 0``, ``lr <= 0``, ``iterations < 1``, ...), non-finite probabilities
     and log sizes raise an error naming them.
+    ``dtype``: the precision of the fit and of the returned fit, float32 (the default) or float64;
+    half precision (float16, bfloat16) is fitted and returned in float32, since its 11 (8) bits
+    cannot hold x ~ 20 or Adam's small steps (half-precision fits' asymptotes were off by over 0.1).
+    ``probs`` of any float dtype are converted to it.
 
     Example (a rising curve whose asymptote is 0.6; the ELM's own value is 0.594):
         >>> import torch
@@ -382,6 +386,9 @@ def fit_curves(
     if init not in ("grid", "simple"):
         raise ValueError(f"init must be 'grid' or 'simple', got {init!r}.")
     _check_fit_settings(lambda2, lr, betas, final_lr_fraction, dtype)
+    if dtype in (torch.float16, torch.bfloat16):
+        dtype = torch.float32  # too few bits to fit in (see above): fitted and returned in float32
+    flag("flip", flip, "True flips rising curves before the fit, as the paper does")
     iterations = count("iterations", iterations, 1, "the paper uses 400")
     max_halvings = count("max_halvings", max_halvings, 0, "the paper halves the lr of a row that ends in NaN")
     with torch.inference_mode(False), torch.enable_grad():

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from apd.base.checks import bounded, count, sequence
 from apd.base.device import cpu_threads, resolve_device
 from apd.base.jobs import run_jobs
 from apd.base.io import (
@@ -40,7 +41,7 @@ from apd.base.io import (
     write_json,
 )
 from apd.base.lock import file_lock
-from apd.base.progress import progress_bar
+from apd.base.progress import progress_bar, progress_note
 from apd.family.registry import count_nonembedding
 from apd.family.text import hash_parts, token_stream, tokenizer_hash
 
@@ -65,6 +66,14 @@ class Member:
     n_head: int
     d_ff: int | None = None
     name: str | None = None
+
+    def __post_init__(self):
+        for key in ("n_layer", "d_model", "n_head"):  # checked, not converted (they enter the cache key)
+            count(f"Member.{key}", getattr(self, key), 1, strict=True)
+        if self.d_ff is not None:
+            count("Member.d_ff", self.d_ff, 1, strict=True)
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"Member.name must be a str or None, got {self.name!r}.")
 
     @property
     def ff(self) -> int:
@@ -103,14 +112,35 @@ class PicoConfig:
     prefix: str = "pico"
 
     def __post_init__(self):
-        members = tuple(m if isinstance(m, Member) else Member(*m) for m in self.members)
+        shapes = sequence("PicoConfig.members", self.members, hint="give a tuple of Member(n_layer, d_model, n_head)")
+        members = tuple(
+            m if isinstance(m, Member) else Member(*sequence(f"PicoConfig.members[{i}]", m))
+            for i, m in enumerate(shapes)
+        )
         object.__setattr__(self, "members", members)
-        object.__setattr__(self, "betas", tuple(float(b) for b in self.betas))
+        betas = sequence("PicoConfig.betas", self.betas, 2, hint="AdamW's (beta1, beta2), e.g. (0.9, 0.95)")
+        object.__setattr__(
+            self, "betas", tuple(bounded(f"PicoConfig.betas[{i}]", b, 0, below=1) for i, b in enumerate(betas))
+        )
         if not members:
             raise ValueError("PicoConfig.members is empty; give at least one Member(n_layer, d_model, n_head).")
+        for key in ("seq_len", "batch_size", "max_position_embeddings"):  # checked, not converted (the cache key)
+            count(f"PicoConfig.{key}", getattr(self, key), 1, strict=True)
+        if self.max_tokens is not None:
+            count("PicoConfig.max_tokens", self.max_tokens, 1, strict=True)
+        count("PicoConfig.seed", self.seed, 0, strict=True)
+        bounded("PicoConfig.epochs", self.epochs, above=0, hint="passes over the windows (fractions allowed)")
+        bounded("PicoConfig.lr", self.lr, above=0, hint="the peak learning rate, e.g. 2e-3")
+        bounded("PicoConfig.warmup_frac", self.warmup_frac, 0, below=1)
+        bounded("PicoConfig.min_lr_ratio", self.min_lr_ratio, 0, maximum=1)
+        bounded("PicoConfig.weight_decay", self.weight_decay, 0, hint="Pythia's is 0.01")
+        bounded("PicoConfig.grad_clip", self.grad_clip, 0, hint="the gradient-norm clip, 0: off (Pythia: 1.0)")
+        bounded("PicoConfig.rotary_pct", self.rotary_pct, above=0, maximum=1, hint="Pythia's is 0.25")
+        if self.dtype not in ("auto", "float32", "bfloat16"):
+            raise ValueError(f"PicoConfig.dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}.")
+        if not isinstance(self.prefix, str):
+            raise TypeError(f"PicoConfig.prefix must be a str such as 'pico', got {self.prefix!r}.")
         for m in members:
-            if min(m.n_layer, m.d_model, m.n_head, m.ff) < 1:
-                raise ValueError(f"{m}: n_layer, d_model, n_head and d_ff must all be >= 1.")
             if m.d_model % m.n_head:
                 raise ValueError(
                     f"{m}: d_model={m.d_model} is not divisible by n_head={m.n_head}; pick n_head dividing d_model."
@@ -124,23 +154,11 @@ class PicoConfig:
         names = self.names
         if len(set(names)) != len(names):
             raise ValueError(f"member names must be unique, got {names}; give the members explicit names.")
-        for key in ("seq_len", "batch_size", "max_position_embeddings"):
-            if getattr(self, key) < 1:
-                raise ValueError(f"PicoConfig.{key} must be >= 1, got {getattr(self, key)}.")
         if self.seq_len > self.max_position_embeddings:
             raise ValueError(
                 f"seq_len={self.seq_len} exceeds max_position_embeddings="
                 f"{self.max_position_embeddings}; raise the latter."
             )
-        if not self.epochs > 0:
-            raise ValueError(f"PicoConfig.epochs must be > 0, got {self.epochs}.")
-        if not (self.lr > 0 and 0 <= self.warmup_frac < 1 and 0 <= self.min_lr_ratio <= 1):
-            raise ValueError(
-                "need lr > 0, 0 <= warmup_frac < 1 and 0 <= min_lr_ratio <= 1; got "
-                f"lr={self.lr}, warmup_frac={self.warmup_frac}, min_lr_ratio={self.min_lr_ratio}."
-            )
-        if self.dtype not in ("auto", "float32", "bfloat16"):
-            raise ValueError(f"PicoConfig.dtype must be 'auto', 'float32' or 'bfloat16', got {self.dtype!r}.")
 
     # -- sizes and names --
     @property
@@ -790,6 +808,13 @@ def _train_family_locked(
             records[name] = done
         else:
             todo.append((name, configs[name], folder, f"{i + 1}/{len(ladder)}"))
+    if todo:
+        which = f"the {len(ladder)}" if len(todo) == len(ladder) else f"{len(todo)} of the {len(ladder)}"
+        progress_note(
+            f"training {which} members of the {config.prefix} family ({', '.join(t[0] for t in todo)}), once",
+            family_dir,
+            progress=progress,
+        )
     if max_steps_this_run is not None:  # time-sliced: one member after another, the budget shared
         run_steps = 0
         for name, member_config, folder, position in todo:

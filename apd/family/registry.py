@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import torch
 
+from apd.base.checks import bounded, count, flag, sequence
+
 #: The scales of the embedded pico family (:mod:`apd.family.pico`); ALM's runs use the same ones, with
 #: the settings of :func:`apd.family.settings.settings_for`. ``default-200`` is the 200-person world
 #: with six members (13k to 1.8M); ``exact-truth`` is the default's world with text that states only
@@ -39,6 +41,14 @@ class MemberSpec:
     log_size: float | None
     role: str = "member"
 
+    def __post_init__(self):
+        if self.n_nonembedding is not None:  # checked, not converted
+            count(f"{self.name}'s n_nonembedding", self.n_nonembedding, 1, strict=True, hint="or None if unknown")
+        if self.log_size is not None:
+            bounded(f"{self.name}'s log_size", self.log_size, hint="ln(non-embedding parameters), or None")
+        if self.role not in ("member", "reference"):
+            raise ValueError(f"{self.name}'s role must be 'member' or 'reference', got {self.role!r}.")
+
     @property
     def x(self) -> float | None:
         """The x-axis value: ``log_size`` if given, else ln(n_nonembedding), else None."""
@@ -62,6 +72,14 @@ class FamilySpec:
     reference: MemberSpec | None
     tokenizer_id: str | None
     count_untied_unembedding: bool = False
+
+    def __post_init__(self):
+        for m in sequence(f"family {self.name!r}'s members", self.members, hint="a tuple of MemberSpec"):
+            if not isinstance(m, MemberSpec):
+                raise TypeError(f"family {self.name!r}'s members must be MemberSpec objects, got {m!r}.")
+        if self.reference is not None and not isinstance(self.reference, MemberSpec):
+            raise TypeError(f"family {self.name!r}'s reference must be a MemberSpec or None, got {self.reference!r}.")
+        flag(f"family {self.name!r}'s count_untied_unembedding", self.count_untied_unembedding)
 
     @property
     def names(self) -> tuple[str, ...]:

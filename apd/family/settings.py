@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
+from apd.base.checks import bounded, count, sequence
 from apd.family.registry import SCALES, get_family_spec
 
 #: Scales that train ALM', THF and the gates with another scale's settings: only their world and
@@ -147,6 +148,20 @@ class Settings:
     inv_T_grid: tuple = INV_T_GRID
     paper_inv_T: tuple = PAPER_INV_T
     control_inv_T_grid: tuple = CONTROL_INV_T_GRID
+
+    def __post_init__(self):
+        if self.lambda3 is not None:
+            bounded("Settings.lambda3", self.lambda3, 0, hint="a loss weight, or None (tuned)")
+        count("Settings.gate_chunks", self.gate_chunks, 1, strict=True)
+        for name in ("lambda3_grids", "alm_train", "variant_fields", "variant_tune", "thf_train"):
+            if not isinstance(getattr(self, name), Mapping):
+                raise TypeError(f"Settings.{name} must be a mapping, got {getattr(self, name)!r}.")
+        for variant, grid in self.lambda3_grids.items():
+            for value in sequence(f"Settings.lambda3_grids[{variant!r}]", grid):
+                bounded(f"Settings.lambda3_grids[{variant!r}]", value, 0)
+        for name in ("inv_T_grid", "paper_inv_T", "control_inv_T_grid"):
+            for value in sequence(f"Settings.{name}", getattr(self, name)):
+                bounded(f"Settings.{name}", value, above=0, hint="1/T values")
 
     def __hash__(self) -> int:  # one object per (family, scale); the tables inside are read-only mappings
         return hash((self.family, self.scale))

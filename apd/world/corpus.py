@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from apd.base.checks import bounded, count
 from apd.base.io import check_folder, remove_stale_tmp, set_aside, write_folder_digests
 from apd.base.lock import file_lock
 from apd.world.world import SPLITS, BioPrompt, QAItem, World, WorldConfig
@@ -47,6 +48,23 @@ class CorpusConfig:
     vocab_size: int = 4096
     primer_repeats: int = 500  # see World.tokenizer_primer
     wiki_path: str | None = None  # the summaries JSON; None: from the installed package
+
+    def __post_init__(self):
+        if not isinstance(self.world, WorldConfig):
+            raise TypeError(f"CorpusConfig.world must be a WorldConfig, got {type(self.world).__name__}.")
+        for name in (
+            "seed",
+            "wiki_finetune_articles",
+            "wiki_validation_articles",
+            "min_article_chars",
+            "primer_repeats",
+        ):
+            count(f"CorpusConfig.{name}", getattr(self, name), 0, strict=True)  # checked, not converted (the key)
+        bpe = "a byte-level BPE has 256 byte tokens and 2 special tokens; use e.g. 4096"
+        count("CorpusConfig.vocab_size", self.vocab_size, 256 + 3, strict=True, hint=bpe)
+        bounded("CorpusConfig.wiki_fraction", self.wiki_fraction, 0, below=1, hint="0: no Wikipedia in pretraining")
+        if self.wiki_path is not None and not isinstance(self.wiki_path, (str, os.PathLike)):
+            raise TypeError(f"CorpusConfig.wiki_path must be a path or None, got {self.wiki_path!r}.")
 
     @classmethod
     def book(cls, seed: int = 0) -> "CorpusConfig":
@@ -260,11 +278,7 @@ def build_corpus(config: CorpusConfig | None = None) -> Corpus:
     config = config or CorpusConfig()
     if not isinstance(config, CorpusConfig):
         raise TypeError(f"build_corpus needs a CorpusConfig, got {type(config).__name__}")
-    if not 0 <= config.wiki_fraction < 1:
-        raise ValueError(f"wiki_fraction={config.wiki_fraction} must be in [0, 1)")
     n_fixed = config.wiki_finetune_articles + config.wiki_validation_articles
-    if min(config.wiki_finetune_articles, config.wiki_validation_articles) < 0:
-        raise ValueError("wiki_finetune_articles and wiki_validation_articles must be >= 0")
     use_wiki = config.wiki_fraction > 0 or n_fixed > 0
     articles = load_wiki(config.wiki_path, config.min_article_chars) if use_wiki else ()
     world = World(config.world, avoid=wiki_vocabulary(config.wiki_path) if use_wiki else ())

@@ -22,6 +22,8 @@ from typing import Iterable
 
 import numpy as np
 
+from apd.base.checks import bounded, count, sequence
+
 ATTRIBUTES = ("birth_city", "birth_country", "birth_year", "occupation", "employer", "university", "drink", "hobby")
 DISTRIBUTIONAL = ("drink", "hobby")
 BUCKETS = ("head", "torso", "tail")
@@ -245,6 +247,53 @@ class WorldConfig:
         "confusable_share",
     )
 
+    def __post_init__(self):
+        """Each field's type and range, then how the sizes fit together: a ValueError or TypeError naming
+        the field (the fields are checked, not converted: they enter the corpus's cache key)."""
+        for name in ("seed", "bio_mentions", "min_mentions", "finetune_mentions", "validation_mentions", "n_decoys"):
+            count(name, getattr(self, name), 0, strict=True)
+        count("n_people", self.n_people, 4, strict=True)
+        room = f"at most {_N_SYLLABLES} first syllables keep the values' first tokens distinct"
+        count("n_countries", self.n_countries, 2, maximum=_N_SYLLABLES, strict=True, hint=room)
+        for name in ("n_cities", "n_employers", "n_universities"):
+            count(name, getattr(self, name), 1, maximum=_N_SYLLABLES, strict=True, hint=room)
+        false_drinks = f"a person drinks 3 of the {len(DRINKS)} drinks, the others are the distractors"
+        count("n_distractors", self.n_distractors, 0, maximum=len(DRINKS) - 3, strict=True, hint=false_drinks)
+        first, last = sequence("year_range", self.year_range, 2, hint="birth years, half-open, e.g. (1900, 2000)")
+        count("year_range[0]", first, 0, strict=True)
+        count("year_range[1]", last, first + 1, strict=True, hint="the range is half-open: after year_range[0]")
+        for name in ("value_zipf", "zipf_exponent", "zipf_offset", "qa_docs_per_mention"):
+            bounded(name, getattr(self, name), 0)
+        for name in ("misstatement_decay", "misstatement_zipf"):  # the shapes of the error processes
+            bounded(name, getattr(self, name), 0)
+        bounded("qa_train_fraction", self.qa_train_fraction, above=0, below=1, hint="so both QA halves exist")
+        for name in ("p_pronoun", "p_combine"):
+            bounded(name, getattr(self, name), 0, maximum=1, hint="a probability")
+        for name in ("misstatement_rate", "decoy_rate"):
+            bounded(name, getattr(self, name), 0, maximum=1, hint="a probability (0: no such errors)")
+        bounded("confusable_share", self.confusable_share, 0, below=1, hint="0: every surname is unique")
+        lo, hi = (bounded("bucket_quantiles", q) for q in sequence("bucket_quantiles", self.bucket_quantiles, 2))
+        if not 0 < lo < hi < 1:
+            raise ValueError(
+                f"bucket_quantiles={self.bucket_quantiles} must satisfy 0 < tail < head < 1, e.g. (0.5, 0.9)"
+            )
+        if self.n_cities < self.n_countries:
+            raise ValueError(f"need n_cities >= n_countries, got {self.n_cities}, {self.n_countries}")
+        smallest = min(self.n_countries, self.n_employers, self.n_universities, last - first)
+        if smallest < self.n_distractors + 1:
+            raise ValueError(
+                f"every value table needs more than n_distractors={self.n_distractors} values, "
+                f"the smallest has {smallest}; enlarge it or lower n_distractors"
+            )
+        if self.decoy_rate > 0:
+            # a decoy is no one's truth and no one's distractor shortage: keep enough true values
+            room = min(self.n_cities, self.n_employers, self.n_universities, len(OCCUPATIONS)) - self.n_distractors - 1
+            if not 1 <= self.n_decoys <= room:
+                raise ValueError(
+                    f"n_decoys={self.n_decoys} must be between 1 and {room} (every table keeps more than "
+                    f"n_distractors={self.n_distractors} values that can be someone's truth)"
+                )
+
     @property
     def has_errors(self) -> bool:
         """Whether the text states anything but the truth (or names people confusably)."""
@@ -431,59 +480,6 @@ class World:
     def _check_config(c: WorldConfig) -> None:
         if not isinstance(c, WorldConfig):
             raise TypeError(f"World needs a WorldConfig, got {type(c).__name__}; build one with WorldConfig(...)")
-        if c.n_people < 4:
-            raise ValueError(f"n_people={c.n_people} is too small; use at least 4")
-        largest = max(c.n_countries, c.n_cities, c.n_employers, c.n_universities)
-        if largest > _N_SYLLABLES:
-            raise ValueError(
-                f"a value table of {largest} entries is more than the {_N_SYLLABLES} first "
-                "syllables that keep their first tokens distinct; use at most that many"
-            )
-        if c.n_countries < 2 or c.n_cities < c.n_countries:
-            raise ValueError(f"need n_countries >= 2 and n_cities >= n_countries, got {c.n_countries}, {c.n_cities}")
-        smallest = min(c.n_countries, c.n_employers, c.n_universities, c.year_range[1] - c.year_range[0])
-        if smallest < c.n_distractors + 1:
-            raise ValueError(
-                f"every value table needs more than n_distractors={c.n_distractors} values, "
-                f"the smallest has {smallest}; enlarge it or lower n_distractors"
-            )
-        if c.n_distractors > len(DRINKS) - 3:  # drinks: support of 3 of the 8, the rest can be distractors
-            raise ValueError(
-                f"n_distractors={c.n_distractors} is more than the {len(DRINKS) - 3} false drinks; lower it"
-            )
-        if not 0 < c.qa_train_fraction < 1:
-            raise ValueError(f"qa_train_fraction={c.qa_train_fraction} must be in (0, 1) so both QA halves exist")
-        lo, hi = c.bucket_quantiles
-        if not 0 < lo < hi < 1:
-            raise ValueError(
-                f"bucket_quantiles={c.bucket_quantiles} must satisfy 0 < tail < head < 1, e.g. (0.5, 0.9)"
-            )
-        for name in ("zipf_exponent", "value_zipf", "zipf_offset", "qa_docs_per_mention"):
-            if getattr(c, name) < 0:
-                raise ValueError(f"{name}={getattr(c, name)} must be >= 0")
-        for name in ("p_pronoun", "p_combine"):
-            if not 0 <= getattr(c, name) <= 1:
-                raise ValueError(f"{name}={getattr(c, name)} is a probability; use a value in [0, 1]")
-        if min(c.bio_mentions, c.min_mentions, c.finetune_mentions, c.validation_mentions) < 0:
-            raise ValueError("mention budgets must be >= 0")
-        for name in ("misstatement_rate", "decoy_rate"):
-            if not 0 <= getattr(c, name) <= 1:
-                raise ValueError(
-                    f"{name}={getattr(c, name)} is a probability; use a value in [0, 1] (0: no such errors)"
-                )
-        if not 0 <= c.confusable_share < 1:
-            raise ValueError(f"confusable_share={c.confusable_share} must be in [0, 1) (0: every surname is unique)")
-        for name in ("misstatement_decay", "misstatement_zipf"):
-            if getattr(c, name) < 0:
-                raise ValueError(f"{name}={getattr(c, name)} must be >= 0")
-        if c.decoy_rate > 0:
-            # a decoy is no one's truth and no one's distractor shortage: keep enough true values
-            room = min(c.n_cities, c.n_employers, c.n_universities, len(OCCUPATIONS)) - c.n_distractors - 1
-            if not 1 <= c.n_decoys <= room:
-                raise ValueError(
-                    f"n_decoys={c.n_decoys} must be between 1 and {room} (every table keeps more than "
-                    f"n_distractors={c.n_distractors} values that can be someone's truth)"
-                )
 
     def _build_tables(self) -> None:
         c = self.config

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from transformers import LogitsProcessor
 
-from apd.base.checks import count, number
+from apd.base.checks import bounded, count, number
 from apd.core.filters import make_filters
 from apd.decoding import generation, processors
 
@@ -43,9 +43,14 @@ class Method:
     dola_layers: Optional[str] = None
 
     def __post_init__(self):
-        for name in ("value", "T"):  # checked, not converted: the fields enter cache keys as given
-            if getattr(self, name) is not None:
-                number(f"Method's {name}", getattr(self, name))
+        if self.T is not None:  # checked, not converted: value and T enter cache keys as given
+            bounded("Method's T", self.T, above=0, hint="the paper uses T = 1 for APD")
+        if self.value is not None and self.threshold in ("top-p", "top-p k20"):
+            bounded("Method's value (top-p's p)", self.value, above=0, maximum=1, hint="p = 1 keeps every token")
+        elif self.value is not None and self.threshold == "alpha":
+            bounded("Method's value (alpha)", self.value, 0, maximum=1, hint="CD's default is 0.1")
+        elif self.value is not None and self.threshold == "REAL":
+            bounded("Method's value (REAL's T_r)", self.value, above=0, hint="the paper's APD + REAL uses T_r = 4.0")
         if self.dist not in DISTRIBUTIONS:
             raise ValueError(f"unknown distribution {self.dist!r}; use one of {DISTRIBUTIONS}.")
         if self.threshold not in THRESHOLD_NAMES:

@@ -11,6 +11,7 @@ from apd.report import evidence as evidence_mod
 from apd.report.evidence import Cell, PaperClaim
 from apd.report.evidence import EvidenceSpec as E
 from apd.report.numbers import format_pm
+from apd.report.results import DamagedResultsError
 
 
 @pytest.fixture
@@ -956,11 +957,11 @@ def test_world_qa_rows_are_counterparts_by_bucket(results):
     assert coverage.table_status("p").set_index("paper").loc["Table 2", "status"] == "counterpart rows"
 
 
-def test_a_broken_results_file_is_not_testable_not_a_crash(results):
+def test_a_broken_results_file_stops_the_claims_naming_the_file_and_the_fix(results):
     out = results("qa", {})
     (out / "qa.json").write_text("{not json")
-    row = one([claim(E("qa", "x", evidence_mod.at_least(0), "d"))])
-    assert row.verdict == "not testable here" and row.reason.startswith("results/p/qa.json is not valid JSON")
+    with pytest.raises(DamagedResultsError, match=r"qa\.json is damaged: it is not valid JSON .*ONLY=qa"):
+        one([claim(E("qa", "x", evidence_mod.at_least(0), "d"))])
 
 
 def test_claims_markdown_lists_preconditions_first_and_escapes_markdown(results):

@@ -141,6 +141,14 @@ def file_sha256(path) -> str:
     return _verified[key]
 
 
+def file_digest(path) -> str:
+    """The SHA-256 (hex) of a file's bytes, read afresh each time, so an edit is always seen (the
+    scheme of :func:`file_sha256`, without its memo: results files, which a person may edit)."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + ".sha256")
 

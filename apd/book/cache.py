@@ -1,7 +1,8 @@
 """A chapter's cache key (its notebook, parameters, the ``apd`` sources, the lock file, where its data
 come from and the digests of the data files it reads, its input files, chained with the keys of the
 chapters it needs, :data:`apd.chapters.graph.NEEDS`), and whether an executed notebook is still
-current: same key, and every results file it committed still there, unedited."""
+current: same key, and every results file it committed still there, unedited; and which chapters'
+committed results no longer match the digests recorded when they were written (:func:`damaged_chapters`)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ import json
 import os
 from pathlib import Path
 
-from apd.base.io import file_sha256
+from apd.base.io import file_digest, file_sha256
 from apd.book import data_check
 from apd.book.params import defaults_of
 from apd.book.project import ROOT, notebook_path
 from apd.chapters.graph import NEEDS
+from apd.report.results import DamagedResultsError, recorded_digests
 
 
 def _source_fingerprint(root: Path) -> str:
@@ -112,21 +114,54 @@ def data_fingerprint(stem: str, params: dict, root: Path = ROOT) -> str:
     return ";".join(sorted(set(parts)))
 
 
-def file_digest(path: Path) -> str:
-    """SHA-256 (hex) of a file's bytes, read afresh each time (an edit is always seen)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def damaged_files(dest: Path, digests: dict[str, str]) -> list[str]:
+    """The files of ``digests`` (``{relative path: sha256}``) that are missing under ``dest`` or
+    differ from their digest."""
+    return [rel for rel, digest in digests.items() if not (dest / rel).is_file() or file_digest(dest / rel) != digest]
 
 
 def results_intact(dest: Path, digests: dict[str, str] | None) -> bool:
     """Whether every file of ``digests`` (``{relative path: sha256}``) exists under ``dest`` with
     that digest. ``None`` (an executed notebook from before digests were kept) is not intact."""
-    if digests is None:
-        return False
-    for rel, digest in digests.items():
-        path = dest / rel
-        if not path.is_file() or file_digest(path) != digest:
-            return False
-    return True
+    return digests is not None and not damaged_files(dest, digests)
+
+
+def damaged_results(dest: Path, stem: str) -> list[str]:
+    """The files of chapter ``stem``'s last committed run in ``dest`` (``results/<profile>``) that
+    are missing or differ from the digests its run record holds (``results_sha256``, recorded when
+    they were written: :func:`apd.book.staging.commit_results`); the run record itself when it does
+    not parse. Empty when the chapter has not run, or its record holds no digests (an older run).
+
+    Example:
+        >>> import tempfile
+        >>> dest = Path(tempfile.mkdtemp())
+        >>> _ = (dest / "runs").mkdir(), (dest / "a.json").write_text("{}")
+        >>> _ = (dest / "runs" / "a.json").write_text(json.dumps({"results_sha256": {"a.json": file_digest(dest / "a.json")}}))
+        >>> damaged_results(dest, "a"), (dest / "a.json").write_text("{ damaged"), damaged_results(dest, "a")
+        ([], 9, ['a.json'])
+    """
+    try:
+        return damaged_files(dest, recorded_digests(dest, stem))
+    except DamagedResultsError:
+        return [f"runs/{stem}.json"]
+
+
+def damaged_chapters(
+    stems: list[str], dest: Path, graph: dict[str, tuple[str, ...]] | None = None
+) -> dict[str, list[str]]:
+    """``{chapter: its damaged files}`` (:func:`damaged_results`) for the chapters of ``stems`` and
+    every chapter they need, directly or not (``graph``, default :data:`apd.chapters.graph.NEEDS`)."""
+    graph = NEEDS if graph is None else graph
+    out: dict[str, list[str]] = {}
+    seen: set[str] = set()
+    todo = list(stems)
+    while todo:
+        stem = todo.pop()
+        if stem not in seen:
+            seen.add(stem)
+            out[stem] = damaged_results(dest, stem)
+            todo += graph.get(stem, ())
+    return {stem: files for stem, files in out.items() if files}
 
 
 def is_cached(out: Path, key: str, dest: Path | None = None) -> bool:

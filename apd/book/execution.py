@@ -16,7 +16,7 @@ from apd.base.io import NOTICES_ENV, is_disk_full
 from apd.base.paths import describe_folders
 from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError
 from apd.book import terminal
-from apd.book.cache import cache_key, is_cached
+from apd.book.cache import cache_key, damaged_chapters, is_cached
 from apd.book.pages import select_cells
 from apd.book.project import ROOT, notebook_path, results_root
 from apd.book.staging import commit_results, new_staging, staging_base
@@ -187,6 +187,25 @@ def execute(stem: str, params: dict, out: Path, root: Path = ROOT, force: bool =
             f"written ({err}); the next build executes {stem} again\n" + disk_full_line(err, root)
         ) from None
     return "executed"
+
+
+def with_damaged(run: list[str], stems: list[str], dest: Path, graph: dict[str, tuple[str, ...]]) -> list[str]:
+    """``run`` plus every chapter of ``stems`` whose committed results in ``dest`` are damaged, among
+    those of ``run`` and the chapters they need (:func:`apd.book.cache.damaged_chapters`: a file
+    that differs from the digest recorded when it was written, or is missing), in book order; one
+    line on the terminal for each, naming its files. Such a chapter is never read as cached: it
+    executes again (before the chapters that read it), even when ``--only`` left it out."""
+    damaged = {stem: files for stem, files in damaged_chapters(run, dest, graph).items() if stem in stems}
+    for stem, files in damaged.items():
+        named = ", ".join(f"{dest / rel}{'' if (dest / rel).is_file() else ' (missing)'}" for rel in files)
+        readers = sorted(s for s in run if s != stem and stem in graph.get(s, ()))
+        why = "" if stem in run else f", since {', '.join(readers) or 'a chapter of this build'} reads it"
+        print(
+            f"[apd] {stem}: its results differ from the digests recorded when they were written (damaged "
+            f"or edited): {named}; executing {stem} again{why}",
+            flush=True,
+        )
+    return [stem for stem in stems if stem in run or stem in damaged]
 
 
 def disk_full_line(err, root: Path = ROOT) -> str:

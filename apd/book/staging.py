@@ -16,7 +16,7 @@ from pathlib import Path
 
 from apd.base.lock import LockBusy, file_lock
 from apd.base.notebooks import BookError
-from apd.book.cache import file_digest
+from apd.base.io import file_digest
 from apd.book.project import ROOT, results_root
 
 

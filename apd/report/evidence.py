@@ -19,7 +19,6 @@ where they do not.
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ import pandas as pd
 
 from apd.core.stats import Z_POWER, Z_TEST, critical, detected, interval, min_detectable_effect
 from apd.report.numbers import format_count, format_number, format_pm, format_sig, pm_parts
-from apd.report.results import last_run_outputs, results_dir
+from apd.report.results import last_run_outputs, read_results, results_dir
 from apd.report.tables import listed
 
 REPRODUCED = "reproduced"
@@ -708,18 +707,13 @@ class Results:
 
     def chapter(self, stem: str) -> dict:
         if stem not in self._json:
-            path = self.dir / f"{stem}.json"
-            try:
-                self._json[stem] = json.loads(path.read_text()) if path.is_file() else None
-            except ValueError as err:
-                self._json[stem] = f"results/{self.profile}/{stem}.json is not valid JSON ({err})"
+            path = self.dir / f"{stem}.json"  # a damaged file stops the chapter (DamagedResultsError)
+            self._json[stem] = read_results(self.dir, stem) if path.is_file() else None
         got = self._json[stem]
         if got is None:
             raise Missing(
                 f"chapter {stem} has not run under profile {self.profile} (no results/{self.profile}/{stem}.json)"
             )
-        if isinstance(got, str):
-            raise Missing(got)
         return got
 
     def table(self, stem: str, name: str) -> pd.DataFrame:

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from apd.base.io import write_json
+from apd.base.io import file_digest, write_json
 from apd.base.jobs import hold_slot
 from apd.base.paths import project_root, results_root
 from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, notebook_parameters
@@ -82,6 +82,11 @@ _PAPERMILL_HEADER = "# Parameters"
 
 class UnknownParameterError(ValueError):
     """papermill injected a parameter that the notebook's parameters cell does not define."""
+
+
+class DamagedResultsError(ValueError):
+    """A chapter's results file does not parse, or differs from the digest its run record holds;
+    the message names the file and the command that rebuilds the chapter."""
 
 
 def results_dir(profile: str) -> Path:
@@ -220,6 +225,11 @@ def parameters_from_namespace(namespace: dict) -> dict[str, Any]:
 
 _FIXED = re.compile(r"^\{:([+ ]?)\.(\d+)([f%])\}$")
 
+
+#: The run record's entry ``{relative path: SHA-256}`` of the files the run wrote (the runner
+#: records every file's when it commits them; a run outside it, its results file's), which
+#: :func:`read_results` checks: the results files themselves stay flat.
+RESULTS_DIGESTS = "results_sha256"
 
 #: The run record's entry ``{key: format}`` for the values glued as text with a format
 #: (:meth:`Run.glue_text`), so that a page filled from the results (the intro) prints them as the
@@ -508,7 +518,8 @@ class Run:
         record = self.record_dict()
         self.values.setdefault("profile", self.profile)
         self.values["wall_time_s"] = record["wall_time_s"]
-        write_json(self.dir / f"{self.stem}.json", self.values, trailing_newline=True)
+        path = write_json(self.dir / f"{self.stem}.json", self.values, trailing_newline=True)
+        record[RESULTS_DIGESTS] = {path.name: file_digest(path)}  # the runner records every file's at commit
         write_json(self.dir / "runs" / f"{self.stem}.json", record, trailing_newline=True)
         if show:
             try:
@@ -615,13 +626,70 @@ def run_record_markdown(record: dict[str, Any]) -> str:
 
 
 def load_results(profile: str, stem: str) -> dict[str, Any]:
-    """Read ``results/<profile>/<stem>.json`` (clear error when the notebook has not run)."""
+    """Read ``results/<profile>/<stem>.json``, checked (:func:`read_results`); a clear error when the
+    notebook has not run."""
     path = results_dir(profile) / f"{stem}.json"
     if not path.is_file():
         raise FileNotFoundError(
             f"{path} does not exist: run the notebook first, e.g. `make book PROFILE={profile} ONLY={stem}`"
         )
-    return json.loads(path.read_text())
+    return read_results(results_dir(profile), stem)
+
+
+def read_results(folder: Path, stem: str) -> dict[str, Any]:
+    """Chapter ``stem``'s results in ``folder`` (``results/<profile>``), checked: the file must match
+    the SHA-256 its run record ``runs/<stem>.json`` holds (``results_sha256``, recorded when it was
+    written; an older run records none) and parse as a JSON object. Otherwise
+    :class:`DamagedResultsError` names the file and the command that rebuilds the chapter.
+
+    Example:
+        >>> import tempfile
+        >>> folder = Path(tempfile.mkdtemp()) / "demo"
+        >>> _ = write_json(folder / "a.json", {"x": 1}), write_json(folder / "runs" / "a.json", {})
+        >>> read_results(folder, "a")
+        {'x': 1}
+        >>> _ = (folder / "a.json").write_text("{ damaged")
+        >>> read_results(folder, "a")
+        Traceback (most recent call last):
+        ...
+        apd.report.results.DamagedResultsError: ...a.json is damaged: it is not valid JSON (...); rebuild that chapter: `make book PROFILE=demo ONLY=a`
+    """
+    path, fix = Path(folder) / f"{stem}.json", _rebuild(folder, stem)
+    want = recorded_digests(folder, stem).get(path.name)
+    if want is not None and file_digest(path) != want:
+        raise DamagedResultsError(
+            f"{path} is damaged: it differs from the SHA-256 recorded in its run record "
+            f"{Path(folder) / 'runs' / path.name} when it was written; {fix}"
+        )
+    try:
+        values = json.loads(path.read_bytes())
+    except ValueError as err:  # UnicodeDecodeError included
+        raise DamagedResultsError(
+            f"{path} is damaged: it is not valid JSON ({type(err).__name__}: {err}); {fix}"
+        ) from None
+    if not isinstance(values, dict):
+        raise DamagedResultsError(f"{path} is damaged: it is not a JSON object; {fix}")
+    return values
+
+
+def recorded_digests(folder: Path, stem: str) -> dict[str, str]:
+    """``{relative path: SHA-256}`` of the files chapter ``stem``'s last run wrote in ``folder``, as its
+    run record ``runs/<stem>.json`` holds them (:data:`RESULTS_DIGESTS`); empty when there is no
+    record or it holds none. A record that does not parse raises :class:`DamagedResultsError`."""
+    record = Path(folder) / "runs" / f"{stem}.json"
+    if not record.is_file():
+        return {}
+    try:
+        digests = json.loads(record.read_bytes()).get(RESULTS_DIGESTS) or {}
+    except (ValueError, AttributeError):
+        digests = None
+    if not isinstance(digests, dict):
+        raise DamagedResultsError(f"{record}, the run record of chapter {stem}, is damaged; {_rebuild(folder, stem)}")
+    return digests
+
+
+def _rebuild(folder: Path, stem: str) -> str:
+    return f"rebuild that chapter: `make book PROFILE={Path(folder).name} ONLY={stem}`"
 
 
 def last_run_outputs(profile: str, stem: str) -> dict[str, set]:

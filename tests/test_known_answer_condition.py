@@ -170,10 +170,10 @@ def test_world_table_and_the_weight(extrapolating):
     buckets = np.array(["head", "tail"] * 15)
     dq = chapter.DevQuestions(lp, truth, ids, people, buckets, X)
     settings = chapter.fitter_settings({"fly_w": 0.05, "fly_iterations": 200, "n_dev_items": 30})
-    assert chapter.choose_weight(dq, settings, 200) == (0.05, chapter.W_FROM_APD)
-    w, source = chapter.choose_weight(dq, chapter.fitter_settings({"fly_w": None, "n_dev_items": 30}), 200)
-    assert source == chapter.W_CHOSEN_HERE and w == 1.0  # the asymptote is closer: the whole of it wins
-    table, overall = chapter.world_table(dq, 0.05, 200, chapter.W_FROM_APD)
+    for fly in (settings, chapter.fitter_settings({"fly_w": None, "n_dev_items": 30})):  # the APD chapter's w: no say
+        w, source = chapter.choose_weight(dq, fly, 200)
+        assert source == chapter.W_CHOSEN_HERE and w == 1.0  # the asymptote is closer: the whole of it wins
+    table, overall = chapter.world_table(dq, 0.05, 200, chapter.W_CHOSEN_HERE)
     assert set(overall) == {0.05, 1.0} and overall[0.05].passes
     assert list(table.bucket.unique()) == ["all", "head", "tail"] and len(table) == 6
     assert chapter.world_shown(table).shape == (6, 8)

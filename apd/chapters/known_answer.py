@@ -339,30 +339,23 @@ def weight_label(w: float, source: str) -> str:
     """A row label of the world table.
 
     Example:
-        >>> weight_label(0.05, "the APD chapter's dev choice"), weight_label(1.0, "")
-        ("w = 0.05 (the APD chapter's dev choice)", 'w = 1 (the asymptote alone)')
+        >>> weight_label(0.05, "chosen on the dev people"), weight_label(1.0, "")
+        ('w = 0.05 (chosen on the dev people)', 'w = 1 (the asymptote alone)')
     """
     return f"w = {w:g} ({source})" if w != 1.0 else "w = 1 (the asymptote alone)"
 
 
-#: Where the weight comes from when the APD chapter chose one / when it did not (:func:`choose_weight`).
-W_FROM_APD = "the APD chapter's dev choice"
-W_CHOSEN_HERE = "chosen here on the dev people: the lowest mean total variation over the on-the-fly grid"
+#: Where the weight comes from (:func:`choose_weight`).
+W_CHOSEN_HERE = "chosen on the dev people: the lowest mean total variation over the on-the-fly grid"
 
 
 def choose_weight(dq: DevQuestions, settings: FitterSettings, iterations: int) -> tuple[float, str]:
-    """The fitter's weight and where it comes from: the APD chapter's dev-chosen ``settings.w``
-    (:data:`W_FROM_APD`), else chosen on the dev questions ``dq`` by
-    :func:`apd.evaluation.known_answer.weight_on_dev` over :data:`apd.core.curves.ON_THE_FLY_WEIGHTS`
-    (:data:`W_CHOSEN_HERE`; one more fit of ``iterations`` steps).
-
-    Example (the APD chapter chose w = 0.05: no fit is needed, nor questions):
-        >>> choose_weight(None, fitter_settings({"fly_w": 0.05, "n_dev_items": 10}), 400)
-        (0.05, "the APD chapter's dev choice")
+    """The fitter's weight, chosen by the criterion the condition reads: on the dev questions ``dq``,
+    the lowest mean total variation to the truth over :data:`apd.core.curves.ON_THE_FLY_WEIGHTS`
+    (:func:`apd.evaluation.known_answer.weight_on_dev`; one fit of ``iterations`` steps), and where it
+    comes from (:data:`W_CHOSEN_HERE`). The APD chapter's weight (``settings.w``) is chosen by dev KL,
+    for APD's own scores, and does not decide this one.
     """
-    if settings.w is not None:
-        return float(settings.w), W_FROM_APD
-
     p_elm, p_ap, _ = wt.on_the_fly_topk(dq.logprobs, dq.log_sizes, dq.ids, iterations=iterations)
     return ka.weight_on_dev(p_elm, p_ap, wt.at(dq.truth, dq.ids), dq.people), W_CHOSEN_HERE
 

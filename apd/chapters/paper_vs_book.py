@@ -390,7 +390,7 @@ def glue_established(run, profile: str) -> None:
     each difference ± its standard error, its 95% interval as the claims' checks read it, and the
     measures where that interval clears 0 and where it does not), where APD's KL sits beside the
     expert's and CD's (apd), the known-answer condition on the world (known_answer: the mix of the
-    fitter's asymptote and the expert at the dev-chosen weight w, its distance to the truth as a
+    fitter's asymptote and the expert at the weight w chosen by dev total variation, its distance to the truth as a
     ratio to the expert's to four decimals, its gain with its 95% interval), and the testbed's search (testbed): the
     dose-response design whose weaker seed came closest to the rule's three standard errors
     (``summary_tb_best_design``, ``summary_tb_best_design_z``) and the points where CD's NE_ER beat

@@ -6,6 +6,7 @@ skipped); a damaged file stops it."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -251,7 +252,7 @@ def _damage_four(data: Path) -> dict[str, str]:
         "lambada_openai.jsonl": r"lambada_openai\.jsonl, line 4 is not valid JSON",
         "commonsense_qa_train.jsonl": r"commonsense_qa_train\.jsonl is not UTF-8 text \(line 4",
         "openbook_qa.jsonl": r"openbook_qa\.jsonl is empty",
-        "arc_easy.jsonl": r"arc_easy\.jsonl, line 1 cannot be read .*choices must be a list of at least two strings",
+        "arc_easy.jsonl": r"arc_easy\.jsonl:1: choices: expected a list of str, got str \('a bird'\)",
     }
 
 
@@ -325,3 +326,94 @@ def test_a_chapter_that_cannot_skip_its_data_still_stops_the_build(monkeypatch):
     out = io.StringIO()
     notices = preflight(None, params, ["qa"], REPO, checks=("data",), stream=out)
     assert len(notices) == 1 and "qa/lambada_openai.jsonl" in notices[0] and out.getvalue().startswith("[apd] notice:")
+
+
+def _apd(argv: list[str]) -> types.SimpleNamespace:
+    """``python -m apd ARGV`` in this process: its exit status and what it wrote on stderr."""
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = main(argv)
+    return types.SimpleNamespace(rc=rc, err=err.getvalue())
+
+
+@pytest.fixture
+def quiet_checks(monkeypatch, tmp_path):
+    """``--check`` and the build here: no data folder, the Hub off (no network probe), the results and
+    the cache in ``tmp_path``, and no chapter ever runs (the build stops at its lock)."""
+    from apd.book import runner
+
+    monkeypatch.delenv("APD_DATA_DIR", raising=False)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path / "results"))
+    monkeypatch.setenv("APD_CACHE_DIR", str(tmp_path / "cache"))
+    started = []
+    monkeypatch.setattr(runner, "_build_locked", lambda profile, *a, **k: started.append(profile))
+    return started
+
+
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_data_folder_that_is_not_a_folder_stops_the_check_and_the_build(quiet_checks, monkeypatch, tmp_path, kind):
+    """Issue 51: ``--data-dir``, ``APD_DATA_DIR`` or a chapter's ``data_dir`` naming no folder was
+    accepted (rc 0) and the book came without its QA and factuality sections. Now ``--check`` and the
+    build stop before anything runs, naming where the folder was given, its path and the fix; the
+    loaders refuse it too, never reading the Hub instead."""
+    bad = tmp_path / "nowhere"
+    if kind == "file":
+        bad.write_text("")
+    why = "no such folder" if kind == "missing" else "is a file, not a folder"
+    for args, env, named in [
+        (["--data-dir", str(bad)], None, f"--data-dir={bad}"),
+        ([], str(bad), f"APD_DATA_DIR={bad}"),
+        (["--set", f"qa.data_dir={bad}"], None, f"qa.data_dir={bad}"),
+    ]:
+        if env:
+            monkeypatch.setenv("APD_DATA_DIR", env)
+        for mode in ("--check", "--no-html"):
+            done = _apd(["--profile", "smoke", mode, *args])
+            assert done.rc == 1 and f"{named}: {why}" in done.err and "apd data fetch" in done.err, done.err
+        monkeypatch.delenv("APD_DATA_DIR", raising=False)
+    assert quiet_checks == []  # no build started
+    for load in (lambda **kw: qa_data.load_dataset("lambada", **kw), lambda **kw: fp.load_factuality_prompts(**kw)):
+        with pytest.raises(NotADirectoryError, match=re.escape(f"data_dir={bad}: {why}")):
+            load(data_dir=bad)
+        monkeypatch.setenv("APD_DATA_DIR", str(bad))
+        with pytest.raises(NotADirectoryError, match=re.escape(f"APD_DATA_DIR={bad}: {why}")):
+            load()
+        monkeypatch.delenv("APD_DATA_DIR")
+
+
+def test_without_a_data_folder_the_check_passes_and_the_build_starts(quiet_checks):
+    """With no data folder given, the chapters read the Hub and the original sources: absent data is
+    a notice, and the build starts."""
+    assert _apd(["--profile", "smoke", "--check"]).rc == 0
+    assert _apd(["--profile", "smoke", "--no-html"]).rc == 0 and quiet_checks == ["smoke"]
+
+
+def test_fields_of_the_wrong_type_stop_the_check_one_line_each(quiet_checks, tmp_path):
+    """Issue 51: the check read that the fields were there, not their types: a FactualityPrompts prompt
+    that is a number (read as the prompt "123") and an ``evidence_info`` that is a string (its titles
+    became its characters) passed, and a number where text belongs crashed the QA chapter with a
+    TypeError naming no file. Each is now one line naming the file, the line and the field, from
+    ``--check --data-dir`` and from the loaders, which read the same schema."""
+    params, stems = _smoke()
+    data = tmp_path / "data"
+    _valid_copy(data, _smoke_files(params, stems))
+    prompts_file = data / "factuality_prompts" / "fever_factual_test7k_final.jsonl"
+    with prompts_file.open("a") as f:
+        f.write(json.dumps({**FP_ROW, "prompt": 123}) + "\n" + json.dumps({**FP_ROW, "evidence_info": "Ada"}) + "\n")
+    lambada = data / "qa" / "lambada_openai.jsonl"
+    with lambada.open("a") as f:
+        f.write(json.dumps({**VALID_ROWS["lambada_openai.jsonl"], "continuation": 5}) + "\n")
+    done = _apd(["--profile", "smoke", "--check", "--data-dir", str(data)])
+    want = [
+        f"{prompts_file}:4: prompt: expected str, got int (123); fix or drop that row.",
+        f"{prompts_file}:5: evidence_info: expected a list of [str, str or int], got str ('Ada'); fix or drop that row.",
+        f"{lambada}:4: continuation: expected str, got int (5); fix or drop that row.",
+    ]
+    assert done.rc == 1
+    for line in want:
+        assert sum(line in shown for shown in done.err.splitlines()) == 1, done.err
+    with pytest.raises(ValueError, match=re.escape(want[0])):
+        fp.load_factuality_prompts("factual", data_dir=data)
+    with pytest.raises(qa_data.DatasetInvalid, match=re.escape(want[2])):
+        qa_data.load_dataset("lambada", data_dir=data)

@@ -192,3 +192,38 @@ def test_the_publishing_workflow_fetches_the_data_and_installs_chromium():
     assert "datafiles.py" in steps[cache]["with"]["key"] and cache < fetch < names.index("Build the book")
     chromium = next(i for i, r in enumerate(runs) if "apt-get install -y chromium chromium-driver" in r)
     assert chromium < names.index("Check every page as a reader sees it")
+
+
+def test_check_names_each_field_of_the_wrong_type_in_one_line(tmp_path, capsys):
+    """Issue 51: ``apd data check`` read that the fields were there, not their types. Now a field that is
+    not of the type the loader's schema gives is one line naming the file, the line and the field
+    (nested fields by their path), one line per field."""
+    prompts_file = tmp_path / "factuality_prompts" / "fever_factual_test7k_final.jsonl"
+    csqa = tmp_path / "qa" / "commonsense_qa_train.jsonl"
+    prompts_file.parent.mkdir()
+    csqa.parent.mkdir()
+    row = {"id": "1", "prompt": "Ada Lovelace was a mathematician.", "evidence_info": [["Ada Lovelace", "7"]]}
+    prompts_file.write_text(json.dumps(row) + "\n" + json.dumps({**row, "prompt": 123, "evidence_info": "Ada"}) + "\n")
+    question = {"stem": 42, "choices": [{"label": "A", "text": "bird"}, {"label": "B", "text": 3}]}
+    csqa.write_text(json.dumps({"id": "c1", "question": question, "answerKey": "A"}) + "\n")
+    assert datafiles.main(["check", str(tmp_path)]) == 1
+    fix = "; fix or drop that row."
+    assert [line for line in capsys.readouterr().out.splitlines() if "expected" in line] == [
+        f"qa/commonsense_qa_train.jsonl: invalid: {csqa}:1: question.stem: expected str, got int (42){fix}",
+        f"qa/commonsense_qa_train.jsonl: invalid: {csqa}:1: question.choices[1].text: expected str, got int (3){fix}",
+        f"{prompts_file.relative_to(tmp_path)}: invalid: {prompts_file}:2: prompt: expected str, got int (123){fix}",
+        f"{prompts_file.relative_to(tmp_path)}: invalid: {prompts_file}:2: evidence_info: expected a list of "
+        f"[str, str or int], got str ('Ada'){fix}",
+    ]
+
+
+def test_every_offline_dataset_has_a_schema_of_field_types():
+    """The loader and the check read one schema per reader (``OFFLINE_FIELDS``), so every dataset with an
+    offline copy has one; the schema examples run."""
+    import doctest
+
+    from apd.base import rows
+
+    offline = {spec.reader for spec in qa_data.DATASETS.values() if spec.local_files}
+    assert offline <= set(qa_data.OFFLINE_FIELDS)
+    assert doctest.testmod(rows).failed == 0

@@ -66,6 +66,41 @@ def data_dir() -> Path | None:
     return Path(env).expanduser() if env else None
 
 
+def data_folder_problem(value, source: str, root: Path | None = None) -> str | None:
+    """None when ``value``, a data folder named by ``source`` (``--data-dir``, ``APD_DATA_DIR``,
+    ``qa.data_dir``, ``data_dir``), is a folder (a relative one taken from ``root``, else the working
+    directory); else one line naming the source, the path and the fix.
+
+    Example:
+        >>> print(data_folder_problem("/no/such/apd-data", "APD_DATA_DIR"))  # doctest: +ELLIPSIS
+        APD_DATA_DIR=/no/such/apd-data: no such folder; give the folder ... or leave APD_DATA_DIR unset ...
+    """
+    folder = Path(value).expanduser()
+    folder = Path(root) / folder if root is not None and not folder.is_absolute() else folder
+    if folder.is_dir():
+        return None
+    why = "is a file, not a folder" if folder.exists() else "no such folder"
+    where = "" if str(folder.absolute()) == str(value) else f" ({folder.absolute()})"
+    return (
+        f"{source}={value}: {why}{where}; give the folder of the offline dataset copies (`apd data fetch "
+        f"FOLDER` makes one), or leave {source} unset to read the Hub and the datasets' original sources"
+    )
+
+
+def data_folder(given=None, source: str = "data_dir") -> Path | None:
+    """The folder of offline dataset copies a loader reads: ``given``, else ``$APD_DATA_DIR``; None when
+    neither names one (the Hub and the datasets' original sources). A folder named that does not exist
+    or is a file is a NotADirectoryError (:func:`data_folder_problem`), never the Hub instead."""
+    if given is None or str(given) == "":
+        given, source = os.environ.get("APD_DATA_DIR") or None, "APD_DATA_DIR"
+        if given is None:
+            return None
+    problem = data_folder_problem(given, source)
+    if problem:
+        raise NotADirectoryError(problem)
+    return Path(given).expanduser()
+
+
 def free_space(folder) -> str:
     """The free space of the file system holding ``folder`` (or its nearest existing parent), e.g.
     ``"12.3 MB free"``; ``"free space unknown"`` when it cannot be read."""

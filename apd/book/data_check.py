@@ -2,19 +2,21 @@
 
 A chapter reads its datasets from a data directory when one is given (the notebook's ``data_dir``
 parameter, else ``$APD_DATA_DIR``), else from the Hugging Face Hub (QA data) or the original source
-(FactualityPrompts), cached in the user's cache. :func:`check_data` raises one line naming
-``APD_DATA_DIR`` and the files needed when neither way works: the folder is missing or lacks a
-file, or the source cannot be reached (``HF_HUB_OFFLINE=1``, or no connection within 2 s) and the
+(FactualityPrompts), cached in the user's cache. A data directory named that does not exist or is a
+file stops the build (:func:`folder_problems`). :func:`check_data` raises one line naming
+``APD_DATA_DIR`` and the files needed when neither way works: the folder lacks a file, or the
+source cannot be reached (``HF_HUB_OFFLINE=1``, or no connection within 2 s) and the
 file is not already cached (the Hugging Face caches found as its libraries find them:
 :func:`hub_cache`, :func:`datasets_cache`). That is a notice, not a stop
 (:func:`apd.book.preflight.data_notices`): the build runs every chapter, and the sections that read
 the data say on their page what is missing. :func:`invalid_files` then reads every file of the data
 directory a chapter needs, line by line, as its loader would
 (:func:`apd.evaluation.qa_data.check_offline_file`,
-:func:`apd.evaluation.factuality.sources.check_prompts_file`): one line per damaged file, naming the
-file, the line and the problem (0.7 s of CPU for the default profile's 9 files, 19 MB); a damaged
-file stops the build. Standard library only (the datasets' specifications are read from
-:mod:`apd.evaluation` when a chapter needs them), so a build stops in seconds. :func:`local_files` is what a chapter reads, for its cache key
+:func:`apd.evaluation.factuality.sources.check_prompts_file`): one line per problem, naming the
+file, the line and the problem, a field of the wrong type included (0.7 s of CPU for the default
+profile's 9 files, 19 MB); a damaged file stops the build. Standard library only (the datasets'
+specifications are read from :mod:`apd.evaluation` when a chapter needs them), so a build stops in
+seconds. :func:`local_files` is what a chapter reads, for its cache key
 (:func:`apd.book.cache.data_fingerprint`).
 
     >>> needs = data_needs({"qa": {"qa_datasets": ["lambada", "qasc"], "data_dir": None}}, ["qa"])
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
+
+from apd.base import paths
 
 #: The environment variable that names the folder of offline copies (``qa/``, ``factuality_prompts/``).
 DATA_ENV = "APD_DATA_DIR"
@@ -170,13 +174,34 @@ def _named_dir(need: DataNeed) -> str | None:
     return need.data_dir or os.environ.get(DATA_ENV) or None
 
 
+def _folder(named: str, root: Path) -> Path:
+    """The data directory ``named`` (relative: from ``root``, where the kernels run)."""
+    folder = Path(named).expanduser()
+    return folder if folder.is_absolute() else root / folder
+
+
 def _local_path(need: DataNeed, named: str, root: Path) -> Path:
     """Where ``need``'s file is in the data directory ``named`` (relative: from ``root``; the ``qa/``
     folder itself may be named for the QA files)."""
-    folder = Path(named).expanduser()
-    folder = folder if folder.is_absolute() else root / folder
+    folder = _folder(named, root)
     qa_alone = need.file.startswith("qa/") and folder.name == "qa"
     return folder / (need.file[3:] if qa_alone else need.file)
+
+
+def folder_problems(params: dict[str, dict], stems: list[str], root: Path) -> list[str]:
+    """One line per data folder named for this build that does not exist or is a file
+    (:func:`apd.base.paths.data_folder_problem`): ``$APD_DATA_DIR`` (``--data-dir`` sets it), and the
+    ``data_dir`` of each chapter of ``stems`` (its profile or ``--set``). Such a folder stops the
+    build before anything runs: going on would read nothing and skip the sections that need the data.
+    Without any data folder named, nothing (the chapters read the Hub and the original sources).
+
+        >>> print(*folder_problems({"qa": {"data_dir": "/no/such/data"}}, ["qa"], Path(".")))  # doctest: +ELLIPSIS
+        data: qa.data_dir=/no/such/data: no such folder; give the folder of the offline dataset copies ...
+    """
+    named = [(DATA_ENV, os.environ.get(DATA_ENV))]
+    named += [(f"{stem}.data_dir", (params.get(stem) or {}).get("data_dir")) for stem in stems]
+    problems = (paths.data_folder_problem(value, source, root) for source, value in named if value)
+    return [f"data: {problem}" for problem in problems if problem]
 
 
 def local_files(
@@ -195,9 +220,10 @@ def local_files(
 def invalid_files(
     params: dict[str, dict], stems: list[str], root: Path, defaults: dict[str, dict] | None = None
 ) -> list[str]:
-    """One line per file of :func:`local_files` that is there but invalid, as its loader would say
-    it (the file, the line, the problem: not UTF-8, not JSON, empty, a row without usable answer
-    options or gold answer), with the fix; each file is read once, line by line, keeping nothing."""
+    """One line per problem of each file of :func:`local_files` that is there but invalid, as its
+    loader would say it (the file, the line, the problem: not UTF-8, not JSON, empty, a field missing
+    or not of the type the loader's schema gives, a row without usable answer options or gold
+    answer), with the fix; each file is read once, line by line, keeping nothing."""
     problems, seen = [], set()
     for need, path in local_files(params, stems, root, defaults):
         if (path, need.dataset) in seen or not path.is_file():
@@ -214,7 +240,9 @@ def invalid_files(
                 qa_data.check_offline_file(need.dataset, path.parent)
         except ValueError as err:
             where = f"{need.chapter}.data_dir={need.data_dir}" if need.data_dir else f"{DATA_ENV}={_named_dir(need)}"
-            problems.append(f"data: {err} (read by the {need.chapter} chapter from {where})")
+            problems += [
+                f"data: {line} (read by the {need.chapter} chapter from {where})" for line in str(err).splitlines()
+            ]
     return problems
 
 
@@ -233,20 +261,18 @@ def check_data(params: dict[str, dict], stems: list[str], root: Path, defaults: 
         named = need.data_dir or env_dir
         if named:
             path = _local_path(need, named, root)
-            if not path.is_file():
+            # a data folder that is not there stops the build (folder_problems): no notice about its files
+            if not path.is_file() and _folder(named, root).is_dir():
                 missing.setdefault(named if need.data_dir else f"{DATA_ENV}={named}", []).append(need.file)
         else:
             host = _source_host(need, cache)
             if host is not None:
                 from_source.append((need, host))
     if missing:
-        where, files = next(iter(missing.items()))
+        where = next(iter(missing))
         files = sorted({f for fs in missing.values() for f in fs})
-        exists = Path(where.split("=", 1)[-1]).expanduser()
-        exists = (exists if exists.is_absolute() else root / exists).is_dir()
         raise DataUnavailable(
-            f"data: {where} {'lacks' if exists else 'does not exist, so it lacks'} "
-            f"{', '.join(files)}; point {DATA_ENV} at a folder holding these files, "
+            f"data: {where} lacks {', '.join(files)}; point {DATA_ENV} at a folder holding these files, "
             f"or unset it to read them from the Hub and their original sources"
         )
     ok = _probe({host for _, host in from_source})

@@ -283,7 +283,9 @@ def fetch(folder, log=print) -> int:
 
 
 def _validate(f: DataFile, path: Path) -> None:
-    """Read ``path`` as the loader would; ValueError (one line) when it is invalid."""
+    """Read ``path`` as the loader would, each row checked against the loader's schema of field types
+    (:data:`apd.evaluation.qa_data.OFFLINE_FIELDS`, :data:`apd.evaluation.factuality.sources.ROW_FIELDS`);
+    a ValueError, one line per problem, when it is invalid."""
     if f.dataset is None:
         from apd.evaluation.factuality.sources import check_prompts_file
 
@@ -296,7 +298,8 @@ def _validate(f: DataFile, path: Path) -> None:
 
 def problems(folder) -> list[str]:
     """One line per problem with the data files in ``folder``: missing, invalid (as the loaders read
-    them) or with a SHA-256 other than the recorded build's; empty when all 9 are as recorded.
+    them: not JSON, a field missing or of the wrong type, ...) or with a SHA-256 other than the
+    recorded build's; empty when all 9 are as recorded.
 
     Example:
         >>> import tempfile
@@ -312,8 +315,8 @@ def problems(folder) -> list[str]:
             continue
         try:
             _validate(f, path)
-        except ValueError as e:
-            out.append(f"{f.path}: invalid: {e}")
+        except ValueError as e:  # one line per problem (a field of the wrong type: file:line: field: ...)
+            out += [f"{f.path}: invalid: {line}" for line in str(e).splitlines()]
             continue
         digest = sha256(path)
         if digest != f.sha256:

@@ -187,14 +187,20 @@ def _unavailable(params: dict[str, dict], stems: list[str], root: Path) -> list[
 
 
 def data_problems(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:
-    """What stops a build for its data: a dataset that a chapter of ``stems`` outside
-    :data:`SKIPS_WITHOUT_DATA` cannot have here (one line naming ``APD_DATA_DIR`` and the files), and
-    every damaged file of the data directory (:func:`apd.book.data_check.invalid_files`: one line
-    each, naming it, its line and the problem). Empty: nothing. The chapters of
-    :data:`SKIPS_WITHOUT_DATA` go on without theirs: :func:`data_notices`."""
+    """What stops a build for its data: a data folder named (``APD_DATA_DIR``, a chapter's
+    ``data_dir``) that is not a folder (:func:`apd.book.data_check.folder_problems`), a dataset that a
+    chapter of ``stems`` outside :data:`SKIPS_WITHOUT_DATA` cannot have here (one line naming
+    ``APD_DATA_DIR`` and the files), and every damaged file of the data directory
+    (:func:`apd.book.data_check.invalid_files`: one line per problem, naming the file, the line and
+    the problem). Empty: nothing. The chapters of :data:`SKIPS_WITHOUT_DATA` go on without theirs:
+    :func:`data_notices`."""
     defaults = defaults_of([s for s in stems if s in data_check.DATA_CHAPTERS], root)
     others = [s for s in stems if s not in SKIPS_WITHOUT_DATA]
-    return _unavailable(params, others, root) + data_check.invalid_files(params, stems, root, defaults)
+    return (
+        data_check.folder_problems(params, stems, root)
+        + _unavailable(params, others, root)
+        + data_check.invalid_files(params, stems, root, defaults)
+    )
 
 
 def data_notices(params: dict[str, dict], stems: list[str], root: Path = ROOT) -> list[str]:

@@ -63,11 +63,12 @@ from typing import Any
 from apd.base.jobs import JOBS_ENV, JOBS_LOG_ENV, SLOTS_ENV, job_count, log_job, make_slots
 from apd.base.memo import SCORES_ENV
 from apd.base.notebooks import BookError
+from apd.base.paths import data_folder_problem
 from apd.book import datafiles
 from apd.book import status as build_status
 from apd.book import terminal, timing
 from apd.book.cache import chapter_keys, is_cached
-from apd.book.execution import disk_full_line, execute
+from apd.book.execution import disk_full_line, execute, with_damaged
 from apd.book.preflight import preflight
 from apd.book.profiles import profile_descriptions, resolve
 from apd.book.project import ROOT, is_checkout, results_root, toc_notebooks
@@ -123,6 +124,7 @@ def _build_locked(
     t_all = time.time()
     keys = chapter_keys(stems, params, root, NEEDS)  # from the inputs alone, before anything runs
     run = [stem for stem in stems if not only or stem in only]
+    run = with_damaged(run, stems, results_root(root) / profile, NEEDS)  # damaged results execute again
     missing = [stem for stem in stems if stem not in run and not (out_dir / f"{stem}.ipynb").is_file()]
     machine, log = timing.MachineSampler(), None
     finished = False
@@ -382,8 +384,12 @@ def _chapter_process(stem, params, out, root, force, upstream, progress_dir, est
 
 
 def use_data_dir(folder: str | None) -> None:
-    """``--data-dir FOLDER``: set ``$APD_DATA_DIR`` (absolute) for this build and its kernels."""
+    """``--data-dir FOLDER``: set ``$APD_DATA_DIR`` (absolute) for this build and its kernels; a
+    BookError, before anything runs, when FOLDER does not exist or is a file."""
     if folder:
+        problem = data_folder_problem(folder, "--data-dir")
+        if problem:
+            raise BookError(f"data: {problem}")
         os.environ["APD_DATA_DIR"] = str(Path(folder).expanduser().resolve())
 
 
@@ -534,9 +540,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
-    use_data_dir(args.data_dir)
     given = switches(args)
     try:
+        use_data_dir(args.data_dir)
         if args.check:
             params, stems = resolve(args.profile, args.set, args.only, switches=given)
             flags = [f"--device {given['device']}"] if given["device"] else []

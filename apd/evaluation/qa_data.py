@@ -5,12 +5,13 @@
 after it, with its leading space (``" " + gold``), and for multiple-choice datasets all options
 (same leading space, dataset order, ``gold_index``). It reads the Hugging Face Hub ids the authors
 used (``DATASETS``), or with ``data_dir=`` (or ``$APD_DATA_DIR``) the offline JSONL copies in
-``<data_dir>/qa/``. A dataset that cannot be had raises :class:`DatasetUnavailable`; :func:`try_load`
-returns ``(None, reason)`` instead. A file that is there but wrong raises :class:`DatasetInvalid`, from
-both: invalid data is an error, never a dataset silently left out. :func:`check_offline_file` reads
-a file line by line and raises what :func:`load_dataset` would, without keeping the rows (the book's
-``--check``). This module only decides what text is scored; scoring is in
-:mod:`apd.evaluation.qa_scoring`.
+``<data_dir>/qa/`` (a data folder named that is not a folder is a NotADirectoryError, never the Hub
+instead). A dataset that cannot be had raises :class:`DatasetUnavailable`; :func:`try_load` returns
+``(None, reason)`` instead. A file that is there but wrong raises :class:`DatasetInvalid`, from both:
+invalid data is an error, never a dataset silently left out. :func:`check_offline_file` reads a file
+line by line and raises what :func:`load_dataset` would, without keeping the rows (the book's
+``--check``); both check each row's fields against the types of :data:`OFFLINE_FIELDS`. This module
+only decides what text is scored; scoring is in :mod:`apd.evaluation.qa_scoring`.
 """
 
 from __future__ import annotations
@@ -23,10 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Union
 
+from apd.base import rows as row_types
+from apd.base.paths import data_folder
+
 __all__ = [
     "QAExample",
     "DatasetSpec",
     "DATASETS",
+    "OFFLINE_FIELDS",
     "TEMPLATES",
     "DatasetUnavailable",
     "DatasetInvalid",
@@ -393,13 +398,26 @@ DATASETS: dict[str, DatasetSpec] = {
 # Raw rows -> canonical records. A record is a dict with "id" and the template's fields plus
 # either ("options", "gold_index") for mc or "answers" (list of gold strings) for free datasets.
 
+_MC_FILE = {"query": str, "choices": [str], "gold": int}
 
-def _option_list(value, field: str = "choices") -> list:
-    """``value`` as a list of answer options; a string (which ``list`` would split into characters)
-    or anything else that is not a list of strings is a ValueError."""
-    if not isinstance(value, (list, tuple)) or not all(isinstance(o, str) for o in value):
-        raise ValueError(f"{field} must be a list of at least two strings, got {value!r}")
-    return list(value)
+#: The fields of an offline copy's row and their types, by reader (:mod:`apd.base.rows`): each row is
+#: checked against them before it is read, by :func:`load_dataset` and :func:`check_offline_file`
+#: (``apd data check``) alike, so a number where text belongs names its file, line and field.
+OFFLINE_FIELDS: dict[str, dict] = {
+    "lambada": {"context": str, "continuation": str},
+    "commonsense_qa": {"question": {"stem": str, "choices": [{"label": str, "text": str}]}, "answerKey": str},
+    "arc": _MC_FILE,
+    "openbookqa": _MC_FILE,
+    "social_iqa": {"context": str, "question": str, "options": [str], "answer": str},
+    "multirc": {
+        "idx": int | str,
+        "passage": {
+            "text": str,
+            "questions": [{"idx": int | str, "question": str, "answers": [{"text": str, "label": int}]}],
+        },
+    },
+    "squad": {"context": str, "question": str, "answers": [str]},
+}
 
 
 def _mc_from_labels(choices: dict, answer_key: str, where: str) -> tuple[list, int]:
@@ -454,8 +472,8 @@ def _arc(row: dict, i: int, source: str) -> dict:
     return {
         "id": str(i),
         "question": question,
-        "options": _option_list(row["choices"]),
-        "gold_index": int(row["gold"]),
+        "options": list(row["choices"]),
+        "gold_index": row["gold"],
     }
 
 
@@ -466,8 +484,8 @@ def _openbookqa(row: dict, i: int, source: str) -> dict:
     return {
         "id": str(i),
         "question": row["query"],
-        "options": _option_list(row["choices"]),
-        "gold_index": int(row["gold"]),
+        "options": list(row["choices"]),
+        "gold_index": row["gold"],
     }
 
 
@@ -476,7 +494,7 @@ def _social_iqa(row: dict, i: int, source: str) -> dict:
         options = [row["answerA"], row["answerB"], row["answerC"]]
         gold = int(row["label"]) - 1
     else:  # {context, question, options[3], answer (text)}
-        options = _option_list(row["options"], "options")
+        options = list(row["options"])
         if row["answer"] not in options:
             raise ValueError(
                 f"social_iqa row {i}: answer {row['answer']!r} is not among {options}; "
@@ -553,18 +571,12 @@ _READERS: dict[str, Callable[[dict, int, str], dict]] = {
 
 def resolve_data_dir(data_dir: Union[str, os.PathLike, None] = None) -> Optional[Path]:
     """The folder holding the QA JSONL files, or None for the Hub. ``data_dir`` (else
-    ``$APD_DATA_DIR``) may be the shared data root (files in its ``qa/``) or the ``qa/`` folder."""
-    if data_dir is None:
-        data_dir = os.environ.get("APD_DATA_DIR") or None
-        if data_dir is None:
-            return None
-    root = Path(data_dir).expanduser()
-    if not root.is_dir():
-        raise FileNotFoundError(
-            f"data directory {str(root)!r} does not exist; pass data_dir= (or set APD_DATA_DIR) to the "
-            "folder whose qa/ subfolder holds the offline JSONL files, or "
-            "leave both unset to read the Hugging Face Hub."
-        )
+    ``$APD_DATA_DIR``) may be the shared data root (files in its ``qa/``) or the ``qa/`` folder; one
+    that does not exist or is a file is a NotADirectoryError naming it
+    (:func:`apd.base.paths.data_folder`)."""
+    root = data_folder(data_dir)
+    if root is None:
+        return None
     return root / "qa" if (root / "qa").is_dir() else root
 
 
@@ -636,10 +648,22 @@ def _empty(name: str, path: Path) -> DatasetInvalid:
     return DatasetInvalid(f"{name}: the offline file {path} is empty; fetch that offline copy again.")
 
 
+def _field_problems(spec: DatasetSpec, row, path: Path, n: int) -> list[str]:
+    """One line per field of an offline row (line ``n`` of ``path``) that is missing or not of the
+    type :data:`OFFLINE_FIELDS` gives: ``<file>:<line>: <field>: expected str, got int (3); ...``."""
+    return [
+        f"{path}:{n}: {problem}; fix or drop that row."
+        for problem in row_types.problems(row, OFFLINE_FIELDS[spec.reader])
+    ]
+
+
 def _local_rows(name: str, spec: DatasetSpec, qa_dir: Path, split: Optional[str]) -> tuple[list, str, list]:
     path, split = _offline_path(name, spec, qa_dir, split)
     rows, lines = [], []
     for n, row in _offline_rows(name, path):
+        bad = _field_problems(spec, row, path, n)
+        if bad:
+            raise DatasetInvalid("\n".join(bad))
         rows.append(row)
         lines.append(n)
     if not rows:
@@ -659,17 +683,20 @@ def _read_row(name: str, spec: DatasetSpec, row, i: int, where: str, at: str) ->
 def check_offline_file(name: str, data_dir: Union[str, os.PathLike, None] = None, split: Optional[str] = None) -> Path:
     """Read the offline file of dataset ``name`` (as :func:`load_dataset` would, from ``data_dir`` or
     ``$APD_DATA_DIR``) line by line, keeping no rows, and raise the :class:`DatasetInvalid` that
-    loading it would raise (one line naming the file, the line and the problem); returns its path.
-    DatasetUnavailable when there is no offline copy or no data directory.
+    loading it would raise, naming the file, the line and the problem; returns its path. Rows whose
+    fields are not of the types of :data:`OFFLINE_FIELDS` are all listed, one line per field (at
+    most :data:`apd.base.rows.MAX_LISTED` lines), before the first other problem. DatasetUnavailable
+    when there is no offline copy or no data directory.
 
     Example:
         >>> import tempfile
         >>> qa = Path(tempfile.mkdtemp()) / "qa"; qa.mkdir()
-        >>> _ = (qa / "openbook_qa.jsonl").write_text('{"query": "Q", "choices": "ab", "gold": 0}\\n')
+        >>> _ = (qa / "openbook_qa.jsonl").write_text('{"query": 7, "choices": "ab", "gold": 0}\\n')
         >>> check_offline_file("openbookqa", qa.parent)  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
-        apd.evaluation.qa_data.DatasetInvalid: openbookqa: .../openbook_qa.jsonl, line 1 cannot be read (ValueError: choices must be a list of at least two strings, got 'ab'); fix or drop that row.
+        apd.evaluation.qa_data.DatasetInvalid: .../openbook_qa.jsonl:1: query: expected str, got int (7); fix or drop that row.
+        .../openbook_qa.jsonl:1: choices: expected a list of str, got str ('ab'); fix or drop that row.
     """
     if name not in DATASETS:
         raise ValueError(f"unknown QA dataset {name!r}; choose one of {sorted(DATASETS)}.")
@@ -679,29 +706,44 @@ def check_offline_file(name: str, data_dir: Union[str, os.PathLike, None] = None
         raise DatasetUnavailable(f"{name}: no data directory given (data_dir= or APD_DATA_DIR) to check.")
     path, split = _offline_path(name, spec, qa_dir, split)
     count, records, lines = 0, [], []  # records not checked yet (at most _CHECK_BLOCK), and their lines
+    listed: list[str] = []  # the rows' field problems, one line each
 
     def check_block() -> None:
         _examples(name, spec, records, split, str(path), lambda i: f"{path}, line {lines[i]}")
         records.clear()
         lines.clear()
 
-    for n, row in _offline_rows(name, path):
-        at = f"{path}, line {n}"
-        if spec.reader == "multirc":
-            try:
-                found = _multirc_records([row], "local")
-            except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
-                raise DatasetInvalid(
-                    f"{name}: {at} cannot be read ({type(e).__name__}: {e}); fix or drop that row."
-                ) from None
-        else:
-            found = [_read_row(name, spec, row, count, "local", at)]
-        records += found
-        lines += [n] * len(found)
-        count += 1
-        if len(records) >= _CHECK_BLOCK:
-            check_block()
-    check_block()
+    try:
+        for n, row in _offline_rows(name, path):
+            count += 1
+            bad = _field_problems(spec, row, path, n)
+            if bad:
+                listed += bad
+                if len(listed) > row_types.MAX_LISTED:
+                    listed = listed[: row_types.MAX_LISTED] + [
+                        f"{path}: not read past line {n}; fix these rows first."
+                    ]
+                    break
+                continue
+            at = f"{path}, line {n}"
+            if spec.reader == "multirc":
+                try:
+                    found = _multirc_records([row], "local")
+                except (KeyError, ValueError, TypeError, IndexError, AttributeError) as e:
+                    raise DatasetInvalid(
+                        f"{name}: {at} cannot be read ({type(e).__name__}: {e}); fix or drop that row."
+                    ) from None
+            else:
+                found = [_read_row(name, spec, row, count - 1, "local", at)]
+            records += found
+            lines += [n] * len(found)
+            if len(records) >= _CHECK_BLOCK:
+                check_block()
+        check_block()
+    except DatasetInvalid as err:
+        listed.append(str(err))
+    if listed:
+        raise DatasetInvalid("\n".join(listed))
     if not count:
         raise _empty(name, path)
     return path

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import urllib.error
 import urllib.request
@@ -14,7 +13,7 @@ from typing import Iterable, Optional, Sequence
 import numpy as np
 
 from apd.base.io import check_file, read_json_checked, record_digest, write_json
-from apd.base.paths import cache_dir
+from apd.base.paths import cache_dir, data_folder
 from apd.evaluation.factuality.ner import MeasureUnavailable
 from apd.evaluation.factuality.sources import prompt_rows, prompts_file
 from apd.evaluation.factuality.sweeps import config_key
@@ -33,9 +32,9 @@ class FactualityPrompt:
 
 
 def resolve_data_dir(data_dir=None) -> Optional[Path]:
-    """``data_dir``, else ``$APD_DATA_DIR``, else None (read the original source)."""
-    d = data_dir if data_dir is not None else os.environ.get("APD_DATA_DIR")
-    return Path(d) if d else None
+    """``data_dir``, else ``$APD_DATA_DIR``, else None (read the original source); one named that does
+    not exist or is a file is a NotADirectoryError naming it (:func:`apd.base.paths.data_folder`)."""
+    return data_folder(data_dir)
 
 
 def _download(url: str, dest: Path) -> None:
@@ -61,9 +60,10 @@ def load_factuality_prompts(
 
     split: ``test`` (the 7k test prompts the paper used), ``validation`` (its 1k) or ``all`` (the
     original 8k). Reads ``<data_dir>/factuality_prompts/<file>`` when ``data_dir`` or
-    ``$APD_DATA_DIR`` is given (FileNotFoundError if the file is not there); otherwise downloads
-    the original file (pinned commit of nayeon7lee/FactualityPrompt or of the authors' release)
-    once into ``<cache>/factuality_prompts/`` (:class:`MeasureUnavailable` when offline).
+    ``$APD_DATA_DIR`` is given (FileNotFoundError if the file is not there, NotADirectoryError if the
+    folder is not); otherwise downloads the original file (pinned commit of nayeon7lee/FactualityPrompt
+    or of the authors' release) once into ``<cache>/factuality_prompts/`` (:class:`MeasureUnavailable`
+    when offline).
     limit: a random subset of that many prompts (``numpy`` seeded by ``seed``), in file order.
     """
     rel, url = prompts_file(kind, split)

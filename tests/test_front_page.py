@@ -24,3 +24,19 @@ def test_readme_and_docs_do_not_speak_of_how_they_were_developed():
         text = path.read_text()
         found = re.findall(r"\bissue \d+|\bsession\b|\bwas lent\b", text)
         assert not found, f"{path.name}: {found}"
+
+
+def test_the_readme_example_prints_what_it_shows():
+    """The example runs as a script too: no line ends on a bare value that a notebook would show
+    and a script would drop."""
+    import ast
+
+    from test_installed import readme_example
+
+    bare = [
+        ast.unparse(s)
+        for s in ast.parse(readme_example()).body
+        if isinstance(s, ast.Expr)
+        and not (isinstance(s.value, ast.Call) and getattr(s.value.func, "id", None) == "print")
+    ]
+    assert not bare, f"print these in the README's example: {bare}"

@@ -159,11 +159,17 @@ def test_apd_command_from_an_empty_folder(installed):
 
 
 def test_readme_example_runs_from_an_empty_folder(installed):
+    """The README's example, as a script with progress shown, on the fresh user cache (it runs
+    before the tutorial's cells): it says what it trains and where it caches it, and prints what
+    each of its print calls prints."""
     venv, env, tmp = installed
     folder = _empty(tmp, "readme")
     (folder / "example.py").write_text(readme_example())
-    proc = _run([str(venv / "bin" / "python"), "example.py"], cwd=folder, env=env, timeout=900)
-    assert proc.stdout.strip(), "the README's example printed nothing"
+    shown = {k: v for k, v in env.items() if k != "APD_PROGRESS"}  # as on a user's terminal
+    proc = _run([str(venv / "bin" / "python"), "example.py"], cwd=folder, env=shown, timeout=900)
+    assert len(proc.stdout.strip().splitlines()) >= readme_example().count("print("), proc.stdout
+    said = [line for line in proc.stderr.splitlines() if line.startswith("apd: training")]
+    assert said and all(str(tmp / "user-cache" / "apd") in line for line in said), proc.stderr[-3000:]
     assert not (folder / "cache").exists(), "the README's example made a cache/ in its folder"
 
 

@@ -125,6 +125,23 @@ def test_progress_bars_follow_apd_progress(monkeypatch, capsys):
     assert progress.progress_bar(total=2, progress=False).disable
 
 
+def test_a_long_step_says_what_it_does_where_a_bar_would_show(monkeypatch, capsys, tmp_path):
+    """On a terminal (bars on) the note is a line on stderr naming the step and its cache folder;
+    in the book's kernels (bars off, a progress file) it is the chapter's line; else nothing."""
+    monkeypatch.delenv(progress.PROGRESS_FILE_ENV, raising=False)
+    monkeypatch.setenv("APD_PROGRESS", "1")
+    progress.progress_note("training ALM'", tmp_path / "apd")
+    assert capsys.readouterr().err == f"apd: training ALM'; cached in {tmp_path / 'apd'}\n"
+    progress.progress_note("training ALM'", progress=False)
+    monkeypatch.setenv("APD_PROGRESS", "0")
+    progress.progress_note("training ALM'")
+    assert capsys.readouterr().err == ""
+    monkeypatch.setenv(progress.PROGRESS_FILE_ENV, str(tmp_path / "state.json"))
+    progress.progress_note("training ALM'", tmp_path / "apd")
+    assert capsys.readouterr().err == ""
+    assert json.loads((tmp_path / "state.json").read_text())["desc"] == "training ALM'"
+
+
 def test_kernel_environment_sets_and_restores(monkeypatch):
     monkeypatch.delenv("APD_PROGRESS", raising=False)
     monkeypatch.setenv("PYTHONWARNINGS", "default")

@@ -1,14 +1,17 @@
 """The book's first page (book/intro.md): a summary written by hand whose sentences are chosen by
 the paper-vs-book chapter's results (apd.book.pages.fill_page, apd.book.rendering.summary_page)."""
 
+import html
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from apd.book import pages
-from apd.book.rendering import summary_page
+from apd.book.rendering import BUILD_KEYS, stage_config, summary_page
 
 ROOT = Path(__file__).resolve().parents[1]
 INTRO = (ROOT / "book" / "intro.md").read_text()
@@ -16,6 +19,7 @@ INTRO = (ROOT / "book" / "intro.md").read_text()
 ENGAGED_CLOSER = {
     "summary_ready": True,
     "profile_name": "default",
+    "book_profile": "default",  # the build's own values (rendering.build_values)
     "summary_t1_err": 1.4e-14,
     "summary_t1_n": 20000,
     "summary_n_members": 6,
@@ -81,7 +85,7 @@ ESTABLISHED = {
 
 
 def test_without_results_the_summary_says_how_to_get_it():
-    text = pages.fill_page(INTRO, {})
+    text = pages.fill_page(INTRO, {"book_profile": "default"})  # the build's own values, always there
     assert "{glue" not in text and "<!--" not in text
     assert "appear here once every chapter" in text and _items(text) == []
     assert "headline.png" not in text
@@ -137,8 +141,9 @@ def test_every_value_the_summary_quotes_is_glued_by_the_paper_vs_book_chapter():
     glued = set(re.findall(r"run\.glue(?:_text)?\(\"(\w+)\"", code))
     quoted = {m.group(1) for m in pages.GLUE_ROLE.finditer(INTRO)}
     conditions = {key for m in pages.BLOCK.finditer(INTRO) for _, key in pages.conditions(m.group(1).split())}
-    assert quoted and quoted <= glued, sorted(quoted - glued)
-    assert conditions - {"headline_figure"} <= glued, sorted(conditions - glued - {"headline_figure"})
+    own = {"headline_figure", *BUILD_KEYS}  # what the build says of itself (rendering.build_values)
+    assert quoted and quoted - own <= glued, sorted(quoted - own - glued)
+    assert conditions - own <= glued, sorted(conditions - glued - own)
 
 
 def _paragraphs(text):
@@ -241,3 +246,47 @@ def test_the_paper_vs_book_chapter_says_the_positive_control_once_whatever_it_re
         and pages.cell_shown(c["metadata"].get("tags", []), values)
     ]
     assert len(shown) == 1, (sides, shown)
+
+
+def _project(tmp_path, monkeypatch):
+    """A project root in ``tmp_path`` with this checkout's book config, table of contents and
+    profiles, and its results folder (``$APD_RESULTS_DIR``)."""
+    for name in ("_config.yml", "_toc.yml"):
+        shutil.copy2(ROOT / name, tmp_path / name)
+    shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
+    results = tmp_path / "results"
+    (results / "smoke").mkdir(parents=True)
+    monkeypatch.setenv("APD_RESULTS_DIR", str(results))
+    (tmp_path / "book").mkdir()
+    return results / "smoke"
+
+
+def test_a_book_of_another_profile_carries_its_banner_on_every_page(tmp_path, monkeypatch):
+    """The staged book config: under any profile but the default, the theme's announcement (a line
+    at the top of every page) names the profile and its description; the default's has none."""
+    _project(tmp_path, monkeypatch)
+    source = yaml.safe_load((ROOT / "_config.yml").read_text())
+    description = yaml.safe_load((ROOT / "profiles" / "smoke.yml").read_text())["description"]
+    for profile in ("smoke", "default"):
+        dest = tmp_path / profile
+        dest.mkdir()
+        staged = yaml.safe_load(stage_config(profile, dest, tmp_path).read_text())
+        line = staged["html"].pop("announcement", None)
+        assert staged == source  # nothing else changes
+        if profile == "default":
+            assert line is None
+        else:
+            assert "smoke" in line and html.escape(description) in line
+
+
+def test_the_first_page_says_which_profile_ran_and_what_it_skipped(tmp_path, monkeypatch):
+    results = _project(tmp_path, monkeypatch)
+    line = "The paper's QA datasets are not on this machine; this section is skipped."
+    (results / "qa.json").write_text(json.dumps({"qa_data_missing": line, "qa_max_examples": None}))
+    text = " ".join(summary_page(INTRO, "smoke", tmp_path / "book", tmp_path).split())
+    assert "this book (the smoke profile)" in text
+    assert f"{{doc}}`../notebooks/qa`: {line}" in text
+    assert "examples each" not in text and "did not run in this build" in text
+    (results / "qa.json").write_text(json.dumps({"qa_max_examples": 100}))
+    text = " ".join(summary_page(INTRO, "smoke", tmp_path / "book", tmp_path).split())
+    assert "at most 100 examples each" in text and "did not run" not in text and "Skipped in this build" not in text

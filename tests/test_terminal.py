@@ -47,3 +47,51 @@ def test_on_a_terminal_the_line_is_updated_in_place(tmp_path):
     assert "\r[apd] family: pico-25k (2/6) step 120/400 | 0 s elapsed, last run 6 min 54 s" in text
     assert "\n" not in text and text.endswith("\r")  # one line, cleared when the chapter ends
     assert terminal.PROGRESS_FILE_ENV not in os.environ and not bar.path.exists()
+
+
+def _shut_down(code: str | None) -> tuple[list, bool]:
+    """Start a kernel, ask for its kernel_info as papermill does after the last cell (``code``:
+    run that first, without waiting for it), then shut it down; the interrupts it was sent, and
+    whether it is still alive."""
+    import asyncio
+
+    async def go():
+        km = terminal.IPCKernelManager(kernel_name="python3")
+        sent, interrupt = [], km._async_interrupt_kernel
+
+        async def counted():
+            sent.append(1)
+            await interrupt()
+
+        km._async_interrupt_kernel = counted
+        await km.start_kernel()
+        kc = km.client()
+        kc.start_channels()
+        try:
+            await kc.wait_for_ready(timeout=60)
+            if code:
+                kc.execute(code)
+                await asyncio.sleep(1.0)
+            else:
+                await kc.kernel_info(reply=True, timeout=30)
+            await km.shutdown_kernel()
+            return sent, await km.is_alive()
+        finally:
+            kc.stop_channels()
+
+    return asyncio.run(go())
+
+
+def test_an_idle_kernel_is_shut_down_without_an_interrupt(capfd):
+    """After a successful run the kernel exits when asked: no SIGINT, so no "KeyboardInterrupt
+    caught in kernel" on the terminal."""
+    sent, alive = _shut_down(None)
+    assert sent == [] and not alive
+    assert "KeyboardInterrupt" not in capfd.readouterr().err
+
+
+def test_a_kernel_still_running_code_is_interrupted_at_shutdown():
+    """A build stopped in the middle of a chapter: the running cell is interrupted (a training in it
+    writes its checkpoint), and the kernel exits."""
+    sent, alive = _shut_down("import time\ntime.sleep(60)")
+    assert sent == [1] and not alive

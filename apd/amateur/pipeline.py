@@ -49,9 +49,11 @@ from apd.amateur.runs import (
 )
 from apd.amateur.tuning import dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
 from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, lambda3_grid, variant_config
+from apd.base import paths
 from apd.base.io import read_json_checked, write_json
 from apd.base.jobs import job_count, run_jobs
 from apd.base.lock import file_lock
+from apd.base.progress import progress_note
 from apd.family.logprobs import next_token_log_probs
 from apd.family.select import get_family
 from apd.family.settings import Settings, settings_for
@@ -227,7 +229,7 @@ def _run_gates(alm_prime, fam, built, settings: Settings, cache) -> Gates:
     folder = Path(getattr(alm_prime, "alm_prime_path", alm_prime))
     val_dir = gate_collection(fam, built, settings, cache=cache)
     n = settings.gate_chunks
-    key = hash_key("gates-v2", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
+    key = hash_key("gates-v3", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
     path = folder.parent / f"gates-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "mechanism gates", "measuring them again")
@@ -367,7 +369,7 @@ def _engaged_variant(fam, built, settings: Settings, *, progress, cache, seed, v
         raise ValueError(f"no variants to choose from; pass some of {VARIANT_NAMES}.")
     if RELEASE not in names:
         raise ValueError(f"the release configuration must be among the variants (it is the fallback); got {names}.")
-    prefetch_variants(fam, built, settings, names, cache=cache, seed=seed)
+    prefetch_variants(fam, built, settings, names, cache=cache, seed=seed, progress=progress)
     results = {
         n: _apd_model(
             fam, built, settings, lambda3=None, progress=progress, cache=cache, seed=seed, variant=n, leave_out=()
@@ -398,18 +400,19 @@ def _engaged_variant(fam, built, settings: Settings, *, progress, cache, seed, v
 # -- the variants side by side --------------------------------------------------------------------
 
 
-def prefetch_variants(fam, built, settings: Settings, names, *, cache=None, seed: int = 0) -> None:
+def prefetch_variants(fam, built, settings: Settings, names, *, cache=None, seed: int = 0, progress=True) -> None:
     """Train what :func:`engaged_variant` needs, side by side (:func:`apd.base.jobs.run_jobs`), so that
     it then finds everything cached: first every short tuning run of every variant's lambda3 grid
     (:func:`apd.amateur.runs.train_side_by_side`), then each variant's tuning scores, final ALM' and
     gates. A pico family only, with more than one job (:func:`apd.base.jobs.job_count`), and nothing
     when the tuning runs are cached already. Each job trains as it would alone (one thread, its seed),
-    so the numbers are those of a one-at-a-time build."""
+    so the numbers are those of a one-at-a-time build. ``progress``: say what it trains (the workers
+    draw no bars)."""
     if built is None or settings.family != "pico" or job_count() < 2:
         return
     recipe = (settings.family, settings.scale, str(fam.device), cache)
     collect_dir = collect_family(
-        fam, finetune_texts(fam, built), collect_config(settings, built), cache=cache, progress=False
+        fam, finetune_texts(fam, built), collect_config(settings, built), cache=cache, progress=progress
     )
     runs = [
         (n, replace(variant_config(n, settings, tuning=True), lambda3=float(value)))
@@ -418,6 +421,12 @@ def prefetch_variants(fam, built, settings: Settings, names, *, cache=None, seed
     ]
     if all(trained(collect_dir, c, cache) is not None for _, c in runs):  # tuned before: what is left is quick
         return
+    progress_note(
+        f"training ALM' {len(names)} ways ({', '.join(names)}): {len(runs)} short runs to tune lambda3, then "
+        f"each way's ALM' and its gates, {job_count()} side by side",
+        Path(cache or paths.cache_dir()) / "apd",
+        progress=progress,
+    )
     train_side_by_side(
         fam,
         collect_dir,

@@ -28,6 +28,7 @@ from apd.base.device import resolve_device
 from apd.base.io import check_folder, file_sha256, read_json_checked, recorded_digest
 from apd.base.jobs import in_worker_job, job_count, run_jobs
 from apd.base.lock import file_lock
+from apd.base.progress import progress_note
 from apd.family.loading import Family
 from apd.family.settings import Settings, train_family
 from apd.family.text import token_stream
@@ -63,6 +64,11 @@ def collect_family(
         return out
     with file_lock(out.parent / f"{key}.lock"):
         if not _collection_ready(out):
+            progress_note(
+                f"collecting what the family's {len(family.names)} members predict on {len(texts):,} documents",
+                out,
+                progress=progress,
+            )
             side = _side_by_side(family, ids, out, config, batch_size)
             collect.collect_probabilities(
                 family, ids, out, config, batch_size=batch_size, progress=progress, side_by_side=side
@@ -160,6 +166,10 @@ def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress:
         done = _finished(out)  # another process may have finished it while we waited
         if done is not None:
             return done
+        lambda3 = "" if config.lambda3 is None else f", lambda3 = {config.lambda3:g}"
+        progress_note(
+            f"training ALM' from {family.alm} ({config.objective} objective{lambda3})", out, progress=progress
+        )
         data = collected_chunks(collect_dir)
         if config.objective == "distill":  # the fitter's targets, cached beside the collection
             n = max(1, int(round(config.data_fraction * len(data.records))))

@@ -20,6 +20,7 @@ chapters) turns every bar off, so the rendered pages carry no progress lines; a 
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 
 #: The environment variable that turns every progress bar of ``apd`` off when it is ``0``.
@@ -37,24 +38,29 @@ def progress_enabled(progress: bool = True) -> bool:
 PROGRESS_FILE_ENV = "APD_PROGRESS_FILE"
 
 
-def _reporting_bar(iterable, path: str, kwargs: dict):
-    """A ``tqdm`` bar that draws nothing and writes ``{"desc", "n", "total", "unit", "time"}`` to
-    ``path`` (JSON, replaced atomically) at most once a second and when it closes."""
+def _report(path: str, desc, n=0, total=None, unit=None) -> None:
+    """Write ``{"desc", "n", "total", "unit", "time"}`` to ``path`` (JSON, replaced atomically)."""
     import json
     import time
 
+    state = {"desc": desc, "n": n, "total": total, "unit": unit, "time": time.time()}
+    try:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def _reporting_bar(iterable, path: str, kwargs: dict):
+    """A ``tqdm`` bar that draws nothing and reports its state to ``path`` (:func:`_report`) at most
+    once a second and when it closes."""
     from tqdm.std import tqdm
 
     class _Report(tqdm):
         def display(self, msg=None, pos=None):
-            state = {"desc": self.desc, "n": self.n, "total": self.total, "unit": self.unit, "time": time.time()}
-            try:
-                tmp = f"{path}.{os.getpid()}.tmp"
-                with open(tmp, "w") as f:
-                    json.dump(state, f)
-                os.replace(tmp, path)
-            except OSError:
-                pass
+            _report(path, self.desc, self.n, self.total, self.unit)
             return True
 
     # disable=False explicitly: the kernels' TQDM_DISABLE=1 would otherwise turn this bar off too
@@ -78,3 +84,22 @@ def progress_bar(iterable=None, *, progress: bool = True, **kwargs):
         warnings.filterwarnings("ignore", message="IProgress not found")
         from tqdm.auto import tqdm
     return tqdm(iterable, **kwargs)
+
+
+def progress_note(what: str, where=None, *, progress: bool = True, file=None) -> None:
+    """Say what a long step is about to do, and where its result is kept, as a bar would: the line
+    ``apd: <what>; cached in <where>`` on ``file`` (default stderr) when :func:`progress_enabled`,
+    so that a script of your own does not sit silent while it trains; under ``$APD_PROGRESS_FILE``
+    (the book's kernels, whose bars are off) ``what`` becomes the chapter's line on the build's
+    terminal; else nothing.
+
+    Example:
+        >>> import sys
+        >>> progress_note("training 2 members of the pico family", "/tmp/apd/families/pico-1", file=sys.stdout)
+        apd: training 2 members of the pico family; cached in /tmp/apd/families/pico-1
+        >>> progress_note("training ALM'", progress=False, file=sys.stdout)   # asked for no bar: silent
+    """
+    if progress_enabled(progress):
+        print(f"apd: {what}" + (f"; cached in {where}" if where else ""), file=file or sys.stderr, flush=True)
+    elif os.environ.get(PROGRESS_FILE_ENV):
+        _report(os.environ[PROGRESS_FILE_ENV], what)

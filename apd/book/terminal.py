@@ -11,11 +11,13 @@ chapter, is printed when the work changes and at most every 30 s.
     '[apd] family: pico-25k (2/6) step 120/400 | 1 min 23 s elapsed, last run 6 min 54 s'
 
 Kernels are started with IPC transport (:class:`IPCKernelManager`): no TCP port and no
-"running over TCP without encryption" warning.
+"running over TCP without encryption" warning; and shut down without an interrupt when they are
+idle, so a successful build prints no "KeyboardInterrupt caught in kernel".
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -30,14 +32,44 @@ from jupyter_client.manager import AsyncKernelManager
 from apd.base.progress import PROGRESS_FILE_ENV
 
 
+#: Seconds a kernel asked to shut down has to exit before it is interrupted (:class:`IPCKernelManager`).
+QUIET_EXIT_S = 3.0
+
+
 class IPCKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel talks over IPC sockets in a private temporary folder."""
+    """A kernel manager whose kernel talks over IPC sockets in a private temporary folder, and is
+    interrupted at shutdown only when it is still running code."""
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self._ipc_dir = tempfile.mkdtemp(prefix="apd-kernel-")
         self.transport = "ipc"
         self.ip = os.path.join(self._ipc_dir, "k")
+
+    async def _async_shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+        """Ask the kernel to shut down, and interrupt it only if it has not exited after
+        :data:`QUIET_EXIT_S` seconds.
+
+        jupyter_client interrupts (SIGINT) every kernel before asking it to shut down. After a
+        successful run the kernel may still be finishing its last reply (papermill asks for
+        ``kernel_info`` once the last cell has run), and it then logs "KeyboardInterrupt caught in
+        kernel" as an error. Here an idle kernel exits when asked and is never interrupted; one
+        still running code (a build stopped in the middle of a chapter) is interrupted as before,
+        so that a training in it writes its checkpoint, then shut down as jupyter_client does."""
+        if now or restart or not self.owns_kernel or not self.has_kernel:
+            await super()._async_shutdown_kernel(now=now, restart=restart)
+            return
+        self.shutting_down = True  # as jupyter_client: the restarter leaves the kernel alone
+        self.stop_restarter()
+        await self._async_request_shutdown()
+        try:
+            await asyncio.wait_for(self._async_wait(pollinterval=0.1), timeout=QUIET_EXIT_S)
+        except asyncio.TimeoutError:
+            await self._async_interrupt_kernel()
+        await self._async_finish_shutdown()
+        await self._async_cleanup_resources()
+
+    shutdown_kernel = _async_shutdown_kernel
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)

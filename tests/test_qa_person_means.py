@@ -218,6 +218,7 @@ def test_apd_context_reads_the_gates_and_explains_the_count(run, tmp_path, monke
         "gate_toward_expert": 0.97,
         "gate_collapse_tol": 0.005,
         "gate_not_trivial": 0,
+        "gate_on_expert": 1,
         "n_test_items": 7,
         "qa_per_bucket": 2,
     }
@@ -240,7 +241,7 @@ def test_apd_context_reads_the_gates_and_explains_the_count(run, tmp_path, monke
     assert (v["world_n_split_test"], v["world_n_split_distributional"], v["world_n_split_single"]) == (6, 2, 4)
     assert v["world_split_per_bucket"] == "head 2, torso 0, tail 4"
     engaged = Run(stem="qa", profile="p", parameters={})
-    (tmp_path / "p" / "apd.json").write_text(json.dumps({**apd, "gate_not_trivial": 1}))
+    (tmp_path / "p" / "apd.json").write_text(json.dumps({**apd, "gate_not_trivial": 1, "gate_on_expert": 0}))
     qa.glue_apd_context(engaged, "p", None, None)
     assert engaged.values["apd_near_expert"] is False and engaged.values["apd_expert_share"] == "n/a"
     assert all(engaged.values[k] == "n/a" for k in qa.COUNT_KEYS)

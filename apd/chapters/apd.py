@@ -9,6 +9,7 @@ by :func:`glue` (``fmt`` None: the number as is, :meth:`Run.glue`; a format: tex
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -17,7 +18,15 @@ import pandas as pd
 
 from apd.amateur.collect import read_manifest
 from apd.amateur.composition import token_set_composition
-from apd.amateur.gates import LOOSE_THRESHOLDS, THRESHOLDS
+from apd.amateur.gates import (
+    LOOSE_THRESHOLDS,
+    NEAR_TRIVIAL,
+    NO_GAIN,
+    NOT_MEASURED,
+    SOLUTIONS,
+    THRESHOLDS,
+    Gates,
+)
 from apd.amateur.objective import CurveMLP, predict_curves
 from apd.amateur.pipeline import apd_model, run_gates, tuning_table
 from apd.amateur.runs import finetune_texts, run_record
@@ -375,7 +384,9 @@ def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
 GATE_WORDS = {
     "curve model inert": "flat curves",
     "ALM' does not realise its distillation targets (fidelity)": "misses its targets",
-    "c collapsed to the expert": "APD on the expert",
+    NEAR_TRIVIAL: "near a trivial solution",
+    NO_GAIN: "no gain to attain",
+    NOT_MEASURED: "objective not measured",
     "ALM' did not move from the ALM": "ALM' barely moved",
     "all gates pass": "",
 }
@@ -385,8 +396,8 @@ def gates_in_words(reason) -> str:
     """A gates' ``reason`` (failed gates joined by "; ") in a reader's words (:data:`GATE_WORDS`).
 
     Example:
-        >>> gates_in_words("curve model inert; c collapsed to the expert")
-        'flat curves, APD on the expert'
+        >>> gates_in_words("curve model inert; ALM' near a trivial solution")
+        'flat curves, near a trivial solution'
     """
     parts = [p.strip() for p in str(reason or "").split(";") if p.strip()]
     return ", ".join(w for w in (GATE_WORDS.get(p, p) for p in parts) if w)
@@ -400,10 +411,10 @@ def variants_shown(table: pd.DataFrame) -> pd.DataFrame:
 
     Example:
         >>> t = pd.DataFrame({"variant": ["release", "distilled"], "lambda3": [0.2, 0.6], "engaged": [False, True],
-        ...                   "reason": ["curve model inert; c collapsed to the expert", "all gates pass"],
+        ...                   "reason": ["curve model inert; ALM' near a trivial solution", "all gates pass"],
         ...                   "dev_kl": [2.43, 2.41], "dev_inv_T": [0.05, 0.5], "chosen": [False, True]})
         >>> variants_shown(t)[["variant", "engages?", "why not", "used by later chapters"]].iloc[0].tolist()
-        ['release', 'no', 'flat curves, APD on the expert', 'no']
+        ['release', 'no', 'flat curves, near a trivial solution', 'no']
         >>> variants_shown(t).columns[2:].tolist()
         ['engages?', 'why not', '1/T (dev-best)', 'dev KL at that 1/T (nats)', 'used by later chapters']
         >>> variants_shown(t)["1/T (dev-best)"].tolist()
@@ -432,6 +443,7 @@ def gate_table_shown(table: pd.DataFrame) -> pd.DataFrame:
             "curve_alive",
             "l1_curve",
             "l1_flat",
+            "gap_share",
             "collapsed",
             "collapsed_cd",
             "moved_kl",
@@ -443,6 +455,7 @@ def gate_table_shown(table: pd.DataFrame) -> pd.DataFrame:
             "curve_alive": "curve alive",
             "l1_curve": "L1 of the curves",
             "l1_flat": "L1 of a flat line",
+            "gap_share": "gap share (objective)",
             "collapsed": "share at the expert",
             "collapsed_cd": "same for CD (T = 1)",
             "moved_kl": "KL(ALM || ALM')",
@@ -468,6 +481,7 @@ def gate_values(sel, variant_names) -> Values:
         )
         for key in ("curve_alive", "l1_curve", "l1_flat", "collapsed", "moved_kl", "toward_expert"):
             values[f"{v}_{key}"] = (float(row[key]), None)
+        values[f"{v}_gap"] = (gap_words(sel.gates_of(v)), None)
     engaged = [v for v in variant_names if by_variant.loc[v, "engaged"]]
     values.update(
         n_variants=(len(variant_names), None),
@@ -481,8 +495,9 @@ def gate_values(sel, variant_names) -> Values:
     g = sel.gates.to_dict()
     for key in ("curve_alive", "l1_curve", "l1_flat", "collapsed", "collapsed_cd", "moved_kl", "toward_expert"):
         values[f"gate_{key}"] = (g[key], None)
-    for key in ("alive", "not_trivial", "moved", "engaged"):
+    for key in ("alive", "not_trivial", "on_expert", "moved", "engaged"):
         values[f"gate_{key}"] = (int(g[key]), None)
+    values["gate_gap"] = (gap_words(sel.gates), None)
     what = "the release configuration" if sel.variant == "release" else f"the {sel.variant} variant"
     values["gate_verdict"] = (
         f"engaged ({what})"
@@ -495,13 +510,69 @@ def gate_values(sel, variant_names) -> Values:
     values.update(
         gate_alive_min=(THRESHOLDS.alive_min, None),
         gate_collapse_tol=(THRESHOLDS.collapse_tol, None),
-        gate_collapsed_max=(THRESHOLDS.collapsed_max, None),
+        gate_gap_min=(THRESHOLDS.gap_min, None),
         gate_moved_min=(THRESHOLDS.moved_min, None),
     )
     for v in variant_names:
         for w in ("apd", "elm", "cd"):
             values[f"{v}_fidelity_{w}"] = (by_variant.loc[v].get(f"fidelity_{w}"), "{:.3f}")
     return values
+
+
+def gap_words(g: Gates) -> str:
+    """*not trivial*'s reading as a predicate of "ALM'": the share of the objective's gap it closes (from
+    the better trivial solution, 0, to the attainable one, 1), or why there is none.
+
+    Example:
+        >>> gap_words(Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.1, 0.4, 10, 200, loss_trained=0.9,
+        ...                 loss_attainable=0.5, loss_expert=1.0, loss_cd=1.3))
+        "closes 0.20 of the objective's gap"
+        >>> gap_words(Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.1, 0.4, 10, 200))
+        'was not measured on the objective'
+    """
+    if math.isfinite(g.gap_share):
+        return f"closes {g.gap_share:.2f} of the objective's gap"
+    if NOT_MEASURED in g.reason:
+        return "was not measured on the objective"
+    return "has no attainable gain on the objective to close"
+
+
+#: the solutions at which *not trivial* reads the objective (:data:`apd.amateur.gates.SOLUTIONS`), in words
+SOLUTION_WORDS = {
+    "trained": "trained ALM'",
+    "attainable": "attainable (the fitter's curves)",
+    "expert": "expert (c = p_ELM)",
+    "cd": "CD (ALM' = ALM)",
+}
+
+
+def objective_table(sel, variant_names) -> pd.DataFrame:
+    """Every variant's objective at the four solutions of *not trivial* (:meth:`Gates.objective_rows`):
+    variant, solution, L1, L2, L3, L (a distilled variant's: its KL to the fitter's targets), the share of
+    tokens at the expert, and on the trained row the gap share (NaN: no gain to attain).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> g = Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.1, 0.4, 10, 200, loss_trained=0.9, loss_attainable=0.5,
+        ...           loss_expert=1.0, loss_cd=1.3)
+        >>> t = objective_table(SimpleNamespace(gates_of=lambda v: g), ["release"])
+        >>> t["L"].tolist(), round(float(t["gap share"].iloc[0]), 2), int(t["gap share"].isna().sum())
+        ([0.9, 0.5, 1.0, 1.3], 0.2, 3)
+    """
+    rows = []
+    for v in variant_names:
+        g = sel.gates_of(v)
+        for r in g.objective_rows():
+            first = r["solution"] == SOLUTIONS[0]
+            rows.append(
+                {
+                    "variant": v,
+                    **r,
+                    "solution": SOLUTION_WORDS[r["solution"]],
+                    "gap share": g.gap_share if first else None,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 def gate_reading(sel, variant_names) -> tuple[pd.DataFrame, Values]:
@@ -1334,19 +1405,19 @@ def gate_verdict(profile: str) -> str:
 
 def glue_near_expert(run, profile: str) -> dict:
     """Glue what the APD chapter's results (``results/<profile>/apd.json``) say about any APD-against-CD
-    comparison: whether its mechanism gates find ALM' collapsed onto the expert (``apd_near_expert``,
-    the failed "not trivial" gate), with the share of held-out tokens whose asymptote sits at the
-    expert's probability (``apd_expert_share``), CD's share (``apd_expert_share_cd``), APD's place
-    between CD at T = 1 (0) and the expert (1) (``apd_toward_expert``) and the tolerance
-    (``apd_collapse_tol``); missing where the APD chapter did not record them. Returns the APD
-    chapter's results ({} when it has not run)."""
+    comparison: whether its mechanism gates find ALM' collapsed onto the expert (``apd_near_expert``:
+    the failed "not trivial" gate with APD nearer the expert than CD, ``Gates.on_expert``), with the
+    share of held-out tokens whose asymptote sits at the expert's probability (``apd_expert_share``),
+    CD's share (``apd_expert_share_cd``), APD's place between CD at T = 1 (0) and the expert (1)
+    (``apd_toward_expert``) and the tolerance (``apd_collapse_tol``); missing where the APD chapter did
+    not record them. Returns the APD chapter's results ({} when it has not run)."""
     apd = load_results(profile, "apd") if chapter_ran(profile, "apd") else {}
 
     def number(key):
         v = apd.get(key)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
-    near = number("gate_collapsed") is not None and apd.get("gate_not_trivial") == 0
+    near = number("gate_collapsed") is not None and apd.get("gate_on_expert") == 1
     run.glue("apd_near_expert", bool(near))
     for name, key, spec in (
         ("apd_expert_share", "gate_collapsed", "{:.0%}"),

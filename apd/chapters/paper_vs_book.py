@@ -418,7 +418,7 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_kl_apd", kl["kl_apdbest"], "{:.4f}")
     run.glue_text("summary_est_collapsed", _number(apd_v, "gate_collapsed"), "{:.0%}")
     run.glue_text("summary_est_collapse_tol", _number(apd_v, "gate_collapse_tol"), "{:g}")
-    run.glue("summary_est_near_expert", apd_v.get("gate_not_trivial") == 0)  # the collapse gate failed
+    run.glue("summary_est_near_expert", apd_v.get("gate_on_expert") == 1)  # not trivial fails, APD nearer the expert
     run.glue_text("summary_est_collapsed_cd", _number(apd_v, "gate_collapsed_cd"), "{:.0%}")
     run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.4f}")  # a ratio near 1
     run.glue_text("summary_est_ka_w", _number(ka, "ka_world_w"), "{:g}")

@@ -550,7 +550,7 @@ def gate_sentence(gates) -> str:
     if gates is None:
         return "was not gated in this build"
     if gates.engaged:
-        return "passes every mechanism gate (curve alive, c not collapsed onto the expert, ALM' moved)"
+        return "passes every mechanism gate (curve alive, not at a trivial solution, ALM' moved)"
     return f"fails its mechanism gates ({gates.reason})"
 
 

@@ -75,7 +75,7 @@ def _engaged(
     who: str | None = None,
 ) -> EvidenceSpec:
     """The mechanism gate of an ALM' (:mod:`apd.amateur.gates`) as a precondition: a claim about APD
-    cannot be tested when the curve model is inert, c collapsed to the expert or ALM' never moved.
+    cannot be tested when the curve model is inert, ALM' sits at a trivial solution or ALM' never moved.
     By default the ALM' every chapter uses: the APD chapter's engaged variant, or the release
     configuration when no variant engages (then this precondition fails). ``who``: the ALM' in a
     few words for the check's sentence (default: ``what`` without its parenthesis)."""
@@ -84,7 +84,7 @@ def _engaged(
         stem,
         key,
         flag(),
-        f"the mechanism of {what} engaged: its curve alive, its c not collapsed to the expert, and ALM' "
+        f"the mechanism of {what} engaged: its curve alive, its objective not at a trivial solution, and ALM' "
         "moved from the amateur (the three gates of the glossary)",
         kind="precondition",
         reason_key=reason_key,

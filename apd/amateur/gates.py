@@ -556,6 +556,10 @@ def _measure_gates(
         alm.append(rec["alm_logits"].float().to(dev)[:, k])
         elm.append(rec["elm_logits"].float().to(dev)[:, k])
         lp.append(rec["member_logprobs"].float().to(dev)[rows][..., k])  # (N, S, k)
+        # the ELM's row from the logits c is computed from: the collection stores both in float16, so a c
+        # at the expert would otherwise miss p_ELM by up to 0.002 (a floor on L2 no reference solution pays)
+        if rows[-1] == len(manifest["members"]) - 1:
+            lp[-1][-1] = elm[-1]
         if mlp is not None:  # the MLP's curves (in its space) at the members, the top-k tokens renormalised
             pred = predict_curves(mlp, lp[-1], elm[-1], prime[-1], x=mlp.log_sizes)
             drawn.append(pred.curve.exp() if mlp.space == "logit" else pred.curve)  # (S, k, N) probabilities

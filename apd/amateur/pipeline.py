@@ -229,7 +229,7 @@ def _run_gates(alm_prime, fam, built, settings: Settings, cache) -> Gates:
     folder = Path(getattr(alm_prime, "alm_prime_path", alm_prime))
     val_dir = gate_collection(fam, built, settings, cache=cache)
     n = settings.gate_chunks
-    key = hash_key("gates-v3", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
+    key = hash_key("gates-v4", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
     path = folder.parent / f"gates-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "mechanism gates", "measuring them again")

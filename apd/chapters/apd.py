@@ -368,12 +368,12 @@ def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
     if result.tuning is None:
         return table
     extra = [
-        dict(
-            run=f"release, lambda3 = {r.lambda3:g}",
-            variant="release",
-            lambda3=r.lambda3,
+        {
             **run_gates(r.alm_prime, fam, built, scale=scale).to_dict(),
-        )
+            "run": f"release, lambda3 = {r.lambda3:g}",
+            "variant": "release",
+            "lambda3": r.lambda3,
+        }
         for r in result.tuning.itertuples()
         if not r.chosen
     ]

@@ -183,6 +183,7 @@ def top_k_arrays(alm_prime: nn.Module, mlp, held, n_chunks: int, top_k: int = 20
             prime.append(alm_prime(input_ids=ids).logits[0].float().gather(-1, tok))
         elm.append(rec["elm_logits"][:, k])
         lp.append(rec["member_logprobs"][..., k])
+        lp[-1][-1] = elm[-1]  # the ELM's row from the logits c is computed from, as the gates read it (gates-v4)
         drawn.append(predict_curves(mlp, lp[-1], elm[-1], prime[-1], x=mlp.log_sizes).curve)
     alm_prime.train(was[0])
     mlp.train(was[1])

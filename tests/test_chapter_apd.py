@@ -155,6 +155,37 @@ def test_truth_values_and_the_dev_knobs():
     assert ch.dev_knobs(unscored, [0.5, 1.0])[1]["n_dev_scored"][0] == 3
 
 
+def test_cd_control_grid_gives_the_per_person_gain_and_its_se_at_every_inverse_temperature():
+    """The expert's KL minus CD's at every 1/T: averaged per person (person 0 has three questions, the
+    others one each), the se over the people's means; the dev-chosen 1/T is flagged, and the figure draws."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from apd.report import plots
+
+    person = [0, 0, 0, 1, 2, 3]
+    gain = {0.5: [0.3, 0.1, 0.2, 0.25, 0.15, 0.3], 1.0: [-0.1, -0.2, -0.3, -0.1, -0.2, -0.1]}  # CD helps, then hurts
+    rows = [dict(method="ELM", knob=0.0, item=i, person=p, kl=2.0) for i, p in enumerate(person)]
+    rows += [
+        dict(method="CD", knob=v, item=i, person=p, kl=2.0 - g[i])
+        for v, g in gain.items()
+        for i, p in enumerate(person)
+    ]
+    grid = ch.cd_control_grid(pd.DataFrame(rows), [1.0, 0.5], knob=0.5)
+    assert grid["1/T"].tolist() == [0.5, 1.0] and grid["dev-chosen"].tolist() == [True, False]
+    assert grid["KL gain over the expert"].iloc[0] > 0 > grid["KL gain over the expert"].iloc[1]
+    means = np.array([0.2, 0.25, 0.15, 0.3])  # the people's mean gains at 1/T = 0.5
+    assert grid["KL gain over the expert"].iloc[0] == pytest.approx(means.mean())  # not the mean over questions
+    assert grid["gain se"].iloc[0] == pytest.approx(means.std(ddof=1) / 2)
+    assert grid[["questions", "people"]].iloc[0].tolist() == [6, 4]
+    fig = ch.plot_cd_control(grid)
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "1/T (amateur weight)" and ax.get_ylabel() == "KL gain over the expert (nats)"
+    assert len(ax.get_legend().get_texts()) == 3
+    assert plots.text_sizes(fig)["min_rendered_pt"] >= plots.MIN_RENDERED_PT
+    assert fig.get_size_inches()[0] <= plots.COLUMN_WIDTH_IN
+
+
 def _cells_with_glue(stem: str):
     """Every markdown cell of a notebook (its id and source) with the glue keys it reads."""
     nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())

@@ -192,10 +192,23 @@ class Gates:
             >>> g.gap_share, g.not_trivial
             (0.5, True)
         """
-        trivial, best, got = self._gap()
-        if not all(math.isfinite(v) for v in (trivial, best, got)) or not trivial > best:
+        return self.share_of(self._gap()[2])
+
+    def share_of(self, loss: float) -> float:
+        """The gap share of any solution whose objective is ``loss``: 1 for the attainable solution, at
+        most 0 for the trivial ones (the gate's positive and negative checks, shown beside the trained
+        ALM'); NaN when there is no attainable gain.
+
+        Example:
+            >>> g = Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.1, 0.4, 10, 200, loss_trained=0.5,
+            ...           loss_attainable=0.0, loss_expert=1.0, loss_cd=1.25)
+            >>> g.share_of(0.0), g.share_of(1.0), g.share_of(1.25)
+            (1.0, 0.0, -0.25)
+        """
+        trivial, best, _ = self._gap()
+        if not all(math.isfinite(v) for v in (trivial, best, loss)) or not trivial > best:
             return math.nan
-        return (trivial - got) / (trivial - best)
+        return (trivial - loss) / (trivial - best)
 
     @property
     def not_trivial(self) -> bool:

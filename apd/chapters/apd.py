@@ -23,7 +23,6 @@ from apd.amateur.gates import (
     NEAR_TRIVIAL,
     NO_GAIN,
     NOT_MEASURED,
-    SOLUTIONS,
     THRESHOLDS,
     Gates,
 )
@@ -549,28 +548,23 @@ SOLUTION_WORDS = {
 def objective_table(sel, variant_names) -> pd.DataFrame:
     """Every variant's objective at the four solutions of *not trivial* (:meth:`Gates.objective_rows`):
     variant, solution, L1, L2, L3, L (a distilled variant's: its KL to the fitter's targets), the share of
-    tokens at the expert, and on the trained row the gap share (NaN: no gain to attain).
+    tokens at the expert, and every row's gap share (NaN: no gain to attain): the trained ALM' row is the
+    gate's reading, the attainable solution's 1 and the trivial ones' at most 0 are its checks both ways.
 
     Example:
         >>> from types import SimpleNamespace
         >>> g = Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.1, 0.4, 10, 200, loss_trained=0.9, loss_attainable=0.5,
         ...           loss_expert=1.0, loss_cd=1.3)
         >>> t = objective_table(SimpleNamespace(gates_of=lambda v: g), ["release"])
-        >>> t["L"].tolist(), round(float(t["gap share"].iloc[0]), 2), int(t["gap share"].isna().sum())
-        ([0.9, 0.5, 1.0, 1.3], 0.2, 3)
+        >>> t["L"].tolist(), [round(v, 2) for v in t["gap share"]]
+        ([0.9, 0.5, 1.0, 1.3], [0.2, 1.0, 0.0, -0.6])
     """
     rows = []
     for v in variant_names:
         g = sel.gates_of(v)
         for r in g.objective_rows():
-            first = r["solution"] == SOLUTIONS[0]
             rows.append(
-                {
-                    "variant": v,
-                    **r,
-                    "solution": SOLUTION_WORDS[r["solution"]],
-                    "gap share": g.gap_share if first else None,
-                }
+                {"variant": v, **r, "solution": SOLUTION_WORDS[r["solution"]], "gap share": g.share_of(r["L"])}
             )
     return pd.DataFrame(rows)
 
@@ -984,6 +978,59 @@ def truth_figure(run, test_frame: pd.DataFrame, measure: str, knobs: dict, fly: 
     fig = plot_truth(tab, inv_T_grid, knobs.get("APD on the fly") if fly else None, TRUTH_MEASURES[measure])
     run.savefig(fig, f"apd_truth_{measure}")
     return fig, tab
+
+
+def cd_control_grid(test_frame: pd.DataFrame, inv_T_grid, knob: float) -> pd.DataFrame:
+    """CD's positive control at every 1/T of ``inv_T_grid`` (descriptive; the verdicts read CD at its
+    dev-chosen ``knob`` only): the expert's KL to the truth minus CD's, paired by question and averaged
+    per person (:func:`apd.world.truth.paired_table`, standard errors over people), with the questions
+    and people it is over and whether that 1/T is ``knob``. One row per 1/T, smallest first.
+
+    Example:
+        >>> f = pd.DataFrame([dict(method=m, knob=v, item=i, person=i // 2, kl=kl + 0.01 * i * (m == "CD"))
+        ...                   for i in range(4) for m, v, kl in (("ELM", 0.0, 1.0), ("CD", 0.5, 0.8), ("CD", 1.0, 1.1))])
+        >>> g = cd_control_grid(f, [1.0, 0.5], 0.5)
+        >>> g["1/T"].tolist(), g["KL gain over the expert"].round(3).tolist(), g["dev-chosen"].tolist()
+        ([0.5, 1.0], [0.185, -0.115], [True, False])
+    """
+    grid = sorted(float(v) for v in inv_T_grid)
+    t = paired_table(test_frame, {v: ("CD", v) for v in grid}, ("ELM", 0.0), "kl", by=None, cluster="person")
+    return pd.DataFrame(
+        {
+            "1/T": grid,
+            "KL gain over the expert": t["gain"].to_numpy(dtype=float),
+            "gain se": t["gain_se"].to_numpy(dtype=float),
+            "questions": t["n"].to_numpy(dtype=int),
+            "people": t["n_clusters"].to_numpy(dtype=int),
+            "dev-chosen": np.isclose(grid, knob),
+        }
+    )
+
+
+def plot_cd_control(grid: pd.DataFrame):
+    """:func:`cd_control_grid`'s gains against 1/T with bars of one standard error over people, 0 (the
+    expert alone) dashed and CD's dev-chosen 1/T starred; the figure."""
+    fig, ax = figure(height=3.6)
+    x, y = grid["1/T"], grid["KL gain over the expert"]
+    ax.errorbar(x, y, yerr=grid["gain se"], fmt="none", ecolor=COLORS["cd"], capsize=3)
+    ax.plot(x, y, marker="o", color=COLORS["cd"], label="CD, ± 1 standard error over people")
+    ax.axhline(0.0, color=COLORS["elm"], ls="--", label="the expert alone")
+    chosen = grid[grid["dev-chosen"]]
+    ax.plot(
+        chosen["1/T"],
+        chosen["KL gain over the expert"],
+        ls="none",
+        marker="*",
+        ms=16,
+        color=COLORS["cd"],
+        mec=COLORS["elm"],
+        label="CD's dev-chosen 1/T (the verdicts read this point)",
+    )
+    ax.set_xlabel("1/T (amateur weight)")
+    ax.set_ylabel("KL gain over the expert (nats)")
+    ax.set_title("CD against the expert, test people (above 0: CD is closer to the truth)")
+    legend(ax)
+    return fig
 
 
 #: the paired comparisons over the test questions: key -> (method a, method b, measure); a's value minus b's,

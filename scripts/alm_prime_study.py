@@ -135,21 +135,15 @@ def find_collection(fam, texts, config, cache: Path, make: bool) -> Optional[Pat
 def book_lambda3(built, settings, collect_dir: Path, cache: Path) -> Optional[float]:
     """The lambda3 the book's lambda3 tuning chose for the release configuration (its cached tuning
     table, found by the key :func:`apd.amateur.tuning.tune_lambda3` gives it), or None."""
-    from apd.amateur import collect, tuning
-    from apd.amateur.runs import hash_key
-    from apd.amateur.variants import RELEASE, lambda3_grid, variant_config
+    from apd.amateur import tuning
+    from apd.amateur.variants import RELEASE, get_variant, lambda3_grid, variant_config
     from apd.world import truth
 
     base = variant_config(RELEASE, settings, tuning=True)
     dev, _ = truth.dev_test_split(built.corpus.qa_items, built.corpus.world, 0)
-    parts = [
-        tuning._TUNING_VERSION,
-        *collect.collection_identity(collect_dir),
-        {k: v for k, v in base.to_dict().items() if k != "lambda3"},
-        [float(g) for g in lambda3_grid(RELEASE, settings)],
-        [(it.prompt, it.gold) for it in dev],
-    ]
-    path = cache / "apd" / f"tuning-{hash_key(*parts)}.json"
+    grid, score = lambda3_grid(RELEASE, settings), get_variant(RELEASE).score
+    key = tuning.tuning_key(collect_dir, base, grid, dev, score, settings.inv_T_grid)
+    path = cache / "apd" / f"tuning-{key}.json"
     if not path.is_file():
         return None
     return float(json.loads(path.read_text())["best"])

@@ -87,3 +87,23 @@ def test_entropy_label_and_thf_keys_are_unchanged():
     assert key == "8b6c0057885e"
     assert thf.thf_key(key, thf.thf_config(settings_for("pico", "default"))) == "2fabd00963bc"
     assert thf.thf_key(key, thf.thf_config(settings_for("pico", "smoke"))) == "b3eb36730d6d"
+
+
+@pytest.mark.parametrize("scale, key", [("smoke", "7edd22c5fbc9"), ("default", "fee9b08099b9")])
+def test_the_release_lambda3_tuning_key_is_unchanged(scale, key, tmp_path):
+    """Pinned when the release configuration's lambda3 came to be chosen like every variant's (design notes,
+    "lambda3 on the claims' criterion": APD's dev-best 1/T, a wider grid, widening and ties, tuning version
+    2); a new tuning table is written then, but the ALM' runs it trains keep the keys pinned above."""
+    import json
+    from types import SimpleNamespace
+
+    from apd.amateur import collect, tuning, variants
+
+    folder = tmp_path / "abc123"
+    folder.mkdir()
+    manifest = {"format": collect.FORMAT, "config_hash": "h", "corpus": {"n": 1}, "members": ["a", "b"]}
+    (folder / collect.MANIFEST).write_text(json.dumps(manifest))
+    s = settings_for("pico", scale)
+    base, grid = variants.variant_config("release", s, tuning=True), variants.lambda3_grid("release", s)
+    dev = [SimpleNamespace(prompt="Q: who?\nA:", gold=" Ann")]
+    assert tuning.tuning_key(folder, base, grid, dev, variants.get_variant("release").score, s.inv_T_grid) == key

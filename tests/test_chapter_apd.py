@@ -186,6 +186,35 @@ def test_cd_control_grid_gives_the_per_person_gain_and_its_se_at_every_inverse_t
     assert fig.get_size_inches()[0] <= plots.COLUMN_WIDTH_IN
 
 
+def test_the_lambda3_sweep_draws_every_release_run_against_lambda3():
+    """The release configuration's lambda3 runs from the gate table (other variants' rows left out), by
+    lambda3, the chosen one flagged; the figure has a log lambda3 axis, units on both panels and the star."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from apd.report import plots
+
+    gates = pd.DataFrame(
+        {
+            "run": ["release", "conditioned", "release, lambda3 = 0.05", "release, lambda3 = 1.6"],
+            "variant": ["release", "conditioned", "release", "release"],
+            "lambda3": [0.2, 0.6, 0.05, 1.6],
+            "moved_kl": [0.9, 0.3, 1.4, 0.02],
+            "toward_expert": [0.97, 0.6, 0.99, 0.05],
+        }
+    )
+    sweep = ch.lambda3_sweep(gates, 0.2)
+    assert sweep["lambda3"].tolist() == [0.05, 0.2, 1.6] and sweep["chosen"].tolist() == [False, True, False]
+    assert sweep["toward_expert"].tolist() == [0.99, 0.97, 0.05]
+    fig = ch.plot_lambda3_sweep(sweep)
+    top, bottom = fig.axes[:2]
+    assert bottom.get_xscale() == "log" and top.get_yscale() == "log"
+    assert "nats" in top.get_ylabel() and "CD (0)" in bottom.get_ylabel() and "log scale" in bottom.get_xlabel()
+    assert "the chosen λ3" in [t.get_text() for t in fig.legends[0].get_texts()]
+    assert plots.text_sizes(fig)["min_rendered_pt"] >= plots.MIN_RENDERED_PT
+    assert fig.get_size_inches()[0] <= plots.COLUMN_WIDTH_IN
+
+
 def _cells_with_glue(stem: str):
     """Every markdown cell of a notebook (its id and source) with the glue keys it reads."""
     nb = json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
@@ -262,7 +291,10 @@ def test_tables_of_the_smoke_family(smoke):
     assert {f"{v}_tune_grid" for v in names} <= set(tv)
     assert not [k for k in tv if k.endswith(("_where", "_note"))]  # numbers only: steps, grids, values
     assert tv["conditioned_tune_steps"][0] == int(tune.loc[tune["variant"] == "conditioned", "steps"].iloc[0])
+    interior = {v: results[v].tuning.attrs["interior"] for v in names}  # the choice inside the values tried
+    assert {v: tv[f"{v}_lambda3_interior"][0] for v in names} == interior
     shown, _, tuned = ch.release_tuning(results["release"])
+    assert tuned["tune_tie_nats"][0] == 0.0005 and len(shown) == len(results["release"].tuning)
     chosen = results["release"].tuning.loc[results["release"].tuning["chosen"]].iloc[0]
     assert (tuned["tune_n_items"][0], tuned["tune_n_scored"][0]) == (chosen["n_items"], chosen["n_scored"])
     assert 0 < tuned["tune_n_scored"][0] <= tuned["tune_n_items"][0] == shown["dev items"].iloc[0]

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from apd.amateur import pipeline, runs
+from apd.amateur import pipeline, runs, tuning
 from apd.base import lock
 from apd.evaluation import distributions, qa_metrics
 from apd.family import logprobs, pico, select
@@ -175,11 +175,14 @@ def test_apd_model_trains_a_loadable_alm_prime_with_a_tuning_table(smoke, smoke_
     r = smoke_apd
     assert r.config.family == "pico" and r.lambda3 == r.config.lambda3_value
     assert isinstance(r.tuning, pd.DataFrame)
-    assert r.tuning["lambda3"].tolist() == list(settings_for("pico", "smoke").lambda3_grids["release"])
-    assert r.tuning["chosen"].sum() == 1
-    best = r.tuning.loc[r.tuning["score"].idxmin()]
+    # the grid, widened past an end where the choice fell there (apd.amateur.tuning.choose_lambda3)
+    assert set(settings_for("pico", "smoke").lambda3_grids["release"]) <= set(r.tuning["lambda3"])
+    assert r.tuning["chosen"].sum() == 1 and isinstance(r.tuning.attrs["interior"], bool)
+    ties = r.tuning[r.tuning["score"] <= r.tuning["score"].min() + tuning.TIE_NATS]  # ties: the larger lambda3
+    best = r.tuning.loc[ties["lambda3"].idxmax()]
     assert best["lambda3"] == r.lambda3 and best["chosen"]
-    assert set(r.tuning.attrs["reference"]) == {"ELM", "CD 1/T=1"}
+    # changed on purpose: the release is scored at APD's dev-best 1/T, so CD's dev-best is its reference too
+    assert set(r.tuning.attrs["reference"]) == {"ELM", "CD 1/T=1", "CD dev-best 1/T", "CD dev-best 1/T value"}
     assert (r.tuning["n_scored"] > 0).all()
     model = runs.load_alm_prime(r, device="cpu")
     lp = logprobs.next_token_log_probs(model, fam.tokenizer, ["Question: who?\nAnswer:", "The"], fam.vocab_size)

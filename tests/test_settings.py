@@ -71,7 +71,7 @@ def test_values_are_the_ones_the_modules_held():
     )
     assert dict(s.thf_train) == dict(lr=1e-2, epochs=2, batch_size=8, warmup_steps=0.1)
     assert s.gate_chunks == 4 and dict(s.lambda3_grids) == {
-        "release": (0.2, 1.2),
+        "release": (0.2, 0.8),  # changed on purpose: design notes, "lambda3 on the claims' criterion"
         "conditioned": (0.0, 2.4),
         "distilled": (0.2,),
     }

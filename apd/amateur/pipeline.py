@@ -130,7 +130,7 @@ def apd_model(
         >>> fam, built = apd.get_family("pico", "smoke", device="cpu", progress=False)
         >>> result = apd.apd_model(fam, built, scale="smoke", progress=False)   # cached after the first call
         >>> alm_prime = apd.load_alm_prime(result, device="cpu")
-        >>> result.lambda3 in apd.family.settings.settings_for("pico", "smoke").lambda3_grids["release"]  # tuned
+        >>> result.lambda3 in set(result.tuning["lambda3"])   # tuned: its grid, widened where the choice was at an end
         True
         >>> used = apd.apd_model(fam, built, scale="smoke", variant="engaged", progress=False)
         >>> used.variant == used.selection.variant
@@ -477,7 +477,8 @@ def choose_variant(table: pd.DataFrame) -> Optional[str]:
 def tuning_table(results: dict) -> pd.DataFrame:
     """One row per lambda3 each variant tried: variant, lambda3, dev_kl (its tuning score), inv_T (the 1/T
     it was scored at), steps (of the scored run: a variant may tune on shorter runs than it trains
-    the chosen value with), chosen, score (what dev_kl is), alm_prime. ``results``: {name:
+    the chosen value with), widened (added past the grid: :func:`apd.amateur.tuning.choose_lambda3`),
+    chosen, score (what dev_kl is), alm_prime. ``results``: {name:
     :class:`APDResult`}; variants without a tuning table (Hub families, a given lambda3) have no rows."""
     rows = []
     for name, r in results.items():
@@ -491,10 +492,11 @@ def tuning_table(results: dict) -> pd.DataFrame:
                     "dev_kl": float(t.score),
                     "inv_T": float(getattr(t, "inv_T", 1.0)),
                     "steps": run_record(t.alm_prime)["steps"],
+                    "widened": bool(getattr(t, "widened", False)),
                     "chosen": bool(t.chosen),
                     "score": r.tuning.attrs.get("score", ""),
                     "alm_prime": t.alm_prime,
                 }
             )
-    cols = ["variant", "lambda3", "dev_kl", "inv_T", "steps", "chosen", "score", "alm_prime"]
+    cols = ["variant", "lambda3", "dev_kl", "inv_T", "steps", "widened", "chosen", "score", "alm_prime"]
     return pd.DataFrame(rows, columns=cols)

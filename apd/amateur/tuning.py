@@ -1,10 +1,12 @@
 """lambda3 tuned on the world's dev people: one ALM' per grid value, lowest dev score wins.
 
-Score (:data:`SCORE_APD_T1`, the release configuration's) = mean KL(truth || APD at 1/T = 1) over the
-ELM's top 20 at the answer position of the dev people's world QA items (nats). The newer variants
-(:mod:`apd.amateur.variants`) use :data:`SCORE_BEST_INV_T`: the same KL at APD's best 1/T of
-:data:`apd.family.settings.INV_T_GRID` on the same items, i.e. lambda3 and 1/T chosen together on the dev
-half, as the chapters report APD. Chapters report on the test people only.
+Score (:data:`SCORE_BEST_INV_T`, every variant's, the release configuration's included) = mean
+KL(truth || APD) over the ELM's top 20 at the answer position of the dev people's world QA items
+(nats), at APD's best 1/T of :data:`apd.family.settings.INV_T_GRID`: lambda3 and 1/T chosen together
+on the dev half, as the chapters report APD. :data:`SCORE_APD_T1` (the same KL at 1/T = 1) stays
+available. The choice (:func:`choose_lambda3`): ties within :data:`TIE_NATS` go to the larger
+lambda3, and a choice at an end of the grid widens it (design notes, "lambda3 on the claims'
+criterion"). Chapters report on the test people only.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ from apd.world import truth
 
 TUNING_SCORE = "mean KL(truth || APD 1/T=1) over the ELM top-20, dev people"
 
-#: The tuning scores (:func:`tune_lambda3`'s ``score``): APD at 1/T = 1 (the release's), or at APD's
-#: dev-best 1/T of apd.family.settings.INV_T_GRID.
+#: The tuning scores (:func:`tune_lambda3`'s ``score``): APD at APD's dev-best 1/T of
+#: apd.family.settings.INV_T_GRID (every variant's), or at 1/T = 1.
 SCORE_APD_T1, SCORE_BEST_INV_T = "apd_t1", "best_inv_T"
 TUNING_SCORES = {
     SCORE_APD_T1: TUNING_SCORE,
@@ -38,7 +40,52 @@ TUNING_SCORES = {
 }
 
 
-_TUNING_VERSION = 1  # bump when the tuning score changes
+_TUNING_VERSION = 2  # bump when the tuning score or the choice changes (2: the widening and the tie rule)
+
+#: How :func:`choose_lambda3` chooses: dev KLs within ``TIE_NATS`` of the best are ties, won by the larger
+#: lambda3 (ALM' nearer the ALM); a choice at an end of the grid extends the grid past that end by
+#: ``WIDEN_FACTOR`` (halve the smallest, double the largest), at most ``WIDEN_MAX`` values in all.
+TIE_NATS, WIDEN_FACTOR, WIDEN_MAX = 0.0005, 2.0, 3
+
+
+def choose_lambda3(grid, score_of, *, tie=TIE_NATS, factor=WIDEN_FACTOR, max_added=WIDEN_MAX):
+    """The lambda3 with the lowest ``score_of(value)["score"]`` (a dev KL; ties within ``tie`` go to
+    the larger lambda3), the grid widened while the choice is at one of its ends: the value past that
+    end (the smallest / ``factor``, the largest * ``factor``) is scored too, until the choice is
+    interior or ``max_added`` values have been added. A grid of one value is a given value, not
+    widened; nothing lies below lambda3 = 0. Returns ``(best, rows, interior)``: one row per value
+    scored, by lambda3 (``lambda3``, ``score_of``'s fields, ``widened``: added past the grid), and
+    whether ``best`` lies strictly inside the values scored.
+
+    Example:
+        >>> kl = {0.05: 2.30, 0.1: 2.20, 0.2: 2.25, 0.4: 2.2003}
+        >>> dev_kl = lambda v: {"score": kl.get(v, 9.0)}   # a fake score: no training
+        >>> best, rows, interior = choose_lambda3((0.1, 0.2), dev_kl)   # 0.1 is the smallest: 0.05 is added
+        >>> best, [r["lambda3"] for r in rows], [r["widened"] for r in rows], interior
+        (0.1, [0.05, 0.1, 0.2], [True, False, False], True)
+        >>> choose_lambda3((0.1, 0.2, 0.4), dev_kl)[0]   # 0.4 ties 0.1 (within 0.0005 nats): the larger wins
+        0.4
+    """
+    start = sorted({float(v) for v in grid})
+    if not start:
+        raise ValueError("the lambda3 grid is empty; pass values such as apd.family.settings.LAMBDA3_GRID.")
+    rows = {v: {"lambda3": v, **score_of(v), "widened": False} for v in start}
+
+    def best_and_interior():
+        low = min(r["score"] for r in rows.values())
+        best = max(v for v, r in rows.items() if r["score"] <= low + tie)
+        return best, min(rows) < best < max(rows)
+
+    best, interior = best_and_interior()
+    for _ in range(max_added if len(start) > 1 else 0):
+        if interior:
+            break
+        new = best / factor if best == min(rows) else best * factor
+        if new in rows:  # lambda3 = 0: nothing lies below it
+            break
+        rows[new] = {"lambda3": new, **score_of(new), "widened": True}
+        best, interior = best_and_interior()
+    return best, [rows[v] for v in sorted(rows)], interior
 
 
 def validation_score(elm_logprobs, alm_prime_logprobs, truth_probs, k: int = 20, inv_T: float = 1.0) -> dict:
@@ -67,32 +114,24 @@ def tune_lambda3(
     cache=None,
     seed: int = 0,
     progress: bool = True,
-    score: str = SCORE_APD_T1,
+    score: str = SCORE_BEST_INV_T,
     inv_T_grid=INV_T_GRID,
 ) -> tuple[float, pd.DataFrame]:
     """Train one ALM' per lambda3 in ``grid`` and keep the one with the lowest :func:`validation_score`
-    on the world QA items of the dev people (``score``: at 1/T = 1, :data:`SCORE_APD_T1`, or at APD's
-    best 1/T of ``inv_T_grid``, a family's ``Settings.inv_T_grid``, :data:`SCORE_BEST_INV_T`). Returns (best lambda3,
-    table); the table (one row per value: lambda3, score, inv_T, n_scored, n_items, alm_prime) is
-    cached in ``cache/apd/tuning-<key>.json``, with the ELM's and CD's (1/T = 1) scores on the same
-    items in its ``attrs["reference"]``."""
+    on the world QA items of the dev people (``score``: at APD's best 1/T of ``inv_T_grid``, a family's
+    ``Settings.inv_T_grid``, :data:`SCORE_BEST_INV_T`, or at 1/T = 1, :data:`SCORE_APD_T1`), the grid
+    widened and ties broken by :func:`choose_lambda3`. Returns (best lambda3, table); the table (one
+    row per value tried: lambda3, score, inv_T, n_scored, n_items, alm_prime, widened, chosen) is
+    cached in ``cache/apd/tuning-<key>.json`` (:func:`tuning_key`), with the ELM's and CD's scores on
+    the same items in its ``attrs["reference"]``, whether the choice is interior in
+    ``attrs["interior"]`` and the grid asked for in ``attrs["grid"]``."""
     if not len(grid):
         raise ValueError("the lambda3 grid is empty; pass values such as apd.family.settings.LAMBDA3_GRID.")
     if score not in TUNING_SCORES:
         raise ValueError(f"unknown tuning score {score!r}; use one of {sorted(TUNING_SCORES)}.")
     world = built.corpus.world
     dev, _ = truth.dev_test_split(built.corpus.qa_items, world, seed)
-    base_fields = {k: v for k, v in base.to_dict().items() if k != "lambda3"}
-    parts = [
-        _TUNING_VERSION,
-        *collect.collection_identity(collect_dir),
-        base_fields,
-        [float(g) for g in grid],
-        [(it.prompt, it.gold) for it in dev],
-    ]
-    if score != SCORE_APD_T1:  # only then: the release's tuning key stays as it was
-        parts.append([score, list(inv_T_grid)])
-    key = hash_key(*parts)
+    key = tuning_key(collect_dir, base, grid, dev, score, inv_T_grid)
     path = Path(cache or paths.cache_dir()) / "apd" / f"tuning-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "lambda3 tuning table", "tuning again")
@@ -101,6 +140,22 @@ def tune_lambda3(
         saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid)
         write_json(path, saved, digest=True)
     return float(saved["best"]), _tuning_frame(saved)
+
+
+def tuning_key(collect_dir, base: APDTrainConfig, grid, dev, score: str, inv_T_grid) -> str:
+    """The cache key of a lambda3 tuning table: the collection, the training configuration less its
+    lambda3, the grid, the dev items (``dev``: QA items with ``prompt`` and ``gold``), the score with
+    its 1/T grid and the choice's rule (:func:`choose_lambda3`). The ALM' runs it trains keep their own
+    keys (:func:`apd.amateur.runs.train_dir`), so a run at a lambda3 trained before is reused."""
+    return hash_key(
+        _TUNING_VERSION,
+        *collect.collection_identity(collect_dir),
+        {k: v for k, v in base.to_dict().items() if k != "lambda3"},
+        [float(g) for g in grid],
+        [(it.prompt, it.gold) for it in dev],
+        [score, [float(v) for v in inv_T_grid]],
+        [TIE_NATS, WIDEN_FACTOR, WIDEN_MAX],
+    )
 
 
 def _relocated(saved: dict, path: Path, collect_dir, base: APDTrainConfig, cache) -> bool:
@@ -151,22 +206,21 @@ def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, 
     if score == SCORE_BEST_INV_T:
         cd = best_inv_T_score(elm, qa.logprobs[0], qa.truth, grid=inv_T_grid)
         reference["CD dev-best 1/T"], reference["CD dev-best 1/T value"] = cd["score"], cd["inv_T"]
-    rows = []
-    for value in grid:
-        config = replace(base, lambda3=float(value))
-        alm_prime = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
+
+    def score_of(value: float) -> dict:
+        alm_prime = train_apd(fam, collect_dir, replace(base, lambda3=float(value)), cache=cache, progress=progress)
         model = load_alm_prime(alm_prime, device=fam.device)
         lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
-        scored = (
-            validation_score(elm, lp, qa.truth)
-            if score == SCORE_APD_T1
-            else best_inv_T_score(elm, lp, qa.truth, grid=inv_T_grid)
-        )
-        rows.append({"lambda3": float(value), **scored, "alm_prime": str(alm_prime)})
         del model
-    best = min(rows, key=lambda r: r["score"])["lambda3"]
+        if score == SCORE_APD_T1:
+            return {**validation_score(elm, lp, qa.truth), "inv_T": 1.0, "alm_prime": str(alm_prime)}
+        return {**best_inv_T_score(elm, lp, qa.truth, grid=inv_T_grid), "alm_prime": str(alm_prime)}
+
+    best, rows, interior = choose_lambda3(grid, score_of)
     return {
         "best": best,
+        "interior": interior,
+        "grid": [float(g) for g in grid],
         "score": TUNING_SCORES[score],
         "seed": seed,
         "n_dev_items": len(dev),
@@ -187,4 +241,6 @@ def _tuning_frame(saved: dict) -> pd.DataFrame:
     df["chosen"] = np.isclose(df["lambda3"], saved["best"])
     df.attrs["reference"] = dict(saved.get("reference", {}))
     df.attrs["score"] = saved.get("score", TUNING_SCORE)
+    df.attrs["interior"] = saved.get("interior")
+    df.attrs["grid"] = list(saved.get("grid", df["lambda3"]))
     return df

@@ -6,8 +6,8 @@ configuration fields and lambda3 grids per scale are in :mod:`apd.family.setting
 Each variant is a configuration of the one trainer (:func:`apd.amateur.train.train_alm_prime`):
 
 - ``release``: the release configuration (:func:`apd.amateur.runs.train_config`), lambda3 tuned on
-  the dev people by APD's KL at 1/T = 1 (pico) or the paper's value (Hub families). Its cache keys
-  are the ones pinned in ``tests/test_cache_keys.py``.
+  the dev people (pico) or the paper's value (Hub families). Its cache keys are the ones pinned in
+  ``tests/test_cache_keys.py``.
 - ``conditioned``: the paper's objective with a conditioned start (``start="conditioned"``: x from the
   ALM in units of the members' span, the curve starting through the members with its bend at the
   ALM), an MLP-only warm-up with ALM' frozen (``mlp_warmup_steps``), one chunk per step so that the
@@ -15,9 +15,10 @@ Each variant is a configuration of the one trainer (:func:`apd.amateur.train.tra
   largest value. The grid is tuned on short runs (``Settings.variant_tune``), the chosen value trained long.
 - ``distilled``: distilled on-the-fly APD (``objective="distill"``, :mod:`apd.amateur.distill`).
 
-New variants (``conditioned``, ``distilled``) choose lambda3 by the dev people's KL to the truth at
-APD's dev-best 1/T (:data:`apd.amateur.tuning.SCORE_BEST_INV_T`), the knob the chapters report APD at;
-the release keeps its pinned score (1/T = 1). Hub families have no world: every variant uses the
+Every variant, the release configuration included, chooses lambda3 by the dev people's KL to the
+truth at APD's dev-best 1/T (:data:`apd.amateur.tuning.SCORE_BEST_INV_T`), the knob the chapters
+report APD at, its grid widened past an end where the choice falls there
+(:func:`apd.amateur.tuning.choose_lambda3`). Hub families have no world: every variant uses the
 paper's lambda3 there.
 """
 
@@ -28,7 +29,7 @@ from typing import Optional
 
 from apd.amateur.config import APDTrainConfig
 from apd.amateur.runs import train_config
-from apd.amateur.tuning import SCORE_APD_T1, SCORE_BEST_INV_T
+from apd.amateur.tuning import SCORE_BEST_INV_T
 from apd.family.settings import Settings
 
 RELEASE = "release"
@@ -48,8 +49,7 @@ class Variant:
 VARIANTS = (
     Variant(
         RELEASE,
-        "the release configuration: the paper's objective and start, lambda3 tuned at 1/T = 1",
-        score=SCORE_APD_T1,
+        "the release configuration: the paper's objective and start",
     ),
     Variant(
         "conditioned",
@@ -105,13 +105,15 @@ def variant_config(
 
 
 def lambda3_grid(name: str, settings: Settings) -> Optional[tuple]:
-    """The lambda3 values variant ``name`` is tuned over (pico), or None (Hub families: the paper's value).
+    """The lambda3 values variant ``name`` is tuned over (pico; widened by
+    :func:`apd.amateur.tuning.choose_lambda3` where the choice falls at an end), or None (Hub families:
+    the paper's value).
 
     Example:
         >>> from apd.family.settings import settings_for
         >>> pico, opt = settings_for("pico", "smoke"), settings_for("opt", "smoke")
         >>> lambda3_grid("release", pico), lambda3_grid("release", opt)
-        ((0.2, 1.2), None)
+        ((0.2, 0.8), None)
     """
     get_variant(name)  # raises on an unknown name
     return settings.lambda3_grids.get(name)

@@ -29,6 +29,7 @@ from apd.amateur.gates import (
 from apd.amateur.objective import CurveMLP, predict_curves
 from apd.amateur.pipeline import apd_model, run_gates, tuning_table
 from apd.amateur.runs import finetune_texts, run_record
+from apd.amateur.tuning import TIE_NATS
 from apd.core.curves import flip_values, get_decay
 from apd.core.stats import holm, p_two_sided
 from apd.evaluation import known_answer
@@ -96,17 +97,6 @@ def quote(table: pd.DataFrame, row: str, col: str = "all") -> float:
     return float(table.loc[row, col]) if row in table.index else float("nan")
 
 
-def _on_edge(value: float, grid) -> bool:
-    """Whether ``value`` is the smallest or the largest value of the sorted ``grid`` (the optimum may
-    then lie beyond it).
-
-    Example:
-        >>> _on_edge(0.2, [0.2, 0.5, 1.0]), _on_edge(0.5, [0.2, 0.5, 1.0]), _on_edge(1.0, [0.2, 0.5, 1.0])
-        (True, False, True)
-    """
-    return bool(np.isclose(value, grid[0]) or np.isclose(value, grid[-1]))
-
-
 # -- training --------------------------------------------------------------------------------------
 
 
@@ -165,31 +155,45 @@ def collection(collect_dir) -> tuple[pd.DataFrame, pd.DataFrame, Values]:
 
 def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
     """The release configuration's lambda3 tuning on the dev people: (its table as shown, the ELM's
-    and CD's dev scores on the same items, values: the chosen run's dev KL at 1/T = 1, the grid, and
-    the dev questions it is over, ``tune_n_items``, of which the KL scores ``tune_n_scored``);
-    ``(None, {}, ...)`` when lambda3 is the paper's value (a Hub family has no dev people).
+    and CD's dev scores on the same items, values: the chosen run's dev KL at APD's dev-best 1/T, the
+    values tried, the dev questions it is over, ``tune_n_items``, of which the KL scores
+    ``tune_n_scored``, and the tie rule's tolerance, ``tune_tie_nats``); ``(None, {}, ...)`` when
+    lambda3 is the paper's value (a Hub family has no dev people).
 
     Example:
-        >>> t = pd.DataFrame({"lambda3": [0.2, 0.6], "score": [2.45, 2.94], "n_scored": [682, 682],
-        ...                   "n_items": [800, 800], "chosen": [True, False]})
+        >>> t = pd.DataFrame({"lambda3": [0.2, 0.6], "score": [2.45, 2.94], "inv_T": [0.15, 0.25],
+        ...                   "n_scored": [682, 682], "n_items": [800, 800], "widened": [False, False],
+        ...                   "chosen": [True, False]})
         >>> t.attrs["reference"] = {"ELM": 2.43, "CD 1/T=1": 3.0}
         >>> shown, ref, values = release_tuning(type("R", (), {"tuning": t})())
         >>> values["tune_best"][0], values["tune_n_items"][0], values["tune_n_scored"][0]
         (2.45, 800, 682)
+        >>> shown.columns.tolist()[:3], shown["added past the grid"].tolist()
+        (['lambda3', '1/T (dev-best)', 'dev KL at that 1/T (nats)'], ['no', 'no'])
     """
     keys = ("tune_best", "tune_elm", "tune_cd", "tune_grid", "tune_n_items", "tune_n_scored")
+    rule: Values = {"tune_tie_nats": (TIE_NATS, "{:g}")}
     if result.tuning is None:
-        return None, {}, {k: (None, "{:.3g}") for k in keys}
+        return None, {}, {**{k: (None, "{:.3g}") for k in keys}, **rule}
     tuning = result.tuning
     ref = tuning.attrs["reference"]
-    shown = tuning[["lambda3", "score", "n_scored", "n_items", "chosen"]].rename(
-        columns={"score": "dev KL(truth || APD 1/T=1)", "n_scored": "items scored", "n_items": "dev items"}
+    shown = pd.DataFrame(
+        {
+            "lambda3": tuning["lambda3"],
+            "1/T (dev-best)": tuning["inv_T"] if "inv_T" in tuning else 1.0,
+            "dev KL at that 1/T (nats)": tuning["score"],
+            "items scored": tuning["n_scored"],
+            "dev items": tuning["n_items"],
+            "added past the grid": [yes_no(w) for w in tuning.get("widened", [False] * len(tuning))],
+            "chosen": tuning["chosen"],
+        }
     )
     chosen = tuning.loc[tuning["chosen"]].iloc[0]
     return (
         shown,
         ref,
         {
+            **rule,
             "tune_best": (float(chosen["score"]), "{:.3f}"),
             "tune_elm": (ref["ELM"], "{:.3f}"),
             "tune_cd": (ref["CD 1/T=1"], "{:.3f}"),
@@ -202,17 +206,21 @@ def release_tuning(result) -> tuple[Optional[pd.DataFrame], dict, Values]:
 
 def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
     """Every variant's lambda3 runs (``results``: {variant: APDResult}; :func:`apd.amateur.pipeline.tuning_table`),
-    with, per variant, its grid, its runs' steps and whether the chosen value is an end of a grid of
-    more than one value."""
+    with, per variant, the values it tried (its grid, widened where the choice fell at an end), its
+    runs' steps, whether the choice lies inside the values tried (``<variant>_lambda3_interior``; None
+    where lambda3 was not tuned: :func:`apd.amateur.tuning.choose_lambda3`) and whether it is still at
+    an end of a grid of more than one value (``<variant>_lambda3_on_edge``)."""
     table = tuning_table(results)
     values: Values = {}
     for v, r in results.items():
         rows = table[table["variant"] == v]
         steps = int(rows["steps"].iloc[0]) if len(rows) else None
+        interior = r.tuning.attrs.get("interior") if r.tuning is not None else None
         values[f"{v}_lambda3"] = (r.lambda3, None)
         values[f"{v}_tune_grid"] = (", ".join(f"{g:g}" for g in rows["lambda3"]) if len(rows) else None, "{}")
         values[f"{v}_tune_steps"] = (steps, "{:,}")
-        values[f"{v}_lambda3_on_edge"] = (len(rows) > 1 and _on_edge(r.lambda3, sorted(rows["lambda3"])), None)
+        values[f"{v}_lambda3_interior"] = (None if interior is None else bool(interior), None)
+        values[f"{v}_lambda3_on_edge"] = (len(rows) > 1 and interior is False, None)
     dist = results["distilled"].tuning
     ref = dist.attrs["reference"] if dist is not None else {}
     values["tune_cd_best"] = (ref.get("CD dev-best 1/T"), "{:.4f}")
@@ -377,6 +385,65 @@ def gate_table(sel, result, fam, built, scale: str) -> pd.DataFrame:
         if not r.chosen
     ]
     return pd.concat([table, pd.DataFrame(extra)], ignore_index=True)
+
+
+def lambda3_sweep(gates: pd.DataFrame, chosen: float) -> pd.DataFrame:
+    """The release configuration's lambda3 runs from :func:`gate_table` (``gates``), one row per run by
+    lambda3: how far ALM' moved from the ALM (``moved_kl``, nats) and APD's position between CD at
+    T = 1 (0) and the expert (1) (``toward_expert``), with the ``chosen`` lambda3 flagged.
+
+    Example:
+        >>> g = pd.DataFrame({"variant": ["release", "distilled", "release"], "lambda3": [0.2, 0.6, 0.05],
+        ...                   "moved_kl": [0.9, 0.3, 1.4], "toward_expert": [0.97, 0.65, 0.99]})
+        >>> lambda3_sweep(g, 0.2).to_dict("list")
+        {'lambda3': [0.05, 0.2], 'moved_kl': [1.4, 0.9], 'toward_expert': [0.99, 0.97], 'chosen': [False, True]}
+    """
+    rows = gates[gates["variant"] == "release"].sort_values("lambda3")
+    return pd.DataFrame(
+        {
+            "lambda3": rows["lambda3"].astype(float),
+            "moved_kl": rows["moved_kl"].astype(float),
+            "toward_expert": rows["toward_expert"].astype(float),
+            "chosen": np.isclose(rows["lambda3"].astype(float), chosen),
+        }
+    ).reset_index(drop=True)
+
+
+def plot_lambda3_sweep(sweep: pd.DataFrame):
+    """:func:`lambda3_sweep` against lambda3 (log scale), two panels: KL(ALM || ALM') (nats, log scale)
+    above, APD between CD (0) and the expert (1) below, dashed lines at both ends, the chosen lambda3
+    starred; the figure."""
+    sweep = sweep[sweep["lambda3"] > 0]
+    fig, axes = panels(2, ncols=1, panel_height=2.4, sharex=True)
+    chosen = sweep[sweep["chosen"]]
+    for ax, col, label in (
+        (axes[0], "moved_kl", "KL(ALM || ALM')\n(nats)"),
+        (axes[1], "toward_expert", "APD between CD (0)\nand the expert (1)"),
+    ):
+        ax.plot(sweep["lambda3"], sweep[col], marker="o", color=COLORS["apd"], label="a tuning run")
+        ax.plot(
+            chosen["lambda3"],
+            chosen[col],
+            ls="none",
+            marker="*",
+            ms=16,
+            color=COLORS["apd"],
+            mec=COLORS["elm"],
+            label="the chosen λ3",
+        )
+        ax.set_ylabel(label)
+    if (sweep["moved_kl"] > 0).all():
+        axes[0].set_yscale("log")
+    axes[1].axhline(1.0, color=COLORS["elm"], ls="--", label="the expert")
+    axes[1].axhline(0.0, color=COLORS["cd"], ls="--", label="CD at T = 1")
+    axes[1].set_xscale("log")
+    axes[1].set_xticks(sweep["lambda3"], [f"{v:g}" for v in sweep["lambda3"]], minor=False)
+    axes[1].minorticks_off()
+    axes[1].set_xlabel("λ3, the weight of L3 (log scale)")
+    axes[0].set_title("The release configuration's λ3 runs (held-out chunks)")
+    handles, labels = axes[1].get_legend_handles_labels()
+    legend(fig, handles=handles, labels=labels, loc="outside lower center", ncol=2)
+    return fig
 
 
 #: a failed gate (:attr:`apd.amateur.gates.Gates.reason`, parts joined by "; ") in a reader's words

@@ -219,7 +219,9 @@ def variant_tuning(results: dict) -> tuple[pd.DataFrame, Values]:
         values[f"{v}_lambda3"] = (r.lambda3, None)
         values[f"{v}_tune_grid"] = (", ".join(f"{g:g}" for g in rows["lambda3"]) if len(rows) else None, "{}")
         values[f"{v}_tune_steps"] = (steps, "{:,}")
-        values[f"{v}_lambda3_interior"] = (None if interior is None else bool(interior), None)
+        values[f"{v}_lambda3_interior"] = (
+            (None, "{}") if interior is None else (bool(interior), None)
+        )  # None: a format
         values[f"{v}_lambda3_on_edge"] = (len(rows) > 1 and interior is False, None)
     dist = results["distilled"].tuning
     ref = dist.attrs["reference"] if dist is not None else {}

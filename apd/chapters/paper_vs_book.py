@@ -419,6 +419,10 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_collapsed", _number(apd_v, "gate_collapsed"), "{:.0%}")
     run.glue_text("summary_est_collapse_tol", _number(apd_v, "gate_collapse_tol"), "{:g}")
     run.glue("summary_est_near_expert", apd_v.get("gate_on_expert") == 1)  # not trivial fails, APD nearer the expert
+    moved, moved_min = _number(apd_v, "gate_moved_kl"), _number(apd_v, "gate_moved_min")
+    at_cd = apd_v.get("gate_engaged") == 0 and None not in (moved, moved_min) and moved < moved_min
+    run.glue("summary_est_near_cd", at_cd)  # gates fail and ALM' did not move from the ALM: APD is CD
+    run.glue_text("summary_est_moved_kl", moved, "{:.2g}")
     run.glue_text("summary_est_collapsed_cd", _number(apd_v, "gate_collapsed_cd"), "{:.0%}")
     run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.4f}")  # a ratio near 1
     run.glue_text("summary_est_ka_w", _number(ka, "ka_world_w"), "{:g}")

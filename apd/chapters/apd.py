@@ -411,6 +411,11 @@ def lambda3_sweep(gates: pd.DataFrame, chosen: float) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _star(ax, x, y, color: str, label: str) -> None:
+    """The chosen point of a sweep, a large star outlined in the expert's colour."""
+    ax.plot(x, y, ls="none", marker="*", ms=16, color=color, mec=COLORS["elm"], label=label)
+
+
 def plot_lambda3_sweep(sweep: pd.DataFrame):
     """:func:`lambda3_sweep` against lambda3 (log scale), two panels: KL(ALM || ALM') (nats, log scale)
     above, APD between CD (0) and the expert (1) below, dashed lines at both ends, the chosen lambda3
@@ -423,16 +428,7 @@ def plot_lambda3_sweep(sweep: pd.DataFrame):
         (axes[1], "toward_expert", "APD between CD (0)\nand the expert (1)"),
     ):
         ax.plot(sweep["lambda3"], sweep[col], marker="o", color=COLORS["apd"], label="a tuning run")
-        ax.plot(
-            chosen["lambda3"],
-            chosen[col],
-            ls="none",
-            marker="*",
-            ms=16,
-            color=COLORS["apd"],
-            mec=COLORS["elm"],
-            label="the chosen λ3",
-        )
+        _star(ax, chosen["lambda3"], chosen[col], COLORS["apd"], "the chosen λ3")
         ax.set_ylabel(label)
     if (sweep["moved_kl"] > 0).all():
         axes[0].set_yscale("log")
@@ -1085,15 +1081,12 @@ def plot_cd_control(grid: pd.DataFrame):
     ax.plot(x, y, marker="o", color=COLORS["cd"], label="CD, ± 1 standard error over people")
     ax.axhline(0.0, color=COLORS["elm"], ls="--", label="the expert alone")
     chosen = grid[grid["dev-chosen"]]
-    ax.plot(
+    _star(
+        ax,
         chosen["1/T"],
         chosen["KL gain over the expert"],
-        ls="none",
-        marker="*",
-        ms=16,
-        color=COLORS["cd"],
-        mec=COLORS["elm"],
-        label="CD's dev-chosen 1/T (the verdicts read this point)",
+        COLORS["cd"],
+        "CD's dev-chosen 1/T (the verdicts read this point)",
     )
     ax.set_xlabel("1/T (amateur weight)")
     ax.set_ylabel("KL gain over the expert (nats)")

@@ -191,31 +191,22 @@ def top_k_arrays(alm_prime: nn.Module, mlp, held, n_chunks: int, top_k: int = 20
 
 
 def readings(arrays: dict, lambda2: float, lambda3: float, tol: float = 0.005) -> dict:
-    """The paper's objective in probabilities over the arrays' tokens, pooled over positions (L1, L2, L3,
-    L = L1 + lambda2 L2 + lambda3 L3; members flipped as in training), and the gates' readings:
-    curve_alive (median |curve(x_ALM) - c| / median |p_ALM - p_ELM|), l1_flat (a flat curve at c),
-    at_expert (share of tokens with |c - p_ELM| <= tol), kl (KL(ALM || ALM') over the tokens, mean over
-    positions). The formulas of :func:`apd.amateur.gates.objective_terms` and ``gate_readings``."""
-    from apd.amateur.objective import asymptote, loss_l1, loss_l2, loss_l3, member_values
-    from apd.core import curves
+    """The paper's objective over the arrays' tokens (:func:`apd.amateur.gates.objective_terms`: L1, L2,
+    L3, L) and the gates' readings of the same solution (:func:`apd.amateur.gates.gate_readings`):
+    curve_alive, l1_flat (a flat curve at c), at_expert (share of tokens with |c - p_ELM| <= tol) and
+    kl (KL(ALM || ALM'))."""
+    from apd.amateur import gates
+    from apd.amateur.objective import asymptote
 
     lp, elm, alm, prime, curve = (arrays[k] for k in ("lp", "elm", "alm", "prime", "curve"))
-    p = member_values(lp).movedim(0, -1)  # (P, k, N)
-    flipped = curves.flip_mask(p[..., :1], p[..., -1:])
-    target, drawn = curves.flip_values(p, flipped), curves.flip_values(curve, flipped)
-    l1, l2, l3 = (float(v) for v in (loss_l1(drawn, target), loss_l2(drawn, target), loss_l3(prime, alm)))
-    c = asymptote(elm, prime)
-    q_alm, q_prime = torch.log_softmax(alm, -1), torch.log_softmax(prime, -1)
+    sol = gates.Solution(prime, curve, asymptote(elm, prime))
+    g = gates.gate_readings(lp, elm, alm, sol, collapse_tol=tol)
     return {
-        "l1": l1,
-        "l2": l2,
-        "l3": l3,
-        "loss": l1 + lambda2 * l2 + lambda3 * l3,
-        "curve_alive": float((curve[..., 0] - c).abs().median())
-        / max(float((p[..., 0] - p[..., -1]).abs().median()), 1e-12),
-        "l1_flat": float(loss_l1(c[..., None].expand_as(p), p)),
-        "at_expert": float(((c - p[..., -1]).abs() <= tol).double().mean()),
-        "kl": float((q_alm.exp() * (q_alm - q_prime)).sum(-1).mean()),
+        **gates.objective_terms(lp, alm, sol, lambda2=lambda2, lambda3=lambda3),
+        "curve_alive": g["curve_alive"],
+        "l1_flat": g["l1_flat"],
+        "at_expert": g["collapsed"],
+        "kl": g["moved_kl"],
     }
 
 

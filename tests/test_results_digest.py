@@ -131,28 +131,31 @@ def test_the_runner_executes_a_damaged_chapter_again_and_its_reader_stops_on_one
     assert clean["b"]["y"] == clean["a"]["x"] == 3 / 7
     capsys.readouterr()
 
-    # --only b: a's damaged results are not read as cached; a executes again, as clean
-    damage(dest / "a.json", "garbage bytes")
-    runner.build_book("p", only=["b"], root=book, html=False, jobs=1)
-    out = capsys.readouterr().out
-    assert (
-        f"[apd] a: its results differ from the digests recorded when they were written (damaged or edited): {dest / 'a.json'}; executing a again, since b reads it"
-        in out
-    )
-    assert "[apd] a: executed in" in out and "[apd] b: cached in" in out
-    assert {stem: numbers(dest / f"{stem}.json") for stem in "ab"} == clean
+    said = "its results differ from the digests recorded when they were written (damaged or edited)"
 
-    # a chapter's own damaged results (here a number changed), side by side and with --force
-    damage(dest / "b.json", "a changed number")
-    damage(dest / "a.json", "a changed number")
-    runner.build_book("p", only=["b"], root=book, html=False, jobs=2, force=True)
-    out = capsys.readouterr().out
-    assert (
-        f"[apd] b: its results differ from the digests recorded when they were written (damaged or edited): {dest / 'b.json'}; executing b again\n"
-        in out
+    def rebuild(damaged: dict, line: str, ran: str, **options) -> None:
+        for stem, how in damaged.items():
+            damage(dest / f"{stem}.json", how)
+        runner.build_book("p", only=["b"], root=book, html=False, **options)
+        out = capsys.readouterr().out
+        assert line in out and all(f"[apd] {s}: {word} in" in out for s, word in zip("ab", ran.split()))
+        assert {stem: numbers(dest / f"{stem}.json") for stem in "ab"} == clean
+
+    # --only b: a's damaged results are not read as cached; a executes again, as clean
+    rebuild(
+        {"a": "garbage bytes"},
+        f"[apd] a: {said}: {dest / 'a.json'}; executing a again, since b reads it",
+        "executed cached",
+        jobs=1,
     )
-    assert "[apd] a: executed in" in out and "[apd] b: executed in" in out
-    assert {stem: numbers(dest / f"{stem}.json") for stem in "ab"} == clean
+    # a chapter's own damaged results (here a number changed), side by side and with --force
+    rebuild(
+        {"b": "a changed number", "a": "a changed number"},
+        f"[apd] b: {said}: {dest / 'b.json'}; executing b again\n",
+        "executed executed",
+        jobs=2,
+        force=True,
+    )
 
     # the chapter that reads a damaged file, run without the runner's check, stops naming it
     damage(dest / "a.json", "invalid JSON")

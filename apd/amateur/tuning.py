@@ -3,8 +3,7 @@
 Score (:data:`SCORE_BEST_INV_T`, every variant's, the release configuration's included) = mean
 KL(truth || APD) over the ELM's top 20 at the answer position of the dev people's world QA items
 (nats), at APD's best 1/T of :data:`apd.family.settings.INV_T_GRID`: lambda3 and 1/T chosen together
-on the dev half, as the chapters report APD. :data:`SCORE_APD_T1` (the same KL at 1/T = 1) stays
-available. The choice (:func:`choose_lambda3`): ties within :data:`TIE_NATS` go to the larger
+on the dev half, as the chapters report APD. The choice (:func:`choose_lambda3`): ties within :data:`TIE_NATS` go to the larger
 lambda3, and a choice at an end of the grid widens it (design notes, "lambda3 on the claims'
 criterion"). Chapters report on the test people only.
 """
@@ -29,13 +28,10 @@ from apd.family.logprobs import next_token_log_probs
 from apd.family.settings import INV_T_GRID
 from apd.world import truth
 
-TUNING_SCORE = "mean KL(truth || APD 1/T=1) over the ELM top-20, dev people"
-
-#: The tuning scores (:func:`tune_lambda3`'s ``score``): APD at APD's dev-best 1/T of
-#: apd.family.settings.INV_T_GRID (every variant's), or at 1/T = 1.
-SCORE_APD_T1, SCORE_BEST_INV_T = "apd_t1", "best_inv_T"
+#: The tuning score (:func:`tune_lambda3`'s ``score``): APD at APD's dev-best 1/T of
+#: apd.family.settings.INV_T_GRID (every variant's; the release's was once APD at 1/T = 1).
+SCORE_BEST_INV_T = "best_inv_T"
 TUNING_SCORES = {
-    SCORE_APD_T1: TUNING_SCORE,
     SCORE_BEST_INV_T: "mean KL(truth || APD) over the ELM top-20 at APD's dev-best 1/T, dev people",
 }
 
@@ -119,7 +115,7 @@ def tune_lambda3(
 ) -> tuple[float, pd.DataFrame]:
     """Train one ALM' per lambda3 in ``grid`` and keep the one with the lowest :func:`validation_score`
     on the world QA items of the dev people (``score``: at APD's best 1/T of ``inv_T_grid``, a family's
-    ``Settings.inv_T_grid``, :data:`SCORE_BEST_INV_T`, or at 1/T = 1, :data:`SCORE_APD_T1`), the grid
+    ``Settings.inv_T_grid``, :data:`SCORE_BEST_INV_T`), the grid
     widened and ties broken by :func:`choose_lambda3`. Returns (best lambda3, table); the table (one
     row per value tried: lambda3, score, inv_T, n_scored, n_items, alm_prime, widened, chosen) is
     cached in ``cache/apd/tuning-<key>.json`` (:func:`tuning_key`), with the ELM's and CD's scores on
@@ -212,8 +208,6 @@ def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, 
         model = load_alm_prime(alm_prime, device=fam.device)
         lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
         del model
-        if score == SCORE_APD_T1:
-            return {**validation_score(elm, lp, qa.truth), "inv_T": 1.0, "alm_prime": str(alm_prime)}
         return {**best_inv_T_score(elm, lp, qa.truth, grid=inv_T_grid), "alm_prime": str(alm_prime)}
 
     best, rows, interior = choose_lambda3(grid, score_of)
@@ -240,7 +234,7 @@ def _tuning_frame(saved: dict) -> pd.DataFrame:
     df = pd.DataFrame(saved["rows"])
     df["chosen"] = np.isclose(df["lambda3"], saved["best"])
     df.attrs["reference"] = dict(saved.get("reference", {}))
-    df.attrs["score"] = saved.get("score", TUNING_SCORE)
+    df.attrs["score"] = saved.get("score", TUNING_SCORES[SCORE_BEST_INV_T])
     df.attrs["interior"] = saved.get("interior")
     df.attrs["grid"] = list(saved.get("grid", df["lambda3"]))
     return df

@@ -248,6 +248,24 @@ def test_choose_lambda3_stops_after_three_values_and_says_it_is_at_the_edge():
     assert (best, len(rows), interior) == (0.0, 3, False)
 
 
+def test_choose_lambda3_does_not_follow_a_plateau():
+    # the default build's reading under the first rule: every value from 0.8 up tied within 0.0005 nats,
+    # so the larger kept winning and the choice ended at the edge; now the first tie past the end stops it
+    kl = {0.05: 2.433, 0.1: 2.433, 0.2: 2.434, 0.4: 2.432, 0.8: 2.4168, 1.6: 2.4166, 3.2: 2.4167, 6.4: 2.4165}
+    tried = []
+
+    def score_of(v):
+        tried.append(v)
+        return {"score": kl[v]}
+
+    best, rows, interior = tuning.choose_lambda3((0.05, 0.1, 0.2, 0.4, 0.8, 1.6), score_of)
+    assert (best, interior) == (1.6, True) and tried[6:] == [3.2]
+    # a value past the end that is better by more than the tie is followed
+    kl[3.2] = 2.40
+    best, rows, interior = tuning.choose_lambda3((0.05, 0.1, 0.2, 0.4, 0.8, 1.6), lambda v: {"score": kl[v]})
+    assert (best, interior) == (3.2, True) and [r["lambda3"] for r in rows][-1] == 6.4
+
+
 def test_choose_lambda3_gives_ties_to_the_larger_value():
     kl = {0.1: 2.2000, 0.2: 2.2004, 0.4: 2.2010, 0.8: 2.3000}
     best, rows, interior = tuning.choose_lambda3((0.1, 0.2, 0.4, 0.8), lambda v: {"score": kl[v]})

@@ -36,7 +36,7 @@ TUNING_SCORES = {
 }
 
 
-_TUNING_VERSION = 2  # bump when the tuning score or the choice changes (2: the widening and the tie rule)
+_TUNING_VERSION = 3  # bump when the tuning score or the choice changes (2: the widening and the tie rule; 3: a plateau is not followed)
 
 #: How :func:`choose_lambda3` chooses: dev KLs within ``TIE_NATS`` of the best are ties, won by the larger
 #: lambda3 (ALM' nearer the ALM); a choice at an end of the grid extends the grid past that end by
@@ -48,7 +48,8 @@ def choose_lambda3(grid, score_of, *, tie=TIE_NATS, factor=WIDEN_FACTOR, max_add
     """The lambda3 with the lowest ``score_of(value)["score"]`` (a dev KL; ties within ``tie`` go to
     the larger lambda3), the grid widened while the choice is at one of its ends: the value past that
     end (the smallest / ``factor``, the largest * ``factor``) is scored too, until the choice is
-    interior or ``max_added`` values have been added. A grid of one value is a given value, not
+    interior, an added value does no better than the choice by more than ``tie`` (the choice stays,
+    now inside the values scored: a plateau is not followed), or ``max_added`` values have been added. A grid of one value is a given value, not
     widened; nothing lies below lambda3 = 0. Returns ``(best, rows, interior)``: one row per value
     scored, by lambda3 (``lambda3``, ``score_of``'s fields, ``widened``: added past the grid), and
     whether ``best`` lies strictly inside the values scored.
@@ -59,8 +60,12 @@ def choose_lambda3(grid, score_of, *, tie=TIE_NATS, factor=WIDEN_FACTOR, max_add
         >>> best, rows, interior = choose_lambda3((0.1, 0.2), dev_kl)   # 0.1 is the smallest: 0.05 is added
         >>> best, [r["lambda3"] for r in rows], [r["widened"] for r in rows], interior
         (0.1, [0.05, 0.1, 0.2], [True, False, False], True)
-        >>> choose_lambda3((0.1, 0.2, 0.4), dev_kl)[0]   # 0.4 ties 0.1 (within 0.0005 nats): the larger wins
-        0.4
+        >>> best, rows, interior = choose_lambda3((0.1, 0.2, 0.4), dev_kl)   # 0.4 ties 0.1: the larger wins
+        >>> best, [r["lambda3"] for r in rows], interior   # 0.8, added past it, does no better: 0.4 stays
+        (0.4, [0.1, 0.2, 0.4, 0.8], True)
+        >>> flat = lambda v: {"score": 2.0}   # a plateau: the first value past the end ties, and widening stops
+        >>> choose_lambda3((0.4, 0.8), flat)[0::2]
+        (0.8, True)
     """
     start = sorted({float(v) for v in grid})
     if not start:
@@ -80,6 +85,8 @@ def choose_lambda3(grid, score_of, *, tie=TIE_NATS, factor=WIDEN_FACTOR, max_add
         if new in rows:  # lambda3 = 0: nothing lies below it
             break
         rows[new] = {"lambda3": new, **score_of(new), "widened": True}
+        if rows[new]["score"] > rows[best]["score"] - tie:  # no better past the end: the choice stays, now inside
+            return best, [rows[v] for v in sorted(rows)], True
         best, interior = best_and_interior()
     return best, [rows[v] for v in sorted(rows)], interior
 
@@ -112,6 +119,7 @@ def tune_lambda3(
     progress: bool = True,
     score: str = SCORE_BEST_INV_T,
     inv_T_grid=INV_T_GRID,
+    heldout=None,
 ) -> tuple[float, pd.DataFrame]:
     """Train one ALM' per lambda3 in ``grid`` and keep the one with the lowest :func:`validation_score`
     on the world QA items of the dev people (``score``: at APD's best 1/T of ``inv_T_grid``, a family's
@@ -120,7 +128,8 @@ def tune_lambda3(
     row per value tried: lambda3, score, inv_T, n_scored, n_items, alm_prime, widened, chosen) is
     cached in ``cache/apd/tuning-<key>.json`` (:func:`tuning_key`), with the ELM's and CD's scores on
     the same items in its ``attrs["reference"]``, whether the choice is interior in
-    ``attrs["interior"]`` and the grid asked for in ``attrs["grid"]``."""
+    ``attrs["interior"]`` and the grid asked for in ``attrs["grid"]``. ``heldout``: passed to each
+    run (:func:`apd.amateur.runs.train_apd`)."""
     if not len(grid):
         raise ValueError("the lambda3 grid is empty; pass values such as apd.family.settings.LAMBDA3_GRID.")
     if score not in TUNING_SCORES:
@@ -133,7 +142,7 @@ def tune_lambda3(
         saved = read_json_checked(path, "lambda3 tuning table", "tuning again")
         if saved is not None and _relocated(saved, path, collect_dir, base, cache):
             return float(saved["best"]), _tuning_frame(saved)
-        saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid)
+        saved = _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid, heldout)
         write_json(path, saved, digest=True)
     return float(saved["best"]), _tuning_frame(saved)
 
@@ -187,12 +196,12 @@ def scoring_threads(fam):
     return cpu_threads(1 if getattr(getattr(fam, "device", None), "type", "cpu") == "cpu" else None)
 
 
-def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid) -> dict:
+def _tune(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid, heldout) -> dict:
     with scoring_threads(fam):
-        return _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid)
+        return _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid, heldout)
 
 
-def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid) -> dict:
+def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, score, inv_T_grid, heldout) -> dict:
     qa = dev_scores(fam, world, dev)
     elm = qa.logprobs[-1]
     reference = {
@@ -204,7 +213,8 @@ def _tune_grid(fam, world, dev, collect_dir, base, grid, cache, seed, progress, 
         reference["CD dev-best 1/T"], reference["CD dev-best 1/T value"] = cd["score"], cd["inv_T"]
 
     def score_of(value: float) -> dict:
-        alm_prime = train_apd(fam, collect_dir, replace(base, lambda3=float(value)), cache=cache, progress=progress)
+        config = replace(base, lambda3=float(value))
+        alm_prime = train_apd(fam, collect_dir, config, cache=cache, progress=progress, heldout=heldout)
         model = load_alm_prime(alm_prime, device=fam.device)
         lp = next_token_log_probs(model, fam.tokenizer, [it.prompt for it in dev], fam.vocab_size)
         del model

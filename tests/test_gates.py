@@ -114,6 +114,25 @@ def test_moved_passes_at_the_attainable_alm_prime_and_fails_at_the_alm(synthetic
     assert cd.moved_kl == 0.0 and not cd.moved
 
 
+def test_checks_read_every_gate_on_every_solution(synthetic):
+    # whatever the trained ALM' is, the page's checks pass every gate on the attainable solution and
+    # fail each trivial solution on at least the gates it cannot pass
+    lp, elm, alm, best = synthetic
+    for trained in (best, gates.cd_solution(lp, elm, alm), gates.flat_solution(elm, best.prime, lp.shape[0])):
+        rows = {r["solution"]: r for r in read(synthetic, trained).checks()}
+        assert rows["attainable"]["alive"] and rows["attainable"]["not trivial"] and rows["attainable"]["moved"]
+        assert rows["attainable"]["gap share"] == pytest.approx(1.0)
+        assert not rows["cd"]["alive"] and not rows["cd"]["not trivial"] and not rows["cd"]["moved"]
+        assert not rows["expert"]["alive"] and not rows["expert"]["not trivial"]
+    # the trained row is the gates' own reading
+    g = read(synthetic, gates.cd_solution(lp, elm, alm))
+    own = g.checks()[0]
+    assert (own["alive"], own["not trivial"], own["moved"]) == (g.alive, g.not_trivial, g.moved)
+    # where L3 weighs so much that no gain is left, not trivial fails for every solution, the attainable too
+    heavy = read(synthetic, best, lambda3=100.0)
+    assert not any(r["not trivial"] for r in heavy.checks()) and heavy.checks()[1]["alive"]
+
+
 def test_the_objective_rows_round_trip(synthetic):
     g = read(synthetic, synthetic[-1])
     assert [r["solution"] for r in g.objective_rows()] == list(gates.SOLUTIONS)

@@ -341,6 +341,33 @@ def test_resume_after_interruption_ends_where_an_uninterrupted_run_ends(family, 
         train.train_alm_prime(small_config(lambda3=0.2), models[0], records, tmp_path / "whole", progress=False)
 
 
+def test_heldout_readings_change_no_weight_and_resume_with_the_run(family, tmp_path):
+    models, sizes, records = family
+    held = data_mod.CollectedChunks(make_records(models, sizes, 3, seed=9))
+    cfg = small_config(checkpoint_every=3)
+    plain = train.train_alm_prime(cfg, models[0], records, tmp_path / "plain", progress=False)
+    read = train.train_alm_prime(cfg, models[0], records, tmp_path / "read", progress=False, heldout=held)
+    ref, state = final_state(plain), final_state(read)
+    assert all(torch.equal(ref[k], state[k]) for k in ref)  # the readings change no trained weight
+    assert train.read_heldout_log(tmp_path / "plain") is None
+    log = train.read_heldout_log(tmp_path / "read")
+    assert list(log["step"]) == train.heldout_steps(4, 12) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
+    assert list(log["epoch"])[-1] == 3.0 and (log["n_chunks"] == 3).all()
+    # the last reading is the objective of the saved ALM' and MLP on the held-out chunks
+    last = train.evaluate_losses(AutoModelForCausalLM.from_pretrained(read), objective.CurveMLP.load(read), held, lambda3=0.1)
+    assert log["loss"].iloc[-1] == pytest.approx(last["loss"], rel=1e-5) and log["loss"].iloc[-1] < log["loss"].iloc[0]
+    # a run stopped and resumed reads the same values, each step once
+    train.train_alm_prime(cfg, models[0], records, tmp_path / "stop", stop_after=5, progress=False, heldout=held)
+    train.train_alm_prime(cfg, models[0], records, tmp_path / "stop", progress=False, heldout=held)
+    again = train.read_heldout_log(tmp_path / "stop")
+    assert len((tmp_path / "stop" / train.HELDOUT_LOG).read_text().splitlines()) == 13
+    assert np.allclose(again["loss"], log["loss"], rtol=1e-6)
+    # a distilled run reads its own objective (the distance to the fitter's targets)
+    dcfg = small_config(objective="distill", epochs=1)
+    train.train_alm_prime(dcfg, models[0], records, tmp_path / "distill", progress=False, heldout=held)
+    assert {"distill", "l3", "loss"} <= set(train.read_heldout_log(tmp_path / "distill").columns)
+
+
 @pytest.mark.parametrize(
     "variant",
     [

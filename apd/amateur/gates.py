@@ -154,6 +154,18 @@ class Gates:
     loss_cd: float = math.nan
     collapsed_attainable: float = math.nan  # share of tokens at the expert: the attainable solution's c
     collapsed_expert: float = math.nan  # the expert's (1 up to the ELM's stored precision)
+    curve_alive_attainable: float = math.nan  # *curve alive* and *moved* read on the other solutions:
+    l1_curve_attainable: float = math.nan  # the gates' checks both ways (:meth:`checks`)
+    l1_flat_attainable: float = math.nan
+    moved_kl_attainable: float = math.nan
+    curve_alive_expert: float = math.nan
+    l1_curve_expert: float = math.nan
+    l1_flat_expert: float = math.nan
+    moved_kl_expert: float = math.nan
+    curve_alive_cd: float = math.nan
+    l1_curve_cd: float = math.nan
+    l1_flat_cd: float = math.nan
+    moved_kl_cd: float = math.nan
     thresholds: Thresholds = field(default_factory=Thresholds)
 
     @property
@@ -248,6 +260,47 @@ class Gates:
         if not self.moved:
             failed.append("ALM' did not move from the ALM")
         return "; ".join(failed)
+
+    def checks(self) -> list[dict]:
+        """Each gate read on each solution of :data:`SOLUTIONS` under this run's thresholds: the trained
+        ALM' row is the gates' reading, the attainable solution's is their positive check and the
+        trivial ones' (the expert, CD) their negative checks. One dict per solution: ``curve alive``
+        (the ratio), ``alive``, ``gap share``, ``not trivial``, ``moved KL`` and ``moved``. Not trivial
+        needs an attainable gain: without one it fails for every solution. A distilled run's rows other
+        than the trained one are NaN.
+
+        Example:
+            >>> g = Gates(0.0, 0.02, 0.02, 0.3, 0.2, 0.0, 0.4, 10, 200, loss_trained=1.0, loss_attainable=0.5,
+            ...           loss_expert=1.0, loss_cd=1.3, curve_alive_attainable=0.4, l1_curve_attainable=0.01,
+            ...           l1_flat_attainable=0.02, moved_kl_attainable=0.8, moved_kl_cd=0.0)
+            >>> [(r["solution"], r["alive"], r["not trivial"], r["moved"]) for r in g.checks()][:2]
+            [('trained', False, False, False), ('attainable', True, True, True)]
+        """
+        th, rows = self.thresholds, []
+        for s in SOLUTIONS:
+            own = s == "trained"
+            alive, l1, flat, moved = (
+                getattr(self, name if own else f"{name}_{s}") for name in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")
+            )
+            gap = self.share_of(self._gap()[2] if own else self._solution_loss(s))
+            rows.append(
+                {
+                    "solution": s,
+                    "curve alive": alive,
+                    "alive": self.alive if own else bool(alive >= th.alive_min and l1 < flat),
+                    "gap share": gap,
+                    "not trivial": bool(gap >= th.gap_min),
+                    "moved KL": moved,
+                    "moved": bool(moved >= th.moved_min),
+                }
+            )
+        return rows
+
+    def _solution_loss(self, s: str) -> float:
+        """The objective at solution ``s`` (a distilled run: its distance to the fitter's targets)."""
+        if self.distilled:
+            return {"attainable": 0.0, "expert": self.fidelity_elm, "cd": self.fidelity_cd}[s]
+        return getattr(self, f"loss_{s}")
 
     def objective_rows(self) -> list[dict]:
         """The four solutions' L1, L2, L3, L and share of tokens at the expert, one dict each (for the
@@ -496,6 +549,9 @@ def gates_at(
         rows.update({f"{term}_{name}": value for term, value in terms.items()})
         if name in ("attainable", "expert"):  # the trained ALM's and CD's: gate_readings
             rows[f"collapsed_{name}"] = at_expert(lp, elm, sol.prime, thresholds.collapse_tol)
+        if name != "trained":  # the gates' checks both ways: each gate read on the other solutions
+            r = gate_readings(lp, elm, alm, sol, space=space, collapse_tol=thresholds.collapse_tol)
+            rows.update({f"{k}_{name}": r[k] for k in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")})
     return Gates(
         **gate_readings(lp, elm, alm, trained, space=space, collapse_tol=thresholds.collapse_tol),
         n_positions=int(elm.shape[0]),
@@ -603,10 +659,19 @@ def _measure_gates(
         who: float(_kl_rows(target, q).mean())
         for who, q in (("apd", asymptote(elm, prime)), ("elm", p_elm), ("cd", asymptote(elm, alm)))
     }
+    checks = {}  # each gate read on the other solutions: the checks both ways
+    for name, sol in (
+        ("attainable", _double(attainable)),
+        ("expert", expert_solution(lp, elm, alm)),
+        ("cd", cd_solution(lp, elm, alm)),
+    ):
+        r = gate_readings(lp, elm, alm, sol, collapse_tol=thresholds.collapse_tol)
+        checks.update({f"{k}_{name}": r[k] for k in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")})
     return Gates(
         **gate_readings(lp, elm, alm, refit, collapse_tol=thresholds.collapse_tol),
         n_positions=int(elm.shape[0]),
         n_tokens=int(elm.numel()),
+        **checks,
         **{f"fidelity_{w}": v for w, v in fid.items()},
         lambda2=config.get("lambda2", math.nan),
         lambda3=config.get("lambda3", math.nan),

@@ -34,6 +34,7 @@ import pandas as pd
 from apd.amateur.config import APDTrainConfig, check_loss_weight
 from apd.amateur.distill import DISTILL_FIT
 from apd.amateur.gates import THRESHOLDS, Gates, measure_gates
+from apd.amateur.train import read_heldout_log
 from apd.amateur.runs import (
     hash_key,
     collect_config,
@@ -97,6 +98,11 @@ class APDResult:
     def train_log(self) -> pd.DataFrame:
         """One row per logged optimizer step: step, epoch, lr, loss, l1, l2, l3, flip_frac, seconds."""
         return read_train_log(self.train_dir)
+
+    def heldout_log(self) -> Optional[pd.DataFrame]:
+        """The objective on the gates' held-out chunks as the run trained (step, epoch, loss and its
+        terms), or None for a run trained before these readings were kept."""
+        return read_heldout_log(self.train_dir)
 
 
 def apd_model(
@@ -176,6 +182,7 @@ def _apd_model(fam, built, settings: Settings, *, lambda3, progress, cache, seed
         )
     texts = finetune_texts(fam, built, leave_out)
     collect_dir = collect_family(fam, texts, collect_config(settings, built), cache=cache, progress=progress)
+    heldout = (gate_collection(fam, built, settings, cache=cache), settings.gate_chunks)  # read as each run trains
     tuning = None
     if lambda3 is None and settings.family == "pico":
         lambda3, tuning = tune_lambda3(
@@ -189,9 +196,10 @@ def _apd_model(fam, built, settings: Settings, *, lambda3, progress, cache, seed
             progress=progress,
             score=spec.score,
             inv_T_grid=settings.inv_T_grid,
+            heldout=heldout,
         )
     config = variant_config(variant, settings, lambda3)
-    path = train_apd(fam, collect_dir, config, cache=cache, progress=progress)
+    path = train_apd(fam, collect_dir, config, cache=cache, progress=progress, heldout=heldout)
     return APDResult(
         alm_prime_path=Path(path),
         config=config,
@@ -229,7 +237,7 @@ def _run_gates(alm_prime, fam, built, settings: Settings, cache) -> Gates:
     folder = Path(getattr(alm_prime, "alm_prime_path", alm_prime))
     val_dir = gate_collection(fam, built, settings, cache=cache)
     n = settings.gate_chunks
-    key = hash_key("gates-v4", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
+    key = hash_key("gates-v5", Path(val_dir).name, n, asdict(THRESHOLDS), DISTILL_FIT, _run_identity(folder))
     path = folder.parent / f"gates-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "mechanism gates", "measuring them again")
@@ -433,6 +441,7 @@ def prefetch_variants(fam, built, settings: Settings, names, *, cache=None, seed
         [c for _, c in runs],
         cache,
         names=[f"ALM' {n} lambda3={c.lambda3:g} (tuning)" for n, c in runs],
+        heldout=(gate_collection(fam, built, settings, cache=cache), settings.gate_chunks),
     )
     run_jobs(_variant_job, [(recipe, n, seed) for n in names], names=[f"ALM' {n}" for n in names])
 

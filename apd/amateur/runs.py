@@ -152,9 +152,11 @@ def trained(collect_dir, config: APDTrainConfig, cache=None) -> Optional[Path]:
     return _finished(train_dir(collect_dir, config, cache))
 
 
-def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress: bool = True) -> Path:
+def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress: bool = True, heldout=None) -> Path:
     """Train ALM' from ``family``'s ALM on a collection folder; returns the ``alm_prime`` folder.
-    A finished run is returned without reading the data."""
+    A finished run is returned without reading the data. ``heldout``: ``(collection folder, n)``,
+    whose first ``n`` chunks the run reads its objective on as it trains
+    (:func:`apd.amateur.train.read_heldout_log`)."""
     manifest = collect.read_manifest(collect_dir)
     if not manifest.get("complete"):
         raise ValueError(f"{collect_dir} is an unfinished collection; run pipeline.collect_family again to finish it")
@@ -176,8 +178,12 @@ def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress:
             data.records = distill.WithTargets(
                 data.records, distill.collection_targets(collect_dir, config.members, n, cache=cache)
             )
+        held = None
+        if heldout is not None:
+            held = collected_chunks(heldout[0])
+            held.records = held.records[: int(heldout[1])]
         return train_alm_prime(
-            config, family.locations[family.alm], data, out, tokenizer=family.tokenizer, progress=progress
+            config, family.locations[family.alm], data, out, tokenizer=family.tokenizer, progress=progress, heldout=held
         )
 
 
@@ -190,7 +196,7 @@ class _Trainer:
     tokenizer: object
 
 
-def train_side_by_side(family, collect_dir, configs, cache=None, names=None) -> list[Optional[float]]:
+def train_side_by_side(family, collect_dir, configs, cache=None, names=None, heldout=None) -> list[Optional[float]]:
     """Train the runs of ``configs`` on ``collect_dir`` that are not cached yet, side by side
     (:func:`apd.base.jobs.run_jobs`, one worker per run, each trained as it would be alone); then
     :func:`train_apd` finds each of them done. Returns each config's wall seconds in its worker (None
@@ -207,7 +213,7 @@ def train_side_by_side(family, collect_dir, configs, cache=None, names=None) -> 
         return seconds
     trainer = _Trainer({family.alm: family.locations[family.alm]}, family.alm, family.tokenizer)
     walls = run_jobs(
-        _train_job, [(trainer, collect_dir, configs[i], cache) for i in todo], names=[names[i] for i in todo]
+        _train_job, [(trainer, collect_dir, configs[i], cache, heldout) for i in todo], names=[names[i] for i in todo]
     )
     for i, wall in zip(todo, walls):
         seconds[i] = wall
@@ -215,10 +221,10 @@ def train_side_by_side(family, collect_dir, configs, cache=None, names=None) -> 
 
 
 def _train_job(args) -> float:
-    """One ALM' run in a worker: ``(trainer, collect_dir, config, cache)`` -> its wall seconds."""
-    trainer, collect_dir, config, cache = args
+    """One ALM' run in a worker: ``(trainer, collect_dir, config, cache, heldout)`` -> its wall seconds."""
+    trainer, collect_dir, config, cache, heldout = args
     t0 = time.time()
-    train_apd(trainer, collect_dir, config, cache=cache, progress=False)
+    train_apd(trainer, collect_dir, config, cache=cache, progress=False, heldout=heldout)
     return time.time() - t0
 
 

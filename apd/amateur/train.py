@@ -157,6 +157,7 @@ def train_alm_prime(
     stop_after: Optional[int] = None,
     callback: Optional[Callable[[int, dict], None]] = None,
     progress: bool = True,
+    heldout=None,
 ) -> Path:
     """Fine-tune ALM' with the curve MLP; returns the ``alm_prime/`` folder (``save_pretrained``).
 
@@ -169,6 +170,10 @@ def train_alm_prime(
     ``stop_after``: leave after this many optimizer steps of this call (a checkpoint is written;
     e.g. to fit a time slot) and return that checkpoint's path instead.
     ``callback(step, record)``: called after every optimizer step with the logged loss terms.
+    ``heldout``: held-out chunks (a :class:`CollectedChunks`, e.g. the gates' collection's first
+    chunks): the run's objective on them, dropout off, is written to ``heldout_log.jsonl`` before the
+    first step and :data:`HELDOUT_PER_EPOCH` times an epoch (:func:`read_heldout_log`). It changes
+    no trained weight and is not part of the run's identity.
     On the CPU the run uses one torch thread (:data:`CPU_THREADS`; its matrices are small, and threads
     contend on a shared CPU: design notes, "ALM' training cost").
 
@@ -195,7 +200,71 @@ def train_alm_prime(
             stop_after=stop_after,
             callback=callback,
             progress=progress,
+            heldout=heldout,
         )
+
+
+#: How often a run given held-out chunks reads its objective on them: this many times an epoch.
+HELDOUT_PER_EPOCH = 4
+#: The held-out readings' file in a run's folder (:func:`read_heldout_log`).
+HELDOUT_LOG = "heldout_log.jsonl"
+
+
+def heldout_steps(steps_per_epoch: int, total: int) -> list[int]:
+    """The steps after which a run reads its held-out objective: 0, every ``steps_per_epoch //
+    HELDOUT_PER_EPOCH`` steps (at least 1), and the last.
+
+    Example:
+        >>> heldout_steps(262, 262)   # the release configuration at default scale: one epoch
+        [0, 65, 130, 195, 260, 262]
+    """
+    every = max(1, steps_per_epoch // HELDOUT_PER_EPOCH)
+    return sorted({*range(0, total + 1, every), total})
+
+
+@torch.no_grad()
+def _heldout_reading(objective, held: CollectedChunks, device, step: int, steps_per_epoch: int) -> dict:
+    """The objective's terms on the held-out chunks (dropout off, batches of 4), at ``step``."""
+    was_training = objective.training
+    objective.eval()
+    sums, count = {}, 0
+    for start in range(0, len(held), 4):
+        idx = range(start, min(len(held), start + 4))
+        batch = {k: v.to(device) for k, v in collate_chunks([held[i] for i in idx]).items()}
+        for k, v in objective(**batch).items():
+            sums[k] = sums.get(k, 0.0) + float(v) * len(idx)
+        count += len(idx)
+    objective.train(was_training)
+    terms = {k: v / count for k, v in sums.items() if k != "flip_frac"}
+    return {"step": step, "epoch": step / steps_per_epoch, **terms, "n_chunks": count}
+
+
+def _heldout_data(config: APDTrainConfig, plan, heldout) -> Optional[CollectedChunks]:
+    """``heldout`` with the run's members (and, for a distilled run, the fitter's targets), or None."""
+    if heldout is None or not plan.main:
+        return None
+    if not isinstance(heldout, CollectedChunks):
+        raise TypeError(f"heldout must be a CollectedChunks (apd.amateur.data.collected_chunks), got {type(heldout).__name__}.")
+    held = CollectedChunks(
+        heldout.records, log_sizes=heldout.all_log_sizes, member_names=heldout.all_member_names, members=config.members
+    )
+    if config.objective == "distill":
+        held.records = WithTargets(
+            held.records, targets_for_records(held.records, held.all_log_sizes, held.member_index, len(held))
+        )
+    return held
+
+
+def read_heldout_log(run_dir) -> Optional["pd.DataFrame"]:
+    """A run's held-out objective (one row per reading: step, epoch, loss and its terms, n_chunks), or
+    None for a run trained without held-out chunks."""
+    import pandas as pd
+
+    path = Path(run_dir) / HELDOUT_LOG
+    if not path.is_file():
+        return None
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return pd.DataFrame(rows).drop_duplicates("step", keep="last").sort_values("step").reset_index(drop=True)
 
 
 @dataclasses.dataclass
@@ -560,6 +629,7 @@ def _train_alm_prime(
     stop_after: Optional[int] = None,
     callback: Optional[Callable[[int, dict], None]] = None,
     progress: bool = True,
+    heldout=None,
 ) -> Path:
     plan, alm = _plan(config, alm_model_or_path, records, out_dir, log_sizes, member_names)
     if _already_done(plan):
@@ -577,6 +647,20 @@ def _train_alm_prime(
     if plan.acc:
         model, optimizer = plan.acc.prepare(objective, optimizer)
 
+    held = _heldout_data(config, plan, heldout)
+    read_at = set(heldout_steps(plan.steps_per_epoch, plan.total)) if held is not None else set()
+    held_path = plan.out_dir / HELDOUT_LOG
+
+    def read_heldout() -> None:
+        if step in read_at:
+            with open(held_path, "a") as f:
+                f.write(json.dumps(_heldout_reading(objective, held, plan.device, step, plan.steps_per_epoch)) + "\n")
+
+    if held is not None:  # a resumed run keeps the readings up to its step
+        kept = [ln for ln in held_path.read_text().splitlines() if ln.strip()] if held_path.exists() else []
+        kept = [ln for ln in kept if json.loads(ln)["step"] < step]
+        held_path.write_text("".join(ln + "\n" for ln in kept))
+        read_heldout()
     bar = progress_bar(total=plan.total, initial=step, desc="ALM'", progress=progress and plan.main)
     done_here = 0
     t0 = time.time()
@@ -590,6 +674,8 @@ def _train_alm_prime(
         step += 1
         done_here += 1
         _report_step(config, plan, record, bar, callback)
+        if held is not None:
+            read_heldout()
         if step % config.checkpoint_every == 0 and step < plan.total:
             _save_checkpoint(plan, config, step, objective, mlp, optimizer)
     if bar is not None:

@@ -411,6 +411,39 @@ def lambda3_sweep(gates: pd.DataFrame, chosen: float) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def positive_checks(gates: pd.DataFrame, chosen: float) -> Values:
+    """Where the release configuration's gates pass on their positive check, from :func:`gate_table`'s
+    rows (``gates``): ``gate_positive_lambda3``, the smallest lambda3 of its runs at which the
+    attainable solution passes every gate (None: none), and ``gate_chosen_no_gain``, whether at the
+    ``chosen`` lambda3 the attainable solution costs at least a trivial one (then no ALM' can pass
+    *not trivial* there).
+
+    Example:
+        >>> g = Gates(0.0, 0.02, 0.02, 0.3, 0.2, 0.0, 0.0, 10, 200, loss_trained=2.0, loss_attainable=0.5,
+        ...           loss_expert=1.0, loss_cd=2.0, curve_alive_attainable=0.4, l1_curve_attainable=0.01,
+        ...           l1_flat_attainable=0.02, moved_kl_attainable=0.8)
+        >>> heavy = Gates.from_dict({**g.to_dict(), "loss_attainable": 3.0})
+        >>> rows = pd.DataFrame([{**g.to_dict(), "variant": "release", "lambda3": 0.1},
+        ...                      {**heavy.to_dict(), "variant": "release", "lambda3": 1.6}])
+        >>> v = positive_checks(rows, 1.6)
+        >>> v["gate_positive_lambda3"][0], v["gate_chosen_no_gain"][0]
+        (0.1, True)
+    """
+    rows = gates[gates["variant"] == "release"].sort_values("lambda3")
+    passing, no_gain = [], None
+    for r in rows.to_dict("records"):
+        g = Gates.from_dict(r)
+        attainable = g.checks()[1]
+        if attainable["alive"] and attainable["not trivial"] and attainable["moved"]:
+            passing.append(float(r["lambda3"]))
+        if np.isclose(float(r["lambda3"]), chosen):
+            no_gain = not math.isfinite(g.share_of(g.loss_attainable))
+    return {
+        "gate_positive_lambda3": (passing[0] if passing else None, "{:g}"),
+        "gate_chosen_no_gain": (bool(no_gain), None),
+    }
+
+
 def _star(ax, x, y, color: str, label: str) -> None:
     """The chosen point of a sweep, a large star outlined in the expert's colour."""
     ax.plot(x, y, ls="none", marker="*", ms=16, color=color, mec=COLORS["elm"], label=label)
@@ -613,23 +646,34 @@ SOLUTION_WORDS = {
 def objective_table(sel, variant_names) -> pd.DataFrame:
     """Every variant's objective at the four solutions of *not trivial* (:meth:`Gates.objective_rows`):
     variant, solution, L1, L2, L3, L (a distilled variant's: its KL to the fitter's targets), the share of
-    tokens at the expert, and every row's gap share (NaN: no gain to attain): the trained ALM' row is the
-    gate's reading, the attainable solution's 1 and the trivial ones' at most 0 are its checks both ways.
+    tokens at the expert, and every gate read on every solution (:meth:`Gates.checks`: the gap share,
+    NaN without a gain to attain; the curve-alive ratio; KL(ALM || ALM'); the gates passed): the trained
+    ALM' row is the gates' reading, the attainable solution's their positive check and the trivial
+    ones' their negative checks.
 
     Example:
         >>> from types import SimpleNamespace
         >>> g = Gates(0.5, 0.01, 0.02, 0.3, 0.2, 0.1, 0.4, 10, 200, loss_trained=0.9, loss_attainable=0.5,
         ...           loss_expert=1.0, loss_cd=1.3)
         >>> t = objective_table(SimpleNamespace(gates_of=lambda v: g), ["release"])
-        >>> t["L"].tolist(), [round(v, 2) for v in t["gap share"]]
-        ([0.9, 0.5, 1.0, 1.3], [0.2, 1.0, 0.0, -0.6])
+        >>> t["L"].tolist(), [round(v, 2) for v in t["gap share"]], t["gates passed"].tolist()[:2]
+        ([0.9, 0.5, 1.0, 1.3], [0.2, 1.0, 0.0, -0.6], ['alive, moved', 'not trivial'])
     """
     rows = []
     for v in variant_names:
         g = sel.gates_of(v)
-        for r in g.objective_rows():
+        for r, c in zip(g.objective_rows(), g.checks()):
+            passed = [name for name in ("alive", "not trivial", "moved") if c[name]]
             rows.append(
-                {"variant": v, **r, "solution": SOLUTION_WORDS[r["solution"]], "gap share": g.share_of(r["L"])}
+                {
+                    "variant": v,
+                    **r,
+                    "solution": SOLUTION_WORDS[r["solution"]],
+                    "gap share": c["gap share"],
+                    "curve alive": c["curve alive"],
+                    "KL(ALM || ALM')": c["moved KL"],
+                    "gates passed": ", ".join(passed) or "none",
+                }
             )
     return pd.DataFrame(rows)
 

@@ -1,6 +1,8 @@
 """Factuality's operating points chosen on dev people (apd.evaluation.factuality.selection)."""
 
+import dataclasses
 import doctest
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -149,3 +151,115 @@ def test_the_sweep_holds_the_papers_settings_for_the_labelled_rows():
 def test_an_operating_point_is_dev_or_a_positive_number():
     assert DEV_OR_POSITIVE.ok("dev") and DEV_OR_POSITIVE.ok(2.0)
     assert not DEV_OR_POSITIVE.ok("best") and not DEV_OR_POSITIVE.ok(0) and not DEV_OR_POSITIVE.ok(True)
+
+
+def _ne_er_rows(ne_er: dict) -> pd.DataFrame:
+    return pd.DataFrame({"lambda3": list(ne_er), "ne_er": list(ne_er.values())})
+
+
+def test_lambda3_by_ne_er_chooses_a_smaller_lambda3_that_is_clearly_better():
+    # 0.1 names a point fewer wrong entities than the larger values: more than the tie, so it wins
+    assert selection.choose_lambda3_by_ne_er(_ne_er_rows({0.1: 0.40, 0.2: 0.41, 0.8: 0.45})) == (0.1, False)
+    # the tie is half a percentage point: 0.006 apart is not a tie, 0.004 apart is (the larger wins)
+    assert selection.choose_lambda3_by_ne_er(_ne_er_rows({0.1: 0.400, 0.2: 0.406, 0.8: 0.5})) == (0.1, False)
+    assert selection.choose_lambda3_by_ne_er(_ne_er_rows({0.1: 0.400, 0.2: 0.404, 0.8: 0.5})) == (0.2, True)
+    assert selection.LAMBDA3_NE_ER_TIE == 0.005
+
+
+def test_lambda3_by_ne_er_ties_go_to_the_largest_lambda3():
+    # every NE_ER within half a point of the best, in any order of rows: the largest lambda3 wins
+    rows = _ne_er_rows({0.8: 0.452, 0.1: 0.450, 0.4: 0.4535, 0.2: 0.451})
+    assert selection.choose_lambda3_by_ne_er(rows) == (0.8, False)
+    # a NaN NE_ER (no entity named) is no candidate, and the interior is judged among the candidates
+    rows = _ne_er_rows({0.1: 0.30, 0.2: 0.30, 0.4: float("nan")})
+    assert selection.choose_lambda3_by_ne_er(rows) == (0.2, False)
+
+
+def test_lambda3_by_ne_er_refuses_what_it_cannot_choose_from():
+    with pytest.raises(ValueError, match="columns lambda3 and ne_er"):
+        selection.choose_lambda3_by_ne_er(pd.DataFrame({"lambda3": [0.1], "NE_ER": [0.3]}))
+    with pytest.raises(ValueError, match="distinct"):
+        selection.choose_lambda3_by_ne_er(_ne_er_rows({0.1: 0.3}).pipe(lambda d: pd.concat([d, d])))
+    with pytest.raises(ValueError, match="no lambda3 has a dev NE_ER"):
+        selection.choose_lambda3_by_ne_er(_ne_er_rows({0.1: float("nan"), 0.2: float("nan")}))
+    with pytest.raises(ValueError, match="tie must be"):
+        selection.choose_lambda3_by_ne_er(_ne_er_rows({0.1: 0.3}), tie=-0.01)
+
+
+def _tuned(tmp_path, kl_choice=0.2):
+    from apd.amateur.pipeline import APDResult
+
+    rows = pd.DataFrame(
+        {
+            "lambda3": [0.1, 0.2, 0.8],
+            "score": [3.36, 3.35, 3.37],
+            "alm_prime": [str(tmp_path / f"run{v}" / "alm_prime") for v in (0.1, 0.2, 0.8)],
+        }
+    )
+    return APDResult(tmp_path / f"run{kl_choice}" / "alm_prime", None, kl_choice, rows, tmp_path, "release")
+
+
+def _fake_decoding(monkeypatch, ne_er_of_run: dict):
+    """Decoders are the ALM' folder's name; each run's continuations score its NE_ER."""
+    from apd.evaluation.factuality import sweeps
+
+    calls = []
+
+    def sweep(dec, methods, texts, seeds, *args, cache=None, **kwargs):
+        calls.append((dec, cache, [m.label for m in methods]))
+        return {m.label: dec for m in methods}
+
+    def score_sweep(methods, gens, scorer, *args):
+        run = gens[methods[0].label]
+        return pd.DataFrame([{"NE_ER": ne_er_of_run[run], "NE_ER_se": 0.01, "Dist-2": 0.3}])
+
+    monkeypatch.setattr(sweeps, "sweep", sweep)
+    monkeypatch.setattr(sweeps, "score_sweep", score_sweep)
+    return calls
+
+
+def _decoders_for(folder):
+    name = Path(folder).parent.name
+    return name, ["key", name]
+
+
+def test_the_chapter_decodes_every_tuned_alm_prime_and_uses_the_ne_er_choice(tmp_path, monkeypatch):
+    world, res = World(WorldConfig.smoke()), _tuned(tmp_path)
+    calls = _fake_decoding(monkeypatch, {"run0.1": 0.40, "run0.2": 0.45, "run0.8": 0.46})
+    monkeypatch.setattr(chapter, "_full_run", lambda res, value: None)  # no full-budget run cached
+    args = (0, 6, [0], 0.8, 1.0, _decoders_for, 8, 4)
+    c = chapter.lambda3_by_ne_er(res, None, object(), world, *args)
+    assert [d for d, _, _ in calls] == ["run0.1", "run0.2", "run0.8"]  # each ALM' through its own decoders
+    assert len({cache for _, cache, _ in calls}) == 3 and {tuple(m) for _, _, m in calls} == {
+        ("APD T=1 + top-p k20 (p=0.8)",)
+    }
+    assert (c.ne_er, c.kl, c.interior, c.differs) == (0.1, 0.2, False, True)
+    assert c.folder == tmp_path / "run0.1" / "alm_prime" and "short tuning run" in c.why and "an end of them" in c.why
+    assert c.table["by NE_ER"].tolist() == [True, False, False] and c.table["by KL"].tolist() == [False, True, False]
+    values = chapter.lambda3_values(c)
+    assert values["lambda3_ne_er"] == (0.1, "{:g}") and values["lambda3_kl"] == (0.2, "{:g}")
+    assert values["lambda3_candidates"][0].startswith("0.1: dev KL 3.3600, dev NE_ER 40.0%")
+    # the criteria agree (a tie within half a point goes to the larger, the KL choice): the APD chapter's ALM'
+    _fake_decoding(monkeypatch, {"run0.1": 0.450, "run0.2": 0.452, "run0.8": 0.47})
+    c = chapter.lambda3_by_ne_er(res, None, object(), world, *args)
+    assert (c.ne_er, c.differs, c.folder) == (0.2, False, res.alm_prime_path) and "as by dev KL" in c.source
+
+
+def test_where_nothing_can_be_chosen_todays_alm_prime_is_kept_and_said(tmp_path):
+    res, args = _tuned(tmp_path), (0, 6, [0], 0.8, 1.0, _decoders_for, 8, 4)
+    world = World(WorldConfig.smoke())
+    cases = [
+        ((res, "given/alm_prime", object(), world, 0, 6), "loaded from alm_prime_path"),
+        ((res, None, None, None, 0, 6), "a Hub family has no world"),
+        ((res, None, object(), None, 0, 6), "world_n_prompts is 0"),
+        ((res, None, object(), world, 0, 0), "dev_n_prompts is 0"),
+        ((dataclasses.replace(res, tuning=None), None, object(), world, 0, 6), "not tuned"),
+        ((dataclasses.replace(res, tuning=res.tuning.iloc[:1]), None, object(), world, 0, 6), "one lambda3 only"),
+    ]
+    for (r, path, built, w, seed, n), why in cases:
+        c = chapter.lambda3_by_ne_er(r, path, built, w, seed, n, *args[2:])
+        assert why in c.why and c.ne_er is None and c.table.empty, why
+        assert c.folder == (path or r.alm_prime_path)
+        values = chapter.lambda3_values(c)
+        assert values["lambda3_ne_er"][0] is None and values["lambda3_source"][0] == c.why
+        assert values["lambda3_differs"] == (False, None) and values["lambda3_ne_er_on_edge"] == (False, None)

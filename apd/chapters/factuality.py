@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
+from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
+import torch
 
+from apd.amateur.runs import load_alm_prime, trained
 from apd.amateur.thf import load_thf, thf_model
 from apd.core import stats
 from apd.evaluation.factuality import methods as fm
@@ -283,6 +287,177 @@ def real_trio(real_T_r: float, cd_T: float, apd_T: float) -> dict:
 def apd_k20(p: float, apd_T: float):
     """APD alone: APD + top-p k20 at ``p``."""
     return fm.Method("APD", "top-p k20", float(p), float(apd_T))
+
+
+# -- ALM''s lambda3 by dev NE_ER --------------------------------------------------------------------
+
+
+def alm_prime_decoders(fam, elm, alm, thf, thf_dir, folder) -> tuple[fm.Decoders, list]:
+    """The sweep's decoders with the ALM' in ``folder`` and the sweep cache's key parts for them: the
+    models by their weights' digests (:func:`apd.evaluation.factuality.sweeps.decoder_identity`, so
+    that a moved cache is used as it is), the device type and torch's version."""
+    alm_prime = load_alm_prime(folder, fam.device)
+    dec = fm.Decoders(elm, fam.tokenizer, alm=alm, alm_prime=alm_prime, vocab_size=fam.vocab_size, thf=thf)
+    return dec, [*sweeps.decoder_identity(fam, folder, thf_dir), fam.device.type, torch.__version__]
+
+
+@dataclasses.dataclass(frozen=True)
+class Lambda3Choice:
+    """ALM''s lambda3 chosen by dev NE_ER (:func:`lambda3_by_ne_er`): ``folder``, the ALM' the chapter
+    decodes with; ``source``, it in words (``alm_prime_source``); ``why``, where its lambda3 comes
+    from (one phrase); the lambda3 chosen by dev NE_ER (``ne_er``, None where nothing was chosen) and
+    by dev KL (``kl``, the tuning's; None without a tuning table); whether the NE_ER choice lies
+    inside the values tried (``interior``); one row per candidate (``table``, empty where nothing
+    was chosen); and the wall time of the candidates' generation and scoring (``seconds``)."""
+
+    folder: Any
+    source: str
+    why: str
+    ne_er: Optional[float] = None
+    kl: Optional[float] = None
+    interior: Optional[bool] = None
+    table: pd.DataFrame = dataclasses.field(default_factory=pd.DataFrame)
+    seconds: float = 0.0
+
+    @property
+    def differs(self) -> Optional[bool]:
+        """Whether the two criteria chose different lambda3 (None where NE_ER chose nothing)."""
+        return None if self.ne_er is None or self.kl is None else not math.isclose(self.ne_er, self.kl)
+
+
+def lambda3_kept_reason(res, alm_prime_path, built, world, n_prompts: int) -> Optional[str]:
+    """Why ALM''s lambda3 is not chosen by dev NE_ER (:func:`lambda3_by_ne_er`), as the phrase that
+    says where it comes from; None when it is chosen. ``res``: ``apd_model(..., variant="engaged")``
+    (None with ``alm_prime_path``).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> lambda3_kept_reason(SimpleNamespace(lambda3=0.8, tuning=None), None, None, None, 100)   # a Hub family
+        "the paper's value, 0.8, since a Hub family has no world and so no dev people to choose on"
+    """
+    if alm_prime_path:
+        return "the value ALM' was trained with, since ALM' was loaded from alm_prime_path"
+    if built is None:
+        return f"the paper's value, {res.lambda3:g}, since a Hub family has no world and so no dev people to choose on"
+    if world is None:
+        return f"the dev KL choice, {res.lambda3:g}, since world_n_prompts is 0 in this profile (no world prompts)"
+    if n_prompts == 0:
+        return f"the dev KL choice, {res.lambda3:g}, since dev_n_prompts is 0 in this profile"
+    if res.tuning is None:
+        return f"the value ALM' was trained with, {res.lambda3:g}, since it was not tuned"
+    if len(res.tuning) < 2:
+        return f"the dev KL choice, {res.lambda3:g}, since the {res.variant} variant tried one lambda3 only"
+    return None
+
+
+def _full_run(res, value: float) -> Optional[Path]:
+    """The finished ALM' of ``res``'s variant at its full training budget with lambda3 = ``value``, when
+    it is in the cache (None otherwise: nothing is trained here)."""
+    return trained(res.collect_dir, dataclasses.replace(res.config, lambda3=float(value)))
+
+
+def lambda3_by_ne_er(
+    res,
+    alm_prime_path,
+    built,
+    world,
+    split_seed: int,
+    n_prompts: int,
+    seeds: Sequence[int],
+    p: float,
+    apd_T: float,
+    decoders_for,
+    max_new_tokens: int,
+    batch_size: int,
+) -> Lambda3Choice:
+    """ALM''s lambda3 by dev NE_ER (design notes, "ALM''s lambda3 by dev NE_ER"): every lambda3 of the
+    engaged variant's tuning table (``res.tuning``, its own trained ALM' each) decodes APD + top-p k20
+    at ``p`` and ``apd_T`` on ``n_prompts`` world prompts of the dev people under ``seeds``, scored by
+    the world's checker as :func:`dev_choices` scores (and in its cache: ``decoders_for(folder)``
+    gives the decoders and key parts, :func:`alm_prime_decoders`); the lowest mean NE_ER wins, ties
+    to the larger lambda3 (:func:`apd.evaluation.factuality.selection.choose_lambda3_by_ne_er`). The
+    ALM' used is the variant's at that lambda3: the APD chapter's where the criteria agree, else its
+    full-budget run when cached, else the tuning run. Where nothing can be chosen
+    (:func:`lambda3_kept_reason`) today's ALM' is kept and ``why`` says so."""
+    kl = float(res.lambda3) if res is not None and res.tuning is not None else None
+    why = lambda3_kept_reason(res, alm_prime_path, built, world, n_prompts)
+    if why is not None:
+        folder = alm_prime_path or res.alm_prime_path
+        source = f"ALM' from {alm_prime_path}" if alm_prime_path else alm_prime_source(res)
+        return Lambda3Choice(folder, source, why, kl=kl)
+    t0 = time.time()
+    dprompts, _ = world_prompts(world, split_seed, n_prompts, half="dev")
+    texts, method = [q.prompt for q in dprompts], apd_k20(p, apd_T)
+    scorer = world_scoring.WorldScorer(world, dprompts)
+    rows = []
+    for r in res.tuning.sort_values("lambda3").itertuples():
+        dec, key = decoders_for(r.alm_prime)
+        cache = sweeps.sweep_cache("world-dev", key, list(seeds), max_new_tokens, batch_size, texts)
+        seconds = {}
+        gens = sweeps.sweep(
+            dec, [method], texts, list(seeds), max_new_tokens, batch_size, cache=cache, progress=False, seconds=seconds
+        )
+        s = sweeps.score_sweep([method], gens, scorer).iloc[0]
+        rows.append(
+            {
+                "lambda3": float(r.lambda3),
+                "dev KL": float(r.score),
+                "ne_er": s["NE_ER"],
+                "ne_er_se": s["NE_ER_se"],
+                "Dist-2": s["Dist-2"],
+                "seconds": seconds.get(method.label, float("nan")),
+                "alm_prime": str(r.alm_prime),
+            }
+        )
+        del dec
+    table = pd.DataFrame(rows)
+    best, interior = selection.choose_lambda3_by_ne_er(table)
+    table["by KL"] = np.isclose(table["lambda3"], kl)
+    table["by NE_ER"] = np.isclose(table["lambda3"], best)
+    short = False
+    if math.isclose(best, kl):
+        folder = res.alm_prime_path
+    else:
+        folder = _full_run(res, best)
+        short = folder is None
+        folder = Path(table.loc[table["by NE_ER"], "alm_prime"].iloc[0]) if short else folder
+    why = (
+        f"the value with the lowest dev NE_ER of APD + top-p k20 (p = {p:g}, T = {apd_T:g}) on {len(dprompts)} "
+        f"dev prompts x "
+        f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}, among the {len(table)} values the {res.variant} "
+        "variant was tuned over by dev KL"
+        + ("" if interior else ", an end of them")
+        + ("; decoded with its short tuning run, as no full run at this lambda3 is cached" if short else "")
+    )
+    source = alm_prime_source(dataclasses.replace(res, lambda3=best, alm_prime_path=Path(folder)))
+    source += ", its lambda3 chosen by dev NE_ER" + (" as by dev KL" if math.isclose(best, kl) else "")
+    return Lambda3Choice(Path(folder), source, why, best, kl, interior, table, time.time() - t0)
+
+
+def lambda3_values(c: Lambda3Choice) -> Glued:
+    """What the page says of ALM''s lambda3: chosen by dev NE_ER (``lambda3_ne_er``) and by dev KL
+    (``lambda3_kl``), where it comes from (``lambda3_source``), whether the two differ and whether the
+    NE_ER choice is an end of the values tried (False where nothing was chosen), and every candidate in
+    one phrase (``lambda3_candidates``); None where nothing was chosen.
+
+    Example:
+        >>> t = pd.DataFrame({"lambda3": [0.1, 0.2], "dev KL": [3.36, 3.35], "ne_er": [0.41, 0.45]})
+        >>> v = lambda3_values(Lambda3Choice("f", "s", "why", 0.1, 0.2, False, t))
+        >>> v["lambda3_ne_er"], v["lambda3_differs"], v["lambda3_candidates"][0]
+        ((0.1, '{:g}'), (True, None), '0.1: dev KL 3.3600, dev NE_ER 41.0%; 0.2: dev KL 3.3500, dev NE_ER 45.0%')
+    """
+    chosen = c.ne_er is not None
+    candidates = "; ".join(
+        f"{r['lambda3']:g}: dev KL {r['dev KL']:.4f}, dev NE_ER {r['ne_er']:.1%}" for _, r in c.table.iterrows()
+    )
+    return {
+        "lambda3_ne_er": (c.ne_er, "{:g}"),
+        "lambda3_kl": (c.kl, "{:g}"),
+        "lambda3_source": (c.why, None),
+        "lambda3_differs": (bool(c.differs), None),
+        "lambda3_ne_er_on_edge": (chosen and not c.interior, None),
+        "lambda3_candidates": (candidates if chosen else None, "{}"),
+    }
 
 
 # -- operating points chosen on dev ---------------------------------------------------------------

@@ -3,7 +3,9 @@
 The rule (``docs/design-notes.md``, "Factuality's operating points"): CD's amateur temperature T is
 the one of the paper's grid whose top-p k20 curve has the lowest mean NE_ER over the Dist-2 range
 every candidate curve spans; REAL's T_r is the one whose APD + REAL point lies farthest below
-APD + top-p k20's curve at its own Dist-2. APD's T and Table 1's p stay the paper's. Scores are
+APD + top-p k20's curve at its own Dist-2. APD's T and Table 1's p stay the paper's. ALM''s lambda3
+is the one of its tuned values with the lowest dev NE_ER of APD + top-p k20, ties (under half a
+percentage point) to the larger lambda3 (:func:`choose_lambda3_by_ne_er`). Scores are
 read from a scored sweep (:func:`apd.evaluation.factuality.sweeps.score_sweep`; NE_ER and Dist-2 as
 fractions).
 """
@@ -239,3 +241,40 @@ def paper_choice(name: str, paper: float, why: str) -> Choice:
         "the paper's value kept: a Hub family has no world"
     """
     return _kept(name, paper, (float(paper),), pd.DataFrame(), why)
+
+
+#: ALM''s lambda3 by dev NE_ER (:func:`choose_lambda3_by_ne_er`): NE_ER differences (fractions) below
+#: this, half a percentage point, are ties, won by the larger lambda3 (the direction of
+#: :func:`apd.amateur.tuning.choose_lambda3`'s KL rule: ALM' nearer the ALM)
+LAMBDA3_NE_ER_TIE = 0.005
+
+
+def choose_lambda3_by_ne_er(rows: pd.DataFrame, tie: float = LAMBDA3_NE_ER_TIE) -> tuple[float, bool]:
+    """ALM''s lambda3 with the lowest dev NE_ER among ``rows`` (one per lambda3 tried: columns
+    ``lambda3`` and ``ne_er``, a fraction); NE_ER lower than the best by less than ``tie`` is a tie,
+    won by the larger lambda3. A row whose NE_ER is NaN (no entity named) is no candidate. Returns
+    ``(lambda3, interior)``: the choice and whether it lies strictly inside the candidates' lambda3.
+
+    Example:
+        >>> rows = pd.DataFrame({"lambda3": [0.1, 0.2, 0.8], "ne_er": [0.40, 0.43, 0.452]})
+        >>> choose_lambda3_by_ne_er(rows)   # 0.1 is lowest by more than half a point
+        (0.1, False)
+        >>> choose_lambda3_by_ne_er(rows.assign(ne_er=[0.40, 0.403, 0.41]))   # 0.2 ties 0.1: the larger wins
+        (0.2, True)
+    """
+    if not isinstance(rows, pd.DataFrame) or not {"lambda3", "ne_er"} <= set(rows.columns):
+        raise ValueError(
+            f"rows must be a DataFrame with columns lambda3 and ne_er, got {type(rows).__name__} "
+            f"{list(getattr(rows, 'columns', []))}; pass one row per lambda3 tried."
+        )
+    if not (np.isfinite(tie) and tie >= 0):
+        raise ValueError(f"tie must be a finite NE_ER difference >= 0, got {tie}; e.g. LAMBDA3_NE_ER_TIE = 0.005.")
+    lam, ne = rows["lambda3"].astype(float).to_numpy(), rows["ne_er"].astype(float).to_numpy()
+    if len(set(lam)) != len(lam) or not np.isfinite(lam).all() or (lam < 0).any():
+        raise ValueError(f"lambda3 must be distinct finite values >= 0, got {list(lam)}; pass each value once.")
+    ok = np.isfinite(ne)
+    if not ok.any():
+        raise ValueError("no lambda3 has a dev NE_ER (every continuation named no entity); decode more dev prompts.")
+    lam, ne = lam[ok], ne[ok]
+    best = float(lam[ne < ne.min() + tie].max())
+    return best, bool(lam.min() < best < lam.max())

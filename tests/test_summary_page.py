@@ -153,8 +153,8 @@ def _paragraphs(text):
 
 
 def test_every_plus_minus_in_the_prose_says_what_it_is():
-    """The page's table reads ± as the half-width of a 95% interval; a ± in the prose is a standard
-    error and says so, in the same bullet."""
+    """A ± in the prose is a standard error and says so, in the same bullet (the table gives 95%
+    intervals in brackets)."""
     text = pages.fill_page(INTRO, {**ENGAGED_CLOSER, **ESTABLISHED})
     with_pm = [p for p in _paragraphs(text) if "±" in p]
     assert len(with_pm) >= 3, with_pm  # HLM, CD against the expert, the known-answer condition

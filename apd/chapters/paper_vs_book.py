@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -156,10 +157,17 @@ def record_claims(run, judged: pd.DataFrame) -> None:
 
 
 def _interval_text(row) -> str:
-    """The deciding estimate with the half-width of its 95% interval, ``+0.0033 ± 0.003``."""
+    """The deciding estimate and its 95% interval, ``+0.0033 [+0.0003, +0.0063]`` (the book writes ±
+    for one standard error only).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> _interval_text(SimpleNamespace(estimate=-0.2153, ci_low=-0.252, ci_high=-0.178))
+        '-0.22 [-0.25, -0.18]'
+    """
     if not all(pd.notna(getattr(row, k)) for k in ("estimate", "ci_low", "ci_high")):
         return "—"
-    return f"{_signed(row.estimate)} ± {format_number((row.ci_high - row.ci_low) / 2, sig=2)}"
+    return f"{_signed(row.estimate)} [{_signed(row.ci_low)}, {_signed(row.ci_high)}]"
 
 
 def _signed(v: float) -> str:
@@ -184,9 +192,11 @@ def why_in_words(claim_id: str, judged_row, detail: pd.DataFrame) -> str:
     if judged_row.verdict == REPRODUCED:
         return "interval above 0" if pd.notna(judged_row.ci_low) else "holds"
     if judged_row.verdict == NOT_REPRODUCED:
+        context = detail[(detail["claim_id"] == claim_id) & (detail["kind"] == "context")]
+        caveat = " (a context check fails)" if (context["status"] == "does not hold").any() else ""
         if pd.notna(judged_row.ci_high) and judged_row.ci_high < 0:
-            return "the opposite holds"
-        return "excludes the paper's effect" if pd.notna(judged_row.ci_high) else "fails"
+            return "the opposite holds" + caveat
+        return ("excludes the paper's effect" if pd.notna(judged_row.ci_high) else "fails") + caveat
     return "holds 0 and the paper's effect"
 
 
@@ -208,14 +218,62 @@ def claims_at_a_glance(judged: pd.DataFrame, detail: pd.DataFrame) -> pd.DataFra
                 "": r.claim_id.split("_")[0],
                 "claim": PLAIN_NAMES.get(r.claim_id, r.claim_id),
                 "paper's effect here": _signed(r.effect) if pd.notna(r.effect) else "—",
-                "this build ± 95%": _interval_text(r),
+                "this build [95% interval]": _interval_text(r),
                 "verdict": r.verdict,
                 "why": why_in_words(r.claim_id, r, detail),
             }
         )
     out = pd.DataFrame(rows)
-    empty = [c for c in ("paper's effect here", "this build ± 95%") if (out[c] == "—").all()]
+    empty = [c for c in ("paper's effect here", "this build [95% interval]") if (out[c] == "—").all()]
     return out.drop(columns=empty)  # a column with no value is left out, not shown as a wall of dashes
+
+
+#: The default build's verdicts before its instruments were checked both ways (commit 8d01a28): per
+#: claim, the verdict and why, as that build's first page gave them.
+BEFORE_COMMIT = "8d01a28"
+BEFORE = {
+    "C1a": ("reproduced", "holds"),
+    "C1b": ("not reproduced", "the opposite holds"),
+    **{c: ("not testable here", "ALM' inert (flat curves, APD on the expert)") for c in ("C2", "C3", "C8")},
+    **{
+        c: ("not testable here", "ALM' inert (flat curves, APD on the expert); no CD gain")
+        for c in ("C4", "C5", "C6", "C7")
+    },
+}
+
+
+def verdicts_beside(at_a_glance: pd.DataFrame, profile: str, gate_reason: Optional[str] = None) -> Optional[pd.DataFrame]:
+    """This build's verdicts beside :data:`BEFORE`'s (the default profile only; None elsewhere): per
+    claim its plain name, the verdict then and why, and the verdict now and why, "ALM' inert" followed
+    by the gates that fail now (``gate_reason``, the APD chapter's, e.g. "the release configuration:
+    flat curves, ALM' barely moved"; None: read from the APD chapter's results).
+
+    Example:
+        >>> now = pd.DataFrame({"": ["C1a", "C3"], "claim": ["CD is a larger hypothetical LM (identity)", "x"],
+        ...                     "verdict": ["reproduced", "not testable here"], "why": ["holds", "ALM' inert"]})
+        >>> t = verdicts_beside(now, "default", "the release configuration: flat curves")
+        >>> t.iloc[0].tolist(), t.iloc[1]["why now"]
+        (['C1a', 'CD is a larger hypothetical LM (identity)', 'reproduced', 'holds', 'reproduced', 'holds'], "ALM' inert (flat curves)")
+        >>> verdicts_beside(now, "smoke") is None
+        True
+    """
+    if profile != "default":
+        return None
+    why_now = at_a_glance["why"]
+    gate_reason = gate_reason or _read(profile, "apd").get("gate_reason")
+    if gate_reason:
+        why_now = why_now.str.replace("ALM' inert", f"ALM' inert ({str(gate_reason).split(': ', 1)[-1]})", regex=False)
+    then = at_a_glance[""].map(lambda c: BEFORE.get(c, ("—", "—")))
+    return pd.DataFrame(
+        {
+            "": at_a_glance[""],
+            "claim": at_a_glance["claim"],
+            f"verdict at {BEFORE_COMMIT}": then.str[0],
+            "why then": then.str[1],
+            "verdict now": at_a_glance["verdict"],
+            "why now": why_now,
+        }
+    )
 
 
 def markdown_table(frame: pd.DataFrame) -> str:
@@ -423,6 +481,9 @@ def glue_established(run, profile: str) -> None:
     at_cd = apd_v.get("gate_engaged") == 0 and None not in (moved, moved_min) and moved < moved_min
     run.glue("summary_est_near_cd", at_cd)  # gates fail and ALM' did not move from the ALM: APD is CD
     run.glue_text("summary_est_moved_kl", moved, "{:.2g}")
+    run.glue_text("summary_est_lambda3", _number(apd_v, "lambda3"), "{:g}")
+    run.glue_text("summary_est_gate_positive_lambda3", _number(apd_v, "gate_positive_lambda3"), "{:g}")
+    run.glue("summary_est_gate_no_gain", apd_v.get("gate_chosen_no_gain") is True)
     run.glue_text("summary_est_collapsed_cd", _number(apd_v, "gate_collapsed_cd"), "{:.0%}")
     run.glue_text("summary_est_ka_ratio", _number(ka, "ka_world_ratio"), "{:.4f}")  # a ratio near 1
     run.glue_text("summary_est_ka_w", _number(ka, "ka_world_w"), "{:g}")

@@ -16,7 +16,9 @@ from apd.report.tables import listed
 def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGURES)) -> pd.DataFrame:
     """One row per paper figure: paper, shows, status (regenerated / counterpart figure / not
     produced here / cannot be regenerated), ours (what/where, or why not). A drawn figure is a
-    counterpart when the paper's has something ours lacks (:attr:`PaperItem.lacks`), and its row
+    counterpart when the paper's has something ours lacks (:attr:`PaperItem.lacks`), or when only its
+    stand-in was drawn because the paper's own data need what the profile lacks (:attr:`PaperItem.needs`),
+    and its row
     says what each figure drawn plots (:attr:`PaperItem.plots`), never one this profile did not draw."""
     rows = []
     for item in figures:
@@ -29,9 +31,10 @@ def figure_status(profile: str, figures: Sequence[PaperItem] = tuple(PAPER_FIGUR
         elif item.artefacts:
             found = [a for a in item.artefacts if artefact_exists(profile, item.stem, a)]
             if found:
-                status = "counterpart figure" if item.lacks else "regenerated"
-                ours = f"chapter {item.stem}: figure {', '.join(found)}"
                 rest = [a for a in item.artefacts if a not in found]
+                # a stand-in drawn where the paper's own data need what this profile lacks is a counterpart
+                status = "counterpart figure" if item.lacks or (rest and item.needs) else "regenerated"
+                ours = f"chapter {item.stem}: figure {', '.join(found)}"
                 if rest:
                     ours += f" (not drawn under this profile: {', '.join(rest)})"
                 ours += "".join(f"; {note}" for note in (item.lacks, _plots(item, found), item.caveat) if note)

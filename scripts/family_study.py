@@ -29,7 +29,7 @@ NINE = "1,32,2;1,48,2;2,48,4;2,64,4;3,80,4;3,96,4;4,112,4;4,128,4;4,192,4"
 
 #: (name, --world fields, --pico fields, changes the world): the rule's order of preference
 DESIGNS = (
-    ("longer training", {}, {"members": SIX, "epochs": 5.5}, False),
+    ("longer training", {}, {"members": SIX, "max_tokens": 1_750_000, "epochs": 5.6}, False),
     ("denser sizes", {}, {"members": NINE}, False),
     ("more exposures per head fact", {"zipf_exponent": 1.25}, {"members": SIX}, True),
 )

@@ -342,7 +342,8 @@ def quiet_checks(monkeypatch, tmp_path):
     the cache in ``tmp_path``, and no chapter ever runs (the build stops at its lock)."""
     from apd.book import runner
 
-    monkeypatch.delenv("APD_DATA_DIR", raising=False)
+    monkeypatch.setenv("APD_DATA_DIR", "")  # recorded, so what --data-dir sets is undone after the test
+    monkeypatch.delenv("APD_DATA_DIR")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path / "results"))
     monkeypatch.setenv("APD_CACHE_DIR", str(tmp_path / "cache"))

@@ -125,6 +125,7 @@ def _stub_training(monkeypatch, calls, tmp_path):
     monkeypatch.setattr(pipeline, "settings_for", lambda *a: calls.append(a) or real(*a))
     monkeypatch.setattr(pipeline, "finetune_texts", lambda fam, built, leave_out: ["a document"])
     monkeypatch.setattr(pipeline, "collect_family", lambda *a, **k: tmp_path / "collected")
+    monkeypatch.setattr(pipeline, "gate_collection", lambda *a, **k: tmp_path / "held-out")
     monkeypatch.setattr(pipeline, "train_apd", lambda fam, d, config, **k: tmp_path / config.start / "alm_prime")
 
 

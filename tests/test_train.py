@@ -354,7 +354,9 @@ def test_heldout_readings_change_no_weight_and_resume_with_the_run(family, tmp_p
     assert list(log["step"]) == train.heldout_steps(4, 12) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]
     assert list(log["epoch"])[-1] == 3.0 and (log["n_chunks"] == 3).all()
     # the last reading is the objective of the saved ALM' and MLP on the held-out chunks
-    last = train.evaluate_losses(AutoModelForCausalLM.from_pretrained(read), objective.CurveMLP.load(read), held, lambda3=0.1)
+    last = train.evaluate_losses(
+        AutoModelForCausalLM.from_pretrained(read), objective.CurveMLP.load(read), held, lambda3=0.1
+    )
     assert log["loss"].iloc[-1] == pytest.approx(last["loss"], rel=1e-5) and log["loss"].iloc[-1] < log["loss"].iloc[0]
     # a run stopped and resumed reads the same values, each step once
     train.train_alm_prime(cfg, models[0], records, tmp_path / "stop", stop_after=5, progress=False, heldout=held)

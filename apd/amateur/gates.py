@@ -280,7 +280,8 @@ class Gates:
         for s in SOLUTIONS:
             own = s == "trained"
             alive, l1, flat, moved = (
-                getattr(self, name if own else f"{name}_{s}") for name in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")
+                getattr(self, name if own else f"{name}_{s}")
+                for name in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")
             )
             gap = self.share_of(self._gap()[2] if own else self._solution_loss(s))
             rows.append(

@@ -183,7 +183,13 @@ def train_apd(family, collect_dir, config: APDTrainConfig, cache=None, progress:
             held = collected_chunks(heldout[0])
             held.records = held.records[: int(heldout[1])]
         return train_alm_prime(
-            config, family.locations[family.alm], data, out, tokenizer=family.tokenizer, progress=progress, heldout=held
+            config,
+            family.locations[family.alm],
+            data,
+            out,
+            tokenizer=family.tokenizer,
+            progress=progress,
+            heldout=held,
         )
 
 

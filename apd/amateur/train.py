@@ -22,10 +22,13 @@ import shutil
 import time
 import warnings
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from apd.amateur.config import NOT_FINGERPRINTED, APDTrainConfig, lr_at, warmup_for
 from apd.amateur.data import RECORD_KEYS, CollectedChunks, collate_chunks, collected_chunks, epoch_order
@@ -244,7 +247,9 @@ def _heldout_data(config: APDTrainConfig, plan, heldout) -> Optional[CollectedCh
     if heldout is None or not plan.main:
         return None
     if not isinstance(heldout, CollectedChunks):
-        raise TypeError(f"heldout must be a CollectedChunks (apd.amateur.data.collected_chunks), got {type(heldout).__name__}.")
+        raise TypeError(
+            f"heldout must be a CollectedChunks (apd.amateur.data.collected_chunks), got {type(heldout).__name__}."
+        )
     held = CollectedChunks(
         heldout.records, log_sizes=heldout.all_log_sizes, member_names=heldout.all_member_names, members=config.members
     )
@@ -255,7 +260,7 @@ def _heldout_data(config: APDTrainConfig, plan, heldout) -> Optional[CollectedCh
     return held
 
 
-def read_heldout_log(run_dir) -> Optional["pd.DataFrame"]:
+def read_heldout_log(run_dir) -> Optional[pd.DataFrame]:
     """A run's held-out objective (one row per reading: step, epoch, loss and its terms, n_chunks), or
     None for a run trained without held-out chunks."""
     import pandas as pd

@@ -242,7 +242,9 @@ BEFORE = {
 }
 
 
-def verdicts_beside(at_a_glance: pd.DataFrame, profile: str, gate_reason: Optional[str] = None) -> Optional[pd.DataFrame]:
+def verdicts_beside(
+    at_a_glance: pd.DataFrame, profile: str, gate_reason: Optional[str] = None
+) -> Optional[pd.DataFrame]:
     """This build's verdicts beside :data:`BEFORE`'s (the default profile only; None elsewhere): per
     claim its plain name, the verdict then and why, and the verdict now and why, "ALM' inert" followed
     by the gates that fail now (``gate_reason``, the APD chapter's, e.g. "the release configuration:

@@ -76,7 +76,7 @@ def test_every_ablation_changes_exactly_its_fields():
     assert ablations.config_changes(main, main) == "(main)"
     # the distilled variant is a new row: the other rows' configurations (hence cache keys) are unchanged
     assert all("objective" not in cfgs[n].to_dict() for n in cfgs if not n.startswith("distilled"))
-    # the distilled member subsets are compared with the distilled variant, every other run with the main APD
+    # the distilled member subsets are compared with the distilled variant, every other run with the reference APD
     assert {n: ablations.reference_of(n) for n in cfgs if n.startswith("distilled")} == {
         "distilled": "APD",
         "distilled-alm+mid+elm": "distilled",
@@ -361,7 +361,7 @@ def test_paired_difference_verdict_and_labels():
     assert ablations.label("lambda3x2", cfgs["lambda3x2"]) == "λ3 = 1.2"
     assert ablations.label("alm+elm", cfgs["alm+elm"]) == "alm+elm: m0, m5"
     assert ablations.label("half-data", cfgs["half-data"]) == "half data (0.5 of the chunks)"
-    assert ablations.label("APD") == "APD (main)"
+    assert ablations.label("APD") == "reference APD"
 
 
 def test_texts_for_tokens_takes_the_shortest_prefix():

@@ -88,10 +88,10 @@ def test_every_key_the_claims_read_from_ablations_is_a_headline_field():
 def test_table_marks_failed_gates_untestable(tiny):
     _, table, _ = tiny
     t = table.set_index("name")
-    assert t.loc["logit", "verdict_kl"] == ab.UNTESTABLE and t.loc["APD", "verdict_kl"] == "main"
+    assert t.loc["logit", "verdict_kl"] == ab.UNTESTABLE and t.loc["APD", "verdict_kl"] == "reference"
     assert t.loc["distilled", "verdict_kl"] == "better" and t.loc["logit", "engaged"] == 0
     assert list(table[ab.SHOWN].columns[:2]) == ["label", "verdict_kl"]
-    assert t.loc["CD", "verdict_kl"] == "worse"  # the main APD passes its gates: CD is compared
+    assert t.loc["CD", "verdict_kl"] == "worse"  # the reference APD passes its gates: CD is compared
 
 
 def test_cd_and_the_expert_are_untestable_against_a_main_apd_that_fails_its_gates(tiny):
@@ -111,7 +111,7 @@ def test_the_comparisons_table_has_the_runs_that_ran_with_their_paired_differenc
     run, _, cmp = tiny
     table = ab.comparisons(cmp)
     d, se = cmp.difference("alm+elm", "APD")
-    row = table[(table["compared"] == "the ALM and the ELM only") & (table["against"] == "APD (main)")].iloc[0]
+    row = table[(table["compared"] == "the ALM and the ELM only") & (table["against"] == "reference APD")].iloc[0]
     assert row["KL difference (nats)"] == plus_minus(d, se) and row["verdict"] == cmp.vs("alm+elm", "APD")
     assert table.loc[table["compared"] == "curves on log-probabilities", "verdict"].iloc[0] == ab.UNTESTABLE
     assert "poly3 decay" not in set(table["compared"])  # not run in this build: no row, no "n/a"

@@ -827,12 +827,12 @@ def test_claim_6_rests_on_the_distilled_variant_when_the_release_configuration_i
     row = one(c6)
     assert row.verdict == "reproduced" and row.n_tests == 2 and row.n_hold == 2, row.reason
     assert (
-        "context, does not hold: tested: the ablations' main APD passes its mechanism gates: does not hold (curve "
-        "model inert)" in row.evidence
+        "context, does not hold: tested: the ablations' reference APD passes its mechanism gates: does not hold "
+        "(curve model inert)" in row.evidence
     )
-    # the ALM + ELM run against CD is not comparable while its gates or the main APD's fail: said so, no 'n/a'
+    # the ALM + ELM run against CD is not comparable while its gates or the reference APD's fail: said so, no 'n/a'
     assert (
-        "context, not comparable: not comparable: the ablations' main APD (curve model inert) and APD on the "
+        "context, not comparable: not comparable: the ablations' reference APD (curve model inert) and APD on the "
         "amateur and the expert only (curve model inert) do not pass their mechanism gates" in row.evidence
     )
     assert "'n/a'" not in row.evidence

@@ -281,7 +281,7 @@ def _ablations():
     table = pd.DataFrame(
         {
             "label": [
-                "APD (main)",
+                "reference APD",
                 "CD",
                 "alm+elm: pico-13k, pico-1.8m",
                 "alm+mid+elm: pico-13k, pico-100k, pico-1.8m",

@@ -68,7 +68,7 @@ def shown(table: pd.DataFrame) -> pd.DataFrame:
     only: the saved table keeps its own names.
 
     Example:
-        >>> t = pd.DataFrame({"label": ["APD (main)", "CD"], "verdict_kl": ["main", "tie"],
+        >>> t = pd.DataFrame({"label": ["reference APD", "CD"], "verdict_kl": ["reference", "tie"],
         ...                   "kl_diff": [np.nan, -0.01], "kl_diff_se": [np.nan, 0.004], "engaged": [1.0, np.nan]})
         >>> out = shown(t)
         >>> list(out.columns), list(out["gates pass"].fillna("-"))
@@ -113,16 +113,16 @@ class AblationsHeadline:
     """The ablations chapter's headline numbers (KL to the truth in nats on the test half; lower is
     better), read by the paper's claims C5 to C7 (``apd.report.claims``)."""
 
-    kl_main: float  # the main APD's KL
+    kl_main: float  # the reference APD's KL
     kl_cd: float  # CD's KL
     kl_elm: float  # the expert's KL
-    kl_cd_minus_main: str | None = fmt("{}", default=None)  # CD's KL minus the main APD's, "d ± se" (paired)
+    kl_cd_minus_main: str | None = fmt("{}", default=None)  # CD's KL minus the reference APD's, "d ± se" (paired)
     n_engaged: int = 0  # trained runs whose mechanism gates pass
     n_gated: int = 0  # trained runs whose gates were measured
-    variant_apd: float | None = None  # the main APD's KL (claim C7's reference)
+    variant_apd: float | None = None  # the reference APD's KL (claim C7's reference)
     variant_logit: float | None = fmt("{:.4f}", default=None)  # curves on log-probabilities
     variant_no_flip: float | None = fmt("{:.4f}", default=None)  # no flip R(.)
-    midsize_all: float | None = None  # every member (the main APD)
+    midsize_all: float | None = None  # every member (the reference APD)
     midsize_ends_only: float | None = fmt("{:.4f}", default=None)  # ALM + ELM only, when it and the main engage
     midsize_cd: float | None = None  # CD (claim C6's context)
     gate_engaged: dict = per_name(default_factory=dict)  # run name -> 1 when its gates pass, else 0
@@ -172,14 +172,14 @@ def ablation_table(res, ref: pd.DataFrame, gates: dict, z: float, min_effect: fl
     table.insert(1, "label", [label(n, res.configs.get(n)) for n in table["name"]])
     table["verdict_kl"] = verdicts(table, "kl", z, min_effect).to_numpy()
     table["verdict_nll"] = verdicts(table, "nll", z, min_effect).to_numpy()
-    table.loc[table["name"] == MAIN, ["verdict_kl", "verdict_nll"]] = "main"
+    table.loc[table["name"] == MAIN, ["verdict_kl", "verdict_nll"]] = "reference"
     g = [gates.get(n) for n in table["name"]]
     table["engaged"] = [(int(x.engaged) if x is not None else None) for x in g]
     table["curve_alive"] = [(x.curve_alive if x is not None else None) for x in g]
     table["share_at_expert"] = [(x.collapsed if x is not None else None) for x in g]
     table["gates"] = [((x.reason or "all gates pass") if x is not None else "") for x in g]
     failed = {n for n, x in gates.items() if x is not None and not x.engaged}
-    # CD and the ELM have no gates of their own, but their reference (the main APD) may fail its
+    # CD and the ELM have no gates of their own, but their reference (the reference APD) may fail its
     untestable = table["name"].map(lambda n: n != MAIN and bool({n, reference_of(n)} & failed)).astype(bool)
     table.loc[untestable, ["verdict_kl", "verdict_nll"]] = UNTESTABLE
     return table
@@ -296,9 +296,12 @@ def headline(cmp: Comparisons) -> AblationsHeadline:
 
 
 def glue_overview(run, cmp: Comparisons) -> None:
-    """Glue the chosen 1/T, APD against CD, and which ablations beat, lose to or tie the main APD, and
-    which cannot be compared with it (it or the main APD fails a mechanism gate)."""
+    """Glue the chosen 1/T, APD against CD, the test questions the KL scores (``n_test_kl``: those whose
+    truth has mass on the expert's top tokens, the same for every run), and which ablations beat, lose
+    to or tie the reference APD, and which cannot be compared with it (it or the reference APD fails a
+    mechanism gate)."""
     run.glue("inv_T_main", float(cmp.table.loc[MAIN, "inv_T"]))
+    run.glue("n_test_kl", int(cmp.per[MAIN]["kl"].notna().sum()))  # the table's n_kl
     run.glue("inv_T_cd", float(cmp.table.loc["CD", "inv_T"]))
     better = cmp.with_verdict("better")
 
@@ -314,7 +317,7 @@ def glue_overview(run, cmp: Comparisons) -> None:
 
 def group_figure(table: pd.DataFrame, group: str, *, z: float, title: str):
     """The runs of one group: test KL (left) and NLL (right) with ±z paired standard errors of their
-    difference to their reference, beside lines at the main APD and CD; None when the group has no run."""
+    difference to their reference, beside lines at the reference APD and CD; None when the group has no run."""
     rows = table[table["group"] == group]
     if not len(rows):
         return None
@@ -354,8 +357,8 @@ def comparisons(cmp: Comparisons) -> pd.DataFrame:
 
 
 def glue_comparisons(run, cmp: Comparisons) -> None:
-    """Glue the main APD against CD (``main_vs_cd`` ± ``main_vs_cd_se``), whether more than one decay
-    ran (``decays_compared``), the decay with the lowest KL, and the runs equal to the main APD."""
+    """Glue the reference APD against CD (``main_vs_cd`` ± ``main_vs_cd_se``), whether more than one decay
+    ran (``decays_compared``), the decay with the lowest KL, and the runs equal to the reference APD."""
     d, se = cmp.difference(MAIN, "CD")
     run.glue_text("main_vs_cd", d, "{:+.4f}")
     run.glue_text("main_vs_cd_se", se, "{:.4f}")
@@ -400,7 +403,7 @@ def glue_orderings(run, hold: dict) -> pd.DataFrame:
 
 
 def glue_distilled(run, cmp: Comparisons, profile: str, data_fraction: float) -> None:
-    """Glue the distilled variant's gates, KL and paired differences to CD, the main APD and its
+    """Glue the distilled variant's gates, KL and paired differences to CD, the reference APD and its
     member subsets, its training time, and how far the APD chapter's distilled ALM' moves toward the expert."""
     g = cmp.gates.get(DISTILLED)
     run.glue_text("ablation_budget", data_fraction, "{:.0%}")

@@ -443,14 +443,14 @@ class AblationsParams:
         "None: all 16 (apd.evaluation.ablations.ABLATION_NAMES, the distilled variant and its member subsets last); or a list",
     )
     epochs: int | None = param(
-        None, integer(1, 100), "None: the main config's; fewer makes every run (the main one too) cheaper"
+        None, integer(1, 100), "None: the main config's; fewer makes every run (the reference APD too) cheaper"
     )
     batch_size: int | None = param(None, BATCH_SIZE, "None: the main config's")
     data_fraction: float = param(
         1.0, PROBABILITY, "share of the collected chunks every run uses (half-data halves it)"
     )
     qa_items_per_bucket: int = param(
-        400, ITEMS_PER_BUCKET, "world QA items per frequency bucket, before the dev/test split"
+        400, ITEMS_PER_BUCKET, "world QA items per frequency bucket and half (at most), as the APD chapter draws them"
     )
     val_chunks: int = param(16, integer(0, 1000), "held-out collected chunks for the training losses (0: skip them)")
     top_k: int = param(20, TOP_K, "CD/APD act on the ELM's top-k tokens")

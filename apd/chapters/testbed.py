@@ -4,6 +4,7 @@ of this build's family (``notebooks/testbed.ipynb``). Gains are in nats (the exp
 from __future__ import annotations
 
 import dataclasses
+import json
 
 
 import numpy as np
@@ -11,6 +12,7 @@ import pandas as pd
 
 from apd.core import stats
 from apd.family import pico
+from apd.family.pretrain import PicoConfig
 from apd.chapters.gluing import glue_values
 from apd.report import dose_response as dr
 from apd.report.tables import plus_minus
@@ -267,3 +269,31 @@ def world_config(scale: str | None):
     if scale is None or scale not in pico.SCALES:
         return None
     return pico.configs(scale)[0].world
+
+
+def n_members(overrides: str) -> int:
+    """The number of members of a testbed row's family, from its ``overrides`` (JSON): its
+    ``pico.members``, else its scale's family.
+
+    Example:
+        >>> n_members('{"pico.members": "1,32,2;1,48,2", "scale": "default"}'), n_members('{"scale": "default-200"}')
+        (2, 6)
+    """
+    o = json.loads(overrides)
+    if "pico.members" in o:
+        return len(str(o["pico.members"]).split(";"))
+    shapes = {"smoke": PicoConfig.smoke, "default": PicoConfig.default, "default-200": PicoConfig.default200}
+    return len(shapes[o["scale"]]().members)
+
+
+def ne_er_by_members(rows: pd.DataFrame) -> dict:
+    """CD's NE_ER gain over the expert by the family's size, over ``rows`` (testbed rows that measured
+    it): per size (``four`` or fewer members, ``five``, ``six``) the number of rows above 0 and of rows,
+    as glue values ``ne_er_members_<size>_pos`` and ``_n``."""
+    rows = rows.dropna(subset=["ne_er_gain"])
+    size = rows["overrides"].map(n_members).map(lambda n: "four" if n <= 4 else ("five" if n == 5 else "six"))
+    values = {}
+    for label, gains in rows["ne_er_gain"].groupby(size):
+        values[f"ne_er_members_{label}_pos"] = (int((gains > 0).sum()), "{:d}")
+        values[f"ne_er_members_{label}_n"] = (len(gains), "{:d}")
+    return values

@@ -89,7 +89,7 @@ def distilled_subset(name: str) -> Optional[str]:
 
 def reference_of(name: str) -> str:
     """The run an ablation is compared with: the distilled variant for its member subsets
-    (``'distilled-alm+mid+elm'``, ``'distilled-no-small'``), the main APD otherwise. The distilled
+    (``'distilled-alm+mid+elm'``, ``'distilled-no-small'``), the reference APD otherwise. The distilled
     variant has no ALM + ELM subset: its targets come from the on-the-fly fitter, which needs at
     least three members for a curve of four parameters.
 
@@ -353,7 +353,7 @@ def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame]
 
 @dataclass
 class AblationResults:
-    """``table``: one row per run (the main APD first, then each ablation); ``per_item``: name ->
+    """``table``: one row per run (the reference APD first, then each ablation); ``per_item``: name ->
     the test per-item frame of :func:`score_amateur`; ``configs``: name -> config; ``paths``:
     name -> the ``alm_prime`` folder."""
 
@@ -412,7 +412,7 @@ def run_ablations(
     device=None,
     progress: bool = True,
 ) -> AblationResults:
-    """Train (or find cached) the main APD and each ablation on ``collect_dir``; score each on
+    """Train (or find cached) the reference APD and each ablation on ``collect_dir``; score each on
     ``test`` at the 1/T of ``inv_T_grid`` that is best on ``dev`` (as the main results do; with
     ``dev=None`` the grid must hold one value).
 
@@ -557,7 +557,7 @@ def gate_sentence(gates) -> str:
 def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
     """A short figure label, with the values a run used, e.g. ``"lambda3 = 2.4"``, ``"members m0, m5"``."""
     if name in (MAIN, "CD", "ELM"):
-        return {MAIN: "APD (main)", "CD": "CD", "ELM": "ELM alone"}[name]
+        return {MAIN: "reference APD", "CD": "CD", "ELM": "ELM alone"}[name]
     if config is None:
         return name
     if name == "lambda2=0":

@@ -838,11 +838,11 @@ def paper_claims() -> list[PaperClaim]:
                     less_than(),
                     kind="context",
                     description="APD on the amateur and expert only still beats CD (point estimates; lower KL to the "
-                    "truth; the release configuration's ALM + ELM run, read only when it and the main APD pass their "
-                    "gates: the distilled variant's fitter needs three members)",
+                    "truth; the release configuration's ALM + ELM run, read only when it and the reference APD pass "
+                    "their gates: the distilled variant's fitter needs three members)",
                     names=("the KL to the truth of APD on the amateur and the expert only (nats)", "CD's"),
                     gated_by=(
-                        Gate("gate_engaged_APD", "the ablations' main APD", "gate_reason_APD"),
+                        Gate("gate_engaged_APD", "the ablations' reference APD", "gate_reason_APD"),
                         Gate("gate_engaged_alm+elm", "APD on the amateur and the expert only", "gate_reason_alm+elm"),
                     ),
                 ),
@@ -850,10 +850,10 @@ def paper_claims() -> list[PaperClaim]:
                     "ablations",
                     "gate_engaged_APD",
                     flag(),
-                    "the ablations' main APD (the release configuration) engaged, for its own member ablations",
+                    "the ablations' reference APD (the release configuration) engaged, for its own member ablations",
                     kind="context",
                     reason_key="gate_reason_APD",
-                    names=("the ablations' main APD passes its mechanism gates",),
+                    names=("the ablations' reference APD passes its mechanism gates",),
                 ),
                 E(
                     "ablations",
@@ -878,7 +878,7 @@ def paper_claims() -> list[PaperClaim]:
                     "ablations",
                     "gate_engaged_APD",
                     "gate_reason_APD",
-                    "the ablations' main APD (the release configuration, at the ablations' budget)",
+                    "the ablations' reference APD (the release configuration, at the ablations' budget)",
                 ),
                 _engaged("ablations", "gate_engaged_logit", "gate_reason_logit", "the APD logit variant"),
                 _engaged("ablations", "gate_engaged_no-flip", "gate_reason_no-flip", "the no-flip variant"),

@@ -457,3 +457,40 @@ def test_verdict_values_flag_the_order_and_the_reading():
     # CD's minus APD's: 0.75 +- 0.14 (1 or 1/2 per person), well above 0
     assert out["ne_er_diff_verdict"][0] == pytest.approx(0.75)
     assert [r for r in ch.READINGS if out[f"verdict_{r}"][0]] == ["significant"]
+
+
+def _fp_section(values):
+    """The paragraphs the page shows for ``values`` in the section on FactualityPrompts' own prompts."""
+    nb = json.loads((ROOT / "notebooks" / "factuality.ipynb").read_text())
+    text = [p for md in pages.page_markdown(nb, values) for p in pages.paragraphs(md)]
+    start = text.index("## Real FactualityPrompts prompts")
+    end = next(i for i, p in enumerate(text[start + 1 :], start + 1) if p.startswith("#"))
+    return text[start:end]
+
+
+def test_on_pico_the_factuality_prompts_section_is_one_sentence_and_under_a_hub_family_in_full():
+    res = _sweep()  # the lowest NE_ER: the expert's 0.50, CD's 0.45, APD's 0.40 (each with REAL)
+    v = ch.fp_brief_values(res, pico=True)
+    assert v["fp_brief"] == (True, None)
+    assert v["fp_brief_ne_er"] == (0.4, "{:.0%}") and v["fp_brief_ne_er_elm"] == (0.5, "{:.0%}")
+    assert ch.fp_brief_values(res, pico=False)["fp_brief"] == (False, None)  # a Hub family: in full
+    undefined = ch.fp_brief_values(res.assign(NE_ER=np.nan), pico=True)
+    assert undefined["fp_brief"] == (False, None) and undefined["fp_brief_ne_er"] == (None, "{:.0%}")
+    assert ch.fp_brief_values(None, pico=True)["fp_brief"] == (False, None)
+
+    pico = {
+        "fp_brief": True,
+        "fp_brief_ne_er": "96%",
+        "fp_brief_ne_er_elm": "90%",
+        "fp_n_used": 80,
+        "fp_dist2_apd": 0.84,
+        "fp_ne_er_apd": 0.98,
+        "fp_dist2_apd_real": 0.94,
+        "fp_ne_er_apd_real": 0.97,
+    }
+    section = _fp_section(pico)
+    assert len(section) == 2 and "below 96% (the expert: 90%)" in section[1] and "pythia" in section[1]
+    hub = json.loads((ROOT / "tests" / "data" / "pythia_results" / "factuality.json").read_text())
+    full = _fp_section(hub)
+    assert full == _fp_section({**hub, "fp_brief": False}) and len(full) > 2
+    assert not any(p.startswith("On pico") for p in full)

@@ -1,5 +1,8 @@
 """apd.chapters.qa on the smoke family: the world's questions, their summaries and glue."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -193,3 +196,50 @@ def test_reading_says_pipeline_check_for_pico_and_reproduction_for_a_hub_family(
     assert hub["qa_reproduction"] and not hub["qa_pipeline_check"] and hub["qa_family"] == "pythia"
     qa.glue_reading(run, _Fam(), object(), "pico")
     assert run.values["qa_elm_params"] == 1_250_000 and run.values["qa_elm"] == "big-1"
+
+
+def _section(stem: str, values: dict, heading: str) -> list[str]:
+    """The paragraphs a page shows for ``values`` from ``heading`` to the next heading."""
+    from apd.book import pages
+    from apd.book.project import notebook_path
+
+    nb = json.loads(notebook_path(stem).read_text())
+    text = [p for md in pages.page_markdown(nb, values) for p in pages.paragraphs(md)]
+    start = text.index(heading)
+    rest = [i for i, p in enumerate(text[start + 1 :], start + 1) if p.startswith("#")]
+    return text[start : rest[0] if rest else None]
+
+
+def test_on_pico_the_datasets_section_is_one_sentence_and_under_a_hub_family_in_full(run):
+    rows = [
+        {"dataset": d, "protocol": "paper", "metric": "ppl", "method": "elm", "group": "all", "n": n, "examples": 100}
+        for d, n in (("LAMBADA", 0), ("MultiRC", 1))
+    ]
+    ds = qa.DatasetsQA(pd.DataFrame(rows), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+    assert qa.brief_values(ds, built=object()) == {
+        "qa_real_brief": (True, None),
+        "qa_n_kept": (1, None),
+        "qa_n_examples": (200, "{:,}"),
+    }
+    assert qa.brief_values(ds, built=None)["qa_real_brief"] == (False, None)  # a Hub family: in full
+    empty = qa.DatasetsQA(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+    assert qa.brief_values(empty, built=object())["qa_real_brief"] == (False, None)  # nothing ran: no sentence
+
+    heading = "## The paper's QA datasets"
+    pico = {
+        "qa_real_brief": True,
+        "qa_n_kept": 1,
+        "qa_n_examples": 800,
+        "qa_n_run": 8,
+        "top_k": 20,
+        "qa_datasets_scored": "MultiRC",
+        "qa_unscored": "LAMBADA",
+        "qa_pipeline_check": True,
+    }
+    section = _section("qa", pico, heading)
+    assert len(section) == 2 and section[1].startswith("On pico, 1 of the 800 questions of the 8 datasets run")
+    assert "not glued>>" not in section[1]
+    hub = json.loads((Path(__file__).parent / "data" / "pythia_results" / "qa.json").read_text())
+    full = _section("qa", {**hub, "qa_real_brief": False}, heading)
+    assert full == _section("qa", hub, heading) and len(full) > 2
+    assert not any(p.startswith("On pico") for p in full)

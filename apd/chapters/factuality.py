@@ -1268,6 +1268,38 @@ def fp_comparison_values(res: Optional[pd.DataFrame], p: float, apd_T: float, cd
     return out, vals
 
 
+def fp_brief_values(res: Optional[pd.DataFrame], pico: bool) -> Glued:
+    """Whether the page shows the FactualityPrompts section as one sentence, and the numbers it
+    reads. ``fp_brief_ne_er`` is the lowest NE_ER of any CD or APD setting of the sweep ``res``,
+    ``fp_brief_ne_er_elm`` the expert's lowest, each floored to a whole percent (the sentence says
+    that no setting falls below it). ``fp_brief`` is True for the pico family (``pico``) when both
+    exist: its models are far too small for Wikipedia prompts, nearly every entity they name is
+    wrong, and the section's numbers compare nothing. Under a Hub family, or without those values,
+    the section runs in full.
+
+    Example:
+        >>> res = pd.DataFrame({"role": ["elm", "cd", "apd", "apd"], "NE_ER": [0.903, 0.9643, 0.99, float("nan")]})
+        >>> v = fp_brief_values(res, pico=True)
+        >>> v["fp_brief"], v["fp_brief_ne_er"], v["fp_brief_ne_er_elm"]
+        ((True, None), (0.96, '{:.0%}'), (0.9, '{:.0%}'))
+        >>> fp_brief_values(res, pico=False)["fp_brief"], fp_brief_values(None, pico=True)["fp_brief"]
+        ((False, None), (False, None))
+    """
+
+    def lowest(roles) -> Optional[float]:
+        if res is None:
+            return None
+        ne = res.loc[res["role"].isin(roles), "NE_ER"].dropna()
+        return math.floor(float(ne.min()) * 100 + 1e-9) / 100 if len(ne) else None
+
+    methods, expert = lowest(("cd", "apd")), lowest(("elm",))
+    return {
+        "fp_brief": (bool(pico and methods is not None and expert is not None), None),
+        "fp_brief_ne_er": (methods, "{:.0%}"),
+        "fp_brief_ne_er_elm": (expert, "{:.0%}"),
+    }
+
+
 # -- the headline's sources -----------------------------------------------------------------------
 
 

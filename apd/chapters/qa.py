@@ -754,6 +754,35 @@ def dataset_views(ds: DatasetsQA) -> tuple[dict, dict]:
     return views, values
 
 
+def brief_values(ds: DatasetsQA, built) -> dict:
+    """Whether the page shows the datasets' section as one sentence, and the numbers it reads (for
+    :func:`apd.chapters.gluing.glue_values`): ``qa_real_brief`` is True for the pico family
+    (``built`` not None) when a dataset ran, since its models put almost no gold answer inside the
+    expert's top k and the tables would compare nothing; under a Hub family the section runs in
+    full. ``qa_n_kept`` counts the gold answers that pass the filter, ``qa_n_examples`` the
+    examples scored, both over every dataset run (0 when none ran).
+
+    Example:
+        >>> t = pd.DataFrame({"dataset": ["A", "B"], "protocol": "paper", "metric": "ppl", "method": "elm",
+        ...                   "group": "all", "n": [0, 1], "examples": [100, 100]})
+        >>> ds = DatasetsQA(t, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), {})
+        >>> brief_values(ds, built=object())
+        {'qa_real_brief': (True, None), 'qa_n_kept': (1, None), 'qa_n_examples': (200, '{:,}')}
+        >>> brief_values(ds, built=None)["qa_real_brief"]
+        (False, None)
+    """
+    t = ds.table
+    kept = examples = 0
+    if len(t):
+        ppl = t[(t.protocol == "paper") & (t.metric == "ppl") & (t.method == "elm") & (t.group == "all")]
+        kept, examples = int(ppl["n"].sum()), int(ppl["examples"].sum())
+    return {
+        "qa_real_brief": (built is not None and bool(len(t)), None),
+        "qa_n_kept": (kept, None),
+        "qa_n_examples": (examples, "{:,}"),
+    }
+
+
 def count_better(table: pd.DataFrame, protocol: str, metric: str) -> tuple[int, int]:
     """``(datasets where APD's mean is better than CD's, datasets where both are defined)``."""
     better = total = 0

@@ -20,8 +20,9 @@ from apd.report.plots import COLORS
 
 #: the default family's six shapes (n_layer, d_model, n_head), 13k to 1.8M
 SIX = "1,32,2;1,48,2;2,64,4;3,96,4;4,128,4;4,192,4"
-#: the same span with three members interleaved in the widest gaps of log size (55k, 230k, 600k)
-NINE = "1,32,2;1,48,2;2,48,4;2,64,4;3,80,4;3,96,4;4,112,4;4,128,4;4,192,4"
+#: the same span with three members interleaved in the widest gaps of log size (55k, 230k, 600k; two heads
+#: each, so that a head's rotary dimensions are even)
+NINE = "1,32,2;1,48,2;2,48,2;2,64,4;3,80,2;3,96,4;4,112,2;4,128,4;4,192,4"
 
 #: (name, WorldConfig fields, PicoConfig fields, whether it changes the world), in the rule's order
 DESIGNS = (

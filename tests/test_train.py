@@ -458,22 +458,6 @@ def test_command_line_trains_from_an_apd_collect_folder(family, tmp_path):
     assert (tmp_path / "run" / "alm_prime" / "config.json").exists()
 
 
-def test_tune_lambda3_keeps_the_best_score(family, tmp_path):
-    models, sizes, records = family
-    val = make_records(models, sizes, 2, seed=11)
-
-    def score(path):  # validation L1 + 10 L2 of the trained curve model (any lower-is-better metric works)
-        out = train.evaluate_losses(AutoModelForCausalLM.from_pretrained(path), objective.CurveMLP.load(path), val)
-        return out["l1"] + 10 * out["l2"]
-
-    best, rows = train.sweep_lambda3(
-        small_config(epochs=1), models[0], records, tmp_path, score, grid=(0.0, 5.0), progress=False
-    )
-    assert [r["lambda3"] for r in rows] == [0.0, 5.0]
-    assert best == min(rows, key=lambda r: r["score"])["lambda3"]
-    assert (tmp_path / "lambda3_5" / "alm_prime" / "curve_mlp.pt").exists()
-
-
 def test_batch_that_does_not_fit_is_a_clear_error(family, tmp_path):
     models, _, records = family
     with pytest.raises(ValueError, match="fewer than one batch"):

@@ -22,7 +22,7 @@ import shutil
 import time
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Optional
 
 import torch
 from torch import nn
@@ -48,7 +48,6 @@ from apd.base.io import (
     write_json,
 )
 from apd.base.progress import progress_bar
-from apd.family.settings import LAMBDA3_GRID
 
 
 def _micro_batch(config: APDTrainConfig, device: torch.device, world: int) -> int:
@@ -755,32 +754,6 @@ def evaluate_losses(
         count += len(idx)
     objective.train(was_training)
     return {k: v / count for k, v in sums.items()} | {"n_chunks": count}
-
-
-def sweep_lambda3(
-    config: APDTrainConfig,
-    alm_model_or_path,
-    records,
-    out_root,
-    score: Callable[[Path], float],
-    *,
-    grid: Sequence[float] = LAMBDA3_GRID,
-    **train_kwargs,
-) -> tuple[float, list[dict]]:
-    """Train one ALM' per lambda3 in ``grid`` (each in ``out_root/lambda3_<value>``, cached and
-    resumable like any run) and keep the one with the lowest ``score(alm_prime_dir)``.
-
-    The paper picked lambda3 on FactualityPrompts' validation prompts, a decoding metric; pass the
-    matching validation score (lower = better) for your family, e.g. the error of APD on the
-    pico world's validation questions. Returns (best lambda3, one row per value with its score).
-    """
-    rows = []
-    for value in grid:
-        run = dataclasses.replace(config, lambda3=float(value))
-        path = train_alm_prime(run, alm_model_or_path, records, Path(out_root) / f"lambda3_{value:g}", **train_kwargs)
-        rows.append({"lambda3": float(value), "score": float(score(path)), "alm_prime": str(path)})
-    best = min(rows, key=lambda r: r["score"])
-    return best["lambda3"], rows
 
 
 def main(argv=None) -> None:

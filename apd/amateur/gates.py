@@ -551,8 +551,7 @@ def gates_at(
         if name in ("attainable", "expert"):  # the trained ALM's and CD's: gate_readings
             rows[f"collapsed_{name}"] = at_expert(lp, elm, sol.prime, thresholds.collapse_tol)
         if name != "trained":  # the gates' checks both ways: each gate read on the other solutions
-            r = gate_readings(lp, elm, alm, sol, space=space, collapse_tol=thresholds.collapse_tol)
-            rows.update({f"{k}_{name}": r[k] for k in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")})
+            rows.update(_checked(lp, elm, alm, name, sol, space, thresholds))
     return Gates(
         **gate_readings(lp, elm, alm, trained, space=space, collapse_tol=thresholds.collapse_tol),
         n_positions=int(elm.shape[0]),
@@ -562,6 +561,12 @@ def gates_at(
         **rows,
         thresholds=thresholds,
     )
+
+
+def _checked(lp, elm, alm, name: str, sol: Solution, space: str, thresholds: Thresholds) -> dict:
+    """*curve alive* and *moved* read on solution ``sol`` (``name``): its fields of :class:`Gates`."""
+    r = gate_readings(lp, elm, alm, sol, space=space, collapse_tol=thresholds.collapse_tol)
+    return {f"{k}_{name}": r[k] for k in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")}
 
 
 def _double(sol: Solution | None) -> Solution | None:
@@ -666,8 +671,7 @@ def _measure_gates(
         ("expert", expert_solution(lp, elm, alm)),
         ("cd", cd_solution(lp, elm, alm)),
     ):
-        r = gate_readings(lp, elm, alm, sol, collapse_tol=thresholds.collapse_tol)
-        checks.update({f"{k}_{name}": r[k] for k in ("curve_alive", "l1_curve", "l1_flat", "moved_kl")})
+        checks.update(_checked(lp, elm, alm, name, sol, "prob", thresholds))
     return Gates(
         **gate_readings(lp, elm, alm, refit, collapse_tol=thresholds.collapse_tol),
         n_positions=int(elm.shape[0]),

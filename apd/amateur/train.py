@@ -225,20 +225,27 @@ def heldout_steps(steps_per_epoch: int, total: int) -> list[int]:
 
 
 @torch.no_grad()
-def _heldout_reading(objective, held: CollectedChunks, device, step: int, steps_per_epoch: int) -> dict:
-    """The objective's terms on the held-out chunks (dropout off, batches of 4), at ``step``."""
+def mean_terms(objective, data, device, n: Optional[int] = None, batch_size: int = 4) -> dict:
+    """Mean of each of ``objective``'s loss terms over the first ``n`` chunks of ``data`` (all by
+    default), dropout off, in batches of ``batch_size``; with ``n_chunks``."""
     was_training = objective.training
     objective.eval()
+    n = len(data) if n is None else min(len(data), n)
     sums, count = {}, 0
-    for start in range(0, len(held), 4):
-        idx = range(start, min(len(held), start + 4))
-        batch = {k: v.to(device) for k, v in collate_chunks([held[i] for i in idx]).items()}
+    for start in range(0, n, batch_size):
+        idx = range(start, min(n, start + batch_size))
+        batch = {k: v.to(device) for k, v in collate_chunks([data[i] for i in idx]).items()}
         for k, v in objective(**batch).items():
             sums[k] = sums.get(k, 0.0) + float(v) * len(idx)
         count += len(idx)
     objective.train(was_training)
-    terms = {k: v / count for k, v in sums.items() if k != "flip_frac"}
-    return {"step": step, "epoch": step / steps_per_epoch, **terms, "n_chunks": count}
+    return {k: v / count for k, v in sums.items()} | {"n_chunks": count}
+
+
+def _heldout_reading(objective, held: CollectedChunks, device, step: int, steps_per_epoch: int) -> dict:
+    """The objective's terms on the held-out chunks (:func:`mean_terms`), at ``step``."""
+    terms = {k: v for k, v in mean_terms(objective, held, device).items() if k != "flip_frac"}
+    return {"step": step, "epoch": step / steps_per_epoch, **terms}
 
 
 def _heldout_data(config: APDTrainConfig, plan, heldout) -> Optional[CollectedChunks]:
@@ -741,19 +748,7 @@ def evaluate_losses(
             "select the same members (members=...)."
         )
     objective = APDObjective(alm_prime, mlp, lambda2=lambda2, lambda3=lambda3).to(dev)
-    was_training = objective.training
-    objective.eval()
-    n = len(data) if max_chunks is None else min(len(data), max_chunks)
-    sums, count = {}, 0
-    for start in range(0, n, batch_size):
-        idx = range(start, min(n, start + batch_size))
-        batch = {k: v.to(dev) for k, v in collate_chunks([data[i] for i in idx]).items()}
-        out = objective(**batch)
-        for k, v in out.items():
-            sums[k] = sums.get(k, 0.0) + float(v) * len(idx)
-        count += len(idx)
-    objective.train(was_training)
-    return {k: v / count for k, v in sums.items()} | {"n_chunks": count}
+    return mean_terms(objective, data, dev, max_chunks, batch_size)
 
 
 def main(argv=None) -> None:

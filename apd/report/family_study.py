@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from apd.base.paths import project_root
 from apd.report import testbed
 from apd.report.plots import COLORS
 
@@ -102,7 +103,7 @@ def reading(pts: pd.DataFrame) -> pd.DataFrame:
 
 def read(table=None, dose_table=None) -> pd.DataFrame:
     """:func:`points` of the study's table and the dose-response table (each may be absent)."""
-    root = testbed.table_path(None).parent.parent.parent
+    root = project_root()
     study = Path(table) if table else root / TABLE
     dose = Path(dose_table) if dose_table else root / "docs" / "testbed" / "dose_response.csv"
     load = lambda p: testbed.read_configurations(p) if p.is_file() else pd.DataFrame(columns=["configuration"])  # noqa: E731

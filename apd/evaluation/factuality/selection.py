@@ -18,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from apd.amateur.tuning import choose_lambda3
 from apd.evaluation.factuality import methods as fm
 
 #: CD's amateur temperatures the paper chooses from (its Section 5: "select the best T for CD")
@@ -252,7 +253,8 @@ LAMBDA3_NE_ER_TIE = 0.005
 def choose_lambda3_by_ne_er(rows: pd.DataFrame, tie: float = LAMBDA3_NE_ER_TIE) -> tuple[float, bool]:
     """ALM''s lambda3 with the lowest dev NE_ER among ``rows`` (one per lambda3 tried: columns
     ``lambda3`` and ``ne_er``, a fraction); NE_ER lower than the best by less than ``tie`` is a tie,
-    won by the larger lambda3. A row whose NE_ER is NaN (no entity named) is no candidate. Returns
+    won by the larger lambda3 (:func:`apd.amateur.tuning.choose_lambda3`, the one lambda3 selection,
+    without widening: nothing is trained here). A row whose NE_ER is NaN (no entity named) is no candidate. Returns
     ``(lambda3, interior)``: the choice and whether it lies strictly inside the candidates' lambda3.
 
     Example:
@@ -275,6 +277,6 @@ def choose_lambda3_by_ne_er(rows: pd.DataFrame, tie: float = LAMBDA3_NE_ER_TIE) 
     ok = np.isfinite(ne)
     if not ok.any():
         raise ValueError("no lambda3 has a dev NE_ER (every continuation named no entity); decode more dev prompts.")
-    lam, ne = lam[ok], ne[ok]
-    best = float(lam[ne < ne.min() + tie].max())
-    return best, bool(lam.min() < best < lam.max())
+    score = dict(zip(lam[ok].tolist(), ne[ok].tolist()))
+    best, _, interior = choose_lambda3(list(score), lambda v: {"score": score[v]}, tie=tie, max_added=0)
+    return best, interior

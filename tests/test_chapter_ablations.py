@@ -7,11 +7,11 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
-from chapter_keys import keys_read
+from chapter_keys import keys_read, result_keys
 
 from apd.chapters import ablations as ab
 from apd.chapters.apd import ApdHeadline
-from apd.chapters.gluing import MissingResultError, record_headline, result_keys
+from apd.chapters.gluing import MissingResultError, record_headline
 from apd.report.tables import plus_minus
 from apd.report.results import Run
 

@@ -3,10 +3,10 @@
 import numpy as np
 import pandas as pd
 import pytest
-from chapter_keys import keys_read
+from chapter_keys import keys_read, result_keys
 
 from apd.chapters import family as ch
-from apd.chapters.gluing import record_headline, result_keys
+from apd.chapters.gluing import record_headline
 from apd.report.results import Run
 
 

@@ -6,11 +6,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from chapter_keys import keys_read
+from chapter_keys import keys_read, result_keys
 
 from apd.evaluation.qa_scoring import score_qa, world_examples
 from apd.chapters import qa
-from apd.chapters.gluing import record_headline, result_keys
+from apd.chapters.gluing import record_headline
 from apd.report.results import Run
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from apd.core.contrastive import Reciprocal, contrastive_scores, top_k_keep
+from apd.core.contrastive import Reciprocal, contrastive_scores
 from apd.core.filters import TopK, TopP
 from apd.core.theory import cd_logits
 from apd.decoding.processors import ContrastiveLogitsProcessor
@@ -57,7 +57,7 @@ def test_tie_rules():
     assert kept.tolist() == [[True, True, True, True]]  # the release's QA rule keeps every tie
     exact = np.isfinite(contrastive_scores(elm, am, 1.0, top_k=2, ties="exact"))
     assert exact.sum() == 2 and exact[0, 0]
-    assert top_k_keep(torch.tensor(elm), 2, "exact").sum() == 2
+    assert np.isfinite(contrastive_scores(torch.tensor(elm), torch.tensor(am), 1.0, top_k=2, ties="exact")).sum() == 2
     with pytest.raises(ValueError, match="ties"):
         contrastive_scores(elm, am, 1.0, top_k=2, ties="some")
 
@@ -220,7 +220,7 @@ def test_type_errors_name_the_argument():
     with pytest.raises(ValueError, match=r"top_k must be an integer in \[1, 4\], got 5"):
         contrastive_scores(elm, am, 0.5, top_k=5)
     with pytest.raises(TypeError, match="top_k must be a number, got the str '2'"):
-        top_k_keep(elm, "2")
+        contrastive_scores(elm, am, 0.5, top_k="2")
 
 
 def test_integer_torch_logits_are_scored_in_float32():

@@ -80,12 +80,6 @@ def test_joint_starts_at_cd_and_is_deterministic():
     assert np.abs(frozen.c_hat - cd.c_hat).max() < 2e-3  # at the release's lr a free c cannot leave CD
 
 
-def test_dead_curve_objective_prefers_the_expert():
-    """With a flat curve the paper's loss is lower at c = p_ELM than at the true asymptote."""
-    probs, c = ka.synthetic_family(ka.PICO_X, 20, 20, "still_rising", 0.005, 0)
-    assert ka.dead_curve_loss(probs, probs[..., -1]) < ka.dead_curve_loss(probs, c)
-
-
 def test_mean_hinge_is_a_hinge_of_the_mean():
     curve = torch.tensor([[0.0, 0.3], [0.0, 0.1]])
     target = torch.tensor([[0.0, 0.2], [0.0, 0.3]])  # overshoots +0.1 and -0.2: mean -0.05

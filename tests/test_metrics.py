@@ -163,20 +163,10 @@ def test_entailment_ratio():
 
 
 # ----------------------------------------------------------------------------------------------
-# QA: top-k and CD over the top k
+# QA: CD over the top k
 
 P_ELM = np.array([0.5, 0.3, 0.15, 0.05])
 P_ALM = np.array([0.4, 0.1, 0.25, 0.25])
-
-
-def test_top_k_mask_and_ties():
-    s = np.array([0.1, 0.5, 0.3, 0.05, 0.05])
-    assert qa_metrics.top_k_mask(s, k=2).tolist() == [False, True, True, False, False]
-    assert qa_metrics.top_k_mask(s, k=4).all()  # the tie at the 4th value keeps both
-    t = qa_metrics.top_k_mask(torch.tensor([[0.1, 0.5, 0.3]]), k=1)
-    assert isinstance(t, torch.Tensor) and t.tolist() == [[False, True, False]]
-    with pytest.raises(ValueError, match="k must be"):
-        qa_metrics.top_k_mask(s, k=6)
 
 
 def test_cd_over_topk_hand_computed():
@@ -195,7 +185,6 @@ def test_cd_over_topk_accepts_logits_and_inv_T_zero_is_the_elm():
     np.testing.assert_allclose(a, b, atol=1e-12)
     elm = qa_metrics.cd_scores_over_topk(np.log(P_ELM), np.log(P_ALM), inv_T=0.0, k=3)
     np.testing.assert_allclose(np.exp(elm), [0.5 / 0.95, 0.3 / 0.95, 0.15 / 0.95, 0.0], atol=1e-12)
-    np.testing.assert_allclose(qa_metrics.elm_over_topk(np.log(P_ELM), k=3), elm, atol=1e-12)
 
 
 def test_cd_over_topk_inv_T_grid_batches_and_torch():
@@ -219,7 +208,7 @@ def test_cd_shows_obvious_blindness():
     # the amateur also likes the obvious token 0, so CD (T=1) prefers the rare token 1
     p_elm, p_alm = np.array([0.6, 0.3, 0.1]), np.array([0.7, 0.05, 0.25])
     assert np.argmax(qa_metrics.cd_scores_over_topk(np.log(p_elm), np.log(p_alm), 1.0, k=3)) == 1
-    assert np.argmax(qa_metrics.elm_over_topk(np.log(p_elm), k=3)) == 0
+    assert np.argmax(qa_metrics.cd_scores_over_topk(np.log(p_elm), np.log(p_alm), 0.0, k=3)) == 0  # the ELM alone
 
 
 def test_cd_over_topk_bad_input():

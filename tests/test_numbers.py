@@ -90,14 +90,6 @@ def test_value_and_se_as_table_cells_share_the_precision():
         nb.format_pm(0.1, float("nan"))
 
 
-def test_error_measures_at_round_off_read_as_a_bound():
-    assert nb.format_error(2.8e-14) == "< 10⁻¹²" and nb.format_error(0.0) == "< 10⁻¹²"
-    assert nb.format_error(3e-9, floor=1e-8) == "< 10⁻⁸" and nb.format_error(3e-9, floor=2.2e-9) == "3 × 10⁻⁹"
-    assert nb.format_error(4.3e-6) == "4.3 × 10⁻⁶" and nb.format_error(-0.0153) == "0.015"
-    with pytest.raises(ValueError, match="floor"):
-        nb.format_error(1.0, floor=0)
-
-
 def test_no_rule_prints_a_run_of_zeros_or_decimals_on_an_integer():
     rng = np.random.default_rng(0)
     values = np.concatenate([10.0 ** rng.uniform(-15, 12, 400) * rng.choice([-1, 1], 400), [5000.0, 1.0, 1e-12]])

@@ -51,18 +51,18 @@ def test_prompt_curves_follow_the_members(tok):
     np.testing.assert_allclose(inner["cd:T=1"], 9 / 13, rtol=1e-5)
 
 
-def test_sample_positions_and_top_token_curves(tok):
+def test_heldout_positions_repeat_and_top_token_curves(tok):
     fam = FakeFamily(tok)
     texts = ["Mira Tolvane was born in Kelmor. She works as a pilot."] * 20
-    lp = heldout.sample_positions(fam, texts, n_positions=30, seq_len=8, seed=0)
+    lp = heldout.heldout_positions(fam, texts, n_positions=30, seq_len=8, seed=0)["member_logprobs"]
     assert lp.shape == (3, 30, len(tok))
-    again = heldout.sample_positions(fam, texts, n_positions=30, seq_len=8, seed=0)
+    again = heldout.heldout_positions(fam, texts, n_positions=30, seq_len=8, seed=0)["member_logprobs"]
     np.testing.assert_array_equal(lp, again)
     top, curves = probcurves.top_token_curves(lp, k=2)
     assert top.shape == (30, 2) and curves.shape == (3, 30, 2)
     np.testing.assert_allclose(np.exp(curves[:, :, 0]), [[0.25] * 30, [0.5] * 30, [0.75] * 30], rtol=1e-5)
     with pytest.raises(ValueError, match="fewer than seq_len"):
-        heldout.sample_positions(fam, ["Mira"], n_positions=3, seq_len=64)
+        heldout.heldout_positions(fam, ["Mira"], n_positions=3, seq_len=64)
 
 
 def test_score_answers_gold_first_token(tok):
@@ -94,7 +94,7 @@ def test_heldout_positions_give_the_actual_next_token_and_the_amateur(tok):
     # the fake members put (m+1)/(N+1) on the true next token: the largest ranks it first
     assert (lp[-1].argmax(-1) == nxt).all()
     np.testing.assert_allclose(out["amateur_logprobs"], lp[0], rtol=1e-6)
-    np.testing.assert_array_equal(lp, heldout.sample_positions(fam, texts, 30, seq_len=8, seed=0))
+    np.testing.assert_array_equal(lp, heldout.heldout_positions(fam, texts, 30, seq_len=8, seed=0)["member_logprobs"])
     ids = tok(texts[0], add_special_tokens=False)["input_ids"]
     for c, n in zip(out["contexts"][:5], nxt[:5]):
         assert isinstance(c, str) and c and int(n) in ids

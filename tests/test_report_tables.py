@@ -107,13 +107,6 @@ def test_compare_flags_mark_the_words_outcome(digits):
     assert tables.compare_flags(1.0, 2.0, lower_is_better=False)["worse"]
 
 
-def test_short_path_never_prints_the_machine(monkeypatch, tmp_path):
-    monkeypatch.setenv("APD_CACHE_DIR", str(tmp_path / "c"))
-    assert tables.short_path(tmp_path / "c" / "families" / "pico-1" / "m") == "cache/families/pico-1/m"
-    assert tables.short_path("EleutherAI/pythia-70m") == "EleutherAI/pythia-70m"
-    assert not tables.short_path("/x/y/z/w").startswith("/")
-
-
 def test_progress_bars_follow_apd_progress(monkeypatch, capsys):
     monkeypatch.setenv("APD_PROGRESS", "0")
     assert not progress.progress_enabled(True)

@@ -35,7 +35,7 @@ def test_finish_writes_flat_json_and_run_record(run, tmp_path):
         and "torch" in saved["packages"]
         and saved["device"].startswith(("cpu", "cuda"))
     )
-    assert "Run record" in results.run_record_markdown(saved)
+    assert "Run record" in results.run_record_html(saved)
     assert results.load_results("unit", "nb")["n"] == 7
 
 

@@ -238,7 +238,7 @@ def test_reader_shapes_subsets_and_fraction(family):
     assert len(sub) == 8 and sub.member_names == ["m0", "m2", "m3"]
     assert torch.equal(sub[3]["member_logprobs"], data[3]["member_logprobs"][[0, 2, 3]])
     assert sub.log_sizes.tolist() == pytest.approx([sizes[0], sizes[2], sizes[3]])
-    batch = next(data_mod.collected_batches(data, 3))
+    batch = data_mod.collate_chunks([data[i] for i in range(3)])
     assert batch["member_logprobs"].shape == (3, 4, 12, 30) and batch["input_ids"].shape == (3, 12)
 
 

@@ -112,7 +112,7 @@ def test_zipf_mentions_and_buckets(world):
 
 
 def test_qa_text_only_for_qa_train_people_and_eval_prompts_never_in_training(world):
-    qa_train = {p.name for p in world.qa_train_people}
+    qa_train = {p.name for p in world.people if p.qa_train}
     assert 0.4 < len(qa_train) / len(world.people) < 0.6
     for bucket in ("head", "tail"):  # stratified by rank
         people = [p for p in world.people if p.bucket == bucket]

@@ -161,24 +161,6 @@ def epoch_order(n: int, seed: int, epoch: int) -> torch.Tensor:
     return torch.randperm(n, generator=g)
 
 
-def collected_batches(
-    chunks: CollectedChunks,
-    batch_size: int,
-    *,
-    shuffle: bool = False,
-    seed: int = 0,
-    epoch: int = 0,
-    drop_last: bool = False,
-):
-    """Yield stacked batches of ``batch_size`` chunks (in order, or in :func:`epoch_order`)."""
-    order = epoch_order(len(chunks), seed, epoch) if shuffle else torch.arange(len(chunks))
-    for start in range(0, len(chunks), batch_size):
-        idx = order[start : start + batch_size]
-        if drop_last and len(idx) < batch_size:
-            return
-        yield collate_chunks([chunks[int(i)] for i in idx])
-
-
 def collected_chunks(path) -> CollectedChunks:
     """The records of an ``apd.amateur.collect`` folder, with the members and log sizes of its manifest."""
     manifest = collect.read_manifest(path)

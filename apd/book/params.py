@@ -75,18 +75,6 @@ def _parameters_cell(nb: dict, path: Path) -> dict:
     return cells[0]
 
 
-def cell_source(stem: str, root: Path = ROOT) -> str:
-    """The text of notebook ``stem``'s ``parameters`` cell as it is in the file.
-
-    Example:
-        >>> cell_source("paper_vs_book").splitlines()[0]
-        'profile = "default"'
-    """
-    path = notebook_path(stem, root)
-    source = _parameters_cell(json.loads(path.read_text()), path)["source"]
-    return "".join(source)
-
-
 def _markdown(text: str) -> str:
     """``text`` in a table cell: pipes and dollars escaped (MyST reads ``$`` as math)."""
     return text.replace("|", "\\|").replace("$", "\\$")

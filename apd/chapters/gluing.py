@@ -96,24 +96,6 @@ def record_headline(run, headline) -> None:
             run.glue(f.name, value)
 
 
-def result_keys(headline_type, names=()) -> set[str]:
-    """The results JSON keys a headline dataclass writes: its field names, and ``<field>_<name>``
-    for every ``names`` of a :func:`per_name` field.
-
-    Example:
-        >>> import dataclasses
-        >>> @dataclasses.dataclass(frozen=True)
-        ... class H:
-        ...     n: int
-        >>> result_keys(H)
-        {'n'}
-    """
-    keys = set()
-    for f in dataclasses.fields(headline_type):
-        keys |= {f"{f.name}_{n}" for n in names} if f.metadata.get("per_name") else {f.name}
-    return keys
-
-
 class MissingResultError(KeyError):
     """A chapter's typed result cannot be read: the chapter has not run under the profile, or its
     results lack a field (an older run); the message names the chapter to run first."""

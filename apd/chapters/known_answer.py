@@ -81,27 +81,6 @@ BEAT = 0.95
 REFERENCES = ("p_elm", "oracle")
 
 
-@dataclass(frozen=True)
-class KnownAnswerHeadline:
-    """The chapter's headline numbers, as ``results/<profile>/known_answer.json`` holds them."""
-
-    ka_n_beating: int  # recovery cells (grid x regime) where some estimator beats p_ELM by 5%
-    ka_n_cells: int  # recovery cells
-    ka_n_beating_family: int  # condition cells (decay x grid x regime) beaten beyond seed noise
-    ka_n_cells_family: int  # condition cells
-    ka_family_noise: float  # noise sd of the truth-like families at this family's noise (probability units)
-    ka_condition_n_seeds: int  # synthetic families (seeds) per truth-like cell
-    ka_world_gain: Optional[float] = None  # p_ELM's mean TV to the truth minus the fitter's (dev people)
-    ka_world_gain_se: Optional[float] = None  # its standard error over people
-    ka_world_n_people: Optional[int] = None  # dev people
-    ka_world_ratio: Optional[float] = None  # the fitter's mean TV over p_ELM's
-    ka_world_w: Optional[float] = None  # the fitter's weight in the mix
-    ka_condition_passes: Any = (
-        0  # 1 when the 95% t interval of ka_world_gain lies above 0, else 0; "n/a" when not measured
-    )
-    ka_condition_reason: str = ""  # the outcome in one sentence
-
-
 def recovery_summary(table: pd.DataFrame, beat: float = BEAT) -> dict[str, Any]:
     """The recovery table's glued values (``value`` or ``(value, fmt)``, see
     :func:`apd.chapters.gluing.glue_values`): the cells beaten, the best estimator, and the

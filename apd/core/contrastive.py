@@ -93,24 +93,10 @@ def _inv_T(inv_T, like):
     return values.reshape(shape)
 
 
-def top_k_keep(elm_lp, k: int, ties: str = "keep"):
-    """Boolean keep mask ``(..., V)`` of the top ``k`` of ``elm_lp`` (logits or log-probabilities).
-
-    ``ties="keep"`` keeps every token tied with the k-th value (a row may keep more than k, as in
-    the release's QA scoring); ``"exact"`` keeps exactly k (``torch.topk``'s choice among ties).
-
-    Example:
-        >>> top_k_keep(np.array([0.1, 0.5, 0.5, 0.2]), 1).tolist()
-        [False, True, True, False]
-        >>> int(top_k_keep(torch.tensor([0.1, 0.5, 0.5, 0.2]), 1, ties="exact").sum())
-        1
-    """
-    _array("elm_lp", elm_lp)
-    logits("elm_lp", elm_lp)
-    return _top_k_keep(elm_lp, k, ties)
-
-
 def _top_k_keep(elm_lp, k, ties: str):
+    """Boolean keep mask ``(..., V)`` of the top ``k`` of ``elm_lp``: ``ties="keep"`` keeps every token
+    tied with the k-th value (a row may keep more than k, as in the release's QA scoring); ``"exact"``
+    keeps exactly k (``torch.topk``'s choice among ties)."""
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}.")
     if getattr(elm_lp, "ndim", 0) == 0:

@@ -38,8 +38,8 @@ item, averaged per person, a 95% Student t interval over people (:func:`paired_c
 :class:`Condition`); :func:`weight_on_dev` chooses w where no chapter did. :func:`truthlike_table`
 asks the same on synthetic families shaped like the world's truths (one-hot and near-one-hot
 asymptotes, noise proportional to sqrt(p (1 - p))), at any noise. Diagnostics:
-:func:`share_collapsed` (c_hat within 0.005 of p_ELM), :func:`share_beyond` (c_hat beyond p_ELM on
-the extrapolation side), :func:`dead_curve_loss` (the paper's loss when the curve is flat at c).
+:func:`share_collapsed` (c_hat within 0.005 of p_ELM) and :func:`share_beyond` (c_hat beyond p_ELM on
+the extrapolation side).
 Everything is deterministic given the seeds (data from numpy's PCG64, MLP init and dropout from
 ``torch.manual_seed``), with ``torch.set_num_threads(1)`` recommended for exact reproducibility.
 """
@@ -284,18 +284,6 @@ def share_beyond(c_hat, probs, tol: float = COLLAPSE_TOL) -> float:
     probs = np.asarray(probs)
     direction = np.sign(probs[..., -1] - probs[..., 0])
     return float(np.mean((np.asarray(c_hat) - probs[..., -1]) * direction > tol))
-
-
-def dead_curve_loss(probs, c, lambda2: float = 10.0) -> float:
-    """The paper's L1 + lambda2 L2 (batch means, as in :func:`apd.train.loss_l1`/`loss_l2`) when
-    the curve is flat at c ("dead": what the release's start, curve c + exp(-(x - 1)) at raw x,
-    is to within 2e-4 for pico and 1e-7 for Pythia). probs (P, K, N), c (P, K) -> float."""
-    v = torch.as_tensor(np.asarray(probs), dtype=torch.float64)
-    flipped = curves.flip_mask(v[..., 0], v[..., -1])
-    target = curves.flip_values(v, flipped[..., None])
-    cf = curves.flip_values(torch.as_tensor(np.asarray(c), dtype=torch.float64), flipped)
-    curve = cf[..., None].expand_as(target)
-    return float(loss_l1(curve, target) + lambda2 * loss_l2(curve, target))
 
 
 @dataclass

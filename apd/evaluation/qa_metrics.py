@@ -11,7 +11,7 @@ import numpy as np
 import scipy.stats
 import torch
 
-from apd.core.contrastive import contrastive_scores, top_k_keep
+from apd.core.contrastive import contrastive_scores
 
 
 def _as_tensor(x, what: str) -> tuple[torch.Tensor, bool]:
@@ -37,16 +37,6 @@ def _out(t: torch.Tensor, was_numpy: bool):
     return t.cpu().numpy() if was_numpy else t
 
 
-def top_k_mask(elm_logprobs, k: int = 20):
-    """Boolean mask ``(..., V)``: True for the ELM's top-k tokens at each position, ties with the
-    k-th value kept (so a row may keep more than k tokens), as in the release.
-
-    elm_logprobs: ELM logits or log-probabilities, shape ``(..., V)`` (same ranking either way).
-    """
-    t, was_numpy = _as_tensor(elm_logprobs, "elm_logprobs")
-    return _out(top_k_keep(t, k, ties="keep"), was_numpy)
-
-
 def cd_scores_over_topk(elm_logprobs, alm_logprobs, inv_T, k: int = 20):
     """CD/APD next-token log-probabilities over the ELM's top k, as the paper's QA tables use.
 
@@ -67,12 +57,6 @@ def cd_scores_over_topk(elm_logprobs, alm_logprobs, inv_T, k: int = 20):
     a, _ = _as_tensor(alm_logprobs, "alm_logprobs")
     scores = contrastive_scores(e, a, inv_T=inv_T, top_k=k, ties="keep", renormalize="log", check_finite=True)
     return _out(scores, was_numpy)
-
-
-def elm_over_topk(elm_logprobs, k: int = 20):
-    """The ELM's own distribution renormalised over its top k (log-probabilities, ``(..., V)``);
-    the same as ``cd_scores_over_topk(elm, anything, 0.0, k)``."""
-    return cd_scores_over_topk(elm_logprobs, elm_logprobs, 0.0, k)
 
 
 def gold_rank(scores, token_ids):

@@ -106,11 +106,3 @@ def _heldout_positions(family, texts, n_positions, seq_len, seed, batch_size, am
     if amateurs is not None:
         out["amateurs_logprobs"] = am
     return out
-
-
-def sample_positions(
-    family, texts, n_positions: int, seq_len: int = 128, seed: int = 0, batch_size: int = 16
-) -> np.ndarray:
-    """Every member's log-probabilities ``(N, P, V)`` (float32) at the positions
-    ``heldout_positions`` samples."""
-    return heldout_positions(family, texts, n_positions, seq_len, seed, batch_size)["member_logprobs"]

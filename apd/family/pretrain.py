@@ -212,13 +212,6 @@ class PicoConfig:
         return cls.default200()
 
     @classmethod
-    def five(cls) -> "PicoConfig":
-        """The default's five smallest members (13k to 0.8M, 62x): the family of the exact-truth
-        world's earlier testbed rows."""
-        six = cls.default200()
-        return six.replace(members=six.members[:5])
-
-    @classmethod
     def default200(cls) -> "PicoConfig":
         """The six members of the ``default`` and ``default-200`` scales, ~13k to ~1.8M non-embedding
         parameters (139x): one to four layers, widths 32 to 192."""

@@ -132,12 +132,6 @@ def paper_qa_share(family: str = "Pythia") -> float:
     return float((wide["cd"] - wide["apd"]).mean() / (wide["elm"] - wide["cd"]).mean())
 
 
-def paper_fly_share(family: str = "Pythia") -> float:
-    """The paper's APD-over-on-the-fly QA gain as a share of its CD-over-expert gain (Tables 2-5)."""
-    wide = _qa_wide(family)
-    return float((wide["apd_on_the_fly"] - wide["apd"]).mean() / (wide["elm"] - wide["cd"]).mean())
-
-
 def _table1_ne_er(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> pd.Series:
     t = paper.table(1)
     return t[(t["family"] == family) & (t["setting"] == setting) & (t["metric"] == "NE_ER")].set_index("role")["value"]

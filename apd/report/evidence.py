@@ -322,25 +322,6 @@ def within_relative(tol: float) -> Comparison:
     )
 
 
-def more_than_z_se(z: float = 2.0) -> Comparison:
-    """A mean difference exceeds ``z`` of its standard errors: d > z * se (two keys: d, se). A fixed
-    ``z``: where the clusters behind se are known, :func:`significant` gives the t interval.
-
-    Example:
-        >>> more_than_z_se(2.0)(["the gain", "its se"], [0.05, 0.02]).text
-        'tested: the gain is more than 2 times its standard error; measured +0.050 ± 0.020: holds'
-    """
-    return Comparison(
-        f"more_than_z_se({z:g})",
-        2,
-        lambda v: v[0] > z * v[1],
-        lambda names, v: _tested(
-            f"{names[0]} is more than {format_number(z)} times its standard error", format_pm(v[0], v[1])
-        ),
-        se_at=(1,),
-    )
-
-
 @dataclass(frozen=True)
 class _Spread:
     """The clusters behind one standard error and the critical value they give."""
@@ -565,20 +546,6 @@ def difference_larger() -> Comparison:
         )
 
     return Comparison("difference_larger", 4, lambda v: v[0] - v[1] > v[2] - v[3], show)
-
-
-def non_increasing() -> Comparison:
-    """v1 >= v2 >= ... (two or more keys, e.g. a loss as more members are added).
-
-    Example:
-        >>> non_increasing()(["a", "b", "c"], [3, 2, 2]).text
-        'tested: a, b and c do not increase, in that order; measured 3, 2 and 2: holds'
-    """
-
-    def show(names, v):
-        return _tested(f"{listed(list(names))} do not increase, in that order", listed(_distinct(*v)))
-
-    return Comparison("non_increasing", None, lambda v: all(a >= b for a, b in zip(v, v[1:])), show)
 
 
 @dataclass(frozen=True)

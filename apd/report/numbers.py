@@ -8,8 +8,7 @@
   (:func:`format_sig`; :func:`format_number` also drops trailing zeros and prints whole floats as
   integers, the default for a value glued without a format);
 - a tiny value (``|x| < 1e-4``) or a huge non-integer one (``|x| >= 1e6``) prints in scientific notation,
-  ``2.7 × 10⁻⁹`` (:func:`format_sci`), and an error measure at round-off level as ``< 10⁻¹²``
-  (:func:`format_error`);
+  ``2.7 × 10⁻⁹`` (:func:`format_sci`);
 - no function here prints a run of zeros after the decimal point (``0.00000000``) or decimals on an
   integer (``5000.000``).
 
@@ -29,8 +28,6 @@ from typing import Any
 TINY = 1e-4
 #: From this magnitude a number that is not an integer prints in scientific notation.
 HUGE = 1e6
-#: An error measure below this is round-off (:func:`format_error`).
-ROUND_OFF = 1e-12
 
 _SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
 _TRAILING = re.compile(r"(\.\d*?)0+(?=$|\D)")
@@ -154,39 +151,6 @@ def format_number(value: Any, sig: int = 3, signed: bool = False) -> str:
     if _whole(x):
         return _sign(x, signed) + format_count(round(x))
     return _strip_zeros(format_sig(x, sig, signed))
-
-
-def format_error(value: float, floor: float = ROUND_OFF, sig: int = 2) -> str:
-    """An error measure (a gap that should be zero): ``< 10⁻¹²`` below ``floor`` (round-off), else
-    ``sig`` significant figures (:func:`format_number`).
-
-    Example:
-        >>> format_error(2.8e-14), format_error(4.3e-6), format_error(0.0153), format_error(0.0)
-        ('< 10⁻¹²', '4.3 × 10⁻⁶', '0.015', '< 10⁻¹²')
-    """
-    x = abs(_real(value))
-    f = _real(floor, "floor")
-    if f <= 0:
-        raise ValueError(f"floor must be positive, got {floor}")
-    if x < f:
-        exponent = math.log10(f)
-        bound = power_of_ten(round(exponent)) if abs(exponent - round(exponent)) < 1e-9 else format_sci(f)
-        return f"< {bound}"
-    return format_number(x, sig)
-
-
-def pm_decimals(se: float, sig: int = 2) -> int:
-    """The decimal place a value with standard error ``se`` is printed to: that of the ``sig``-th
-    significant figure of ``se`` (negative: tens, hundreds ...); 3 for a zero ``se``.
-
-    Example:
-        >>> pm_decimals(0.0013), pm_decimals(0.085), pm_decimals(2.4), pm_decimals(37.0), pm_decimals(0.00996)
-        (4, 3, 1, 0, 3)
-    """
-    s = abs(_real(se, "the standard error"))
-    if s == 0:
-        return 3
-    return sig - 1 - _mantissa_exponent(s, sig)[1]
 
 
 def pm_parts(value: float, se: float, signed: bool = True, sig: int = 2) -> tuple[str, str]:

@@ -1,14 +1,13 @@
 """The paper's published numbers as tidy pandas DataFrames, transcribed by hand from paper.tex.
 
-``table1_factuality_prompts`` ... ``table7_story_writing`` (or :func:`table` with 1-7,
-:func:`all_tables`) return one row per number, with the columns :data:`COLUMNS`: where it is
-printed (``table``, its LaTeX ``label``, ``family``, ``method`` as printed, ``role`` normalised across
-families: ``elm``, ``cd``, ``apd``, ``big``, ...), what it measures (``setting``, ``dataset``,
-``metric``, ``group``), ``value`` (float; the paper's "NA" is NaN) in ``unit`` (``%``; ``nats``, where
-QA "ppl" is mean -log(p + 0.01), never exponentiated; ``fraction``, ``likert_1_5``, ``count``), and
-``significant`` (Table 2's daggers, else <NA>). :func:`qa_accuracy_sizes` gives the appendix's
-question counts, :func:`claim_texts` the paper's main claims. ``tests/test_reference.py`` checks
-every number against paper.tex.
+``table1_factuality_prompts`` ... ``table7_story_writing`` (or :func:`table` with 1-7) return one
+row per number, with the columns :data:`COLUMNS`: where it is printed (``table``, its LaTeX
+``label``, ``family``, ``method`` as printed, ``role`` normalised across families: ``elm``, ``cd``,
+``apd``, ``big``, ...), what it measures (``setting``, ``dataset``, ``metric``, ``group``),
+``value`` (float; the paper's "NA" is NaN) in ``unit`` (``%``; ``nats``, where QA "ppl" is mean
+-log(p + 0.01), never exponentiated; ``fraction``, ``likert_1_5``, ``count``), and ``significant``
+(Table 2's daggers, else <NA>). :func:`claim_texts` gives the paper's main claims.
+``tests/test_paper.py`` checks every number against paper.tex.
 """
 
 from __future__ import annotations
@@ -408,23 +407,6 @@ def table(number: int) -> pd.DataFrame:
     if number not in TABLES:
         raise ValueError(f"the paper has tables 1-7, got {number!r}.")
     return TABLES[number]()
-
-
-def all_tables() -> pd.DataFrame:
-    """Tables 1-7 concatenated (same columns)."""
-    return pd.concat([f() for f in TABLES.values()], ignore_index=True)
-
-
-def qa_accuracy_sizes() -> pd.DataFrame:
-    """Questions kept for *accuracy* (the appendix, "QA Experiment Details"): the gold answer's
-    tokens and those of at least one wrong answer all in the ELM's top 20. Columns: family,
-    dataset, n_questions. (Table 5's |D| counts the looser filter for MRR/ppl: gold only.)"""
-    datasets = ["CommonsenseQA", "QASC (Q+Fact)", "QASC (Q only)", "ARC", "SocialIQA"]
-    sizes = {"Pythia": [911, 1138, 956, 899, 879], "OPT": [491, 982, 845, 780, 549]}
-    return pd.DataFrame(
-        [(fam, d, n) for fam, ns in sizes.items() for d, n in zip(datasets, ns)],
-        columns=["family", "dataset", "n_questions"],
-    )
 
 
 def claim_texts() -> list[dict]:

@@ -558,32 +558,22 @@ def notebook_defaults(stem: str) -> dict[str, Any] | None:
         return None
 
 
-def _record_rows(record: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(label, markdown value, html value) rows of the run record."""
+def _record_rows(record: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, html value) rows of the run record."""
     params = {k: v for k, v in record["parameters"].items() if k != "profile"}
     changed = record.get("changed_parameters") or {}
     pkgs = ", ".join(f"{k} {v}" for k, v in record["packages"].items())
     code = lambda s: f"<code>{html.escape(s)}</code>"  # noqa: E731
     rows = [
-        ("profile", f"`{record['profile']}`", code(record["profile"])),
-        (
-            "parameters",
-            ", ".join(f"`{k}={v!r}`" for k, v in params.items()) or "(none)",
-            ", ".join(code(f"{k}={_short(v)}") for k, v in params.items()) or "(none)",
-        ),
+        ("profile", code(record["profile"])),
+        ("parameters", ", ".join(code(f"{k}={_short(v)}") for k, v in params.items()) or "(none)"),
     ]
     if changed:
-        rows.append(
-            ("changed from the defaults", ", ".join(f"`{k}`" for k in changed), ", ".join(code(k) for k in changed))
-        )
+        rows.append(("changed from the defaults", ", ".join(code(k) for k in changed)))
     rows += [
-        ("device", record["device"], html.escape(record["device"])),
-        (
-            "wall time",
-            f"{record['wall_time_s']:.1f} s (started {record['started']})",
-            html.escape(f"{record['wall_time_s']:.1f} s (started {record['started']})"),
-        ),
-        ("packages", pkgs, html.escape(pkgs)),
+        ("device", html.escape(record["device"])),
+        ("wall time", html.escape(f"{record['wall_time_s']:.1f} s (started {record['started']})")),
+        ("packages", html.escape(pkgs)),
     ]
     stem, tables = record.get("notebook"), record.get("tables") or ()
     if stem:
@@ -591,38 +581,23 @@ def _record_rows(record: dict[str, Any]) -> list[tuple[str, str, str]]:
         files = [(f"{stem}.json", f"../results/{stem}.json")] + [
             (f"tables/{t}.csv", f"../results/tables/{t}.csv") for t in sorted(tables)
         ]
-        rows.append(
-            (
-                "results",
-                ", ".join(f"`results/{record['profile']}/{name}`" for name, _ in files),
-                ", ".join(f'<a href="{href}">{html.escape(name)}</a>' for name, href in files),
-            )
-        )
+        rows.append(("results", ", ".join(f'<a href="{href}">{html.escape(name)}</a>' for name, href in files)))
     if record.get("warnings_logged"):
         n = record["warnings_logged"]
         where = f"results/{record['profile']}/runs/{record['notebook']}.log"
-        rows.append(("warnings", f"{n}, in `{where}`", f"{n}, in {code(where)}"))
+        rows.append(("warnings", f"{n}, in {code(where)}"))
     return rows
 
 
 def run_record_html(record: dict[str, Any]) -> str:
     """The run record as an HTML table (what the end of every chapter shows)."""
     cell = 'style="padding: 0.3em 0.75em; border-bottom: 1px solid #d8dde6; vertical-align: top; text-align: left"'
-    body = "\n".join(
-        f"<tr><th {cell}>{html.escape(k)}</th><td {cell}>{v}</td></tr>" for k, _, v in _record_rows(record)
-    )
+    body = "\n".join(f"<tr><th {cell}>{html.escape(k)}</th><td {cell}>{v}</td></tr>" for k, v in _record_rows(record))
     return (
         f'<table class="apd-run-record" style="border-collapse: collapse; font-size: 0.9em">'
         f'<caption style="caption-side: top; text-align: left; font-weight: bold">Run record</caption>'
         f"\n<tbody>\n{body}\n</tbody></table>"
     )
-
-
-def run_record_markdown(record: dict[str, Any]) -> str:
-    """The run record as a Markdown table (what the end of every chapter shows)."""
-    lines = ["**Run record**", "", "| | |", "|---|---|"]
-    lines += [f"| {k} | {v} |" for k, v, _ in _record_rows(record)]
-    return "\n".join(lines)
 
 
 def load_results(profile: str, stem: str) -> dict[str, Any]:

@@ -30,14 +30,12 @@ from __future__ import annotations
 
 import math
 import numbers
-from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
-from apd.base.paths import cache_dir, project_root
-from apd.report.numbers import HUGE, format_count, format_pm, format_sci, format_sig, pm_decimals, pm_parts
+from apd.report.numbers import HUGE, format_count, format_pm, format_sci, format_sig, pm_parts
 
 #: What a missing value prints as in every table.
 MISSING = "\u2014"
@@ -246,7 +244,7 @@ def show(
     ``fold``: fold the table (:class:`Folded`); by default when it has more than
     :data:`MAX_COLUMNS` columns, row labels included. ``errors``: ``{column: its standard-error
     column}``; both print, row by row, to the precision the standard error supports
-    (:func:`se_decimals`), in percent when the column is in ``percent``.
+    (:func:`apd.report.numbers.pm_parts`), in percent when the column is in ``percent``.
 
     Example:
     >>> import pandas as pd
@@ -417,41 +415,6 @@ def compare_flags(
         return {"lower": lower, "higher": higher, "same": word == "the same as"}
     better, worse = (lower, higher) if lower_is_better else (higher, lower)
     return {"better": better, "worse": worse, "same": word == "the same as"}
-
-
-def short_path(path) -> str:
-    """A path as a page may print it: relative to the cache (``cache/families/...``) or to the
-    project, else the last two parts (``.../pico-b8c0/pico-3.3k``); never the machine's absolute
-    path. Names that are not local paths (a Hub id such as ``EleutherAI/pythia-70m``) pass through.
-
-    >>> short_path("EleutherAI/pythia-70m")
-    'EleutherAI/pythia-70m'
-    >>> short_path("/somewhere/else/families/pico-1/pico-3.3k")
-    '…/pico-1/pico-3.3k'
-    """
-    p = Path(str(path))
-    if not p.is_absolute():
-        return str(path)
-    for base, label in ((cache_dir(), "cache"), (project_root(), "")):
-        try:
-            rel = p.resolve().relative_to(Path(base).resolve()) if base else None
-        except (ValueError, OSError):
-            rel = None
-        if rel is not None:
-            return f"{label}/{rel.as_posix()}" if label else rel.as_posix()
-    return "…/" + "/".join(p.parts[-2:])
-
-
-def se_decimals(se: float, significant: int = 2) -> int:
-    """The decimals that print a standard error ``se`` with ``significant`` significant digits
-    (at least 0; :func:`apd.report.numbers.pm_decimals`): the precision a value with that error supports.
-
-    >>> se_decimals(0.0013), se_decimals(0.085), se_decimals(2.4), se_decimals(37.0)
-    (4, 3, 1, 0)
-    """
-    if _is_missing(se) or not math.isfinite(float(se)) or float(se) <= 0:
-        return 3
-    return max(0, pm_decimals(float(se), significant))
 
 
 def _pm_cells(value, se, scale: float, digits: int) -> tuple[str | None, str | None]:

@@ -710,10 +710,6 @@ class World:
             raise KeyError(f"{person!r} is not a person of this world; see world.people") from None
 
     @property
-    def qa_train_people(self) -> list[Person]:
-        return [p for p in self.people if p.qa_train]
-
-    @property
     def eval_people(self) -> list[Person]:
         """People whose QA text is never training text: evaluation asks about them."""
         return [p for p in self.people if not p.qa_train]

@@ -181,3 +181,20 @@ def test_paired_table_gains_per_row_and_per_bucket_against_a_reference():
     assert t.loc["x", "mean"] == pytest.approx(apd_kl.mean())
     assert t.loc["x", "gain_tail"] == pytest.approx(d[bucket == "tail"].mean()) and t.loc["x", "n_head"] == n // 2
     assert t.loc["cd", "gain"] == 0.0
+
+
+def test_best_knob_lowest_or_highest_first_of_ties_skipping_nan():
+    grid = [0.25, 0.5, 1.0, 2.0]
+    assert stats.best_knob(grid, [3.0, 1.0, 1.0, 2.0]) == 0.5  # tie: the first in the grid's order
+    assert stats.best_knob(grid, [3.0, 1.0, 3.0, 2.0], lowest=False) == 0.25
+    assert stats.best_knob(grid, [np.nan, 2.0, np.nan, 1.0]) == 2.0  # NaN: no candidate
+    assert stats.best_knob(grid, [np.nan, 2.0, np.nan, 1.0], lowest=False) == 0.5
+    assert stats.best_knob(grid, [np.nan, np.inf, np.inf, np.nan]) == 0.5  # not numpy's nanargmin (0.25)
+    assert stats.best_knob(grid, [1.0 + 1e-9, 1.0, 2.0, 1.0], tie=1e-6) == 0.25  # within tie of the best
+    assert stats.best_knob(["a", "b"], pd.Series([2.0, 1.0])) == "b"  # any values, any sequence of means
+    with pytest.raises(ValueError, match="no defined mean"):
+        stats.best_knob(grid, [np.nan] * 4)
+    with pytest.raises(ValueError, match="no defined mean"):
+        stats.best_knob([], [])
+    with pytest.raises(ValueError, match="one mean per value"):
+        stats.best_knob(grid, [1.0, 2.0])

@@ -55,6 +55,7 @@ from apd.base.io import read_json_checked, write_json
 from apd.base.jobs import job_count, run_jobs
 from apd.base.lock import file_lock
 from apd.base.progress import progress_note
+from apd.core.stats import best_knob
 from apd.family.logprobs import next_token_log_probs
 from apd.family.select import get_family
 from apd.family.settings import Settings, settings_for
@@ -480,7 +481,7 @@ def choose_variant(table: pd.DataFrame) -> Optional[str]:
     if ok.empty:
         return None
     kl = pd.to_numeric(ok["dev_kl"], errors="coerce").fillna(np.inf).to_numpy()
-    return str(ok["variant"].iloc[int(np.argmin(kl))])
+    return str(best_knob(ok["variant"], kl))
 
 
 def tuning_table(results: dict) -> pd.DataFrame:

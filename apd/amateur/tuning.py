@@ -23,6 +23,7 @@ from apd.base import paths
 from apd.base.device import cpu_threads
 from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.lock import file_lock
+from apd.core.stats import best_knob
 from apd.family import knowledge
 from apd.family.logprobs import next_token_log_probs
 from apd.family.settings import INV_T_GRID
@@ -186,7 +187,7 @@ def best_inv_T_score(elm_logprobs, amateur_logprobs, truth_probs, k: int = 20, g
     scores = [
         dict(validation_score(elm_logprobs, amateur_logprobs, truth_probs, k, float(v)), inv_T=float(v)) for v in grid
     ]
-    return min(scores, key=lambda r: r["score"])
+    return best_knob(scores, [r["score"] for r in scores])
 
 
 def scoring_threads(fam):

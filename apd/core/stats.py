@@ -8,7 +8,8 @@ statement (e.g. one per frequency bucket) are corrected with :func:`holm`.
 When the units are grouped (continuations of prompts about one person), the paired differences are
 averaged per group first and the standard error is taken over groups (:func:`paired_difference`
 with ``groups``); :func:`variance_components` and :func:`projected_se` say how that standard
-error would shrink with more units per group or more groups.
+error would shrink with more units per group or more groups. A setting chosen on dev data (1/T,
+a decay temperature, a variant) is the one with the best mean measure (:func:`best_knob`).
 """
 
 from __future__ import annotations
@@ -57,6 +58,32 @@ def cluster_mean(values, cluster) -> tuple[float, int]:
     labels, inverse = np.unique(g[ok], return_inverse=True)
     means = np.bincount(inverse, weights=v[ok]) / np.bincount(inverse)
     return float(means.mean()), int(labels.size)
+
+
+def best_knob(grid, means, lowest: bool = True, tie: float = 0.0):
+    """The value of ``grid`` (a 1/T, a T_r, a variant...) whose mean measure on dev, ``means`` (one
+    per value, in the grid's order), is the lowest (``lowest=False``: the highest): the one rule by
+    which the book chooses a setting. A NaN mean is no candidate; ties (means equal to the best, or
+    within ``tie`` of it) go to the first value in the grid's order.
+
+    Example:
+        >>> best_knob([0.25, 0.5, 1.0], [2.0, 1.0, 1.0]), best_knob("abc", [1.0, float("nan"), 3.0], lowest=False)
+        (0.5, 'c')
+    """
+    grid = list(grid)
+    m = np.asarray(means, dtype=np.float64).ravel()
+    if m.shape != (len(grid),):
+        raise ValueError(f"{m.size} means for {len(grid)} grid values; give one mean per value of the grid.")
+    ok = ~np.isnan(m)
+    if not ok.any():
+        raise ValueError(
+            f"no defined mean among the {len(grid)} grid values (all NaN, or no values): nothing to choose "
+            "from; score the grid on dev items where the measure is defined."
+        )
+    best = m[ok].min() if lowest else m[ok].max()
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, no tie (equality decides those)
+        tied = ok & ((m == best) | (np.abs(m - best) <= tie))
+    return grid[int(np.argmax(tied))]
 
 
 def min_detectable_effect(se: float, z: float = Z_TEST, power_z: float = Z_POWER) -> float:
@@ -142,17 +169,6 @@ def detected(
     if effect is not None and effect > 0:
         return False if hi < effect else None
     return False if hi < 0 else None
-
-
-def ruled_out(d: float, se: float, effect: float, z: float = Z_TEST) -> bool:
-    """Does ``effect`` (same units as ``d``, positive: the claimed direction) lie above the upper
-    confidence bound ``d + z se`` of a difference ``d`` with standard error ``se``?
-
-    Example:
-        >>> ruled_out(-0.05, 0.05, 0.1), ruled_out(0.0, 0.1, 0.1)
-        (True, False)
-    """
-    return bool(d + z * se < effect)
 
 
 def p_two_sided(d: float, se: float) -> float:

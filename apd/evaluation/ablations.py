@@ -320,7 +320,7 @@ def pick_inv_T(
     means = np.array([stats.cluster_mean(v, groups)[0] for v in values])
     if np.all(np.isnan(means)):
         raise ValueError(f"no dev item has a defined {measure}; the dev half cannot pick 1/T.")
-    return grid[int(np.nanargmin(means))]
+    return stats.best_knob(grid, means)
 
 
 def summarise(per_item: pd.DataFrame, buckets, reference: Optional[pd.DataFrame] = None, groups=None) -> dict:

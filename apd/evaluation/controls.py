@@ -392,7 +392,7 @@ def measure_controls(
 
     t0 = time.time()
     gain = cd_gain_table(scores.logprobs, scores.truth, scores.gold, people, inv_T, k)
-    dev_inv_T = float(gain["kl_cd"].idxmin())
+    dev_inv_T = float(stats.best_knob(gain.index, gain["kl_cd"]))
     seconds["cd_gain"] = time.time() - t0
 
     t0 = time.time()

@@ -26,7 +26,7 @@ import scipy.stats
 import torch
 
 from apd.base.progress import progress_bar
-from apd.core.stats import cluster_mean, critical, interval, mean_se, paired_difference
+from apd.core.stats import best_knob, cluster_mean, critical, interval, mean_se, paired_difference
 from apd.evaluation import qa_metrics
 from apd.evaluation.qa_data import QAExample
 from apd.family.digest import family_digest, memoized_scores, scoring_identity
@@ -62,7 +62,7 @@ class EncodedPairs:
     """Teacher-forced (prompt, continuation) pairs.
 
     input_ids: one list of token ids per pair, prompt then continuation.
-    offsets: ``(n_pairs + 1,)``; the answer tokens of pair i are ``gold[offsets[i]:offsets[i+1]]``
+    offsets: ``(len(input_ids) + 1,)``; the answer tokens of pair i are ``gold[offsets[i]:offsets[i+1]]``
         (pair-major order, the layout of every per-token array in this module).
     gold: ``(P,)`` int64 answer token ids, P = total answer tokens.
     """
@@ -70,10 +70,6 @@ class EncodedPairs:
     input_ids: list
     offsets: np.ndarray
     gold: np.ndarray
-
-    @property
-    def n_pairs(self) -> int:
-        return len(self.input_ids)
 
     @property
     def answer_lengths(self) -> np.ndarray:
@@ -599,7 +595,7 @@ def best_index(
         means = values[:, on].mean(axis=1)
     if np.isnan(means).any():
         raise ValueError("NaN among the values used to choose 1/T; pass only counted items.")
-    return int(np.argmax(means) if higher_is_better else np.argmin(means))
+    return best_knob(range(len(means)), means, lowest=not higher_is_better)
 
 
 @dataclass

@@ -215,11 +215,8 @@ def best_knobs(frame: pd.DataFrame, measure: str = "kl", cluster: str | None = N
         means = pd.DataFrame(rows, columns=["method", "knob", measure])
     else:
         means = frame.groupby(["method", "knob"], sort=False)[measure].mean().reset_index()
-    return {
-        m: float(g.loc[g[measure].idxmin(), "knob"])
-        for m, g in means.groupby("method", sort=False)
-        if g[measure].notna().any()
-    }
+    groups = means.groupby("method", sort=False)
+    return {m: float(stats.best_knob(g["knob"], g[measure])) for m, g in groups if g[measure].notna().any()}
 
 
 def bucket_summary(

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from apd.amateur.tuning import choose_lambda3
+from apd.core.stats import best_knob
 from apd.evaluation.factuality import methods as fm
 
 #: CD's amateur temperatures the paper chooses from (its Section 5: "select the best T for CD")
@@ -102,10 +103,11 @@ def dev_methods(
 
 
 def _pick(scores: dict[float, float], paper: float, lowest: bool) -> float:
-    """The best score's key; ties (within :data:`TIE`) go to ``paper``, then to the larger key."""
-    best = min(scores.values()) if lowest else max(scores.values())
-    tied = [k for k, s in scores.items() if abs(s - best) <= TIE]
-    return paper if any(np.isclose(k, paper) for k in tied) else max(tied)
+    """The best score's key (:func:`apd.core.stats.best_knob`); ties (within :data:`TIE`) go to
+    ``paper``, then to the larger key: the keys are ordered so, the paper's first."""
+    order = sorted(scores, key=lambda k: (not np.isclose(k, paper), -k))
+    value = best_knob(order, [scores[k] for k in order], lowest, tie=TIE)
+    return paper if np.isclose(value, paper) else value
 
 
 def _curve(res: pd.DataFrame, dist: str, T: float, x: str, y: str) -> pd.DataFrame:

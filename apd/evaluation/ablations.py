@@ -538,22 +538,6 @@ def verdicts(table: pd.DataFrame, measure: str = "kl", z: float = 2.0, min_effec
     )
 
 
-def gate_sentence(gates) -> str:
-    """What a run's mechanism gates (an :class:`apd.amateur.gates.Gates`, or None) say, as a verb
-    phrase for the prose: "passes every mechanism gate ...", "fails ... (<failed gates>)", or
-    "was not gated in this build".
-
-    Example:
-        >>> gate_sentence(None)
-        'was not gated in this build'
-    """
-    if gates is None:
-        return "was not gated in this build"
-    if gates.engaged:
-        return "passes every mechanism gate (curve alive, not at a trivial solution, ALM' moved)"
-    return f"fails its mechanism gates ({gates.reason})"
-
-
 def label(name: str, config: Optional[APDTrainConfig] = None) -> str:
     """A short figure label, with the values a run used, e.g. ``"lambda3 = 2.4"``, ``"members m0, m5"``."""
     if name in (MAIN, "CD", "ELM"):

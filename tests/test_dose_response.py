@@ -99,6 +99,18 @@ def test_plot_marks_passing_points_filled(table):
     assert "nats" in ax.get_ylabel()
 
 
+def test_plot_draws_the_ne_er_gain_filled_where_it_passes_and_refuses_an_unknown_measure(table):
+    ne = table.assign(ne_er_gain=0.05, ne_er_gain_se=0.01)
+    ne.loc[ne.index[0], "ne_er_gain"] = 0.01  # 1 se: open
+    fig, ax = figure()
+    dr.plot(ax, dr.points(ne), "ne_er_gain", legend=False)
+    assert ax.get_legend() is None and "NE$_{ER}$" in ax.get_ylabel()
+    faces = [c.get_markerfacecolor() for c in ax.lines if c.get_marker() == "o" and len(c.get_xdata())]
+    assert "white" in faces and any(f != "white" for f in faces)
+    with pytest.raises(ValueError, match="use one of"):
+        dr.plot(ax, dr.points(ne), "nll_gain")
+
+
 def test_the_study_script_trains_each_design_with_its_world_and_the_six_members(tmp_path):
     spec = importlib.util.spec_from_file_location("dose_response_script", ROOT / "scripts" / "dose_response.py")
     script = importlib.util.module_from_spec(spec)

@@ -10,10 +10,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from apd.core import stats
 from apd.family import pico
 from apd.family.pretrain import PicoConfig
-from apd.chapters.gluing import glue_values
 from apd.report import dose_response as dr
 from apd.report.tables import plus_minus
 
@@ -179,61 +177,22 @@ def for_reader(table: pd.DataFrame) -> pd.DataFrame:
     return out.rename_axis(index=READER_NAMES.get(out.index.name, out.index.name))
 
 
-def seed_values(pts: pd.DataFrame, design: str, key: str) -> dict:
-    """One design's points (:func:`apd.report.dose_response.points`) per training seed of
-    :data:`apd.report.dose_response.DOSE_SEEDS`: CD's KL gain over the expert ± its standard error
-    (``<key>_gain_<seed>``, :func:`apd.report.tables.plus_minus`) and the dev-chosen 1/T it was read at
-    (``<key>_inv_T_<seed>``); None (missing) for a seed not measured.
-
-    Example:
-        >>> pts = pd.DataFrame({"design": ["exact truth"], "seed": [0], "kl_gain": [0.0177], "kl_gain_se": [0.0058],
-        ...                     "dev_inv_T": [0.25]})
-        >>> v = seed_values(pts, "exact truth", "dr_exact")
-        >>> v["dr_exact_gain_0"], v["dr_exact_inv_T_0"], v["dr_exact_gain_1"]
-        (('+0.0177 ± 0.0058', '{}'), (0.25, '{:g}'), (None, '{}'))
-    """
-    out = {}
-    for seed in dr.DOSE_SEEDS:
-        rows = pts[(pts["design"] == design) & (pts["seed"] == seed)]
-        r = rows.iloc[0] if len(rows) else None
-        out[f"{key}_gain_{seed}"] = (None if r is None else plus_minus(r["kl_gain"], r["kl_gain_se"]), "{}")
-        out[f"{key}_inv_T_{seed}"] = (None if r is None else float(r["dev_inv_T"]), "{:g}")
-    return out
-
-
 def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> None:
-    """Glue the dose-response study (:mod:`apd.report.dose_response`): how many points and designs
-    were measured (``dr_points``, ``dr_designs``), the range of their gains in standard errors
-    (``dr_z_min``, ``dr_z_max``; the best point's design and seed ``dr_best_point_design``, ``dr_best_point_seed``; the design whose weaker seed is
-    strongest, ``dr_best_design`` at ``dr_best_design_z``), the exact-truth world's KL gain and dev
-    1/T per training seed of :data:`apd.report.dose_response.DOSE_SEEDS` (:func:`seed_values`:
-    ``dr_exact_gain_<seed>``, ``dr_exact_inv_T_<seed>``; their mean ``dr_mean_exact``), the largest
-    misstatement dose's (``dr_top_design``, ``dr_top_gain_<seed>``, ``dr_top_inv_T_<seed>``,
-    ``dr_top_passing``, ``dr_mean_top``), the rule's choice
-    (``dr_adopted``, "none" when no design passes on every seed) and whether this build's world
-    (``world``: its ``WorldConfig``) is that design (``dr_build_is_adopted``). NE_ER, context beside
-    the rule: the points measured (``dr_ne_er_points``), those where CD's NE_ER is significantly
-    below the expert's (``dr_ne_er_significant``, gain above 1.96 se) and the range of the gains
-    (``dr_ne_er_min``, ``dr_ne_er_max``, fractions); the mean over seeds on the exact-truth world
-    (``dr_ne_er_exact``) and the design with the largest mean (``dr_ne_er_top_design``,
-    ``dr_ne_er_top``), and whether the exact-truth world has the smallest mean of the designs
-    measured (``dr_ne_er_exact_lowest``)."""
+    """Glue the dose-response study's rule (:mod:`apd.report.dose_response`): how many points and
+    designs were measured (``dr_points``, ``dr_designs``), the largest gain in standard errors
+    (``dr_z_max``, at ``dr_best_point_design`` seed ``dr_best_point_seed``), the design whose weaker
+    seed is strongest (``dr_best_design`` at ``dr_best_design_z``), the rule's choice (``dr_adopted``,
+    "none" when no design passes on every seed) and whether this build's world (``world``: its
+    ``WorldConfig``) is that design (``dr_build_is_adopted``). NE_ER, context beside the rule: the
+    points measured (``dr_ne_er_points``) and those where CD's NE_ER is significantly below the
+    expert's (``dr_ne_er_significant``, gain above 1.96 se)."""
     run.glue("dr_points", len(pts))
     run.glue("dr_designs", len(summary))
     ne = pts.dropna(subset=["ne_er_gain"]) if len(pts) else pts
     run.glue("dr_ne_er_points", len(ne))
     if len(ne):
-        run.glue("dr_ne_er_significant", int((ne["ne_er_gain"] > stats.Z_TEST * ne["ne_er_gain_se"]).sum()))
-        run.glue_text("dr_ne_er_min", float(ne["ne_er_gain"].min()), "{:+.3f}")
-        run.glue_text("dr_ne_er_max", float(ne["ne_er_gain"].max()), "{:+.3f}")
-        means = ne.groupby("design", sort=False)["ne_er_gain"].mean()
-        run.glue("dr_ne_er_top_design", str(means.idxmax()))
-        run.glue_text("dr_ne_er_top", float(means.max()), "{:+.3f}")
-        if "exact truth" in means.index and len(means) > 1:
-            run.glue_text("dr_ne_er_exact", float(means["exact truth"]), "{:+.3f}")
-            run.glue("dr_ne_er_exact_lowest", bool(means["exact truth"] == means.min()))
+        run.glue("dr_ne_er_significant", int(ne["ne_er_passes"].sum()))
     if len(pts):
-        run.glue_text("dr_z_min", float(pts["z"].min()), "{:.1f}")
         run.glue_text("dr_z_max", float(pts["z"].max()), "{:.1f}")
         best = pts.loc[pts["z"].idxmax()]
         run.glue("dr_best_point_design", str(best["design"]))
@@ -244,15 +203,6 @@ def glue_dose_response(run, pts: pd.DataFrame, summary: pd.DataFrame, world) -> 
     if not len(summary):
         run.glue_text("dr_adopted", None, "{}", missing="none")
         return
-    if "exact truth" in summary.index:
-        glue_values(run, seed_values(pts, "exact truth", "dr_exact"))
-        run.glue_text("dr_mean_exact", summary.loc["exact truth", "mean_gain"], "{:+.4f}")
-    measured = [d.name for d in dr.DESIGNS if d.process == "misstatements" and d.name in summary.index]
-    if measured:
-        run.glue("dr_top_design", measured[-1])
-        glue_values(run, seed_values(pts, measured[-1], "dr_top"))
-        run.glue("dr_top_passing", summary.loc[measured[-1], "passing"])
-        run.glue_text("dr_mean_top", summary.loc[measured[-1], "mean_gain"], "{:+.4f}")
     choice = dr.adopted(summary)
     run.glue_text("dr_adopted", choice, "{}", missing="none")
     # every design is the 400-person world (WorldConfig()) with its error processes

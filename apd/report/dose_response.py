@@ -5,7 +5,7 @@ seed and appends its controls (dev people only) to ``docs/testbed/dose_response.
 testbed table's format (:mod:`apd.report.testbed`). :func:`points` reads one row per design and
 seed, :func:`designs` one per design with the rule's verdict, :func:`adopted` applies the rule (in
 ``docs/design-notes.md``, "A world whose text is not the truth"), and :func:`plot` draws CD's KL
-gain against the dose. Gains are the expert's KL to the world's truth minus CD's, in nats.
+or NE_ER gain against the dose. Gains are the expert's KL to the world's truth minus CD's, in nats.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from apd.core.stats import Z_TEST
 from apd.evaluation.controls import kl_control_passes
 from apd.report import plots, testbed
 from apd.report.tables import plus_minus, yes_no
@@ -117,6 +118,7 @@ def points(table: pd.DataFrame) -> pd.DataFrame:
                 "nll_gain_se": float(r["nll_gain_dev_T_se"]),
                 "ne_er_gain": float(r.get("ne_er_gain", np.nan)),
                 "ne_er_gain_se": float(r.get("ne_er_gain_se", np.nan)),
+                "ne_er_passes": bool(r.get("ne_er_gain", np.nan) > Z_TEST * r.get("ne_er_gain_se", np.nan)),
                 "head_ratio": float(r.get("fit_ratio_head", np.nan)),
                 "flat_head": float(r.get("flat_head", np.nan)),
                 "flat_tail": float(r.get("flat_tail", np.nan)),
@@ -127,7 +129,16 @@ def points(table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(
         rows,
         columns=cols
-        + ["nll_gain", "nll_gain_se", "ne_er_gain", "ne_er_gain_se", "head_ratio", "flat_head", "flat_tail"]
+        + [
+            "nll_gain",
+            "nll_gain_se",
+            "ne_er_gain",
+            "ne_er_gain_se",
+            "ne_er_passes",
+            "head_ratio",
+            "flat_head",
+            "flat_tail",
+        ]
         + ["train_seconds"],
     )
     order = {d.name: i for i, d in enumerate(DESIGNS)}
@@ -226,11 +237,24 @@ def overrides_of(design: str) -> dict:
     return dict(_BY_NAME[design].world)
 
 
-def plot(ax, pts: pd.DataFrame):
-    """CD's KL gain over the expert at each point's dev 1/T (nats, +- 1.96 se) against the dose;
-    filled markers where the KL control passes (>= 3 se). Misstatements constant over people are a
-    line through the exact-truth world at 0; the other processes are markers a step to the right of
-    their rate; the legend sits below the axes."""
+#: What :func:`plot` can draw: the column, its standard error's, the column whose truth fills a
+#: marker, and the y label.
+MEASURES = {
+    "kl_gain": ("kl_gain_se", "passes", "CD's KL gain over the expert (nats)"),
+    "ne_er_gain": ("ne_er_gain_se", "ne_er_passes", "the expert's NE$_{ER}$ minus CD's (share of entities)"),
+}
+
+
+def plot(ax, pts: pd.DataFrame, measure: str = "kl_gain", legend: bool = True):
+    """One of CD's gains over the expert (:data:`MEASURES`: ``kl_gain`` at each point's dev 1/T, or
+    ``ne_er_gain`` at T = 2) +- 1.96 se against the dose, dev people; filled markers where that
+    control passes (KL: >= 3 se; NE_ER: > 1.96 se). Misstatements constant over people are a line
+    through the exact-truth world; the other processes are markers a step to the right of their
+    rate; with ``legend``, the legend sits below the axes."""
+    if measure not in MEASURES:
+        raise ValueError(f"measure {measure!r}: use one of {sorted(MEASURES)}")
+    se_col, pass_col, ylabel = MEASURES[measure]
+    pts = pts.dropna(subset=[measure])
     markers = {
         "exact truth": "o",
         "misstatements": "o",
@@ -252,7 +276,7 @@ def plot(ax, pts: pd.DataFrame):
     ax.axhline(0, color="0.5", lw=0.8)
     line = pts[pts["process"].isin(["exact truth", "misstatements"])]
     if len(line):
-        mean = line.groupby("dose")["kl_gain"].mean()
+        mean = line.groupby("dose")[measure].mean()
         ax.plot(
             mean.index,
             mean.to_numpy(),
@@ -265,28 +289,25 @@ def plot(ax, pts: pd.DataFrame):
         first = True
         for _, r in sub.iterrows():
             x = r["dose"] + offset[r["seed"]] + shift.get(process, 0.0)
-            ax.errorbar(
-                x, r["kl_gain"], yerr=1.96 * r["kl_gain_se"], fmt="none", ecolor=colors[process], capsize=2, zorder=3
-            )
+            ax.errorbar(x, r[measure], yerr=1.96 * r[se_col], fmt="none", ecolor=colors[process], capsize=2, zorder=3)
             ax.plot(
                 [x],
-                [r["kl_gain"]],
+                [r[measure]],
                 markers[process],
                 ls="none",
                 color=colors[process],
-                mfc=colors[process] if r["passes"] else "white",
+                mfc=colors[process] if r[pass_col] else "white",
                 ms=6,
                 zorder=4,
                 label=process if first and process not in ("exact truth", "misstatements") else None,
             )
             first = False
-    ax.plot([], [], "o", color="0.3", mfc="0.3", label="filled: passes (gain >= 3 se)")
+    ax.plot([], [], "o", color="0.3", mfc="0.3", label="filled: the control passes")
     ax.plot([], [], "o", color="0.3", mfc="white", label="open: fails")
-    ax.set_xlabel(
-        plots.wrap("dose: share of biographies stating an attribute wrongly, e (other processes: their rate)", 60)
-    )
-    ax.set_ylabel(plots.wrap("CD's KL gain over the expert (nats, dev people)", 32))
+    ax.set_xlabel(plots.wrap("misstatement rate e (other processes: their rate)", 30))
+    ax.set_ylabel(plots.wrap(ylabel, 32))
     top = max([0.45, *pts["dose"].tolist()]) if len(pts) else 0.45
     ax.set_xlim(-0.03, top + 0.04)
-    plots.legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
+    if legend:
+        plots.legend(ax, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2)
     return ax

@@ -82,6 +82,7 @@ installed: env
 bench: env
 	$(PY) scripts/benchmarks.py
 	$(PY) scripts/build_report.py --profile $(PROFILE)
+	$(PY) scripts/book_length.py --profile $(PROFILE)
 
 # Re-resolve requirements.in into requirements.lock and environment.yml (needs the registries).
 lock:

@@ -215,3 +215,29 @@ def test_figure_captions_are_legible(browser, server):
         ratio = 1.05 / (_luminance(color) + 0.05)
         assert ratio >= 7, f"a caption's colour {color} has contrast {ratio:.1f} against white"
         assert weight >= 400, f"a caption is set at weight {weight}"
+
+
+def test_the_length_measure_reads_what_a_reader_sees_with_folds_closed(browser, server):
+    """``scripts/book_length.py`` (the book-length benchmark) measures the first page and every
+    chapter at 1,280 px: each has a height and words, and on the page with the most folds, opening
+    them adds words (folded text is not counted while closed) and height."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "book_length.py"
+    spec = importlib.util.spec_from_file_location("book_length", path)
+    length = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(length)
+    browser.set_window_size(1280, 900)
+    rows = [length.measure(browser, server, page) for page in length.chapter_pages()]
+    assert all(r["px"] > 900 and r["words"] > 50 for r in rows), rows
+    print(f"book length (folds closed): {sum(r['px'] for r in rows):,} px, {sum(r['words'] for r in rows):,} words")
+    folds = {}
+    for r in rows:
+        browser.get(f"{server}/{r['page']}")
+        folds[r["page"]] = browser.execute_script("return document.querySelectorAll('main article details').length")
+    page = max(folds, key=folds.get)
+    assert folds[page] > 0, "no chapter has a fold"
+    closed = next(r for r in rows if r["page"] == page)
+    opened = length.measure(browser, server, page, open_folds=True)
+    assert opened["words"] > closed["words"] and opened["px"] > closed["px"], (closed, opened)

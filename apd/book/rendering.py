@@ -20,7 +20,6 @@ from apd.book.pages import fill_page
 from apd.book.profiles import profile_descriptions
 from apd.book.project import ROOT, is_checkout, results_root, toc_notebooks
 from apd.report.results import GLUE_FORMATS
-from apd.world.world import BOOK_ERRORS
 
 #: The chapter whose results fill the book's summary page, and the figure that page shows.
 SUMMARY_STEM, HEADLINE_FIGURE = "paper_vs_book", "headline"
@@ -28,7 +27,7 @@ SUMMARY_STEM, HEADLINE_FIGURE = "paper_vs_book", "headline"
 BOOK_PROFILE = "default"
 #: The values the summary page reads from the build itself, not from :data:`SUMMARY_STEM`'s results
 #: (:func:`build_values`).
-BUILD_KEYS = ("book_profile", "qa_max_examples", "skipped_sections", "default_world_exact")
+BUILD_KEYS = ("book_profile", "qa_max_examples", "skipped_sections")
 
 
 def banner(profile: str, root: Path = ROOT) -> str:
@@ -65,10 +64,9 @@ def build_values(profile: str, root: Path = ROOT) -> dict:
     """What the summary page says about the build itself (:data:`BUILD_KEYS`): the profile, the most
     examples a real QA dataset was scored on (from the QA chapter's results; absent when none ran),
     the sections skipped for data this machine does not have (a Markdown list, one item per section,
-    from :func:`apd.book.status.read_skipped`; absent when none was) and whether the default world's
-    text states only the truth (:data:`apd.world.world.BOOK_ERRORS` is empty)."""
+    from :func:`apd.book.status.read_skipped`; absent when none was)."""
     results = results_root(root)
-    values: dict = {"book_profile": profile, "default_world_exact": not BOOK_ERRORS}
+    values: dict = {"book_profile": profile}
     try:
         qa = json.loads((results / profile / "qa.json").read_text())
     except (OSError, ValueError):

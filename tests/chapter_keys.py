@@ -3,17 +3,12 @@ for the chapter modules' tests."""
 
 import dataclasses
 
-from apd.report.claims import paper_claims
+from apd.report import claims
 
 
 def keys_read(stem: str) -> set[str]:
     """The JSON keys (not table cells) that ``apd.report.claims`` reads from chapter ``stem``."""
-    out = set()
-    for claim in paper_claims():
-        for spec in claim.evidence:
-            if spec.stem == stem:
-                out |= {k for k in spec.keys if isinstance(k, str)} | ({spec.reason_key} - {None})
-    return out
+    return claims.keys_read(stem)
 
 
 def result_keys(headline_type, names=()) -> set[str]:

@@ -1,3 +1,4 @@
+import json
 import os
 from pathlib import Path
 
@@ -43,6 +44,35 @@ def book_html() -> Path:
             "make test builds smoke)"
         )
     return html
+
+
+@pytest.fixture
+def fake_results(tmp_path, monkeypatch):
+    """A fake results root (profile "p" unless told). ``fake_results(stem, {key: value})`` writes a
+    chapter's JSON; ``fake_results(stem, table=name, df=df)`` / ``fake_results(stem, figure=name)`` write
+    a table / a figure and list it in the chapter's run record, as ``Run`` does."""
+    monkeypatch.setenv("APD_RESULTS_DIR", str(tmp_path))
+
+    def write(stem, values=None, table=None, df=None, figure=None, profile="p", parameters=None):
+        out = tmp_path / profile
+        for sub in ("tables", "figures", "runs"):
+            (out / sub).mkdir(parents=True, exist_ok=True)
+        if values is not None:
+            (out / f"{stem}.json").write_text(json.dumps({**values, "profile": profile}))
+        record_path = out / "runs" / f"{stem}.json"
+        record = json.loads(record_path.read_text()) if record_path.exists() else {"figures": [], "tables": []}
+        if parameters is not None:
+            record["parameters"] = parameters
+        if table is not None:
+            df.to_csv(out / "tables" / f"{table}.csv", index=False)
+            record["tables"].append(table)
+        if figure is not None:
+            (out / "figures" / f"{figure}.png").write_bytes(b"png")
+            record["figures"].append(figure)
+        record_path.write_text(json.dumps(record))
+        return out
+
+    return write
 
 
 @pytest.fixture(scope="session", autouse=True)

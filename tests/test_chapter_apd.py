@@ -23,11 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _keys_read_from_apd() -> set[str]:
     """Every result key of the APD chapter that the claims, the findings and other chapters read."""
-    keys = set()
-    for claim in claims.paper_claims():
-        for spec in claim.evidence:
-            if spec.stem == "apd":
-                keys |= {k for k in spec.keys if isinstance(k, str)} | ({spec.reason_key} - {None})
+    keys = claims.keys_read("apd")
     keys |= {
         "variant_used_note",
         "engaged_list",

@@ -10,8 +10,7 @@ import pytest
 from apd.chapters import paper_vs_book as ch
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.gluing import MissingResultError
-from apd.report.claims import KNOWN_ANSWER, SCALED_EFFECTS, paper_claims
-from apd.report.evidence import judge
+from apd.report.claims import CHECKS, SCALED_EFFECTS, judge
 from apd.report.results import Run
 
 
@@ -23,7 +22,7 @@ def run(tmp_path, monkeypatch):
 
 
 def test_verdicts_glance_and_record(run):
-    judged = judge(paper_claims(), "p")
+    judged = judge("p")
     counts = ch.glue_verdicts(run, judged)
     assert sum(counts.values()) == run.values["n_claims"] == len(judged)
     assert ch.glance(judged).columns[0] == "verdict" and ch.glance(judged).shape[1] <= 7
@@ -72,7 +71,8 @@ def test_the_rules_text_describes_the_checks_the_verdicts_read():
     nb = json.loads((Path(__file__).parents[1] / "notebooks" / "paper_vs_book.ipynb").read_text())
     rules = next(c["source"] for c in nb["cells"] if "the rules that turn the checks into a verdict" in c["source"])
     rules = " ".join(rules.split())
-    assert "world's dev people" in KNOWN_ANSWER.description and "world's dev people" in rules
+    known_answer = next(c for c in CHECKS if c.needs == "known_answer")
+    assert "world's dev people" in known_answer.description and "world's dev people" in rules
     assert "synthetic families" not in rules
     assert all("lower 95% bound" in SCALED_EFFECTS[c] for c in ("C3_apd_more_factual", "C4_apd_better_qa_easy"))
     assert "times the lower 95% bound of this build's CD-over-expert gain" in rules
@@ -83,7 +83,7 @@ def test_the_rules_text_describes_the_checks_the_verdicts_read():
 
 
 def test_the_rules_name_the_claims_each_precondition_holds_for(run):
-    ch.glue_rules(run, paper_claims(), "default")
+    ch.glue_rules(run, "default")
     v = run.values
     assert "C2" in v["rules_gates"] and "C2" not in v["rules_control"] and "C2" not in v["rules_known_answer"]
     assert v["rules_premise"] == "C1b" and "C3" in v["rules_control"]
@@ -137,7 +137,7 @@ def test_summary_values_choose_one_apd_sentence(run, tmp_path):
     (tmp_path / "p" / "apd.json").write_text(json.dumps({**apd_values, "wall_time_s": 7200}))
     done = ch.book_results("p")
     assert done.apd.variant_used == "distilled" and done.theorem1 is None and done.seconds == 7200
-    counts = ch.glue_verdicts(run, judge(paper_claims(), "p"))
+    counts = ch.glue_verdicts(run, judge("p"))
     ch.glue_summary(run, done, counts, "p")
     v = run.values
     assert v["summary_engaged"] and v["summary_apd_closer"] and not (v["summary_kl_tie"] or v["summary_cd_closer"])
@@ -163,7 +163,7 @@ def test_summary_reads_theorem1_and_wall_times_and_names_a_stale_chapter(run, tm
     )
     done = ch.book_results("p")
     assert done.apd is None and done.theorem1.n_logits_checked == 5000 and done.seconds == 1800.5
-    ch.glue_summary(run, done, ch.glue_verdicts(run, judge(paper_claims(), "p")), "p")
+    ch.glue_summary(run, done, ch.glue_verdicts(run, judge("p")), "p")
     assert run.values["summary_t1_err"] == 2e-14 and run.values["summary_variant"] == "n/a"
     assert not (run.values["summary_engaged"] or run.values["summary_not_engaged"])
     (tmp_path / "p" / "apd.json").write_text(json.dumps({"gate_engaged": 1, "wall_time_s": 60}))  # an older run's

@@ -17,9 +17,7 @@ matplotlib.use("Agg")
 
 def _read_keys(stem):
     """The keys of ``stem``'s results that the paper's claims read."""
-    return {
-        k for c in claims.paper_claims() for e in c.evidence if e.stem == stem for k in e.keys if isinstance(k, str)
-    }
+    return claims.keys_read(stem)
 
 
 def test_examples():

@@ -11,6 +11,7 @@ import pytest
 import tiny_models
 import torch
 
+from apd.core.stats import detected
 from apd.evaluation import text_metrics
 from apd.evaluation.factuality import methods as methods_mod
 from apd.evaluation.factuality import ner, power, scoring, sweeps, world_scoring
@@ -665,8 +666,6 @@ def test_real_settings_without_a_thf_model_fail_clearly(tiny):
 
 
 def test_reading_words_follow_the_verdicts_decision():
-    from apd.report.evidence import detects
-
     cases = [(0.05, 0.01, 0.02), (-0.05, 0.01, 0.02), (0.001, 0.005, 0.02), (0.001, 0.05, 0.02), (0.001, 0.05, None)]
     words = [power.reading(d, se, e) for d, se, e in cases]
     assert words == [
@@ -679,9 +678,9 @@ def test_reading_words_follow_the_verdicts_decision():
     outcomes = [power.reading_outcome(d, se, e) for d, se, e in cases]
     assert outcomes == ["significant", "reversed", "ruled_out", "inconclusive", "inconclusive"]
     assert set(outcomes) == set(power.OUTCOMES)
-    for (d, se, e), w in zip(cases, words):  # the same decision as the paper-vs-book chapter's detects()
-        out = detects(e)(["d", "se"], [d, se])
-        assert out.inconclusive == w.startswith("inconclusive") and out.holds == (w == "significant")
+    for (d, se, e), w in zip(cases, words):  # the same decision as the claims' detects rule
+        out = detected(d, se, e)
+        assert (out is None) == w.startswith("inconclusive") and (out is True) == (w == "significant")
     # an effect of 0 is an effect given: the interval holding 0 is inconclusive, worded with the effect
     assert power.reading_outcome(0.001, 0.05, 0.0) == "inconclusive"
     assert power.reading(0.001, 0.05, 0.0) == words[3]

@@ -35,7 +35,7 @@ def test_gpu_scale_is_known_to_every_stage():
     assert runs.train_config(gpu).epochs >= 8
     assert gpu.lambda3_grids["release"]
     assert apd.amateur.thf.thf_config(gpu).label_chunks is None  # THF labels on every chunk
-    assert "gpu" in apd.report.evidence.PICO_PROFILES
+    assert "gpu" in apd.report.claims.PICO_PROFILES
 
 
 def test_gpu_members_train_save_and_load_on_the_cpu(smoke_family, tmp_path):

@@ -4,9 +4,9 @@ The wheel is built from this checkout's sources and installed into a new virtual
 sees nothing of the test interpreter's packages: CPU torch first (``pip install torch==2.13.0``, as
 the README says), then the wheel with the dependencies it declares, from the package index, with
 ``requirements.lock`` as constraints (``pip install -c requirements.lock apd-*.whl``). From empty
-folders it then runs ``apd --help``, ``apd --version`` and ``apd list``, the README's example, and
-the tutorial's first cells (the smoke pico family, its ALM' and a few continuations, through the
-public API) twice: the first run trains into the per-user cache (``$XDG_CACHE_HOME/apd``), the
+folders it then runs ``apd --help``, ``apd --version`` and ``apd list``, reads the claims table
+(package data), runs the README's example, and the tutorial's first cells (the smoke pico family,
+its ALM' and a few continuations, through the public API) twice: the first run trains into the per-user cache (``$XDG_CACHE_HOME/apd``), the
 second finds it there and trains nothing, and no folder gets a ``cache/`` of its own.
 
 The first run downloads the dependencies (minutes); later runs install from pip's cache. Marked
@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from apd.base.notebooks import toc_notebooks
+from apd.report import claims
 
 pytestmark = pytest.mark.installed
 
@@ -134,6 +135,14 @@ def test_the_venv_borrows_nothing(installed):
     assert not pth, f"{pth} add this interpreter's site-packages to the venv"
     frozen = _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "freeze"]).stdout
     assert "transformers==4.53.3" in frozen and re.search(r"^torch==2\.13\.0\+cpu$", frozen, flags=re.M), frozen
+
+
+def test_the_claims_table_ships_with_the_wheel(installed):
+    """The claims table (``apd/report/claims.yml``) is package data: the installed package reads all of it."""
+    venv, env, tmp = installed
+    code = "from apd.report import claims; print(claims.TABLE); print(len(claims.CHECKS))"
+    table, n = _run([str(venv / "bin" / "python"), "-c", code], cwd=_empty(tmp, "claims"), env=env).stdout.split()
+    assert Path(table).is_relative_to(venv) and int(n) == len(claims.CHECKS)
 
 
 def test_apd_command_from_an_empty_folder(installed):

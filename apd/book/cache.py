@@ -1,6 +1,6 @@
-"""A chapter's cache key (its notebook, parameters, the ``apd`` sources, the lock file, where its data
-come from and the digests of the data files it reads, its input files, chained with the keys of the
-chapters it needs, :data:`apd.chapters.graph.NEEDS`), and whether an executed notebook is still
+"""A chapter's cache key (its notebook, parameters, the ``apd`` sources and data files, the lock file,
+where its data come from and the digests of the data files it reads, its input files, chained with
+the keys of the chapters it needs, :data:`apd.chapters.graph.NEEDS`), and whether an executed notebook is still
 current: same key, and every results file it committed still there, unedited; and which chapters'
 committed results no longer match the digests recorded when they were written (:func:`damaged_chapters`)."""
 
@@ -20,9 +20,11 @@ from apd.report.results import DamagedResultsError, recorded_digests
 
 
 def _source_fingerprint(root: Path) -> str:
-    """Hash of every ``apd`` source file (subpackages included, by relative path) and the lock file."""
+    """Hash of every ``apd`` source and data file (``*.py`` and ``*.yml``, such as the claims table
+    ``apd/report/claims.yml``; subpackages included, by relative path) and the lock file."""
     h = hashlib.sha256()
-    files = sorted((root / "apd").rglob("*.py")) + [root / "requirements.lock"]
+    package = root / "apd"
+    files = sorted([*package.rglob("*.py"), *package.rglob("*.yml")]) + [root / "requirements.lock"]
     for path in files:
         if path.is_file():
             h.update(path.relative_to(root).as_posix().encode())

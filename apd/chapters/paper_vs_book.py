@@ -18,18 +18,20 @@ from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
 from apd.chapters.theorem1 import Theorem1Headline
-from apd.report.claims import PLAIN_NAMES, SCALED_EFFECTS, claims_needing, precondition_in_words
-from apd.report.evidence import (
+from apd.report.claims import (
     INCONCLUSIVE,
     NOT_REPRODUCED,
     NOT_TESTABLE,
+    PLAIN_NAMES,
     REPRODUCED,
-    interval_text,
+    SCALED_EFFECTS,
+    claims_needing,
+    precondition_words,
     verdict_counts,
 )
 from apd.report.findings import findings_markdown, scale_note, size_in_words
 from apd.report.plots import COLORS, figure
-from apd.report.numbers import format_number
+from apd.report.numbers import format_number, interval_text
 from apd.report.results import chapter_ran, describe_device, load_results, recorded_wall_time, results_dir
 from apd.report.tables import listed, plus_minus
 
@@ -177,15 +179,13 @@ def _signed(v: float) -> str:
 
 def why_in_words(claim_id: str, judged_row, detail: pd.DataFrame) -> str:
     """Why a claim got its verdict, in a few plain words: the failed preconditions
-    (:func:`apd.report.claims.precondition_in_words`) for "not testable here", else where the
+    (:func:`apd.report.claims.precondition_words`) for "not testable here", else where the
     deciding interval lies."""
     mine = detail[(detail["claim_id"] == claim_id) & (detail["kind"] == "precondition")]
     failed = mine[mine["status"] != "holds"]
     if judged_row.verdict == NOT_TESTABLE:
         words = [
-            f"{r.chapter} not measured"
-            if r.status == "missing"
-            else precondition_in_words(r.chapter, str(r.values), str(r.description))
+            f"{r.chapter} not measured" if r.status == "missing" else precondition_words(claim_id, str(r.description))
             for r in failed.itertuples()
         ]
         return "; ".join(dict.fromkeys(words)) or "a chapter did not run"
@@ -306,10 +306,10 @@ def members(profile: str) -> pd.DataFrame | None:
     return pd.read_csv(path) if path.is_file() else None
 
 
-def write_findings(run, judged, claims, profile: str) -> str:
+def write_findings(run, judged, profile: str) -> str:
     """The findings, one sentence per claim (:func:`findings_markdown`), written to ``findings.md``
     beside the results."""
-    text = findings_markdown(judged, claims, profile, scale_note(members(profile), profile))
+    text = findings_markdown(judged, profile, scale_note(members(profile), profile))
     (run.dir / "findings.md").write_text(text)
     return text
 
@@ -410,7 +410,7 @@ def _count(values: dict, key: str | None) -> int | None:
 
 def _ci(values: dict, key: str, n_key: str | None = None) -> str | None:
     """The 95% interval of ``values[key]`` ± ``values[key_se]`` as text, ``[-0.0057, 0.0175]``
-    (:func:`apd.report.evidence.interval_text`: Student's t over the ``values[n_key]`` people the
+    (:func:`apd.report.numbers.interval_text`: Student's t over the ``values[n_key]`` people the
     error was taken over, as the claims' checks read it; the normal one without them); None when
     either is missing.
 
@@ -431,11 +431,11 @@ CD_CONTROLS = {
 }
 
 
-def glue_rules(run, claims, profile: str) -> None:
+def glue_rules(run, profile: str) -> None:
     """Glue, per kind of precondition, the claims that read one under ``profile``
     (:func:`apd.report.claims.claims_needing`), for the rules the page states: ``rules_gates``,
     ``rules_control``, ``rules_known_answer``, ``rules_premise``."""
-    needs = claims_needing(claims, profile)
+    needs = claims_needing(profile)
     run.glue("rules_gates", needs["gates"])
     run.glue("rules_control", needs["control"])
     run.glue("rules_known_answer", needs["known_answer"])

@@ -41,7 +41,7 @@ from apd.family.loading import load_family
 from apd.report.beside import paper_rows
 from apd.chapters.apd import alm_prime_words, gate_verdict, glue_near_expert
 from apd.chapters.gluing import fmt
-from apd.report.claims import paper_qa_gain
+from apd.report.paper import qa_gain
 from apd.report.plots import COLORS, legend, panels, wrap
 from apd.report.tables import better_word, compare_flags, plus_minus
 from apd.world.truth import dev_test_split
@@ -108,7 +108,7 @@ def glue_setup(run, *, top_k: int, inv_T_grid, profile: str, alm_prime_source: s
     run.glue_text("inv_T_min", min(inv_T_grid), "{:g}")
     run.glue_text("inv_T_max", max(inv_T_grid), "{:g}")
     run.glue("gate_verdict", gate_verdict(profile))
-    run.glue_text("paper_qa_gain", paper_qa_gain(), "{:.3f}")
+    run.glue_text("paper_qa_gain", qa_gain(), "{:.3f}")
 
 
 def world_questions(built, per_bucket: int | None, seed: int, split_seed: int):

@@ -1,996 +1,680 @@
-"""The paper's eight claims as evidence specifications (:class:`apd.report.evidence.PaperClaim`)."""
+"""The paper's claims, judged against the results the chapters wrote.
+
+The checks are data: ``claims.yml`` beside this module holds one row per check (:class:`Check`):
+its claim, its kind (a ``test`` decides the verdict, a ``precondition`` says whether the claim can
+be tested here at all, ``context`` is shown and never decides), the chapter it reads, the profiles
+it applies to (``pico`` or ``hub``; none: every profile), its rule (:data:`RULES`), the paper's
+number where the rule compares with it, the keys it reads with each one's name in words, the
+clusters behind each standard error, and its description. This module reads each key from
+``results/<profile>/<chapter>.json`` (a JSON key) or a table CSV (a :class:`Cell`), applies each
+rule (:func:`checks`) and gives each claim its verdict (:func:`judge`). A missing value never
+counts for or against a claim, and only what a chapter's last run wrote counts.
+
+A check reads to a reader as ``tested: <what the check asks>; measured <the numbers>: <verdict>``.
+A difference with a standard error is read through its 95% interval: Student's t with n - 1
+degrees of freedom where the results record the n clusters the error was taken over, the normal
+1.96 where they do not. It reproduces the claim when the interval lies above 0 and fails to when
+it lies below the paper's effect on this testbed's scale (the paper's gain as a share of its
+CD-over-expert gain, times the lower 95% bound of this build's), or below 0 where the paper gives
+no effect in the measure tested; otherwise it is inconclusive.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import ast
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
 
 import pandas as pd
+import yaml
 
+from apd.core.stats import Z_POWER, Z_TEST, critical, detected, interval, min_detectable_effect
 from apd.report import paper
-from apd.report.evidence import (
-    HUB_PROFILES,
-    PICO_PROFILES,
-    Cell,
-    Clusters,
-    Gate,
-    PaperClaim,
-    EvidenceSpec,
-    at_least,
-    at_most,
-    detects,
-    difference_larger,
-    flag,
-    greater_than,
-    is_largest,
-    less_than,
-    shown,
-    significant,
-    within_relative,
-)
+from apd.report.numbers import format_count, format_number, format_pm, format_sig, interval_text, pm_parts
+from apd.report.results import last_run_outputs, read_results, results_dir
 from apd.report.tables import listed
 
-_CLAIM_TEXT = {c["id"]: c for c in paper.claim_texts()}
+REPRODUCED, NOT_REPRODUCED = "reproduced", "not reproduced"
+NOT_TESTABLE, INCONCLUSIVE = "not testable here", "inconclusive"
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, NOT_TESTABLE, INCONCLUSIVE)
+
+#: a check's status: its verdict or its value missing; for context only, also shown (no verdict) and
+#: not comparable (a run it compares fails its gates)
+HOLDS, FAILS, MISSING, UNDECIDED = "holds", "does not hold", "missing", "too little data"
+SHOWN, NOT_COMPARABLE = "shown", "not comparable"
+
+#: profiles that run the embedded pico family (a world with true answers): a row's ``profiles: pico``
+PICO_PROFILES = ("smoke", "default", "gpu", "default-200", "exact-truth")
+#: profiles that run a real Hub family (the paper's datasets): a row's ``profiles: hub``
+HUB_PROFILES = ("pythia",)
+
+KINDS = ("test", "precondition", "context")
+
+#: each rule and how many keys it reads (None: two or more); significant and detects read a difference
+#: and its standard error, and detects with the paper's number (``paper:``) the base gain and its error too
+RULES = dict(less_than=2, greater_than=2, at_most=1, at_least=1, within_relative=2, flag=1, shown=1)
+RULES |= dict(is_largest=None, difference_larger=4, significant=2, detects=2)
+
+#: the paper's numbers a row may name (``paper:``): its gain as a share of its CD-over-expert gain
+PAPER_SHARES = {"ne_er_share": paper.ne_er_share, "qa_share": paper.qa_share, "real_share": paper.real_share}
+
+TABLE = Path(__file__).with_name("claims.yml")
+
+_AGGREGATES = ("min", "max", "mean", "sum", "count")
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+_NUMBERS = ("estimate", "se", "ci_low", "ci_high", "effect", "critical", "n_groups")
 
 
-_HLM_TABLE = "curves_hlm_vs_real"
+@dataclass(frozen=True)
+class Cell:
+    """A number from ``tables/<table>.csv``: the rows where each ``where`` column equals its value,
+    then ``column`` of the one matching row (``agg`` 'one') or an aggregate over them ('min', 'max',
+    'mean', 'sum'; 'count' counts them). The table writes a cell as its :meth:`label`."""
+
+    table: str
+    column: str
+    where: tuple[tuple[str, Any], ...] = ()
+    agg: str = "one"
+
+    def what(self) -> str:
+        """What it reads in its table: ``'kl_diff' where name='logit'``, ``mean('value')``."""
+        cond = ", ".join(f"{k}={v!r}" for k, v in self.where)
+        inner = f"{self.column!r}" + (f" where {cond}" if cond else "")
+        return f"{self.agg}({inner})" if self.agg != "one" else inner
+
+    def label(self) -> str:
+        return f"{self.table}.csv[{self.what()}]"
+
+    @classmethod
+    def parse(cls, text: str) -> "Cell":
+        """The cell its label names.
+
+        Example:
+            >>> Cell.parse("t.csv[mean('kl' where name='a', T=2.0)]")
+            Cell(table='t', column='kl', where=(('name', 'a'), ('T', 2.0)), agg='mean')
+        """
+        m = re.fullmatch(r"([\w.-]+)\.csv\[(.*)\]", text)
+        inner, agg = (m.group(2), "one") if m else ("", "one")
+        a = re.fullmatch(r"(\w+)\((.*)\)", inner)
+        if a and a.group(1) in _AGGREGATES:
+            inner, agg = a.group(2), a.group(1)
+        c = re.fullmatch(rf"({_QUOTED})(?: where (.*))?", inner)
+        if not (m and c):
+            raise ValueError(f"not a table cell: {text!r}; write e.g. \"ablations.csv['kl_diff' where name='logit']\"")
+        where = re.findall(rf"(\w+)=({_QUOTED}|[^,]+)(?:, |$)", c.group(2) or "")
+        cell = cls(m.group(1), ast.literal_eval(c.group(1)), tuple((k, ast.literal_eval(v)) for k, v in where), agg)
+        if cell.label() != text:
+            raise ValueError(f"cannot read the table cell {text!r} (read as {cell.label()!r})")
+        return cell
 
 
-#: tables of other chapters that the checks read (names as the chapters save them)
-ABLATIONS_TABLE = "ablations"  # one row per run: APD, each variant, CD, ELM
+def _key(text: str) -> str | Cell:
+    return Cell.parse(text) if ".csv[" in text else text
 
 
-QA_WORLD_GAIN_TABLE = "qa_world_gain_by_bucket"  # APD's gain over CD per frequency bucket (pico)
+def _label(stem: str, key: str | Cell) -> str:
+    """A key as code: ``qa.world_ho_ppl_gain``, ``ablations.csv['kl_diff' where name='logit']``."""
+    return f"{stem}.{key}" if isinstance(key, str) else key.label()
 
 
-QA_DATASETS_TABLE = "qa_datasets_summary"  # the paper's QA datasets, long format (Hub families)
+@dataclass(frozen=True)
+class Check:
+    """One row of the claims table (the module docstring). ``keys``: JSON keys or :class:`Cell` s;
+    ``names``: each in a reader's words; ``limit``: the rule's number (at_most, at_least,
+    within_relative); ``share``: the paper's (detects); ``clusters``: (unit, key of their number or
+    None) per standard error; ``reason``: a key whose text says why the check fails; ``gated_by``:
+    (flag key, who in words, reason key) per run whose gates must pass for a context comparison to
+    be read; ``needs``: a precondition's kind (a key of :data:`PRECONDITION_WORDS`)."""
+
+    claim: str
+    kind: str
+    chapter: str
+    rule: str
+    keys: tuple
+    names: tuple
+    description: str
+    profiles: tuple | None = None
+    limit: float | None = None
+    share: float | None = None
+    clusters: tuple = ()
+    reason: str | None = None
+    gated_by: tuple = ()
+    needs: str | None = None
+
+    @property
+    def se_at(self) -> tuple[int, ...]:
+        """Where its standard errors are among its keys."""
+        return (1, 3) if self.share is not None else (1,) if self.rule in ("significant", "detects") else ()
+
+    def applies_to(self, profile: str) -> bool:
+        return self.profiles is None or profile in self.profiles
+
+    def source(self) -> str:
+        """The results files it reads (under ``results/<profile>/``), each with what it reads there."""
+        out: dict[str, list[str]] = {}
+        for k in [*self.keys, *(key for _, key in self.clusters if key is not None), *(g[0] for g in self.gated_by)]:
+            path, what = (f"{self.chapter}.json", k) if isinstance(k, str) else (f"tables/{k.table}.csv", k.what())
+            out.setdefault(path, [])
+            if what not in out[path]:
+                out[path].append(what)
+        return "; ".join(f"{path}: {', '.join(what)}" for path, what in out.items())
 
 
-def _ablation(name: str, column: str) -> Cell:
-    return Cell(ABLATIONS_TABLE, column, (("name", name),))
-
-
-def _ablation_people(name: str) -> Clusters:
-    """The people an ablation's paired KL difference is over (``ablations.csv``'s ``kl_diff_groups``)."""
-    return Clusters("people", _ablation(name, "kl_diff_groups"))
-
-
-def _bucket(bucket: str, column: str = "ppl: CD - APD") -> Cell:
-    return Cell(QA_WORLD_GAIN_TABLE, column, (("bucket", bucket),))
-
-
-def _qa(method: str, dataset: str | None = None, metric: str = "ppl", protocol: str = "held-out") -> Cell:
-    """A method's mean on one dataset (or, dataset None, the mean over every dataset run)."""
-    where = (("protocol", protocol), ("metric", metric), ("method", method), ("group", "all"))
-    if dataset is None:
-        return Cell(QA_DATASETS_TABLE, "value", where, agg="mean")
-    return Cell(QA_DATASETS_TABLE, "value", (("dataset", dataset), *where))
-
-
-def _engaged(
-    stem: str = "apd",
-    key: str = "gate_engaged",
-    reason_key: str = "gate_reason",
-    what: str = "the tested ALM' (the one every chapter uses, apd.variant_used: the APD chapter's engaged "
-    "variant, or the release configuration when none engages)",
-    who: str | None = None,
-) -> EvidenceSpec:
-    """The mechanism gate of an ALM' (:mod:`apd.amateur.gates`) as a precondition: a claim about APD
-    cannot be tested when the curve model is inert, ALM' sits at a trivial solution or ALM' never moved.
-    By default the ALM' every chapter uses: the APD chapter's engaged variant, or the release
-    configuration when no variant engages (then this precondition fails). ``who``: the ALM' in a
-    few words for the check's sentence (default: ``what`` without its parenthesis)."""
-    who = who or what.split(" (")[0]
-    return EvidenceSpec(
-        stem,
-        key,
-        flag(),
-        f"the mechanism of {what} engaged: its curve alive, its objective not at a trivial solution, and ALM' "
-        "moved from the amateur (the three gates of the glossary)",
-        kind="precondition",
-        reason_key=reason_key,
-        names=(f"{who} passes its mechanism gates",),
-    )
-
-
-#: The release configuration's own gates, beside every claim tested on the ALM' every chapter uses (context only).
-RELEASE_CONTEXT = EvidenceSpec(
-    "apd",
-    "release_gate_engaged",
-    flag(),
-    "the release configuration's own mechanism engaged (context: claims about APD test "
-    "the ALM' every chapter uses, which may be another configuration of the trainer)",
-    kind="context",
-    reason_key="release_gate_reason",
-    names=("the release configuration passes its mechanism gates",),
-)
-
-
-def _with_release_context(claim: PaperClaim) -> PaperClaim:
-    """``claim`` with :data:`RELEASE_CONTEXT` added when it is tested on the APD chapter's ALM'."""
-    if not any(s.stem == "apd" and s.keys == ("gate_engaged",) for s in claim.evidence):
-        return claim
-    return replace(claim, evidence=claim.evidence + (RELEASE_CONTEXT,))
-
-
-def _qa_wide(family: str = "Pythia") -> pd.DataFrame:
-    df = pd.concat([paper.table(t) for t in (2, 3, 4, 5)])
-    d = df[(df["family"] == family) & (df["metric"] == "ppl")]
-    return d.pivot_table(index="dataset", columns="role", values="value")
-
-
-def paper_qa_gain(family: str = "Pythia") -> float:
-    """The paper's QA effect: CD's ppl minus APD's, mean over the datasets of Tables 2-5 (nats)."""
-    wide = _qa_wide(family)
-    return float((wide["cd"] - wide["apd"]).mean())
-
-
-def paper_qa_share(family: str = "Pythia") -> float:
-    """The paper's APD-over-CD QA gain as a share of its CD-over-expert gain (means over the datasets
-    of Tables 2-5, ppl): about a third for Pythia (0.149 / 0.476 nats). Times this build's CD-over-
-    expert gain, it is the paper's effect on this testbed's scale."""
-    wide = _qa_wide(family)
-    return float((wide["cd"] - wide["apd"]).mean() / (wide["elm"] - wide["cd"]).mean())
-
-
-def _table1_ne_er(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> pd.Series:
-    t = paper.table(1)
-    return t[(t["family"] == family) & (t["setting"] == setting) & (t["metric"] == "NE_ER")].set_index("role")["value"]
-
-
-def paper_ne_er_gain(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> float:
-    """The paper's factuality effect: CD's NE_ER minus APD's in Table 1 (a fraction, not points)."""
-    t = _table1_ne_er(family, setting)
-    return float(t["cd"] - t["apd"]) / 100.0
-
-
-def paper_ne_er_share(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> float:
-    """The paper's APD-over-CD NE_ER gain as a share of its CD-over-expert gain (Table 1, Pythia,
-    top-p k20, p = 0.8: 1.08 / 1.07 points)."""
-    t = _table1_ne_er(family, setting)
-    return float((t["cd"] - t["apd"]) / (t["elm"] - t["cd"]))
-
-
-def paper_real_gain(setting: str = "top-p k20, p=0.8", real: str = "REAL, T_r=4.0") -> float:
-    """The paper's complementarity effect: APD + top-p k20's NE_ER minus APD + REAL's in Table 6 (a
-    fraction, not points; 39.2 - 37.5 = 1.7 points)."""
-    t = paper.table(6)
-    t = t[(t["role"] == "apd") & (t["metric"] == "NE_ER")].set_index("setting")["value"]
-    return float(t[setting] - t[real]) / 100.0
-
-
-def paper_real_share(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> float:
-    """The paper's complementarity effect as a share of its CD-over-expert NE_ER gain at the same
-    truncation: Table 6's APD + top-p k20 minus APD + REAL (39.2 - 37.5 = 1.7 points) over Table 1's
-    expert minus CD at top-p k20, p = 0.8 (43.28 - 42.21 = 1.07 points). Table 6's own expert row
-    samples with top-p 1.0, so its 47.9 - 40.3 would mix in the effect of truncation."""
-    t = _table1_ne_er(family, setting)
-    return paper_real_gain() * 100.0 / float(t["elm"] - t["cd"])
-
-
-#: What each claim's scaled effect is made of: the measure, the paper's contrast, and the base (the
-#: CD-over-expert gain in the same measure) it is a share of, here and in the paper. None: the
-#: claim's test has no scaled effect, and why.
-SCALED_EFFECTS = {
-    "C1a_cd_identity": None,
-    "C1b_cd_hlm_closer": "none: the theorem states no size for its consequence",
-    "C2_obvious_blindness": "none: the paper shows one example, no rate",
-    "C3_apd_more_factual": "NE_ER; APD over CD as a share of CD over the expert, both Table 1 (top-p k20, p = 0.8); "
-    "times the lower 95% bound of this build's CD-over-expert NE_ER gain",
-    "C4_apd_better_qa_easy": "QA ppl; APD over CD as a share of CD over the expert, means over Tables 2-5 (Pythia); "
-    "times the lower 95% bound of this build's CD-over-expert QA ppl gain",
-    "C5_on_the_fly_worse": "none: the paper measures it in QA ppl, the test in KL",
-    "C6_more_midsize_members_help": "none: the paper shows it in a figure only",
-    "C7_probability_space_and_flip": "none: the paper shows it in a figure only",
-    "C8_real_apd_complementary": "NE_ER; APD + top-p k20 over APD + REAL (Table 6) as a share of CD over the expert "
-    "at the same truncation (Table 1, top-p k20, p = 0.8); times the lower 95% bound of this build's CD-over-expert "
-    "NE_ER gain",
-}
-
-
-#: Each claim in a few plain words, for the book's first page.
-PLAIN_NAMES = {
-    "C1a_cd_identity": "CD is a larger hypothetical LM (identity)",
-    "C1b_cd_hlm_closer": "CD's HLM is closer to a larger LM",
-    "C2_obvious_blindness": "APD keeps the obvious answer",
-    "C3_apd_more_factual": "APD names fewer wrong entities",
-    "C4_apd_better_qa_easy": "APD answers questions better",
-    "C5_on_the_fly_worse": "APD beats fitting on the fly",
-    "C6_more_midsize_members_help": "More mid-size members help",
-    "C7_probability_space_and_flip": "Probability space and flip help",
-    "C8_real_apd_complementary": "APD and REAL are complementary",
-}
-
-
-#: The kinds of precondition (:func:`precondition_kind`), each with its words when it fails.
-PRECONDITION_WORDS = {
-    "gates": "ALM' inert",
-    "control": "no CD gain",  # the claim's row names its measure
-    "known_answer": "extrapolation no better",
-    "premise": "curves too curved",
-    "hlm_inside": "no HLM inside the family",
-    "both_right": "no context both models get right",
-    "other": "a precondition failed",
-}
-
-
-def precondition_kind(chapter: str, keys: str, description: str) -> str:
-    """Which kind of precondition a check is (a key of :data:`PRECONDITION_WORDS`), from its
-    chapter, the keys it reads (as text) and its description.
+def parse_checks(rows: Sequence[dict], claim_ids: dict[str, str] | None = None) -> list[Check]:
+    """:class:`Check` s from rows of the claims table (``claim_ids``: short id -> full id); a row
+    that does not fit its rule raises ValueError naming it.
 
     Example:
-        >>> precondition_kind("apd", "gate_engaged", "the mechanism of the tested ALM' engaged: ...")
-        'gates'
-        >>> precondition_kind("qa", "world_ho_ppl_cd_gain", "positive control: CD's QA ppl ...")
-        'control'
+        >>> row = {"claim": "X", "kind": "test", "chapter": "qa", "rule": "at_least 1", "keys": {"n": None},
+        ...        "description": "some questions"}
+        >>> parse_checks([row])[0].names
+        ('qa.n',)
     """
-    if "gate_engaged" in keys or description.startswith("the mechanism of"):
-        return "gates"
-    if description.startswith("positive control"):
-        return "control"
-    if chapter == "known_answer":
-        return "known_answer"
-    if "premise" in keys:
-        return "premise"
-    if "hlm_n_T" in keys:
-        return "hlm_inside"
-    if "both_right" in keys:
-        return "both_right"
-    return "other"
-
-
-def precondition_in_words(chapter: str, keys: str, description: str) -> str:
-    """A failed precondition in a few plain words, from its check (chapter, the keys it read, its
-    description as :func:`apd.report.evidence.checks` lists them).
-
-    Example:
-        >>> precondition_in_words("apd", "gate_engaged", "the mechanism of the tested ALM' engaged: ...")
-        "ALM' inert"
-        >>> precondition_in_words("qa", "world_ho_ppl_cd_gain", "positive control: CD's QA ppl ...")
-        'no CD gain'
-    """
-    return PRECONDITION_WORDS[precondition_kind(chapter, keys, description)]
-
-
-def claims_needing(claims, profile: str) -> dict[str, str]:
-    """Per kind of precondition (:data:`PRECONDITION_WORDS`' keys), the claims whose checks under
-    ``profile`` read one, by their short ids (``"C3, C4 and C5"``), or ``"no claim"``: the rules
-    as the claims define them, for a reader.
-
-    Example:
-        >>> claims_needing(paper_claims(), "default")["control"]
-        'C3, C4, C5, C6, C7 and C8'
-    """
-    found: dict[str, list[str]] = {kind: [] for kind in PRECONDITION_WORDS}
-    for claim in claims:
-        for spec in claim.evidence:
-            if spec.kind == "precondition" and spec.applies_to(profile):
-                kind = precondition_kind(spec.stem, " ".join(map(str, spec.keys)), spec.description)
-                short = claim.id.split("_")[0]
-                if short not in found[kind]:
-                    found[kind].append(short)
-    return {kind: listed(ids) if ids else "no claim" for kind, ids in found.items()}
-
-
-#: positive controls: CD beats the expert significantly on the measure a claim uses (pico world)
-def _control_kl() -> EvidenceSpec:
-    return EvidenceSpec(
-        "apd",
-        ("kl_cd_gain", "kl_cd_gain_se"),
-        significant(),
-        "positive control: CD is closer (KL) to the world's truth than the expert, significantly "
-        "(the expert's KL minus CD's, paired over the test questions, standard error over people, its "
-        "95% t interval above 0); without it there is no contrast for APD to improve on",
-        kind="precondition",
-        profiles=PICO_PROFILES,
-        names=("the expert's KL to the truth minus CD's (nats)", "its standard error"),
-        clusters=(Clusters("people", "kl_cd_gain_people"),),
-    )
-
-
-_QA_CD_GAIN = "the expert's QA ppl minus CD's on the test questions (nats)"
-
-
-def _control_qa() -> EvidenceSpec:
-    return EvidenceSpec(
-        "qa",
-        ("world_ho_ppl_cd_gain", "world_ho_ppl_cd_gain_se"),
-        significant(),
-        "positive control: CD's QA ppl on the world's test questions is lower than the expert's, "
-        "significantly (paired, standard error over people, its 95% t interval above 0)",
-        kind="precondition",
-        profiles=PICO_PROFILES,
-        names=(_QA_CD_GAIN, "its standard error"),
-        clusters=(Clusters("people", "world_ho_ppl_n_people"),),
-    )
-
-
-_NE_ER_CD_GAIN = "the expert's NE_ER minus CD's"
-
-
-def _control_ne_er() -> EvidenceSpec:
-    return EvidenceSpec(
-        "factuality",
-        ("ne_er_cd_gain", "ne_er_cd_gain_se"),
-        significant(),
-        "positive control: CD names fewer wrong entities than the expert, significantly (the "
-        "expert's NE_ER minus CD's at the first p of Table 1, on the prompts and seeds of the APD-CD "
-        "comparison, every sentence opening of the test people, paired by prompt and seed, standard "
-        "error over people, its 95% t interval above 0)",
-        kind="precondition",
-        profiles=PICO_PROFILES,
-        names=(_NE_ER_CD_GAIN, "its standard error"),
-        clusters=(Clusters("people", "ne_er_cd_gain_people"),),
-    )
-
-
-KNOWN_ANSWER = EvidenceSpec(
-    "known_answer",
-    "ka_condition_passes",
-    flag(),
-    "known-answer condition: on the world's dev people, whose true answers are known, the fitter's "
-    "asymptote from this family's own member curves (at its dev-chosen weight) is closer to the truth "
-    "than the expert's own probability, its 95% t interval over people above 0; if no extrapolation "
-    "of these curves beats the expert, APD cannot be expected to",
-    kind="precondition",
-    reason_key="ka_condition_reason",
-    names=("on the dev people the fitter's asymptote is closer to the truth than the expert's own probability",),
-)
-
-
-def _point(stem, keys, comparison, description, names, hub_test: bool = True) -> list[EvidenceSpec]:
-    """A point comparison (no interval): a test under the Hub profiles when ``hub_test`` (where no
-    paired interval exists), context under the pico profiles (an interval test decides there)."""
-    out = [
-        EvidenceSpec(
-            stem,
-            keys,
-            comparison,
-            description + " (point estimates, context)",
-            kind="context",
-            profiles=PICO_PROFILES,
-            names=names,
-        )
-    ]
-    if hub_test:
-        out.append(EvidenceSpec(stem, keys, comparison, description, profiles=HUB_PROFILES, names=names))
+    out = []
+    for i, given in enumerate(rows):
+        row = dict(given)
+        try:
+            rule, *arg = str(row.pop("rule")).split()
+            keys, chapter, share = dict(row.pop("keys")), str(row.pop("chapter")), row.pop("paper", None)
+            check = Check(
+                claim=(claim_ids or {}).get(str(row["claim"]), str(row.pop("claim"))),
+                kind=row.pop("kind"),
+                chapter=chapter,
+                rule=rule,
+                keys=tuple(_key(k) for k in keys),
+                names=tuple(n or _label(chapter, _key(k)) for k, n in keys.items()),
+                description=str(row.pop("description")),
+                profiles={"pico": PICO_PROFILES, "hub": HUB_PROFILES}[row.pop("profiles")]
+                if "profiles" in row
+                else None,
+                limit=float(arg[0]) if arg else None,
+                share=PAPER_SHARES[share]() if share is not None else None,
+                clusters=tuple(_cluster(c) for c in row.pop("clusters", ())),
+                reason=row.pop("reason", None),
+                gated_by=tuple((g["key"], g["who"], g.get("reason")) for g in row.pop("gated_by", ())),
+                needs=row.pop("needs", None),
+            )
+            _validate(check, row)
+        except (KeyError, ValueError, TypeError) as err:
+            raise ValueError(
+                f"check {i + 1} of the claims table ({given.get('claim')}, {given.get('chapter')}): {err}"
+            ) from None
+        out.append(check)
     return out
 
 
-#: where the factuality chapter's APD-CD headline (``ne_er_apd``, ``true_rate_apd``, ...) is measured
-#: under the pico profiles: the paired comparison the C3 verdict reads, not the sweep (every pico
-#: profile runs it; the chapter reads the sweep only where it does not, its ``headline_from_sweep``)
-_VERDICT_SAMPLE = "APD-CD verdict comparison (every sentence opening of the test people)"
+def _cluster(text: str) -> tuple[str, str | Cell | None]:
+    unit, _, key = str(text).partition(": ")
+    return unit, (_key(key) if key else None)
 
 
-def _world_or_fp(keys, comparison, description, names, fp_measure: str | None = None) -> list[EvidenceSpec]:
-    """A point comparison of the factuality chapter's APD-CD headline, named by where it is measured
-    (``{where}`` in ``description`` and ``names``): the world's verdict comparison under the pico
-    profiles (context), FactualityPrompts under the Hub profiles (a test). ``fp_measure``: the
-    measure's name on FactualityPrompts, when it has one of its own (the share of true claims there
-    is Entail_R)."""
-    world = f"in the world's {_VERDICT_SAMPLE}"
-    fp = f"on FactualityPrompts ({fp_measure})" if fp_measure else "on FactualityPrompts"
-    return [
-        EvidenceSpec(
-            "factuality",
-            keys,
-            comparison,
-            description.format(where=world) + " (point estimates, context)",
-            kind="context",
-            profiles=PICO_PROFILES,
-            names=tuple(n.format(where=world) for n in names),
-        ),
-        EvidenceSpec(
-            "factuality",
-            keys,
-            comparison,
-            description.format(where=fp),
-            profiles=HUB_PROFILES,
-            names=tuple(n.format(where=fp) for n in names),
-        ),
+def _validate(c: Check, rest: dict) -> None:
+    if rest:
+        raise ValueError(f"unknown columns {sorted(rest)}")
+    if c.kind not in KINDS or c.rule not in RULES:
+        raise ValueError(
+            f"kind {c.kind!r} must be one of {', '.join(KINDS)}, rule {c.rule!r} one of {', '.join(RULES)}"
+        )
+    arity = RULES[c.rule] if c.share is None else 4
+    if len(c.keys) != arity if arity else len(c.keys) < 2:
+        raise ValueError(f"rule {c.rule} needs {arity or 'two or more'} key(s), got {len(c.keys)}")
+    if (c.limit is not None) != (c.rule in ("at_most", "at_least", "within_relative")):
+        raise ValueError(f"rule {c.rule} takes {'no' if c.limit is not None else 'a'} number")
+    if c.share is not None and c.rule != "detects":
+        raise ValueError("only detects compares with the paper's number")
+    if len(c.clusters) > len(c.se_at):
+        raise ValueError(f"rule {c.rule} reads {len(c.se_at)} standard error(s), got {len(c.clusters)} clusters")
+    if c.kind != "context" and (c.gated_by or c.rule == "shown"):
+        raise ValueError("gated_by and shown are for context checks only")
+    if (c.kind == "precondition") != (c.needs is not None) or c.needs not in (None, *PRECONDITION_WORDS):
+        raise ValueError(f"a precondition, and only a precondition, needs one of {', '.join(PRECONDITION_WORDS)}")
+
+
+class Missing(Exception):
+    """A value could not be read; the message says which chapter, key and profile."""
+
+
+class Results:
+    """Reads (and keeps) one profile's results JSON files and tables."""
+
+    def __init__(self, profile: str):
+        self.profile, self.dir, self._json, self._tables = profile, results_dir(profile), {}, {}
+
+    def chapter(self, stem: str) -> dict:
+        if stem not in self._json:  # a damaged file stops the chapter (DamagedResultsError)
+            self._json[stem] = read_results(self.dir, stem) if (self.dir / f"{stem}.json").is_file() else None
+        if self._json[stem] is None:
+            p = self.profile
+            raise Missing(f"chapter {stem} has not run under profile {p} (no results/{p}/{stem}.json)")
+        return self._json[stem]
+
+    def table(self, stem: str, name: str) -> pd.DataFrame:
+        """``tables/<name>.csv`` if the chapter's last run wrote it (its run record lists it)."""
+        self.chapter(stem)
+        if (stem, name) not in self._tables:
+            path = self.dir / "tables" / f"{name}.csv"
+            written = name in last_run_outputs(self.profile, stem)["tables"]
+            try:
+                self._tables[stem, name] = pd.read_csv(path) if written and path.is_file() else None
+            except (OSError, ValueError) as err:  # pandas' parser errors are ValueErrors
+                raise Missing(
+                    f"table {name}.csv of chapter {stem} cannot be read under profile {self.profile}: {err}"
+                ) from None
+        if self._tables[stem, name] is None:
+            raise Missing(f"chapter {stem} did not produce table {name}.csv under profile {self.profile}")
+        return self._tables[stem, name]
+
+    def text(self, stem: str, key: str) -> str:
+        values = self.chapter(stem)
+        if key not in values:
+            raise Missing(f"chapter {stem} wrote no {key!r} under profile {self.profile}")
+        return str(values[key])
+
+    def number(self, stem: str, key: str | Cell) -> float:
+        """The value of a JSON key or a :class:`Cell` as a finite float, or :class:`Missing`."""
+        if isinstance(key, Cell):
+            return self._cell(stem, key)
+        values = self.chapter(stem)
+        if key not in values:
+            raise Missing(f"chapter {stem} did not produce key {key} under profile {self.profile}")
+        return _as_number(values[key], f"chapter {stem} reported {key} = {values[key]!r} under profile {self.profile}")
+
+    def _cell(self, stem: str, cell: Cell) -> float:
+        df, where = self.table(stem, cell.table), f"under profile {self.profile}"
+        of = f"table {cell.table}.csv of chapter {stem}"
+        for col in [cell.column, *(k for k, _ in cell.where)]:
+            if col not in df.columns:
+                raise Missing(f"{of} has no column {col!r} {where} (its columns: {', '.join(map(str, df.columns))})")
+        for col, value in cell.where:
+            df = df[df[col] == value]
+        if cell.agg == "count":
+            return float(len(df))
+        rows = "rows where " + ", ".join(f"{k}={v!r}" for k, v in cell.where) if cell.where else "rows"
+        if df.empty:
+            raise Missing(f"{of} has no {rows} {where}")
+        if cell.agg == "one" and len(df) != 1:
+            raise Missing(f"{of} has {len(df)} {rows} {where}, expected exactly one")
+        col = pd.to_numeric(df[cell.column], errors="coerce")
+        if col.isna().any():
+            raise Missing(f"{of} has empty or non-numeric {cell.column!r} cells in its {rows} {where}")
+        value = float(col.iloc[0]) if cell.agg == "one" else float(getattr(col, cell.agg)())
+        return _as_number(value, f"{cell.label()} = {value!r} {where}")
+
+
+def _as_number(value: Any, context: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise Missing(f"{context}, not a number")
+    if not math.isfinite(value):
+        raise Missing(f"{context}, not a finite number")
+    return float(value)
+
+
+def _fmt(v: float) -> str:
+    """A value as the ``values`` column records it: an integer, else 4 significant figures."""
+    return f"{int(v)}" if float(v).is_integer() and abs(v) < 1e15 else f"{v:.4g}"
+
+
+def _distinct(*values: float) -> list[str]:
+    """``values`` to 3 significant figures (:func:`apd.report.numbers.format_number`), with more
+    where two different values would print alike.
+
+    Example:
+        >>> _distinct(1.2301, 1.2297), _distinct(2.0, 0.125), _distinct(2.0203, 2.0215)
+        (['1.2301', '1.2297'], ['2', '0.125'], ['2.020', '2.022'])
+    """
+    texts, sig = [format_number(v, 3) for v in values], 3
+    while sig < 10 and any(
+        texts[i] == texts[j] and values[i] != values[j] for i in range(len(values)) for j in range(i)
+    ):
+        sig += 1
+        texts = [format_number(v) if float(v).is_integer() else format_sig(v, sig) for v in values]
+    return texts
+
+
+@dataclass(frozen=True)
+class _Spread:
+    """The clusters behind one standard error: their number (None: a normal interval) and unit."""
+
+    n: int | None = None
+    unit: str = ""
+
+    @property
+    def crit(self) -> float:
+        return critical(self.n) if self.n is not None else Z_TEST
+
+    def over(self) -> str:
+        if self.n is not None:
+            return f"standard error over {format_count(self.n)} {self.unit}".rstrip()
+        return f"standard error over {self.unit}" if self.unit else "standard error"
+
+    def kind(self) -> str:
+        return f"95% t interval ({format_count(self.n - 1)} df)" if self.n is not None else "95% normal interval"
+
+    def words(self, d: float, se: float, aside: str = "") -> str:
+        return f"{format_pm(d, se)} ({self.over()}{aside}), interval {interval_text(d, se, self.n)}"
+
+    def numbers(self, d: float, se: float) -> dict:
+        lo, hi = interval(d, se, self.crit)
+        n = math.nan if self.n is None else float(self.n)
+        return dict(estimate=float(d), se=float(se), ci_low=lo, ci_high=hi, critical=self.crit, n_groups=n)
+
+
+def apply_rule(check: Check, names: Sequence[str], v: Sequence[float], spreads: Sequence[_Spread] = ()) -> tuple:
+    """``(verdict, sentence, interval numbers)`` of ``check``'s rule on the values ``v`` (in key
+    order): verdict True (holds), False (does not hold) or None (an interval holding both 0 and the
+    paper's effect); the sentence ``tested: ...; measured ...`` before its verdict words.
+
+    Example:
+        >>> row = dict(claim="X", kind="test", chapter="qa", rule="less_than", keys={"a": None, "b": None}, description="")
+        >>> apply_rule(parse_checks([row])[0], ["APD's ppl", "CD's"], [2.132, 2.237])[:2]
+        (True, "tested: APD's ppl is below CD's; measured 2.13 against 2.24")
+    """
+    sd, sb = [*spreads, _Spread(), _Spread()][:2]
+    rule, lim, n, numbers, measured = check.rule, check.limit, names, {}, ""
+    if rule == "shown":
+        return None, f"measured: {n[0]}, {_distinct(v[0])[0]}", {}
+    if rule in ("less_than", "greater_than", "within_relative"):
+        measured = " against ".join(_distinct(v[0], v[1]))
+    if rule in ("less_than", "greater_than"):
+        word, holds = ("below", v[0] < v[1]) if rule == "less_than" else ("above", v[0] > v[1])
+        said = f"{n[0]} is {word} {n[1]}"
+    elif rule in ("at_most", "at_least"):
+        measured, bound = _distinct(v[0], lim)
+        holds, said = v[0] <= lim if rule == "at_most" else v[0] >= lim, f"{n[0]} is {rule.replace('_', ' ')} {bound}"
+    elif rule == "flag":
+        holds, said = v[0] >= 1, n[0]
+    elif rule == "within_relative":
+        gap, top = abs(v[0] - v[1]), max(abs(v[0]), abs(v[1]))
+        holds, said = gap <= lim * top, f"{n[0]} is within {format_number(100 * lim)}% of {n[1]}"
+        share = format_number(100 * gap / top, sig=2) if top else "0"
+        measured += f", a gap of {format_number(gap)} or {share}% of the larger"
+    elif rule == "is_largest":
+        texts = _distinct(*v)
+        holds, said = all(v[0] > x for x in v[1:]), f"{n[0]} is larger than {listed(n[1:])}"
+        measured = f"{texts[0]}; {listed([f'{x} {t}' for x, t in zip(n[1:], texts[1:])])}"
+    elif rule == "difference_larger":
+        (d1, d2), (a, b, c, d) = _distinct(v[0] - v[1], v[2] - v[3]), _distinct(*v)
+        holds, said = v[0] - v[1] > v[2] - v[3], f"{n[0]} minus {n[1]} is larger than {n[2]} minus {n[3]}"
+        measured = f"{d1} ({a} - {b}) against {d2} ({c} - {d})"
+    elif rule == "significant":
+        holds, said, measured = v[0] > sd.crit * v[1], f"{n[0]} is above 0, by its {sd.kind()}", sd.words(*v)
+        numbers = sd.numbers(*v)
+    else:  # detects; the paper's effect on this scale: its share of the lower 95% bound of this build's base gain
+        effect, given = None, "the paper gives no effect in these units"
+        if check.share is not None:
+            low = v[2] - sb.crit * v[3]
+            base = f"the lower bound of the {sb.kind()} of {n[2]}, {format_pm(v[2], v[3])} ({sb.over()})"
+            base = f"{pm_parts(low, v[3], signed=False)[0]}, {base}"
+            effect = check.share * low if low > 0 else None
+            given = (
+                f"there is no effect on this scale, since {base}, is at or below 0"
+                if effect is None
+                else f"the effect is {format_number(effect)} = {format_number(check.share)} × {base}"
+            )
+        bar = "0" if effect is None else "the paper's effect on this scale"
+        holds = detected(v[0], v[1], effect, sd.crit, Z_POWER)
+        said = f"{n[0]} is above 0 (reproduced) or below {bar} (not reproduced), by its {sd.kind()}; {given}"
+        mde = format_number(min_detectable_effect(v[1], sd.crit, Z_POWER), sig=2)
+        measured = sd.words(v[0], v[1], f"; smallest detectable effect {mde}")
+        numbers = {**sd.numbers(v[0], v[1]), "effect": math.nan if effect is None else float(effect)}
+    return holds, f"tested: {said}" + (f"; measured {measured}" if measured else ""), numbers
+
+
+def check(c: Check, results: Results) -> dict:
+    """One check read and judged: ``status``, ``text`` (its sentence and verdict, or what is missing),
+    ``values`` (each key as code = its value), ``source`` and, for an interval, its numbers."""
+    source, p = c.source(), results.profile
+    try:
+        failing = [g for g in c.gated_by if results.number(c.chapter, g[0]) < 1]
+        if failing:
+            why = [(w, _reason(results, c.chapter, r)) for _, w, r in failing]
+            who = [w if r is None else f"{w} ({r})" for w, r in why]
+            verb = "does not pass its" if len(who) == 1 else "do not pass their"
+            return {
+                "status": NOT_COMPARABLE,
+                "text": f"not comparable: {listed(who)} {verb} mechanism gates",
+                "source": source,
+            }
+        values = [results.number(c.chapter, k) for k in c.keys]
+        for i in c.se_at:
+            if values[i] < 0:
+                label = _label(c.chapter, c.keys[i])
+                raise Missing(f"{label} = {_fmt(values[i])} under profile {p}: a negative standard error")
+        spreads = [_Spread(_count(results, c.chapter, key, unit), unit) for unit, key in c.clusters]
+    except Missing as err:
+        return {"status": MISSING, "text": str(err), "source": source}
+    verdict, text, numbers = apply_rule(c, c.names, values, spreads)
+    read = [f"{_label(c.chapter, k)} = {_fmt(v)}" for k, v in zip(c.keys, values)]
+    read += [f"{_label(c.chapter, key)} = {s.n}" for (_, key), s in zip(c.clusters, spreads) if s.n is not None]
+    extra = {"values": ", ".join(read), "source": source, **numbers}
+    if c.rule == "shown":
+        return {"status": SHOWN, "text": text, **extra}
+    if verdict is None:
+        return {"status": UNDECIDED, "text": f"{text}: too little data to tell", **extra}
+    why = None if verdict else _reason(results, c.chapter, c.reason)
+    text = f"{text}: {'holds' if verdict else 'does not hold'}" + ("" if why is None else f" ({why})")
+    return {"status": HOLDS if verdict else FAILS, "text": text, **extra}
+
+
+def _reason(results: Results, stem: str, key: str | None) -> str | None:
+    """The text of a reason key, or None (no key, or the results lack it)."""
+    try:
+        return None if key is None else results.text(stem, key)
+    except Missing:
+        return None
+
+
+def _count(results: Results, stem: str, key: str | Cell | None, unit: str) -> int | None:
+    """The number of clusters a key records (None: no key, or the results lack it: a normal interval);
+    a number that is not a whole number of at least 2 is :class:`Missing`."""
+    try:
+        n = results.number(stem, key) if key is not None else None
+    except Missing:
+        return None
+    if n is not None and (n != int(n) or n < 2):
+        raise Missing(
+            f"{_label(stem, key)} = {_fmt(n)} under profile {results.profile}: "
+            f"a t interval needs a whole number of at least 2 {unit}"
+        )
+    return None if n is None else int(n)
+
+
+def checks(profile: str, rows: Sequence[Check] | None = None) -> pd.DataFrame:
+    """One row per check of ``rows`` (default: the claims table) that applies to ``profile``:
+    claim_id, kind, description, chapter, status, ``evidence`` (its sentence and verdict, or what is
+    missing), ``values``, ``source`` and, for an interval, ``estimate``, ``se``, ``ci_low``,
+    ``ci_high`` (95%), ``effect`` (the paper's on this scale), ``critical`` and ``n_groups`` (NaN
+    where there is none)."""
+    results, out = Results(profile), []
+    for c in CHECKS if rows is None else rows:
+        if c.applies_to(profile):
+            r = check(c, results)
+            out.append(
+                {"claim_id": c.claim, "kind": c.kind, "description": c.description, "chapter": c.chapter}
+                | {"status": r["status"], "evidence": r["text"], "values": r.get("values", ""), "source": r["source"]}
+                | {k: r.get(k, math.nan) for k in _NUMBERS}
+            )
+    columns = ["claim_id", "kind", "description", "chapter", "status", "evidence", "values", "source", *_NUMBERS]
+    return pd.DataFrame(out, columns=columns)
+
+
+def _unique(texts) -> list[str]:
+    return list(dict.fromkeys(texts))
+
+
+def verdict_of(rows: pd.DataFrame, profile: str) -> tuple[str, str]:
+    """(verdict, reason) from one claim's rows of :func:`checks`: not testable when a precondition
+    does not hold, not reproduced when a test fails, inconclusive when one is undecided, not
+    testable when a test's value is missing, else reproduced. Context never decides."""
+    pre, tests = rows[rows["kind"] == "precondition"], rows[rows["kind"] == "test"]
+    if tests.empty:
+        return NOT_TESTABLE, f"no test is defined for profile {profile}"
+    if (pre["status"] != HOLDS).any():
+        reasons = [f"precondition not met: {t}" for t in pre.loc[pre["status"].isin([FAILS, UNDECIDED]), "evidence"]]
+        return NOT_TESTABLE, "; ".join(_unique(reasons + list(pre.loc[pre["status"] == MISSING, "evidence"])))
+    fails, undecided = tests[tests["status"] == FAILS], tests[tests["status"] == UNDECIDED]
+    missing = _unique(tests.loc[tests["status"] == MISSING, "evidence"])
+    if len(fails):
+        return NOT_REPRODUCED, "; ".join(fails["evidence"]) + (
+            " (not testable here: " + "; ".join(missing) + ")" if missing else ""
+        )
+    if len(undecided):
+        return INCONCLUSIVE, "; ".join(undecided["evidence"])
+    if missing:
+        return NOT_TESTABLE, "; ".join(missing)
+    return REPRODUCED, f"all {len(tests)} tests hold" + (f" (and {len(pre)} precondition(s))" if len(pre) else "")
+
+
+_VERDICT_END = re.compile(r": (?:holds|does not hold|too little data to tell)(?= \(|$)")
+
+
+def without_verdict(text: str) -> str:
+    """A check's sentence without its verdict words; the reason in parentheses stays.
+
+    Example:
+        >>> without_verdict("tested: the gates pass: does not hold (curve model inert)")
+        'tested: the gates pass (curve model inert)'
+    """
+    text = str(text)
+    ends = list(_VERDICT_END.finditer(text))
+    return f"{text[: ends[-1].start()]}{text[ends[-1].end() :]}".strip() if ends else text.strip()
+
+
+def without_asides(text: str) -> str:
+    """``text`` without its asides: each outermost parenthesised span after a space (or at the start)
+    that holds a word of two or more letters. A formula's brackets stay.
+
+    Example:
+        >>> without_asides("L_CD = (1 - 1/T) L_HLM holds (to round-off, see (2)) on KL(p || q) (context)")
+        'L_CD = (1 - 1/T) L_HLM holds on KL(p || q)'
+    """
+    text, out, last, depth, start = str(text), [], 0, 0, 0
+    for i, ch in enumerate(text):
+        if ch == "(":
+            start, depth = (i if depth == 0 else start), depth + 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if (
+                depth == 0
+                and (start == 0 or text[start - 1].isspace())
+                and re.search(r"[A-Za-z]{2,}", text[start + 1 : i])
+            ):
+                out.append(text[last:start].rstrip())
+                last = i + 1
+    return ("".join(out) + text[last:]).strip()
+
+
+def _what(description) -> str:
+    """A check's description in a few words: its first clause, without asides."""
+    return without_asides(str(description or "")).split(": ")[0].strip()
+
+
+def in_words(rows: pd.DataFrame, verdict: str) -> str:
+    """A claim's verdict for a reader, from its rows of :func:`checks`: each check that decided it
+    (failed preconditions; failed, undecided or missing tests; else every test) in a few words,
+    then its sentence in brackets: ``fails: APD is better than CD [tested: ...]``."""
+    pre, tests = rows[rows["kind"] == "precondition"], rows[rows["kind"] == "test"]
+    if verdict == NOT_TESTABLE and (pre["status"] != HOLDS).any():
+        pick, word = pre[pre["status"] != HOLDS], "not met"
+    elif verdict == NOT_REPRODUCED:
+        pick, word = tests[tests["status"] == FAILS], "fails"
+    elif verdict == INCONCLUSIVE:
+        pick, word = tests[tests["status"] == UNDECIDED], "too little data"
+    elif verdict == NOT_TESTABLE:
+        pick, word = tests[tests["status"] == MISSING], "not run"
+    else:
+        pick, word = tests, "holds"
+    parts = [
+        f"{word}: {_what(r.description)} [{without_verdict(r.evidence)}]"
+        if _what(r.description)
+        else f"{word}: {without_verdict(r.evidence)}"
+        for r in pick.itertuples()
     ]
+    return "; ".join(_unique(parts)) or verdict
 
 
-def _claim(id: str, evidence: list[EvidenceSpec]) -> PaperClaim:
-    c = _CLAIM_TEXT[id]
-    return PaperClaim(id, c["claim"], tuple(evidence), c["evidence"])
+def preconditions_text(rows: pd.DataFrame) -> str:
+    """A claim's preconditions in one line: each one's first clause, status and values."""
+    parts = []
+    for r in rows[rows["kind"] == "precondition"].itertuples():
+        values = str(r.values or "")
+        parts.append(f"{_what(r.description)}: {r.status}" + (f" [{values}]" if values else ""))
+    return "; ".join(parts) or "none"
 
 
-def paper_claims() -> list[PaperClaim]:
-    """The paper's eight main claims (:func:`apd.report.paper.claim_texts`) with their checks.
+def _deciding_interval(rows: pd.DataFrame, verdict: str) -> dict:
+    """The interval numbers of the test that decided ``verdict``: the first failed interval test when
+    not reproduced, the first undecided one when inconclusive, else the first interval test (NaN: none)."""
+    tests = rows[rows["kind"] == "test"]
+    deciding = {NOT_REPRODUCED: FAILS, INCONCLUSIVE: UNDECIDED}.get(verdict)
+    if deciding is not None and (tests["status"] == deciding).any():
+        tests = tests[tests["status"] == deciding]
+    tests = tests[tests["ci_low"].notna()]
+    return {k: math.nan if tests.empty else float(tests.iloc[0][k]) for k in _NUMBERS}
 
-    Thresholds are stated in each description. "Better" means: lower perplexity, lower NE_ER,
-    higher true-claim rate, lower KL to the true next-token distribution. A claim is judged only
-    where its preconditions hold: the mechanism gates of the ALM' it tests, the positive control
-    (CD beats the expert significantly on the claim's measure), the known-answer condition and,
-    for C1, the theorem's premise. Where the chapters give a paired difference and its standard
-    error, its 95% interval decides (Student's t with n - 1 degrees of freedom where the chapter
-    records the n people, text windows or contexts the error was taken over, else the normal
-    1.96): above 0 reproduces the claim, below the paper's effect on this testbed's scale (the
-    paper's effect as a share of its CD-over-expert gain, times this build's) does not, anything
-    else is inconclusive. Point comparisons are context under the pico profiles; the Hub profiles,
-    which have no paired intervals, still read them as tests. Each check names its keys in words
-    (``names``), the sentence the paper-vs-book page shows."""
-    E = EvidenceSpec
-    claims = [
-        _claim(
-            "C1a_cd_identity",
-            [
-                E(
-                    "theorem1",
-                    "max_abs_error",
-                    at_most(1e-9),
-                    "Theorem 1's identity L_CD = (1 - 1/T) L_HLM holds to round-off on exactly linear families",
-                    names=("the largest gap between CD's logits and (1 - 1/T) times its hypothetical LM's",),
-                ),
-            ],
-        ),
-        _claim(
-            "C1b_cd_hlm_closer",
-            [
-                E(
-                    "curves",
-                    "premise_holds",
-                    flag(),
-                    "the theorem's premise, as a curvature test: at every T tried, the error the members' median "
-                    "curvature would put into CD's hypothetical LM is smaller than the expert's distance to the real "
-                    "member of that size",
-                    kind="precondition",
-                    names=("at every T tried, curvature explains less than the expert's distance to the real member",),
-                ),
-                E(
-                    "curves",
-                    "hlm_n_T",
-                    at_least(1),
-                    "CD's hypothetical LM falls inside the family for at least one T",
-                    kind="precondition",
-                    names=("the number of T whose hypothetical LM falls inside the family",),
-                ),
-                E(
-                    "curves",
-                    ("hlm_gain", "hlm_gain_se"),
-                    detects(),
-                    "CD's implied hypothetical LM is closer to the real member of its size than the expert is: "
-                    "KL(real || expert) minus KL(real || CD's HLM) over the expert's top tokens, paired per "
-                    "held-out position, averaged over the T inside the family, standard error over text "
-                    "windows, with its 95% t interval above 0 (reproduced) or below 0 (not reproduced; the "
-                    "theorem states no size for the effect)",
-                    names=("KL(real || expert) minus KL(real || CD's hypothetical LM) (nats)", "its standard error"),
-                    clusters=(Clusters("text windows", "hlm_gain_n_groups"),),
-                ),
-                E(
-                    "curves",
-                    "r2_median",
-                    at_least(0.9),
-                    "the median R^2 of a line through the members' log-probabilities (context: a flat curve is "
-                    "linear with R^2 near 0)",
-                    kind="context",
-                    names=("the median R² of a line through the members' log-probabilities",),
-                ),
-                E(
-                    "apd",
-                    ("kl_cd", "kl_elm"),
-                    less_than(),
-                    "CD's answer distribution is closer (KL) to the world's truth than the expert's alone",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("CD's KL to the truth (nats)", "the expert's"),
-                ),
-            ],
-        ),
-        _claim(
-            "C2_obvious_blindness",
-            [
-                _engaged(),
-                E(
-                    "curves",
-                    "all_blind_both_right",
-                    at_least(1),
-                    "some contexts (questions or held-out text) have the right token ranked first by both "
-                    "the expert and the amateur",
-                    kind="precondition",
-                    names=("the number of contexts where the expert and the amateur both rank the right token first",),
-                ),
-                E(
-                    "curves",
-                    "all_blind_count",
-                    at_least(1),
-                    "CD ranks another token first on at least one of them (T = the first of blind_T_grid)",
-                    names=("the number of those where CD ranks another token first",),
-                ),
-                E(
-                    "curves",
-                    ("all_blind_cd_minus_apd", "all_blind_cd_minus_apd_se"),
-                    detects(),
-                    "APD at T = 1 is obviously blind on a smaller share of those contexts than CD at T = 1 "
-                    "(Figure 1: APD keeps the obvious answer first): CD's rate minus APD's, paired per context, "
-                    "with its 95% t interval above 0 (reproduced) or below 0 (not reproduced)",
-                    names=("CD's obvious-blindness rate minus APD's", "its standard error"),
-                    clusters=(Clusters("contexts", "all_blind_n_groups"),),
-                ),
-                E(
-                    "curves",
-                    ("all_blind_apd_rate", "all_blind_cd1_rate"),
-                    less_than(),
-                    "the same rates as point estimates (context)",
-                    kind="context",
-                    names=("APD's obvious-blindness rate", "CD's at T = 1"),
-                ),
-                E(
-                    "curves",
-                    "blind_both_right",
-                    shown(),
-                    "how many of those contexts are questions, the paper's setting (the others are held-out "
-                    "text positions)",
-                    kind="context",
-                    names=("the questions among those contexts",),
-                ),
-            ],
-        ),
-        _claim(
-            "C3_apd_more_factual",
-            [
-                E(
-                    "factuality",
-                    ("ne_er_apd", "ne_er_cd"),
-                    less_than(),
-                    "APD's named-entity error rate on FactualityPrompts is lower than CD's (top-p k20, the first p "
-                    "of Table 1)",
-                    profiles=HUB_PROFILES,
-                    names=("APD's NE_ER on FactualityPrompts", "CD's"),
-                ),
-                E(
-                    "factuality",
-                    ("ne_er_apd", "ne_er_cd"),
-                    less_than(),
-                    f"APD's named-entity error rate in the world's {_VERDICT_SAMPLE} is lower than CD's (top-p k20, "
-                    "the first p of Table 1; point estimates, context)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=(f"APD's NE_ER in the world's {_VERDICT_SAMPLE}", "CD's"),
-                ),
-                _engaged(),
-                _control_ne_er(),
-                KNOWN_ANSWER,
-                E(
-                    "factuality",
-                    ("ne_er_diff_verdict", "ne_er_diff_se_verdict", "ne_er_cd_gain", "ne_er_cd_gain_se"),
-                    detects(share=paper_ne_er_share(), base_se=True),
-                    "APD names fewer wrong entities than CD, paired by prompt and seed: CD's NE_ER minus APD's, "
-                    "standard error over people, with its 95% t interval above 0 (reproduced) or below the paper's "
-                    "effect on this scale (not reproduced: the paper's APD-over-CD gain as a share of its "
-                    "CD-over-expert gain, Table 1, times the lower 95% bound of this build's CD-over-expert gain)",
-                    profiles=PICO_PROFILES,
-                    names=("CD's NE_ER minus APD's", "its standard error", _NE_ER_CD_GAIN, "its standard error"),
-                    clusters=(Clusters("people", "verdict_n_people"), Clusters("people", "ne_er_cd_gain_people")),
-                ),
-                E(
-                    "factuality",
-                    ("verdict_paper_diff", "verdict_paper_diff_se"),
-                    significant(),
-                    "at the paper's setting, CD's T = 2 where the test above uses the T chosen on the dev people: "
-                    "CD's NE_ER minus APD's (the same prompts and seeds, standard error over people, its 95% t "
-                    "interval above 0; context)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("CD's NE_ER minus APD's at CD's T = 2", "its standard error"),
-                    clusters=(Clusters("people", "verdict_n_people"),),
-                ),
-                *_world_or_fp(
-                    ("true_rate_apd", "true_rate_cd"),
-                    greater_than(),
-                    "APD's share of true claims {where} is higher than CD's",
-                    ("APD's share of true claims {where}", "CD's"),
-                    fp_measure="Entail_R",
-                ),
-                *_world_or_fp(
-                    ("dist2_apd", "dist2_cd"),
-                    within_relative(0.1),
-                    "at similar diversity: APD's Dist-2 {where} is within 10% (relative) of CD's",
-                    ("APD's Dist-2 {where}", "CD's"),
-                ),
-            ],
-        ),
-        _claim(
-            "C4_apd_better_qa_easy",
-            [
-                # pico: the world's questions, test half, 1/T picked on the dev half
-                E(
-                    "qa",
-                    ("world_ho_ppl_apd", "world_ho_ppl_cd"),
-                    less_than(),
-                    "APD's QA ppl (nats) on the world's test questions is lower than CD's (1/T picked on "
-                    "the dev half; point estimates, context)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("APD's QA ppl on the test questions (nats)", "CD's"),
-                ),
-                _engaged(),
-                _control_qa(),
-                KNOWN_ANSWER,
-                E(
-                    "qa",
-                    ("world_ho_ppl_gain", "world_ho_ppl_gain_se", "world_ho_ppl_cd_gain", "world_ho_ppl_cd_gain_se"),
-                    detects(share=paper_qa_share(), base_se=True),
-                    "APD's QA ppl is lower than CD's: CD's ppl minus APD's, paired over the test questions, standard "
-                    "error over people, with its 95% t interval above 0 (reproduced) or below the paper's effect on "
-                    "this scale (not reproduced: the paper's mean APD-over-CD gain over its Pythia QA datasets as a "
-                    "share of its CD-over-expert gain, about a third, times the lower 95% bound of this build's "
-                    "CD-over-expert gain)",
-                    profiles=PICO_PROFILES,
-                    names=(
-                        "CD's QA ppl minus APD's on the test questions (nats)",
-                        "its standard error",
-                        _QA_CD_GAIN,
-                        "its standard error",
-                    ),
-                    clusters=(
-                        Clusters("people", "world_ho_ppl_n_people"),
-                        Clusters("people", "world_ho_ppl_n_people"),
-                    ),
-                ),
-                E(
-                    "qa",
-                    (_bucket("head"), _bucket("torso"), _bucket("tail")),
-                    is_largest(),
-                    "exploratory: the gain (CD ppl - APD ppl) is largest on the easiest questions, head people, the most "
-                    "mentioned in pretraining (point estimates per bucket, no correction for three buckets)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("CD's QA ppl minus APD's on head questions", "on torso questions", "on tail questions"),
-                ),
-                E(
-                    "qa",
-                    (_bucket("head", "ELM acc"), _bucket("torso", "ELM acc"), _bucket("tail", "ELM acc")),
-                    is_largest(),
-                    "head questions are also the ones the expert alone answers best",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("the expert's accuracy on head questions", "on torso questions", "on tail questions"),
-                ),
-                E(
-                    "qa",
-                    ("world_pp_ppl_apd", "world_pp_ppl_cd"),
-                    less_than(),
-                    "with the paper's protocol (1/T picked on the test questions themselves)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("APD's QA ppl with 1/T picked on the test questions (nats)", "CD's"),
-                ),
-                # Hub families: the paper's datasets
-                E(
-                    "qa",
-                    ("datasets_ppl_cd_gain", "datasets_ppl_cd_gain_se"),
-                    significant(),
-                    "positive control: CD's QA ppl, averaged over the datasets run, is lower than the expert's, "
-                    "significantly (paired per dataset, held-out 1/T; its 95% normal interval above 0)",
-                    kind="precondition",
-                    profiles=HUB_PROFILES,
-                    names=("the expert's QA ppl minus CD's, mean over the datasets (nats)", "its standard error"),
-                    clusters=(Clusters("each dataset's questions, pooled"),),
-                ),
-                E(
-                    "qa",
-                    ("datasets_ppl_gain", "datasets_ppl_gain_se", "datasets_ppl_cd_gain", "datasets_ppl_cd_gain_se"),
-                    detects(share=paper_qa_share(), base_se=True),
-                    "APD's QA ppl, averaged over the datasets run, is lower than CD's: the mean of CD's ppl minus APD's "
-                    "(paired per dataset, held-out 1/T), with its 95% normal interval above 0 (reproduced) or below "
-                    "the paper's effect on this scale (not reproduced: a third of the lower 95% bound of this build's "
-                    "CD-over-expert gain)",
-                    profiles=HUB_PROFILES,
-                    names=(
-                        "CD's QA ppl minus APD's, mean over the datasets (nats)",
-                        "its standard error",
-                        "the expert's QA ppl minus CD's, mean over the datasets",
-                        "its standard error",
-                    ),
-                    clusters=(
-                        Clusters("each dataset's questions, pooled"),
-                        Clusters("each dataset's questions, pooled"),
-                    ),
-                ),
-                E(
-                    "qa",
-                    (_qa("apd"), _qa("cd")),
-                    less_than(),
-                    "APD's ppl, averaged over the QA datasets run, is lower than CD's (held-out 1/T; point estimates, "
-                    "context)",
-                    kind="context",
-                    profiles=HUB_PROFILES,
-                    names=("APD's QA ppl, mean over the datasets (nats)", "CD's"),
-                ),
-                E(
-                    "qa",
-                    (
-                        _qa("cd", "QASC (Q+Fact)"),
-                        _qa("apd", "QASC (Q+Fact)"),
-                        _qa("cd", "QASC (Q only)"),
-                        _qa("apd", "QASC (Q only)"),
-                    ),
-                    difference_larger(),
-                    "exploratory: the gain (CD ppl - APD ppl) is larger on QASC with the facts (easier) than with the "
-                    "question only (point estimates, context)",
-                    kind="context",
-                    profiles=HUB_PROFILES,
-                    names=(
-                        "CD's QA ppl on QASC with the facts",
-                        "APD's",
-                        "CD's QA ppl on QASC with the question only",
-                        "APD's",
-                    ),
-                ),
-            ],
-        ),
-        _claim(
-            "C5_on_the_fly_worse",
-            [
-                _engaged(),
-                _control_kl(),
-                KNOWN_ANSWER,
-                E(
-                    "apd",
-                    ("kl_fly_gain", "kl_fly_gain_se"),
-                    detects(),
-                    "APD is closer (KL, nats) to the world's true answer distribution than APD on the fly: the "
-                    "on-the-fly KL minus APD's, paired over the test questions, standard error over people, with its "
-                    "95% t interval above 0 (reproduced) or below 0 (not reproduced; the paper measures this gain in "
-                    "QA perplexity only, so no share of it is carried to KL; 1/T and the on-the-fly weight picked on "
-                    "the dev questions)",
-                    profiles=PICO_PROFILES,
-                    names=("APD on the fly's KL to the truth minus APD's (nats)", "its standard error"),
-                    clusters=(Clusters("people", "kl_fly_gain_people"),),
-                ),
-                E(
-                    "apd",
-                    ("text_fly_gain", "text_fly_gain_se"),
-                    detects(),
-                    "on held-out text, APD's -log(p + 0.01) of the next token is lower than APD on the fly's: the "
-                    "difference, paired over positions, with its 95% normal interval above 0 (reproduced) or below 0 "
-                    "(not reproduced; APD's 1/T and on the fly's weight each the best on these positions)",
-                    profiles=HUB_PROFILES,
-                    names=(
-                        "APD on the fly's -log(p + 0.01) on held-out text minus APD's at its best 1/T there",
-                        "its standard error",
-                    ),
-                    clusters=(Clusters("positions"),),
-                ),
-                E(
-                    "apd",
-                    ("text_apdbest", "text_fly"),
-                    less_than(),
-                    "the same direction on held-out text (-log(p + 0.01) of the next token; APD at the 1/T best on "
-                    "these positions themselves, on the fly at its weight chosen on the dev questions, a choice "
-                    "that favours APD)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=(
-                        "APD's -log(p + 0.01) on held-out text at the 1/T best on those positions",
-                        "APD on the fly's",
-                    ),
-                ),
-            ],
-        ),
-        _claim(
-            "C6_more_midsize_members_help",
-            [
-                # tested on the distilled variant's member subsets; the release configuration's own member
-                # ablations are context
-                _engaged(
-                    "ablations",
-                    "gate_engaged_distilled",
-                    "gate_reason_distilled",
-                    "the ablations' distilled variant (the APD chapter's distilled recipe, trained at the "
-                    "ablations' budget)",
-                ),
-                _engaged(
-                    "ablations",
-                    "gate_engaged_distilled-alm+mid+elm",
-                    "gate_reason_distilled-alm+mid+elm",
-                    "its ALM + middle member + ELM subset",
-                    who="the distilled variant on the ALM, the middle member and the ELM",
-                ),
-                _engaged(
-                    "ablations",
-                    "gate_engaged_distilled-no-small",
-                    "gate_reason_distilled-no-small",
-                    "its subset without the small members",
-                    who="the distilled variant without the small members",
-                ),
-                _control_kl(),
-                KNOWN_ANSWER,
-                E(
-                    "ablations",
-                    (_ablation("distilled-alm+mid+elm", "kl_diff"), _ablation("distilled-alm+mid+elm", "kl_diff_se")),
-                    detects(),
-                    "more mid-size members help: the distilled variant with its targets fitted on the ALM, "
-                    "the middle member and the ELM only is farther (KL) from the truth than on every member, with "
-                    "the difference's 95% t interval above 0 (paired over questions, standard error over "
-                    "people; the paper reports this ablation in a figure only, so an interval holding 0 is "
-                    "inconclusive)",
-                    names=(
-                        "the KL to the truth of the distilled variant on the ALM, the middle member and the ELM "
-                        "minus on every member (nats)",
-                        "its standard error",
-                    ),
-                    clusters=(_ablation_people("distilled-alm+mid+elm"),),
-                ),
-                E(
-                    "ablations",
-                    (_ablation("distilled-no-small", "kl_diff"), _ablation("distilled-no-small", "kl_diff_se")),
-                    detects(),
-                    "small members matter: without the small mid-size members the distilled variant is "
-                    "farther (KL) from the truth, with the difference's 95% t interval above 0",
-                    names=(
-                        "the KL to the truth of the distilled variant without the small members minus with them (nats)",
-                        "its standard error",
-                    ),
-                    clusters=(_ablation_people("distilled-no-small"),),
-                ),
-                E(
-                    "ablations",
-                    ("midsize_ends_only", "midsize_cd"),
-                    less_than(),
-                    kind="context",
-                    description="APD on the amateur and expert only still beats CD (point estimates; lower KL to the "
-                    "truth; the release configuration's ALM + ELM run, read only when it and the reference APD pass "
-                    "their gates: the distilled variant's fitter needs three members)",
-                    names=("the KL to the truth of APD on the amateur and the expert only (nats)", "CD's"),
-                    gated_by=(
-                        Gate("gate_engaged_APD", "the ablations' reference APD", "gate_reason_APD"),
-                        Gate("gate_engaged_alm+elm", "APD on the amateur and the expert only", "gate_reason_alm+elm"),
-                    ),
-                ),
-                E(
-                    "ablations",
-                    "gate_engaged_APD",
-                    flag(),
-                    "the ablations' reference APD (the release configuration) engaged, for its own member ablations",
-                    kind="context",
-                    reason_key="gate_reason_APD",
-                    names=("the ablations' reference APD passes its mechanism gates",),
-                ),
-                E(
-                    "ablations",
-                    (_ablation("alm+elm", "kl_diff"), _ablation("alm+elm", "kl_diff_se")),
-                    detects(),
-                    "the release configuration on the ALM and ELM only is worse than on every member (the paper's "
-                    "own ablation)",
-                    kind="context",
-                    names=(
-                        "the KL to the truth of the release configuration on the ALM and the ELM only minus on every "
-                        "member (nats)",
-                        "its standard error",
-                    ),
-                    clusters=(_ablation_people("alm+elm"),),
-                ),
-            ],
-        ),
-        _claim(
-            "C7_probability_space_and_flip",
-            [
-                _engaged(
-                    "ablations",
-                    "gate_engaged_APD",
-                    "gate_reason_APD",
-                    "the ablations' reference APD (the release configuration, at the ablations' budget)",
-                ),
-                _engaged("ablations", "gate_engaged_logit", "gate_reason_logit", "the APD logit variant"),
-                _engaged("ablations", "gate_engaged_no-flip", "gate_reason_no-flip", "the no-flip variant"),
-                _control_kl(),
-                KNOWN_ANSWER,
-                E(
-                    "ablations",
-                    (_ablation("logit", "kl_diff"), _ablation("logit", "kl_diff_se")),
-                    detects(),
-                    "APD logit (curves on log-probabilities) is worse than APD: KL to the truth higher, with the "
-                    "difference's 95% t interval above 0 (standard error over people; the paper's effect is "
-                    "in a figure only)",
-                    names=("APD logit's KL to the truth minus APD's (nats)", "its standard error"),
-                    clusters=(_ablation_people("logit"),),
-                ),
-                E(
-                    "ablations",
-                    (_ablation("no-flip", "kl_diff"), _ablation("no-flip", "kl_diff_se")),
-                    detects(),
-                    "APD no rev (no flip) is worse than APD: KL to the truth higher, with the difference's 95% "
-                    "t interval above 0",
-                    names=("APD without the flip's KL to the truth minus APD's (nats)", "its standard error"),
-                    clusters=(_ablation_people("no-flip"),),
-                ),
-            ],
-        ),
-        _claim(
-            "C8_real_apd_complementary",
-            [
-                _engaged(),
-                _control_ne_er(),
-                KNOWN_ANSWER,
-                *_point(
-                    "factuality",
-                    ("ne_er_apd_real", "ne_er_apd_k20"),
-                    less_than(),
-                    "APD + REAL (the paper's T_r = 4) names fewer wrong entities (NE_ER) than APD alone (APD + "
-                    "top-p k20 at the first p of Table 1)",
-                    ("APD + REAL's NE_ER", "APD + top-p k20's"),
-                ),
-                *_point(
-                    "factuality",
-                    ("ne_er_apd_real", "ne_er_elm_real"),
-                    less_than(),
-                    "and fewer than REAL alone (ELM + REAL at the same T_r)",
-                    ("APD + REAL's NE_ER", "the expert + REAL's"),
-                ),
-                E(
-                    "factuality",
-                    ("real_matched_gap_world", "real_matched_gap_se_world", "ne_er_cd_gain", "ne_er_cd_gain_se"),
-                    detects(share=paper_real_share(), base_se=True),
-                    "the trade-off: at matched diversity (APD + top-p k20's curve over p interpolated at the Dist-2 of APD + "
-                    "REAL's points over T_r), APD + top-p k20's NE_ER minus APD + REAL's (standard error from resampling "
-                    "people, both curves together), with its 95% normal interval above 0 (reproduced) or below the "
-                    "paper's effect on this scale (not reproduced: Table 6's 39.2 - 37.5 points as a share of the "
-                    "paper's CD-over-expert gain at the same truncation, Table 1's 43.28 - 42.21 at top-p k20, p = 0.8, "
-                    "times the lower 95% bound of this build's CD-over-expert NE_ER gain)",
-                    profiles=PICO_PROFILES,
-                    names=(
-                        "APD + top-p k20's NE_ER minus APD + REAL's at matched Dist-2",
-                        "its standard error",
-                        _NE_ER_CD_GAIN,
-                        "its standard error",
-                    ),
-                    clusters=(Clusters("people, resampled"), Clusters("people", "ne_er_cd_gain_people")),
-                ),
-                E(
-                    "factuality",
-                    ("comp_apd_diff", "comp_apd_diff_se"),
-                    significant(),
-                    "at one setting, REAL's T_r chosen on the dev people: APD + top-p k20's NE_ER minus APD + REAL's "
-                    "(world prompts, paired by prompt and seed, standard error over people, its 95% t interval above "
-                    "0; one point of the trade-off, context)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("APD + top-p k20's NE_ER minus APD + REAL's at the dev-chosen T_r", "its standard error"),
-                    clusters=(Clusters("people", "comp_apd_n_people"),),
-                ),
-                E(
-                    "factuality",
-                    ("comp_paper_apd_diff", "comp_paper_apd_diff_se"),
-                    significant(),
-                    "at the paper's single setting: APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4 (the same "
-                    "prompts and seeds; context)",
-                    kind="context",
-                    profiles=PICO_PROFILES,
-                    names=("APD + top-p k20's NE_ER minus APD + REAL's at T_r = 4", "its standard error"),
-                    clusters=(Clusters("people", "comp_apd_n_people"),),
-                ),
-                E(
-                    "factuality",
-                    ("comp_elm_diff", "comp_elm_diff_se"),
-                    detects(),
-                    "the gain over REAL alone: ELM + REAL's NE_ER minus APD + REAL's, with its 95% t interval above 0 "
-                    "(the paper prints no REAL-alone NE_ER, so only an interval below 0 reads not reproduced)",
-                    profiles=PICO_PROFILES,
-                    names=("the expert + REAL's NE_ER minus APD + REAL's", "its standard error"),
-                    clusters=(Clusters("people", "comp_elm_n_people"),),
-                ),
-                E(
-                    "factuality",
-                    ("true_rate_apd_real", "true_rate_apd_k20"),
-                    greater_than(),
-                    "APD + REAL's share of true claims is higher than APD alone's (on the world, or Entail_R on "
-                    "FactualityPrompts under a Hub family; Table 6's Entail_R: 7.0 against 5.3)",
-                    kind="context",
-                    names=("APD + REAL's share of true claims", "APD + top-p k20's"),
-                ),
-                E(
-                    "factuality",
-                    ("dist2_apd_real", "dist2_apd_k20"),
-                    less_than(),
-                    "diversity: in the paper's Table 6 REAL lowers it, APD + REAL's Dist-2 below APD alone's "
-                    "(42.0 against 47.1)",
-                    kind="context",
-                    names=("APD + REAL's Dist-2", "APD + top-p k20's"),
-                ),
-            ],
-        ),
-    ]
-    return [_with_release_context(c) for c in claims]
+
+def judge(profile: str, rows: Sequence[Check] | None = None) -> pd.DataFrame:
+    """One row per claim of ``rows`` (default: the claims table): claim_id, claim, verdict, reason,
+    in_words, preconditions, their number and how many fail, the deciding interval (estimate, se,
+    ci_low, ci_high, effect, critical, n_groups), every check's kind, status and text
+    (``evidence``), and how many tests hold, fail, are missing or undecided."""
+    rows = CHECKS if rows is None else rows
+    detail, out = checks(profile, rows), []
+    for cid in dict.fromkeys(c.claim for c in rows):
+        mine = detail[detail["claim_id"] == cid]
+        verdict, reason = verdict_of(mine, profile)
+        tests, pre = mine[mine["kind"] == "test"], mine[mine["kind"] == "precondition"]
+        said = "\n".join(f"{k}, {s}: {t}" for k, s, t in zip(mine["kind"], mine["status"], mine["evidence"]))
+        counts = (("hold", HOLDS), ("fail", FAILS), ("missing", MISSING), ("undecided", UNDECIDED))
+        out.append(
+            {"claim_id": cid, "claim": CLAIM_TEXT.get(cid, cid), "verdict": verdict, "reason": reason}
+            | {"in_words": in_words(mine, verdict), "preconditions": preconditions_text(mine)}
+            | {"n_preconditions": len(pre), "n_preconditions_failed": int((pre["status"] != HOLDS).sum())}
+            | _deciding_interval(mine, verdict)
+            | {"evidence": said, "n_tests": len(tests)}
+            | {f"n_{w}": int((tests["status"] == s).sum()) for w, s in counts}
+        )
+    return pd.DataFrame(out)
+
+
+def verdict_counts(verdicts: pd.DataFrame) -> dict[str, int]:
+    """``{verdict: number of claims}`` for all four verdicts (zeros included)."""
+    counts = verdicts["verdict"].value_counts() if len(verdicts) else pd.Series(dtype=int)
+    return {v: int(counts.get(v, 0)) for v in VERDICTS}
+
+
+def claims_needing(profile: str, rows: Sequence[Check] | None = None) -> dict[str, str]:
+    """Per kind of precondition (:data:`PRECONDITION_WORDS`), the claims that read one under
+    ``profile``, by short id (``"C3, C4 and C5"``), or ``"no claim"``."""
+    found: dict[str, list[str]] = {kind: [] for kind in PRECONDITION_WORDS}
+    for c in CHECKS if rows is None else rows:
+        if c.kind == "precondition" and c.applies_to(profile) and c.claim.split("_")[0] not in found[c.needs]:
+            found[c.needs].append(c.claim.split("_")[0])
+    return {kind: listed(ids) if ids else "no claim" for kind, ids in found.items()}
+
+
+def precondition_words(claim_id: str, description: str) -> str:
+    """A failed precondition of the claims table in a few plain words (:data:`PRECONDITION_WORDS`)."""
+    needs = {(c.claim, c.description): c.needs for c in CHECKS if c.kind == "precondition"}
+    return PRECONDITION_WORDS.get(needs.get((claim_id, description)), "a precondition failed")
+
+
+def keys_read(stem: str) -> set[str]:
+    """The JSON keys (not table cells) the claims table reads from chapter ``stem``: its checks' keys and
+    reason keys (not the cluster counts, which are optional: without one an interval is normal)."""
+    return {k for c in CHECKS if c.chapter == stem for k in (*c.keys, c.reason) if isinstance(k, str)}
+
+
+_TABLE = yaml.safe_load(TABLE.read_text())
+#: each claim in a few plain words, for the book's first page
+PLAIN_NAMES = {cid: c["name"] for cid, c in _TABLE["claims"].items()}
+#: what each claim's scaled effect is made of (None or "none: ...": the claim's test has none, and why)
+SCALED_EFFECTS = {cid: c["effect"] for cid, c in _TABLE["claims"].items()}
+#: the kinds of precondition a row ``needs``, each with its words when it fails
+PRECONDITION_WORDS = dict(_TABLE["preconditions"])
+CLAIM_TEXT = {c["id"]: c["claim"] for c in paper.claim_texts()}
+#: the claims table, one :class:`Check` per row
+CHECKS = parse_checks(_TABLE["checks"], {cid.split("_")[0]: cid for cid in _TABLE["claims"]})

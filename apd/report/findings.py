@@ -1,20 +1,30 @@
-"""Findings at a glance: the book's verdicts, one sentence per claim.
+"""The verdicts in Markdown: the findings, one sentence per claim, and every check of every claim.
 
-The paper-vs-book chapter shows :func:`findings_markdown` and writes it to
-``results/<profile>/findings.md``. Every entry is made from the judged claims
-(:func:`apd.report.evidence.judge`) and the family chapter's member table; nothing is typed.
+The paper-vs-book chapter shows :func:`findings_markdown` (and writes it to
+``results/<profile>/findings.md``) and :func:`claims_markdown`. Every entry is made from the judged
+claims (:func:`apd.report.claims.judge`, :func:`apd.report.claims.checks`) and the family
+chapter's member table; nothing is typed.
 """
 
 from __future__ import annotations
 
+import html
 import math
 import re
-from typing import Sequence
 
 import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
-from apd.report.evidence import INCONCLUSIVE, NOT_REPRODUCED, NOT_TESTABLE, REPRODUCED, PaperClaim
+from apd.report.claims import (
+    CHECKS,
+    CLAIM_TEXT,
+    INCONCLUSIVE,
+    MISSING,
+    NOT_REPRODUCED,
+    NOT_TESTABLE,
+    PLAIN_NAMES,
+    REPRODUCED,
+)
 from apd.report.results import format_value, load_results, results_dir
 
 #: How strong each verdict is, in the words of the table (not reproduced: :func:`strength`).
@@ -98,7 +108,7 @@ def _clip(text: str, n: int = 220) -> str:
 
 
 def _reason(in_words: str) -> str:
-    """A verdict's reason for a reader: :func:`apd.report.evidence.in_words` without the bracketed
+    """A verdict's reason for a reader: :func:`apd.report.claims.in_words` without the bracketed
     result keys and numbers (the chapter's table of checks shows those)."""
     text, previous = str(in_words), None
     while text != previous:  # innermost brackets first: result keys nest ("t.csv['kl' where ...]")
@@ -106,24 +116,21 @@ def _reason(in_words: str) -> str:
     return text.strip()
 
 
-def findings_markdown(judged: pd.DataFrame, claims: Sequence[PaperClaim], profile: str, scale: str) -> str:
+def findings_markdown(judged: pd.DataFrame, profile: str, scale: str) -> str:
     """The findings (markdown): one item per claim, one sentence each: the claim, its verdict, the
     reason in words (what decided it) and links to the chapters its checks read; then the scale note.
 
     Example:
-        >>> from apd.report.evidence import PaperClaim
         >>> judged = pd.DataFrame({"claim_id": ["C1"], "verdict": ["reproduced"],
         ...                        "in_words": ["holds: CD extrapolates [t.csv['kl' where x] = 1 < t.csv['kl' where y] = 2]"]})
-        >>> print(findings_markdown(judged, [PaperClaim("C1", "CD extrapolates.")], "smoke", "A note.").splitlines()[2])
-        - **C1**, *CD extrapolates*: **reproduced** (every test's 95% interval on the claim's side): holds: CD extrapolates.
+        >>> print(findings_markdown(judged, "smoke", "A note.").splitlines()[2])
+        - **C1**, *C1*: **reproduced** (every test's 95% interval on the claim's side): holds: CD extrapolates.
     """
-    by_id = {c.id: c for c in claims}
     rows = []
     for r in judged.itertuples():
-        claim = by_id.get(r.claim_id)
-        stems = list(dict.fromkeys(s.stem for s in claim.evidence)) if claim else []
+        stems = list(dict.fromkeys(c.chapter for c in CHECKS if c.claim == r.claim_id))
         links = ", ".join(f"{{doc}}`{CHAPTER_TITLES.get(s, s)} <../notebooks/{s}>`" for s in stems)
-        text = _clip(claim.text if claim else r.claim_id, 200).rstrip(".")
+        text = _clip(CLAIM_TEXT.get(r.claim_id, r.claim_id), 200).rstrip(".")
         short = str(r.claim_id).split("_")[0]
         reason = _clip(_reason(getattr(r, "in_words", None) or r.reason), 320).rstrip(".")
         how = strength(r.verdict, getattr(r, "effect", math.nan), getattr(r, "ci_high", math.nan))
@@ -140,6 +147,58 @@ def findings_markdown(judged: pd.DataFrame, claims: Sequence[PaperClaim], profil
     return "\n".join(
         [f"Of the paper's {len(judged)} main claims: {summary}.", "", *rows, "", variant_note(profile), "", scale, ""]
     )
+
+
+_KIND_ORDER = {"precondition": 0, "test": 1, "context": 2}
+
+
+def _md_text(text: str) -> str:
+    """Plain text safe inside Markdown (no emphasis, links or math from *, _, [, $, |, <)."""
+    for ch in "\\`*_[]$|<>#":
+        text = text.replace(ch, "\\" + ch)
+    return text
+
+
+def source_html(source: str, results_href: str = "../results") -> str:
+    """The ``source`` of a check (:func:`apd.report.claims.checks`) as a small note: each results file
+    linked under ``results_href`` (the book copies ``results/<profile>/`` beside its pages), with the
+    keys read there; '' for no source.
+
+    Example:
+        >>> source_html("qa.json: gain, se; tables/ablations.csv: kl where name=logit")
+        '<small>(from <a href="../results/qa.json">qa.json</a>: gain, se; <a href="../results/tables/ablations.csv">ablations.csv</a>: kl where name=logit)</small>'
+    """
+    parts = []
+    for entry in (source if isinstance(source, str) else "").split("; "):
+        path, _, keys = entry.partition(": ")
+        if path:
+            link = f'<a href="{html.escape(f"{results_href}/{path}")}">{html.escape(path.rsplit("/", 1)[-1])}</a>'
+            parts.append(link + (f": {_md_text(keys)}" if keys else ""))
+    return f"<small>(from {'; '.join(parts)})</small>" if parts else ""
+
+
+def claims_markdown(judged: pd.DataFrame, detail: pd.DataFrame, results_href: str = "../results") -> str:
+    """The verdicts as Markdown: per claim, its short id and plain name
+    (:data:`apd.report.claims.PLAIN_NAMES`), verdict and text, then every check (preconditions,
+    tests, context: its status, description, sentence with its numbers and, small, the results
+    files and keys it read), from :func:`apd.report.claims.judge` and :func:`apd.report.claims.checks`."""
+    out = []
+    for _, c in judged.iterrows():
+        cid = c["claim_id"]
+        head = f"{cid.split('_')[0]}, {PLAIN_NAMES[cid]}" if cid in PLAIN_NAMES else cid
+        out.append(f"**{_md_text(head)}: {c['verdict']}.** {_md_text(c['claim'])}\n")
+        mine = detail[detail["claim_id"] == cid]
+        mine = mine.iloc[sorted(range(len(mine)), key=lambda i: _KIND_ORDER[mine["kind"].iloc[i]])]
+        if mine.empty:
+            out.append(f"- {_md_text(c['reason'])}\n")
+        for _, r in mine.iterrows():
+            src = "" if r["status"] == MISSING else source_html(r.get("source", ""), results_href)
+            said = str(r["evidence"])
+            said = said[:1].upper() + said[1:]  # "Tested: ...; measured ...", after the description's full stop
+            line = f"- *{r['kind']}, {r['status']}*: {_md_text(r['description'])}. {_md_text(said)}"
+            out.append(f"{line} {src}" if src else line)
+        out.append("")
+    return "\n".join(out)
 
 
 def _number(value) -> float | None:

@@ -24,6 +24,8 @@ import numbers
 import re
 from typing import Any
 
+from apd.core.stats import Z_TEST, critical, interval
+
 #: Below this magnitude a number prints in scientific notation.
 TINY = 1e-4
 #: From this magnitude a number that is not an integer prints in scientific notation.
@@ -203,6 +205,20 @@ def format_pm(value: float, se: float, signed: bool = True, sig: int = 2) -> str
         if pa == pb:  # one power of ten for both
             return f"({ma} ± {mb}) × {pa}"
     return f"{a} ± {b}"
+
+
+def interval_text(d: float, se: float, n: int | None = None) -> str:
+    """The 95% interval of a difference ``d`` with standard error ``se`` as ``[low, high]``, the
+    bounds to the decimal place ``se`` supports (:func:`pm_parts`): Student's t with ``n`` - 1
+    degrees of freedom over ``n`` clusters (:func:`apd.core.stats.critical`), the normal 1.96
+    without ``n``.
+
+    Example:
+        >>> interval_text(0.0059, 0.0058, 100), interval_text(0.0059, 0.0058)
+        ('[-0.0056, 0.0174]', '[-0.0055, 0.0173]')
+    """
+    lo, hi = interval(d, se, Z_TEST if n is None else critical(n))
+    return "[{}, {}]".format(*(pm_parts(x, se, signed=False)[0] for x in (lo, hi)))
 
 
 def glue_literal(value: Any) -> Any:

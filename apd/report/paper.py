@@ -409,6 +409,61 @@ def table(number: int) -> pd.DataFrame:
     return TABLES[number]()
 
 
+def _qa_wide(family: str = "Pythia") -> pd.DataFrame:
+    df = pd.concat([table(t) for t in (2, 3, 4, 5)])
+    d = df[(df["family"] == family) & (df["metric"] == "ppl")]
+    return d.pivot_table(index="dataset", columns="role", values="value")
+
+
+def qa_gain(family: str = "Pythia") -> float:
+    """The paper's QA effect: CD's ppl minus APD's, mean over the datasets of Tables 2-5 (nats)."""
+    wide = _qa_wide(family)
+    return float((wide["cd"] - wide["apd"]).mean())
+
+
+def qa_share(family: str = "Pythia") -> float:
+    """The paper's APD-over-CD QA gain as a share of its CD-over-expert gain (means over the datasets
+    of Tables 2-5, ppl): about a third for Pythia (0.149 / 0.476 nats). Times this build's CD-over-
+    expert gain, it is the paper's effect on this testbed's scale."""
+    wide = _qa_wide(family)
+    return float((wide["cd"] - wide["apd"]).mean() / (wide["elm"] - wide["cd"]).mean())
+
+
+def _table1_ne_er(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> pd.Series:
+    t = table(1)
+    return t[(t["family"] == family) & (t["setting"] == setting) & (t["metric"] == "NE_ER")].set_index("role")["value"]
+
+
+def ne_er_gain(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> float:
+    """The paper's factuality effect: CD's NE_ER minus APD's in Table 1 (a fraction, not points)."""
+    t = _table1_ne_er(family, setting)
+    return float(t["cd"] - t["apd"]) / 100.0
+
+
+def ne_er_share(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> float:
+    """The paper's APD-over-CD NE_ER gain as a share of its CD-over-expert gain (Table 1, Pythia,
+    top-p k20, p = 0.8: 1.08 / 1.07 points)."""
+    t = _table1_ne_er(family, setting)
+    return float((t["cd"] - t["apd"]) / (t["elm"] - t["cd"]))
+
+
+def real_gain(setting: str = "top-p k20, p=0.8", real: str = "REAL, T_r=4.0") -> float:
+    """The paper's complementarity effect: APD + top-p k20's NE_ER minus APD + REAL's in Table 6 (a
+    fraction, not points; 39.2 - 37.5 = 1.7 points)."""
+    t = table(6)
+    t = t[(t["role"] == "apd") & (t["metric"] == "NE_ER")].set_index("setting")["value"]
+    return float(t[setting] - t[real]) / 100.0
+
+
+def real_share(family: str = "Pythia", setting: str = "top-p k20, p=0.8") -> float:
+    """The paper's complementarity effect as a share of its CD-over-expert NE_ER gain at the same
+    truncation: Table 6's APD + top-p k20 minus APD + REAL (39.2 - 37.5 = 1.7 points) over Table 1's
+    expert minus CD at top-p k20, p = 0.8 (43.28 - 42.21 = 1.07 points). Table 6's own expert row
+    samples with top-p 1.0, so its 47.9 - 40.3 would mix in the effect of truncation."""
+    t = _table1_ne_er(family, setting)
+    return real_gain() * 100.0 / float(t["elm"] - t["cd"])
+
+
 def claim_texts() -> list[dict]:
     """The paper's main claims, each a dict with ``id``, ``claim`` (one sentence) and ``evidence``
     (where the paper supports it). The book checks each against our own results."""

@@ -100,7 +100,7 @@ def table1_rows(
     apd_T: Optional[float] = None,
     true_metric: str = "Entail_R",
 ) -> pd.DataFrame:
-    """Our Table 1 rows in the regenerated-table convention of :mod:`apd.report.evidence` (columns
+    """Our Table 1 rows in the regenerated-table convention of :mod:`apd.report.beside` (columns
     ``paper_table, role, family, setting, dataset, metric, value``; values in %): ELM, CD and
     APD with top-p k20 at each p. ``cd_T``/``apd_T`` choose the temperature when a sweep ran
     several at those p. ``true_rate`` is reported under ``true_metric``: ``Entail_R`` where it is

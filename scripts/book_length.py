@@ -98,6 +98,7 @@ def chrome():
 
 def serve(html: Path) -> str:
     """Serve ``html`` on a local port in a daemon thread; returns its base URL."""
+
     class Quiet(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):  # no line per request on the terminal
             pass

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
@@ -15,10 +16,16 @@ import pytest
 import apd.chapters.apd as ch
 from apd.book import pages
 from apd.chapters.gluing import MissingResultError
-from apd.report import claims
+from apd.report import claims, plots
 from apd.world.truth import method_label
 
+matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fits_the_page(fig):
+    assert plots.text_sizes(fig)["min_rendered_pt"] >= plots.MIN_RENDERED_PT
+    assert fig.get_size_inches()[0] <= plots.COLUMN_WIDTH_IN
 
 
 def _keys_read_from_apd() -> set[str]:
@@ -108,18 +115,17 @@ def test_loss_terms_and_fitter_values_on_tiny_inputs():
 
 def _frame():
     """A tiny method frame: 4 test questions about 2 people; CD and APD at two 1/T, the expert."""
-    rows = []
-    for q in range(4):
+    rows = [
+        dict(method=method, knob=knob, kl=kl, nll=kl + 1, bucket="head", split="test", person=q // 2, item=q)
+        for q in range(4)
         for method, knob, kl in (
-            ("ELM", 0.0, 1.0),
+            ("ELM", 0, 1.0),
             ("CD", 0.5, 0.8),
-            ("CD", 1.0, 0.9),
-            ("APD", 0.5, 0.7 + 0.01 * q),
-            ("APD", 1.0, 0.75),
-        ):
-            rows.append(
-                dict(method=method, knob=knob, kl=kl, nll=kl + 1, bucket="head", split="test", person=q // 2, item=q)
-            )
+            ("CD", 1, 0.9),
+            ("APD", 0.5, 0.7 + q / 100),
+            ("APD", 1, 0.75),
+        )
+    ]
     return pd.DataFrame(rows)
 
 
@@ -154,11 +160,6 @@ def test_truth_values_and_the_dev_knobs():
 def test_cd_control_grid_gives_the_per_person_gain_and_its_se_at_every_inverse_temperature():
     """The expert's KL minus CD's at every 1/T: averaged per person (person 0 has three questions, the
     others one each), the se over the people's means; the dev-chosen 1/T is flagged, and the figure draws."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from apd.report import plots
-
     person = [0, 0, 0, 1, 2, 3]
     gain = {0.5: [0.3, 0.1, 0.2, 0.25, 0.15, 0.3], 1.0: [-0.1, -0.2, -0.3, -0.1, -0.2, -0.1]}  # CD helps, then hurts
     rows = [dict(method="ELM", knob=0.0, item=i, person=p, kl=2.0) for i, p in enumerate(person)]
@@ -176,20 +177,14 @@ def test_cd_control_grid_gives_the_per_person_gain_and_its_se_at_every_inverse_t
     assert grid[["questions", "people"]].iloc[0].tolist() == [6, 4]
     fig = ch.plot_cd_control(grid)
     ax = fig.axes[0]
-    assert ax.get_xlabel() == "1/T (amateur weight)" and ax.get_ylabel() == "KL gain over the expert (nats)"
+    assert "1/T" in ax.get_xlabel() and "nats" in ax.get_ylabel()
     assert len(ax.get_legend().get_texts()) == 3
-    assert plots.text_sizes(fig)["min_rendered_pt"] >= plots.MIN_RENDERED_PT
-    assert fig.get_size_inches()[0] <= plots.COLUMN_WIDTH_IN
+    _fits_the_page(fig)
 
 
 def test_the_lambda3_sweep_draws_every_release_run_against_lambda3():
     """The release configuration's lambda3 runs from the gate table (other variants' rows left out), by
     lambda3, the chosen one flagged; the figure has a log lambda3 axis, units on both panels and the star."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from apd.report import plots
-
     gates = pd.DataFrame(
         {
             "run": ["release", "conditioned", "release, lambda3 = 0.05", "release, lambda3 = 1.6"],
@@ -206,9 +201,8 @@ def test_the_lambda3_sweep_draws_every_release_run_against_lambda3():
     top, bottom = fig.axes[:2]
     assert bottom.get_xscale() == "log" and top.get_yscale() == "log"
     assert "nats" in top.get_ylabel() and "CD (0)" in bottom.get_ylabel() and "log scale" in bottom.get_xlabel()
-    assert "the chosen λ3" in [t.get_text() for t in fig.legends[0].get_texts()]
-    assert plots.text_sizes(fig)["min_rendered_pt"] >= plots.MIN_RENDERED_PT
-    assert fig.get_size_inches()[0] <= plots.COLUMN_WIDTH_IN
+    assert any("chosen" in t.get_text() for t in fig.legends[0].get_texts())
+    _fits_the_page(fig)
 
 
 def _cells_with_glue(stem: str):
@@ -429,11 +423,12 @@ def test_regime_says_whether_the_gain_is_highest_where_curves_flatten_most(
     assert values["regime_best_is_flattest"][0] is agrees
 
 
-def test_the_fitter_check_noise_is_compared_with_the_familys_own():
-    assert ch.noise_comparison(0.005, 0.036)["fit_noise_below_family"][0] is True
-    assert ch.noise_comparison(0.05, 0.036)["fit_noise_below_family"][0] is False
-    assert ch.noise_comparison(0.005, None)["fit_noise_below_family"][0] is None
-    assert ch.noise_comparison(0.005, float("nan"))["fit_noise_below_family"][0] is None
+@pytest.mark.parametrize(
+    "ours, family, below",
+    [(0.005, 0.036, True), (0.05, 0.036, False), (0.005, None, None), (0.005, float("nan"), None)],
+)
+def test_the_fitter_check_noise_is_compared_with_the_familys_own(ours, family, below):
+    assert ch.noise_comparison(ours, family)["fit_noise_below_family"][0] is below
 
 
 def test_regime_without_gains_flags_nothing(tmp_path, monkeypatch):

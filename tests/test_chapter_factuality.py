@@ -50,16 +50,19 @@ def test_headline_from_values_reads_missing_as_none_and_names_an_absent_field():
         ch.FactualityHeadline.from_values({k: v for k, v in values.items() if k != "ne_er_cd_gain"})
 
 
-def test_conditions_follow_the_interval_and_are_false_where_nothing_ran():
-    h = ch.FactualityHeadline(
-        ne_er_diff_verdict=-0.0155,
-        ne_er_diff_se_verdict=0.0109,
-        comp_apd_diff=-0.084,
-        comp_apd_diff_se=0.0093,
-        ne_er_cd_gain=0.05,
-        ne_er_cd_gain_se=0.01,
+def _headline(d, d_se, comp, comp_se, gain, gain_se):
+    return ch.FactualityHeadline(
+        ne_er_diff_verdict=d,
+        ne_er_diff_se_verdict=d_se,
+        comp_apd_diff=comp,
+        comp_apd_diff_se=comp_se,
+        ne_er_cd_gain=gain,
+        ne_er_cd_gain_se=gain_se,
     )
-    c = h.conditions()
+
+
+def test_conditions_follow_the_interval_and_are_false_where_nothing_ran():
+    c = _headline(-0.0155, 0.0109, -0.084, 0.0093, 0.05, 0.01).conditions()
     assert c["verdict_apd_undecided"] and not (c["verdict_apd_fewer"] or c["verdict_apd_more"])
     assert c["comp_real_more"] and not (c["comp_real_fewer"] or c["comp_real_undecided"])
     assert c["cd_control_holds"] and not c["cd_control_fails"]
@@ -107,42 +110,31 @@ def _sweep(cd_T=2.0, apd_T=1.0):
     rows = []
     for role, T, base in (("elm", None, 0.50), ("cd", cd_T, 0.45), ("apd", apd_T, 0.40)):
         name = {"elm": "ELM", "cd": f"CD T={cd_T:g}", "apd": "APD"}[role]
+        common = {"role": role, "T": T, "NE_ER_se": 0.02}
         for p in (0.8, 0.6):
-            rows.append(
-                {
-                    "role": role,
-                    "threshold": "top-p k20",
-                    "value": p,
-                    "T": T,
-                    "curve": f"{name} + top-p k20",
-                    "label": f"{name} + top-p k20 (p={p:g})",
-                    "NE_ER": base + p / 10,
-                    "NE_ER_se": 0.02,
-                    "true_rate": 0.3 + p / 10,
-                    "Dist-2": 0.3 + p / 5,
-                    "Rep": 0.01,
-                    "seconds": 1.0,
-                    "mean_top_p": np.nan,
-                }
-            )
-        rows.append(
-            {
-                "role": role,
-                "threshold": "REAL",
-                "value": 4.0,
-                "T": T,
-                "curve": f"{name} + REAL",
-                "label": f"{name} + REAL (T_r=4)",
-                "NE_ER": base,
-                "NE_ER_se": 0.02,
-                "true_rate": 0.35,
-                "Dist-2": 0.5,
-                "Rep": 0.0,
-                "seconds": 2.0,
-                "mean_top_p": 0.9,
+            k20 = {"threshold": "top-p k20", "value": p, "curve": f"{name} + top-p k20", "NE_ER": base + p / 10}
+            rest = {
+                "true_rate": 0.3 + p / 10,
+                "Dist-2": 0.3 + p / 5,
+                "Rep": 0.01,
+                "seconds": 1.0,
+                "mean_top_p": np.nan,
             }
-        )
+            rows.append({**common, **k20, "label": f"{name} + top-p k20 (p={p:g})", **rest})
+        real = {"threshold": "REAL", "value": 4.0, "curve": f"{name} + REAL", "label": f"{name} + REAL (T_r=4)"}
+        rest = {"NE_ER": base, "true_rate": 0.35, "Dist-2": 0.5, "Rep": 0.0, "seconds": 2.0, "mean_top_p": 0.9}
+        rows.append({**common, **real, **rest})
     return pd.DataFrame(rows)
+
+
+def _cities(world, prompts):
+    """Each prompt's person's own birth city, and another person's, as continuations."""
+    own = [" " + world.person(q.person).birth_city + "." for q in prompts]
+    other = [
+        " " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city) + "."
+        for q in prompts
+    ]
+    return own, other
 
 
 def test_comparison_values_state_the_difference_and_its_se(monkeypatch):
@@ -242,10 +234,9 @@ def test_reading_flags_map_every_reading_to_one_outcome(d, se, effect, outcome):
 
 def test_reading_flags_refuse_an_unknown_reading():
     assert not any(ch.reading_flags(None).values())
-    with pytest.raises(ValueError, match="unknown reading outcome"):
-        ch.reading_flags("maybe")
-    with pytest.raises(ValueError, match="unknown reading outcome"):  # a sentence is not an outcome
-        ch.reading_flags(ch.power.reading(-0.05, 0.01, 0.03))
+    for bad in ("maybe", ch.power.reading(-0.05, 0.01, 0.03)):  # a sentence is not an outcome
+        with pytest.raises(ValueError, match="unknown reading outcome"):
+            ch.reading_flags(bad)
 
 
 def test_complementarity_values_flag_the_order_and_the_reading_of_each_comparison():
@@ -303,8 +294,8 @@ def test_figures_draw_every_curve_of_the_sweep():
 def test_continuation_examples_skip_empty_continuations():
     gens = {"A": [[""], [" Kelmor."], [" x"]]}
     lines = ch.continuation_examples(gens, "A", ["p0", "p1", "p2"], 1)
-    assert lines == ["A, the first 1 non-empty continuations:", "'p1' -> ' Kelmor.'"]
-    assert ch.continuation_examples({"A": [[""]]}, "A", ["p"], 2)[0].endswith("(the model ended the text at once)")
+    assert len(lines) == 2 and "p1" in lines[1] and "Kelmor" in lines[1]
+    assert "ended the text" in ch.continuation_examples({"A": [[""]]}, "A", ["p"], 2)[0]
 
 
 def _opening(values):
@@ -318,14 +309,7 @@ def _opening(values):
 @pytest.mark.parametrize("case", ["undecided", "more", "fewer"])
 def test_the_opening_has_three_sentences_chosen_by_the_numbers(case):
     d = {"undecided": -0.015, "more": -0.05, "fewer": 0.05}[case]
-    h = ch.FactualityHeadline(
-        ne_er_diff_verdict=d,
-        ne_er_diff_se_verdict=0.01,
-        comp_apd_diff=-0.08,
-        comp_apd_diff_se=0.009,
-        ne_er_cd_gain=-0.003,
-        ne_er_cd_gain_se=0.034,
-    )
+    h = _headline(d, 0.01, -0.08, 0.009, -0.003, 0.034)
     values = {
         **{k: v for k, v in dataclasses.asdict(h).items() if v is not None},
         **h.conditions(),
@@ -382,14 +366,9 @@ def test_without_factuality_prompts_the_section_says_so_in_one_line(tmp_path, mo
     assert "not on this machine" not in "\n".join(pages.page_markdown(nb, {}))
 
 
-def test_the_sweeps_control_reads_one_unit_per_person_where_the_verdicts_design_cannot():
-    world = World(WorldConfig.smoke())
+def test_the_sweeps_control_reads_one_unit_per_person_where_the_verdicts_design_cannot(world):
     prompts, _ = ch.world_prompts(world, 0, 4)  # the sweep's sample: one prompt per person, here one seed
-    own = [[" " + world.person(q.person).birth_city + "."] for q in prompts]
-    other = [
-        [" " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city) + "."]
-        for q in prompts
-    ]
+    own, other = ([[c] for c in cities] for cities in _cities(world, prompts))
     elm = other[:2] + own[2:]  # the expert names another person's city for the first two people
     wres = pd.DataFrame(
         [
@@ -414,17 +393,9 @@ def test_the_sweeps_control_reads_one_unit_per_person_where_the_verdicts_design_
     assert ch.positive_control(world, prompts[:1], wres, one, 0.8, 2.0) is None  # one person: no standard error
 
 
-def test_the_verdicts_control_is_the_experts_ne_er_minus_cds_on_the_verdict_sample():
-    from apd.evaluation.factuality.power import world_verdict_prompts
-    from apd.world.world import World, WorldConfig
-
-    world = World(WorldConfig.smoke())
-    prompts = world_verdict_prompts(world, openers=[" was born in"])[:4]
-    own = [[" " + world.person(q.person).birth_city + "."] * 3 for q in prompts]
-    other = [
-        [" " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city) + "."] * 3
-        for q in prompts
-    ]
+def test_the_verdicts_control_is_the_experts_ne_er_minus_cds_on_the_verdict_sample(world):
+    prompts = ch.power.world_verdict_prompts(world, openers=[" was born in"])[:4]
+    own, other = ([[c] * 3 for c in cities] for cities in _cities(world, prompts))
     ctrl = ch.verdict_control(world, prompts, own, other)  # CD right, the expert wrong: +1
     assert (ctrl.mean, ctrl.n_groups) == (1.0, 4)
     assert ch.verdict_control(world, prompts, other, own).mean == -1.0
@@ -433,18 +404,11 @@ def test_the_verdicts_control_is_the_experts_ne_er_minus_cds_on_the_verdict_samp
     assert glued["ne_er_cd_gain_sweep"] == (1.0, "{:.2%}") and glued["ne_er_cd_gain_sweep_people"] == (4, "{:d}")
 
 
-def test_verdict_values_flag_the_order_and_the_reading():
-    from apd.world.world import World, WorldConfig
-
-    world = World(WorldConfig.smoke())
+def test_verdict_values_flag_the_order_and_the_reading(world):
     prompts = ch.power.world_verdict_prompts(world, openers=[" was born in"])[:4]
-    own = [[" " + world.person(q.person).birth_city + "."] * 2 for q in prompts]
-    other = [
-        [" " + next(o.birth_city for o in world.people if o.birth_city != world.person(q.person).birth_city) + "."]
-        * (2 if i % 2 else 1)
-        + [" " + world.person(q.person).birth_city + "."] * (0 if i % 2 else 1)
-        for i, q in enumerate(prompts)
-    ]
+    mine, theirs = _cities(world, prompts)
+    own = [[c] * 2 for c in mine]
+    other = [[t] * 2 if i % 2 else [t, c] for i, (c, t) in enumerate(zip(mine, theirs))]
     v = ch.power.paired_verdict(world, prompts, own, other)  # APD names its people's own cities, CD not always
     out = ch.verdict_values(v, len(prompts), len(world.eval_people), effect=0.03)
     assert [o for o in ch.ORDER if out[f"ne_er_apd_{o}_verdict"][0]] == ["lower"]

@@ -153,7 +153,7 @@ def test_ids_must_be_integer_ids_inside_the_vocabulary(kind):
     if kind == "torch":
         elm, am = torch.tensor(elm), torch.tensor(am)
     for bad in ([[0, -1]], [[0, 3]]):
-        with pytest.raises(ValueError, match=r"ids must lie in \[0, 3\) .*negative id does not count from the end"):
+        with pytest.raises(ValueError, match=r"ids must lie in \[0, 3\)"):
             contrastive_scores(elm, am, 1.0, ids=as_ids(bad))
     with pytest.raises(TypeError, match="ids must be integer token ids, got dtype"):
         contrastive_scores(elm, am, 1.0, ids=as_ids([[0.0, 1.0]]))
@@ -201,7 +201,7 @@ def test_T_inf_and_inv_T_zero_give_the_expert_alone_even_where_the_amateur_is_mi
 
 def test_type_errors_name_the_argument():
     elm, am = rng.normal(size=(2, 4)), rng.normal(size=(2, 4))
-    with pytest.raises(TypeError, match=r"T must hold numbers, got the str '2\.0'; pass 2\.0 without quotes"):
+    with pytest.raises(TypeError, match=r"T must hold numbers, got the str '2\.0'.*without quotes"):
         contrastive_scores(elm, am, Reciprocal("2.0"))
     with pytest.raises(TypeError, match=r"T must hold numbers, got the str '2\.0'"):
         cd_logits(elm, am, "2.0")
@@ -209,13 +209,9 @@ def test_type_errors_name_the_argument():
         contrastive_scores(elm, am, "0.5")
     with pytest.raises(TypeError, match="inv_T must hold numbers, got the bool True"):
         contrastive_scores(elm, am, True)
-    with pytest.raises(
-        TypeError, match=r"elm must be a numpy array or a torch tensor of logits \(\.\.\., V\), got list"
-    ):
+    with pytest.raises(TypeError, match=r"elm must be a numpy array or a torch tensor.*got list"):
         contrastive_scores(elm.tolist(), am, 0.5)
-    with pytest.raises(
-        TypeError, match=r"amateur \(the amateur's logits\) must hold real-valued logits, got dtype bool"
-    ):
+    with pytest.raises(TypeError, match=r"amateur .*real-valued logits, got dtype bool"):
         contrastive_scores(elm, am > 0, 0.5)
     with pytest.raises(ValueError, match=r"top_k must be an integer in \[1, 4\], got 5"):
         contrastive_scores(elm, am, 0.5, top_k=5)

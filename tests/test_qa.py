@@ -18,11 +18,7 @@ from apd.evaluation import qa_data
 REPO = Path(__file__).resolve().parents[1]
 
 
-needs_data = pytest.mark.skipif(
-    DATA is None,
-    reason="offline QA data not found: set APD_DATA_DIR to the folder whose qa/ holds "
-    "the JSONL copies (e.g. ../shared/data)",
-)
+needs_data = pytest.mark.skipif(DATA is None, reason="offline QA data not found: set APD_DATA_DIR")
 
 _cache: dict = {}
 
@@ -134,25 +130,10 @@ def test_social_iqa_template():
 
 @needs_data
 def test_squad_templates():
-    first_passage = (
-        "The 1973 oil crisis began in October 1973 when the members of the Organization of Arab "
-        "Petroleum Exporting Countries (OAPEC, consisting of the Arab members of OPEC plus Egypt and "
-        "Syria) proclaimed an oil embargo. By the end of the embargo in March 1974, the price of oil "
-        "had risen from US$3 per barrel to nearly $12 globally; US prices were significantly higher. "
-        'The embargo caused an oil crisis, or "shock", with many short- and long-term effects on '
-        'global politics and the global economy. It was later called the "first oil shock", '
-        'followed by the 1979 oil crisis, termed the "second oil shock."'
-    )
     qp = local("squad")
-    assert qp[0].prompt == (
-        " Passage: John likes to go hiking, and his wife likes to cook.\n"
-        " Question: Who likes to cook?\n"
-        " The answer is his wife\n"
-        "\n"
-        f" Passage: {first_passage}\n"
-        " Question: When did the 1973 oil crisis begin?\n"
-        " The answer is"
-    )
+    one_shot = " Passage: John likes to go hiking, and his wife likes to cook.\n Question: Who likes to cook?\n"
+    assert qp[0].prompt.startswith(one_shot + " The answer is his wife\n\n Passage: The 1973 oil crisis began in")
+    assert qp[0].prompt.endswith('"second oil shock."\n Question: When did the 1973 oil crisis begin?\n The answer is')
     # five annotated answers, duplicates kept, one example each
     assert [e.answer for e in qp[:5]] == [" October 1973"] * 3 + [" October", " 1973"]
     assert [e.id for e in qp[:2]] == ["squad/validation/0/0", "squad/validation/0/1"]
@@ -196,16 +177,8 @@ def test_multirc_local_structure():
 
 # ------------------------------------------------------------------ every offline dataset
 
-EXPECTED_SIZES = {
-    "lambada": 5153,
-    "commonsense_qa": 9741,
-    "openbookqa": 500,
-    "arc_easy": 2376,
-    "social_iqa": 1954,
-    "multirc": 2075,
-    "squad": 34726,
-    "squad_q": 34726,
-}
+EXPECTED_SIZES = dict(lambada=5153, commonsense_qa=9741, openbookqa=500, arc_easy=2376, social_iqa=1954)
+EXPECTED_SIZES.update(multirc=2075, squad=34726, squad_q=34726)
 
 
 @needs_data
@@ -268,7 +241,7 @@ def test_offline_split_errors_and_data_dir_forms(monkeypatch):
 def test_bad_arguments():
     with pytest.raises(ValueError, match="unknown QA dataset"):
         qa_data.load_dataset("lambda")
-    with pytest.raises(NotADirectoryError, match="data_dir=/nonexistent/apd-data: no such folder"):
+    with pytest.raises(NotADirectoryError, match="/nonexistent/apd-data"):
         qa_data.load_dataset("lambada", data_dir="/nonexistent/apd-data")
     for bad in (0, -1, 2.5, True):
         with pytest.raises(ValueError, match="limit"):
@@ -277,11 +250,7 @@ def test_bad_arguments():
 
 def test_subsample_is_deterministic_and_order_preserving():
     items = list(range(100))
-    a, b, c = (
-        qa_data.subsample(items, 10, seed=0),
-        qa_data.subsample(items, 10, seed=0),
-        qa_data.subsample(items, 10, seed=1),
-    )
+    a, b, c = (qa_data.subsample(items, 10, seed=s) for s in (0, 0, 1))
     assert a == b and a != c and a == sorted(a) and len(set(a)) == 10
     assert qa_data.subsample(items, 1000) == items and qa_data.subsample(items, None) == items
 
@@ -306,66 +275,31 @@ def test_hub_without_datasets_package_raises_clear_importerror(monkeypatch):
     assert examples is None and "pip install datasets" in reason
 
 
+QASC = dict(question="What type of water formation is formed by clouds?", fact2="Clouds are made of water vapor.")
+QASC["fact1"] = "beads of water are formed by water vapor condensing"
+MULTIRC = dict(paragraph="Ann ran. Bob sat. ", question="Who ran?")
 HUB_ROWS = {
     ("EleutherAI/lambada_openai", "en"): [{"text": "She opened the door and saw her old friend Tom"}],
     ("allenai/qasc", None): [
-        {
-            "id": "3E7TUJ2EGCLQNOV1WEAJ2NN9ROPD9K",
-            "question": "What type of water formation is formed by clouds?",
-            "choices": {
-                "text": ["pearls", "streams", "shells", "diamonds", "rain", "beads", "cooled", "liquid"],
-                "label": list("ABCDEFGH"),
-            },
-            "answerKey": "F",
-            "fact1": "beads of water are formed by water vapor condensing",
-            "fact2": "Clouds are made of water vapor.",
-        }
+        {"id": "3E7T", "answerKey": "F", **QASC, "choices": {"label": list("ABCDEFGH"), "text": list("pqrsvbcl")}}
     ],
     ("allenai/ai2_arc", "ARC-Easy"): [
         {"id": "E1", "question": "Easy?", "answerKey": "B", "choices": {"text": ["no", "yes"], "label": ["A", "B"]}}
     ],
     ("allenai/ai2_arc", "ARC-Challenge"): [
-        {
-            "id": "C1",
-            "question": "Hard?",
-            "answerKey": "1",
-            "choices": {"text": ["a", "b", "c"], "label": ["1", "2", "3"]},
-        }
+        {"id": "C1", "question": "Hard?", "answerKey": "1", "choices": {"text": list("abc"), "label": list("123")}}
     ],
     ("allenai/social_i_qa", None): [
-        {
-            "context": "Kai cooked.",
-            "question": "Why?",
-            "answerA": "hungry",
-            "answerB": "bored",
-            "answerC": "tired",
-            "label": "2",
-        }
+        {"context": "Kai cooked.", "question": "Why?", "answerA": "hungry", "answerB": "bored", "answerC": "tired"}
+        | {"label": "2"}
     ],
     ("rajpurkar/squad", None): [
-        {
-            "id": "56be",
-            "title": "T",
-            "context": "Denver won.",
-            "question": "Who won?",
-            "answers": {"text": ["Denver", "Denver"], "answer_start": [0, 0]},
-        }
+        {"id": "56be", "title": "T", "context": "Denver won.", "question": "Who won?"}
+        | {"answers": {"text": ["Denver", "Denver"], "answer_start": [0, 0]}}
     ],
     ("aps/super_glue", "multirc"): [
-        {
-            "paragraph": "Ann ran. Bob sat. ",
-            "question": "Who ran?",
-            "answer": "Ann",
-            "label": 1,
-            "idx": {"paragraph": 0, "question": 0, "answer": 0},
-        },
-        {
-            "paragraph": "Ann ran. Bob sat. ",
-            "question": "Who ran?",
-            "answer": "Bob",
-            "label": 0,
-            "idx": {"paragraph": 0, "question": 0, "answer": 1},
-        },
+        {**MULTIRC, "answer": "Ann", "label": 1, "idx": {"paragraph": 0, "question": 0, "answer": 0}},
+        {**MULTIRC, "answer": "Bob", "label": 0, "idx": {"paragraph": 0, "question": 0, "answer": 1}},
     ],
     ("tau/commonsense_qa", None): [
         {
@@ -398,24 +332,16 @@ def test_hub_branch_parses_each_schema(fake_hub):
     lam = qa_data.load_dataset("lambada")[0]
     assert lam.prompt == "She opened the door and saw her old friend" and lam.answer == " Tom"
     q = qa_data.load_dataset("qasc")[0]
-    assert q.prompt == qa_data.render_prompt(
-        "qasc_facts",
-        question="What type of water formation is formed by clouds?",
-        fact1="beads of water are formed by water vapor condensing",
-        fact2="Clouds are made of water vapor.",
-    )
-    assert q.answer == " beads" and q.gold_index == 5 and len(q.options) == 8
+    assert q.prompt == qa_data.render_prompt("qasc_facts", **QASC)
+    assert q.answer == " b" and q.gold_index == 5 and len(q.options) == 8
     assert qa_data.load_dataset("qasc_q")[0].prompt.endswith(
         "\n Question: What type of water formation is formed by clouds?\n Answer:"
     )
     arc = qa_data.load_dataset("arc")
     assert [(e.id, e.answer) for e in arc] == [("arc/train/E1", " yes"), ("arc/train/C1", " a")]
     s = qa_data.load_dataset("social_iqa")[0]
-    assert (
-        s.answer == " bored"
-        and s.gold_index == 1
-        and s.prompt.endswith(" Passage: Kai cooked.\n Question: Why?\n Answer:")
-    )
+    assert s.answer == " bored" and s.gold_index == 1
+    assert s.prompt.endswith(" Passage: Kai cooked.\n Question: Why?\n Answer:")
     sq = qa_data.load_dataset("squad")
     assert [e.answer for e in sq] == [" Denver", " Denver"] and sq[0].id == "squad/validation/56be/0"
     m = qa_data.load_dataset("multirc")

@@ -78,13 +78,11 @@ def test_a_damaged_results_file_stops_its_reader_naming_the_file_and_the_fix(res
 def test_a_chapters_typed_headline_and_an_older_run_are_checked_too(results_dir):
     (results_dir / "runs").mkdir(parents=True)
     (results_dir / "theorem1.json").write_text("{")  # an older run: no run record, no digest
-    with pytest.raises(DamagedResultsError, match=r"theorem1\.json is damaged: it is not valid JSON .*ONLY=theorem1"):
+    with pytest.raises(DamagedResultsError, match=r"theorem1\.json is damaged.*ONLY=theorem1"):
         Theorem1Headline.load("unit", missing_ok=True)
     (results_dir / "theorem1.json").write_text("{}")
     (results_dir / "runs" / "theorem1.json").write_text("[damaged")
-    with pytest.raises(
-        DamagedResultsError, match=r"runs/theorem1\.json, the run record of chapter theorem1, is damaged"
-    ):
+    with pytest.raises(DamagedResultsError, match=r"runs/theorem1\.json.*is damaged"):
         Theorem1Headline.load("unit", missing_ok=True)
     assert damaged_results(results_dir, "theorem1") == ["runs/theorem1.json"]
 

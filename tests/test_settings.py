@@ -34,16 +34,13 @@ def test_settings_are_frozen_and_one_object_per_family_and_scale():
 
 
 def test_a_bad_scale_or_family_is_refused_with_the_fix():
-    with pytest.raises(
-        ValueError,
-        match=r"unknown scale 'huge'; use one of \('smoke', 'default', 'gpu', 'default-200', 'exact-truth'\)",
-    ):
+    with pytest.raises(ValueError, match=r"unknown scale 'huge'; use one of \('smoke', 'default'"):
         settings_for("pico", "huge")
     with pytest.raises(ValueError, match="unknown family 'gpt2'"):
         settings_for("gpt2", "smoke")
     with pytest.raises(ValueError, match=r"unknown scale 'tiny'"):
         pipeline.apd_model(SimpleNamespace(spec=SimpleNamespace(name="pythia")), None, scale="tiny")
-    with pytest.raises(ValueError, match=r"built is the 'smoke' pico family but scale='default'.*scale='smoke'"):
+    with pytest.raises(ValueError, match=r"'smoke' pico family but scale='default'"):
         settings_for("pico", "default").check_built(SimpleNamespace(scale="smoke"))
     settings_for("pico", "smoke").check_built(SimpleNamespace(scale="smoke"))
     settings_for("pythia", "smoke").check_built(None)

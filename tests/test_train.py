@@ -26,17 +26,9 @@ def tiny_family(hidden=(8, 16, 24, 32)):
     models, sizes = [], []
     for i, h in enumerate(hidden):
         torch.manual_seed(100 + i)
-        cfg = GPTNeoXConfig(
-            vocab_size=VOCAB,
-            hidden_size=h,
-            num_hidden_layers=2,
-            num_attention_heads=2,
-            intermediate_size=2 * h,
-            max_position_embeddings=64,
-            rotary_pct=1.0,
-            initializer_range=0.3,
-            tie_word_embeddings=False,
-        )
+        kw = dict(max_position_embeddings=64, rotary_pct=1.0, initializer_range=0.3, tie_word_embeddings=False)
+        kw.update(vocab_size=VOCAB, hidden_size=h, intermediate_size=2 * h)
+        cfg = GPTNeoXConfig(num_hidden_layers=2, num_attention_heads=2, **kw)
         m = GPTNeoXForCausalLM(cfg).eval()
         models.append(m)
         n = sum(p.numel() for p in m.parameters()) - m.gpt_neox.embed_in.weight.numel() - m.embed_out.weight.numel()
@@ -56,19 +48,12 @@ def make_records(models, sizes, n_chunks, seq_len=12, seed=0):
         mid = torch.stack([20 + torch.randperm(80, generator=g)[:5] for _ in range(seq_len)])
         tail = torch.stack([100 + torch.randperm(VOCAB - 100, generator=g)[:5] for _ in range(seq_len)])
         tok = order.gather(1, torch.cat([torch.arange(20).expand(seq_len, 20), mid, tail], 1))
-        records.append(
-            {
-                "input_ids": ids.numpy(),
-                "token_ids": tok.numpy(),
-                "member_logprobs": torch.stack([torch.log_softmax(lg, -1).gather(1, tok) for lg in logits])
-                .half()
-                .numpy(),
-                "alm_logits": logits[0].gather(1, tok).half().numpy(),
-                "elm_logits": logits[-1].gather(1, tok).half().numpy(),
-                "log_sizes": np.array(sizes),
-                "member_names": [f"m{i}" for i in range(len(models))],
-            }
+        lps = torch.stack([torch.log_softmax(lg, -1).gather(1, tok) for lg in logits])
+        record = {"input_ids": ids.numpy(), "token_ids": tok.numpy(), "member_logprobs": lps.half().numpy()}
+        record.update(
+            alm_logits=logits[0].gather(1, tok).half().numpy(), elm_logits=logits[-1].gather(1, tok).half().numpy()
         )
+        records.append({**record, "log_sizes": np.array(sizes), "member_names": [f"m{i}" for i in range(len(models))]})
     return records
 
 
@@ -79,19 +64,8 @@ def family():
 
 
 def small_config(**kw):
-    base = dict(
-        family="pico",
-        lambda3=0.1,
-        lr=3e-3,
-        warmup_steps=0.1,
-        epochs=3,
-        batch_size=4,
-        micro_batch_size=2,
-        checkpoint_every=100,
-        device="cpu",
-    )
-    base.update(kw)
-    return config.APDTrainConfig(**base)
+    base = dict(family="pico", lambda3=0.1, lr=3e-3, warmup_steps=0.1, epochs=3, batch_size=4, micro_batch_size=2)
+    return config.APDTrainConfig(**{**base, "checkpoint_every": 100, "device": "cpu", **kw})
 
 
 def final_state(path):
@@ -148,12 +122,7 @@ def test_mlp_initial_parameters_are_one_and_layout():
 
 def test_mlp_curve_at_init_and_flip():
     mlp = objective.CurveMLP(SIZES).eval()
-    values = torch.tensor(
-        [
-            [0.6, 0.5, 0.4, 0.35, 0.3],  # falling: kept
-            [0.1, 0.2, 0.3, 0.35, 0.4],
-        ]
-    )  # rising: flipped
+    values = torch.tensor([[0.6, 0.5, 0.4, 0.35, 0.3], [0.1, 0.2, 0.3, 0.35, 0.4]])  # falling: kept; rising: flipped
     c = torch.tensor([0.25, 0.5])
     out = mlp(values, c)
     assert out.flipped.tolist() == [False, True]
@@ -202,9 +171,8 @@ def test_asymptote_is_softmax_of_elm_minus_alm_prime():
 
 
 def test_lambda3_per_family_and_pico_needs_a_value():
-    assert config.APDTrainConfig(family="pythia").lambda3_value == 0.8
-    assert config.APDTrainConfig(family="opt").lambda3_value == 0.4
-    assert config.APDTrainConfig(family="qwen").lambda3_value == 1.0
+    for family, value in (("pythia", 0.8), ("opt", 0.4), ("qwen", 1.0)):
+        assert config.APDTrainConfig(family=family).lambda3_value == value
     assert config.APDTrainConfig(family="pico", lambda3=0.6).lambda3_value == 0.6
     with pytest.raises(ValueError, match="LAMBDA3_GRID"):
         _ = config.APDTrainConfig(family="pico").lambda3_value
@@ -372,18 +340,9 @@ def test_heldout_readings_change_no_weight_and_resume_with_the_run(family, tmp_p
 
 @pytest.mark.parametrize(
     "variant",
-    [
-        dict(decay="logistic"),
-        dict(decay="poly1"),
-        dict(decay="poly3"),
-        dict(flip=False),
-        dict(space="logit"),
-        dict(members=("m0", "m3")),
-        dict(members=(0, 2, 3)),
-        dict(data_fraction=0.5),
-        dict(lambda2=0.0),
-        dict(x_origin="alm"),
-    ],
+    [dict(decay="logistic"), dict(decay="poly1"), dict(decay="poly3"), dict(flip=False), dict(space="logit")]
+    + [dict(members=("m0", "m3")), dict(members=(0, 2, 3)), dict(data_fraction=0.5), dict(lambda2=0.0)]
+    + [dict(x_origin="alm")],
 )
 def test_ablation_variants_train(family, tmp_path, variant):
     models, _, records = family
@@ -426,31 +385,13 @@ def test_command_line_trains_from_an_apd_collect_folder(family, tmp_path):
     models, sizes, _ = family
     models[0].save_pretrained(tmp_path / "alm")
     ids = torch.randint(0, VOCAB, (16 * 12,), generator=torch.Generator().manual_seed(5)).numpy()
-    collect.collect_probabilities(
-        collect.ModelFamily(models, VOCAB, log_sizes=sizes, device="cpu"),
-        ids,
-        tmp_path / "collected",
-        collect.CollectConfig(seq_len=12, chunks_per_shard=4),
-        progress=False,
-    )
+    fam = collect.ModelFamily(models, VOCAB, log_sizes=sizes, device="cpu")
+    ccfg = collect.CollectConfig(seq_len=12, chunks_per_shard=4)
+    collect.collect_probabilities(fam, ids, tmp_path / "collected", ccfg, progress=False)
     (tmp_path / "cfg.yaml").write_text("lambda3: 0.1\nbatch_size: 8\nepochs: 1\nwarmup_steps: 0.5\n")
+    args = f"--alm {tmp_path}/alm --data {tmp_path}/collected --out {tmp_path}/run --family pico"
     train.main(
-        [
-            "--alm",
-            str(tmp_path / "alm"),
-            "--data",
-            str(tmp_path / "collected"),
-            "--out",
-            str(tmp_path / "run"),
-            "--family",
-            "pico",
-            "--config",
-            str(tmp_path / "cfg.yaml"),
-            "--set",
-            "micro_batch_size=4",
-            "--set",
-            "device=cpu",
-        ]
+        [*args.split(), "--config", str(tmp_path / "cfg.yaml"), "--set", "micro_batch_size=4", "--set", "device=cpu"]
     )
     meta = json.loads((tmp_path / "run" / "train_config.json").read_text())
     assert meta["status"] == "done" and meta["total_steps"] == 2 and meta["grad_accum"] == 2
@@ -497,13 +438,8 @@ def test_two_process_data_parallel_matches_one_process(family, tmp_path):
     script.write_text(DDP_SCRIPT.format(tests=str(Path(__file__).parent)))
     torchrun = Path(sys.executable).parent / "torchrun"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent))
-    done = subprocess.run(
-        [str(torchrun), "--nproc_per_node", "2", str(script), str(tmp_path / "two")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    cmd = [str(torchrun), "--nproc_per_node", "2", str(script), str(tmp_path / "two")]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     meta = json.loads((tmp_path / "two" / "train_config.json").read_text())
     assert meta["world_size"] == 2 and meta["grad_accum"] == 1

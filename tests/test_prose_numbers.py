@@ -181,7 +181,6 @@ ALLOWED = {
     ("book/glossary.md", "80%"): _STATS,
     ("book/glossary.md", "95%"): _STATS,
     ("book/intro.md", "95%"): _STATS,
-    ("book/intro.md", "1.96"): _STATS + " (apd.core.stats.Z_TEST)",
     ("book/about.md", "2026"): "the book's citation year",
     ("book/about.md", "400"): "the default profile's world: 400 people (profiles/default.yml)",
     ("book/about.md", "200"): "the default-200 profile's world: 200 people (profiles/default-200.yml)",

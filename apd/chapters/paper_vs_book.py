@@ -451,10 +451,7 @@ def glue_established(run, profile: str) -> None:
     measures where that interval clears 0 and where it does not), where APD's KL sits beside the
     expert's and CD's (apd), the known-answer condition on the world (known_answer: the mix of the
     fitter's asymptote and the expert at the weight w chosen by dev total variation, its distance to the truth as a
-    ratio to the expert's to four decimals, its gain with its 95% interval), and the testbed's search (testbed): the
-    dose-response design whose weaker seed came closest to the rule's three standard errors
-    (``summary_tb_best_design``, ``summary_tb_best_design_z``) and the points where CD's NE_ER beat
-    the expert's on dev people (``summary_tb_ne_er_sig`` of ``summary_tb_ne_er_points``)."""
+    ratio to the expert's to four decimals, its gain with its 95% interval) and the testbed's search (testbed)."""
     cur, apd_v, qa, fac, ka, tb = (
         _read(profile, s) for s in ("curves", "apd", "qa", "factuality", "known_answer", "testbed")
     )
@@ -502,10 +499,6 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_n_configs", _number(tb, "n_configs"), "{:d}")
     run.glue_text("summary_est_dr_points", _number(tb, "dr_points"), "{:d}")
     run.glue("summary_est_none_adopted", tb.get("dr_adopted") == "none")
-    run.glue_text("summary_tb_best_design", tb.get("dr_best_design"), "{}")
-    run.glue_text("summary_tb_best_design_z", _number(tb, "dr_best_design_z"), "{:.1f}")
-    run.glue_text("summary_tb_ne_er_points", _number(tb, "dr_ne_er_points") or None, "{:d}")
-    run.glue_text("summary_tb_ne_er_sig", _number(tb, "dr_ne_er_significant"), "{:d}")
     side = _side(cur, "hlm_gain", "hlm_gain_n_groups")
     run.glue("summary_est_hlm_farther", side == -1)
     run.glue("summary_est_hlm_closer", side == 1)

@@ -590,14 +590,13 @@ def _record_rows(record: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_record_html(record: dict[str, Any]) -> str:
-    """The run record as an HTML table in a closed fold (what the end of every chapter shows): its
-    summary line names the profile and the wall time, the table the rest."""
+    """The run record as an HTML table (what the end of every chapter shows)."""
     cell = 'style="padding: 0.3em 0.75em; border-bottom: 1px solid #d8dde6; vertical-align: top; text-align: left"'
     body = "\n".join(f"<tr><th {cell}>{html.escape(k)}</th><td {cell}>{v}</td></tr>" for k, v in _record_rows(record))
-    summary = f"Run record: profile {record['profile']}, {record['wall_time_s']:.1f} s"
     return (
-        f'<details class="apd-run-record"><summary style="font-weight: bold">{html.escape(summary)}</summary>'
-        f'<table style="border-collapse: collapse; font-size: 0.9em">\n<tbody>\n{body}\n</tbody></table></details>'
+        f'<table class="apd-run-record" style="border-collapse: collapse; font-size: 0.9em">'
+        f'<caption style="caption-side: top; text-align: left; font-weight: bold">Run record</caption>'
+        f"\n<tbody>\n{body}\n</tbody></table>"
     )
 
 

@@ -88,3 +88,14 @@ def test_every_table_a_chapter_shows_has_a_title(path):
         if "caption=" not in call
     ]
     assert not untitled, f"{path.name}: tables without a caption: {untitled}"
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.stem != "tutorial"], ids=lambda p: p.stem)
+def test_a_chapter_folds_its_code(path):
+    """A chapter's page shows its prose, figures and tables; each code cell's source sits in a closed
+    toggle (tagged hide-input or hide-cell; the tutorial shows its code on purpose), but for the last
+    line, ``run.finish()``, whose output (the run record) is folded instead."""
+    code, _ = _cells(path)
+    folded = lambda c: {"hide-input", "hide-cell"} & set(c["metadata"].get("tags", [])) or _text(c) == "run.finish()"  # noqa: E731
+    shown = [c["id"] for c in code if not folded(c)]
+    assert not shown, f"{path.name}: code cells {shown} would show their source; tag them hide-input"

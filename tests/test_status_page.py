@@ -32,7 +32,7 @@ def test_build_report_page_lists_every_chapter_from_its_run_record(tmp_path):
     assert "apd 0.1.0, torch 2.13.0+cpu" in page and status.STATUS_MARKER not in page
     assert "book/status" in (REPO / "_toc.yml").read_text()
     assert status.STATUS_MARKER in (REPO / "book" / "status.md").read_text()
-    assert "{doc}`status`" in (REPO / "book" / "intro.md").read_text()
+    assert "{doc}`status`" in (REPO / "book" / "about.md").read_text()
 
 
 def test_build_report_lists_the_sections_skipped_for_lack_of_data(tmp_path):

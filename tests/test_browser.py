@@ -7,16 +7,22 @@ where Chromium is missing too: no progress bars, tracebacks or warnings in outpu
 tables, no 'nan' or 'n/a n/a', no absolute machine paths, and no table whose numbers can run into
 the next cell for lack of padding."""
 
-import functools
-import http.server
+import importlib.util
 import shutil
 import tempfile
-import threading
+from pathlib import Path
 
 import page_checks
 import pytest
 
 pytestmark = pytest.mark.book
+
+# the book-length benchmark's browser, server and measure (scripts/book_length.py)
+_spec = importlib.util.spec_from_file_location(
+    "book_length", Path(__file__).resolve().parents[1] / "scripts" / "book_length.py"
+)
+length = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(length)
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -30,28 +36,8 @@ def browser():
             "headless Chromium not found (apt-get install chromium chromium-driver); "
             ".ci/run installs it so CI runs this test"
         )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
     profile = tempfile.mkdtemp(prefix="apd-chromium-")
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--disable-dev-shm-usage",
-        f"--user-data-dir={profile}",
-        "--window-size=1280,900",
-    ):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    driver.set_script_timeout(60)
+    driver = length.chrome(profile)
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
@@ -59,12 +45,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def server(book_html):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(book_html))
-    handler.log_message = lambda *a, **k: None
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    return length.serve(book_html)
 
 
 def pages(html_dir):
@@ -221,13 +202,6 @@ def test_the_length_measure_reads_what_a_reader_sees_with_folds_closed(browser, 
     """``scripts/book_length.py`` (the book-length benchmark) measures the first page and every
     chapter at 1,280 px: each has a height and words, and on the page with the most folds, opening
     them adds words (folded text is not counted while closed) and height."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parents[1] / "scripts" / "book_length.py"
-    spec = importlib.util.spec_from_file_location("book_length", path)
-    length = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(length)
     browser.set_window_size(1280, 900)
     rows = [length.measure(browser, server, page) for page in length.chapter_pages()]
     assert all(r["px"] > 900 and r["words"] > 50 for r in rows), rows

@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pandas as pd
 
+from apd.chapters.gluing import glue_values
 from apd.family import pico
 from apd.family.pretrain import PicoConfig
 from apd.report import dose_response as dr
@@ -236,14 +237,14 @@ def n_members(overrides: str) -> int:
     return len(shapes[o["scale"]]().members)
 
 
-def ne_er_by_members(rows: pd.DataFrame) -> dict:
-    """CD's NE_ER gain over the expert by the family's size, over ``rows`` (testbed rows that measured
-    it): per size (``four`` or fewer members, ``five``, ``six``) the number of rows above 0 and of rows,
-    as glue values ``ne_er_members_<size>_pos`` and ``_n``."""
+def glue_ne_er_by_members(run, rows: pd.DataFrame) -> None:
+    """Glue CD's NE_ER gain over the expert by the family's size, over ``rows`` (testbed rows that
+    measured it): per size (``four`` or fewer members, ``five``, ``six``) the number of rows above 0
+    and of rows, ``ne_er_members_<size>_pos`` and ``_n``."""
     rows = rows.dropna(subset=["ne_er_gain"])
     size = rows["overrides"].map(n_members).map(lambda n: "four" if n <= 4 else ("five" if n == 5 else "six"))
     values = {}
     for label, gains in rows["ne_er_gain"].groupby(size):
         values[f"ne_er_members_{label}_pos"] = (int((gains > 0).sum()), "{:d}")
         values[f"ne_er_members_{label}_n"] = (len(gains), "{:d}")
-    return values
+    glue_values(run, values)

@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from apd.book import pages
+from apd.report import pages
 from apd.chapters import factuality as ch
+from apd.chapters.gluing import glue_values
 from apd.report.claims import keys_read
 from apd.world.world import World, WorldConfig
 
@@ -25,14 +26,16 @@ class FakeRun:
     """What the chapter's helpers call on a Run: glue, glue_text (a missing value reads "n/a")."""
 
     def __init__(self):
-        self.values = {}
+        self.values, self.glued = {}, []
 
     def glue(self, key, value):
         self.values[key] = value
+        self.glued.append(key)
 
     def glue_text(self, key, value, fmt):
         missing = value is None or (isinstance(value, float) and not math.isfinite(value))
         self.values[key] = "n/a" if missing else value
+        self.glued.append(key)
 
 
 def test_every_key_the_verdicts_read_from_factuality_is_a_headline_field():
@@ -69,15 +72,38 @@ def test_conditions_follow_the_interval_and_are_false_where_nothing_ran():
     assert not any(ch.FactualityHeadline().conditions().values())
 
 
-def test_record_headline_glues_each_field_once_with_its_conditions():
+def _headline_sources():
+    """The glued dicts of every cell that glues a headline field, as where nothing ran."""
+    _, labelled = ch.labelled_rows([("c", "s", "verdict_paper", None, 0.05), ("c", "s", "comp_paper_apd", None, 0.02)])
+    return [
+        ch.control_values(None),
+        ch.verdict_values(),
+        ch.complementarity_values({}, {}),
+        ch.real_world_values(),
+        labelled,
+        ch.headline_values(False, {}, {}, {"fp_ne_er_apd": 0.4}),
+        ch.real_headline_values({}, {}, None, {}, None, None),
+    ]
+
+
+def test_each_headline_field_is_glued_once_with_its_format_by_the_cell_that_computes_it():
+    formats = {f.name: f.metadata["fmt"] for f in dataclasses.fields(ch.FactualityHeadline)}
+    glued = [(k, f) for values in _headline_sources() for k, (_, f) in values.items() if k in formats]
+    assert sorted(k for k, _ in glued) == sorted(formats)  # every field, none twice
+    assert all(f == formats[k] for k, f in glued), [(k, f, formats[k]) for k, f in glued if f != formats[k]]
+
+
+def test_headline_reads_the_glued_values_and_glue_conditions_adds_only_the_conditions():
     run = FakeRun()
-    got = ch.glue_values(run, {"n_methods": (3, None), "ne_er_apd": (0.5, "{:.3f}"), "x": (None, "{:.1%}")})
-    assert got == {"n_methods": 3, "ne_er_apd": 0.5, "x": None}
-    assert run.values == {"n_methods": 3, "x": "n/a"}  # a headline field waits for record_headline
-    values = {**dict.fromkeys(ch.headline_keys()), **got}
-    ch.record_headline(run, ch.FactualityHeadline.from_values(values))
-    assert run.values["ne_er_apd"] == 0.5 and run.values["ne_er_cd"] == "n/a"
-    assert run.values["verdict_apd_fewer"] is False and run.values["cd_control_fails"] is False
+    for values in _headline_sources():
+        glue_values(run, values)
+    glue_values(run, {"ne_er_diff_verdict": (-0.05, "{:.2%}"), "ne_er_diff_se_verdict": (0.01, "{:.2%}")})
+    before = len(run.glued)
+    h = ch.FactualityHeadline.from_values(run.values)
+    ch.glue_conditions(run, h)
+    assert h.ne_er_apd == 0.4 and h.ne_er_cd is None and h.ne_er_diff_verdict == -0.05
+    assert run.glued[before:] == list(h.conditions())  # no field glued a second time
+    assert run.values["verdict_apd_more"] is True and run.values["cd_control_fails"] is False
 
 
 def test_sweep_methods_add_real_and_table6_rows_only_with_a_T_r_grid():
@@ -340,7 +366,7 @@ def test_the_opening_under_a_hub_family_reads_without_the_world():
 def test_without_factuality_prompts_the_section_says_so_in_one_line(tmp_path, monkeypatch):
     """Prompts that cannot be had are :class:`PromptsMissing` (the page's one line, a skipped section
     in the build report); a damaged prompts file still fails."""
-    from apd.book.project import notebook_path
+    from apd.build import notebook_path
     from apd.evaluation.factuality.ner import MeasureUnavailable
     from apd.report.results import Run
 

@@ -24,7 +24,6 @@ from apd.amateur.thf import load_thf, thf_model
 from apd.core import stats
 from apd.evaluation.factuality import methods as fm
 from apd.evaluation.factuality import ner, nli, power, prompts, scoring, selection, sweeps, world_scoring
-from apd.chapters import gluing
 from apd.chapters.apd import alm_prime_words
 from apd.report import plots
 from apd.report.tables import compare_flags
@@ -87,8 +86,8 @@ class FactualityHeadline:
 
     @classmethod
     def from_values(cls, values: dict) -> "FactualityHeadline":
-        """The headline from a dict holding every field's key (raw values; "n/a", None and NaN read
-        as None); a KeyError names a field the dict lacks.
+        """The headline from a dict holding every field's key, the chapter's ``run.values`` ("n/a",
+        None and NaN read as None); a KeyError names a field the dict lacks.
 
         Example:
             >>> keys = [f.name for f in dataclasses.fields(FactualityHeadline)]
@@ -145,29 +144,10 @@ def headline_keys() -> list[str]:
     return [f.name for f in dataclasses.fields(FactualityHeadline)]
 
 
-def glue_values(run, values: Glued) -> dict:
-    """Glue every value of ``values`` but the headline's fields (:func:`record_headline` glues
-    those, once); return ``{key: value}`` of all of them, for :meth:`FactualityHeadline.from_values`.
-
-    Example:
-        >>> class FakeRun:
-        ...     values = {}
-        ...     def glue(self, k, v): self.values[k] = v
-        ...     def glue_text(self, k, v, f): self.values[k] = "n/a" if v is None else f.format(v)
-        >>> run = FakeRun(); glue_values(run, {"n": (3, None), "x": (None, "{:.1%}"), "ne_er_apd": (0.5, "{:.3f}")})
-        {'n': 3, 'x': None, 'ne_er_apd': 0.5}
-        >>> run.values
-        {'n': 3, 'x': 'n/a'}
-    """
-    skip = set(headline_keys())
-    gluing.glue_values(run, {key: pair for key, pair in values.items() if key not in skip})
-    return {key: value for key, (value, _) in values.items()}
-
-
-def record_headline(run, headline: FactualityHeadline) -> None:
-    """Glue every field of ``headline`` (:func:`apd.chapters.gluing.record_headline`) and the
-    conditions of :meth:`FactualityHeadline.conditions` as booleans."""
-    gluing.record_headline(run, headline)
+def glue_conditions(run, headline: FactualityHeadline) -> None:
+    """Glue the conditions of :meth:`FactualityHeadline.conditions` as booleans. The headline's own
+    fields are glued where the chapter computes them (:func:`apd.chapters.gluing.glue_values`), and
+    the headline is read back from ``run.values`` (:meth:`FactualityHeadline.from_values`)."""
     for key, holds in headline.conditions().items():
         run.glue(key, bool(holds))
 
@@ -1152,7 +1132,7 @@ class PromptsMissing(FileNotFoundError):
 def record_missing(run, err: Exception) -> None:
     """When ``err`` is :class:`PromptsMissing`, record ``fp_data_missing``: the page's condition, and a
     section the build report lists as skipped (every ``*_data_missing`` result,
-    :func:`apd.book.status.read_skipped`); otherwise record nothing."""
+    :func:`apd.build.read_skipped`); otherwise record nothing."""
     if isinstance(err, PromptsMissing):
         run.record(fp_data_missing=FP_MISSING)
 

@@ -3,13 +3,18 @@ SHELL := /bin/bash
 PROFILE ?= default
 # Override notebook parameters for one run: make book SET="theorem1.n_draws=500 theorem1.seed=3"
 SET ?=
-# Several chapters: make book ONLY="theorem1 family"
+# Some chapters (the others keep their executed notebooks): make book ONLY="theorem1 family"
 ONLY ?=
-# Chapters side by side as their dependencies allow: make book JOBS=4 (default: the CPU count; 1: one at a time)
-JOBS ?=
+# Chapters side by side as their dependencies allow (book.mk): make book JOBS=4 (default: the CPU count)
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 # Every chapter that takes them: make book PROFILE=pythia DEVICE=cpu LOCAL_DIR=/data/pythia
 DEVICE ?=
 LOCAL_DIR ?=
+# FORCE=1: execute the chapters again even when nothing changed; HTML=0: no Jupyter Book
+FORCE ?=
+HTML ?= 1
+# ENV= : build with PY as it is, without creating .venv (an environment installed otherwise)
+ENV ?= env
 PROFILES := $(sort $(basename $(notdir $(wildcard profiles/*.yml))))
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -24,7 +29,7 @@ endif
 .PHONY: book test env unit lint smoke browser pages installed lock clean-build help bench
 
 help:
-	@echo "make book [PROFILE=$(subst $(eval) ,|,$(PROFILES))] [SET='nb.param=value ...'] [ONLY='nb ...'] [DEVICE=cpu] [LOCAL_DIR=folder] [JOBS=N]   build the book"
+	@echo "make book [PROFILE=$(subst $(eval) ,|,$(PROFILES))] [SET='nb.param=value ...'] [ONLY='nb ...'] [DEVICE=cpu] [LOCAL_DIR=folder] [JOBS=N] [FORCE=1] [HTML=0]   build the book"
 	@echo "make test                                     ruff, unit tests (the installed wheel too), smoke build, browser test"
 	@echo "make installed                                the wheel in a clean venv (tests/test_installed.py)"
 	@echo "make lint                                     ruff check and ruff format --check"
@@ -42,9 +47,18 @@ $(STAMP): requirements.lock package.json pyproject.toml
 	npm install --no-audit --no-fund --silent
 	touch $(STAMP)
 
-book: env
-	$(PY) -m apd --profile $(PROFILE) $(foreach s,$(SET),--set $(s)) $(foreach o,$(ONLY),--only $(o)) \
-		$(if $(DEVICE),--device $(DEVICE)) $(if $(LOCAL_DIR),--local-dir $(LOCAL_DIR)) $(if $(JOBS),--jobs $(JOBS))
+# The build graph is book.mk; one build per profile at a time (flock). The kernels share JOBS slots
+# (apd.base.jobs), so the numbers do not depend on JOBS.
+CHAPTERS := $(shell sed -n 's|^ *- file: notebooks/||p' _toc.yml)
+KEEP := $(if $(ONLY),$(foreach c,$(filter-out $(ONLY),$(CHAPTERS)),-o _build/$(PROFILE)/book/notebooks/$(c).ipynb))
+
+book: $(ENV)
+	@mkdir -p _build/$(PROFILE)
+	flock _build/$(PROFILE)/.lock bash -c '$(PY) -m apd prepare --profile $(PROFILE) --jobs $(JOBS) \
+		$(foreach s,$(SET),--set "$(s)") $(if $(DEVICE),--device $(DEVICE)) $(if $(LOCAL_DIR),--local-dir $(LOCAL_DIR)) && \
+		APD_SLOTS=$(CURDIR)/_build/$(PROFILE)/slots APD_JOBS=$(JOBS) APD_MEMO_SCORES=1 \
+		$(MAKE) --no-print-directory -f book.mk -j $(JOBS) --keep-going $(if $(FORCE),-B) $(KEEP) \
+		PROFILE=$(PROFILE) PY=$(PY) $(if $(filter 0,$(HTML)),notebooks,html)'
 
 # ruff (configured in pyproject.toml): lint, and the formatting it would change (nothing, to pass)
 lint: env
@@ -56,7 +70,7 @@ unit: lint
 	$(PY) -m pytest -m "not book" -n 2 --dist loadfile --no-loadscope-reorder tests
 
 smoke: env
-	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS))
+	$(MAKE) --no-print-directory book PROFILE=smoke
 
 browser: env
 	$(PY) -m pytest -m book -n 2 --dist loadfile --no-loadscope-reorder tests
@@ -70,7 +84,7 @@ pages: env
 test: lint
 	$(PY) -m pytest -m "not book" -n 2 --dist loadfile --no-loadscope-reorder tests
 	mkdir -p _build; $(PY) scripts/hub_smoke.py > _build/hub-smoke-prebuild.log 2>&1 & \
-	$(PY) -m apd --profile smoke $(if $(JOBS),--jobs $(JOBS)); status=$$?; wait; exit $$status
+	$(MAKE) --no-print-directory book PROFILE=smoke; status=$$?; wait; exit $$status
 	$(PY) -m pytest -m book -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The wheel in a clean virtual environment (CPU torch, then the declared dependencies with the lock as
@@ -81,7 +95,6 @@ installed: env
 
 bench: env
 	$(PY) scripts/benchmarks.py
-	$(PY) scripts/build_report.py --profile $(PROFILE)
 	$(PY) scripts/book_length.py --profile $(PROFILE)
 
 # Re-resolve requirements.in into requirements.lock and environment.yml (needs the registries).

@@ -14,7 +14,7 @@ The front door: what a notebook of your own needs, imported lazily on first use.
 
 The package is laid out as the data flows, one subpackage per stage:
 ``base`` -> ``core`` -> ``world`` -> ``family`` -> ``amateur`` -> ``decoding`` -> ``evaluation`` -> ``report``
--> ``chapters`` (one module per notebook), and the book runner ``apd.book`` on top. A module imports only from
+-> ``chapters`` (one module per notebook), and the build (:mod:`apd.build`, which make runs) on top. A module imports only from
 its own stage or earlier ones, and from the module that defines a name: a subpackage's ``__init__`` lists no
 names, so ``apd.evaluation.blindness.find_obvious_blindness`` is both the import path and the attribute path.
 """
@@ -73,6 +73,7 @@ _EXPORTS = {
     "evaluation": "apd.evaluation",
     "report": "apd.report",
     "chapters": "apd.chapters",
+    "build": "apd.build",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,7 +1,7 @@
-"""``python -m apd --profile default``: execute the book's notebooks and render the book (:mod:`apd.book`)."""
+"""``python -m apd``: the ``apd`` command (:mod:`apd.build`)."""
 
 import sys
 
-from apd.book.runner import main
+from apd.build import main
 
 sys.exit(main())

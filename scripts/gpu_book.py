@@ -15,13 +15,11 @@ the offline datasets (``$APD_DATA_DIR``, else ``../shared/data``). Carry both fo
 ``run(command="python3 scripts/gpu_book.py run", carry=[".whl", ".gpudata"], timeout_s=600)``.
 
 ``run`` installs the wheels into ``/tmp/site``, unpacks the datasets, and builds the ``gpu`` profile
-from an empty cache with ``--no-html`` and as many slots as the machine has cores (chapters side by
+from an empty cache without HTML (``make book HTML=0``) and as many slots as the machine has cores (chapters side by
 side, and inside them members and ALM' variants, each its own process on the one GPU), stopping the
 build with an interrupt when ``--budget`` seconds (default 510, counted from the script's start)
 have passed, so that what it did still comes back. Into ``$OUT`` (``./gpu-out`` when unset) it
-writes seven files: ``build.log``, ``timing.json`` (wall time, every job, GPU utilisation
-sampled each second, also while models trained), ``build_report.md`` (``scripts/build_report.py``),
-``machine.txt``, ``results.tar.gz`` (``results/<profile>/``), ``notebooks.tar.gz`` (the executed
+writes five files: ``build.log``, ``machine.txt``, ``results.tar.gz`` (``results/<profile>/``), ``notebooks.tar.gz`` (the executed
 notebooks) and ``summary.json``. Exit status: the build's (130 when the budget stopped it).
 
 ``dose`` installs the same wheels and measures the testbed's dose-response at the ``gpu`` scale
@@ -111,20 +109,16 @@ def pack(data_dir: Path | None) -> int:
 
 
 def build_command(profile: str, slots: int, only: list[str], device: str | None) -> list[str]:
-    """The ``python -m apd`` call of a run.
+    """The build of a run, without HTML: ``make book`` on this Python (the wheels' site, no venv).
 
     Example:
-        >>> build_command("gpu", 16, [], None)[2:]
-        ['apd', '--profile', 'gpu', '--no-html', '--jobs', '16']
-        >>> build_command("smoke", 16, ["theorem1"], "cpu")[7:]
-        ['16', '--device', 'cpu', '--only', 'theorem1']
+        >>> build_command("gpu", 16, ["theorem1"], "cpu")[3:-2]
+        ['PROFILE=gpu', 'HTML=0', 'JOBS=16', 'DEVICE=cpu', 'ONLY=theorem1']
     """
-    cmd = [sys.executable, "-m", "apd", "--profile", profile, "--no-html", "--jobs", str(slots)]
-    if device:
-        cmd += ["--device", device]
-    for stem in only:
-        cmd += ["--only", stem]
-    return cmd
+    cmd = ["make", "--no-print-directory", "book", f"PROFILE={profile}", "HTML=0", f"JOBS={slots}"]
+    cmd += [f"DEVICE={device}"] if device else []
+    cmd += [f"ONLY={' '.join(only)}"] if only else []
+    return cmd + [f"PY={sys.executable}", "ENV="]
 
 
 def _install_wheels(env: dict) -> None:
@@ -197,14 +191,9 @@ def _machine(env: dict) -> str:
 
 
 def collect(out: Path, profile: str, env: dict, summary: dict) -> None:
-    """The run's report files into ``out`` (seven; the device tool returns at most eight)."""
+    """The run's report files into ``out`` (five; the device tool returns at most eight)."""
     out.mkdir(parents=True, exist_ok=True)
     build = ROOT / "_build" / profile
-    if (build / "timing.json").is_file():
-        shutil.copy(build / "timing.json", out / "timing.json")
-        report = [sys.executable, str(ROOT / "scripts" / "build_report.py"), "--profile", profile]
-        text = subprocess.run(report, env=env, cwd=ROOT, capture_output=True, text=True)
-        (out / "build_report.md").write_text(text.stdout + text.stderr)
     (out / "machine.txt").write_text(_machine(env))
     results = Path(env.get("APD_RESULTS_DIR") or ROOT / "results") / profile
     for name, folder, arcname in (

@@ -32,13 +32,17 @@ def stand_in() -> Path:
 
 
 def command(folder: Path) -> list[str]:
-    """The ``python -m apd`` call that builds the hub-smoke chapters on the members in ``folder``."""
-    cmd = [sys.executable, "-m", "apd", "--profile", "hub-smoke", "--no-html"]
-    for stem in HUB_CHAPTERS + ["paper_vs_book"]:
-        cmd += ["--only", stem]
-    for stem in HUB_CHAPTERS:
-        cmd += ["--set", f"{stem}.local_dir={folder}"]
-    return cmd
+    """The ``make book`` call that builds the hub-smoke chapters on the members in ``folder``."""
+    only = " ".join(HUB_CHAPTERS + ["paper_vs_book"])
+    return [
+        "make",
+        "--no-print-directory",
+        "book",
+        "PROFILE=hub-smoke",
+        "HTML=0",
+        f"ONLY={only}",
+        f"LOCAL_DIR={folder}",
+    ]
 
 
 def main() -> int:

@@ -22,14 +22,14 @@ def shared_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def smoke_html() -> Path:
-    """The HTML of the smoke build (`make smoke` / `python -m apd --profile smoke`)."""
+    """The HTML of the smoke build (`make smoke` / `make book PROFILE=smoke`)."""
     html = ROOT / "_build" / "smoke" / "book" / "_build" / "html"
     if not (html / "index.html").is_file():
         pytest.fail(f"{html}/index.html is missing: run `make smoke` (make test does) before the book tests")
     return html
 
 
-#: Which built book the browser and page-text tests read (`APD_BOOK_PROFILE=default make browser-test`
+#: Which built book the browser and page-text tests read (`make pages PROFILE=default`
 #: or `APD_BOOK_PROFILE=default pytest -m book tests/test_browser.py`); the smoke build by default.
 BOOK_PROFILE = os.environ.get("APD_BOOK_PROFILE", "smoke")
 
@@ -95,15 +95,13 @@ def smoke_family():
     return fam, built, apd.apd_model(fam, built, scale="smoke", progress=False)
 
 
-#: The slowest test files (the hub-smoke build, the wheel in a clean venv, the runner's kernels, two builders
-#: racing), started first when `make test` spreads whole files over two workers (`-n 2 --dist loadfile
+#: The slowest test files (the hub-smoke build, the wheel in a clean venv, damaged caches rebuilt),
+#: started first when `make test` spreads whole files over two workers (`-n 2 --dist loadfile
 #: --no-loadscope-reorder`), so that the workers finish together. A name missing here costs only balance.
 SLOW_FILES = (
     "test_hub_smoke.py",  # the book tests' slowest: it builds the hub-smoke chapters
     "test_installed.py",
-    "test_reliability_runner.py",
     "test_reliability.py",
-    "test_book_runner_graph.py",
 )
 
 

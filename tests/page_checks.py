@@ -4,7 +4,7 @@ absolute machine paths, tables whose numbers run into the next cell for lack of 
 outputs (a cell's bare value printed as plain text, e.g. ``'1.7%'`` from a cell ending in a call
 that returns a string), raw Markdown left on the page (a table row ``| a | b |`` in a paragraph, as
 when a blank line cuts a table; ``$$`` of display math), and paragraphs made of missing values (more than one "n/a" or lone dash: a
-chapter says once, with the reason, that a measure does not exist; ``apd.book.pages.missing_walls``),
+chapter says once, with the reason, that a measure does not exist; ``apd.report.pages.missing_walls``),
 glue roles left unrendered (``{glue:text}`...```), figures without a numbered caption or with a file
 name for alt text, and sentences that contradict their own numbers: two equal numbers compared as
 better or worse, a result called significant at p >= 0.05, ``z x name_se = value`` where the value
@@ -15,7 +15,7 @@ value printed as ``NaN`` in an output. Code inputs are not checked (``float("nan
 
 import re
 
-from apd.book.pages import missing_walls
+from apd.report.pages import missing_walls
 
 PROGRESS_LINE = re.compile(r"\d+%\|[^|\n]*\||\d+(?:\.\d+)?\s*(?:it|s|step|batch|shard)/s\]|\d+/\d+ \[\d+:\d\d<")
 TRACEBACK_OR_WARNING = re.compile(r"Traceback \(most recent call last\)|\b\w*Warning\b")

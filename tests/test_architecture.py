@@ -13,18 +13,15 @@ ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "apd"
 STAGES = ("base", "core", "world", "family", "amateur", "decoding", "evaluation", "report", "chapters")
 # the front door and ``python -m apd``: above every stage
-TOP = {"apd", "apd.__main__"}
-# the book runner: after the stages, and imported by none of them
-RUNNER = "apd.book"
+TOP = {"apd", "apd.__main__", "apd.build"}
+# the build: after the stages, and imported by none of them
+RUNNER = "apd.build"
 # imports inside functions that are deliberate (an optional, heavy builder loaded only when asked for)
 DEFERRED = {
     ("apd.family.select", "apd.family.pico"),
-    # the runner reads the datasets' specifications only for a chapter that reads datasets
-    ("apd.book.data_check", "apd.evaluation.qa_data"),
-    ("apd.book.data_check", "apd.evaluation.factuality.sources"),
     # `apd data check` validates each file with its loader's check, read only when a file is checked
-    ("apd.book.datafiles", "apd.evaluation.qa_data"),
-    ("apd.book.datafiles", "apd.evaluation.factuality.sources"),
+    ("apd.evaluation.datafiles", "apd.evaluation.qa_data"),
+    ("apd.evaluation.datafiles", "apd.evaluation.factuality.sources"),
 }
 
 
@@ -68,7 +65,7 @@ MODULES = modules()
 
 
 def test_every_module_is_in_a_stage():
-    loose = [m for m in MODULES if m not in TOP and stage(m) is None and m.split(".")[:2] != ["apd", "book"]]
+    loose = [m for m in MODULES if m not in TOP and stage(m) is None]
     assert not loose, f"modules outside the stages {STAGES}: {loose}"
 
 
@@ -83,7 +80,7 @@ def test_no_import_runs_from_a_lower_stage_up():
     assert not upward, upward
 
 
-def test_no_stage_imports_the_book_runner():
+def test_no_stage_imports_the_build():
     into_runner = [
         f"{name} -> {target}"
         for name, tree in MODULES.items()
@@ -185,7 +182,7 @@ def test_no_module_stands_in_for_another():
         )
     ]
     assert not aliases, f"modules that replace themselves in sys.modules: {aliases}"
-    assert subprocess.run([sys.executable, "-m", "apd.book", "--help"], capture_output=True, cwd=ROOT).returncode == 0
+    assert subprocess.run([sys.executable, "-m", "apd", "--help"], capture_output=True, cwd=ROOT).returncode == 0
 
 
 def test_subpackage_inits_list_no_names():

@@ -5,14 +5,14 @@ import json
 
 import pytest
 
-from apd.book.project import toc_notebooks
+from apd.build import chapters
 from apd.report.results import results_dir
 
 pytestmark = pytest.mark.book
 
 
 def test_every_chapter_executed_and_rendered(root, smoke_html):
-    for stem in toc_notebooks():
+    for stem in chapters():
         executed = root / "_build" / "smoke" / "book" / "notebooks" / f"{stem}.ipynb"
         assert executed.is_file(), stem
         nb = json.loads(executed.read_text())
@@ -24,7 +24,7 @@ def test_every_chapter_executed_and_rendered(root, smoke_html):
 
 def test_results_follow_the_convention():
     out = results_dir("smoke")
-    for stem in toc_notebooks():
+    for stem in chapters():
         values = json.loads((out / f"{stem}.json").read_text())
         assert values["profile"] == "smoke"
         assert all(isinstance(v, (int, float, str, bool)) for v in values.values()), stem

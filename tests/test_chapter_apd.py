@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import apd.chapters.apd as ch
-from apd.book import pages
+from apd.report import pages
 from apd.chapters.gluing import MissingResultError
 from apd.report import claims, plots
 from apd.world.truth import method_label

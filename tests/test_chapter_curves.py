@@ -10,7 +10,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from apd.book import pages
+from apd.report import pages
 from apd.evaluation.blindness import blindness_table
 from apd.report import claims
 from apd.chapters import curves as chapter

@@ -124,8 +124,8 @@ def test_without_the_datasets_the_section_says_so_in_one_line(tmp_path, monkeypa
     records the page's one line and the skipped section; with a dataset run it records nothing."""
     import json
 
-    from apd.book import pages
-    from apd.book.project import notebook_path
+    from apd.report import pages
+    from apd.build import notebook_path
 
     monkeypatch.delenv("APD_DATA_DIR", raising=False)
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
@@ -200,8 +200,8 @@ def test_reading_says_pipeline_check_for_pico_and_reproduction_for_a_hub_family(
 
 def _section(stem: str, values: dict, heading: str) -> list[str]:
     """The paragraphs a page shows for ``values`` from ``heading`` to the next heading."""
-    from apd.book import pages
-    from apd.book.project import notebook_path
+    from apd.report import pages
+    from apd.build import notebook_path
 
     nb = json.loads(notebook_path(stem).read_text())
     text = [p for md in pages.page_markdown(nb, values) for p in pages.paragraphs(md)]

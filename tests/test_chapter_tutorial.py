@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from apd.book import pages
+from apd.report import pages
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""``apd data fetch`` / ``check`` (apd.book.datafiles) and the data page, offline: downloads are faked
+"""``apd data fetch`` / ``check`` (apd.evaluation.datafiles) and the data page, offline: downloads are faked
 from the copies in ../shared/data (or $APD_DATA_DIR), which are the ones the recorded builds used."""
 
 import io
@@ -12,10 +12,8 @@ from pathlib import Path
 import pytest
 
 from offline_data import DATA
-from apd.book import datafiles
-from apd.book.data_check import data_needs
-from apd.chapters.params import defaults
-from apd.evaluation import qa_data
+from apd.base.notebooks import notebook_parameters
+from apd.evaluation import datafiles, qa_data
 from apd.evaluation.factuality import sources
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,8 +23,11 @@ needs_data = pytest.mark.skipif(DATA is None, reason="offline data not found: se
 
 
 def test_the_table_is_what_the_default_build_reads():
-    needs = data_needs({}, ["qa", "factuality"], {s: defaults(s) for s in ("qa", "factuality")})
-    assert sorted({n.file for n in needs}) == sorted(f.path for f in datafiles.FILES)
+    qa, fp = (notebook_parameters(REPO / "notebooks" / f"{s}.ipynb") for s in ("qa", "factuality"))
+    names = [n if qa_data.offline_file(n) else qa["stand_ins"].get(n) for n in qa["qa_datasets"]]
+    read = {qa_data.offline_file(n) for n in names if n and qa_data.offline_file(n)}
+    read |= {sources.prompts_file(kind, fp["fp_split"])[0] for kind in fp["fp_kinds"]}
+    assert sorted(read) == sorted(f.path for f in datafiles.FILES)
     assert len(datafiles.FILES) == 9
     for f in datafiles.FILES:
         if f.dataset is None:
@@ -156,7 +157,7 @@ def test_fetch_offline_says_so_in_one_line(tmp_path, monkeypatch, capsys):
 
 def test_the_data_page_is_generated_from_the_table():
     text = (REPO / "book" / "data.md").read_text()
-    assert text == datafiles.page(), "book/data.md is stale: python -m apd.book.datafiles page > book/data.md"
+    assert text == datafiles.page(), "book/data.md is stale: python -m apd.evaluation.datafiles page > book/data.md"
     rows = [line for line in text.splitlines() if line.startswith("| `")]
     notes = [line for line in text.splitlines() if line.startswith("- `")]
     assert len(rows) == len(notes) == len(datafiles.FILES)
@@ -171,12 +172,12 @@ def test_the_data_page_is_generated_from_the_table():
 
 def test_the_module_runs_without_torch():
     code = (
-        "import sys, apd.book.datafiles as d; assert 'torch' not in sys.modules; "
+        "import sys, apd.evaluation.datafiles as d; assert 'torch' not in sys.modules; "
         "sys.exit(d.main(['page']) if 'torch' not in sys.modules else 3)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
-    done = subprocess.run([sys.executable, "-m", "apd.book.datafiles", "--help"], capture_output=True, cwd=REPO)
+    done = subprocess.run([sys.executable, "-m", "apd", "data", "--help"], capture_output=True, cwd=REPO)
     assert done.returncode == 0
 
 

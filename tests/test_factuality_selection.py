@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from apd.chapters import factuality as chapter
-from apd.chapters.ranges import DEV_OR_POSITIVE
 from apd.evaluation.factuality import selection, world_scoring
 from apd.world.world import World, WorldConfig
 
@@ -146,11 +145,6 @@ def test_the_sweep_holds_the_papers_settings_for_the_labelled_rows():
     assert {"CD T=2 + top-p k20 (p=0.8)", "CD T=2 + top-p k20 (p=0.6)", "CD T=2 + REAL (T_r=4)"} <= labels
     assert {"CD T=4 + top-p k20 (p=0.8)", "APD T=1 + REAL (T_r=1)"} <= labels
     assert len(labels) == len(ms)
-
-
-def test_an_operating_point_is_dev_or_a_positive_number():
-    assert DEV_OR_POSITIVE.ok("dev") and DEV_OR_POSITIVE.ok(2.0)
-    assert not DEV_OR_POSITIVE.ok("best") and not DEV_OR_POSITIVE.ok(0) and not DEV_OR_POSITIVE.ok(True)
 
 
 def _ne_er_rows(ne_er: dict) -> pd.DataFrame:

@@ -397,11 +397,11 @@ def test_built_figures_are_legible_at_column_width(book_html):
     figures do, :class:`apd.report.plots.HouseFigure`), all at or above the minimum."""
     from conftest import BOOK_PROFILE
 
-    from apd.book.project import toc_notebooks
+    from apd.build import chapters
     from apd.report.results import last_run_outputs, results_dir
 
     out, problems, n = results_dir(BOOK_PROFILE) / "figures", [], 0
-    for stem in toc_notebooks():
+    for stem in chapters():
         for name in sorted(last_run_outputs(BOOK_PROFILE, stem)["figures"]):
             record = out / f"{name}.text.json"
             if not record.is_file():

@@ -44,7 +44,6 @@ def test_the_report_is_at_most_eight_files_with_the_results_and_notebooks(tmp_pa
     root = tmp_path / "proj"
     (root / "_build" / "p" / "book" / "notebooks").mkdir(parents=True)
     (root / "_build" / "p" / "book" / "notebooks" / "family.ipynb").write_text("{}")
-    (root / "_build" / "p" / "timing.json").write_text(json.dumps({"wall_s": 1.0, "finished": False}))
     (root / "results" / "p").mkdir(parents=True)
     (root / "results" / "p" / "family.json").write_text("{}")
     monkeypatch.setattr(gpu_book, "ROOT", root)
@@ -55,12 +54,10 @@ def test_the_report_is_at_most_eight_files_with_the_results_and_notebooks(tmp_pa
     files = sorted(p.name for p in out.iterdir())
     assert files == [
         "build.log",
-        "build_report.md",
         "machine.txt",
         "notebooks.tar.gz",
         "results.tar.gz",
         "summary.json",
-        "timing.json",
     ]
     with tarfile.open(out / "results.tar.gz") as tar:
         assert sorted(tar.getnames()) == ["results/p", "results/p/family.json"]

@@ -6,7 +6,7 @@ import pytest
 
 import apd
 from apd.amateur import runs
-from apd.book.profiles import load_profile
+from apd.build import resolve
 from apd.family import pico, pretrain
 from apd.family.settings import settings_for
 from apd.world.world import World, WorldConfig
@@ -54,7 +54,7 @@ def test_gpu_members_train_save_and_load_on_the_cpu(smoke_family, tmp_path):
 
 
 def test_gpu_profile_validates_and_runs_pico_at_gpu_scale_on_cuda():
-    params = load_profile("gpu")  # raises BookError on any invalid parameter
+    params = resolve("gpu")  # raises BookError on any invalid parameter
     pico_chapters = {stem for stem, p in params.items() if "pico_scale" in p}
     assert pico_chapters and all(params[s]["pico_scale"] == "gpu" for s in pico_chapters)
     # every chapter that loads the family runs it on the GPU (known_answer loads it on "auto", which

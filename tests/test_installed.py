@@ -34,7 +34,7 @@ pytestmark = pytest.mark.installed
 REPO = Path(__file__).resolve().parents[1]
 TUTORIAL = REPO / "notebooks" / "tutorial.ipynb"
 #: What a wheel is built from (setup.py copies profiles/ into it).
-SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE")
+SOURCES = ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "_toc.yml")
 #: The CPU build of torch the README tells a user without CUDA to install first (the lock's version).
 TORCH = "torch==2.13.0"
 #: The tutorial's cells run here: its parameters, the family and ALM', the processors, the continuations.
@@ -162,7 +162,9 @@ def test_apd_command_from_an_empty_folder(installed):
     assert chapters == toc_notebooks(REPO), listed
     for name, description in profiles.items():
         assert re.search(rf"^  {re.escape(name)} +{re.escape(description)}$", listed, flags=re.M), listed
-    build = subprocess.run(["apd", "--profile", "smoke"], cwd=folder, env=env, capture_output=True, text=True)
+    build = subprocess.run(
+        ["apd", "prepare", "--profile", "smoke"], cwd=folder, env=env, capture_output=True, text=True
+    )
     assert build.returncode == 1 and "build the book from a checkout" in build.stderr, build.stderr
     assert sorted(p.name for p in folder.iterdir()) == [], "apd wrote into the folder it ran in"
 

@@ -1,4 +1,4 @@
-"""Which paragraphs a chapter's page shows (``apd.book.pages``), and the chapters' text under a
+"""Which paragraphs a chapter's page shows (``apd.report.pages``), and the chapters' text under a
 Hub family (the ``pythia`` profile) read from a synthetic results file, without running anything.
 
 ``tests/data/pythia_results/<stem>.json`` hold what the chapters glue under a Hub family: the
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from apd.book import pages
-from apd.book.project import notebook_path, toc_notebooks
+from apd.report import pages
+from apd.build import chapters, notebook_path
 
 DATA = Path(__file__).parent / "data" / "pythia_results"
 HUB_CHAPTERS = ["family", "curves", "apd", "qa", "factuality", "paper_vs_book"]
@@ -79,7 +79,7 @@ def test_hub_family_pages_have_no_walls_of_missing_values(stem):
 
 
 def test_what_this_chapter_finds_opens_every_chapter():
-    for stem in toc_notebooks():
+    for stem in chapters():
         if stem == "tutorial":
             continue
         nb = json.loads(notebook_path(stem).read_text())

@@ -1,5 +1,5 @@
 """A sentence that the numbers can make false is chosen by a condition (a needs:/unless: tag on its
-markdown cell, apd.book.pages), never written unconditionally: the known cases of a chapter
+markdown cell, apd.report.pages), never written unconditionally: the known cases of a chapter
 asserting what its own table contradicted stay behind conditions."""
 
 import json
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from apd.book import pages
+from apd.report import pages
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

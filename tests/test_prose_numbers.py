@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 import pytest
 
-from apd.book.pages import GLUE_ROLE
+from apd.report.pages import GLUE_ROLE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -199,18 +199,10 @@ ALLOWED = {
 }
 
 
-def range_numbers() -> set[tuple[str, str]]:
-    """The parameters page's ranges are constants of the design (:mod:`apd.chapters.ranges`), typed
-    from the rules' words: every number in them is allowed on that page."""
-    from apd.book.schema import RANGES
-
-    return {("book/parameters.md", t.number) for rule in RANGES.values() for t in typed_numbers("", rule.words)}
-
-
 def test_no_result_is_typed_into_the_prose():
-    """A number typed into prose that :data:`ALLOWED` (or a parameter's range) does not list fails,
+    """A number typed into prose that :data:`ALLOWED` does not list fails,
     naming the file, the cell, the sentence and the fix."""
-    allowed = set(ALLOWED) | range_numbers()
+    allowed = set(ALLOWED)
     loose = [t for t in book_prose() if (t.file, t.number) not in allowed]
     assert not loose, "numbers typed into the prose:\n" + "\n".join(
         f"- {t.file}" + (f", markdown cell {t.cell}" if t.cell is not None else "") + f": {t.number!r} in "

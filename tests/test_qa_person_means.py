@@ -248,8 +248,8 @@ def test_apd_context_reads_the_gates_and_explains_the_count(run, tmp_path, monke
 
 
 def test_the_page_states_the_estimand_and_the_near_expert_sentence():
-    from apd.book import pages
-    from apd.book.project import notebook_path
+    from apd.report import pages
+    from apd.build import notebook_path
 
     nb = json.loads(notebook_path("qa").read_text())
     base = {"world_ho_ppl_apd": 1.2, "world_ho_ppl_n_people": 100, "world_best_bucket_people": 10}

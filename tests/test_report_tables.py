@@ -16,8 +16,7 @@ import pytest
 
 import apd
 from apd.base import progress
-from apd.book.execution import kernel_environment
-from apd.book.profiles import load_profile
+from apd.build import kernel_environment, read_profile
 from apd.report import results, tables
 from apd.report.results import Run
 
@@ -238,7 +237,7 @@ def test_api_reference_lists_every_module():
 
 def test_tutorial_runs_in_every_profile():
     for profile in ("smoke", "default", "pythia", "hub-smoke"):
-        assert "tutorial" in load_profile(profile)
+        assert "tutorial" in read_profile(ROOT / "profiles" / f"{profile}.yml")["notebooks"]
 
 
 def test_show_folds_tables_wider_than_the_text():

@@ -40,7 +40,7 @@ def test_finish_writes_flat_json_and_run_record(run, tmp_path):
 
 
 def test_a_page_filled_from_the_json_prints_text_glue_as_the_chapter_does(run, tmp_path):
-    from apd.book.pages import render_markdown
+    from apd.report.pages import render_markdown
 
     run.glue_text("kl", 2.41432, "{:.4f}")
     run.glue_text("share", 0.8123, "{:.0%}")
@@ -133,7 +133,7 @@ def test_a_float_quoted_without_a_spec_is_glued_as_text_and_one_with_a_spec_as_a
 def test_the_run_record_links_the_chapters_results_and_the_book_copies_them(run, tmp_path):
     import pandas as pd
 
-    from apd.book.rendering import copy_results
+    from apd.build import copy_results
 
     run.save_table(pd.DataFrame({"a": [1]}), "nb_table")
     run.glue("n", 3)

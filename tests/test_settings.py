@@ -12,7 +12,6 @@ import pytest
 
 from apd.amateur import pipeline, runs, variants
 from apd.base.notebooks import notebook_parameters
-from apd.chapters import params
 from apd.family import registry, settings
 from apd.family.settings import Settings, settings_for
 from apd.world import truth
@@ -53,7 +52,7 @@ def test_values_are_the_ones_the_modules_held():
     s = settings_for("pico", "smoke")
     assert s.inv_T_grid == settings.INV_T_GRID and not hasattr(truth, "INV_T_GRID")
     # lambda3 is tuned on the 1/T grid where the APD chapter uses APD
-    assert list(settings.INV_T_GRID) == params.defaults("apd")["inv_T_grid"]
+    assert list(settings.INV_T_GRID) == notebook_parameters(ROOT / "notebooks" / "apd.ipynb")["inv_T_grid"]
     assert (
         s.paper_inv_T
         == settings.PAPER_INV_T

@@ -1,5 +1,5 @@
 """Which torch device to run on. torch is imported when a function here is called, so that
-``apd.base`` (which the book runner imports) stays light."""
+``apd.base`` (which the build imports) stays light."""
 
 from __future__ import annotations
 

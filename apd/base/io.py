@@ -97,7 +97,7 @@ def torch_save(obj: Any, path, *, digest: bool = False) -> Path:
 # and are accepted as they are.
 
 DIGESTS = "digests.json"
-#: A file that :func:`notify` appends its lines to (the book runner sets it and shows them on the
+#: A file that :func:`notify` appends its lines to (the build sets it and shows them on the
 #: terminal of the person running the build, whose kernel's warnings go to the chapter's run log).
 NOTICES_ENV = "APD_NOTICES"
 
@@ -106,7 +106,7 @@ def notify(message: str) -> None:
     """Append ``message`` (one line) to ``$APD_NOTICES`` when it is set; never fails.
 
     Example:
-        >>> notify("apd: something was repaired")   # a no-op outside the book runner
+        >>> notify("apd: something was repaired")   # a no-op outside the build
     """
     path = os.environ.get(NOTICES_ENV)
     if not path:

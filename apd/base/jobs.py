@@ -7,15 +7,12 @@ pretraining, an ALM' variant, a chapter. :func:`run_jobs` runs a list of them in
 job's numbers are then the same whether it runs alone or beside others), and returns their results
 in order. With one job, or ``jobs=1``, it runs them in this process, one after another.
 
-Cores are shared through *slots*. The book runner makes a folder of :func:`job_count` slot files
+Cores are shared through *slots*. The build (``make book``) makes a folder of :func:`job_count` slot files
 (``$APD_SLOTS``); every process that computes holds one (a chapter's kernel from
 :func:`hold_slot`, each worker while its job runs), and a kernel that waits on its workers lends
 its slot to them. So a build never runs more computing processes than it has slots, however many
 chapters and pools are running. Outside a build (your own notebook) there are no slots, and a pool
 uses :func:`job_count` workers.
-
-Each job that runs under a build is logged to ``$APD_JOBS_LOG`` (one JSON line: name, start, end,
-pid), which ``scripts/build_report.py`` reads to report the build's parallel efficiency.
 
     >>> run_jobs(abs, [-1, 2, -3], jobs=1)
     [1, 2, 3]
@@ -25,7 +22,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import sys
 import time
@@ -34,9 +30,6 @@ from typing import Callable, Sequence
 
 JOBS_ENV = "APD_JOBS"  # how many jobs run at once (default: the CPU count)
 SLOTS_ENV = "APD_SLOTS"  # the build's folder of slot files
-JOBS_LOG_ENV = "APD_JOBS_LOG"  # the build's job log (JSON lines)
-WAITING = "waiting: "  # a job-log name prefix: a process waiting on its workers, its slot lent to them
-INSIDE = "inside: "  # a job-log name prefix: a job run in its caller's process (part of the caller's time)
 
 _held: dict[str, object] = {}  # this process's slot: {"file": the open, locked slot file}
 
@@ -52,14 +45,14 @@ def job_count(jobs: int | str | None = None) -> int:
     try:
         n = int(value)
     except (TypeError, ValueError):
-        raise ValueError(f"the job count must be a whole number >= 1, got {value!r} (--jobs or ${JOBS_ENV})") from None
+        raise ValueError(f"the job count must be a whole number >= 1, got {value!r} (JOBS or ${JOBS_ENV})") from None
     if n < 1:
-        raise ValueError(f"the job count must be >= 1, got {n} (--jobs or ${JOBS_ENV})")
+        raise ValueError(f"the job count must be >= 1, got {n} (JOBS or ${JOBS_ENV})")
     return n
 
 
 def make_slots(folder: Path, n: int) -> Path:
-    """Create ``folder`` with ``n`` slot files (the book runner, once per build); returns it."""
+    """Create ``folder`` with ``n`` slot files (the build, once per build); returns it."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("slot-*"):
@@ -106,20 +99,15 @@ def hold_slot() -> bool:
     if folder is None:
         return False
     if "file" not in _held:
-        start = time.time()
         _held["file"] = _acquire(folder)
-        if time.time() - start > 0.1:  # every slot was busy: not work
-            log_job(f"{WAITING}a slot", start, time.time())
     return True
 
 
 @contextlib.contextmanager
 def lent_slot(what: str = "workers"):
     """While the block runs, give this process's slot (if it holds one) to others: it is waiting
-    on workers that take slots of their own. Takes a slot again afterwards; the wait is logged
-    (``waiting: <what>``) so that a build's report does not count it as work."""
+    on workers that take slots of their own (``what`` names them). Takes a slot again afterwards."""
     held = _held.pop("file", None)
-    start = time.time()
     if held is not None:
         held.close()  # closing the file releases its lock
     try:
@@ -127,7 +115,6 @@ def lent_slot(what: str = "workers"):
     finally:
         if held is not None:
             _held["file"] = _acquire(Path(os.environ[SLOTS_ENV]))
-            log_job(f"{WAITING}{what}", start, time.time())
 
 
 @contextlib.contextmanager
@@ -146,18 +133,8 @@ def slot():
             held.close()
 
 
-def log_job(name: str, start: float, end: float) -> None:
-    """Append one finished job to ``$APD_JOBS_LOG`` (nothing outside a build)."""
-    path = os.environ.get(JOBS_LOG_ENV)
-    if not path:
-        return
-    line = json.dumps({"name": name, "start": round(start, 3), "end": round(end, 3), "pid": os.getpid()})
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(line + "\n")
-
-
 #: what a job reads from its caller's environment (a worker may outlive the settings it started with)
-_PASSED_ENV = (JOBS_ENV, SLOTS_ENV, JOBS_LOG_ENV)
+_PASSED_ENV = (JOBS_ENV, SLOTS_ENV)
 
 
 _busy = {"job": False}  # in a worker: whether a job is running
@@ -200,9 +177,8 @@ def _start_worker() -> None:
     threading.Thread(target=watch_parent, daemon=True, name="apd-parent-watch").start()
 
 
-def _worker(fn: Callable, item, name: str, threads: int | None, env: dict):
-    """One job in a worker process: the caller's settings, its threads, a slot, the call, a line in
-    the job log."""
+def _worker(fn: Callable, item, threads: int | None, env: dict):
+    """One job in a worker process: the caller's settings, its threads, a slot, the call."""
     import torch
 
     for key, value in env.items():
@@ -215,9 +191,7 @@ def _worker(fn: Callable, item, name: str, threads: int | None, env: dict):
     _busy["job"] = True
     try:
         with slot():
-            start = time.time()
             out = fn(item)
-            log_job(name, start, time.time())
     finally:
         _busy["job"] = False
     return out
@@ -255,16 +229,11 @@ def run_jobs(
         raise ValueError(f"names has {len(names)} entries for {len(items)} items")
     n = 1 if in_worker_job() else min(job_count(jobs), len(items))  # a job's jobs: in its worker
     if n <= 1:
-        out = []
-        for item, name in zip(items, names):
-            start = time.time()
-            out.append(fn(item))
-            log_job(f"{INSIDE}{name}", start, time.time())
-        return out
+        return [fn(item) for item in items]
     with lent_slot(", ".join(names[:3]) + (", ..." if len(names) > 3 else "")), _main_not_rerun():
         pool = _pool(n)
         env = {key: os.environ.get(key) for key in _PASSED_ENV}
-        futures = [pool.submit(_worker, fn, item, name, threads, env) for item, name in zip(items, names)]
+        futures = [pool.submit(_worker, fn, item, threads, env) for item in items]
         try:
             results = []
             for future, name in zip(futures, names):
@@ -338,15 +307,11 @@ class JobFailed(RuntimeError):
 __all__ = [
     "JOBS_ENV",
     "SLOTS_ENV",
-    "JOBS_LOG_ENV",
-    "WAITING",
-    "INSIDE",
     "job_count",
     "make_slots",
     "hold_slot",
     "lent_slot",
     "slot",
-    "log_job",
     "run_jobs",
     "JobFailed",
 ]

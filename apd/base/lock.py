@@ -22,7 +22,7 @@ def file_lock(path, holder: str | None = None, *, wait: bool = True, on_busy=Non
 
     Two processes asking for the same cached artifact compute it once: the second waits, then
     finds it done. ``holder``: one line saying who holds the lock, written into the file while it
-    is held (the book runner's build lock). When another process holds it, ``on_busy(its holder
+    is held (the build's build lock). When another process holds it, ``on_busy(its holder
     line)`` is called, then this waits for it (``wait=True``) or raises :class:`LockBusy`
     (``wait=False``).
 

@@ -1,8 +1,8 @@
-"""What a chapter's kernel and the book runner share: the notebooks' parameters cell and the
-environment variables the runner sets for its kernels.
+"""What a chapter's kernel and the build share: the notebooks' parameters cell and the
+environment variables the build sets for its kernels.
 
-Standard library only: the runner (:mod:`apd.book`) imports it and stays light; the science stages
-never import the runner.
+Standard library only: the build (:mod:`apd.build`) imports it and stays light; the science stages
+never import the build.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-#: Environment variables the runner sets for its kernels (read by ``apd.report.results.Run``).
-RUNNER_ENV = "APD_BOOK_RUNNER"  # "1": this kernel runs under the book runner
+#: Environment variables the build sets for its kernels (read by ``apd.report.results.Run``).
+RUNNER_ENV = "APD_BOOK_RUNNER"  # "1": this kernel runs under the build
 STAGING_ENV = "APD_RESULTS_STAGING"  # the folder the running chapter writes its results into
 KEY_ENV = "APD_RUN_CACHE_KEY"  # the cache key of this execution (kept in the run record)
 

@@ -67,7 +67,7 @@ def data_dir() -> Path | None:
 
 
 def data_folder_problem(value, source: str, root: Path | None = None) -> str | None:
-    """None when ``value``, a data folder named by ``source`` (``--data-dir``, ``APD_DATA_DIR``,
+    """None when ``value``, a data folder named by ``source`` (``APD_DATA_DIR``,
     ``qa.data_dir``, ``data_dir``), is a folder (a relative one taken from ``root``, else the working
     directory); else one line naming the source, the path and the fix.
 

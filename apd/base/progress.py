@@ -2,7 +2,7 @@
 
 Every progress bar of ``apd`` goes through :func:`progress_bar`. A bar is shown when the caller asks
 for one (``progress=True``, the default of the long-running functions) *and* the environment allows
-it: ``APD_PROGRESS=0`` (set by the book runner, ``python -m apd``, for the kernels that execute the
+it: ``APD_PROGRESS=0`` (set by the build, ``make book``, for the kernels that execute the
 chapters) turns every bar off, so the rendered pages carry no progress lines; a user running
 ``apd`` from a terminal or a notebook of their own still sees them.
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from types import UnionType
 from typing import Any, get_args
 
-#: The most problem lines a check lists for one file (``apd data check``, ``--check``).
+#: The most problem lines a check lists for one file (``apd data check``).
 MAX_LISTED = 10
 
 _JSON_NAMES = {dict: "object", list: "list", str: "str", int: "int", float: "float", bool: "bool", type(None): "null"}

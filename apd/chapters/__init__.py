@@ -1,7 +1,6 @@
 """Chapters: the logic each of the book's notebooks calls (table assembly, fallbacks, figures), one module
-per notebook, above ``report`` and below the book runner; ``gluing`` holds the glue helpers they share,
-``params`` every chapter's parameters (with ``ranges``, their range rules), ``graph`` which chapters
-each one reads."""
+per notebook, above ``report`` and below the build (:mod:`apd.build`); ``gluing`` holds the glue helpers
+they share."""
 
 from apd.base.names import submodules
 

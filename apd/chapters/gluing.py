@@ -119,7 +119,7 @@ class ChapterResult:
         >>> Demo.from_results({})
         Traceback (most recent call last):
         ...
-        apd.chapters.gluing.MissingResultError: the demo chapter's results lack n (fields of Demo): run the demo chapter (again) first, `make book PROFILE=<profile> ONLY=demo`
+        apd.chapters.gluing.MissingResultError: the demo chapter's results lack n (fields of Demo): run the demo chapter (again) first, `make book PROFILE=<profile> ONLY=demo FORCE=1`
     """
 
     STEM = ""
@@ -133,7 +133,7 @@ class ChapterResult:
         if missing:
             raise MissingResultError(
                 f"the {cls.STEM} chapter's results lack {', '.join(missing)} (fields of {cls.__name__}): "
-                f"run the {cls.STEM} chapter (again) first, `make book PROFILE={profile} ONLY={cls.STEM}`"
+                f"run the {cls.STEM} chapter (again) first, `make book PROFILE={profile} ONLY={cls.STEM} FORCE=1`"
             )
         return cls(**{n: values[n] for n in names})
 
@@ -159,6 +159,6 @@ class ChapterResult:
                 return None
             raise MissingResultError(
                 f"the {cls.STEM} chapter has not run under the profile {profile!r}, so {cls.__name__} cannot be "
-                f"read: run it first, `make book PROFILE={profile} ONLY={cls.STEM}`"
+                f"read: run it first, `make book PROFILE={profile} ONLY={cls.STEM} FORCE=1`"
             )
         return cls.from_results(load_results(profile, cls.STEM), profile)

@@ -622,7 +622,7 @@ def pooled(sig: pd.DataFrame):
 def record_missing(run, jobs, not_run: pd.DataFrame) -> None:
     """When no dataset could be had (:func:`data_missing`), record ``qa_data_missing``: the page's
     condition, and a section the build report lists as skipped (every ``*_data_missing`` result,
-    :func:`apd.book.status.read_skipped`); with the data, record nothing."""
+    :func:`apd.build.read_skipped`); with the data, record nothing."""
     line = data_missing(jobs, not_run)
     if line:
         run.record(qa_data_missing=line)

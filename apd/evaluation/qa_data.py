@@ -9,8 +9,8 @@ used (``DATASETS``), or with ``data_dir=`` (or ``$APD_DATA_DIR``) the offline JS
 instead). A dataset that cannot be had raises :class:`DatasetUnavailable`; :func:`try_load` returns
 ``(None, reason)`` instead. A file that is there but wrong raises :class:`DatasetInvalid`, from both:
 invalid data is an error, never a dataset silently left out. :func:`check_offline_file` reads a file
-line by line and raises what :func:`load_dataset` would, without keeping the rows (the book's
-``--check``); both check each row's fields against the types of :data:`OFFLINE_FIELDS`. This module
+line by line and raises what :func:`load_dataset` would, without keeping the rows (``apd data
+check``); both check each row's fields against the types of :data:`OFFLINE_FIELDS`. This module
 only decides what text is scored; scoring is in :mod:`apd.evaluation.qa_scoring`.
 """
 
@@ -76,7 +76,7 @@ class DatasetInvalid(ValueError):
     """The dataset file is there but wrong: empty, truncated (a line that is not JSON), not UTF-8, or
     a row without usable answer options or gold answer. The message names the file, the line and the
     problem. Not a :class:`DatasetUnavailable`: :func:`try_load` raises it, so a damaged copy fails the
-    chapter (and the book's ``--check``) instead of becoming a "not run" row."""
+    chapter (and ``apd data check``) instead of becoming a "not run" row."""
 
 
 # --------------------------------------------------------------------------------------------

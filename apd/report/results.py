@@ -15,9 +15,9 @@ parameters cell::
 
 Where a run writes (reads always go to ``results_dir(profile)``):
 
-- under the book runner (``python -m apd``), into the chapter's staging folder
-  ``$APD_RESULTS_STAGING``; the runner moves the files into ``results/<profile>/`` when the
-  notebook succeeds (:mod:`apd.book`);
+- under the build (``make book``), into the chapter's staging folder
+  ``$APD_RESULTS_STAGING``; the build moves the files into ``results/<profile>/`` when the
+  notebook succeeds (:func:`apd.build.run`);
 - with ``$APD_RESULTS_DIR`` set, into ``$APD_RESULTS_DIR/<profile>`` (the caller chose the place);
 - otherwise (a notebook run by hand, e.g. ``papermill ... -p profile smoke``) into
   ``results/<profile>-by-hand/``, so the book's results are never overwritten by a run that did
@@ -30,7 +30,7 @@ of ``notebooks/<stem>.ipynb``'s parameters cell. The run record lists the inject
 
 Inside a kernel, ``Run.start`` shows the parameters this run actually uses where they differ from
 the defaults of the notebook's parameters cell (the profile's values and ``--set`` overrides), and
-``Run.finish`` shows the run record as a table. Under the book runner (``APD_WARNINGS_TO_LOG=1``)
+``Run.finish`` shows the run record as a table. Under the build (``APD_WARNINGS_TO_LOG=1``)
 warnings raised after ``Run.start`` go to ``runs/<stem>.log`` instead of the page.
 """
 
@@ -97,7 +97,7 @@ def results_dir(profile: str) -> Path:
 
 
 def write_dir(profile: str) -> Path:
-    """Where a run under ``profile`` writes its files (see the module docstring): the runner's
+    """Where a run under ``profile`` writes its files (see the module docstring): the build's
     staging folder, ``$APD_RESULTS_DIR/<profile>``, or ``results/<profile>-by-hand``."""
     staging = os.environ.get(STAGING_ENV)
     if staging and os.environ.get(RUNNER_ENV) == "1":
@@ -226,7 +226,7 @@ def parameters_from_namespace(namespace: dict) -> dict[str, Any]:
 _FIXED = re.compile(r"^\{:([+ ]?)\.(\d+)([f%])\}$")
 
 
-#: The run record's entry ``{relative path: SHA-256}`` of the files the run wrote (the runner
+#: The run record's entry ``{relative path: SHA-256}`` of the files the run wrote (the build
 #: records every file's when it commits them; a run outside it, its results file's), which
 #: :func:`read_results` checks: the results files themselves stay flat.
 RESULTS_DIGESTS = "results_sha256"
@@ -327,7 +327,7 @@ class Run:
         ``show`` (default: when running in a kernel) displays the parameters that differ from the
         defaults of ``notebooks/<stem>.ipynb``'s parameters cell, when that notebook exists.
 
-        Under the book runner (``$APD_BOOK_RUNNER``) the kernel takes one of the build's slots
+        Under the build (``$APD_BOOK_RUNNER``) the kernel takes one of the build's slots
         (:func:`apd.base.jobs.hold_slot`) and computes on one torch thread, in a build of one chapter
         at a time as beside others, so that its numbers do not depend on how many jobs run at once."""
         if os.environ.get(RUNNER_ENV) == "1" and hold_slot():
@@ -351,9 +351,9 @@ class Run:
         )
         if run.dir.name == run.profile + BY_HAND_SUFFIX:
             print(
-                f"apd: not run through the book runner (python -m apd): results go to {run.dir}, "
+                f"apd: not run through the build (make book): results go to {run.dir}, "
                 f"not {results_dir(run.profile)}; the book's are made by "
-                f"`python -m apd --profile {run.profile} --only {stem}`"
+                f"`make book PROFILE={run.profile} ONLY={stem}`"
             )
         run.dir.mkdir(parents=True, exist_ok=True)
         if os.environ.get("APD_WARNINGS_TO_LOG", "").strip() == "1":
@@ -519,7 +519,7 @@ class Run:
         self.values.setdefault("profile", self.profile)
         self.values["wall_time_s"] = record["wall_time_s"]
         path = write_json(self.dir / f"{self.stem}.json", self.values, trailing_newline=True)
-        record[RESULTS_DIGESTS] = {path.name: file_digest(path)}  # the runner records every file's at commit
+        record[RESULTS_DIGESTS] = {path.name: file_digest(path)}  # the build records every file's at commit
         write_json(self.dir / "runs" / f"{self.stem}.json", record, trailing_newline=True)
         if show:
             try:
@@ -577,7 +577,7 @@ def _record_rows(record: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     stem, tables = record.get("notebook"), record.get("tables") or ()
     if stem:
-        # in the HTML book, the runner copies results/<profile>/ beside the pages (apd.book.rendering.render)
+        # in the HTML book, the build copies results/<profile>/ beside the pages (apd.build.render)
         files = [(f"{stem}.json", f"../results/{stem}.json")] + [
             (f"tables/{t}.csv", f"../results/tables/{t}.csv") for t in sorted(tables)
         ]
@@ -606,7 +606,7 @@ def load_results(profile: str, stem: str) -> dict[str, Any]:
     path = results_dir(profile) / f"{stem}.json"
     if not path.is_file():
         raise FileNotFoundError(
-            f"{path} does not exist: run the notebook first, e.g. `make book PROFILE={profile} ONLY={stem}`"
+            f"{path} does not exist: run the notebook first, e.g. `make book PROFILE={profile} ONLY={stem} FORCE=1`"
         )
     return read_results(results_dir(profile), stem)
 
@@ -627,7 +627,7 @@ def read_results(folder: Path, stem: str) -> dict[str, Any]:
         >>> read_results(folder, "a")
         Traceback (most recent call last):
         ...
-        apd.report.results.DamagedResultsError: ...a.json is damaged: it is not valid JSON (...); rebuild that chapter: `make book PROFILE=demo ONLY=a`
+        apd.report.results.DamagedResultsError: ...a.json is damaged: it is not valid JSON (...); rebuild that chapter: `make book PROFILE=demo ONLY=a FORCE=1`
     """
     path, fix = Path(folder) / f"{stem}.json", _rebuild(folder, stem)
     want = recorded_digests(folder, stem).get(path.name)
@@ -664,7 +664,7 @@ def recorded_digests(folder: Path, stem: str) -> dict[str, str]:
 
 
 def _rebuild(folder: Path, stem: str) -> str:
-    return f"rebuild that chapter: `make book PROFILE={Path(folder).name} ONLY={stem}`"
+    return f"rebuild that chapter: `make book PROFILE={Path(folder).name} ONLY={stem} FORCE=1`"
 
 
 def last_run_outputs(profile: str, stem: str) -> dict[str, set]:

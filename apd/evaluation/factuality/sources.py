@@ -1,7 +1,7 @@
 """Where the FactualityPrompts files come from: their names in an offline copy and their original URLs;
 what a row holds (:data:`ROW_FIELDS`), and the reading of a file that checks it.
 
-Standard library only, so the book runner can check a profile's data before any model loads.
+Standard library only, so that `apd data check` reads it without loading a model.
 
     >>> prompts_file("factual", "test")
     ('factuality_prompts/fever_factual_test7k_final.jsonl', 'https://raw.githubusercontent.com/amazon-science/llm-asymptotic-decoding/843d2b8e49ee5744e12cb14076d5ec825c35ab5b/FactualityPrompt/prompts/fever_factual_test7k_final.jsonl')

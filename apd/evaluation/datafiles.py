@@ -1,6 +1,6 @@
 """``apd data``: fetch the 9 data files the recorded build read, and check a folder of them.
 
-``python -m apd.book.datafiles fetch FOLDER`` downloads them into ``FOLDER`` (``qa/...``,
+``apd data fetch FOLDER`` downloads them into ``FOLDER`` (``qa/...``,
 ``factuality_prompts/...``), checks each against the SHA-256 in :data:`FILES` and writes
 ``FOLDER/SHA256SUMS``; ``check [FOLDER]`` (default ``$APD_DATA_DIR``) says what is missing,
 invalid or different; ``page`` prints ``book/data.md``. Standard library only.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-#: The environment variable naming the folder of offline copies (as in :mod:`apd.book.data_check`).
+#: The environment variable naming the folder of offline copies (:func:`apd.base.paths.data_folder`).
 DATA_ENV = "APD_DATA_DIR"
 #: The checksum file ``fetch`` writes in the folder (``sha256sum -c SHA256SUMS`` reads it).
 SUMS = "SHA256SUMS"
@@ -350,7 +350,7 @@ def page() -> str:
     lines = [
         "# Data files",
         "",
-        "<!-- generated from apd.book.datafiles.FILES by `python -m apd.book.datafiles page > book/data.md` -->",
+        "<!-- generated from apd.evaluation.datafiles.FILES by `python -m apd.evaluation.datafiles page > book/data.md` -->",
         "",
         "The QA chapter and the FactualityPrompts part of the factuality chapter read these "
         f"{len(FILES)} files: from `${DATA_ENV}` when it is set, else from the Hugging Face Hub (QA, the "

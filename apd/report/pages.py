@@ -8,14 +8,14 @@ missing, each in its own markdown cell, and tags them:
 - ``needs:<key>``: shown only when the chapter's result ``<key>`` is present (:func:`present`);
 - ``unless:<key>``: shown only when it is not.
 
-After a chapter has run, the book runner (:func:`apd.book.execution.execute`) reads its
+After a chapter has run, the build (:func:`apd.build.run`) reads its
 ``results/<profile>/<stem>.json`` and hides, with ``remove-cell``, every cell whose condition
 fails (:func:`select_cells`); the downloadable notebook keeps them all. Glue still pastes values
 only. :func:`render_markdown` fills a cell's glue references from a results dict, as the page
 shows them, so that tests can read a chapter's text under a profile without running it.
 
 A hand-written page (the book's summary, ``book/intro.md``) marks its conditional sentences as
-blocks, ``<!-- needs:<key> -->`` ... ``<!-- end -->`` (or ``unless:``), and the runner fills it
+blocks, ``<!-- needs:<key> -->`` ... ``<!-- end -->`` (or ``unless:``), and the build fills it
 from one chapter's results with :func:`fill_page`.
 """
 

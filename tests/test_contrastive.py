@@ -225,3 +225,16 @@ def test_integer_torch_logits_are_scored_in_float32():
     assert got.dtype == torch.float32
     torch.testing.assert_close(got, contrastive_scores(e.float(), a.float(), 0.5, top_k=2), rtol=0, atol=0)
     torch.testing.assert_close(cd_logits(e, a, 2.0), torch.tensor([[-0.5, 1.5, 2.0]]), rtol=0, atol=0)
+
+
+def test_numpy_is_scored_by_the_torch_code_and_handed_back_as_numpy():
+    elm, am = rng.normal(size=(3, 12)), rng.normal(size=(3, 12))
+    for kwargs in ({}, {"top_k": 4, "renormalize": "prob"}, {"filters": [TopP(0.9)]}, {"normalize": False}):
+        for inv_T in (0.5, [0.0, 0.5], Reciprocal(2.0)):
+            got = contrastive_scores(elm, am, inv_T, **kwargs)
+            want = contrastive_scores(torch.tensor(elm), torch.tensor(am), inv_T, **kwargs)
+            assert isinstance(got, np.ndarray) and got.dtype == np.float64
+            np.testing.assert_array_equal(got, want.numpy())
+    e32, a32 = elm.astype(np.float32), am.astype(np.float32)
+    assert contrastive_scores(e32, a32, 0.5).dtype == np.float32
+    assert contrastive_scores(e32, a32, [0.0, 0.5]).dtype == np.float64  # numpy's float64 grid promotes, as before

@@ -7,19 +7,23 @@ The amateur is the ALM for CD and ALM' for APD (paper eq. 2 and 4; the release u
 order of operations). The knob is ``inv_T`` = 1/T, the paper's parameter; a caller that holds a
 temperature T passes :class:`Reciprocal` ``(T)``, which divides by T. Inputs are ``(..., V)`` over
 the same vocabulary. Tokens are kept by ``filters`` (top-p, top-k, alpha-masking, computed on the
-ELM's log-probabilities) and by ``top_k`` with an explicit tie rule. numpy in gives numpy out
-(computed with scipy), torch in gives torch out: each backend keeps the exact arithmetic its
-callers always had.
+ELM's log-probabilities) and by ``top_k`` with an explicit tie rule.
+
+The arithmetic is written once, in torch. Torch in gives torch out, on the input's device and in its
+float dtype. numpy in gives numpy out: :func:`contrastive_scores` turns numpy arrays into CPU tensors
+(each in its own float dtype, integers in float64, so the dtypes promote as numpy's would), scores
+them with the same code and hands the result back as a numpy array. (torch's exp and sums round
+differently from numpy's and scipy's, so a log-softmax can differ from scipy's in the last bit.)
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import numpy as np
-import scipy.special
 import torch
 
 from apd.base.checks import count, logits, numbers_of
@@ -78,44 +82,6 @@ class Reciprocal:
         check_temperature(self.T)
 
 
-def _inv_T(inv_T, like):
-    """1/T as a scalar, or a 1-D grid reshaped to add a leading axis ``(G, 1, ..., 1)``."""
-    values = numbers_of("inv_T", inv_T, "inv_T is 1/T, e.g. 0.5, or Reciprocal(T)")
-    if values.ndim > 1 or values.size == 0:
-        raise ValueError(f"inv_T must be a float or a 1-D sequence of floats, got shape {values.shape}.")
-    if not np.isfinite(values).all() or (values < 0).any():
-        raise ValueError(f"inv_T (= 1/T) must be finite and >= 0, got {values.tolist()}; use 0 for the plain ELM.")
-    if values.ndim == 0:
-        return float(values)
-    shape = (-1,) + (1,) * like.ndim
-    if isinstance(like, torch.Tensor):
-        return torch.as_tensor(values).to(dtype=like.dtype, device=like.device).reshape(shape)
-    return values.reshape(shape)
-
-
-def _top_k_keep(elm_lp, k, ties: str):
-    """Boolean keep mask ``(..., V)`` of the top ``k`` of ``elm_lp``: ``ties="keep"`` keeps every token
-    tied with the k-th value (a row may keep more than k, as in the release's QA scoring); ``"exact"``
-    keeps exactly k (``torch.topk``'s choice among ties)."""
-    if ties not in TIES:
-        raise ValueError(f"ties must be one of {TIES}, got {ties!r}.")
-    if getattr(elm_lp, "ndim", 0) == 0:
-        raise ValueError("top_k needs logits of shape (..., V) with a vocabulary axis, got a scalar.")
-    V = elm_lp.shape[-1]
-    k = count("top_k", k, 1, f"keep between 1 and all {V} tokens (the paper uses 20)", maximum=V)
-    if isinstance(elm_lp, torch.Tensor):
-        if ties == "keep":
-            return elm_lp >= torch.topk(elm_lp, k, dim=-1).values[..., -1:]
-        idx = elm_lp.topk(k, dim=-1).indices
-        return torch.zeros_like(elm_lp, dtype=torch.bool).scatter(-1, idx, True)
-    if ties == "keep":
-        return elm_lp >= np.sort(elm_lp, axis=-1)[..., -k][..., None]
-    idx = torch.as_tensor(elm_lp).topk(k, dim=-1).indices.numpy()
-    keep = np.zeros(elm_lp.shape, dtype=bool)
-    np.put_along_axis(keep, idx, True, axis=-1)
-    return keep
-
-
 def contrastive_scores(
     elm,
     amateur,
@@ -134,16 +100,18 @@ def contrastive_scores(
 
     Args:
         elm, amateur: ``(..., V)`` logits of the expert and the amateur (ALM for CD, ALM' for APD),
-            numpy arrays or torch tensors of real numbers. Torch half precision and integers are
-            scored in float32, numpy integers in float64; bool and complex are refused (TypeError
-            naming the argument). NaN and +inf are always refused (ValueError naming the argument,
-            whatever ``check_finite``). -inf in the ELM rules a token out: it scores -inf whatever
+            numpy arrays or torch tensors of real numbers (both of one kind). Torch half precision
+            and integers are scored in float32, the amateur in the expert's dtype; numpy arrays are
+            scored as CPU tensors, each in its own float dtype, integers in float64. bool and complex
+            are refused (TypeError naming the argument). NaN and +inf are always refused (ValueError
+            naming the argument, whatever ``check_finite``). -inf in the ELM rules a token out: it scores -inf whatever
             the amateur says. -inf in the amateur is a probability of 0: on a token the ELM keeps,
             with 1/T > 0, the score log p_ELM - (1/T) log p_amateur is +inf (see ``check_finite``).
         inv_T: 1/T >= 0 with T the amateur's temperature (0: the ELM alone): a float, a 1-D grid
             that adds a leading axis ``(G, ..., V)``, or :class:`Reciprocal` ``(T)`` to divide by T
             (``T = inf``: the ELM alone, as 1/T = 0, even where the amateur is -inf).
-        filters: keep masks computed on the ELM's log-probabilities (``TopP``, ``TopK``, ``AlphaMask``).
+        filters: keep masks computed on the ELM's log-probabilities (``TopP``, ``TopK``, ``AlphaMask``),
+            for numpy inputs too.
         top_k, ties: also keep only the ELM's top ``top_k``; ``ties="keep"`` keeps every token tied
             with the k-th (the release's QA rule), ``"exact"`` exactly k.
         ids: ``(..., k)`` candidate token ids in [0, V): score those only; the result is ``(..., k)``.
@@ -161,7 +129,8 @@ def contrastive_scores(
             raise either way; a weightless amateur (1/T = 0, T = inf) may be -inf anywhere.
 
     Returns:
-        Scores of the input's kind and (float) dtype, shape ``(..., V)`` (``(..., k)`` with ``ids``).
+        Scores of the input's kind (a numpy array for numpy inputs) and float dtype, shape ``(..., V)``
+        (``(..., k)`` with ``ids``; ``(G, ...)`` with a grid of 1/T, float64 for numpy inputs).
 
     Example:
         >>> import numpy as np
@@ -175,46 +144,28 @@ def contrastive_scores(
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}.")
     if renormalize not in RENORMALIZE:
         raise ValueError(f"renormalize must be one of {RENORMALIZE}, got {renormalize!r}.")
-    elm, amateur, is_torch = _matched(elm, amateur, vocab_size)
-    inv = None if isinstance(inv_T, Reciprocal) else _inv_T(inv_T, elm)
-    if normalize:
-        with np.errstate(invalid="ignore"):  # a row of -inf only: NaN (numpy warns), resolved in _outside_kept
-            elm, amateur = _log_softmax(elm, is_torch), _log_softmax(amateur, is_torch)
+    elm, amateur, from_numpy = _tensors(elm, amateur)
+    elm, amateur = _matched(elm, amateur, vocab_size)
+    inv = inv_T if isinstance(inv_T, Reciprocal) else _inv_T(inv_T, elm, torch.float64 if from_numpy else elm.dtype)
+    if normalize:  # a row of -inf only gives NaN, resolved in _outside_kept
+        elm, amateur = torch.log_softmax(elm, dim=-1), torch.log_softmax(amateur, dim=-1)
     if ids is not None:
-        elm, amateur = _at_ids(elm, amateur, ids, is_torch)
-    keep = _kept(elm, top_k, ties, filters, is_torch)
+        elm, amateur = _at_ids(elm, amateur, ids)
+    keep = _kept(elm, top_k, ties, filters)
     if keep is not None:  # outside the kept set the amateur is irrelevant (and may be -inf)
-        where = torch.where if is_torch else np.where
-        amateur = where(keep, amateur, torch.zeros_like(amateur) if is_torch else 0.0)
-    # numpy's warnings off: -inf / inf and 0 * -inf (a weightless amateur) are NaN, replaced by 0 in
-    # _weightless; -inf - (-inf) (a token both models rule out) is NaN, replaced by -inf in _outside_kept
-    with np.errstate(invalid="ignore"):
-        if isinstance(inv_T, Reciprocal):
-            no_weight = np.isinf(numbers_of("T", inv_T.T))  # T = inf: the expert alone
-            scores = elm - _weightless(amateur / inv_T.T, amateur, no_weight, is_torch)
-        elif not isinstance(inv, (torch.Tensor, np.ndarray)):
-            scores = elm if inv == 0.0 else elm - inv * amateur
-        else:  # a grid: where 1/T = 0 the expert alone, whatever the amateur says
-            no_weight = numbers_of("inv_T", inv) == 0.0
-            scores = elm - _weightless(inv * amateur, amateur, no_weight, is_torch)
-    scores = _outside_kept(scores, elm, keep, is_torch)
+        amateur = torch.where(keep, amateur, 0.0)
+    scores = _outside_kept(elm - _amateur_part(inv, amateur), elm, keep)
     if renormalize or check_finite:
-        _refuse_plus_inf(scores, grid=isinstance(inv, (torch.Tensor, np.ndarray)), at_ids=ids is not None)
+        _refuse_plus_inf(scores, grid=isinstance(inv, torch.Tensor), at_ids=ids is not None)
     if renormalize and not bool((scores > -math.inf).any(-1).all()):
         raise ValueError(
             "every token of some row scores -inf (the ELM rules out every token kept there: its logits are "
             "all -inf, e.g. a fully masked row, or -inf at every id of ids=), so there is no distribution to "
             "renormalise; drop such rows or use renormalize=False (they then score -inf)."
         )
-    if renormalize == "log":
-        return _log_softmax(scores, is_torch)
-    if renormalize == "prob":
-        return torch.softmax(scores, dim=-1) if is_torch else scipy.special.softmax(scores, axis=-1)
-    return scores
-
-
-def _log_softmax(x, is_torch: bool):
-    return torch.log_softmax(x, dim=-1) if is_torch else scipy.special.log_softmax(x, axis=-1)
+    if renormalize:
+        scores = (torch.log_softmax if renormalize == "log" else torch.softmax)(scores, dim=-1)
+    return scores.numpy() if from_numpy else scores
 
 
 def _array(name: str, x) -> None:
@@ -225,22 +176,30 @@ def _array(name: str, x) -> None:
         )
 
 
-def _matched(elm, amateur, vocab_size):
-    """The expert and the amateur of one kind (torch or numpy), float, on one device, of one shape,
-    without NaN or +inf."""
+def _tensors(elm, amateur):
+    """The expert and the amateur as float tensors, and whether they came as numpy arrays (a copy on the
+    CPU, each in its own float dtype, integers in float64: numpy's promotion); bool and complex refused."""
     _array("elm", elm)
     _array("amateur", amateur)
-    is_torch = isinstance(elm, torch.Tensor)
-    if is_torch != isinstance(amateur, torch.Tensor):
+    from_numpy = not isinstance(elm, torch.Tensor)
+    if from_numpy == isinstance(amateur, torch.Tensor):
         raise TypeError("elm and amateur must both be torch tensors or both numpy arrays.")
     names = ("elm (the expert's logits)", "amateur (the amateur's logits)")
     for name, x in zip(names, (elm, amateur)):  # bool and complex refused before any conversion
-        if not (x.is_floating_point() if is_torch else x.dtype.kind == "f"):
+        if not (x.dtype.kind == "f" if from_numpy else x.is_floating_point()):
             logits(name, x, "bool and complex values are not logits (integers are scored as floats)")
-    if is_torch and (elm.dtype in (torch.float16, torch.bfloat16) or not elm.is_floating_point()):
+    if from_numpy:
+        elm, amateur = (
+            torch.from_numpy(np.array(x, x.dtype if x.dtype.kind == "f" else np.float64)) for x in (elm, amateur)
+        )
+        return elm, amateur, True
+    if elm.dtype in (torch.float16, torch.bfloat16) or not elm.is_floating_point():
         elm = elm.float()  # half precision and integer logits are scored in float32
-    elif not is_torch and elm.dtype.kind in "iu":
-        elm = elm.astype(np.float64)  # numpy integers in float64, numpy's float
+    return elm, amateur.to(dtype=elm.dtype, device=elm.device), False
+
+
+def _matched(elm, amateur, vocab_size):
+    """The expert and the amateur sliced to ``vocab_size``, of one shape, without NaN or +inf."""
     if vocab_size is not None:
         if elm.ndim == 0 or amateur.ndim == 0:
             raise ValueError("vocab_size needs logits of shape (..., V) with a vocabulary axis, got a scalar.")
@@ -253,9 +212,7 @@ def _matched(elm, amateur, vocab_size):
             maximum=widest,
         )
         elm, amateur = elm[..., :vocab_size], amateur[..., :vocab_size]
-    if is_torch:
-        amateur = amateur.to(dtype=elm.dtype, device=elm.device)
-    if tuple(elm.shape) != tuple(amateur.shape):
+    if elm.shape != amateur.shape:
         raise ValueError(
             f"elm {tuple(elm.shape)} and amateur {tuple(amateur.shape)} differ in shape; both must score "
             "the same positions over the same vocabulary (slice both to the tokenizer's vocabulary, e.g. "
@@ -264,19 +221,29 @@ def _matched(elm, amateur, vocab_size):
     hint = "check the model's forward pass (half-precision overflow: run it in float32) and its inputs"
     logits("elm (the expert's logits)", elm, hint)
     logits("amateur (the amateur's logits)", amateur, hint)
-    return elm, amateur, is_torch
+    return elm, amateur
 
 
-def _at_ids(elm, amateur, ids, is_torch: bool):
+def _inv_T(inv_T, like, dtype):
+    """1/T as a float, or a 1-D grid as a tensor ``(G, 1, ..., 1)`` of ``dtype`` that adds a leading axis."""
+    values = numbers_of("inv_T", inv_T, "inv_T is 1/T, e.g. 0.5, or Reciprocal(T)")
+    if values.ndim > 1 or values.size == 0:
+        raise ValueError(f"inv_T must be a float or a 1-D sequence of floats, got shape {values.shape}.")
+    if not np.isfinite(values).all() or (values < 0).any():
+        raise ValueError(f"inv_T (= 1/T) must be finite and >= 0, got {values.tolist()}; use 0 for the plain ELM.")
+    if values.ndim == 0:
+        return float(values)
+    return torch.as_tensor(values, dtype=dtype, device=like.device).reshape((-1,) + (1,) * like.ndim)
+
+
+def _at_ids(elm, amateur, ids):
     """Both inputs at the candidate ids only, ``(..., k)``; ids must be integers in [0, V)."""
     V = elm.shape[-1] if elm.ndim else 0
-    if is_torch:
-        ids = torch.as_tensor(ids, device=elm.device)
-        integer = not (ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool)
-    else:
+    if not isinstance(ids, torch.Tensor):  # numpy ids (of any integer dtype) as int64
         ids = np.asarray(ids)
-        integer = ids.dtype.kind in "iu"
-    if not integer:
+        ids = torch.from_numpy(ids.astype(np.int64 if ids.dtype.kind in "iu" else ids.dtype))
+    ids = ids.to(elm.device)
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(
             f"ids must be integer token ids, got dtype {ids.dtype}; pass ids.astype(int) (numpy) or ids.long()."
         )
@@ -285,42 +252,70 @@ def _at_ids(elm, amateur, ids, is_torch: bool):
             f"ids {tuple(ids.shape)} must have as many axes as the logits {tuple(elm.shape)}: (..., k) candidate "
             "ids per position, e.g. ids[None] for one row."
         )
-    if ids.numel() if is_torch else ids.size:
+    if ids.numel():
         low, high = int(ids.min()), int(ids.max())
         if low < 0 or high >= V:
             raise ValueError(
                 f"ids must lie in [0, {V}) (the logits' {V} ids; a negative id does not count from the end), "
                 f"got ids from {low} to {high}."
             )
-    if is_torch:
-        ids = ids if ids.dtype == torch.int64 else ids.long()  # gather takes int64 only
-        return elm.gather(-1, ids), amateur.gather(-1, ids)
-    return np.take_along_axis(elm, ids, axis=-1), np.take_along_axis(amateur, ids, axis=-1)
+    ids = ids.long()  # gather takes int64 only
+    return elm.gather(-1, ids), amateur.gather(-1, ids)
 
 
-def _kept(elm, top_k, ties, filters, is_torch: bool):
+def _top_k_keep(elm_lp, k, ties: str):
+    """Boolean keep mask ``(..., V)`` of the top ``k`` of ``elm_lp``: ``ties="keep"`` keeps every token
+    tied with the k-th value (a row may keep more than k, as in the release's QA scoring); ``"exact"``
+    keeps exactly k (``torch.topk``'s choice among ties)."""
+    if elm_lp.ndim == 0:
+        raise ValueError("top_k needs logits of shape (..., V) with a vocabulary axis, got a scalar.")
+    V = elm_lp.shape[-1]
+    k = count("top_k", k, 1, f"keep between 1 and all {V} tokens (the paper uses 20)", maximum=V)
+    top = elm_lp.topk(k, dim=-1)
+    if ties == "keep":
+        return elm_lp >= top.values[..., -1:]
+    return torch.zeros_like(elm_lp, dtype=torch.bool).scatter(-1, top.indices, True)
+
+
+def _kept(elm, top_k, ties, filters):
     """The tokens the ELM keeps (its top k and the filters' masks, all of them), or None for all."""
-    keep = None
-    if top_k is not None:
-        keep = _top_k_keep(elm, top_k, ties)
+    keep = None if top_k is None else _top_k_keep(elm, top_k, ties)
     filters = list(filters or ())
     if filters:
-        if not is_torch:
-            raise TypeError("filters work on torch tensors; pass torch inputs or use top_k=.")
         fk = keep_mask(elm, filters)
         keep = fk if keep is None else keep & fk
     return keep
 
 
-def _weightless(term, amateur, no_weight, is_torch: bool):
-    """``term`` (the amateur's part of the score) with 0 where the amateur has no weight (T = inf or
-    1/T = 0, ``no_weight`` a numpy bool array broadcastable to it) and is not finite: 0 * -inf is 0 there."""
-    if not no_weight.any():
-        return term
-    if is_torch:
-        no_weight = torch.as_tensor(no_weight, device=term.device)
-        return torch.where(no_weight & ~torch.isfinite(amateur), torch.zeros_like(term), term)
-    return np.where(no_weight & ~np.isfinite(amateur), 0.0, term)
+def _amateur_part(inv, amateur):
+    """(1/T) log p_amateur, the part of the score the amateur brings: ``amateur / T`` for a
+    :class:`Reciprocal`, ``inv * amateur`` for a float or a grid; 0 where the amateur has no weight
+    (T = inf, 1/T = 0), even where it is -inf or +inf (0 * -inf is 0 there, not NaN)."""
+    if isinstance(inv, float):
+        return 0.0 if inv == 0.0 else inv * amateur
+    if isinstance(inv, Reciprocal):
+        T = inv.T
+        if not isinstance(T, (numbers.Real, torch.Tensor)):  # a numpy array or a sequence of temperatures
+            T = torch.from_numpy(np.array(T)).to(amateur.device)
+        part, no_weight = amateur / T, torch.isinf(torch.as_tensor(T))
+    else:
+        part, no_weight = inv * amateur, inv == 0
+    return torch.where(no_weight & ~torch.isfinite(amateur), 0.0, part) if bool(no_weight.any()) else part
+
+
+def _outside_kept(scores, elm, keep):
+    """-inf outside the kept set and wherever the ELM rules a token out; a ValueError for a NaN left."""
+    # A token the ELM rules out (-inf; every token of an all -inf row, whose log-softmax is NaN) scores
+    # -inf whatever the amateur says: -inf - (-inf) would otherwise be NaN.
+    alive = elm > -math.inf
+    scores = torch.where(alive if keep is None else keep & alive, scores, -math.inf)
+    if bool(torch.isnan(scores).any()):
+        raise ValueError(
+            "the amateur has no finite log-probability in some row (all its logits -inf or NaN) "
+            "where the ELM keeps tokens, so the contrastive score is undefined there; check the "
+            "amateur's inputs (attention mask, vocabulary slice)."
+        )
+    return scores
 
 
 def _refuse_plus_inf(scores, grid: bool, at_ids: bool) -> None:
@@ -328,7 +323,7 @@ def _refuse_plus_inf(scores, grid: bool, at_ids: bool) -> None:
     plus = scores == math.inf
     if not bool(plus.any()):
         return
-    index = tuple(int(i) for i in (plus.nonzero()[0] if isinstance(plus, torch.Tensor) else np.argwhere(plus)[0]))
+    index = tuple(int(i) for i in plus.nonzero()[0])
     index = index[1:] if grid else index  # drop the 1/T grid's axis: an index into the amateur's logits
     raise ValueError(
         f"amateur (the amateur's logits) is -inf (a probability of 0) at a token the ELM keeps, index {index} of "
@@ -337,24 +332,3 @@ def _refuse_plus_inf(scores, grid: bool, at_ids: bool) -> None:
         "ones); give the amateur a finite logit there, rule the token out on the ELM (-inf or a filter), or take "
         "the raw +inf with renormalize=False."
     )
-
-
-def _outside_kept(scores, elm, keep, is_torch: bool):
-    """-inf outside the kept set and wherever the ELM rules a token out; a ValueError for a NaN left."""
-    # A token the ELM rules out (-inf; every token of an all -inf row, whose log-softmax is NaN) scores
-    # -inf whatever the amateur says: -inf - (-inf) would otherwise be NaN.
-    dead = ~(elm > -math.inf)
-    keep = ~dead if keep is None else keep & ~dead
-    if is_torch:
-        scores = torch.where(keep, scores, torch.full_like(scores, -math.inf))
-        nan = bool(torch.isnan(scores).any())
-    else:
-        scores = np.where(keep, scores, -np.inf)
-        nan = bool(np.isnan(scores).any())
-    if nan:
-        raise ValueError(
-            "the amateur has no finite log-probability in some row (all its logits -inf or NaN) "
-            "where the ELM keeps tokens, so the contrastive score is undefined there; check the "
-            "amateur's inputs (attention mask, vocabulary slice)."
-        )
-    return scores

@@ -54,6 +54,7 @@ KEEP := $(if $(ONLY),$(foreach c,$(filter-out $(ONLY),$(CHAPTERS)),-o _build/$(P
 
 book: $(ENV)
 	@mkdir -p _build/$(PROFILE)
+	@flock -n _build/$(PROFILE)/.lock true || echo "[apd] another build of profile $(PROFILE) is running here; waiting for it to finish"
 	flock _build/$(PROFILE)/.lock bash -c '$(PY) -m apd prepare --profile $(PROFILE) --jobs $(JOBS) \
 		$(foreach s,$(SET),--set "$(s)") $(if $(DEVICE),--device $(DEVICE)) $(if $(LOCAL_DIR),--local-dir $(LOCAL_DIR)) && \
 		APD_SLOTS=$(CURDIR)/_build/$(PROFILE)/slots APD_JOBS=$(JOBS) APD_MEMO_SCORES=1 \

@@ -123,6 +123,26 @@ def test_the_first_page_gets_intervals_the_known_answer_mix_and_the_blind_contex
     assert v["summary_est_ka_w"] == 0.05 and v["summary_est_ka_people"] == 100 and v["summary_est_ka_holds"]
     assert v["summary_est_ka_ci"] == "[0.00029, 0.00100]"
     assert (v["summary_est_blind_text"], v["summary_est_blind_questions"]) == (827, 3)
+    assert v["summary_est_blind_rate_paper_T"] == "n/a"  # no rate table of the curves chapter
+
+
+def test_the_first_page_gets_cds_blindness_rate_at_the_papers_T_from_the_curves_rate_table(run, tmp_path):
+    (tmp_path / "p" / "curves.json").write_text(json.dumps({"all_blind_count": 762}))
+    tables = tmp_path / "p" / "tables"
+    tables.mkdir()
+    rows = [
+        ("all contexts", "CD", 1.0, 0.918),
+        ("all contexts", "CD", 2.0, 0.0699),
+        ("all contexts", "APD", 1.0, 0.91),
+        ("held-out text", "CD", 2.0, 0.5),
+    ]
+    pd.DataFrame(rows, columns=["group", "method", "T", "blindness rate"]).to_csv(
+        tables / "curves_obvious_blindness.csv", index=False
+    )
+    assert ch.blind_rate("p", 2.0) == pytest.approx(0.0699) and ch.blind_rate("p", 4.0) is None
+    ch.glue_established(run, "p")
+    assert run.values["summary_est_blind_rate_paper_T"] == pytest.approx(0.0699)
+    assert run.formats["summary_est_blind_rate_paper_T"] == "{:.3f}"
 
 
 def _apd_values(**values):

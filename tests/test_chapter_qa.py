@@ -237,7 +237,7 @@ def test_on_pico_the_datasets_section_is_one_sentence_and_under_a_hub_family_in_
         "qa_pipeline_check": True,
     }
     section = _section("qa", pico, heading)
-    assert len(section) == 2 and section[1].startswith("On pico, 1 of the 800 questions of the 8 datasets run")
+    assert len(section) == 2 and section[1].startswith("On pico, 1 of the 800 questions of the 8 dataset settings run")
     assert "not glued>>" not in section[1]
     hub = json.loads((Path(__file__).parent / "data" / "pythia_results" / "qa.json").read_text())
     full = _section("qa", {**hub, "qa_real_brief": False}, heading)

@@ -67,6 +67,7 @@ ESTABLISHED = {
     "summary_est_cd_worse_on": "QA ppl",
     "summary_est_blind_text": 827,
     "summary_est_blind_questions": 3,
+    "summary_est_blind_rate_paper_T": 0.0699,
     "summary_est_kl_cd_ci": "[-0.0057, 0.0175]",
     "summary_est_qa_cd_ci": "[-0.0060, -0.0020]",
     "summary_est_ne_er_cd_ci": "[-0.002, 0.092]",
@@ -80,7 +81,11 @@ ESTABLISHED = {
     "rules_gates": "C2, C3 and C4",
     "rules_control": "C3 and C4",
     "rules_known_answer": "C3 and C4",
-    "glue_formats": {"summary_est_ka_ratio": "{:.4f}", "summary_est_ka_w": "{:g}"},
+    "glue_formats": {
+        "summary_est_ka_ratio": "{:.4f}",
+        "summary_est_ka_w": "{:g}",
+        "summary_est_blind_rate_paper_T": "{:.3f}",
+    },
 }
 
 
@@ -180,6 +185,9 @@ def test_obvious_blindness_counts_text_positions_and_questions():
     text = " ".join(pages.fill_page(INTRO, {**ENGAGED_CLOSER, **ESTABLISHED}).split())
     assert "827 positions of held-out text and 3 questions" in text
     assert "drops the answer" not in text
+    assert "At the paper's $T = 2$, CD's blindness rate on them is 0.070." in text
+    missing = {**ENGAGED_CLOSER, **ESTABLISHED, "summary_est_blind_rate_paper_T": None}
+    assert "the paper's $T = 2$" not in pages.fill_page(INTRO, missing)
 
 
 def test_the_preconditions_say_which_claims_read_them():

@@ -14,6 +14,7 @@ import pandas as pd
 
 from apd.core.curves import PYTHIA_LOG_SIZES
 from apd.core.stats import Z_TEST, side
+from apd.evaluation.factuality.selection import PAPER_CD_T
 from apd.base.notebooks import toc_notebooks
 from apd.base.paths import project_root
 from apd.chapters.apd import ApdHeadline
@@ -446,7 +447,7 @@ def glue_established(run, profile: str) -> None:
     """Glue the values of the first page's "what this book established" list (``summary_est_*``,
     None where the chapter has not run): CD's HLM against the real member and the premise's
     ratio (curves), obvious blindness at T = 1 (curves: its contexts, of which questions and
-    held-out text positions), CD against the expert on KL, QA ppl and NE_ER (apd, qa, factuality:
+    held-out text positions) and CD's rate at the paper's T = 2 (:func:`blind_rate`), CD against the expert on KL, QA ppl and NE_ER (apd, qa, factuality:
     each difference ± its standard error, its 95% interval as the claims' checks read it, and the
     measures where that interval clears 0 and where it does not), where APD's KL sits beside the
     expert's and CD's (apd), the known-answer condition on the world (known_answer: the mix of the
@@ -463,6 +464,7 @@ def glue_established(run, profile: str) -> None:
     run.glue_text("summary_est_blind_questions", _number(cur, "blind_both_right"), "{:,}")
     run.glue_text("summary_est_blind_text", _number(cur, "text_blind_both_right"), "{:,}")
     run.glue_text("summary_est_blind_apd_count", _number(cur, "all_blind_apd_count"), "{:,}")
+    run.glue_text("summary_est_blind_rate_paper_T", blind_rate(profile, PAPER_CD_T), "{:.3f}")
     run.glue_text("summary_est_kl_cd_gain", _pm(apd_v, "kl_cd_gain"), "{}")
     run.glue_text("summary_est_qa_cd_gain", _pm(qa, "world_ho_ppl_cd_gain"), "{}")
     run.glue_text("summary_est_ne_er_cd_gain", _pm(fac, "ne_er_cd_gain"), "{}")
@@ -510,6 +512,19 @@ def glue_established(run, profile: str) -> None:
     run.glue("summary_est_cd_better_nowhere", flags["better_nowhere"])
     run.glue("summary_est_cd_better_some", flags["better_some"])
     run.glue("summary_est_cd_better_all", flags["better_all"])
+
+
+def blind_rate(profile: str, T: float) -> float | None:
+    """CD's obvious-blindness rate over all contexts at ``T``, as the curves chapter's rate table
+    gives it (``tables/curves_obvious_blindness.csv``); None where the curves chapter has not run,
+    its grid lacks ``T`` or no context is right for both the expert and the amateur."""
+    path = results_dir(profile) / "tables" / "curves_obvious_blindness.csv"
+    if not chapter_ran(profile, "curves") or not path.is_file():
+        return None
+    t = pd.read_csv(path)
+    row = t[(t["group"] == "all contexts") & (t["method"] == "CD") & np.isclose(t["T"], T)]
+    rate = float(row["blindness rate"].iloc[0]) if len(row) else float("nan")
+    return rate if np.isfinite(rate) else None
 
 
 def cd_control_flags(sides: dict[str, int | None]) -> dict:

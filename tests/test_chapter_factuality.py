@@ -443,37 +443,6 @@ def test_verdict_values_flag_the_order_and_the_reading(world):
     assert [r for r in ch.READINGS if out[f"verdict_{r}"][0]] == ["significant"]
 
 
-def test_the_page_names_the_raw_effect_its_readings_use_in_its_tables_and_glued_readings(world):
-    """The readings on the factuality page are against the paper's unscaled gain (the claims table reads
-    the scaled one): every reading, column and glued reading that names it says Pythia's raw gain."""
-    prompts = ch.power.world_verdict_prompts(world, openers=[" was born in"])[:4]
-    mine, theirs = _cities(world, prompts)
-    own = [[c] * 2 for c in mine]
-    other = [[t] * 2 if i % 2 else [t, c] for i, (c, t) in enumerate(zip(mine, theirs))]
-    v = ch.power.paired_verdict(world, prompts, own, other)
-    same = ch.power.paired_verdict(world, prompts, own, own)  # no difference at all: within 0 and a big effect
-    rows, glued = ch.labelled_rows([("c", "dev", None, v, 0.03), ("c", "paper", "verdict_paper", same, 10.0)])
-    assert rows["reading"].tolist() == [
-        "significant",
-        "not significant, and Pythia's raw gain (unscaled) lies above its 95% confidence bound",
-    ]
-    assert glued["verdict_paper_reading"][0] == rows["reading"].iloc[1]
-    assert "detects Pythia's raw gain (unscaled)" in ch.verdict_projection(v, 0.03, 10).columns
-    assert not any("the paper's effect" in c for c in ch.verdict_projection(v, 0.03, 10).columns)
-    d, se, effect = 0.001, 0.1, 0.017
-    comp = {
-        "comp_apd_reading": ch.power.reading(d, se, effect),
-        "comp_apd_outcome": ch.power.reading_outcome(d, se, effect),
-    }
-    comp |= {f"comp_apd_{k}": 0.1 for k in ("ne_er_a", "ne_er_b", "diff", "diff_se", "mde")}
-    table = ch.complementarity_table(comp, {"apd_k20": ch.apd_k20(0.8, 1.0)}, {"apd": ("apd_k20", effect)})
-    assert table[ch.RAW_GAIN].tolist() == [effect] and "the paper's" not in table.columns
-    inconclusive = "inconclusive: the 95% interval holds both no difference and Pythia's raw gain (unscaled)"
-    assert table["reading"].tolist() == [inconclusive]
-    head = {"ne_er_apd_real": 0.4, "ne_er_apd_k20": 0.4, "ne_er_elm_real": 0.4}
-    assert ch.complementarity_values(comp, head, 8, 100)["comp_apd_reading"] == (inconclusive, "{}")
-
-
 def _fp_section(values):
     """The paragraphs the page shows for ``values`` in the section on FactualityPrompts' own prompts."""
     nb = json.loads((ROOT / "notebooks" / "factuality.ipynb").read_text())

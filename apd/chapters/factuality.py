@@ -782,25 +782,6 @@ def comparison_values(
     return out
 
 
-#: the name this page gives the paper's effect that its readings use: the paper's NE_ER gain for Pythia,
-#: not scaled to this testbed (the claims table of the paper-vs-book chapter reads it scaled:
-#: apd.report.claims, rule ``detects``)
-RAW_GAIN = "Pythia's raw gain (unscaled)"
-
-
-def unscaled(reading: Optional[str]) -> Optional[str]:
-    """A reading of :func:`apd.evaluation.factuality.power.reading` with the paper's effect named as
-    this page uses it, :data:`RAW_GAIN` (None stays None).
-
-    Example:
-        >>> unscaled(power.reading(0.001, 0.1, effect=0.017))
-        "inconclusive: the 95% interval holds both no difference and Pythia's raw gain (unscaled)"
-        >>> unscaled("significant in the other direction")
-        'significant in the other direction'
-    """
-    return None if reading is None else reading.replace("the paper's effect", RAW_GAIN)
-
-
 #: the glued keys of a labelled row (``<key>_diff``, ...) and their formats
 LABELLED_FORMATS = {"diff": "{:.2%}", "diff_se": "{:.2%}", "reading": "{}"}
 
@@ -809,9 +790,8 @@ def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
     """The headline comparisons at the dev-chosen settings beside the paper's, one row each.
     ``entries``: ``(comparison, settings, key, verdict, effect)`` with ``verdict`` a
     :class:`apd.evaluation.factuality.power.PairedVerdict` (None: no row, its keys None), ``effect`` the paper's
-    (for the reading, named :data:`RAW_GAIN`: :func:`unscaled`) and ``key`` the prefix of the glued
-    ``<key>_diff``, ``_diff_se`` and ``_reading`` (None: not glued). Differences are fractions,
-    positive in the paper's direction."""
+    (for the reading) and ``key`` the prefix of the glued ``<key>_diff``, ``_diff_se`` and ``_reading``
+    (None: not glued). Differences are fractions, positive in the paper's direction."""
     rows, out = [], {}
     for comparison, settings, key, v, effect in entries:
         if v is None:
@@ -819,7 +799,6 @@ def labelled_rows(entries: Sequence[tuple]) -> tuple[pd.DataFrame, Glued]:
                 out.update({f"{key}_{part}": (None, fmt) for part, fmt in LABELLED_FORMATS.items()})
             continue
         s = power.summary(v, effect)
-        s["reading"] = unscaled(s["reading"])
         rows.append(
             {
                 "comparison": comparison,
@@ -954,7 +933,7 @@ def verdict_values(
         "ne_er_diff_se_verdict": d.se,
         "verdict_mde": d.mde,
         "verdict_floor_mde": stats.min_detectable_effect(floor_se),
-        "verdict_people_needed": math.ceil(v.people_needed(effect)),
+        "verdict_people_needed": math.ceil(v.people_needed(effect)) if effect else None,
         "verdict_eval_people": n_eval,
         "verdict_between_share": vc.between / (vc.between + vc.within / vc.per_group),
         "verdict_upper": d.mean + stats.Z_TEST * d.se,
@@ -964,15 +943,12 @@ def verdict_values(
     return {k: (values[k], f) for k, f in VERDICT_FORMATS.items()}
 
 
-def verdict_projection(v: power.PairedVerdict, effect: float, n_eval: int) -> pd.DataFrame:
+def verdict_projection(v: power.PairedVerdict, effect: Optional[float], n_eval: int) -> pd.DataFrame:
     """The smallest detectable difference of the verdict comparison's design, with twice and four
     times its seeds, all ``n_eval`` evaluation people, and the people the paper's ``effect`` needs
-    (:meth:`apd.evaluation.factuality.power.PairedVerdict.projection`; its column on the effect named
-    for :data:`RAW_GAIN`)."""
-    out = v.projection(
-        effect, seeds=[2 * v.n_seeds, 4 * v.n_seeds], people=[n_eval, math.ceil(v.people_needed(effect))]
-    )
-    return out.rename(columns={"detects the paper's effect": f"detects {RAW_GAIN}"})
+    (:meth:`apd.evaluation.factuality.power.PairedVerdict.projection`; None: no effect on this scale)."""
+    people = [n_eval] + ([math.ceil(v.people_needed(effect))] if effect else [])
+    return v.projection(effect, seeds=[2 * v.n_seeds, 4 * v.n_seeds], people=people)
 
 
 def scores_of(scores: dict, keys: Sequence[str]) -> dict:
@@ -1003,14 +979,12 @@ def complementarity_values(
     (:func:`scores_of`). For ``who`` = apd and elm: whether APD + REAL's NE_ER is lower, higher or
     the same as the other setting's (``comp_<who>_<outcome>``, :func:`order`), and the reading as
     flags (``comp_<who>_<outcome>``, :func:`reading_flags` of the summary's ``outcome``, which
-    ``comp`` holds as ``comp_<who>_outcome``); the reading's words name the paper's effect
-    :data:`RAW_GAIN` (:func:`unscaled`). Every key None (the flags False) where the comparison did
-    not run (empty dicts)."""
+    ``comp`` holds as ``comp_<who>_outcome``). Every key None (the flags False) where the
+    comparison did not run (empty dicts)."""
     out: Glued = {}
     for who in ("apd", "elm"):
         for k, f in COMP_FORMATS.items():
-            value = comp.get(f"comp_{who}_{k}")
-            out[f"comp_{who}_{k}"] = (unscaled(value) if k == "reading" else value, f)
+            out[f"comp_{who}_{k}"] = (comp.get(f"comp_{who}_{k}"), f)
     for k in ("apd_real", "apd_k20", "elm_real"):
         for name in ("ne_er", "true_rate", "dist2"):
             out[f"comp_{name}_{k}"] = (comp_head.get(f"{name}_{k}"), "{:.1%}")
@@ -1033,8 +1007,7 @@ def complementarity_values(
 def complementarity_table(comp: dict, trio: dict, versus: dict) -> pd.DataFrame:
     """One row per comparison of APD + REAL (``versus``: ``{who: (other setting's key in trio, the
     paper's effect)}``): the other setting, both NE_ER, the difference, its se, the smallest
-    detectable difference, the paper's effect (a column named :data:`RAW_GAIN`) and the reading
-    (:func:`unscaled`)."""
+    detectable difference, the paper's effect and the reading."""
     return pd.DataFrame(
         [
             {
@@ -1044,8 +1017,8 @@ def complementarity_table(comp: dict, trio: dict, versus: dict) -> pd.DataFrame:
                 "difference": comp[f"comp_{who}_diff"],
                 "se (over people)": comp[f"comp_{who}_diff_se"],
                 "smallest detectable": comp[f"comp_{who}_mde"],
-                RAW_GAIN: effect,
-                "reading": unscaled(comp[f"comp_{who}_reading"]),
+                "the paper's": effect,
+                "reading": comp[f"comp_{who}_reading"],
             }
             for who, (other, effect) in versus.items()
         ]

@@ -130,6 +130,20 @@ def interval(d: float, se: float, z: float = Z_TEST) -> tuple[float, float]:
     return float(d - z * se), float(d + z * se)
 
 
+def scaled_effect(share: float, base: float, base_se: float, n_groups: int | None = None) -> float | None:
+    """The paper's effect on this testbed's scale: ``share`` (the paper's gain as a share of its
+    base gain, e.g. APD over CD as a share of CD over the expert) times the lower 95% bound of this
+    build's base gain (``base`` ± ``base_se``, Student's t over ``n_groups`` clusters, the normal
+    without them); None when that bound is at or below 0 (no effect on this scale).
+
+    Example:
+        >>> round(scaled_effect(1.0, 0.05, 0.01), 4), scaled_effect(1.0, 0.01, 0.01)
+        (0.0304, None)
+    """
+    low = float(base) - critical(n_groups) * float(base_se)
+    return float(share) * low if low > 0 else None
+
+
 def side(d: float, se: float, n_groups: int | None = None) -> int:
     """Where the 95% interval of ``d`` ± ``se`` lies (:func:`interval`, Student's t over
     ``n_groups`` clusters, the normal without them): 1 above 0, -1 below 0, 0 holding 0.

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import pandas as pd
 import yaml
 
-from apd.core.stats import Z_POWER, Z_TEST, critical, detected, interval, min_detectable_effect
+from apd.core.stats import Z_POWER, Z_TEST, critical, detected, interval, min_detectable_effect, scaled_effect
 from apd.report import paper
 from apd.report.numbers import format_count, format_number, format_pm, format_sig, interval_text, pm_parts
 from apd.report.results import last_run_outputs, read_results, results_dir
@@ -408,7 +408,7 @@ def apply_rule(check: Check, names: Sequence[str], v: Sequence[float], spreads: 
             low = v[2] - sb.crit * v[3]
             base = f"the lower bound of the {sb.kind()} of {n[2]}, {format_pm(v[2], v[3])} ({sb.over()})"
             base = f"{pm_parts(low, v[3], signed=False)[0]}, {base}"
-            effect = check.share * low if low > 0 else None
+            effect = scaled_effect(check.share, v[2], v[3], sb.n)
             given = (
                 f"there is no effect on this scale, since {base}, is at or below 0"
                 if effect is None

@@ -104,9 +104,11 @@ class PairedVerdict:
     components: stats.VarianceComponents
     n_seeds: int
 
-    def projection(self, effect: float, seeds: Sequence[float] = (), people: Sequence[float] = ()) -> pd.DataFrame:
+    def projection(
+        self, effect: float | None, seeds: Sequence[float] = (), people: Sequence[float] = ()
+    ) -> pd.DataFrame:
         """Smallest detectable effect (fraction) for other designs: rows of (people, seeds per
-        prompt, units per person, se, mde, detects ``effect``), the measured design first."""
+        prompt, units per person, se, mde, detects ``effect``: None without one), the measured design first."""
         vc, per_seed = self.components, self.components.per_group / self.n_seeds
         rows = [(vc.n_groups, self.n_seeds, "this build")]
         rows += [(vc.n_groups, s, "more seeds") for s in seeds]
@@ -122,7 +124,7 @@ class PairedVerdict:
                     "seeds per prompt": s,
                     "se": se,
                     "smallest detectable": mde,
-                    "detects the paper's effect": bool(mde <= effect),
+                    "detects the paper's effect": None if effect is None else bool(mde <= effect),
                 }
             )
         return pd.DataFrame(out)

@@ -28,6 +28,7 @@ import difflib
 import hashlib
 import html as html_lib
 import json
+import math
 import os
 import re
 import shutil
@@ -195,6 +196,43 @@ def check_type(where: str, value: Any, default: Any, literal: bool = True) -> An
     return value
 
 
+#: A range at the end of a parameter's comment in its notebook's parameters cell: ``in [1, 1000]``,
+#: ``in (0, 1]``, ``in [0, inf)``, ``in {a, b}`` (``N`` in a choice stands for digits), alternatives
+#: joined by ``or``; ``each in ...`` for every item of a list.
+_SPEC = r"(?:\{[^}]*\}|[\[(][^\])]*[\])])"
+RANGE = re.compile(rf"(?:^|;\s*)(?:each\s+)?in\s+({_SPEC}(?:\s+or\s+{_SPEC})*)\s*$")
+
+
+def in_range(value: Any, spec: str) -> bool:
+    """Whether ``value`` (each item of a list) lies in ``spec`` (:data:`RANGE`'s grammar).
+
+    Example:
+        >>> in_range(5, "[1, 10]"), in_range(0, "(0, 1]"), in_range([0.5, 2.0], "(0, 1]")
+        (True, False, False)
+        >>> in_range("dev", "{dev} or (0, 1000]"), in_range("cuda:1", "{auto, cpu, cuda:N}"), in_range(True, "[0, 1]")
+        (True, True, False)
+    """
+    return all(
+        any(_fits(x, alt) for alt in spec.split(" or ")) for x in (value if isinstance(value, list) else [value])
+    )
+
+
+def _fits(x: Any, alt: str) -> bool:
+    if alt.startswith("{"):
+        choices = [re.escape(c.strip()).replace("N", r"\d+") for c in alt[1:-1].split(",")]
+        return isinstance(x, str) and any(re.fullmatch(c, x.lower()) for c in choices)
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return False
+    lo, hi = (float(t) for t in alt[1:-1].split(","))
+    return (lo < x if alt[0] == "(" else lo <= x) and (x < hi if alt[-1] == ")" else x <= hi)
+
+
+def ranges(stem: str, root: Path = ROOT) -> dict[str, str]:
+    """``{parameter: its range}`` from notebook ``stem``'s parameters cell (:data:`RANGE`)."""
+    found = {name: RANGE.search(doc) for name, _, doc in _parameters_cell(notebook_path(stem, root))}
+    return {name: m.group(1) for name, m in found.items() if m}
+
+
 def resolve(
     profile: str, overrides: list[str] = (), switches: dict | None = None, root: Path = ROOT
 ) -> dict[str, dict]:
@@ -209,6 +247,7 @@ def resolve(
         )
     stems = chapters(root)
     declared = {stem: parameter_defaults(notebook_path(stem, root)) for stem in stems}
+    limits = {stem: ranges(stem, root) for stem in stems}
     given = read_profile(path)["notebooks"]
     items = [
         (stem, name, value, f"{path}: notebooks.{stem}.{name}")
@@ -242,6 +281,9 @@ def resolve(
             )
             raise BookError(f"{where}: {stem}.{name} {why}")
         out[stem][name] = check_type(where, value, *declared[stem][name])
+        spec = limits[stem].get(name)
+        if spec and value is not None and not in_range(value, spec):
+            raise BookError(f"{where}: {value!r} is not in {spec}, the range notebooks/{stem}.ipynb gives {name}")
     return out
 
 
@@ -693,16 +735,26 @@ def parameters_page(root: Path = ROOT) -> str:
         "",
         "Each chapter declares its parameters once, in its notebook's `parameters` cell. A profile "
         '(`profiles/<name>.yml`) sets them per notebook, and `make book SET="NOTEBOOK.PARAMETER=VALUE"` '
-        "for one run ({doc}`rerun`). A value must have its default's type; the chapter's functions check "
-        "its range. Every chapter also receives `profile`, the profile's name, which decides where its "
+        "for one run ({doc}`rerun`). A value must have its default's type and lie in its range, which the "
+        "comment beside it in the cell gives (`in [1, 1000]`, `each in (0, 1]` for a list's items). Every chapter also receives `profile`, the profile's name, which decides where its "
         "results go.",
     ]
     for stem in chapters(root):
-        lines += ["", f"## {stem}", "", f"`notebooks/{stem}.ipynb`", "", "| parameter | default | what it does |"]
-        lines.append("|---|---|---|")
+        lines += [
+            "",
+            f"## {stem}",
+            "",
+            f"`notebooks/{stem}.ipynb`",
+            "",
+            "| parameter | default | range | what it does |",
+        ]
+        lines.append("|---|---|---|---|")
         for name, default, doc in _parameters_cell(notebook_path(stem, root)):
+            found = RANGE.search(doc)
+            limit = f"`{found.group(0).lstrip('; ')}`" if found else ""
+            text = doc[: found.start()] if found else doc
             if name != "profile":
-                lines.append(f"| `{name}` | `{default}` | {doc.replace('|', '/')} |")
+                lines.append(f"| `{name}` | `{default}` | {limit} | {text.replace('|', '/')} |")
     return "\n".join(lines) + "\n"
 
 

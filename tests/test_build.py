@@ -28,6 +28,19 @@ def test_a_profile_gives_every_chapter_its_defaults_then_its_values():
     assert set(params) == set(build.chapters())
 
 
+def test_every_default_and_every_profile_lies_in_its_range():
+    """The ranges in the parameters cells hold for the notebooks' defaults and for every profile's
+    values (resolve checks them), and most parameters carry one."""
+    for stem in build.chapters():
+        limits, defaults = build.ranges(stem), build.parameter_defaults(build.notebook_path(stem))
+        assert all(
+            build.in_range(defaults[name][0], spec) for name, spec in limits.items() if defaults[name][0] is not None
+        )
+    for profile in build.known_profiles():
+        build.resolve(profile)
+    assert sum(len(build.ranges(stem)) for stem in build.chapters()) >= 100
+
+
 def test_switches_set_every_chapter_that_declares_them_and_set_wins():
     params = build.resolve("smoke", ["family.device=auto"], {"device": "cpu"})
     declared = {s for s in params if "device" in build.parameter_defaults(build.notebook_path(s))}
@@ -44,6 +57,11 @@ def test_switches_set_every_chapter_that_declares_them_and_set_wins():
         (["theorem1.n_draws"], ["NOTEBOOK.PARAMETER=VALUE"]),
         (["theorem1.profile=x"], ["profile's name"]),
         (["theorem1.T_grid=2"], ["expected list"]),
+        (["theorem1.n_draws=0"], ["0 is not in [1, 1000000]", "notebooks/theorem1.ipynb"]),
+        (["theorem1.T_grid=[0.5, 2.0]"], ["not in (1, 1000]"]),
+        (["factuality.cd_T=best"], ["'best' is not in {dev} or (0, 1000]"]),
+        (["family.family=gpt2"], ["{pico, pythia, opt, qwen1.5, qwen}"]),
+        (["family.device=tpu"], ["cuda:N"]),
     ],
 )
 def test_a_bad_override_names_itself_and_the_fix(overrides, words):
@@ -159,7 +177,7 @@ def test_the_build_report_lists_every_chapter_from_its_run_record(tmp_path):
 
 def test_the_parameters_page_is_generated_from_the_notebooks():
     assert (ROOT / "book" / "parameters.md").read_text() == build.parameters_page(), "run `apd parameters --write`"
-    assert "| `n_draws` | `20000` | random linear families checked |" in build.parameters_page()
+    assert "| `n_draws` | `20000` | `in [1, 1000000]` | random linear families checked |" in build.parameters_page()
 
 
 def test_the_command_line_lists_the_chapters_and_profiles():

@@ -26,21 +26,37 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_PX, TARGET_WORDS = 50_000, 10_000
 
-# the page once its images and MathJax have settled: its height and the article's rendered text (a
-# closed <details> renders only its summary, so a folded table or dropdown adds no words)
-MEASURE = """
+# A page settled: its images loaded and MathJax done (MathJax loads deferred: on a busy machine
+# window.MathJax may still be the bare configuration object, so its startup is awaited, up to 30 s).
+# With a first argument true, every <details> is opened first. The browser tests build on it.
+SETTLE = """
 const done = arguments[arguments.length - 1];
-const open = arguments[0];
-if (open) document.querySelectorAll('details').forEach(d => { d.open = true; });
-const settle = () => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : null;
-Promise.all(Array.from(document.images).map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })))
-  .then(settle)
-  .then(() => done({
-      height: document.documentElement.scrollHeight,
-      text: (document.querySelector('main article') || document.querySelector('main') || document.body).innerText,
+if (arguments.length > 1 && arguments[0] === true) document.querySelectorAll('details').forEach(d => { d.open = true; });
+const imgs = Array.from(document.images);
+const mathjaxReady = () => new Promise(resolve => {
+  const t0 = Date.now();
+  (function poll() {
+    if (!document.querySelector('.math') || (window.MathJax && MathJax.startup && MathJax.startup.promise)
+        || Date.now() - t0 > 30000) resolve();
+    else setTimeout(poll, 100);
+  })();
+});
+const settled = Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })))
+  .then(mathjaxReady)
+  .then(() => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : null);
+"""
+# its height and the article's rendered text (a closed <details> renders only its summary, so a
+# folded table or dropdown adds no words)
+MEASURE = (
+    SETTLE
+    + """
+settled.then(() => done({
+    height: document.documentElement.scrollHeight,
+    text: (document.querySelector('main article') || document.querySelector('main') || document.body).innerText,
   }))
   .catch(e => done({error: String(e)}));
 """
+)
 
 
 def chapter_pages(toc: Path = ROOT / "_toc.yml") -> list[str]:

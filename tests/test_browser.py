@@ -58,23 +58,10 @@ def pages(html_dir):
     return out
 
 
-WAIT_FOR_PAGE = """
-const done = arguments[arguments.length - 1];
-const imgs = Array.from(document.images);
-// MathJax loads deferred: on a busy machine window.MathJax may still be the bare configuration
-// object when this runs, so wait (up to 30 s) for its startup before reading the rendered math
-const mathjaxReady = () => new Promise(resolve => {
-  const t0 = Date.now();
-  (function poll() {
-    if (!document.querySelector('.math') || (window.MathJax && MathJax.startup && MathJax.startup.promise)
-        || Date.now() - t0 > 30000) resolve();
-    else setTimeout(poll, 100);
-  })();
-});
-Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.onerror = r; })))
-  .then(mathjaxReady)
-  .then(() => (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : null)
-  .then(() => done({
+WAIT_FOR_PAGE = (
+    length.SETTLE
+    + """
+settled.then(() => done({
       images: imgs.map(i => [i.getAttribute('src'), i.naturalWidth]),
       math: document.querySelectorAll('.math').length,
       mathRendered: Array.from(document.querySelectorAll('.math')).filter(m => m.querySelector('mjx-container')).length,
@@ -105,6 +92,7 @@ Promise.all(imgs.map(i => i.complete ? null : new Promise(r => { i.onload = i.on
   }))
   .catch(e => done({error: String(e)}));
 """
+)
 
 
 def test_every_page_renders_offline(browser, server, book_html):

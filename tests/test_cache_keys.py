@@ -89,11 +89,13 @@ def test_entropy_label_and_thf_keys_are_unchanged():
     assert thf.thf_key(key, thf.thf_config(settings_for("pico", "smoke"))) == "b3eb36730d6d"
 
 
-@pytest.mark.parametrize("scale, key", [("smoke", "f3d8e7fdaa9b"), ("default", "9b62d2bba2b5")])
-def test_the_release_lambda3_tuning_key_is_unchanged(scale, key, tmp_path):
+@pytest.mark.parametrize("scale, key", [("smoke", "a7f8b886c9f7"), ("default", "26e7c0e1bee7")])
+def test_the_release_lambda3_tuning_key_is_unchanged(scale, key, tmp_path, monkeypatch):
     """Pinned when the release configuration's lambda3 came to be chosen like every variant's (design notes,
     "lambda3 on the claims' criterion": APD's dev-best 1/T, a wider grid, widening and ties, tuning version
-    2; version 3: a plateau is not followed); a new tuning table is written then, but the ALM' runs it trains keep the keys pinned above."""
+    2; version 3: a plateau is not followed); a new tuning table is written then, but the ALM' runs it trains keep the keys pinned above.
+    The key also holds the scoring code's digest (tuning.TUNING_CODE): pinned here with that digest fixed,
+    and it moves when the code does."""
     import json
     from types import SimpleNamespace
 
@@ -106,4 +108,8 @@ def test_the_release_lambda3_tuning_key_is_unchanged(scale, key, tmp_path):
     s = settings_for("pico", scale)
     base, grid = variants.variant_config("release", s, tuning=True), variants.lambda3_grid("release", s)
     dev = [SimpleNamespace(prompt="Q: who?\nA:", gold=" Ann")]
-    assert tuning.tuning_key(folder, base, grid, dev, variants.get_variant("release").score, s.inv_T_grid) == key
+    score = variants.get_variant("release").score
+    monkeypatch.setattr(tuning, "code_digest", lambda modules: "c" * 16)
+    assert tuning.tuning_key(folder, base, grid, dev, score, s.inv_T_grid) == key
+    monkeypatch.setattr(tuning, "code_digest", lambda modules: "d" * 16)
+    assert tuning.tuning_key(folder, base, grid, dev, score, s.inv_T_grid) != key

@@ -48,12 +48,13 @@ from apd.amateur.runs import (
     train_side_by_side,
     trained,
 )
-from apd.amateur.tuning import dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
+from apd.amateur.tuning import TUNING_CODE, dev_scores, best_inv_T_score, scoring_threads, tune_lambda3
 from apd.amateur.variants import ENGAGED, RELEASE, VARIANT_NAMES, get_variant, lambda3_grid, variant_config
 from apd.base import paths
 from apd.base.io import read_json_checked, write_json
 from apd.base.jobs import job_count, run_jobs
 from apd.base.lock import file_lock
+from apd.base.memo import code_digest
 from apd.base.progress import progress_note
 from apd.core.stats import best_knob
 from apd.family.logprobs import next_token_log_probs
@@ -312,7 +313,7 @@ def assess(result: APDResult, fam, built, settings: Settings, *, cache=None, see
     """A trained variant's mechanism gates (:func:`run_gates`) and, where the family has a world, its dev
     KL: mean KL(truth || APD) over the ELM's top 20 of every dev person's world question at APD's
     dev-best 1/T of ``settings.inv_T_grid`` (``dev_kl``, ``dev_inv_T``, ``n_dev_items``; None without a
-    world). Cached in the run's folder. ``dev_qa``: the dev items' :func:`apd.family.knowledge.score_world_qa`,
+    world). Cached in the run's folder, keyed by the scoring code too (:data:`apd.amateur.tuning.TUNING_CODE`). ``dev_qa``: the dev items' :func:`apd.family.knowledge.score_world_qa`,
     a callable returning it (computed only when needed), or None."""
     gates = _run_gates(result, fam, built, settings, cache)
     row = {
@@ -328,7 +329,8 @@ def assess(result: APDResult, fam, built, settings: Settings, *, cache=None, see
         return row
     dev, _ = truth.dev_test_split(built.corpus.qa_items, built.corpus.world, seed)
     folder = Path(result.alm_prime_path)
-    key = hash_key("dev-kl-v1", _run_identity(folder), [(it.prompt, it.gold) for it in dev], list(settings.inv_T_grid))
+    dev_items = [(it.prompt, it.gold) for it in dev]
+    key = hash_key("dev-kl-v1", code_digest(TUNING_CODE), _run_identity(folder), dev_items, list(settings.inv_T_grid))
     path = folder.parent / f"dev-{key}.json"
     with file_lock(path.with_suffix(".lock")):
         saved = read_json_checked(path, "dev score", "scoring again")

@@ -23,6 +23,7 @@ from apd.base import paths
 from apd.base.device import cpu_threads
 from apd.base.io import read_json_checked, set_aside, write_json
 from apd.base.lock import file_lock
+from apd.base.memo import code_digest
 from apd.core.stats import best_knob
 from apd.family import knowledge
 from apd.family.logprobs import next_token_log_probs
@@ -148,12 +149,18 @@ def tune_lambda3(
     return float(saved["best"]), _tuning_frame(saved)
 
 
+#: The modules whose code computes a tuning table's scores: a change in any of them tunes again.
+TUNING_CODE = ("apd.amateur.tuning", "apd.world.truth", "apd.core.contrastive", "apd.core.stats")
+
+
 def tuning_key(collect_dir, base: APDTrainConfig, grid, dev, score: str, inv_T_grid) -> str:
     """The cache key of a lambda3 tuning table: the collection, the training configuration less its
     lambda3, the grid, the dev items (``dev``: QA items with ``prompt`` and ``gold``), the score with
-    its 1/T grid and the choice's rule (:func:`choose_lambda3`). The ALM' runs it trains keep their own
-    keys (:func:`apd.amateur.runs.train_dir`), so a run at a lambda3 trained before is reused."""
+    its 1/T grid, the choice's rule (:func:`choose_lambda3`) and the code that scores
+    (:data:`TUNING_CODE`). The ALM' runs it trains keep their own keys
+    (:func:`apd.amateur.runs.train_dir`), so a run at a lambda3 trained before is reused."""
     return hash_key(
+        code_digest(TUNING_CODE),
         _TUNING_VERSION,
         *collect.collection_identity(collect_dir),
         {k: v for k, v in base.to_dict().items() if k != "lambda3"},

@@ -44,9 +44,17 @@ import yaml
 from jupyter_client.manager import AsyncKernelManager
 
 from apd.base import paths
-from apd.base.io import NOTICES_ENV, file_digest
+from apd.base.io import NOTICES_ENV, atomic_write, file_digest
 from apd.base.jobs import job_count, make_slots
-from apd.base.notebooks import KEY_ENV, RUNNER_ENV, STAGING_ENV, BookError, parameter_defaults, toc_notebooks
+from apd.base.notebooks import (
+    KEY_ENV,
+    RUNNER_ENV,
+    STAGING_ENV,
+    BookError,
+    parameter_defaults,
+    parameters_source,
+    toc_notebooks,
+)
 from apd.base.progress import PROGRESS_FILE_ENV
 from apd.evaluation import datafiles
 from apd.report.pages import fill_page, select_cells
@@ -302,16 +310,6 @@ def _value(text: str) -> Any:
     return value
 
 
-def _write_if_changed(path: Path, text: str) -> bool:
-    if path.is_file() and path.read_text() == text:
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-    return True
-
-
 def prepare(profile: str, overrides=(), switches=None, jobs: int | None = None, root: Path = ROOT) -> dict[str, dict]:
     """Check the profile with every override, write each chapter's parameters file when it changed
     (make reads their times), drop staging folders an interrupted build left, and make the build's
@@ -320,9 +318,12 @@ def prepare(profile: str, overrides=(), switches=None, jobs: int | None = None, 
     folder = Path(root) / "_build" / profile
     data = os.environ.get("APD_DATA_DIR") or "the Hub and the original sources"
     for stem, values in params.items():  # the data source is an input too: switching it re-executes
-        if _write_if_changed(
-            folder / "params" / f"{stem}.json", json.dumps({"parameters": values, "data": data}, indent=1) + "\n"
-        ):
+        path, text = (
+            folder / "params" / f"{stem}.json",
+            json.dumps({"parameters": values, "data": data}, indent=1) + "\n",
+        )
+        if not path.is_file() or path.read_text() != text:  # unchanged: its time stays, make runs nothing
+            atomic_write(path, lambda tmp, text=text: tmp.write_text(text))
             print(f"[apd] {stem}: parameters changed", flush=True)
     shutil.rmtree(results_root(root) / ".staging" / profile, ignore_errors=True)
     make_slots(folder / "slots", job_count(jobs))
@@ -760,11 +761,8 @@ def parameters_page(root: Path = ROOT) -> str:
 
 def _parameters_cell(path: Path) -> list[tuple[str, str, str]]:
     """``(name, default as written, comment)`` for each line of a notebook's parameters cell."""
-    nb = json.loads(path.read_text())
-    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
-    source = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
     out = []
-    for line in source.splitlines():
+    for line in parameters_source(path).splitlines():
         found = re.match(r"^(\w+)\s*(?::[^=]+)?=\s*(.*?)\s*(?:#\s*(.*))?$", line)
         if found:
             out.append((found.group(1), found.group(2), found.group(3) or ""))

@@ -27,14 +27,19 @@ def notebook_parameters(path: Path) -> dict[str, Any]:
     return {name: value for name, (value, _) in parameter_defaults(path).items()}
 
 
-def parameter_defaults(path: Path) -> dict[str, tuple[Any, bool]]:
-    """``{name: (default, literal)}`` of a notebook's parameters cell; ``literal`` is False when the
-    default is an expression (then ``default`` is its source text and any value is accepted)."""
+def parameters_source(path: Path) -> str:
+    """The source of a notebook's one cell tagged ``parameters`` (a BookError when there is not one)."""
     nb = json.loads(Path(path).read_text())
     cells = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
     if len(cells) != 1:
         raise BookError(f"{path} must have exactly one cell tagged 'parameters', found {len(cells)}")
-    source = "".join(cells[0]["source"])
+    return "".join(cells[0]["source"])
+
+
+def parameter_defaults(path: Path) -> dict[str, tuple[Any, bool]]:
+    """``{name: (default, literal)}`` of a notebook's parameters cell; ``literal`` is False when the
+    default is an expression (then ``default`` is its source text and any value is accepted)."""
+    source = parameters_source(path)
     out: dict[str, tuple[Any, bool]] = {}
     for node in ast.parse(source).body:
         targets = (
